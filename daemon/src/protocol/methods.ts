@@ -1,0 +1,88 @@
+/**
+ * Every Cairn method and notification, declared once.
+ *
+ * Each entry holds the method name, a typed vscode-jsonrpc message type, and the
+ * zod schemas of its params and result. The daemon dispatches from this table,
+ * clients send through `.type`, the JSON Schema file and docs/protocol.md are
+ * checked against it.
+ */
+import { NotificationType, ParameterStructures, RequestType } from 'vscode-jsonrpc';
+import { z } from 'zod';
+import * as T from './types';
+
+export interface RequestDef<P extends z.ZodType, R extends z.ZodType> {
+  kind: 'request';
+  method: string;
+  params: P;
+  result: R;
+  type: RequestType<z.infer<P>, z.infer<R>, unknown>;
+  doc: string;
+}
+export interface NotificationDef<P extends z.ZodType> {
+  kind: 'notification';
+  method: string;
+  params: P;
+  type: NotificationType<z.infer<P>>;
+  doc: string;
+}
+
+function request<P extends z.ZodType, R extends z.ZodType>(method: string, params: P, result: R, doc: string): RequestDef<P, R> {
+  return { kind: 'request', method, params, result, type: new RequestType(method, ParameterStructures.byName), doc };
+}
+function notification<P extends z.ZodType>(method: string, params: P, doc: string): NotificationDef<P> {
+  return { kind: 'notification', method, params, type: new NotificationType(method, ParameterStructures.byName), doc };
+}
+
+/** Version of the Cairn protocol (bumped on any incompatible change). */
+export const PROTOCOL_VERSION = '1.0';
+
+const Empty = z.object({}).strict().optional();
+const Null = z.null();
+
+export const Requests = {
+  initialize: request('initialize', T.InitializeParams, T.InitializeResult, 'LSP lifecycle: returns server info, protocol version and capabilities.'),
+  shutdown: request('shutdown', z.undefined().or(z.null()).optional(), Null, 'LSP lifecycle: the client is about to exit; the daemon keeps serving other clients.'),
+
+  upsert: request('memory/upsert', T.UpsertParams, T.UpsertResult, 'Create or update the memory at (namespace, key).'),
+  upsertBatch: request('memory/upsertBatch', T.UpsertBatchParams, T.UpsertBatchResult, 'Upsert many memories in one transaction; each item succeeds or fails on its own.'),
+  get: request('memory/get', T.GetParams, T.Memory, 'Read one memory by id or by (namespace, key).'),
+  list: request('memory/list', T.ListParams, T.ListResult, 'Page through memories in scope, newest update first.'),
+  delete: request('memory/delete', T.DeleteParams, T.WriteResult, 'Soft-delete a memory; the key stays deleted until restored.'),
+  restore: request('memory/restore', T.RestoreParams, T.WriteResult, 'Bring a deleted memory back.'),
+  forget: request('memory/forget', T.ForgetParams, T.WriteResult, 'Delete a memory and reject its value in its namespace.'),
+  purge: request('memory/purge', T.PurgeParams, T.PurgeResult, 'Admin: remove a deleted memory from every table (history keeps a purge row).'),
+  history: request('memory/history', T.HistoryParams, T.HistoryResult, 'Every recorded operation on a memory, newest first.'),
+  link: request('memory/link', T.LinkParams, T.LinkResult, 'Add a typed edge between two live memories.'),
+  unlink: request('memory/unlink', T.UnlinkParams, T.UnlinkResult, 'Remove a typed edge.'),
+  neighbors: request('memory/neighbors', T.NeighborsParams, T.NeighborsResult, 'Live memories linked to a memory.'),
+  search: request('memory/search', T.SearchParams, T.SearchResult, 'Ranked search (hybrid, full-text or vector) inside a scope.'),
+
+  namespacesList: request('namespaces/list', T.NamespacesListParams, T.NamespacesListResult, 'Live namespaces with memory counts.'),
+  namespacesRename: request('namespaces/rename', T.NamespacesRenameParams, T.NamespacesRenameResult, 'Rename a namespace subtree in one transaction.'),
+  namespacesDelete: request('namespaces/delete', T.NamespacesDeleteParams, T.NamespacesDeleteResult, 'Logically delete a namespace subtree; its memories vanish from reads at once.'),
+
+  status: request('store/status', T.StoreStatusParams, T.StoreStatusResult, 'Counts, schema version, change-log position, index watermarks, embeddings.'),
+  sweep: request('store/sweep', T.SweepParams, T.SweepResult, 'Expire memories past expiresAt and purge deleted namespaces in bounded batches.'),
+  exportRecords: request('store/export', T.ExportParams, T.ExportResult, 'Export namespaces, memories, history, links and rejected values.'),
+  importRecords: request('store/import', T.ImportParams, T.ImportResult, 'Import records produced by store/export, exactly.'),
+
+  indexWait: request('index/wait', T.IndexWaitParams, T.IndexWaitResult, 'Wait until the vector index includes a change-log position.'),
+  indexRebuild: request('index/rebuild', T.IndexRebuildParams, T.IndexRebuildResult, 'Re-embed everything, optionally switching model.'),
+} as const;
+
+export const Notifications = {
+  initialized: notification('initialized', z.unknown(), 'LSP lifecycle: client finished initializing.'),
+  exit: notification('exit', z.unknown(), 'LSP lifecycle: the client connection ends.'),
+  didChange: notification('memory/didChange', T.DidChangeParams, 'Broadcast to every client after each write.'),
+  indexProgress: notification('index/progress', T.IndexProgressParams, 'Progress of a background re-embed.'),
+} as const;
+
+export type RequestName = keyof typeof Requests;
+export type ParamsOf<K extends RequestName> = z.infer<(typeof Requests)[K]['params']>;
+export type ResultOf<K extends RequestName> = z.infer<(typeof Requests)[K]['result']>;
+
+/** All method names the daemon serves (requests and notifications). */
+export const allMethods = (): string[] => [
+  ...Object.values(Requests).map((r) => r.method),
+  ...Object.values(Notifications).map((n) => n.method),
+];

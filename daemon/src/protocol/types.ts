@@ -1,0 +1,483 @@
+/**
+ * Every params and result type of the Cairn protocol, declared once as a zod schema.
+ *
+ * The schemas are the single source of truth: TypeScript types are inferred from
+ * them, the daemon validates every incoming params object with them (unknown
+ * fields rejected), and `schema/protocol.schema.json` is generated from them for
+ * clients in other languages.
+ */
+import { z } from 'zod';
+
+// ---------------------------------------------------------------------------
+// Limits (documented in docs/protocol.md#limits)
+// ---------------------------------------------------------------------------
+export const Limits = {
+  /** Max UTF-8 bytes of a memory value. */
+  valueBytes: 64 * 1024,
+  /** Max characters of a key. */
+  keyChars: 512,
+  /** Max characters of a namespace path, segments, and chars per segment. */
+  namespaceChars: 255,
+  namespaceSegments: 16,
+  namespaceSegmentChars: 64,
+  /** Max tags per memory and chars per tag. */
+  tags: 64,
+  tagChars: 64,
+  /** Max anchors per memory. */
+  anchors: 32,
+  /** Max properties per memory, chars per key and per string value. */
+  properties: 64,
+  propertyKeyChars: 64,
+  propertyValueChars: 1024,
+  /** Max items per page / search hits. */
+  pageSize: 1000,
+  /** Max query characters. */
+  queryChars: 4096,
+  /** Max items in one batch upsert. */
+  batchItems: 5000,
+  /** Max bytes of one JSON-RPC message body (larger frames are refused and the connection dropped). */
+  messageBytes: 16 * 1024 * 1024,
+  /** Max depth and node count of a filter tree. */
+  filterDepth: 16,
+  filterNodes: 256,
+  /** Values longer than this many characters get an extractive summary at write time. */
+  summaryThresholdChars: 600,
+} as const;
+
+/** Namespace grammar: lowercase segments `[a-z0-9][a-z0-9_-]*` joined by '.'. */
+export const NAMESPACE_SEGMENT = /^[a-z0-9][a-z0-9_-]*$/;
+
+export const MEMORY_KINDS = ['fact', 'preference', 'decision', 'procedure', 'episode', 'note'] as const;
+export const MEMORY_STATUSES = ['active', 'proposed', 'superseded'] as const;
+export const HISTORY_OPS = ['create', 'update', 'delete', 'restore', 'supersede', 'expire', 'purge', 'forget'] as const;
+export const CHANGE_OPS = [...HISTORY_OPS, 'access'] as const;
+export const LINK_TYPES = ['relates_to', 'contradicts', 'depends_on', 'derived_from', 'supports', 'refines'] as const;
+export const SEARCH_MODES = ['hybrid', 'fts', 'vector'] as const;
+
+const isoDate = z.iso.datetime({ offset: true });
+const unit = z.number().finite();
+
+export const NamespacePath = z.string().min(1).max(Limits.namespaceChars);
+export const MemoryId = z.string().min(1).max(64);
+export const Actor = z.string().min(1).max(200);
+export const Reason = z.string().max(2000);
+
+export const Anchor = z
+  .object({
+    /** Workspace-relative (preferred) or absolute path, '/' separated. */
+    path: z.string().min(1).max(1024),
+    symbol: z.string().min(1).max(512).optional(),
+    /** 1-based inclusive line range. */
+    startLine: z.number().int().min(1).optional(),
+    endLine: z.number().int().min(1).optional(),
+    /** Set by the daemon when the anchored code disappeared. */
+    stale: z.boolean().optional(),
+  })
+  .strict();
+export type Anchor = z.infer<typeof Anchor>;
+
+export const PropertyValue = z.union([z.string().max(Limits.propertyValueChars), z.number().finite(), z.boolean(), z.null()]);
+export const Properties = z.record(z.string().min(1).max(Limits.propertyKeyChars), PropertyValue);
+export type Properties = z.infer<typeof Properties>;
+
+export const MemoryKind = z.enum(MEMORY_KINDS);
+export const MemoryStatus = z.enum(MEMORY_STATUSES);
+export const LinkType = z.enum(LINK_TYPES);
+export const SearchMode = z.enum(SEARCH_MODES);
+export type MemoryKind = z.infer<typeof MemoryKind>;
+export type MemoryStatus = z.infer<typeof MemoryStatus>;
+export type LinkType = z.infer<typeof LinkType>;
+export type SearchMode = z.infer<typeof SearchMode>;
+
+/** A memory as every client sees it. Times are ISO-8601 strings (UTC). */
+export const Memory = z.object({
+  id: z.string(),
+  namespace: z.string(),
+  key: z.string(),
+  value: z.string(),
+  summary: z.string().nullable(),
+  kind: MemoryKind,
+  tags: z.array(z.string()),
+  importance: z.number(),
+  confidence: z.number(),
+  source: z.string(),
+  properties: Properties,
+  anchors: z.array(Anchor),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  validFrom: z.string().nullable(),
+  validTo: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  lastAccessedAt: z.string().nullable(),
+  accessCount: z.number().int(),
+  version: z.number().int(),
+  status: MemoryStatus,
+  supersededBy: z.string().nullable(),
+  deletedAt: z.string().nullable(),
+  deletedBy: z.string().nullable(),
+});
+export type Memory = z.infer<typeof Memory>;
+
+// ---------------------------------------------------------------------------
+// Scope, include flags and filters
+// ---------------------------------------------------------------------------
+export const Scope = z
+  .object({
+    /** Exact allow-list of namespaces (no nesting). */
+    namespaces: z.array(NamespacePath).max(256).optional(),
+    /** This namespace and everything nested under it. */
+    root: NamespacePath.optional(),
+    /** Default true: the `user` root and its descendants are always in scope. */
+    includeUser: z.boolean().optional(),
+  })
+  .strict();
+export type Scope = z.infer<typeof Scope>;
+
+export const Include = z
+  .object({
+    deleted: z.boolean().optional(),
+    expired: z.boolean().optional(),
+    superseded: z.boolean().optional(),
+    outOfValidity: z.boolean().optional(),
+    proposed: z.boolean().optional(),
+  })
+  .strict();
+export type Include = z.infer<typeof Include>;
+
+const cmp = z.enum(['eq', 'ne', 'lt', 'lte', 'gt', 'gte']);
+const timeField = z.enum(['createdAt', 'updatedAt', 'expiresAt', 'validFrom', 'validTo', 'lastAccessedAt']);
+
+/** Leaf comparisons. Every leaf is a strict object; see docs/protocol.md#filters. */
+export const FilterLeaf = z.union([
+  z.object({ field: z.enum(['kind', 'source', 'status', 'namespace', 'key']), op: z.enum(['eq', 'ne']), value: z.string() }).strict(),
+  z.object({ field: z.enum(['kind', 'source', 'status', 'namespace', 'key']), op: z.literal('in'), value: z.array(z.string()).min(1).max(256) }).strict(),
+  z.object({ field: z.literal('source'), op: z.literal('prefix'), value: z.string().min(1) }).strict(),
+  z.object({ field: z.literal('tags'), op: z.enum(['has', 'hasAny', 'hasAll', 'hasNone']), value: z.union([z.string(), z.array(z.string()).min(1).max(256)]) }).strict(),
+  z.object({ field: timeField, op: cmp, value: isoDate }).strict(),
+  z.object({ field: timeField, op: z.literal('exists'), value: z.boolean() }).strict(),
+  z.object({ field: z.literal('validAt'), op: z.literal('eq'), value: isoDate }).strict(),
+  z.object({ field: z.enum(['importance', 'confidence']), op: cmp, value: unit }).strict(),
+  z.object({ field: z.literal('anchors.path'), op: z.enum(['eq', 'prefix', 'exists']), value: z.union([z.string().min(1), z.boolean()]) }).strict(),
+  z.object({ property: z.string().min(1).max(Limits.propertyKeyChars), op: cmp, value: z.union([z.string(), z.number().finite(), z.boolean()]) }).strict(),
+  z.object({ property: z.string().min(1).max(Limits.propertyKeyChars), op: z.literal('exists'), value: z.boolean() }).strict(),
+]);
+export type FilterLeaf = z.infer<typeof FilterLeaf>;
+
+export type Filter = FilterLeaf | { and: Filter[] } | { or: Filter[] } | { not: Filter };
+export const Filter: z.ZodType<Filter> = z.lazy(() =>
+  z.union([
+    z.object({ and: z.array(Filter).min(1).max(64) }).strict(),
+    z.object({ or: z.array(Filter).min(1).max(64) }).strict(),
+    z.object({ not: Filter }).strict(),
+    FilterLeaf,
+  ]),
+);
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+// ---------------------------------------------------------------------------
+/** LSP clients send many standard fields; Cairn reads only these and ignores the rest. */
+export const InitializeParams = z
+  .object({
+    processId: z.number().int().nullable().optional(),
+    clientInfo: z.object({ name: z.string(), version: z.string().optional() }).loose().optional(),
+    rootUri: z.string().nullable().optional(),
+    initializationOptions: z.unknown().optional(),
+    capabilities: z.unknown().optional(),
+  })
+  .loose();
+export type InitializeParams = z.infer<typeof InitializeParams>;
+
+export const InitializeResult = z.object({
+  serverInfo: z.object({ name: z.string(), version: z.string() }),
+  protocolVersion: z.string(),
+  capabilities: z.object({
+    hoverProvider: z.boolean(),
+    textDocumentSync: z.number().int(),
+    cairn: z.object({ methods: z.array(z.string()), searchModes: z.array(SearchMode), vectors: z.boolean() }),
+  }),
+});
+export type InitializeResult = z.infer<typeof InitializeResult>;
+
+// ---------------------------------------------------------------------------
+// Memories
+// ---------------------------------------------------------------------------
+export const UpsertParams = z
+  .object({
+    namespace: NamespacePath,
+    key: z.string().min(1).max(Limits.keyChars),
+    value: z.string(),
+    kind: MemoryKind.optional(),
+    tags: z.array(z.string().min(1).max(Limits.tagChars)).max(Limits.tags).optional(),
+    /** Clamped to 0..1. */
+    importance: unit.optional(),
+    /** Clamped to 0..1. */
+    confidence: unit.optional(),
+    source: z.string().min(1).max(200).optional(),
+    actor: Actor.optional(),
+    reason: Reason.optional(),
+    anchors: z.array(Anchor).max(Limits.anchors).optional(),
+    properties: Properties.optional(),
+    validFrom: isoDate.nullable().optional(),
+    validTo: isoDate.nullable().optional(),
+    expiresAt: isoDate.nullable().optional(),
+    status: z.enum(['active', 'proposed']).optional(),
+    /** Id of an older memory this one replaces; it becomes `superseded`. */
+    supersedes: MemoryId.optional(),
+    /** Write a deleted key again (recorded as `restore`). */
+    restore: z.boolean().optional(),
+    /** Write a rejected (forgotten) value anyway (recorded in history). */
+    force: z.boolean().optional(),
+    /** Fail with VersionConflict unless the stored version equals this (0 = must not exist). */
+    ifVersion: z.number().int().min(0).optional(),
+  })
+  .strict();
+export type UpsertParams = z.infer<typeof UpsertParams>;
+
+export const PossibleDuplicate = z.object({ id: z.string(), key: z.string(), namespace: z.string(), similarity: z.number() });
+export type PossibleDuplicate = z.infer<typeof PossibleDuplicate>;
+
+export const UpsertResult = z.object({
+  memory: Memory,
+  created: z.boolean(),
+  /** Change-log position of this write. */
+  position: z.number().int(),
+  /** False when the write changed nothing (same content): no new version, no history row. */
+  changed: z.boolean(),
+  possibleDuplicates: z.array(PossibleDuplicate).optional(),
+});
+export type UpsertResult = z.infer<typeof UpsertResult>;
+
+export const UpsertBatchParams = z
+  .object({ items: z.array(UpsertParams).min(1).max(Limits.batchItems), actor: Actor.optional() })
+  .strict();
+export type UpsertBatchParams = z.infer<typeof UpsertBatchParams>;
+export const UpsertBatchResult = z.object({
+  results: z.array(z.union([
+    z.object({ ok: z.literal(true), id: z.string(), created: z.boolean(), position: z.number().int(), version: z.number().int() }),
+    z.object({ ok: z.literal(false), error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown() }) }),
+  ])),
+  position: z.number().int(),
+});
+export type UpsertBatchResult = z.infer<typeof UpsertBatchResult>;
+
+export const GetParams = z.union([
+  z.object({ id: MemoryId, includeDeleted: z.boolean().optional(), scope: Scope.optional() }).strict(),
+  z.object({ namespace: NamespacePath, key: z.string().min(1).max(Limits.keyChars), includeDeleted: z.boolean().optional() }).strict(),
+]);
+export type GetParams = z.infer<typeof GetParams>;
+
+export const ListParams = z
+  .object({
+    scope: Scope.optional(),
+    filter: Filter.optional(),
+    include: Include.optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+    /** Opaque cursor from a previous page. */
+    cursor: z.string().max(512).optional(),
+  })
+  .strict();
+export type ListParams = z.infer<typeof ListParams>;
+export const ListResult = z.object({ items: z.array(Memory), nextCursor: z.string().nullable() });
+export type ListResult = z.infer<typeof ListResult>;
+
+const target = {
+  id: MemoryId.optional(),
+  namespace: NamespacePath.optional(),
+  key: z.string().min(1).max(Limits.keyChars).optional(),
+  actor: Actor.optional(),
+  reason: Reason.optional(),
+};
+export const DeleteParams = z.object(target).strict();
+export type DeleteParams = z.infer<typeof DeleteParams>;
+export const RestoreParams = z.object(target).strict();
+export type RestoreParams = z.infer<typeof RestoreParams>;
+export const ForgetParams = z.object(target).strict();
+export type ForgetParams = z.infer<typeof ForgetParams>;
+export const PurgeParams = z.object(target).strict();
+export type PurgeParams = z.infer<typeof PurgeParams>;
+export const WriteResult = z.object({ memory: Memory, position: z.number().int() });
+export type WriteResult = z.infer<typeof WriteResult>;
+export const PurgeResult = z.object({ id: z.string(), position: z.number().int() });
+export type PurgeResult = z.infer<typeof PurgeResult>;
+
+export const HistoryParams = z
+  .object({ id: MemoryId.optional(), namespace: NamespacePath.optional(), key: z.string().min(1).max(Limits.keyChars).optional(), limit: z.number().int().min(1).max(Limits.pageSize).optional() })
+  .strict();
+export type HistoryParams = z.infer<typeof HistoryParams>;
+export const HistoryEntry = z.object({
+  seq: z.number().int(),
+  memoryId: z.string(),
+  op: z.enum(HISTORY_OPS),
+  actor: z.string(),
+  reason: z.string().nullable(),
+  at: z.string(),
+  /** Version after the operation. */
+  version: z.number().int(),
+  /** Full state before the operation (null for create). */
+  previous: Memory.nullable(),
+  /** Full state after the operation (null for purge). */
+  state: Memory.nullable(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntry>;
+export const HistoryResult = z.object({ entries: z.array(HistoryEntry), capped: z.boolean() });
+export type HistoryResult = z.infer<typeof HistoryResult>;
+
+export const LinkParams = z
+  .object({ from: MemoryId, to: MemoryId, type: LinkType, actor: Actor.optional(), scope: Scope.optional() })
+  .strict();
+export type LinkParams = z.infer<typeof LinkParams>;
+export const UnlinkParams = LinkParams;
+export type UnlinkParams = LinkParams;
+export const Link = z.object({ from: z.string(), to: z.string(), type: LinkType, createdAt: z.string(), actor: z.string() });
+export type Link = z.infer<typeof Link>;
+export const LinkResult = z.object({ link: Link, created: z.boolean(), position: z.number().int() });
+export type LinkResult = z.infer<typeof LinkResult>;
+export const UnlinkResult = z.object({ removed: z.boolean(), position: z.number().int() });
+export type UnlinkResult = z.infer<typeof UnlinkResult>;
+export const NeighborsParams = z
+  .object({ id: MemoryId, type: LinkType.optional(), direction: z.enum(['out', 'in', 'both']).optional(), scope: Scope.optional() })
+  .strict();
+export type NeighborsParams = z.infer<typeof NeighborsParams>;
+export const NeighborsResult = z.object({
+  neighbors: z.array(z.object({ memory: Memory, type: LinkType, direction: z.enum(['out', 'in']) })),
+});
+export type NeighborsResult = z.infer<typeof NeighborsResult>;
+
+export const SearchParams = z
+  .object({
+    query: z.string().max(Limits.queryChars),
+    scope: Scope.optional(),
+    filter: Filter.optional(),
+    include: Include.optional(),
+    limit: z.number().int().min(1).max(200).optional(),
+    mode: SearchMode.optional(),
+    explain: z.boolean().optional(),
+  })
+  .strict();
+export type SearchParams = z.infer<typeof SearchParams>;
+export const ArmExplain = z.object({ rank: z.number().int(), score: z.number() });
+export const SearchHit = z.object({
+  memory: Memory,
+  score: z.number(),
+  /** Value excerpt with matches wrapped in «…». */
+  snippet: z.string(),
+  explain: z
+    .object({ fts: ArmExplain.nullable(), vector: ArmExplain.nullable(), fused: z.number(), boost: z.number() })
+    .optional(),
+});
+export type SearchHit = z.infer<typeof SearchHit>;
+export const SearchResult = z.object({
+  hits: z.array(SearchHit),
+  mode: SearchMode,
+  /** Set when hybrid/vector search fell back to full-text; says why. */
+  degraded: z.string().optional(),
+});
+export type SearchResult = z.infer<typeof SearchResult>;
+
+// ---------------------------------------------------------------------------
+// Namespaces
+// ---------------------------------------------------------------------------
+export const NamespaceInfo = z.object({ id: z.string(), path: z.string(), createdAt: z.string(), memoryCount: z.number().int() });
+export type NamespaceInfo = z.infer<typeof NamespaceInfo>;
+export const NamespacesListParams = z.object({ root: NamespacePath.optional() }).strict();
+export type NamespacesListParams = z.infer<typeof NamespacesListParams>;
+export const NamespacesListResult = z.object({ namespaces: z.array(NamespaceInfo) });
+export type NamespacesListResult = z.infer<typeof NamespacesListResult>;
+export const NamespacesRenameParams = z.object({ from: NamespacePath, to: NamespacePath, actor: Actor.optional() }).strict();
+export type NamespacesRenameParams = z.infer<typeof NamespacesRenameParams>;
+export const NamespacesRenameResult = z.object({ renamed: z.number().int(), position: z.number().int() });
+export type NamespacesRenameResult = z.infer<typeof NamespacesRenameResult>;
+export const NamespacesDeleteParams = z.object({ path: NamespacePath, actor: Actor.optional(), reason: Reason.optional() }).strict();
+export type NamespacesDeleteParams = z.infer<typeof NamespacesDeleteParams>;
+export const NamespacesDeleteResult = z.object({ deleted: z.number().int(), memories: z.number().int(), position: z.number().int() });
+export type NamespacesDeleteResult = z.infer<typeof NamespacesDeleteResult>;
+
+// ---------------------------------------------------------------------------
+// Store, index, import/export
+// ---------------------------------------------------------------------------
+export const StoreStatusParams = z.object({}).strict().optional();
+export const IndexWatermark = z.object({ name: z.string(), watermark: z.number().int(), behind: z.number().int() });
+export const EmbeddingStatus = z.object({
+  /** Model id in use (after any fallback). */
+  model: z.string().nullable(),
+  /** Model id the user configured. */
+  configuredModel: z.string().nullable(),
+  dimension: z.number().int().nullable(),
+  /** 'ready' | 'loading' | 'reindexing' | 'unavailable' */
+  state: z.enum(['ready', 'loading', 'reindexing', 'unavailable', 'disabled']),
+  /** Why the configured model is not in use, when falling back. */
+  fallbackReason: z.string().nullable(),
+  vectors: z.number().int(),
+  pending: z.number().int(),
+  vectorExtension: z.boolean(),
+});
+export type EmbeddingStatus = z.infer<typeof EmbeddingStatus>;
+export const StoreStatusResult = z.object({
+  path: z.string(),
+  sizeBytes: z.number().int(),
+  schemaVersion: z.number().int(),
+  position: z.number().int(),
+  counts: z.object({
+    memories: z.number().int(),
+    active: z.number().int(),
+    proposed: z.number().int(),
+    superseded: z.number().int(),
+    deleted: z.number().int(),
+    namespaces: z.number().int(),
+    history: z.number().int(),
+    links: z.number().int(),
+    rejectedValues: z.number().int(),
+  }),
+  indexes: z.array(IndexWatermark),
+  historyCap: z.number().int().nullable(),
+  embeddings: EmbeddingStatus,
+  daemon: z.object({ pid: z.number().int(), version: z.string(), socket: z.string().nullable(), clients: z.number().int(), uptimeMs: z.number().int() }).optional(),
+});
+export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
+
+export const IndexWaitParams = z.object({ position: z.number().int().min(0), timeoutMs: z.number().int().min(0).max(600_000).optional() }).strict();
+export type IndexWaitParams = z.infer<typeof IndexWaitParams>;
+export const IndexWaitResult = z.object({ watermark: z.number().int(), reached: z.boolean() });
+export type IndexWaitResult = z.infer<typeof IndexWaitResult>;
+export const IndexRebuildParams = z.object({ model: z.string().min(1).max(512).optional() }).strict();
+export type IndexRebuildParams = z.infer<typeof IndexRebuildParams>;
+export const IndexRebuildResult = z.object({ model: z.string().nullable(), queued: z.number().int() });
+export type IndexRebuildResult = z.infer<typeof IndexRebuildResult>;
+
+/** One JSON Lines record of an export. */
+export const ExportRecord = z.union([
+  z.object({ type: z.literal('header'), format: z.literal('cairn-export'), version: z.literal(1), exportedAt: z.string(), schemaVersion: z.number().int() }),
+  z.object({ type: z.literal('namespace'), id: z.string(), path: z.string(), createdAt: z.string(), deletedAt: z.string().nullable(), deletedBy: z.string().nullable() }),
+  z.object({ type: z.literal('memory'), memory: Memory, namespaceId: z.string(), deleteReason: z.string().nullable() }),
+  z.object({ type: z.literal('history'), entry: HistoryEntry }),
+  z.object({ type: z.literal('link'), link: Link }),
+  z.object({ type: z.literal('rejected'), namespaceId: z.string(), valueHash: z.string(), memoryId: z.string().nullable(), actor: z.string(), at: z.string() }),
+]);
+export type ExportRecord = z.infer<typeof ExportRecord>;
+export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: z.boolean().optional() }).strict();
+export type ExportParams = z.infer<typeof ExportParams>;
+export const ExportResult = z.object({ records: z.array(ExportRecord) });
+export type ExportResult = z.infer<typeof ExportResult>;
+export const ImportParams = z.object({ records: z.array(z.unknown()).max(200_000), actor: Actor.optional() }).strict();
+export type ImportParams = z.infer<typeof ImportParams>;
+export const ImportResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });
+export type ImportResult = z.infer<typeof ImportResult>;
+
+export const SweepParams = z.object({ batch: z.number().int().min(1).max(10_000).optional() }).strict().optional();
+export const SweepResult = z.object({ expired: z.number().int(), purged: z.number().int(), position: z.number().int() });
+export type SweepResult = z.infer<typeof SweepResult>;
+
+// ---------------------------------------------------------------------------
+// Notifications
+// ---------------------------------------------------------------------------
+export const DidChangeParams = z.object({
+  position: z.number().int(),
+  id: z.string().nullable(),
+  namespace: z.string().nullable(),
+  key: z.string().nullable(),
+  op: z.string(),
+});
+export type DidChangeParams = z.infer<typeof DidChangeParams>;
+export const IndexProgressParams = z.object({ model: z.string(), done: z.number().int(), total: z.number().int(), state: z.enum(['reindexing', 'ready']) });
+export type IndexProgressParams = z.infer<typeof IndexProgressParams>;
