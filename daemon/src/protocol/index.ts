@@ -3,3 +3,4 @@ export * from './errors';
 export * from './types';
 export * from './methods';
 export * from './namespace';
+export * from './settings';

@@ -1,0 +1,50 @@
+/**
+ * Where Cairn keeps its files. Pure Node (no native modules), so the extension
+ * can import it to find the daemon's socket without loading SQLite.
+ */
+import { createHash } from 'node:crypto';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+/** Per-user data directory: $XDG_DATA_HOME/cairn, ~/Library/Application Support/Cairn, %APPDATA%\Cairn. */
+export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (process.platform === 'darwin') return path.join(os.homedir(), 'Library', 'Application Support', 'Cairn');
+  if (process.platform === 'win32') return path.join(env.APPDATA || path.join(os.homedir(), 'AppData', 'Roaming'), 'Cairn');
+  return path.join(env.XDG_DATA_HOME || path.join(os.homedir(), '.local', 'share'), 'cairn');
+}
+
+/** Per-user cache directory (downloaded models): $XDG_CACHE_HOME/cairn and platform equivalents. */
+export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (process.platform === 'darwin') return path.join(os.homedir(), 'Library', 'Caches', 'Cairn');
+  if (process.platform === 'win32') return path.join(env.LOCALAPPDATA || path.join(os.homedir(), 'AppData', 'Local'), 'Cairn', 'Cache');
+  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'cairn');
+}
+
+/** The store file: explicit path, else $CAIRN_DB, else <dataDir>/cairn.db. */
+export function resolveDbPath(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
+  const p = explicit || env.CAIRN_DB || path.join(dataDir(env), 'cairn.db');
+  return path.resolve(p);
+}
+
+/** Runtime directory for sockets: $XDG_RUNTIME_DIR/cairn, else <tmpdir>/cairn-<uid>. */
+export function runtimeDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.XDG_RUNTIME_DIR) return path.join(env.XDG_RUNTIME_DIR, 'cairn');
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  return path.join(os.tmpdir(), `cairn-${uid}`);
+}
+
+/**
+ * The default socket of the daemon that owns `dbPath`: one per store file, so
+ * every window and the CLI find the same daemon. Short names keep it under the
+ * 107-byte Unix socket path limit.
+ */
+export function defaultSocketPath(dbPath: string, env: NodeJS.ProcessEnv = process.env): string {
+  const h = createHash('sha256').update(path.resolve(dbPath)).digest('hex').slice(0, 12);
+  if (process.platform === 'win32') return `\\\\.\\pipe\\cairn-${h}`;
+  return path.join(runtimeDir(env), `d-${h}.sock`);
+}
+
+/** Lock/info file next to the store naming the daemon that owns it. */
+export function daemonInfoPath(dbPath: string): string {
+  return path.resolve(dbPath) + '.daemon.json';
+}
