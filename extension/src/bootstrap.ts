@@ -1,0 +1,252 @@
+/**
+ * Finding and starting the daemon: which Node.js, which daemon script, which store and socket.
+ *
+ * Architecture invariant: the daemon (SQLite, ONNX: native modules) never loads in the extension host.
+ * It always runs as its own Node.js process, started detached so every window on the machine can share it
+ * and it outlives the window that started it.
+ */
+import { execFile, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { daemonInfoPath, defaultSocketPath, resolveDbPath } from '../../daemon/src/paths';
+
+export interface DaemonInfo {
+  pid: number;
+  socket: string;
+  version?: string;
+}
+
+export interface Target {
+  db: string;
+  socket: string;
+}
+
+/** The store file and socket a window uses: `cairn.store.path`, else $CAIRN_DB, else the per-user default. */
+export function resolveTarget(storeSetting: string, env: NodeJS.ProcessEnv = process.env): Target {
+  const db = resolveDbPath(storeSetting || undefined, env);
+  return { db, socket: defaultSocketPath(db, env) };
+}
+
+export function readDaemonInfo(db: string): DaemonInfo | null {
+  try {
+    const info = JSON.parse(fs.readFileSync(daemonInfoPath(db), 'utf8')) as DaemonInfo;
+    return typeof info.pid === 'number' && typeof info.socket === 'string' ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Open a socket, failing after `timeoutMs` instead of waiting on a wedged peer. */
+export function connectSocket(socketPath: string, timeoutMs = 2000): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(socketPath);
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`timed out connecting to ${socketPath}`));
+    }, timeoutMs);
+    sock.once('connect', () => {
+      clearTimeout(timer);
+      resolve(sock);
+    });
+    sock.once('error', (e) => {
+      clearTimeout(timer);
+      sock.destroy();
+      reject(e);
+    });
+  });
+}
+
+/** True when something accepts connections on the socket. */
+export async function probe(socketPath: string, timeoutMs = 1000): Promise<boolean> {
+  try {
+    (await connectSocket(socketPath, timeoutMs)).destroy();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where the daemon entry script may live, in the order tried. */
+export function daemonCandidates(setting: string, extensionPath: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const c: string[] = [];
+  if (setting) return [setting];
+  if (env.CAIRN_DAEMON) return [env.CAIRN_DAEMON];
+  c.push(path.join(extensionPath, 'daemon', 'bin', 'cairn.js')); // the copy packaged into the .vsix
+  c.push(path.join(extensionPath, '..', 'daemon', 'bin', 'cairn.js')); // a source checkout (development host)
+  return c;
+}
+
+export class BootstrapError extends Error {}
+
+/** The daemon entry script, checked to exist and to be built. */
+export function findDaemonScript(setting: string, extensionPath: string, env: NodeJS.ProcessEnv = process.env): string {
+  const candidates = daemonCandidates(setting, extensionPath, env);
+  for (const c of candidates) {
+    if (!fs.existsSync(c)) continue;
+    const bundle = path.join(path.dirname(c), '..', 'dist', 'cairn.js');
+    if (path.basename(path.dirname(c)) === 'bin' && !fs.existsSync(bundle)) {
+      throw new BootstrapError(`The Cairn daemon at ${c} is not built (missing ${bundle}). Run "npm run build" in the repository.`);
+    }
+    return path.resolve(c);
+  }
+  const where = setting ? 'cairn.daemon.path' : env.CAIRN_DAEMON ? 'CAIRN_DAEMON' : 'the extension folder';
+  throw new BootstrapError(`Cairn daemon script not found (looked in ${where}: ${candidates.join(', ')}). Set "cairn.daemon.path" to daemon/bin/cairn.js.`);
+}
+
+function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
+  const exts = process.platform === 'win32' ? (env.PATHEXT || '.EXE;.CMD').split(';') : [''];
+  for (const dir of (env.PATH || '').split(path.delimiter)) {
+    if (!dir) continue;
+    for (const ext of exts) {
+      const p = path.join(dir, name + ext);
+      try {
+        fs.accessSync(p, fs.constants.X_OK);
+        if (fs.statSync(p).isFile()) return p;
+      } catch {
+        // not here
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * The Node.js that runs the daemon: `cairn.daemon.nodePath`, else $CAIRN_NODE, else `node` on PATH.
+ * Never the editor's own executable (Electron: a different native-module ABI).
+ */
+export async function findNode(setting: string, env: NodeJS.ProcessEnv = process.env): Promise<{ node: string; version: string }> {
+  const explicit = setting || env.CAIRN_NODE;
+  const node = explicit || onPath('node', env);
+  if (!node) throw new BootstrapError('Node.js not found on PATH. Install Node.js 20 or newer, or set "cairn.daemon.nodePath".');
+  const version = await new Promise<string>((resolve, reject) =>
+    execFile(node, ['--version'], { timeout: 10_000, env }, (err, stdout) =>
+      err ? reject(new BootstrapError(`Cannot run Node.js at ${node}: ${err.message}`)) : resolve(stdout.trim()),
+    ),
+  );
+  const major = Number(/^v(\d+)/.exec(version)?.[1] ?? 0);
+  if (major < 20) throw new BootstrapError(`Node.js ${version} at ${node} is too old for the Cairn daemon; it needs 20 or newer.`);
+  return { node, version };
+}
+
+export interface Spawned {
+  pid: number;
+  log: string;
+  /** Resolves with the exit code if the process ends (it normally does not). */
+  exited: Promise<number | null>;
+}
+
+/** Start `node <script> daemon --db <db> --socket <socket>` detached, logging to `logFile`. */
+export function spawnDaemon(node: string, script: string, target: Target, logFile: string, env: NodeJS.ProcessEnv): Spawned {
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  fs.mkdirSync(path.dirname(target.db), { recursive: true });
+  if (process.platform !== 'win32') fs.mkdirSync(path.dirname(target.socket), { recursive: true, mode: 0o700 });
+  const fd = fs.openSync(logFile, 'a');
+  fs.writeSync(fd, `\n--- ${new Date().toISOString()} starting ${node} ${script} daemon --db ${target.db} --socket ${target.socket}\n`);
+  try {
+    const child = spawn(node, [script, 'daemon', '--db', target.db, '--socket', target.socket], {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env,
+      cwd: path.dirname(target.db),
+      windowsHide: true,
+    });
+    const exited = new Promise<number | null>((resolve) => {
+      child.once('exit', (code) => resolve(code));
+      child.once('error', () => resolve(-1));
+    });
+    child.unref();
+    return { pid: child.pid ?? -1, log: logFile, exited };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+export function tail(file: string, lines = 15): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export interface EnsureOptions {
+  target: Target;
+  nodeSetting: string;
+  daemonSetting: string;
+  extensionPath: string;
+  logFile: string;
+  env: NodeJS.ProcessEnv;
+  startTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface Ensured {
+  socket: string;
+  /** Set when this call started the daemon. */
+  spawned?: Spawned;
+}
+
+/**
+ * Make sure a daemon serves the store: connect to the running one if any (its info file names its
+ * socket), else start one and wait for its socket. Throws a BootstrapError that says what went wrong.
+ */
+export async function ensureDaemon(o: EnsureOptions): Promise<Ensured> {
+  const log = o.log ?? (() => undefined);
+  const sockets = (): string[] => {
+    const info = readDaemonInfo(o.target.db);
+    const s = info && isAlive(info.pid) ? [info.socket] : [];
+    return [...new Set([...s, o.target.socket])];
+  };
+  for (const s of sockets()) if (await probe(s)) return { socket: s };
+
+  const { node, version } = await findNode(o.nodeSetting, o.env);
+  const script = findDaemonScript(o.daemonSetting, o.extensionPath, o.env);
+  log(`starting daemon: ${node} (${version}) ${script} for ${o.target.db}`);
+  const spawned = spawnDaemon(node, script, o.target, o.logFile, o.env);
+  let exitCode: number | null | undefined;
+  void spawned.exited.then((c) => (exitCode = c));
+  const deadline = Date.now() + (o.startTimeoutMs ?? 30_000);
+  while (Date.now() < deadline) {
+    for (const s of sockets()) if (await probe(s, 500)) return { socket: s, spawned };
+    if (exitCode !== undefined) {
+      // Lost a race with another window's daemon? Then its socket answers now.
+      for (const s of sockets()) if (await probe(s, 500)) return { socket: s };
+      throw new BootstrapError(`The Cairn daemon exited with code ${exitCode} during start-up.\n${tail(spawned.log)}`);
+    }
+    await sleep(100);
+  }
+  throw new BootstrapError(`The Cairn daemon did not open ${o.target.socket} within ${Math.round((o.startTimeoutMs ?? 30_000) / 1000)} s.\n${tail(spawned.log)}`);
+}
+
+/** Stop a daemon process: SIGTERM, then SIGKILL after `graceMs`. Resolves once it is gone. */
+export async function stopProcess(pid: number, graceMs = 5000): Promise<void> {
+  if (!isAlive(pid)) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return;
+    await sleep(50);
+  }
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+  while (isAlive(pid) && Date.now() < deadline + 2000) await sleep(50);
+}

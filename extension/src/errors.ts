@@ -1,0 +1,66 @@
+/**
+ * Turning failures into sentences a user can act on. Daemon errors arrive as JSON-RPC errors whose
+ * `data.name` is the symbolic Cairn code (daemon/src/protocol/errors.ts); everything else is shown with
+ * its own message.
+ */
+import { errorCodeNames, type CairnErrorData, type ErrorCodeName } from '../../daemon/src/protocol/errors';
+
+export interface RpcErrorLike {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export function isRpcError(e: unknown): e is RpcErrorLike {
+  return !!e && typeof e === 'object' && typeof (e as RpcErrorLike).code === 'number' && typeof (e as RpcErrorLike).message === 'string';
+}
+
+/** The Cairn error name of a failure (`VersionConflict`, `NotFound`, ...), or undefined. */
+export function cairnErrorName(e: unknown): ErrorCodeName | undefined {
+  if (!isRpcError(e)) return undefined;
+  const data = e.data as Partial<CairnErrorData> | undefined;
+  return (data && typeof data.name === 'string' ? data.name : errorCodeNames[e.code]) as ErrorCodeName | undefined;
+}
+
+export function errorData(e: unknown): Partial<CairnErrorData> {
+  return isRpcError(e) && e.data && typeof e.data === 'object' ? (e.data as Partial<CairnErrorData>) : {};
+}
+
+/** Raised when a command needs the daemon and the window is not connected to one. */
+export class NotConnectedError extends Error {
+  constructor(state: string) {
+    super(`Cairn is not connected to its daemon (${state}). Run "Cairn: Restart Daemon" or see "Cairn: Show Log".`);
+    this.name = 'NotConnectedError';
+  }
+}
+
+/** Raised when the daemon did not answer in time. */
+export class RequestTimeoutError extends Error {
+  constructor(method: string, ms: number) {
+    super(`The Cairn daemon did not answer ${method} within ${Math.round(ms / 1000)} s.`);
+    this.name = 'RequestTimeoutError';
+  }
+}
+
+/** One sentence for a failed `action` ("Forget memory", "Search"), naming the Cairn error when there is one. */
+export function describeError(action: string, e: unknown): string {
+  const name = cairnErrorName(e);
+  const data = errorData(e);
+  const msg = e instanceof Error || isRpcError(e) ? (e as { message: string }).message : String(e);
+  switch (name) {
+    case 'VersionConflict':
+      return `${action} failed: the memory changed since you opened it (now version ${String(data.currentVersion ?? '?')}). Reopen it to see the latest value, then edit again.`;
+    case 'Deleted':
+      return `${action} failed: that key was deleted${data.deletedBy ? ` by ${String(data.deletedBy)}` : ''}. Restore it first.`;
+    case 'RejectedValue':
+      return `${action} failed: this value was forgotten in this namespace, so Cairn refuses to store it again.`;
+    case 'NotFound':
+      return `${action} failed: no such memory (it may have been deleted or purged). ${msg}`;
+    case 'InvalidNamespace':
+      return `${action} failed: invalid namespace. ${msg}`;
+    case undefined:
+      return `${action} failed: ${msg}`;
+    default:
+      return `${action} failed: ${msg} (${name})`;
+  }
+}

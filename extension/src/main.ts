@@ -1,0 +1,66 @@
+/**
+ * Entry point: wires the pieces together and nothing else.
+ * (ctx.ts owns lifetime, client.ts the daemon connection, commands.ts the commands, one file per view.)
+ */
+import * as vscode from 'vscode';
+import { registerCommands } from './commands';
+import { Ctx } from './ctx';
+import { MEMORY_SCHEME, MemoryFileSystem, VIEW_SCHEME, ViewDocuments } from './documents';
+import { MemoryTree } from './memoryTree';
+import { StatusBar } from './statusBar';
+
+let ctx: Ctx | undefined;
+
+/** What activate() returns: the whole context, for the extension-host tests. */
+export interface CairnApi {
+  ctx: Ctx;
+}
+
+export function activate(context: vscode.ExtensionContext): CairnApi {
+  const c = (ctx = new Ctx(context));
+  c.memoryFs = new MemoryFileSystem(c);
+  c.views = new ViewDocuments(c);
+  c.push(
+    vscode.workspace.registerFileSystemProvider(MEMORY_SCHEME, c.memoryFs, { isCaseSensitive: true }),
+    vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, c.views),
+  );
+  c.tree = new MemoryTree(c);
+  c.push(c.tree, new StatusBar(c));
+  registerCommands(c);
+
+  c.push(
+    c.client.onDidChangeMemories(() => {
+      c.memoryFs.changed();
+      c.views.changed();
+    }),
+    c.client.onDidConnect(() => c.metrics.mark('connected')),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration('cairn')) return;
+      reportSettingProblems(c);
+      if (e.affectsConfiguration('cairn.store.path')) void c.client.start(); // a different store means a different daemon
+      if (e.affectsConfiguration('cairn.scope.projectNamespace')) c.tree.refresh();
+    }),
+  );
+  reportSettingProblems(c);
+  c.metrics.mark('activated');
+  void c.client.start();
+  return { ctx: c };
+}
+
+function reportSettingProblems(c: Ctx): void {
+  const problems = c.config.validate();
+  for (const p of problems) c.output.warn(`setting ${p.key}: ${p.message}`);
+  if (problems.length) {
+    void c.ui
+      .warn(`Cairn: ${problems.length === 1 ? 'a setting is' : `${problems.length} settings are`} invalid: ${problems.map((p) => `${p.key} (${p.message})`).join('; ')}`, 'Open Settings')
+      .then((a) => {
+        if (a) void vscode.commands.executeCommand('workbench.action.openSettings', 'cairn.');
+      });
+  }
+}
+
+export async function deactivate(): Promise<void> {
+  // Leaves the daemon running: other windows, the CLI and agents share it.
+  await ctx?.dispose();
+  ctx = undefined;
+}

@@ -1,0 +1,76 @@
+/**
+ * The status bar item: daemon state (connected / starting / error), embedding index progress while a
+ * re-embed runs, and a click that opens the Cairn quick menu.
+ */
+import * as vscode from 'vscode';
+import type { IndexProgressParams } from '../../daemon/src/protocol/types';
+import { describeState, type DaemonState } from './client';
+import type { Ctx } from './ctx';
+
+export class StatusBar implements vscode.Disposable {
+  readonly item: vscode.StatusBarItem;
+  private progress: IndexProgressParams | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(ctx: Ctx) {
+    this.item = vscode.window.createStatusBarItem('cairn.status', vscode.StatusBarAlignment.Left, 10);
+    this.item.name = 'Cairn';
+    this.item.command = 'cairn.statusMenu';
+    this.disposables.push(
+      this.item,
+      ctx.client.onDidChangeState((s) => this.render(s)),
+      ctx.client.onIndexProgress((p) => {
+        this.progress = p.state === 'ready' ? undefined : p;
+        this.render(ctx.client.state);
+      }),
+    );
+    this.render(ctx.client.state);
+    this.item.show();
+  }
+
+  render(s: DaemonState): void {
+    const tip = new vscode.MarkdownString(`**Cairn** — ${describeState(s)}\n\nClick for the Cairn menu.`);
+    this.item.backgroundColor = undefined;
+    switch (s.kind) {
+      case 'connected':
+        if (this.progress && this.progress.total > 0) {
+          const pct = Math.floor((100 * this.progress.done) / this.progress.total);
+          this.item.text = `$(sync~spin) Cairn ${pct}%`;
+          tip.appendMarkdown(`\n\nRe-embedding with ${this.progress.model}: ${this.progress.done}/${this.progress.total}`);
+        } else {
+          this.item.text = '$(database) Cairn';
+        }
+        break;
+      case 'starting':
+      case 'stopped':
+        this.item.text = '$(loading~spin) Cairn';
+        break;
+      case 'error':
+        this.item.text = '$(error) Cairn';
+        this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
+        break;
+    }
+    this.item.tooltip = tip;
+    void vscode.commands.executeCommand('setContext', 'cairn.state', s.kind);
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}
+
+/** The quick menu behind the status bar item. */
+export async function statusMenu(ctx: Ctx): Promise<void> {
+  const items: (vscode.QuickPickItem & { command: string })[] = [
+    { label: '$(search) Search Memories', command: 'cairn.searchMemories' },
+    { label: '$(add) Add Memory', command: 'cairn.addMemory' },
+    { label: '$(info) Show Daemon Status', command: 'cairn.showStatus', description: describeState(ctx.client.state) },
+    { label: '$(debug-restart) Restart Daemon', command: 'cairn.restartDaemon' },
+    { label: '$(sync) Rebuild Index', command: 'cairn.rebuildIndex' },
+    { label: '$(export) Export Memories', command: 'cairn.exportMemories' },
+    { label: '$(cloud-download) Import Memories', command: 'cairn.importMemories' },
+    { label: '$(output) Show Log', command: 'cairn.showLog' },
+  ];
+  const pick = await ctx.ui.quickPick(items, { title: 'Cairn', placeHolder: describeState(ctx.client.state) });
+  if (pick) await vscode.commands.executeCommand(pick.command);
+}

@@ -1,0 +1,2 @@
+// placeholder, replaced below
+export function run(): Promise<void> { return Promise.resolve(); }
