@@ -29,8 +29,6 @@ export const ErrorCodes = {
   Internal: 1009,
   /** A filter tree is malformed. `data.field` is the JSON path of the bad node, e.g. `filter.and[1].op`. */
   InvalidFilter: 1010,
-  /** A wait (e.g. `index/wait`) ran past its timeout. */
-  Timeout: 1011,
   /** The request conflicts with the current state (e.g. linking a memory to itself, restoring a live memory). */
   InvalidState: 1012,
 } as const;
@@ -64,7 +62,6 @@ export const errorDescriptions: Record<ErrorCodeName, string> = {
   StoreBusy: 'the store stayed locked by another process past the busy timeout',
   Internal: 'unexpected failure inside the daemon (a bug); the daemon keeps serving',
   InvalidFilter: 'malformed filter tree; data.field is the path of the bad node',
-  Timeout: 'a wait ran past its timeout',
   InvalidState: 'the request conflicts with the current state',
 };
 

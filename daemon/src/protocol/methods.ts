@@ -62,6 +62,7 @@ export const Requests = {
   namespacesDelete: request('namespaces/delete', T.NamespacesDeleteParams, T.NamespacesDeleteResult, 'Logically delete a namespace subtree; its memories vanish from reads at once.'),
 
   status: request('store/status', T.StoreStatusParams, T.StoreStatusResult, 'Counts, schema version, change-log position, index watermarks, embeddings.'),
+  configure: request('store/configure', T.ConfigureParams, T.ConfigureResult, 'Store settings: the optional per-memory history cap.'),
   sweep: request('store/sweep', T.SweepParams, T.SweepResult, 'Expire memories past expiresAt and purge deleted namespaces in bounded batches.'),
   exportRecords: request('store/export', T.ExportParams, T.ExportResult, 'Export namespaces, memories, history, links and rejected values.'),
   importRecords: request('store/import', T.ImportParams, T.ImportResult, 'Import records produced by store/export, exactly.'),

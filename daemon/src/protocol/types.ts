@@ -318,6 +318,8 @@ export const HistoryEntry = z.object({
   previous: Memory.nullable(),
   /** Full state after the operation (null for purge). */
   state: Memory.nullable(),
+  /** Extra facts: forced (rejected value overridden), afterExpire, unrejected, supersededBy, purged key. */
+  detail: z.record(z.string(), z.unknown()).nullable(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 export const HistoryResult = z.object({ entries: z.array(HistoryEntry), capped: z.boolean() });
@@ -463,6 +465,16 @@ export const ImportParams = z.object({ records: z.array(z.unknown()).max(200_000
 export type ImportParams = z.infer<typeof ImportParams>;
 export const ImportResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });
 export type ImportResult = z.infer<typeof ImportResult>;
+
+export const ConfigureParams = z
+  .object({
+    /** Keep at most this many history rows per memory; null keeps full history (the default). */
+    historyCap: z.number().int().min(1).max(1_000_000).nullable().optional(),
+  })
+  .strict();
+export type ConfigureParams = z.infer<typeof ConfigureParams>;
+export const ConfigureResult = z.object({ historyCap: z.number().int().nullable() });
+export type ConfigureResult = z.infer<typeof ConfigureResult>;
 
 export const SweepParams = z.object({ batch: z.number().int().min(1).max(10_000).optional() }).strict().optional();
 export const SweepResult = z.object({ expired: z.number().int(), purged: z.number().int(), position: z.number().int() });

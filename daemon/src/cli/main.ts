@@ -1,0 +1,379 @@
+/**
+ * The `cairn` command line. Every command talks to the running daemon when one
+ * serves the store, otherwise opens the store directly. `--json` prints the
+ * protocol's own result objects for scripts; errors exit non-zero with the
+ * error's code name and number.
+ */
+import * as fs from 'node:fs';
+import * as readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import { CairnError, ErrorCodes } from '../protocol/errors';
+import { Requests } from '../protocol/methods';
+import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
+import type { CairnClient } from '../client/socket-client';
+import { VERSION } from '../version';
+import { connect } from './connect';
+import { printHistory, printMemories, printMemory, printSearch, printStatus } from './format';
+
+export class UsageError extends Error {}
+
+const USAGE = `cairn ${VERSION} — persistent memory for coding agents
+
+Usage: cairn <command> [args] [--db FILE] [--socket PATH] [--json]
+
+Commands:
+  daemon [--stdio] [--socket PATH] [--model ID] [--model-path DIR] [--no-embeddings]
+                                     run the memory daemon for the store
+  add <namespace> <key> <value|->    create or update a memory (value "-" reads stdin)
+      [--kind K] [--tags a,b] [--importance N] [--confidence N] [--source S] [--anchor PATH[:START[-END]]]
+      [--expires ISO] [--valid-from ISO] [--valid-to ISO] [--supersedes ID] [--if-version N]
+      [--restore] [--force] [--proposed] [--reason TEXT]
+  get <id> | <namespace> <key>       show one memory [--include-deleted]
+  search <query...>                  ranked search [--root NS] [--namespace NS]... [--no-user]
+      [--mode hybrid|fts|vector] [--limit N] [--filter JSON] [--explain]
+  list                               list memories [--root NS] [--namespace NS]... [--filter JSON] [--limit N] [--all]
+  delete|restore|forget|purge <id> | <namespace> <key>  [--reason TEXT]
+  history <id> | <namespace> <key>   every recorded version
+  link <from-id> <to-id> <type>      typed edge (relates_to, contradicts, depends_on, derived_from, supports, refines)
+  unlink <from-id> <to-id> <type>
+  neighbors <id>                     linked memories
+  namespaces [list|rename FROM TO|delete PATH]
+  export [FILE]                      JSON Lines (stdout without FILE) [--root NS] [--no-history]
+  import <FILE|->                    JSON Lines produced by export
+  status                             store, index and embedding status
+  sweep                              expire memories past expiresAt, purge deleted namespaces
+  config --history-cap N|none        per-memory history cap (default: keep all)
+  wait <position> [--timeout MS]     wait until the vector index includes a change
+  rebuild-index [--model ID]         re-embed everything (optionally with another model)
+
+Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (bypass the daemon), --actor NAME, --json
+Exit codes: 0 ok, 1 Cairn error (code shown), 2 usage error.`;
+
+const OPTIONS = {
+  db: { type: 'string' },
+  socket: { type: 'string' },
+  json: { type: 'boolean' },
+  direct: { type: 'boolean' },
+  actor: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+  stdio: { type: 'boolean' },
+  model: { type: 'string' },
+  'model-path': { type: 'string' },
+  'no-embeddings': { type: 'boolean' },
+  kind: { type: 'string' },
+  tags: { type: 'string' },
+  importance: { type: 'string' },
+  confidence: { type: 'string' },
+  source: { type: 'string' },
+  anchor: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+  'valid-from': { type: 'string' },
+  'valid-to': { type: 'string' },
+  supersedes: { type: 'string' },
+  'if-version': { type: 'string' },
+  restore: { type: 'boolean' },
+  force: { type: 'boolean' },
+  proposed: { type: 'boolean' },
+  reason: { type: 'string' },
+  'include-deleted': { type: 'boolean' },
+  root: { type: 'string' },
+  namespace: { type: 'string', multiple: true },
+  'no-user': { type: 'boolean' },
+  mode: { type: 'string' },
+  limit: { type: 'string' },
+  filter: { type: 'string' },
+  explain: { type: 'boolean' },
+  all: { type: 'boolean' },
+  'no-history': { type: 'boolean' },
+  'history-cap': { type: 'string' },
+  timeout: { type: 'string' },
+} as const;
+
+type Opts = ReturnType<typeof parse>['values'];
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+function num(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function jsonArg<T>(v: string | undefined, name: string): T | undefined {
+  if (v === undefined) return undefined;
+  try {
+    return JSON.parse(v) as T;
+  } catch (e) {
+    throw new UsageError(`--${name} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function scopeOf(o: Opts): Scope | undefined {
+  if (o.root === undefined && !o.namespace && !o['no-user']) return undefined;
+  return { ...(o.root !== undefined ? { root: o.root } : {}), ...(o.namespace ? { namespaces: o.namespace } : {}), ...(o['no-user'] ? { includeUser: false } : {}) };
+}
+
+/** `<id>` or `<namespace> <key>` */
+function target(pos: string[], o: Opts): { id: string } | { namespace: string; key: string } {
+  if (pos.length === 1) return { id: pos[0] };
+  if (pos.length === 2) return { namespace: pos[0], key: pos[1] };
+  throw new UsageError('expected <id> or <namespace> <key>');
+}
+
+export function parseAnchor(spec: string): NonNullable<UpsertParams['anchors']>[number] {
+  const m = /^(.*?)(?::(\d+)(?:-(\d+))?)?$/.exec(spec)!;
+  return { path: m[1], ...(m[2] ? { startLine: Number(m[2]) } : {}), ...(m[3] ? { endLine: Number(m[3]) } : {}) };
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : s + '\n');
+
+export async function run(argv: string[]): Promise<number> {
+  const { values: o, positionals } = parse(argv);
+  if (o.version) {
+    out(VERSION);
+    return 0;
+  }
+  const [cmd, ...pos] = positionals;
+  if (!cmd || o.help || cmd === 'help') {
+    out(USAGE);
+    return cmd || o.help ? 0 : 2;
+  }
+  if (cmd === 'daemon') {
+    const { runDaemon } = await import('./daemon-command');
+    return runDaemon({ db: o.db, socket: o.socket, stdio: !!o.stdio, model: o.model, modelPath: o['model-path'], embeddings: !o['no-embeddings'] });
+  }
+  const known = ['add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
+  if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
+  const client = await connect({ db: o.db, socket: o.socket, direct: o.direct });
+  try {
+    return await command(client, cmd, pos, o);
+  } finally {
+    await client.close();
+  }
+}
+
+async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Promise<number> {
+  const actor = o.actor ?? process.env.CAIRN_ACTOR ?? 'user';
+  const json = !!o.json;
+  const emit = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
+  switch (cmd) {
+    case 'add': {
+      if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
+      const value = pos[2] === '-' ? await readStdin() : pos[2];
+      const r = await c.call(Requests.upsert, {
+        namespace: pos[0],
+        key: pos[1],
+        value,
+        actor,
+        ...(o.kind ? { kind: o.kind as never } : {}),
+        ...(o.tags !== undefined ? { tags: o.tags.split(',').map((t) => t.trim()).filter(Boolean) } : {}),
+        ...(o.importance !== undefined ? { importance: num(o.importance, 'importance') } : {}),
+        ...(o.confidence !== undefined ? { confidence: num(o.confidence, 'confidence') } : {}),
+        ...(o.source ? { source: o.source } : {}),
+        ...(o.anchor ? { anchors: o.anchor.map(parseAnchor) } : {}),
+        ...(o.expires !== undefined ? { expiresAt: o.expires } : {}),
+        ...(o['valid-from'] !== undefined ? { validFrom: o['valid-from'] } : {}),
+        ...(o['valid-to'] !== undefined ? { validTo: o['valid-to'] } : {}),
+        ...(o.supersedes ? { supersedes: o.supersedes } : {}),
+        ...(o['if-version'] !== undefined ? { ifVersion: num(o['if-version'], 'if-version') } : {}),
+        ...(o.restore ? { restore: true } : {}),
+        ...(o.force ? { force: true } : {}),
+        ...(o.proposed ? { status: 'proposed' as const } : {}),
+        ...(o.reason ? { reason: o.reason } : {}),
+      });
+      emit(r, () => {
+        out(`${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version} (${r.memory.id}) at position ${r.position}`);
+        for (const d of r.possibleDuplicates ?? []) out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
+      });
+      return 0;
+    }
+    case 'get': {
+      const r = await c.call(Requests.get, { ...target(pos, o), ...(o['include-deleted'] ? { includeDeleted: true } : {}) });
+      emit(r, () => printMemory(out, r));
+      return 0;
+    }
+    case 'search': {
+      if (pos.length === 0) throw new UsageError('usage: cairn search <query...>');
+      const r = await c.call(Requests.search, {
+        query: pos.join(' '),
+        ...(scopeOf(o) ? { scope: scopeOf(o) } : {}),
+        ...(o.mode ? { mode: o.mode as SearchMode } : {}),
+        ...(o.limit ? { limit: num(o.limit, 'limit') } : {}),
+        ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
+        ...(o.explain ? { explain: true } : {}),
+      });
+      emit(r, () => printSearch(out, r));
+      return 0;
+    }
+    case 'list': {
+      const items: import("../protocol/types").Memory[] = [];
+      let cursor: string | undefined;
+      const limit = num(o.limit, 'limit') ?? (o.all ? undefined : 50);
+      do {
+        const page = await c.call(Requests.list, {
+          ...(scopeOf(o) ? { scope: scopeOf(o) } : {}),
+          ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
+          limit: Math.min(limit ?? 1000, 1000),
+          ...(cursor ? { cursor } : {}),
+        });
+        items.push(...page.items);
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor && (limit === undefined || items.length < limit));
+      emit({ items }, () => printMemories(out, items));
+      return 0;
+    }
+    case 'delete':
+    case 'restore':
+    case 'forget':
+    case 'purge': {
+      const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
+      const r = await c.call(def as typeof Requests.delete, { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) });
+      emit(r, () => out(`${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key} (${r.memory.id})` : (r as { id: string }).id} at position ${r.position}`));
+      return 0;
+    }
+    case 'history': {
+      const r = await c.call(Requests.history, { ...target(pos, o), ...(o.limit ? { limit: num(o.limit, 'limit') } : {}) });
+      emit(r, () => printHistory(out, r));
+      return 0;
+    }
+    case 'link':
+    case 'unlink': {
+      if (pos.length !== 3) throw new UsageError(`usage: cairn ${cmd} <from-id> <to-id> <type>`);
+      const p = { from: pos[0], to: pos[1], type: pos[2] as never, actor };
+      const r = cmd === 'link' ? await c.call(Requests.link, p) : await c.call(Requests.unlink, p);
+      emit(r, () => out(`${cmd === 'link' ? ('created' in r && r.created ? 'linked' : 'already linked') : 'unlinked'} ${pos[0]} -${pos[2]}-> ${pos[1]}`));
+      return 0;
+    }
+    case 'neighbors': {
+      if (pos.length !== 1) throw new UsageError('usage: cairn neighbors <id>');
+      const r = await c.call(Requests.neighbors, { id: pos[0] });
+      emit(r, () => {
+        if (r.neighbors.length === 0) out('no linked memories');
+        for (const n of r.neighbors) out(`${n.direction === 'out' ? '->' : '<-'} ${n.type.padEnd(13)} ${n.memory.namespace}/${n.memory.key} (${n.memory.id})`);
+      });
+      return 0;
+    }
+    case 'namespaces': {
+      const [sub = 'list', ...rest] = pos;
+      if (sub === 'list') {
+        const r = await c.call(Requests.namespacesList, o.root ? { root: o.root } : {});
+        emit(r, () => {
+          if (r.namespaces.length === 0) out('no namespaces');
+          for (const n of r.namespaces) out(`${n.path.padEnd(40)} ${String(n.memoryCount).padStart(6)} memories`);
+        });
+      } else if (sub === 'rename' && rest.length === 2) {
+        const r = await c.call(Requests.namespacesRename, { from: rest[0], to: rest[1], actor });
+        emit(r, () => out(`renamed ${r.renamed} namespace(s)`));
+      } else if (sub === 'delete' && rest.length === 1) {
+        const r = await c.call(Requests.namespacesDelete, { path: rest[0], actor, ...(o.reason ? { reason: o.reason } : {}) });
+        emit(r, () => out(`deleted ${r.deleted} namespace(s) holding ${r.memories} memories (purged in the background)`));
+      } else throw new UsageError('usage: cairn namespaces [list | rename FROM TO | delete PATH]');
+      return 0;
+    }
+    case 'export': {
+      const r = await c.call(Requests.exportRecords, { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) });
+      const text = r.records.map((x) => JSON.stringify(x)).join('\n') + '\n';
+      if (pos[0] && pos[0] !== '-') {
+        fs.writeFileSync(pos[0], text);
+        process.stderr.write(`exported ${r.records.length} records to ${pos[0]}\n`);
+      } else process.stdout.write(text);
+      return 0;
+    }
+    case 'import': {
+      if (pos.length !== 1) throw new UsageError('usage: cairn import <FILE|->');
+      const input = pos[0] === '-' ? process.stdin : fs.createReadStream(pos[0]);
+      const rl = readline.createInterface({ input, crlfDelay: Infinity });
+      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0 };
+      let batch: unknown[] = [];
+      let lineNo = 0;
+      const flush = async () => {
+        if (batch.length === 0) return;
+        const r = await c.call(Requests.importRecords, { records: batch, actor });
+        for (const k of ['memories', 'history', 'links', 'skipped'] as const) totals[k] += r[k];
+        totals.position = r.position;
+        batch = [];
+        if (!json) process.stderr.write(`\rimported ${totals.memories} memories…`);
+      };
+      for await (const line of rl) {
+        lineNo++;
+        if (!line.trim()) continue;
+        try {
+          batch.push(JSON.parse(line));
+        } catch (e) {
+          throw new CairnError('InvalidParams', `line ${lineNo} is not JSON: ${(e as Error).message}`, { field: `line ${lineNo}` });
+        }
+        if (batch.length >= 1000) await flush();
+      }
+      await flush();
+      if (!json) process.stderr.write('\n');
+      emit(totals, () => out(`imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links; skipped ${totals.skipped}`));
+      return 0;
+    }
+    case 'status': {
+      const r = await c.call(Requests.status, {});
+      emit({ ...r, via: c.mode }, () => printStatus(out, r, c.mode));
+      return 0;
+    }
+    case 'sweep': {
+      const r = await c.call(Requests.sweep, {});
+      emit(r, () => out(`expired ${r.expired}, purged ${r.purged}`));
+      return 0;
+    }
+    case 'config': {
+      if (o['history-cap'] === undefined) throw new UsageError('usage: cairn config --history-cap N|none');
+      const cap = o['history-cap'] === 'none' ? null : num(o['history-cap'], 'history-cap')!;
+      const r = await c.call(Requests.configure, { historyCap: cap });
+      emit(r, () => out(`history cap: ${r.historyCap ?? 'none (full history)'}`));
+      return 0;
+    }
+    case 'wait': {
+      if (pos.length !== 1) throw new UsageError('usage: cairn wait <position> [--timeout MS]');
+      const r = await c.call(Requests.indexWait, { position: num(pos[0], 'position')!, ...(o.timeout ? { timeoutMs: num(o.timeout, 'timeout') } : {}) });
+      emit(r, () => out(r.reached ? `index reached ${r.watermark}` : `index at ${r.watermark}, not yet ${pos[0]}`));
+      return r.reached ? 0 : 1;
+    }
+    case 'rebuild-index': {
+      const r = await c.call(Requests.indexRebuild, o.model ? { model: o.model } : {});
+      emit(r, () => out(`re-embedding ${r.queued} memories with ${r.model}`));
+      return 0;
+    }
+  }
+  throw new UsageError(`unknown command ${cmd}`);
+}
+
+/** Entry point used by bin/cairn.js. */
+export function main(argv: string[]): void {
+  run(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      if (e instanceof UsageError) {
+        process.stderr.write(`cairn: ${e.message}\n`);
+        process.exitCode = 2;
+      } else if (e instanceof CairnError) {
+        process.stderr.write(`cairn: error [${e.data.name} ${e.code}]${e.data.field ? ` (${e.data.field})` : ''}: ${e.message}\n`);
+        process.exitCode = 1;
+      } else {
+        process.stderr.write(`cairn: ${(e as Error)?.message ?? String(e)}\n`);
+        process.exitCode = 1;
+      }
+    },
+  );
+}
+
+export { ErrorCodes };

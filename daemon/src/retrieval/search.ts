@@ -1,0 +1,93 @@
+/**
+ * memory/search: runs the full-text and vector arms (each with scope, filters
+ * and visibility inside its own query), fuses them, and builds hits.
+ *
+ * - mode 'fts': BM25 order (relevance leads; ties: own scope over `user`, newer, id).
+ * - mode 'vector': cosine order from the vector arm.
+ * - mode 'hybrid' (default): normalized RRF of both arms, then the bounded
+ *   importance/confidence/recency adjustment of fusion.ts.
+ * Search does not count as access (accessCount/lastAccessedAt move on memory/get
+ * and on injection), so repeated searches return identical output.
+ * When vectors are unavailable, 'hybrid' and 'vector' return exactly what
+ * 'fts' returns, with `degraded` saying why.
+ */
+import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
+import { toMemory, type MemoryRow } from '../store/rows';
+import { ftsArm, type ArmHit, type ArmQuery } from '../store/search-fts';
+import type { Store } from '../store/store';
+import { adjustment, ARM_WEIGHTS, rrf } from './fusion';
+import { snippet } from './snippet';
+
+export interface VectorSearcher {
+  /** null when the vector arm can serve; otherwise why not (shown as `degraded`). */
+  unavailable(): string | null;
+  search(query: string, q: ArmQuery): Promise<ArmHit[]>;
+}
+
+export const DEFAULT_LIMIT = 10;
+/** Each arm fetches this many candidates per requested hit (at least MIN_CANDIDATES). */
+export const CANDIDATE_FACTOR = 4;
+export const MIN_CANDIDATES = 40;
+
+export async function search(store: Store, p: SearchParams, vectors?: VectorSearcher): Promise<SearchResult> {
+  const limit = p.limit ?? DEFAULT_LIMIT;
+  const mode = p.mode ?? 'hybrid';
+  const now = store.now();
+  const arm: ArmQuery = { scope: p.scope, filter: p.filter, include: p.include, now, limit };
+
+  if (mode === 'fts') return ftsOnly(store, p, arm);
+  const why = vectors ? vectors.unavailable() : 'no embedding model is configured';
+  if (why) return { ...ftsOnly(store, p, arm), degraded: why };
+  if (p.query.trim().length === 0) return { hits: [], mode };
+
+  const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
+  const vec = await vectors!.search(p.query, { ...arm, limit: mode === 'vector' ? limit : candidates });
+  if (mode === 'vector') {
+    const rows = store.byRowids(vec.map((h) => h.rowid));
+    const hits = vec.flatMap((h, i) => {
+      const r = rows.get(h.rowid);
+      return r ? [hit(r, h.score, p.query, p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined)] : [];
+    });
+    return { hits, mode };
+  }
+
+  const fts = ftsArm(store.db, p.query, { ...arm, limit: candidates });
+  const fused = new Map<number, { fts: { rank: number; score: number } | null; vector: { rank: number; score: number } | null; fused: number }>();
+  const wsum = ARM_WEIGHTS.fts + ARM_WEIGHTS.vector;
+  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (ARM_WEIGHTS.fts * rrf(i + 1)) / wsum }));
+  vec.forEach((h, i) => {
+    const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
+    e.vector = { rank: i + 1, score: h.score };
+    e.fused += (ARM_WEIGHTS.vector * rrf(i + 1)) / wsum;
+    fused.set(h.rowid, e);
+  });
+  const rows = store.byRowids([...fused.keys()]);
+  const ranked = [...fused.entries()]
+    .flatMap(([rowid, e]) => {
+      const r = rows.get(rowid);
+      if (!r) return [];
+      const boost = adjustment(r.importance, r.confidence, r.updated_at, now);
+      return [{ r, e, boost, score: e.fused * (1 + boost) }];
+    })
+    .sort((a, b) => b.score - a.score || b.r.updated_at - a.r.updated_at || (a.r.id < b.r.id ? -1 : 1))
+    .slice(0, limit);
+  return {
+    hits: ranked.map((x) => hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)),
+    mode,
+  };
+}
+
+function ftsOnly(store: Store, p: SearchParams, arm: ArmQuery): SearchResult {
+  const fts = ftsArm(store.db, p.query, arm);
+  const rows = store.byRowids(fts.map((h) => h.rowid));
+  const hits = fts.flatMap((h, i) => {
+    const r = rows.get(h.rowid);
+    return r ? [hit(r, h.score, p.query, p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined)] : [];
+  });
+  return { hits, mode: 'fts' };
+}
+
+function hit(r: MemoryRow, score: number, query: string, explain?: SearchHit['explain']): SearchHit {
+  const m = toMemory(r);
+  return { memory: m, score, snippet: snippet(m.value, query), ...(explain ? { explain } : {}) };
+}

@@ -1,0 +1,172 @@
+/**
+ * Core: the transport-free heart of the daemon. It validates every params
+ * object against the protocol's schema (unknown fields rejected), then runs the
+ * handler. The daemon serves it over JSON-RPC; the CLI uses it directly when no
+ * daemon is running. Handlers throw CairnError; nothing else is expected.
+ */
+import type { z } from 'zod';
+import { CairnError } from '../protocol/errors';
+import { Requests, type RequestDef } from '../protocol/methods';
+import * as T from '../protocol/types';
+import { search, type VectorSearcher } from '../retrieval/search';
+import { exportRecords, importRecords } from '../store/portable';
+import type { Store } from '../store/store';
+
+export type Handler = (params: any) => unknown | Promise<unknown>;
+
+export interface CoreHooks {
+  /** Vector arm, once an embedding model is loaded. */
+  vectors?: VectorSearcher;
+  /** Called after each successful upsert to add `possibleDuplicates`. */
+  duplicates?: (memory: T.Memory) => Promise<T.PossibleDuplicate[]>;
+  /** Embedding status for store/status. */
+  embeddings?: () => T.EmbeddingStatus;
+  /** Index watermarks beyond the full-text one. */
+  indexes?: () => { name: string; watermark: number }[];
+  indexWait?: (p: T.IndexWaitParams) => Promise<T.IndexWaitResult>;
+  indexRebuild?: (p: T.IndexRebuildParams) => Promise<T.IndexRebuildResult>;
+  daemonInfo?: () => NonNullable<T.StoreStatusResult['daemon']>;
+}
+
+/** Turn a zod failure into InvalidParams (or InvalidFilter) naming the offending field. */
+export function validationError(err: z.ZodError, method: string): CairnError {
+  const issue = err.issues[0];
+  const deepest = (i: z.core.$ZodIssue): { path: PropertyKey[]; message: string } => {
+    if (i.code === 'invalid_union' && Array.isArray((i as { errors?: z.core.$ZodIssue[][] }).errors)) {
+      // Pick the branch that got furthest: its path says best which node is wrong.
+      let best: { path: PropertyKey[]; message: string } | null = null;
+      for (const branch of (i as { errors: z.core.$ZodIssue[][] }).errors) {
+        for (const sub of branch) {
+          const d = deepest({ ...sub, path: [...i.path, ...sub.path] } as z.core.$ZodIssue);
+          if (!best || d.path.length > best.path.length) best = d;
+        }
+      }
+      if (best && best.path.length > i.path.length) return best;
+    }
+    return { path: i.path, message: i.message };
+  };
+  const d = deepest(issue);
+  const field = formatPath(d.path);
+  const name = d.path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams';
+  const message = `${method}: ${field ? field + ': ' : ''}${d.message}`;
+  if (issue.code === 'unrecognized_keys') {
+    const keys = (issue as { keys: string[] }).keys;
+    const at = formatPath([...issue.path, keys[0]]);
+    return new CairnError(name, `${method}: unknown field ${at}`, { field: at });
+  }
+  return new CairnError(name, message, { field });
+}
+
+export function formatPath(path: PropertyKey[]): string {
+  let s = '';
+  for (const p of path) s += typeof p === 'number' ? `[${p}]` : s ? `.${String(p)}` : String(p);
+  return s;
+}
+
+export class Core {
+  private handlers = new Map<string, Handler>();
+
+  constructor(
+    readonly store: Store,
+    public hooks: CoreHooks = {},
+  ) {
+    const s = store;
+    const on = <P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>) =>
+      this.handlers.set(def.method, fn as Handler);
+
+    on(Requests.upsert, async (p) => {
+      const r = s.upsert(p);
+      if (r.changed && this.hooks.duplicates) {
+        const dups = await this.hooks.duplicates(r.memory).catch(() => []);
+        if (dups.length) return { ...r, possibleDuplicates: dups };
+      }
+      return r;
+    });
+    on(Requests.upsertBatch, (p) => s.upsertBatch(p.items, p.actor));
+    on(Requests.get, (p) => s.get(p));
+    on(Requests.list, (p) => s.list(p));
+    on(Requests.delete, (p) => s.delete(p));
+    on(Requests.restore, (p) => s.restore(p));
+    on(Requests.forget, (p) => s.forget(p));
+    on(Requests.purge, (p) => s.purge(p));
+    on(Requests.history, (p) => s.history(p));
+    on(Requests.link, (p) => s.link(p));
+    on(Requests.unlink, (p) => s.unlink(p));
+    on(Requests.neighbors, (p) => s.neighbors(p));
+    on(Requests.search, (p) => search(s, p, this.hooks.vectors));
+    on(Requests.namespacesList, (p) => ({ namespaces: s.listNamespaces(p.root) }));
+    on(Requests.namespacesRename, (p) => s.renameNamespace(p.from, p.to, p.actor));
+    on(Requests.namespacesDelete, (p) => s.deleteNamespace(p.path, p.actor, p.reason));
+    on(Requests.status, () => this.status());
+    on(Requests.configure, (p) => {
+      if (p.historyCap !== undefined) s.setHistoryCap(p.historyCap);
+      return { historyCap: s.historyCap() };
+    });
+    on(Requests.sweep, (p) => s.sweep(p?.batch));
+    on(Requests.exportRecords, (p) => ({ records: exportRecords(s, p) }));
+    on(Requests.importRecords, (p) => importRecords(s, p.records, p.actor));
+    on(Requests.indexWait, async (p) => {
+      if (this.hooks.indexWait) return this.hooks.indexWait(p);
+      const wm = s.ftsWatermark();
+      return { watermark: wm, reached: wm >= p.position };
+    });
+    on(Requests.indexRebuild, async (p) => {
+      if (!this.hooks.indexRebuild) throw new CairnError('InvalidState', 'no embedding index is running in this process (start the daemon)');
+      return this.hooks.indexRebuild(p);
+    });
+  }
+
+  /** Register another handler (tasks, injection, hover...). */
+  register<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>): void {
+    this.handlers.set(def.method, fn as Handler);
+  }
+
+  has(method: string): boolean {
+    return this.handlers.has(method);
+  }
+
+  methods(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  /** Validate and run one request. Throws CairnError. */
+  async request(method: string, params: unknown): Promise<unknown> {
+    const def = Object.values(Requests).find((d) => d.method === method) as RequestDef<z.ZodType, z.ZodType> | undefined;
+    const fn = this.handlers.get(method);
+    if (!fn || !def) throw new CairnError('NotFound', `unknown method ${method}`, { field: 'method' });
+    const parsed = def.params.safeParse(params ?? undefined);
+    if (!parsed.success) throw validationError(parsed.error, method);
+    return fn(parsed.data);
+  }
+
+  /** Typed convenience for in-process callers. */
+  async call<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, params: z.input<P>): Promise<z.infer<R>> {
+    return (await this.request(def.method, params)) as z.infer<R>;
+  }
+
+  status(): T.StoreStatusResult {
+    const s = this.store;
+    const pos = s.position();
+    const indexes = [{ name: 'fts', watermark: s.ftsWatermark() }, ...(this.hooks.indexes?.() ?? [])].map((i) => ({ ...i, behind: Math.max(0, pos - i.watermark) }));
+    return {
+      path: s.path,
+      sizeBytes: s.fileSize(),
+      schemaVersion: s.schemaVersion,
+      position: pos,
+      counts: s.counts(),
+      indexes,
+      historyCap: s.historyCap(),
+      embeddings: this.hooks.embeddings?.() ?? {
+        model: null,
+        configuredModel: null,
+        dimension: null,
+        state: 'disabled',
+        fallbackReason: null,
+        vectors: 0,
+        pending: 0,
+        vectorExtension: s.vecAvailable,
+      },
+      ...(this.hooks.daemonInfo ? { daemon: this.hooks.daemonInfo() } : {}),
+    };
+  }
+}

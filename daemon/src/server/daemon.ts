@@ -1,0 +1,215 @@
+/**
+ * The daemon: one Store, served as JSON-RPC 2.0 with LSP framing to any number
+ * of clients over a Unix socket (mode 0600) and/or stdio. Every write is
+ * broadcast to every client as memory/didChange. A failing request gets an
+ * error reply; nothing a client sends can stop the daemon serving the others.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { createMessageConnection, ResponseError, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
+import { CairnError, ErrorCodes } from '../protocol/errors';
+import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
+import type { DidChangeParams, InitializeResult } from '../protocol/types';
+import { defaultSocketPath } from '../paths';
+import { Store } from '../store/store';
+import { VERSION } from '../version';
+import { Core } from './core';
+import { GuardedMessageReader } from './framing';
+import { acquireDaemonLock } from './lock';
+import { LspDocuments } from './lsp';
+
+export type Logger = (msg: string) => void;
+
+export interface DaemonOptions {
+  db: string;
+  /** Unix socket path; null: no socket. Default: defaultSocketPath(db). */
+  socket?: string | null;
+  log?: Logger;
+  /** Run the TTL/namespace sweep this often (ms); 0 disables. Default 60 s. */
+  sweepEveryMs?: number;
+  /** Hook for adding the embedding index once the store is open. */
+  setup?: (d: Daemon) => Promise<void> | void;
+}
+
+export interface Client {
+  id: number;
+  kind: 'socket' | 'stdio';
+  connection: MessageConnection;
+  lsp: LspDocuments;
+  initialized: boolean;
+}
+
+export class Daemon {
+  readonly store: Store;
+  readonly core: Core;
+  readonly log: Logger;
+  readonly clients = new Set<Client>();
+  socketPath: string | null = null;
+  private server: net.Server | null = null;
+  private releaseLock: (() => void) | null = null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private nextClientId = 1;
+  private readonly startedAt = Date.now();
+  private stopping = false;
+  private readonly sockets = new Set<net.Socket>();
+  readonly extraStop: (() => Promise<void> | void)[] = [];
+
+  private constructor(store: Store, log: Logger) {
+    this.store = store;
+    this.log = log;
+    this.core = new Core(store, {
+      daemonInfo: () => ({ pid: process.pid, version: VERSION, socket: this.socketPath, clients: this.clients.size, uptimeMs: Date.now() - this.startedAt }),
+    });
+    store.onChange((c) => this.broadcast(c));
+  }
+
+  static async start(opts: DaemonOptions): Promise<Daemon> {
+    const log = opts.log ?? ((m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`));
+    const db = path.resolve(opts.db);
+    const socket = opts.socket === undefined ? defaultSocketPath(db) : opts.socket;
+    const release = acquireDaemonLock(db, { socket, version: VERSION, startedAt: new Date().toISOString(), db });
+    let d: Daemon;
+    try {
+      d = new Daemon(new Store(db), log);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    d.releaseLock = release;
+    try {
+      if (opts.setup) await opts.setup(d);
+      if (socket) await d.listen(socket);
+    } catch (e) {
+      await d.stop();
+      throw e;
+    }
+    const every = opts.sweepEveryMs ?? 60_000;
+    if (every > 0) {
+      d.sweepTimer = setInterval(() => d.sweepOnce(), every);
+      d.sweepTimer.unref();
+      setImmediate(() => d.sweepOnce());
+    }
+    log(`serving ${db}${socket ? ` on ${socket}` : ''} (pid ${process.pid}, schema v${d.store.schemaVersion})`);
+    return d;
+  }
+
+  private sweepOnce(): void {
+    try {
+      const r = this.store.sweep();
+      if (r.expired || r.purged) this.log(`sweep: expired ${r.expired}, purged ${r.purged}`);
+    } catch (e) {
+      this.log(`sweep failed: ${(e as Error).message}`);
+    }
+  }
+
+  private async listen(socket: string): Promise<void> {
+    fs.mkdirSync(path.dirname(socket), { recursive: true, mode: 0o700 });
+    if (process.platform !== 'win32') fs.rmSync(socket, { force: true }); // we hold the store lock: any socket file here is stale
+    const server = net.createServer((sock) => {
+      this.sockets.add(sock);
+      sock.on('close', () => this.sockets.delete(sock));
+      sock.on('error', () => {});
+      this.serve(sock, sock, 'socket');
+    });
+    const oldMask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socket, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } finally {
+      process.umask(oldMask);
+    }
+    if (process.platform !== 'win32') fs.chmodSync(socket, 0o600);
+    server.on('error', (e) => this.log(`socket error: ${e.message}`));
+    this.server = server;
+    this.socketPath = socket;
+  }
+
+  /** Serve one client on a pair of streams. */
+  serve(input: Readable, output: Writable, kind: Client['kind']): Client {
+    const reader = new GuardedMessageReader(input, output, undefined, (m) => this.log(m));
+    const writer = new StreamMessageWriter(output);
+    const connection = createMessageConnection(reader, writer, { error: (m) => this.log(m), warn: () => {}, info: () => {}, log: () => {} });
+    const client: Client = { id: this.nextClientId++, kind, connection, lsp: new LspDocuments(this.store), initialized: false };
+
+    connection.onRequest(Requests.initialize.method, (params: unknown) => {
+      client.lsp.initialize(params);
+      client.initialized = true;
+      const result: InitializeResult = {
+        serverInfo: { name: 'cairn', version: VERSION },
+        protocolVersion: PROTOCOL_VERSION,
+        capabilities: {
+          hoverProvider: true,
+          textDocumentSync: 2,
+          cairn: { methods: this.core.methods(), searchModes: ['hybrid', 'fts', 'vector'], vectors: !!this.core.hooks.vectors },
+        },
+      };
+      return result;
+    });
+    connection.onRequest(Requests.shutdown.method, () => null);
+    connection.onNotification(Notifications.initialized.method, () => {});
+    connection.onNotification(Notifications.exit.method, () => connection.dispose());
+    client.lsp.register(connection);
+
+    for (const method of this.core.methods()) {
+      connection.onRequest(method, async (params: unknown) => {
+        try {
+          return await this.core.request(method, params);
+        } catch (e) {
+          throw this.toResponseError(e, method);
+        }
+      });
+    }
+    connection.onError(([e]) => this.log(`client ${client.id}: ${e.message}`));
+    connection.onClose(() => {
+      this.clients.delete(client);
+      if (kind === 'stdio' && !this.stopping) void this.stop().then(() => process.exit(0));
+    });
+    this.clients.add(client);
+    connection.listen();
+    return client;
+  }
+
+  private toResponseError(e: unknown, method: string): ResponseError<unknown> {
+    if (e instanceof CairnError) return new ResponseError(e.code, e.message, e.data);
+    const code = (e as { code?: string })?.code;
+    if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
+      return new ResponseError(ErrorCodes.StoreBusy, 'the store is locked by another process; try again', { name: 'StoreBusy' });
+    }
+    this.log(`internal error in ${method}: ${(e as Error)?.stack ?? String(e)}`);
+    return new ResponseError(ErrorCodes.Internal, `internal error in ${method}: ${(e as Error)?.message ?? String(e)}`, { name: 'Internal' });
+  }
+
+  broadcast(change: DidChangeParams): void {
+    for (const c of this.clients) {
+      c.connection.sendNotification(Notifications.didChange.method, change).catch(() => {});
+    }
+  }
+
+  notifyAll(method: string, params: unknown): void {
+    for (const c of this.clients) c.connection.sendNotification(method, params).catch(() => {});
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    for (const fn of this.extraStop) await fn();
+    for (const c of this.clients) c.connection.dispose();
+    this.clients.clear();
+    for (const s of this.sockets) s.destroy();
+    if (this.server) {
+      await new Promise<void>((r) => this.server!.close(() => r()));
+      if (this.socketPath && process.platform !== 'win32') fs.rmSync(this.socketPath, { force: true });
+    }
+    this.store.close();
+    this.releaseLock?.();
+    this.log('stopped');
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The LSP side of the daemon, so any LSP editor gets memory hovers:
+ * textDocument/hover answers with the memories anchored to the file (and the
+ * line range or symbol) under the cursor — a plain indexed lookup, no
+ * embedding on the hover path — and null where nothing is anchored.
+ * textDocument/didOpen|didChange|didClose keep anchors in step with simple
+ * edits: lines inserted or removed above an anchor shift it; an anchor whose
+ * lines were deleted, or whose symbol vanished, is marked stale.
+ *
+ * Hover markdown carries command links the VS Code extension implements:
+ * cairn.openMemory, cairn.editMemory, cairn.forgetMemory, each with args [{ id }].
+ */
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import type { Anchor } from '../protocol/types';
+import type { Store } from '../store/store';
+
+interface Position {
+  line: number;
+  character: number;
+}
+interface Range {
+  start: Position;
+  end: Position;
+}
+interface ContentChange {
+  range?: Range;
+  text: string;
+}
+
+export const HOVER_MAX_MEMORIES = 5;
+const HOVER_VALUE_CHARS = 400;
+
+export class LspDocuments {
+  private roots: string[] = [];
+  private docs = new Map<string, string>();
+
+  constructor(private readonly store: Store) {}
+
+  initialize(params: unknown): void {
+    const p = (params ?? {}) as { rootUri?: string | null; rootPath?: string | null; workspaceFolders?: { uri: string }[] | null };
+    const uris = [...(p.workspaceFolders ?? []).map((f) => f.uri), ...(p.rootUri ? [p.rootUri] : [])];
+    const roots = uris.map(uriToPath).filter((x): x is string => !!x);
+    if (p.rootPath) roots.push(p.rootPath);
+    this.roots = [...new Set(roots)];
+  }
+
+  register(connection: MessageConnection): void {
+    connection.onNotification('workspace/didChangeWorkspaceFolders', (p: { event?: { added?: { uri: string }[]; removed?: { uri: string }[] } }) => {
+      const removed = new Set((p.event?.removed ?? []).map((f) => uriToPath(f.uri)));
+      this.roots = [...this.roots.filter((r) => !removed.has(r)), ...(p.event?.added ?? []).map((f) => uriToPath(f.uri)).filter((x): x is string => !!x)];
+    });
+    connection.onNotification('textDocument/didOpen', (p: { textDocument: { uri: string; text: string } }) => {
+      this.docs.set(p.textDocument.uri, p.textDocument.text);
+      this.safe(() => this.checkStale(p.textDocument.uri, p.textDocument.text));
+    });
+    connection.onNotification('textDocument/didChange', (p: { textDocument: { uri: string }; contentChanges: ContentChange[] }) => {
+      let text = this.docs.get(p.textDocument.uri) ?? '';
+      for (const c of p.contentChanges ?? []) {
+        if (!c.range) {
+          text = c.text;
+          continue;
+        }
+        const ranged = c as ContentChange & { range: Range };
+        this.safe(() => this.shiftAnchors(p.textDocument.uri, ranged));
+        text = applyChange(text, c);
+      }
+      this.docs.set(p.textDocument.uri, text);
+    });
+    connection.onNotification('textDocument/didClose', (p: { textDocument: { uri: string } }) => this.docs.delete(p.textDocument.uri));
+    connection.onNotification('workspace/didChangeConfiguration', () => {});
+    connection.onNotification('$/setTrace', () => {});
+    connection.onRequest('textDocument/hover', (p: { textDocument: { uri: string }; position: Position }) => this.hover(p.textDocument.uri, p.position));
+  }
+
+  private safe(fn: () => void): void {
+    try {
+      fn();
+    } catch {
+      /* anchor tracking is best effort; it must never break a notification stream */
+    }
+  }
+
+  /** Anchor paths a document can be stored under: absolute, and relative to each workspace root. */
+  private candidates(uri: string): string[] {
+    const abs = uriToPath(uri);
+    if (!abs) return [];
+    const out = [abs];
+    for (const r of this.roots) {
+      const rel = path.relative(r, abs);
+      if (rel && !rel.startsWith('..') && !path.isAbsolute(rel)) out.push(rel.split(path.sep).join('/'));
+    }
+    return out;
+  }
+
+  hover(uri: string, pos: Position): { contents: { kind: 'markdown'; value: string } } | null {
+    const paths = this.candidates(uri);
+    if (paths.length === 0) return null;
+    const line = pos.line + 1;
+    const word = wordAt(this.docs.get(uri), pos);
+    const matches = this.store.anchoredAt(paths).filter(({ anchor: a }) => {
+      if (a.stale) return false;
+      if (a.startLine !== undefined) return line >= a.startLine && line <= (a.endLine ?? a.startLine);
+      if (a.symbol !== undefined) return word !== null && (word === a.symbol || a.symbol.endsWith('.' + word));
+      return line === 1; // a whole-file anchor shows on the first line only
+    });
+    if (matches.length === 0) return null;
+    const seen = new Set<string>();
+    const parts: string[] = [];
+    for (const { memory: m } of matches) {
+      if (seen.has(m.id) || seen.size >= HOVER_MAX_MEMORIES) continue;
+      seen.add(m.id);
+      const args = encodeURIComponent(JSON.stringify([{ id: m.id }]));
+      const text = m.summary ?? m.value;
+      const body = text.length > HOVER_VALUE_CHARS ? text.slice(0, HOVER_VALUE_CHARS) + '…' : text;
+      parts.push(
+        `**Cairn** · \`${m.namespace}\` · **${escapeMd(m.key)}** _(${m.kind}, v${m.version})_\n\n${escapeMd(body)}\n\n` +
+          `[Open](command:cairn.openMemory?${args}) · [Edit](command:cairn.editMemory?${args}) · [Forget](command:cairn.forgetMemory?${args})`,
+      );
+    }
+    return { contents: { kind: 'markdown', value: parts.join('\n\n---\n\n') } };
+  }
+
+  private shiftAnchors(uri: string, c: ContentChange & { range: Range }): void {
+    const paths = this.candidates(uri);
+    if (paths.length === 0) return;
+    const startLine = c.range.start.line + 1;
+    const endLine = c.range.end.line + 1;
+    const added = (c.text.match(/\n/g) ?? []).length;
+    const delta = added - (endLine - startLine);
+    const removedWhole = c.text.trim() === '' && (c.range.end.line > c.range.start.line) && c.range.start.character === 0;
+    for (const { rowid, anchors } of this.store.anchorsByPath(paths)) {
+      let changed = false;
+      const next = anchors.map((a) => {
+        if (!paths.includes(a.path) || a.startLine === undefined || a.stale) return a;
+        const s = a.startLine;
+        const e = a.endLine ?? a.startLine;
+        // Lines strictly below the edited region move with it.
+        if (s > endLine || (s === endLine && c.range.end.character === 0 && c.range.end.line > c.range.start.line)) {
+          if (delta === 0) return a;
+          changed = true;
+          return { ...a, startLine: s + delta, ...(a.endLine !== undefined ? { endLine: e + delta } : {}) };
+        }
+        if (e < startLine) return a;
+        // The edit touches the anchor: deleting every anchored line makes it stale.
+        const lastRemoved = c.range.end.character === 0 ? endLine - 1 : endLine;
+        if (removedWhole && startLine <= s && lastRemoved >= e) {
+          changed = true;
+          return { ...a, stale: true };
+        }
+        if (delta !== 0 && a.endLine !== undefined) {
+          changed = true;
+          return { ...a, endLine: Math.max(s, e + delta) };
+        }
+        return a;
+      });
+      if (changed) this.store.updateAnchors(rowid, next);
+    }
+  }
+
+  private checkStale(uri: string, text: string): void {
+    const paths = this.candidates(uri);
+    if (paths.length === 0) return;
+    const lineCount = text.split('\n').length;
+    for (const { rowid, anchors } of this.store.anchorsByPath(paths)) {
+      let changed = false;
+      const next = anchors.map((a) => {
+        if (!paths.includes(a.path) || a.stale) return a;
+        const gone = (a.startLine !== undefined && a.startLine > lineCount) || (a.symbol !== undefined && !text.includes(a.symbol.split('.').pop()!));
+        if (!gone) return a;
+        changed = true;
+        return { ...a, stale: true };
+      });
+      if (changed) this.store.updateAnchors(rowid, next);
+    }
+  }
+}
+
+function escapeMd(s: string): string {
+  return s.replace(/([\\`*_{}[\]<>|])/g, '\\$1');
+}
+
+export function uriToPath(uri: string): string | null {
+  try {
+    if (uri.startsWith('file:')) return fileURLToPath(uri);
+    if (uri.startsWith('/')) return uri;
+    return null;
+  } catch {
+    return null;
+  }
+}
+
+function wordAt(text: string | undefined, pos: Position): string | null {
+  if (text === undefined) return null;
+  const line = text.split('\n')[pos.line];
+  if (line === undefined) return null;
+  const re = /[\p{L}\p{N}_$]+/gu;
+  for (const m of line.matchAll(re)) {
+    if (pos.character >= m.index! && pos.character <= m.index! + m[0].length) return m[0];
+  }
+  return null;
+}
+
+function offsetAt(text: string, p: Position): number {
+  let off = 0;
+  for (let l = 0; l < p.line; l++) {
+    const nl = text.indexOf('\n', off);
+    if (nl < 0) return text.length;
+    off = nl + 1;
+  }
+  return Math.min(text.length, off + p.character);
+}
+
+function applyChange(text: string, c: ContentChange & { range?: Range }): string {
+  if (!c.range) return c.text;
+  return text.slice(0, offsetAt(text, c.range.start)) + c.text + text.slice(offsetAt(text, c.range.end));
+}
+
+export type { Anchor };

@@ -1,0 +1,89 @@
+/**
+ * Opening the SQLite file: pragmas, the sqlite-vec extension, migrations, and
+ * the write-transaction helper. This folder (daemon/src/store/) is the only
+ * place in Cairn that imports better-sqlite3.
+ */
+import Database from 'better-sqlite3';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { CairnError } from '../protocol/errors';
+import { migrate } from './schema';
+
+export type DB = Database.Database;
+
+export interface OpenOptions {
+  /** Busy timeout in ms for lock waits (default 5000). */
+  busyTimeoutMs?: number;
+  /** Load sqlite-vec (default true). When it fails, vectors are unavailable and search degrades to full-text. */
+  loadVec?: boolean;
+  readonly?: boolean;
+}
+
+export interface Opened {
+  db: DB;
+  vec: boolean;
+  vecError: string | null;
+  schemaVersion: number;
+}
+
+export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  let db: DB;
+  try {
+    db = new Database(file, { readonly: opts.readonly ?? false });
+  } catch (e) {
+    throw new CairnError('Internal', `cannot open store ${file}: ${(e as Error).message}`);
+  }
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  if (!opts.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+  }
+  db.pragma('foreign_keys = ON');
+  db.pragma('temp_store = MEMORY');
+  db.pragma('cache_size = -32000');
+  let vec = false;
+  let vecError: string | null = null;
+  if (opts.loadVec !== false && !process.env.CAIRN_DISABLE_VEC) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const sqliteVec = require('sqlite-vec') as { load(db: DB): void };
+      sqliteVec.load(db);
+      vec = true;
+    } catch (e) {
+      vecError = (e as Error).message;
+    }
+  } else {
+    vecError = 'sqlite-vec disabled';
+  }
+  const schemaVersion = opts.readonly ? (db.pragma('user_version', { simple: true }) as number) : withRetry(() => migrate(db, { vec }));
+  return { db, vec, vecError, schemaVersion };
+}
+
+function isBusy(e: unknown): boolean {
+  const code = (e as { code?: string })?.code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
+}
+
+/** Retry a whole operation when another process holds the write lock past the busy timeout. */
+export function withRetry<T>(fn: () => T, attempts = 3): T {
+  for (let i = 0; ; i++) {
+    try {
+      return fn();
+    } catch (e) {
+      if (!isBusy(e)) throw e;
+      if (i + 1 >= attempts) throw new CairnError('StoreBusy', 'the store is locked by another process; try again');
+      const until = Date.now() + 20 * (i + 1);
+      while (Date.now() < until) {
+        /* brief spin before retrying; the busy timeout already waited */
+      }
+    }
+  }
+}
+
+/** Run `fn` inside BEGIN IMMEDIATE (so the write lock is taken up front), retrying on SQLITE_BUSY. */
+export function writeTx<T>(db: DB, fn: () => T): T {
+  if (db.inTransaction) return db.transaction(fn)(); // nested: a savepoint
+  const tx = db.transaction(fn);
+  return withRetry(() => tx.immediate());
+}

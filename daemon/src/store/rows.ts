@@ -1,0 +1,102 @@
+/** Row shapes and their conversion to protocol types. */
+import type { Anchor, Include, Memory, MemoryKind, MemoryStatus, Properties } from '../protocol/types';
+import type { SqlFragment } from './scope';
+
+export interface MemoryRow {
+  rowid: number;
+  id: string;
+  ns_id: string;
+  ns_path: string;
+  key: string;
+  value: string;
+  value_hash: string;
+  summary: string | null;
+  kind: string;
+  tags: string;
+  importance: number;
+  confidence: number;
+  source: string;
+  properties: string;
+  anchors: string;
+  created_at: number;
+  updated_at: number;
+  valid_from: number | null;
+  valid_to: number | null;
+  expires_at: number | null;
+  last_accessed_at: number | null;
+  access_count: number;
+  version: number;
+  status: string;
+  superseded_by: string | null;
+  deleted_at: number | null;
+  deleted_by: string | null;
+  delete_reason: string | null;
+}
+
+/** SELECT list for a memory joined with its namespace (aliases m, n). */
+export const MEMORY_COLUMNS = `m.rowid AS rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.value_hash, m.summary, m.kind, m.tags,
+  m.importance, m.confidence, m.source, m.properties, m.anchors, m.created_at, m.updated_at, m.valid_from, m.valid_to,
+  m.expires_at, m.last_accessed_at, m.access_count, m.version, m.status, m.superseded_by, m.deleted_at, m.deleted_by, m.delete_reason`;
+
+export const iso = (ms: number | null): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+export const isoReq = (ms: number): string => new Date(ms).toISOString();
+export const fromIso = (s: string | null | undefined): number | null => (s === null || s === undefined ? null : Date.parse(s));
+
+export function toMemory(r: MemoryRow): Memory {
+  return {
+    id: r.id,
+    namespace: r.ns_path,
+    key: r.key,
+    value: r.value,
+    summary: r.summary,
+    kind: r.kind as MemoryKind,
+    tags: JSON.parse(r.tags) as string[],
+    importance: r.importance,
+    confidence: r.confidence,
+    source: r.source,
+    properties: JSON.parse(r.properties) as Properties,
+    anchors: JSON.parse(r.anchors) as Anchor[],
+    createdAt: isoReq(r.created_at),
+    updatedAt: isoReq(r.updated_at),
+    validFrom: iso(r.valid_from),
+    validTo: iso(r.valid_to),
+    expiresAt: iso(r.expires_at),
+    lastAccessedAt: iso(r.last_accessed_at),
+    accessCount: r.access_count,
+    version: r.version,
+    status: r.status as MemoryStatus,
+    supersededBy: r.superseded_by,
+    deletedAt: iso(r.deleted_at),
+    deletedBy: r.deleted_by,
+  };
+}
+
+/**
+ * The default visibility rules as SQL over aliases m and n: live namespace,
+ * not deleted, not expired, not superseded, inside its validity window, not
+ * proposed — each relaxable through `include`.
+ */
+export function visibility(include: Include | undefined, now: number): SqlFragment {
+  const inc = include ?? {};
+  const parts = ['n.deleted_at IS NULL'];
+  const params: unknown[] = [];
+  if (!inc.deleted) parts.push('m.deleted_at IS NULL');
+  if (!inc.expired) {
+    parts.push('(m.expires_at IS NULL OR m.expires_at > ?)');
+    params.push(now);
+  }
+  if (!inc.superseded) parts.push(`m.status != 'superseded'`);
+  if (!inc.proposed) parts.push(`m.status != 'proposed'`);
+  if (!inc.outOfValidity) {
+    parts.push('(m.valid_from IS NULL OR m.valid_from <= ?) AND (m.valid_to IS NULL OR m.valid_to > ?)');
+    params.push(now, now);
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
+/** AND together fragments, skipping nulls. */
+export function and(...frags: (SqlFragment | null | undefined)[]): SqlFragment {
+  const live = frags.filter((f): f is SqlFragment => !!f && f.sql.length > 0);
+  if (live.length === 0) return { sql: '1', params: [] };
+  return { sql: live.map((f) => `(${f.sql})`).join(' AND '), params: live.flatMap((f) => f.params) };
+}

@@ -1,0 +1,200 @@
+/**
+ * Schema: numbered migrations recorded in PRAGMA user_version, then invariants
+ * (indexes, the FTS table's shape, index-state rows) re-asserted idempotently at
+ * every open, so a database left by an interrupted or older build heals itself.
+ */
+import type { DB } from './db';
+
+interface Migration {
+  version: number;
+  description: string;
+  up(db: DB): void;
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    description: 'namespaces, memories, history, links, rejected values, change log, full-text index',
+    up(db) {
+      db.exec(`
+        CREATE TABLE namespaces (
+          id TEXT PRIMARY KEY,
+          path TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          deleted_at INTEGER,
+          deleted_by TEXT,
+          delete_reason TEXT
+        );
+        CREATE TABLE memories (
+          rowid INTEGER PRIMARY KEY,
+          id TEXT NOT NULL UNIQUE,
+          ns_id TEXT NOT NULL REFERENCES namespaces(id),
+          key TEXT NOT NULL,
+          value TEXT NOT NULL,
+          value_hash TEXT NOT NULL,
+          summary TEXT,
+          kind TEXT NOT NULL,
+          tags TEXT NOT NULL DEFAULT '[]',
+          importance REAL NOT NULL,
+          confidence REAL NOT NULL,
+          source TEXT NOT NULL,
+          properties TEXT NOT NULL DEFAULT '{}',
+          anchors TEXT NOT NULL DEFAULT '[]',
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL,
+          valid_from INTEGER,
+          valid_to INTEGER,
+          expires_at INTEGER,
+          last_accessed_at INTEGER,
+          access_count INTEGER NOT NULL DEFAULT 0,
+          version INTEGER NOT NULL,
+          status TEXT NOT NULL,
+          superseded_by TEXT,
+          deleted_at INTEGER,
+          deleted_by TEXT,
+          delete_reason TEXT,
+          UNIQUE (ns_id, key)
+        );
+        CREATE TABLE anchors (
+          memory_rowid INTEGER NOT NULL REFERENCES memories(rowid) ON DELETE CASCADE,
+          idx INTEGER NOT NULL,
+          path TEXT NOT NULL,
+          symbol TEXT,
+          start_line INTEGER,
+          end_line INTEGER,
+          stale INTEGER NOT NULL DEFAULT 0,
+          PRIMARY KEY (memory_rowid, idx)
+        );
+        CREATE TABLE history (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          memory_id TEXT NOT NULL,
+          op TEXT NOT NULL,
+          actor TEXT NOT NULL,
+          reason TEXT,
+          at INTEGER NOT NULL,
+          version INTEGER NOT NULL,
+          previous TEXT,
+          state TEXT,
+          detail TEXT
+        );
+        CREATE TABLE links (
+          src TEXT NOT NULL,
+          dst TEXT NOT NULL,
+          type TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          actor TEXT NOT NULL,
+          PRIMARY KEY (src, dst, type)
+        );
+        CREATE TABLE rejected_values (
+          ns_id TEXT NOT NULL,
+          value_hash TEXT NOT NULL,
+          memory_id TEXT,
+          actor TEXT NOT NULL,
+          at INTEGER NOT NULL,
+          PRIMARY KEY (ns_id, value_hash)
+        );
+        CREATE TABLE changes (
+          position INTEGER PRIMARY KEY AUTOINCREMENT,
+          memory_id TEXT,
+          ns_id TEXT,
+          op TEXT NOT NULL,
+          at INTEGER NOT NULL
+        );
+        CREATE TABLE index_state (
+          name TEXT PRIMARY KEY,
+          watermark INTEGER NOT NULL DEFAULT 0,
+          model TEXT,
+          dimension INTEGER
+        );
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+      `);
+    },
+  },
+  {
+    version: 2,
+    description: 'per-model vector tables, agent tasks and the injection log',
+    up(db) {
+      db.exec(`
+        CREATE TABLE vec_models (
+          model TEXT PRIMARY KEY,
+          dimension INTEGER NOT NULL,
+          table_name TEXT NOT NULL UNIQUE,
+          created_at INTEGER NOT NULL
+        );
+        CREATE TABLE tasks (
+          id TEXT PRIMARY KEY,
+          title TEXT NOT NULL,
+          scope TEXT NOT NULL DEFAULT '{}',
+          dont_inject INTEGER NOT NULL DEFAULT 0,
+          status TEXT NOT NULL DEFAULT 'open',
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        );
+        CREATE TABLE injections (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          task_id TEXT,
+          memory_ids TEXT NOT NULL,
+          prompt_hash TEXT NOT NULL,
+          at INTEGER NOT NULL,
+          skipped TEXT
+        );
+        CREATE TABLE injection_members (
+          injection_seq INTEGER NOT NULL REFERENCES injections(seq) ON DELETE CASCADE,
+          memory_id TEXT NOT NULL,
+          PRIMARY KEY (injection_seq, memory_id)
+        );
+      `);
+    },
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+/** Columns the FTS table must have, in order; a table of another shape is rebuilt. */
+export const FTS_COLUMNS = ['key', 'value', 'summary', 'tags', 'idents'];
+
+/** Apply pending migrations, then re-assert invariants. Returns the schema version. */
+export function migrate(db: DB, opts: { vec: boolean }, upTo: number = SCHEMA_VERSION): number {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`store schema version ${current} is newer than this Cairn build supports (${SCHEMA_VERSION}); upgrade Cairn`);
+  }
+  for (const m of MIGRATIONS) {
+    if (m.version <= current || m.version > upTo) continue;
+    db.transaction(() => {
+      m.up(db);
+      db.pragma(`user_version = ${m.version}`);
+    }).immediate();
+  }
+  db.transaction(() => assertInvariants(db, opts, Math.min(upTo, SCHEMA_VERSION))).immediate();
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): void {
+  db.exec(`
+    CREATE UNIQUE INDEX IF NOT EXISTS namespaces_live_path ON namespaces(path) WHERE deleted_at IS NULL;
+    CREATE INDEX IF NOT EXISTS namespaces_path ON namespaces(path);
+    CREATE INDEX IF NOT EXISTS memories_ns ON memories(ns_id, updated_at);
+    CREATE INDEX IF NOT EXISTS memories_updated ON memories(updated_at, rowid);
+    CREATE INDEX IF NOT EXISTS memories_hash ON memories(ns_id, value_hash);
+    CREATE INDEX IF NOT EXISTS memories_expires ON memories(expires_at) WHERE expires_at IS NOT NULL AND deleted_at IS NULL;
+    CREATE INDEX IF NOT EXISTS anchors_path ON anchors(path);
+    CREATE INDEX IF NOT EXISTS history_memory ON history(memory_id, seq);
+    CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
+    INSERT OR IGNORE INTO index_state(name, watermark) VALUES ('fts', 0);
+  `);
+  if (version >= 2) {
+    db.exec(`
+      CREATE INDEX IF NOT EXISTS injections_task ON injections(task_id, seq);
+      CREATE INDEX IF NOT EXISTS injection_members_memory ON injection_members(memory_id);
+    `);
+  }
+  // The FTS table: create it if missing, rebuild it if its shape is wrong.
+  const row = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'memories_fts'`).get() as { sql: string } | undefined;
+  const wanted = `CREATE VIRTUAL TABLE memories_fts USING fts5(${FTS_COLUMNS.join(', ')}, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2')`;
+  if (!row || row.sql !== wanted) {
+    if (row) db.exec('DROP TABLE memories_fts');
+    db.exec(wanted);
+    db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
+  }
+}

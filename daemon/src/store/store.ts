@@ -1,0 +1,914 @@
+/**
+ * The Store: every read and write of Cairn's SQLite file. Each write runs in one
+ * BEGIN IMMEDIATE transaction that updates the memory, appends history and a
+ * change-log row, and keeps the full-text index in step; listeners hear about
+ * the change only after it committed.
+ */
+import * as fs from 'node:fs';
+import { CairnError } from '../protocol/errors';
+import { isUnder, namespaceProblem } from '../protocol/namespace';
+import {
+  Limits,
+  type Anchor,
+  type DidChangeParams,
+  type GetParams,
+  type HistoryEntry,
+  type HistoryParams,
+  type HistoryResult,
+  type Include,
+  type Link,
+  type LinkParams,
+  type LinkResult,
+  type ListParams,
+  type ListResult,
+  type Memory,
+  type NamespaceInfo,
+  type NeighborsParams,
+  type NeighborsResult,
+  type PurgeResult,
+  type Scope,
+  type SweepResult,
+  type UnlinkResult,
+  type UpsertBatchResult,
+  type UpsertParams,
+  type UpsertResult,
+  type WriteResult,
+} from '../protocol/types';
+import { normalizedValueHash, uuidv7 } from '../text/hash';
+import { identifierWords } from '../text/identifiers';
+import { extractiveSummary } from '../text/summary';
+import { openDatabase, writeTx, type DB, type OpenOptions } from './db';
+import { compileFilter } from './filter';
+import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
+import { scopePredicate, type SqlFragment } from './scope';
+import { SCHEMA_VERSION } from './schema';
+import { VectorTables } from './vectors';
+
+export type ChangeListener = (change: DidChangeParams) => void;
+
+interface Target {
+  id?: string;
+  namespace?: string;
+  key?: string;
+  actor?: string;
+  reason?: string;
+}
+
+const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
+const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+
+export class Store {
+  readonly db: DB;
+  readonly path: string;
+  readonly vecAvailable: boolean;
+  readonly vecError: string | null;
+  readonly schemaVersion: number;
+  readonly vectors: VectorTables;
+  private listeners = new Set<ChangeListener>();
+  private pending: DidChangeParams[] = [];
+  /** Injected clock, so tests can move time. */
+  now: () => number = () => Date.now();
+
+  constructor(file: string, opts: OpenOptions = {}) {
+    const o = openDatabase(file, opts);
+    this.db = o.db;
+    this.path = file;
+    this.vecAvailable = o.vec;
+    this.vecError = o.vecError;
+    this.schemaVersion = o.schemaVersion;
+    this.vectors = new VectorTables(this.db, o.vec);
+    if (!opts.readonly) this.healFts();
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  onChange(fn: ChangeListener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Run `fn` as one write transaction (BEGIN IMMEDIATE); change events are emitted after commit. */
+  transaction<T>(fn: () => T): T {
+    return this.write(fn);
+  }
+
+  /** For import: index a row inserted as-is (anchors, full text). */
+  reindexImported(rowid: number): void {
+    const r = this.rowBy('m.rowid = ?', rowid)!;
+    this.writeAnchors(rowid, JSON.parse(r.anchors));
+    this.ftsPut(rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
+  }
+
+  /** For import: one change-log row per imported memory so derived indexes pick it up. */
+  logImport(memoryId: string, nsId: string, nsPath: string, key: string): number {
+    return this.logChange('import', memoryId, nsId, nsPath, key);
+  }
+
+  /** Run a write transaction and emit its change events after commit. */
+  private write<T>(fn: () => T): T {
+    const outer = !this.db.inTransaction;
+    try {
+      const r = writeTx(this.db, fn);
+      if (outer) this.flushEvents();
+      return r;
+    } catch (e) {
+      if (outer) this.pending = [];
+      throw e;
+    }
+  }
+
+  private flushEvents(): void {
+    const events = this.pending;
+    this.pending = [];
+    for (const ev of events) for (const l of this.listeners) {
+      try {
+        l(ev);
+      } catch {
+        /* a listener's failure must not affect the store */
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // change log
+  // -------------------------------------------------------------------------
+  private logChange(op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): number {
+    const at = this.now();
+    const position = Number(this.db.prepare('INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid);
+    if (memoryId) {
+      const r = this.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(memoryId) as { rowid: number } | undefined;
+      if (r) this.vectors.syncMeta(r.rowid); // the vector arm sees deletes, supersessions and expiry changes at once
+    }
+    this.db.prepare(`UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(position);
+    this.pending.push({ position, id: memoryId, namespace: nsPath, key, op });
+    return position;
+  }
+
+  position(): number {
+    const r = this.db.prepare('SELECT max(position) AS p FROM changes').get() as { p: number | null };
+    return r.p ?? 0;
+  }
+
+  /** Changes after `position`, oldest first (the indexer's feed). */
+  changesSince(position: number, limit: number): { position: number; memoryId: string | null; op: string }[] {
+    return (this.db.prepare('SELECT position, memory_id AS memoryId, op FROM changes WHERE position > ? ORDER BY position LIMIT ?').all(position, limit) as {
+      position: number;
+      memoryId: string | null;
+      op: string;
+    }[]);
+  }
+
+  // -------------------------------------------------------------------------
+  // full-text index maintenance
+  // -------------------------------------------------------------------------
+  private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[] }): void {
+    this.db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+    const idents = identifierWords(`${m.key} ${m.value}`);
+    this.db
+      .prepare('INSERT INTO memories_fts(rowid, key, value, summary, tags, idents) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(rowid, m.key.replace(/[._/:-]+/g, ' ') + ' ' + m.key, m.value, m.summary ?? '', m.tags.join(' '), idents);
+  }
+
+  /** Rebuild the FTS index when it is behind the change log (interrupted build, older schema, or a fresh FTS table). */
+  private healFts(): void {
+    const wm = (this.db.prepare(`SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
+    const pos = this.position();
+    if (wm >= pos && pos > 0) return;
+    const count = (this.db.prepare('SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+    if (pos === 0 && count === 0) return;
+    writeTx(this.db, () => {
+      this.db.prepare('DELETE FROM memories_fts').run();
+      const rows = this.db.prepare('SELECT rowid, key, value, summary, tags FROM memories').iterate() as IterableIterator<{ rowid: number; key: string; value: string; summary: string | null; tags: string }>;
+      for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
+      this.db.prepare(`UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
+    });
+  }
+
+  // -------------------------------------------------------------------------
+  // namespaces
+  // -------------------------------------------------------------------------
+  private checkNamespace(path: string, field = 'namespace'): void {
+    const p = namespaceProblem(path);
+    if (p) throw new CairnError('InvalidNamespace', p, { field });
+  }
+
+  private liveNamespace(path: string): { id: string; path: string } | undefined {
+    return this.db.prepare('SELECT id, path FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(path) as { id: string; path: string } | undefined;
+  }
+
+  private ensureNamespace(path: string): string {
+    const existing = this.liveNamespace(path);
+    if (existing) return existing.id;
+    const id = uuidv7(this.now());
+    this.db.prepare('INSERT INTO namespaces(id, path, created_at) VALUES (?, ?, ?)').run(id, path, this.now());
+    return id;
+  }
+
+  listNamespaces(root?: string): NamespaceInfo[] {
+    if (root !== undefined) this.checkNamespace(root, 'root');
+    const pred = root !== undefined ? scopePredicate({ root, includeUser: false }, 'n.path')! : { sql: '1', params: [] };
+    const now = this.now();
+    const vis = visibility(undefined, now);
+    const rows = this.db
+      .prepare(
+        `SELECT n.id, n.path, n.created_at,
+           (SELECT count(*) FROM memories m WHERE m.ns_id = n.id AND ${vis.sql}) AS cnt
+         FROM namespaces n WHERE n.deleted_at IS NULL AND ${pred.sql} ORDER BY n.path`,
+      )
+      .all(...vis.params, ...pred.params) as { id: string; path: string; created_at: number; cnt: number }[];
+    return rows.map((r) => ({ id: r.id, path: r.path, createdAt: isoReq(r.created_at), memoryCount: r.cnt }));
+  }
+
+  renameNamespace(from: string, to: string, actor = 'user'): { renamed: number; position: number } {
+    this.checkNamespace(from, 'from');
+    this.checkNamespace(to, 'to');
+    if (from === to) throw new CairnError('InvalidState', 'from and to are the same namespace', { field: 'to' });
+    if (isUnder(to, from)) throw new CairnError('InvalidState', `cannot move ${from} inside itself (${to})`, { field: 'to' });
+    return this.write(() => {
+      const sub = scopePredicate({ root: from, includeUser: false }, 'path')!;
+      const rows = this.db.prepare(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string; path: string }[];
+      if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${from}`, { field: 'from' });
+      for (const r of rows) {
+        const target = to + r.path.slice(from.length);
+        const problem = namespaceProblem(target);
+        if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'to' });
+        const clash = this.liveNamespace(target);
+        if (clash && !rows.some((x) => x.id === clash.id)) throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
+      }
+      // Two steps so intermediate states never collide on the unique live path index.
+      const upd = this.db.prepare('UPDATE namespaces SET path = ? WHERE id = ?');
+      for (const r of rows) upd.run(`\u0000${r.id}`, r.id);
+      for (const r of rows) upd.run(to + r.path.slice(from.length), r.id);
+      const position = this.logChange('namespace_rename', null, rows[0].id, to, null);
+      void actor;
+      return { renamed: rows.length, position };
+    });
+  }
+
+  deleteNamespace(path: string, actor = 'user', reason?: string): { deleted: number; memories: number; position: number } {
+    this.checkNamespace(path, 'path');
+    return this.write(() => {
+      const sub = scopePredicate({ root: path, includeUser: false }, 'path')!;
+      const rows = this.db.prepare(`SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string }[];
+      if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${path}`, { field: 'path' });
+      const now = this.now();
+      const ids = rows.map((r) => r.id);
+      const ph = ids.map(() => '?').join(',');
+      const memories = (this.db.prepare(`SELECT count(*) AS c FROM memories WHERE ns_id IN (${ph}) AND deleted_at IS NULL`).get(...ids) as { c: number }).c;
+      this.db.prepare(`UPDATE namespaces SET deleted_at = ?, deleted_by = ?, delete_reason = ? WHERE id IN (${ph})`).run(now, actor, reason ?? null, ...ids);
+      const position = this.logChange('namespace_delete', null, ids[0], path, null);
+      return { deleted: ids.length, memories, position };
+    });
+  }
+
+  // -------------------------------------------------------------------------
+  // reading memories
+  // -------------------------------------------------------------------------
+  private rowBy(where: string, ...params: unknown[]): MemoryRow | undefined {
+    return this.db.prepare(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`).get(...params) as MemoryRow | undefined;
+  }
+
+  private rowByKey(namespace: string, key: string): MemoryRow | undefined {
+    return this.rowBy('n.path = ? AND n.deleted_at IS NULL AND m.key = ?', namespace, key);
+  }
+
+  private resolveTarget(t: Target): MemoryRow {
+    let row: MemoryRow | undefined;
+    if (t.id !== undefined) {
+      if (t.namespace !== undefined || t.key !== undefined) throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
+      row = this.rowBy('m.id = ? AND n.deleted_at IS NULL', t.id);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.id}`, { field: 'id' });
+    } else {
+      if (t.namespace === undefined || t.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: t.namespace === undefined ? 'namespace' : 'key' });
+      this.checkNamespace(t.namespace);
+      row = this.rowByKey(t.namespace, t.key);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}`, { field: 'key' });
+    }
+    return row;
+  }
+
+  private isExpired(r: MemoryRow, now: number): boolean {
+    return r.expires_at !== null && r.expires_at <= now;
+  }
+
+  get(p: GetParams): Memory {
+    const now = this.now();
+    let row: MemoryRow | undefined;
+    if ('id' in p) {
+      const scope = scopePredicate(p.scope);
+      const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.id] }, scope);
+      row = this.rowBy(where.sql, ...where.params);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
+    } else {
+      this.checkNamespace(p.namespace);
+      row = this.rowByKey(p.namespace, p.key);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+    }
+    if (!p.includeDeleted) {
+      if (row.deleted_at !== null) {
+        throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} was deleted at ${iso(row.deleted_at)} by ${row.deleted_by}`, {
+          field: 'id' in p ? 'id' : 'key',
+          deletedAt: iso(row.deleted_at),
+          deletedBy: row.deleted_by,
+        });
+      }
+      if (this.isExpired(row, now)) throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, { field: 'id' in p ? 'id' : 'key', expiresAt: iso(row.expires_at) });
+    }
+    this.touch([row.rowid]);
+    row.access_count += 1;
+    row.last_accessed_at = now;
+    return toMemory(row);
+  }
+
+  /** Record reads (lastAccessedAt, accessCount). Not a change of content: no version, history or change-log row. */
+  touch(rowids: number[]): void {
+    if (rowids.length === 0 || this.db.readonly) return;
+    const now = this.now();
+    try {
+      writeTx(this.db, () => {
+        const st = this.db.prepare('UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 WHERE rowid = ?');
+        for (const r of rowids) st.run(now, r);
+      });
+    } catch {
+      /* access statistics are best effort: a busy store must not fail a read */
+    }
+  }
+
+  list(p: ListParams): ListResult {
+    const limit = p.limit ?? 100;
+    const now = this.now();
+    let cursorSql: SqlFragment | null = null;
+    if (p.cursor !== undefined) {
+      const m = /^(\d+):(\d+)$/.exec(Buffer.from(p.cursor, 'base64url').toString('utf8'));
+      if (!m) throw new CairnError('InvalidParams', 'cursor is not one this daemon issued', { field: 'cursor' });
+      cursorSql = { sql: '(m.updated_at < ? OR (m.updated_at = ? AND m.rowid < ?))', params: [Number(m[1]), Number(m[1]), Number(m[2])] };
+    }
+    const where = and(visibility(p.include, now), scopePredicate(p.scope), compileFilter(p.filter), cursorSql);
+    const rows = this.db
+      .prepare(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`)
+      .all(...where.params, limit + 1) as MemoryRow[];
+    const more = rows.length > limit;
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map(toMemory),
+      nextCursor: more && last ? Buffer.from(`${last.updated_at}:${last.rowid}`).toString('base64url') : null,
+    };
+  }
+
+  /** Memories by rowid (for search arms), in the order given. */
+  byRowids(rowids: number[]): Map<number, MemoryRow> {
+    const out = new Map<number, MemoryRow>();
+    for (let i = 0; i < rowids.length; i += 500) {
+      const chunk = rowids.slice(i, i + 500);
+      const rows = this.db
+        .prepare(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid IN (${chunk.map(() => '?').join(',')})`)
+        .all(...chunk) as MemoryRow[];
+      for (const r of rows) out.set(r.rowid, r);
+    }
+    return out;
+  }
+
+  // -------------------------------------------------------------------------
+  // history
+  // -------------------------------------------------------------------------
+  private appendHistory(
+    memoryId: string,
+    op: HistoryEntry['op'],
+    actor: string,
+    reason: string | null | undefined,
+    version: number,
+    previous: Memory | null,
+    state: Memory | null,
+    detail?: Record<string, unknown>,
+  ): void {
+    this.db
+      .prepare('INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(memoryId, op, actor, reason ?? null, this.now(), version, previous ? JSON.stringify(previous) : null, state ? JSON.stringify(state) : null, detail ? JSON.stringify(detail) : null);
+    const cap = this.historyCap();
+    if (cap !== null) {
+      this.db
+        .prepare('DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)')
+        .run(memoryId, memoryId, cap);
+    }
+  }
+
+  historyCap(): number | null {
+    const r = this.db.prepare(`SELECT value FROM meta WHERE key = 'history_cap'`).get() as { value: string } | undefined;
+    return r ? Number(r.value) : null;
+  }
+
+  setHistoryCap(cap: number | null): void {
+    this.write(() => {
+      if (cap === null) this.db.prepare(`DELETE FROM meta WHERE key = 'history_cap'`).run();
+      else this.db.prepare(`INSERT INTO meta(key, value) VALUES ('history_cap', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(String(cap));
+    });
+  }
+
+  history(p: HistoryParams): HistoryResult {
+    let memoryId: string;
+    if (p.id !== undefined) memoryId = p.id;
+    else {
+      if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
+      this.checkNamespace(p.namespace);
+      const row = this.rowByKey(p.namespace, p.key);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+      memoryId = row.id;
+    }
+    const rows = this.db.prepare('SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(memoryId, p.limit ?? 100) as HistoryRow[];
+    if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
+    const cap = this.historyCap();
+    return { entries: rows.map(historyEntry), capped: cap !== null };
+  }
+
+  // -------------------------------------------------------------------------
+  // writing memories
+  // -------------------------------------------------------------------------
+  upsert(p: UpsertParams): UpsertResult {
+    return this.write(() => this.upsertInTx(p));
+  }
+
+  upsertBatch(items: UpsertParams[], actor?: string): UpsertBatchResult {
+    return this.write(() => {
+      const results: UpsertBatchResult['results'] = items.map((it) => {
+        try {
+          const r = writeTx(this.db, () => this.upsertInTx(actor && !it.actor ? { ...it, actor } : it));
+          return { ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version };
+        } catch (e) {
+          if (e instanceof CairnError) return { ok: false as const, error: { code: e.code, message: e.message, data: e.data } };
+          throw e;
+        }
+      });
+      return { results, position: this.position() };
+    });
+  }
+
+  private validateContent(p: UpsertParams): void {
+    this.checkNamespace(p.namespace);
+    const bytes = utf8Bytes(p.value);
+    if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
+    if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
+    if (p.properties && Object.keys(p.properties).length > Limits.properties) throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
+    p.anchors?.forEach((a, i) => {
+      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine) throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
+      if (a.endLine !== undefined && a.startLine === undefined) throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
+    });
+    const vf = fromIso(p.validFrom);
+    const vt = fromIso(p.validTo);
+    if (vf !== null && vt !== null && vt <= vf) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+  }
+
+  private upsertInTx(p: UpsertParams): UpsertResult {
+    this.validateContent(p);
+    const now = this.now();
+    const actor = p.actor ?? p.source ?? 'user';
+    const existing = this.rowByKey(p.namespace, p.key);
+    const valueHash = normalizedValueHash(p.value);
+    const detail: Record<string, unknown> = {};
+
+    // 1. Deletion sticks: a deleted key is only written again with restore: true
+    //    (except a memory that merely expired: its TTL was not anyone's rejection).
+    let op: HistoryEntry['op'] = existing ? 'update' : 'create';
+    if (existing && existing.deleted_at !== null) {
+      const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
+      if (!p.restore && !expiredOnly) {
+        throw new CairnError('Deleted', `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`, {
+          field: 'key',
+          id: existing.id,
+          deletedAt: iso(existing.deleted_at),
+          deletedBy: existing.deleted_by,
+          reason: existing.delete_reason,
+        });
+      }
+      op = 'restore';
+      if (expiredOnly) detail.afterExpire = true;
+    }
+
+    // 2. Optimistic concurrency.
+    if (p.ifVersion !== undefined) {
+      const current = existing && existing.deleted_at === null ? existing.version : 0;
+      if (current !== p.ifVersion) {
+        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
+      }
+    }
+
+    // 3. A forgotten value is not re-learned.
+    const nsId = this.ensureNamespace(p.namespace);
+    const rejected = this.db.prepare('SELECT actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?').get(nsId, valueHash) as { actor: string; at: number } | undefined;
+    if (rejected) {
+      if (!p.force) {
+        throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
+          field: 'value',
+          rejectedAt: isoReq(rejected.at),
+          rejectedBy: rejected.actor,
+        });
+      }
+      detail.forced = true;
+    }
+
+    // 4. The memory it supersedes must be live.
+    let superseded: MemoryRow | undefined;
+    if (p.supersedes !== undefined) {
+      superseded = this.rowBy('m.id = ? AND n.deleted_at IS NULL', p.supersedes);
+      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede`, { field: 'supersedes' });
+      if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
+      if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
+    }
+
+    // 5. Merge: omitted fields keep their stored values; null clears a nullable field.
+    const base = existing && existing.deleted_at === null ? existing : existing; // restored memories keep their attributes unless given
+    const tags = p.tags !== undefined ? [...new Set(p.tags)].sort() : base ? (JSON.parse(base.tags) as string[]) : [];
+    const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => ({ ...a, stale: undefined })).map(stripUndefined) : base ? JSON.parse(base.anchors) : [];
+    const next = {
+      value: p.value,
+      kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
+      tags,
+      importance: p.importance !== undefined ? clamp01(p.importance) : base?.importance ?? 0.5,
+      confidence: p.confidence !== undefined ? clamp01(p.confidence) : base?.confidence ?? 1,
+      source: p.source ?? base?.source ?? 'user',
+      properties: p.properties !== undefined ? p.properties : base ? JSON.parse(base.properties) : {},
+      anchors,
+      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : base?.valid_from ?? null,
+      validTo: p.validTo !== undefined ? fromIso(p.validTo) : base?.valid_to ?? null,
+      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : base?.expires_at ?? null,
+      status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
+    };
+    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+
+    // 6. Nothing changed: no new version, no history, no change-log row.
+    if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
+      return { memory: toMemory(existing), created: false, position: this.position(), changed: false };
+    }
+
+    let summary: string | null = null;
+    if (p.value.length > Limits.summaryThresholdChars) {
+      try {
+        summary = extractiveSummary(p.value);
+      } catch {
+        summary = null; // readers fall back to the value
+      }
+    }
+
+    const previous = existing ? toMemory(existing) : null;
+    let rowid: number;
+    let id: string;
+    let version: number;
+    const cols = [next.value, valueHash, summary, next.kind, JSON.stringify(next.tags), next.importance, next.confidence, next.source, JSON.stringify(next.properties), JSON.stringify(next.anchors), next.validFrom, next.validTo, next.expiresAt, next.status];
+    if (existing) {
+      id = existing.id;
+      rowid = existing.rowid;
+      version = existing.version + 1;
+      this.db
+        .prepare(
+          `UPDATE memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?, properties = ?, anchors = ?,
+             valid_from = ?, valid_to = ?, expires_at = ?, status = ?, updated_at = ?, version = ?, superseded_by = NULL,
+             deleted_at = NULL, deleted_by = NULL, delete_reason = NULL WHERE rowid = ?`,
+        )
+        .run(...cols, now, version, rowid);
+    } else {
+      id = uuidv7(now);
+      version = 1;
+      rowid = Number(
+        this.db
+          .prepare(
+            `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
+               valid_from, valid_to, expires_at, status, created_at, updated_at, version)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(id, nsId, p.key, ...cols, now, now, version).lastInsertRowid,
+      );
+    }
+    this.writeAnchors(rowid, next.anchors);
+    this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags });
+    const state = toMemory(this.rowBy('m.rowid = ?', rowid)!);
+    this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
+    const position = this.logChange(op, id, nsId, p.namespace, p.key);
+
+    if (superseded) {
+      const before = toMemory(superseded);
+      this.db.prepare(`UPDATE memories SET status = 'superseded', superseded_by = ?, version = version + 1, updated_at = ? WHERE rowid = ?`).run(id, now, superseded.rowid);
+      const after = toMemory(this.rowBy('m.rowid = ?', superseded.rowid)!);
+      this.appendHistory(superseded.id, 'supersede', actor, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
+      this.logChange('supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
+    }
+    return { memory: toMemory(this.rowBy('m.rowid = ?', rowid)!), created: !existing, position: this.position(), changed: true };
+  }
+
+  private writeAnchors(rowid: number, anchors: Anchor[]): void {
+    this.db.prepare('DELETE FROM anchors WHERE memory_rowid = ?').run(rowid);
+    const ins = this.db.prepare('INSERT INTO anchors(memory_rowid, idx, path, symbol, start_line, end_line, stale) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    anchors.forEach((a, i) => ins.run(rowid, i, a.path, a.symbol ?? null, a.startLine ?? null, a.endLine ?? null, a.stale ? 1 : 0));
+  }
+
+  delete(t: Target): WriteResult {
+    return this.write(() => this.softDelete(t, 'delete'));
+  }
+
+  forget(t: Target): WriteResult {
+    return this.write(() => {
+      const r = this.softDelete(t, 'forget');
+      const row = this.rowBy('m.id = ?', r.memory.id)!;
+      this.db
+        .prepare('INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id')
+        .run(row.ns_id, row.value_hash, row.id, t.actor ?? 'user', this.now());
+      return r;
+    });
+  }
+
+  private softDelete(t: Target, op: 'delete' | 'forget' | 'expire'): WriteResult {
+    const row = this.resolveTarget(t);
+    if (row.deleted_at !== null) {
+      if (op === 'forget') {
+        // Forgetting an already-deleted memory still rejects its value.
+        return { memory: toMemory(row), position: this.logChange('forget', row.id, row.ns_id, row.ns_path, row.key) };
+      }
+      throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, { field: t.id !== undefined ? 'id' : 'key', deletedAt: iso(row.deleted_at), deletedBy: row.deleted_by });
+    }
+    const now = this.now();
+    const actor = op === 'expire' ? SYSTEM_EXPIRE : t.actor ?? 'user';
+    const before = toMemory(row);
+    this.db.prepare('UPDATE memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(now, actor, t.reason ?? null, now, row.rowid);
+    const after = toMemory(this.rowBy('m.rowid = ?', row.rowid)!);
+    this.appendHistory(row.id, op, actor, t.reason, after.version, before, after);
+    const position = this.logChange(op, row.id, row.ns_id, row.ns_path, row.key);
+    return { memory: after, position };
+  }
+
+  restore(t: Target): WriteResult {
+    return this.write(() => {
+      const row = this.resolveTarget(t);
+      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
+      const now = this.now();
+      const before = toMemory(row);
+      const lifted = this.db.prepare('DELETE FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(row.ns_id, row.value_hash).changes > 0;
+      // A memory that expired comes back without its expiry, or it would vanish again at once.
+      const expires = row.expires_at !== null && row.expires_at <= now ? null : row.expires_at;
+      this.db.prepare('UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, row.rowid);
+      const after = toMemory(this.rowBy('m.rowid = ?', row.rowid)!);
+      this.appendHistory(row.id, 'restore', t.actor ?? 'user', t.reason, after.version, before, after, lifted ? { unrejected: true } : undefined);
+      const position = this.logChange('restore', row.id, row.ns_id, row.ns_path, row.key);
+      return { memory: after, position };
+    });
+  }
+
+  /** Admin: remove a deleted memory from every table. History keeps one `purge` row (who, when, why) without content. */
+  purge(t: Target): PurgeResult {
+    return this.write(() => {
+      const row = this.resolveTarget(t);
+      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, { field: t.id !== undefined ? 'id' : 'key' });
+      return { id: row.id, position: this.purgeRow(row, t.actor ?? 'user', t.reason) };
+    });
+  }
+
+  private purgeRow(row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null }, actor: string, reason?: string): number {
+    this.db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(row.rowid);
+    this.deleteVectors(row.rowid);
+    this.db.prepare('DELETE FROM links WHERE src = ? OR dst = ?').run(row.id, row.id);
+    this.db.prepare('DELETE FROM anchors WHERE memory_rowid = ?').run(row.rowid);
+    this.db.prepare('DELETE FROM history WHERE memory_id = ?').run(row.id);
+    this.db.prepare('UPDATE rejected_values SET memory_id = NULL WHERE memory_id = ?').run(row.id);
+    this.db.prepare('DELETE FROM memories WHERE rowid = ?').run(row.rowid);
+    this.appendHistory(row.id, 'purge', actor, reason, row.version + 1, null, null, { namespace: row.ns_path, key: row.key });
+    return this.logChange('purge', row.id, row.ns_id, row.ns_path, row.key);
+  }
+
+  // -------------------------------------------------------------------------
+  // code anchors (hover)
+  // -------------------------------------------------------------------------
+  /** Visible memories with an anchor on one of `paths`: one entry per matching anchor. Indexed lookup, no scoring. */
+  anchoredAt(paths: string[]): { memory: Memory; anchor: Anchor }[] {
+    if (paths.length === 0) return [];
+    const vis = visibility(undefined, this.now());
+    const rows = this.db
+      .prepare(
+        `SELECT ${MEMORY_COLUMNS}, a.idx AS anchor_idx FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id
+         WHERE a.path IN (${paths.map(() => '?').join(',')}) AND ${vis.sql} ORDER BY m.importance DESC, m.updated_at DESC, m.id`,
+      )
+      .all(...paths, ...vis.params) as (MemoryRow & { anchor_idx: number })[];
+    return rows.map((r) => {
+      const memory = toMemory(r);
+      return { memory, anchor: memory.anchors[r.anchor_idx] };
+    }).filter((x) => x.anchor !== undefined);
+  }
+
+  /** Live memories anchored to one of `paths`, with all their anchors (for line tracking). */
+  anchorsByPath(paths: string[]): { rowid: number; anchors: Anchor[] }[] {
+    if (paths.length === 0) return [];
+    const rows = this.db
+      .prepare(`SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL`)
+      .all(...paths) as { rowid: number; anchors: string }[];
+    return rows.map((r) => ({ rowid: r.rowid, anchors: JSON.parse(r.anchors) as Anchor[] }));
+  }
+
+  /**
+   * Move anchors with the code they point at (line shifts, stale marks). This
+   * is positional bookkeeping, not a content change: no new version and no
+   * history row, but clients hear of it (op `anchor`) to refresh their views.
+   */
+  updateAnchors(rowid: number, anchors: Anchor[]): void {
+    this.write(() => {
+      const r = this.rowBy('m.rowid = ?', rowid);
+      if (!r) return;
+      this.db.prepare('UPDATE memories SET anchors = ? WHERE rowid = ?').run(JSON.stringify(anchors), rowid);
+      this.writeAnchors(rowid, anchors);
+      this.pending.push({ position: this.position(), id: r.id, namespace: r.ns_path, key: r.key, op: 'anchor' });
+    });
+  }
+
+  private deleteVectors(rowid: number): void {
+    this.vectors.deleteRow(rowid);
+  }
+
+  // -------------------------------------------------------------------------
+  // TTL sweep and namespace purge
+  // -------------------------------------------------------------------------
+  sweep(batch = 500): SweepResult {
+    const now = this.now();
+    let expired = 0;
+    let purged = 0;
+    this.write(() => {
+      const due = this.db
+        .prepare(`SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= ? AND n.deleted_at IS NULL LIMIT ?`)
+        .all(now, batch) as { id: string }[];
+      for (const d of due) {
+        this.softDelete({ id: d.id, reason: 'expired' }, 'expire');
+        expired++;
+      }
+    });
+    this.write(() => {
+      const dead = this.db
+        .prepare(`SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`)
+        .all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string })[];
+      for (const d of dead) {
+        this.purgeRow(d, 'system:namespace-delete', 'namespace deleted');
+        purged++;
+      }
+    });
+    return { expired, purged, position: this.position() };
+  }
+
+  // -------------------------------------------------------------------------
+  // links
+  // -------------------------------------------------------------------------
+  private liveInScope(id: string, scope: Scope | undefined, field: string): MemoryRow {
+    const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL AND m.deleted_at IS NULL', params: [id] }, scopePredicate(scope));
+    const row = this.rowBy(where.sql, ...where.params);
+    if (!row) throw new CairnError('NotFound', `no live memory ${id}${scope ? ' in scope' : ''}`, { field });
+    if (this.isExpired(row, this.now())) throw new CairnError('NotFound', `memory ${id} has expired`, { field });
+    return row;
+  }
+
+  link(p: LinkParams): LinkResult {
+    if (p.from === p.to) throw new CairnError('InvalidState', 'a memory cannot link to itself', { field: 'to' });
+    return this.write(() => {
+      const a = this.liveInScope(p.from, p.scope, 'from');
+      this.liveInScope(p.to, p.scope, 'to');
+      const actor = p.actor ?? 'user';
+      const now = this.now();
+      const created = this.db.prepare('INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(p.from, p.to, p.type, now, actor).changes > 0;
+      const row = this.db.prepare('SELECT * FROM links WHERE src = ? AND dst = ? AND type = ?').get(p.from, p.to, p.type) as LinkRow;
+      const position = created ? this.logChange('link', a.id, a.ns_id, a.ns_path, a.key) : this.position();
+      return { link: toLink(row), created, position };
+    });
+  }
+
+  unlink(p: LinkParams): UnlinkResult {
+    return this.write(() => {
+      const a = this.liveInScope(p.from, p.scope, 'from');
+      this.liveInScope(p.to, p.scope, 'to');
+      const removed = this.db.prepare('DELETE FROM links WHERE src = ? AND dst = ? AND type = ?').run(p.from, p.to, p.type).changes > 0;
+      if (!removed) throw new CairnError('NotFound', `no ${p.type} link from ${p.from} to ${p.to}`, { field: 'type' });
+      return { removed, position: this.logChange('unlink', a.id, a.ns_id, a.ns_path, a.key) };
+    });
+  }
+
+  neighbors(p: NeighborsParams): NeighborsResult {
+    this.liveInScope(p.id, p.scope, 'id');
+    const dir = p.direction ?? 'both';
+    const now = this.now();
+    const where = and(visibility(undefined, now), scopePredicate(p.scope));
+    const typeSql = p.type ? ' AND l.type = ?' : '';
+    const typeParams = p.type ? [p.type] : [];
+    const out: NeighborsResult['neighbors'] = [];
+    const q = (join: string, match: string, direction: 'out' | 'in') => {
+      const rows = this.db
+        .prepare(`SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE l.${match} = ?${typeSql} AND ${where.sql} ORDER BY l.created_at, m.id`)
+        .all(p.id, ...typeParams, ...where.params) as (MemoryRow & { link_type: Link['type'] })[];
+      for (const r of rows) out.push({ memory: toMemory(r), type: r.link_type, direction });
+    };
+    if (dir !== 'in') q('dst', 'src', 'out');
+    if (dir !== 'out') q('src', 'dst', 'in');
+    return { neighbors: out };
+  }
+
+  // -------------------------------------------------------------------------
+  // status
+  // -------------------------------------------------------------------------
+  counts() {
+    const c = this.db
+      .prepare(
+        `SELECT count(*) AS memories,
+           coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'active'), 0) AS active,
+           coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'proposed'), 0) AS proposed,
+           coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'superseded'), 0) AS superseded,
+           coalesce(sum(m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL), 0) AS deleted
+         FROM memories m JOIN namespaces n ON n.id = m.ns_id`,
+      )
+      .get() as { memories: number; active: number; proposed: number; superseded: number; deleted: number };
+    const one = (sql: string) => (this.db.prepare(sql).get() as { c: number }).c;
+    return {
+      ...c,
+      namespaces: one('SELECT count(*) AS c FROM namespaces WHERE deleted_at IS NULL'),
+      history: one('SELECT count(*) AS c FROM history'),
+      links: one('SELECT count(*) AS c FROM links'),
+      rejectedValues: one('SELECT count(*) AS c FROM rejected_values'),
+    };
+  }
+
+  fileSize(): number {
+    try {
+      let size = fs.statSync(this.path).size;
+      try {
+        size += fs.statSync(this.path + '-wal').size;
+      } catch {
+        /* no WAL file */
+      }
+      return size;
+    } catch {
+      return 0;
+    }
+  }
+
+  ftsWatermark(): number {
+    return (this.db.prepare(`SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
+  }
+
+  static readonly schemaVersion = SCHEMA_VERSION;
+}
+
+export const SYSTEM_EXPIRE = 'system:expire';
+
+interface HistoryRow {
+  seq: number;
+  memory_id: string;
+  op: HistoryEntry['op'];
+  actor: string;
+  reason: string | null;
+  at: number;
+  version: number;
+  previous: string | null;
+  state: string | null;
+  detail: string | null;
+}
+
+export function historyEntry(r: HistoryRow): HistoryEntry {
+  return {
+    seq: r.seq,
+    memoryId: r.memory_id,
+    op: r.op,
+    actor: r.actor,
+    reason: r.reason,
+    at: isoReq(r.at),
+    version: r.version,
+    previous: r.previous ? JSON.parse(r.previous) : null,
+    state: r.state ? JSON.parse(r.state) : null,
+    detail: r.detail ? JSON.parse(r.detail) : null,
+  };
+}
+
+interface LinkRow {
+  src: string;
+  dst: string;
+  type: Link['type'];
+  created_at: number;
+  actor: string;
+}
+const toLink = (r: LinkRow): Link => ({ from: r.src, to: r.dst, type: r.type, createdAt: isoReq(r.created_at), actor: r.actor });
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+function sameContent(
+  r: MemoryRow,
+  n: { value: string; kind: string; tags: string[]; importance: number; confidence: number; source: string; properties: unknown; anchors: unknown; validFrom: number | null; validTo: number | null; expiresAt: number | null; status: string },
+): boolean {
+  return (
+    r.value === n.value &&
+    r.kind === n.kind &&
+    r.tags === JSON.stringify(n.tags) &&
+    r.importance === n.importance &&
+    r.confidence === n.confidence &&
+    r.source === n.source &&
+    r.properties === JSON.stringify(n.properties) &&
+    r.anchors === JSON.stringify(n.anchors) &&
+    r.valid_from === n.validFrom &&
+    r.valid_to === n.validTo &&
+    r.expires_at === n.expiresAt &&
+    r.status === n.status
+  );
+}
+
+export type { Include };

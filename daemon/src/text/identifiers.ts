@@ -1,0 +1,45 @@
+/**
+ * Splitting code identifiers into words, so `getUserById`, `max_retries` and
+ * `HTTPServer` are found by "get user by id", "max retries" and "http server".
+ */
+
+const WORD = /[\p{L}\p{N}_$]+/gu;
+
+/** Split one identifier into lowercase parts; returns [] when it has only one part. */
+export function splitIdentifier(token: string): string[] {
+  const parts = token
+    .replace(/\$/g, '_')
+    .split(/_+/)
+    .flatMap((p) => p.split(/(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])/))
+    .map((p) => p.toLowerCase())
+    .filter((p) => p.length > 0);
+  return parts.length > 1 ? parts : [];
+}
+
+/** The split forms of every compound identifier in a text, space-joined (empty when there are none). */
+export function identifierWords(text: string): string {
+  const out: string[] = [];
+  for (const m of text.matchAll(WORD)) {
+    const parts = splitIdentifier(m[0]);
+    if (parts.length) out.push(parts.join(' '));
+  }
+  return out.join(' ');
+}
+
+/** Lowercase word tokens of a text, as the FTS tokenizer sees them, plus split identifier parts. */
+export function queryTokens(text: string): string[] {
+  const seen = new Set<string>();
+  for (const m of text.matchAll(WORD)) {
+    const raw = m[0];
+    for (const w of raw.toLowerCase().split(/[_$]+/)) if (w) seen.add(w);
+    for (const p of splitIdentifier(raw)) seen.add(p);
+  }
+  return [...seen];
+}
+
+/** Common English words that match almost every memory and slow an OR query down without helping it. */
+export const STOPWORDS = new Set(
+  ('a an and are as at be but by for from has have he her his i if in into is it its me my not of on or our she so ' +
+    'that the their them then there these they this to was we were what when where which who whom why will with you your ' +
+    'do does did how can could would should about than too very just also been being am any all some such only own same').split(' '),
+);

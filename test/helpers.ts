@@ -1,0 +1,98 @@
+/** Shared test helpers: temporary stores, a spawned daemon, a socket client. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { StreamClient } from '../daemon/src/client/socket-client';
+import { Core } from '../daemon/src/server/core';
+import { Store } from '../daemon/src/store/store';
+
+export const ROOT = path.resolve(__dirname, '..');
+export const CAIRN_BIN = path.join(ROOT, 'daemon', 'bin', 'cairn.js');
+
+export function tempDir(prefix = 'cairn-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A fresh store in a temp dir, and a Core over it (the daemon's request path without a transport). */
+export function tempCore(): { core: Core; store: Store; dir: string; close: () => void } {
+  const dir = tempDir();
+  const store = new Store(path.join(dir, 'cairn.db'));
+  const core = new Core(store);
+  return { core, store, dir, close: () => { store.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
+}
+
+/** Assert that a promise rejects with a CairnError of the given code name (and optional field). */
+export async function rejectsWith(p: Promise<unknown>, name: string, field?: string): Promise<Record<string, unknown>> {
+  try {
+    await p;
+  } catch (e) {
+    const data = (e as { data?: Record<string, unknown> }).data;
+    if (!data || data.name !== name) throw new Error(`expected ${name}, got ${(e as Error).message} ${JSON.stringify(data)}`);
+    if (field !== undefined && data.field !== field) throw new Error(`expected field ${field}, got ${String(data.field)}: ${(e as Error).message}`);
+    return data;
+  }
+  throw new Error(`expected ${name}, but it succeeded`);
+}
+
+export interface SpawnedDaemon {
+  proc: ChildProcess;
+  socket: string;
+  db: string;
+  dir: string;
+  stderr: () => string;
+  client: () => Promise<StreamClient>;
+  stop: () => Promise<void>;
+}
+
+/** Start the built daemon (daemon/dist) on a temp store and socket; waits until the socket answers. */
+export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string } = {}): Promise<SpawnedDaemon> {
+  const dir = opts.dir ?? tempDir();
+  const db = path.join(dir, 'cairn.db');
+  const socket = path.join(dir, 'd.sock');
+  let err = '';
+  const proc = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])], {
+    env: { ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  proc.stderr!.on('data', (d) => (err += d.toString()));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`daemon exited ${proc.exitCode}: ${err}`);
+    if (fs.existsSync(socket)) {
+      try {
+        const c = await StreamClient.connect(socket, 1000);
+        await c.close();
+        break;
+      } catch {
+        /* not yet */
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`daemon did not start: ${err}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const clients: StreamClient[] = [];
+  return {
+    proc,
+    socket,
+    db,
+    dir,
+    stderr: () => err,
+    client: async () => {
+      const c = await StreamClient.connect(socket);
+      clients.push(c);
+      return c;
+    },
+    stop: async () => {
+      for (const c of clients) await c.close();
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await new Promise<void>((r) => {
+          const t = setTimeout(() => { proc.kill('SIGKILL'); r(); }, 5000);
+          proc.once('exit', () => { clearTimeout(t); r(); });
+        });
+      }
+      if (!opts.dir) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
