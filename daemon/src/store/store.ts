@@ -180,8 +180,13 @@ export class Store {
     if (pos === 0 && count === 0) return;
     writeTx(this.db, () => {
       this.db.prepare('DELETE FROM memories_fts').run();
-      const rows = this.db.prepare('SELECT rowid, key, value, summary, tags FROM memories').iterate() as IterableIterator<{ rowid: number; key: string; value: string; summary: string | null; tags: string }>;
-      for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
+      const page = this.db.prepare('SELECT rowid, key, value, summary, tags FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
+      for (let after = 0; ; ) {
+        const rows = page.all(after) as { rowid: number; key: string; value: string; summary: string | null; tags: string }[];
+        if (rows.length === 0) break;
+        for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
+        after = rows[rows.length - 1].rowid;
+      }
       this.db.prepare(`UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
     });
   }
