@@ -67,6 +67,14 @@ export const Requests = {
   exportRecords: request('store/export', T.ExportParams, T.ExportResult, 'Export namespaces, memories, history, links and rejected values.'),
   importRecords: request('store/import', T.ImportParams, T.ImportResult, 'Import records produced by store/export, exactly.'),
 
+  tasksCreate: request('tasks/create', T.TaskCreateParams, T.Task, 'Create an agent task (a unit of agent work with its own scope and injection toggle).'),
+  tasksUpdate: request('tasks/update', T.TaskUpdateParams, T.Task, 'Change a task: title, scope, status, or the "don\'t inject" toggle.'),
+  tasksGet: request('tasks/get', T.TaskGetParams, T.Task, 'Read one task.'),
+  tasksList: request('tasks/list', T.TaskListParams, T.TaskListResult, 'Tasks, newest first.'),
+  tasksDelete: request('tasks/delete', T.TaskGetParams, T.TaskDeleteResult, 'Delete a task (its injection log stays).'),
+  injectBlock: request('inject/block', T.InjectBlockParams, T.InjectBlockResult, 'The top-K memories for a prompt rendered as a <workspace_memories> block, recorded in the injection log.'),
+  injectLog: request('inject/log', T.InjectLogParams, T.InjectLogResult, 'Which memories were injected into which task, and which tasks used a memory.'),
+
   indexWait: request('index/wait', T.IndexWaitParams, T.IndexWaitResult, 'Wait until the vector index includes a change-log position.'),
   indexRebuild: request('index/rebuild', T.IndexRebuildParams, T.IndexRebuildResult, 'Re-embed everything, optionally switching model.'),
 } as const;
@@ -75,6 +83,7 @@ export const Notifications = {
   initialized: notification('initialized', z.unknown(), 'LSP lifecycle: client finished initializing.'),
   exit: notification('exit', z.unknown(), 'LSP lifecycle: the client connection ends.'),
   didChange: notification('memory/didChange', T.DidChangeParams, 'Broadcast to every client after each write.'),
+  tasksDidChange: notification('tasks/didChange', T.TaskDidChangeParams, 'Broadcast after a task is created, updated or deleted.'),
   indexProgress: notification('index/progress', T.IndexProgressParams, 'Progress of a background re-embed.'),
 } as const;
 

@@ -470,15 +470,94 @@ export const ConfigureParams = z
   .object({
     /** Keep at most this many history rows per memory; null keeps full history (the default). */
     historyCap: z.number().int().min(1).max(1_000_000).nullable().optional(),
+    /** Automatic injection (inject/block with trigger 'auto'); off by default. */
+    injectAuto: z.boolean().optional(),
   })
   .strict();
 export type ConfigureParams = z.infer<typeof ConfigureParams>;
-export const ConfigureResult = z.object({ historyCap: z.number().int().nullable() });
+export const ConfigureResult = z.object({ historyCap: z.number().int().nullable(), injectAuto: z.boolean() });
 export type ConfigureResult = z.infer<typeof ConfigureResult>;
 
 export const SweepParams = z.object({ batch: z.number().int().min(1).max(10_000).optional() }).strict().optional();
 export const SweepResult = z.object({ expired: z.number().int(), purged: z.number().int(), position: z.number().int() });
 export type SweepResult = z.infer<typeof SweepResult>;
+
+// ---------------------------------------------------------------------------
+// Agent tasks and memory injection
+// ---------------------------------------------------------------------------
+export const TASK_STATUSES = ['open', 'done', 'archived'] as const;
+export const Task = z.object({
+  id: z.string(),
+  title: z.string(),
+  scope: Scope,
+  dontInject: z.boolean(),
+  status: z.enum(TASK_STATUSES),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type Task = z.infer<typeof Task>;
+export const TaskCreateParams = z
+  .object({ title: z.string().min(1).max(500), scope: Scope.optional(), dontInject: z.boolean().optional() })
+  .strict();
+export type TaskCreateParams = z.infer<typeof TaskCreateParams>;
+export const TaskUpdateParams = z
+  .object({ id: MemoryId, title: z.string().min(1).max(500).optional(), scope: Scope.optional(), dontInject: z.boolean().optional(), status: z.enum(TASK_STATUSES).optional() })
+  .strict();
+export type TaskUpdateParams = z.infer<typeof TaskUpdateParams>;
+export const TaskGetParams = z.object({ id: MemoryId }).strict();
+export type TaskGetParams = z.infer<typeof TaskGetParams>;
+export const TaskListParams = z.object({ status: z.enum(TASK_STATUSES).optional(), limit: z.number().int().min(1).max(Limits.pageSize).optional() }).strict();
+export type TaskListParams = z.infer<typeof TaskListParams>;
+export const TaskListResult = z.object({ tasks: z.array(Task) });
+export type TaskListResult = z.infer<typeof TaskListResult>;
+export const TaskDeleteResult = z.object({ id: z.string(), deleted: z.boolean() });
+export type TaskDeleteResult = z.infer<typeof TaskDeleteResult>;
+
+export const TaskDidChangeParams = z.object({ id: z.string(), op: z.enum(['create', 'update', 'delete']), task: Task.nullable() });
+export type TaskDidChangeParams = z.infer<typeof TaskDidChangeParams>;
+
+export const InjectBlockParams = z
+  .object({
+    taskId: MemoryId.optional(),
+    prompt: z.string().max(100_000),
+    /** Used when no task is given (a task's own scope always wins). */
+    scope: Scope.optional(),
+    /** How many memories at most (default 8). */
+    k: z.number().int().min(1).max(50).optional(),
+    /** Character budget of the whole block (default 4000). */
+    budgetChars: z.number().int().min(200).max(100_000).optional(),
+    /** Token budget; converted at 4 characters per token. The smaller budget wins. */
+    budgetTokens: z.number().int().min(50).max(25_000).optional(),
+    /** 'auto' when a client injects on its own initiative; refused while automatic injection is off. Default 'explicit'. */
+    trigger: z.enum(['auto', 'explicit']).optional(),
+  })
+  .strict();
+export type InjectBlockParams = z.infer<typeof InjectBlockParams>;
+export const InjectSkip = z.enum(['disabled', 'auto-off', 'no-matches']);
+export const InjectBlockResult = z.object({
+  block: z.string(),
+  memoryIds: z.array(z.string()),
+  memories: z.array(z.object({ id: z.string(), namespace: z.string(), key: z.string(), kind: MemoryKind, score: z.number() })),
+  skipped: InjectSkip.optional(),
+  /** Injection-log sequence number of this call. */
+  logSeq: z.number().int(),
+});
+export type InjectBlockResult = z.infer<typeof InjectBlockResult>;
+export const InjectLogParams = z
+  .object({ taskId: MemoryId.optional(), memoryId: MemoryId.optional(), limit: z.number().int().min(1).max(Limits.pageSize).optional() })
+  .strict();
+export type InjectLogParams = z.infer<typeof InjectLogParams>;
+export const InjectLogEntry = z.object({
+  seq: z.number().int(),
+  taskId: z.string().nullable(),
+  memoryIds: z.array(z.string()),
+  promptHash: z.string(),
+  at: z.string(),
+  skipped: InjectSkip.nullable(),
+});
+export type InjectLogEntry = z.infer<typeof InjectLogEntry>;
+export const InjectLogResult = z.object({ entries: z.array(InjectLogEntry), usedBy: z.array(z.object({ taskId: z.string(), title: z.string().nullable(), count: z.number().int(), lastAt: z.string() })) });
+export type InjectLogResult = z.infer<typeof InjectLogResult>;
 
 // ---------------------------------------------------------------------------
 // Notifications

@@ -8,7 +8,9 @@ import type { z } from 'zod';
 import { CairnError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
+import { injectBlock } from '../retrieval/inject';
 import { search, type VectorSearcher } from '../retrieval/search';
+import { Tasks } from '../store/tasks';
 import { exportRecords, importRecords } from '../store/portable';
 import type { Store } from '../store/store';
 
@@ -65,12 +67,14 @@ export function formatPath(path: PropertyKey[]): string {
 
 export class Core {
   private handlers = new Map<string, Handler>();
+  readonly tasks: Tasks;
 
   constructor(
     readonly store: Store,
     public hooks: CoreHooks = {},
   ) {
     const s = store;
+    const tasks = (this.tasks = new Tasks(store));
     const on = <P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>) =>
       this.handlers.set(def.method, fn as Handler);
 
@@ -100,11 +104,19 @@ export class Core {
     on(Requests.status, () => this.status());
     on(Requests.configure, (p) => {
       if (p.historyCap !== undefined) s.setHistoryCap(p.historyCap);
-      return { historyCap: s.historyCap() };
+      if (p.injectAuto !== undefined) tasks.setInjectAuto(p.injectAuto);
+      return { historyCap: s.historyCap(), injectAuto: tasks.injectAuto() };
     });
     on(Requests.sweep, (p) => s.sweep(p?.batch));
     on(Requests.exportRecords, (p) => ({ records: exportRecords(s, p) }));
     on(Requests.importRecords, (p) => importRecords(s, p.records, p.actor));
+    on(Requests.tasksCreate, (p) => tasks.create(p));
+    on(Requests.tasksUpdate, (p) => tasks.update(p));
+    on(Requests.tasksGet, (p) => tasks.get(p.id));
+    on(Requests.tasksList, (p) => ({ tasks: tasks.list(p.status, p.limit) }));
+    on(Requests.tasksDelete, (p) => tasks.delete(p.id));
+    on(Requests.injectBlock, (p) => injectBlock(s, tasks, p, this.hooks.vectors));
+    on(Requests.injectLog, (p) => tasks.log(p));
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
       const wm = s.ftsWatermark();

@@ -63,6 +63,7 @@ export class Daemon {
       daemonInfo: () => ({ pid: process.pid, version: VERSION, socket: this.socketPath, clients: this.clients.size, uptimeMs: Date.now() - this.startedAt }),
     });
     store.onChange((c) => this.broadcast(c));
+    this.core.tasks.onChange((ev) => this.notifyAll(Notifications.tasksDidChange.method, ev));
   }
 
   static async start(opts: DaemonOptions): Promise<Daemon> {

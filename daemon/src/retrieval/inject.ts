@@ -1,0 +1,89 @@
+/**
+ * inject/block: the top-K relevant memories for a prompt, rendered as a
+ * <workspace_memories> block that memory text cannot break out of.
+ *
+ * - A task with "don't inject" gets no block (skipped: 'disabled'), whatever the caller asks.
+ * - trigger 'auto' gets no block while automatic injection is off (the default; store/configure injectAuto).
+ * - Candidates come from hybrid search inside the task's scope (or the given scope) with the default
+ *   visibility rules — so deleted, expired, superseded, out-of-validity and proposed memories are never
+ *   candidates — and with memories tagged `secret` filtered out inside the query.
+ * - Minimum relevance: a memory must match the prompt's words (full-text arm) or be at least
+ *   MIN_VECTOR_SIMILARITY close in meaning (vector arm).
+ * - Budget: the whole block stays within the character budget; a long memory is cut to fit rather than dropped.
+ * - Every call is recorded in the injection log (task, memory ids, prompt hash, time, skip reason).
+ * - Escaping: every character of memory-derived text that could open or close markup (<, >, &, and " in
+ *   attributes) is replaced by its XML entity, so no value can fake or close a tag of the block.
+ */
+import type { Filter, InjectBlockParams, InjectBlockResult, Memory, Scope } from '../protocol/types';
+import { Limits } from '../protocol/types';
+import type { Store } from '../store/store';
+import type { Tasks } from '../store/tasks';
+import { sha256 } from '../text/hash';
+import { search, type VectorSearcher } from './search';
+
+export const INJECT_DEFAULT_K = 8;
+export const INJECT_DEFAULT_BUDGET = 4000;
+export const MIN_VECTOR_SIMILARITY = 0.35;
+export const SECRET_TAG = 'secret';
+const OPEN = '<workspace_memories>\n';
+const CLOSE = '</workspace_memories>';
+const MIN_EXCERPT = 80;
+
+export function escapeText(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+export function escapeAttr(s: string): string {
+  return escapeText(s).replace(/"/g, '&quot;').replace(/[\r\n]/g, ' ');
+}
+
+function entry(m: Memory, text: string): string {
+  return `<memory namespace="${escapeAttr(m.namespace)}" key="${escapeAttr(m.key)}" kind="${m.kind}">\n${escapeText(text)}\n</memory>\n`;
+}
+
+export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockParams, vectors?: VectorSearcher): Promise<InjectBlockResult> {
+  const task = p.taskId !== undefined ? tasks.get(p.taskId) : null;
+  const promptHash = sha256(p.prompt);
+  const skip = (why: NonNullable<InjectBlockResult['skipped']>): InjectBlockResult => ({
+    block: '',
+    memoryIds: [],
+    memories: [],
+    skipped: why,
+    logSeq: tasks.logInjection(task?.id ?? null, [], promptHash, why),
+  });
+  if (task?.dontInject) return skip('disabled');
+  if ((p.trigger ?? 'explicit') === 'auto' && !tasks.injectAuto()) return skip('auto-off');
+
+  const k = p.k ?? INJECT_DEFAULT_K;
+  const budget = Math.min(p.budgetChars ?? INJECT_DEFAULT_BUDGET, p.budgetTokens !== undefined ? p.budgetTokens * 4 : Infinity);
+  const scope: Scope | undefined = task ? task.scope : p.scope;
+  const noSecrets: Filter = { field: 'tags', op: 'hasNone', value: [SECRET_TAG] };
+  const result = await search(store, { query: p.prompt.slice(0, Limits.queryChars), scope, filter: noSecrets, limit: Math.min(200, k * 3), mode: 'hybrid', explain: true }, vectors);
+  const relevant = result.hits.filter((h) => h.explain && (h.explain.fts !== null || (h.explain.vector?.score ?? 0) >= MIN_VECTOR_SIMILARITY));
+
+  let used = OPEN.length + CLOSE.length;
+  let block = OPEN;
+  const chosen: InjectBlockResult['memories'] = [];
+  for (const h of relevant) {
+    if (chosen.length >= k) break;
+    const m = h.memory;
+    let text = m.summary ?? m.value;
+    let e = entry(m, text);
+    if (used + e.length > budget) {
+      const room = budget - used - (e.length - escapeText(text).length) - 1;
+      if (room < MIN_EXCERPT) continue;
+      // cut on the escaped length so the budget holds after escaping
+      let cut = text.slice(0, room);
+      while (escapeText(cut).length > room) cut = cut.slice(0, -Math.max(1, escapeText(cut).length - room));
+      text = cut.trimEnd() + '…';
+      e = entry(m, text);
+      if (used + e.length > budget) continue;
+    }
+    block += e;
+    used += e.length;
+    chosen.push({ id: m.id, namespace: m.namespace, key: m.key, kind: m.kind, score: h.score });
+  }
+  if (chosen.length === 0) return skip('no-matches');
+  block += CLOSE;
+  const ids = chosen.map((c) => c.id);
+  return { block, memoryIds: ids, memories: chosen, logSeq: tasks.logInjection(task?.id ?? null, ids, promptHash, null) };
+}
