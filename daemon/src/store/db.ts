@@ -65,6 +65,22 @@ function isBusy(e: unknown): boolean {
   return code === 'SQLITE_BUSY' || code === 'SQLITE_BUSY_SNAPSHOT' || code === 'SQLITE_LOCKED';
 }
 
+const cache = new WeakMap<DB, Map<string, Database.Statement>>();
+const CACHE_MAX = 2000;
+
+/** A prepared statement, compiled once per connection and SQL text (better-sqlite3 does not cache). */
+export function stmt(db: DB, text: string): Database.Statement {
+  let m = cache.get(db);
+  if (!m) cache.set(db, (m = new Map()));
+  let st = m.get(text);
+  if (!st) {
+    if (m.size >= CACHE_MAX) m.clear(); // dynamic IN-lists can grow the set; start over rather than grow without bound
+    st = db.prepare(text);
+    m.set(text, st);
+  }
+  return st;
+}
+
 /** Retry a whole operation when another process holds the write lock past the busy timeout. */
 export function withRetry<T>(fn: () => T, attempts = 3): T {
   for (let i = 0; ; i++) {

@@ -191,10 +191,12 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
   }
   // The FTS table: create it if missing, rebuild it if its shape is wrong.
   const row = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'memories_fts'`).get() as { sql: string } | undefined;
-  const wanted = `CREATE VIRTUAL TABLE memories_fts USING fts5(${FTS_COLUMNS.join(', ')}, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2')`;
+  const wanted = `CREATE VIRTUAL TABLE memories_fts USING fts5(${FTS_COLUMNS.join(', ')}, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')`;
   if (!row || row.sql !== wanted) {
     if (row) db.exec('DROP TABLE memories_fts');
     db.exec(wanted);
     db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
   }
+  // Document frequencies of terms, used to plan full-text queries (see search-fts.ts).
+  db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row')`);
 }

@@ -2,16 +2,33 @@
  * The full-text arm: FTS5 + BM25 with column weights. Scope, visibility and
  * filters are part of the same query that takes the top-k, so an out-of-scope
  * memory never occupies a candidate slot.
+ *
+ * Query plan (so a search stays fast at 100k memories):
+ * 1. Every content word of the query becomes a term: a plain word matches its
+ *    token; a compound identifier (`getUserById`) matches either its compound
+ *    token or the phrase of its parts in the split-identifier column. Stopwords
+ *    are dropped unless nothing else is left. While the last word is still being
+ *    typed (not yet a known term), it also matches as a prefix.
+ * 2. Conjunctive pass: memories matching every term, by BM25.
+ * 3. If that yields fewer than the limit, a disjunctive pass over the
+ *    informative terms (leaving out terms found in over 25% of memories and
+ *    over 1000 of them — they carry almost no BM25 weight but dominate the
+ *    cost) fills the rest, by BM25.
+ * The tokenizer stems English words (porter), so "stored" finds "stores".
  */
 import type { Filter, Include, Scope } from '../protocol/types';
-import { queryTokens, STOPWORDS } from '../text/identifiers';
-import type { DB } from './db';
+import { queryTokens, splitIdentifier, STOPWORDS } from '../text/identifiers';
+import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { ownScopeRank, scopePredicate } from './scope';
 
 /** BM25 column weights: key, value, summary, tags, split identifiers. */
 export const BM25_WEIGHTS = [4.0, 1.0, 0.5, 2.0, 1.0] as const;
+/** Terms in more than this share of memories are left out of the disjunctive pass. */
+export const COMMON_TERM_SHARE = 0.25;
+/** ...and only when they are in more than this many memories (below it, they cost nothing). */
+export const COMMON_TERM_MIN_DOCS = 1000;
 
 export interface ArmHit {
   rowid: number;
@@ -27,34 +44,87 @@ export interface ArmQuery {
   now: number;
 }
 
-/**
- * Build an FTS5 MATCH expression: every distinct word (and the parts of split
- * identifiers) OR-ed, each quoted so no user text is parsed as FTS syntax.
- * Stopwords are dropped unless the query has nothing else. The last word is
- * also matched as a prefix while the user is still typing it.
- */
-export function ftsExpression(query: string): string | null {
-  const tokens = queryTokens(query);
-  if (tokens.length === 0) return null;
-  const content = tokens.filter((t) => !STOPWORDS.has(t));
-  const use = content.length > 0 ? content : tokens;
-  const terms = use.map((t) => `"${t.replace(/"/g, '""')}"`);
-  const last = use[use.length - 1];
-  const typing = /[\p{L}\p{N}]$/u.test(query);
-  if (typing && last.length >= 3 && query.trim().toLowerCase().endsWith(last)) terms.push(`"${last.replace(/"/g, '""')}"*`);
-  return terms.join(' OR ');
+interface Term {
+  expr: string;
+  /** Document frequency of the plain token (undefined for phrases and prefixes). */
+  df?: number;
+}
+
+const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
+
+export interface FtsPlan {
+  all: string | null;
+  any: string | null;
+}
+
+export function planQuery(db: DB, query: string): FtsPlan {
+  const words = [...query.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
+  if (words.length === 0) return { all: null, any: null };
+  const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
+  const use = content.length > 0 ? content : words;
+  const df = (t: string) => (stmt(db, 'SELECT doc FROM memories_fts_vocab WHERE term = ?').get(t) as { doc: number } | undefined)?.doc ?? 0;
+  const terms: Term[] = [];
+  const seen = new Set<string>();
+  use.forEach((w, i) => {
+    const lower = w.toLowerCase();
+    const parts = splitIdentifier(w);
+    const snake = lower.split(/[_$]+/).filter(Boolean);
+    const key = parts.length ? parts.join(' ') : lower;
+    if (seen.has(key)) return;
+    seen.add(key);
+    if (parts.length > 1 && snake.length === 1) {
+      // camelCase: the compound token, or the parts as a phrase in the split-identifier column
+      terms.push({ expr: `(${quote(lower)} OR idents:${quote(parts.join(' '))})` });
+    } else if (snake.length > 1) {
+      terms.push({ expr: quote(snake.join(' ')) }); // snake_case: the tokenizer already splits it; match as a phrase
+    } else {
+      const d = df(lower);
+      const last = i === use.length - 1 && /[\p{L}\p{N}]$/u.test(query) && lower.length >= 3;
+      if (last && d === 0) terms.push({ expr: `${quote(lower)}*` }); // still being typed
+      else terms.push({ expr: quote(lower), df: d });
+    }
+  });
+  if (terms.length === 0) return { all: null, any: null };
+  // max(rowid) is O(1) and close enough to the number of memories for a share threshold
+  const docCount = Math.max(1, (stmt(db, 'SELECT max(rowid) AS c FROM memories').get() as { c: number | null }).c ?? 1);
+  const informative = terms.filter((t) => t.df === undefined || t.df <= COMMON_TERM_MIN_DOCS || t.df / docCount <= COMMON_TERM_SHARE);
+  const any = informative.length > 0 ? informative : [...terms].sort((a, b) => (a.df ?? 0) - (b.df ?? 0)).slice(0, 1);
+  return {
+    all: terms.length > 1 ? terms.map((t) => t.expr).join(' AND ') : null,
+    any: any.map((t) => t.expr).join(' OR '),
+  };
+}
+
+/** The MATCH expressions a query turns into (for tests and explain output). */
+export function ftsExpression(db: DB, query: string): FtsPlan {
+  return planQuery(db, query);
 }
 
 export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
-  const expr = ftsExpression(query);
-  if (!expr) return [];
+  const plan = planQuery(db, query);
+  if (!plan.any && !plan.all) return [];
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);
-  const sql = `SELECT f.rowid AS rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm
-    FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
-    WHERE memories_fts MATCH ? AND ${where.sql}
-    ORDER BY bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
-    LIMIT ?`;
-  const rows = db.prepare(sql).all(expr, ...where.params, ...(own?.params ?? []), q.limit) as { rowid: number; bm: number }[];
-  return rows.map((r) => ({ rowid: r.rowid, score: -r.bm }));
+  const run = (expr: string, limit: number) =>
+    stmt(
+      db,
+      `SELECT f.rowid AS rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm
+       FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
+       WHERE memories_fts MATCH ? AND ${where.sql}
+       ORDER BY bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
+       LIMIT ?`,
+    ).all(expr, ...where.params, ...(own?.params ?? []), limit) as { rowid: number; bm: number }[];
+  const out: ArmHit[] = [];
+  const seen = new Set<number>();
+  if (plan.all) for (const r of run(plan.all, q.limit)) {
+    seen.add(r.rowid);
+    out.push({ rowid: r.rowid, score: -r.bm });
+  }
+  if (out.length < q.limit && plan.any) {
+    for (const r of run(plan.any, q.limit + out.length)) {
+      if (seen.has(r.rowid) || out.length >= q.limit) continue;
+      out.push({ rowid: r.rowid, score: -r.bm });
+    }
+  }
+  return out;
 }

@@ -37,7 +37,7 @@ import {
 import { normalizedValueHash, uuidv7 } from '../text/hash';
 import { identifierWords } from '../text/identifiers';
 import { extractiveSummary } from '../text/summary';
-import { openDatabase, writeTx, type DB, type OpenOptions } from './db';
+import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
 import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
@@ -136,24 +136,24 @@ export class Store {
   // -------------------------------------------------------------------------
   private logChange(op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): number {
     const at = this.now();
-    const position = Number(this.db.prepare('INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid);
+    const position = Number(stmt(this.db, 'INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid);
     if (memoryId) {
-      const r = this.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(memoryId) as { rowid: number } | undefined;
+      const r = stmt(this.db, 'SELECT rowid FROM memories WHERE id = ?').get(memoryId) as { rowid: number } | undefined;
       if (r) this.vectors.syncMeta(r.rowid); // the vector arm sees deletes, supersessions and expiry changes at once
     }
-    this.db.prepare(`UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(position);
+    stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(position);
     this.pending.push({ position, id: memoryId, namespace: nsPath, key, op });
     return position;
   }
 
   position(): number {
-    const r = this.db.prepare('SELECT max(position) AS p FROM changes').get() as { p: number | null };
+    const r = stmt(this.db, 'SELECT max(position) AS p FROM changes').get() as { p: number | null };
     return r.p ?? 0;
   }
 
   /** Changes after `position`, oldest first (the indexer's feed). */
   changesSince(position: number, limit: number): { position: number; memoryId: string | null; op: string }[] {
-    return (this.db.prepare('SELECT position, memory_id AS memoryId, op FROM changes WHERE position > ? ORDER BY position LIMIT ?').all(position, limit) as {
+    return (stmt(this.db, 'SELECT position, memory_id AS memoryId, op FROM changes WHERE position > ? ORDER BY position LIMIT ?').all(position, limit) as {
       position: number;
       memoryId: string | null;
       op: string;
@@ -164,7 +164,7 @@ export class Store {
   // full-text index maintenance
   // -------------------------------------------------------------------------
   private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[] }): void {
-    this.db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+    stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     const idents = identifierWords(`${m.key} ${m.value}`);
     this.db
       .prepare('INSERT INTO memories_fts(rowid, key, value, summary, tags, idents) VALUES (?, ?, ?, ?, ?, ?)')
@@ -173,21 +173,21 @@ export class Store {
 
   /** Rebuild the FTS index when it is behind the change log (interrupted build, older schema, or a fresh FTS table). */
   private healFts(): void {
-    const wm = (this.db.prepare(`SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
+    const wm = (stmt(this.db, `SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
     const pos = this.position();
     if (wm >= pos && pos > 0) return;
-    const count = (this.db.prepare('SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+    const count = (stmt(this.db, 'SELECT count(*) AS c FROM memories').get() as { c: number }).c;
     if (pos === 0 && count === 0) return;
     writeTx(this.db, () => {
-      this.db.prepare('DELETE FROM memories_fts').run();
-      const page = this.db.prepare('SELECT rowid, key, value, summary, tags FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
+      stmt(this.db, 'DELETE FROM memories_fts').run();
+      const page = stmt(this.db, 'SELECT rowid, key, value, summary, tags FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
       for (let after = 0; ; ) {
         const rows = page.all(after) as { rowid: number; key: string; value: string; summary: string | null; tags: string }[];
         if (rows.length === 0) break;
         for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
         after = rows[rows.length - 1].rowid;
       }
-      this.db.prepare(`UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
+      stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
     });
   }
 
@@ -200,14 +200,14 @@ export class Store {
   }
 
   private liveNamespace(path: string): { id: string; path: string } | undefined {
-    return this.db.prepare('SELECT id, path FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(path) as { id: string; path: string } | undefined;
+    return stmt(this.db, 'SELECT id, path FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(path) as { id: string; path: string } | undefined;
   }
 
   private ensureNamespace(path: string): string {
     const existing = this.liveNamespace(path);
     if (existing) return existing.id;
     const id = uuidv7(this.now());
-    this.db.prepare('INSERT INTO namespaces(id, path, created_at) VALUES (?, ?, ?)').run(id, path, this.now());
+    stmt(this.db, 'INSERT INTO namespaces(id, path, created_at) VALUES (?, ?, ?)').run(id, path, this.now());
     return id;
   }
 
@@ -233,7 +233,7 @@ export class Store {
     if (isUnder(to, from)) throw new CairnError('InvalidState', `cannot move ${from} inside itself (${to})`, { field: 'to' });
     return this.write(() => {
       const sub = scopePredicate({ root: from, includeUser: false }, 'path')!;
-      const rows = this.db.prepare(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string; path: string }[];
+      const rows = stmt(this.db, `SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string; path: string }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${from}`, { field: 'from' });
       for (const r of rows) {
         const target = to + r.path.slice(from.length);
@@ -243,7 +243,7 @@ export class Store {
         if (clash && !rows.some((x) => x.id === clash.id)) throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
       }
       // Two steps so intermediate states never collide on the unique live path index.
-      const upd = this.db.prepare('UPDATE namespaces SET path = ? WHERE id = ?');
+      const upd = stmt(this.db, 'UPDATE namespaces SET path = ? WHERE id = ?');
       for (const r of rows) upd.run(`\u0000${r.id}`, r.id);
       for (const r of rows) upd.run(to + r.path.slice(from.length), r.id);
       const position = this.logChange('namespace_rename', null, rows[0].id, to, null);
@@ -256,13 +256,13 @@ export class Store {
     this.checkNamespace(path, 'path');
     return this.write(() => {
       const sub = scopePredicate({ root: path, includeUser: false }, 'path')!;
-      const rows = this.db.prepare(`SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string }[];
+      const rows = stmt(this.db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${path}`, { field: 'path' });
       const now = this.now();
       const ids = rows.map((r) => r.id);
       const ph = ids.map(() => '?').join(',');
-      const memories = (this.db.prepare(`SELECT count(*) AS c FROM memories WHERE ns_id IN (${ph}) AND deleted_at IS NULL`).get(...ids) as { c: number }).c;
-      this.db.prepare(`UPDATE namespaces SET deleted_at = ?, deleted_by = ?, delete_reason = ? WHERE id IN (${ph})`).run(now, actor, reason ?? null, ...ids);
+      const memories = (stmt(this.db, `SELECT count(*) AS c FROM memories WHERE ns_id IN (${ph}) AND deleted_at IS NULL`).get(...ids) as { c: number }).c;
+      stmt(this.db, `UPDATE namespaces SET deleted_at = ?, deleted_by = ?, delete_reason = ? WHERE id IN (${ph})`).run(now, actor, reason ?? null, ...ids);
       const position = this.logChange('namespace_delete', null, ids[0], path, null);
       return { deleted: ids.length, memories, position };
     });
@@ -272,7 +272,7 @@ export class Store {
   // reading memories
   // -------------------------------------------------------------------------
   private rowBy(where: string, ...params: unknown[]): MemoryRow | undefined {
-    return this.db.prepare(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`).get(...params) as MemoryRow | undefined;
+    return stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`).get(...params) as MemoryRow | undefined;
   }
 
   private rowByKey(namespace: string, key: string): MemoryRow | undefined {
@@ -333,7 +333,7 @@ export class Store {
     const now = this.now();
     try {
       writeTx(this.db, () => {
-        const st = this.db.prepare('UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 WHERE rowid = ?');
+        const st = stmt(this.db, 'UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 WHERE rowid = ?');
         for (const r of rowids) st.run(now, r);
       });
     } catch {
@@ -401,14 +401,14 @@ export class Store {
   }
 
   historyCap(): number | null {
-    const r = this.db.prepare(`SELECT value FROM meta WHERE key = 'history_cap'`).get() as { value: string } | undefined;
+    const r = stmt(this.db, `SELECT value FROM meta WHERE key = 'history_cap'`).get() as { value: string } | undefined;
     return r ? Number(r.value) : null;
   }
 
   setHistoryCap(cap: number | null): void {
     this.write(() => {
-      if (cap === null) this.db.prepare(`DELETE FROM meta WHERE key = 'history_cap'`).run();
-      else this.db.prepare(`INSERT INTO meta(key, value) VALUES ('history_cap', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(String(cap));
+      if (cap === null) stmt(this.db, `DELETE FROM meta WHERE key = 'history_cap'`).run();
+      else stmt(this.db, `INSERT INTO meta(key, value) VALUES ('history_cap', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(String(cap));
     });
   }
 
@@ -422,7 +422,7 @@ export class Store {
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
       memoryId = row.id;
     }
-    const rows = this.db.prepare('SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(memoryId, p.limit ?? 100) as HistoryRow[];
+    const rows = stmt(this.db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(memoryId, p.limit ?? 100) as HistoryRow[];
     if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
     const cap = this.historyCap();
     return { entries: rows.map(historyEntry), capped: cap !== null };
@@ -501,7 +501,7 @@ export class Store {
 
     // 3. A forgotten value is not re-learned.
     const nsId = this.ensureNamespace(p.namespace);
-    const rejected = this.db.prepare('SELECT actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?').get(nsId, valueHash) as { actor: string; at: number } | undefined;
+    const rejected = stmt(this.db, 'SELECT actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?').get(nsId, valueHash) as { actor: string; at: number } | undefined;
     if (rejected) {
       if (!p.force) {
         throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
@@ -593,7 +593,7 @@ export class Store {
 
     if (superseded) {
       const before = toMemory(superseded);
-      this.db.prepare(`UPDATE memories SET status = 'superseded', superseded_by = ?, version = version + 1, updated_at = ? WHERE rowid = ?`).run(id, now, superseded.rowid);
+      stmt(this.db, `UPDATE memories SET status = 'superseded', superseded_by = ?, version = version + 1, updated_at = ? WHERE rowid = ?`).run(id, now, superseded.rowid);
       const after = toMemory(this.rowBy('m.rowid = ?', superseded.rowid)!);
       this.appendHistory(superseded.id, 'supersede', actor, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
       this.logChange('supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
@@ -602,8 +602,8 @@ export class Store {
   }
 
   private writeAnchors(rowid: number, anchors: Anchor[]): void {
-    this.db.prepare('DELETE FROM anchors WHERE memory_rowid = ?').run(rowid);
-    const ins = this.db.prepare('INSERT INTO anchors(memory_rowid, idx, path, symbol, start_line, end_line, stale) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    stmt(this.db, 'DELETE FROM anchors WHERE memory_rowid = ?').run(rowid);
+    const ins = stmt(this.db, 'INSERT INTO anchors(memory_rowid, idx, path, symbol, start_line, end_line, stale) VALUES (?, ?, ?, ?, ?, ?, ?)');
     anchors.forEach((a, i) => ins.run(rowid, i, a.path, a.symbol ?? null, a.startLine ?? null, a.endLine ?? null, a.stale ? 1 : 0));
   }
 
@@ -634,7 +634,7 @@ export class Store {
     const now = this.now();
     const actor = op === 'expire' ? SYSTEM_EXPIRE : t.actor ?? 'user';
     const before = toMemory(row);
-    this.db.prepare('UPDATE memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(now, actor, t.reason ?? null, now, row.rowid);
+    stmt(this.db, 'UPDATE memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(now, actor, t.reason ?? null, now, row.rowid);
     const after = toMemory(this.rowBy('m.rowid = ?', row.rowid)!);
     this.appendHistory(row.id, op, actor, t.reason, after.version, before, after);
     const position = this.logChange(op, row.id, row.ns_id, row.ns_path, row.key);
@@ -647,10 +647,10 @@ export class Store {
       if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
       const now = this.now();
       const before = toMemory(row);
-      const lifted = this.db.prepare('DELETE FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(row.ns_id, row.value_hash).changes > 0;
+      const lifted = stmt(this.db, 'DELETE FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(row.ns_id, row.value_hash).changes > 0;
       // A memory that expired comes back without its expiry, or it would vanish again at once.
       const expires = row.expires_at !== null && row.expires_at <= now ? null : row.expires_at;
-      this.db.prepare('UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, row.rowid);
+      stmt(this.db, 'UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, row.rowid);
       const after = toMemory(this.rowBy('m.rowid = ?', row.rowid)!);
       this.appendHistory(row.id, 'restore', t.actor ?? 'user', t.reason, after.version, before, after, lifted ? { unrejected: true } : undefined);
       const position = this.logChange('restore', row.id, row.ns_id, row.ns_path, row.key);
@@ -668,13 +668,13 @@ export class Store {
   }
 
   private purgeRow(row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null }, actor: string, reason?: string): number {
-    this.db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(row.rowid);
+    stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(row.rowid);
     this.deleteVectors(row.rowid);
-    this.db.prepare('DELETE FROM links WHERE src = ? OR dst = ?').run(row.id, row.id);
-    this.db.prepare('DELETE FROM anchors WHERE memory_rowid = ?').run(row.rowid);
-    this.db.prepare('DELETE FROM history WHERE memory_id = ?').run(row.id);
-    this.db.prepare('UPDATE rejected_values SET memory_id = NULL WHERE memory_id = ?').run(row.id);
-    this.db.prepare('DELETE FROM memories WHERE rowid = ?').run(row.rowid);
+    stmt(this.db, 'DELETE FROM links WHERE src = ? OR dst = ?').run(row.id, row.id);
+    stmt(this.db, 'DELETE FROM anchors WHERE memory_rowid = ?').run(row.rowid);
+    stmt(this.db, 'DELETE FROM history WHERE memory_id = ?').run(row.id);
+    stmt(this.db, 'UPDATE rejected_values SET memory_id = NULL WHERE memory_id = ?').run(row.id);
+    stmt(this.db, 'DELETE FROM memories WHERE rowid = ?').run(row.rowid);
     this.appendHistory(row.id, 'purge', actor, reason, row.version + 1, null, null, { namespace: row.ns_path, key: row.key });
     return this.logChange('purge', row.id, row.ns_id, row.ns_path, row.key);
   }
@@ -716,7 +716,7 @@ export class Store {
     this.write(() => {
       const r = this.rowBy('m.rowid = ?', rowid);
       if (!r) return;
-      this.db.prepare('UPDATE memories SET anchors = ? WHERE rowid = ?').run(JSON.stringify(anchors), rowid);
+      stmt(this.db, 'UPDATE memories SET anchors = ? WHERE rowid = ?').run(JSON.stringify(anchors), rowid);
       this.writeAnchors(rowid, anchors);
       this.pending.push({ position: this.position(), id: r.id, namespace: r.ns_path, key: r.key, op: 'anchor' });
     });
@@ -772,8 +772,8 @@ export class Store {
       this.liveInScope(p.to, p.scope, 'to');
       const actor = p.actor ?? 'user';
       const now = this.now();
-      const created = this.db.prepare('INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(p.from, p.to, p.type, now, actor).changes > 0;
-      const row = this.db.prepare('SELECT * FROM links WHERE src = ? AND dst = ? AND type = ?').get(p.from, p.to, p.type) as LinkRow;
+      const created = stmt(this.db, 'INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(p.from, p.to, p.type, now, actor).changes > 0;
+      const row = stmt(this.db, 'SELECT * FROM links WHERE src = ? AND dst = ? AND type = ?').get(p.from, p.to, p.type) as LinkRow;
       const position = created ? this.logChange('link', a.id, a.ns_id, a.ns_path, a.key) : this.position();
       return { link: toLink(row), created, position };
     });
@@ -783,7 +783,7 @@ export class Store {
     return this.write(() => {
       const a = this.liveInScope(p.from, p.scope, 'from');
       this.liveInScope(p.to, p.scope, 'to');
-      const removed = this.db.prepare('DELETE FROM links WHERE src = ? AND dst = ? AND type = ?').run(p.from, p.to, p.type).changes > 0;
+      const removed = stmt(this.db, 'DELETE FROM links WHERE src = ? AND dst = ? AND type = ?').run(p.from, p.to, p.type).changes > 0;
       if (!removed) throw new CairnError('NotFound', `no ${p.type} link from ${p.from} to ${p.to}`, { field: 'type' });
       return { removed, position: this.logChange('unlink', a.id, a.ns_id, a.ns_path, a.key) };
     });
@@ -822,7 +822,7 @@ export class Store {
          FROM memories m JOIN namespaces n ON n.id = m.ns_id`,
       )
       .get() as { memories: number; active: number; proposed: number; superseded: number; deleted: number };
-    const one = (sql: string) => (this.db.prepare(sql).get() as { c: number }).c;
+    const one = (sql: string) => (stmt(this.db, sql).get() as { c: number }).c;
     return {
       ...c,
       namespaces: one('SELECT count(*) AS c FROM namespaces WHERE deleted_at IS NULL'),
@@ -847,7 +847,7 @@ export class Store {
   }
 
   ftsWatermark(): number {
-    return (this.db.prepare(`SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
+    return (stmt(this.db, `SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
   }
 
   static readonly schemaVersion = SCHEMA_VERSION;

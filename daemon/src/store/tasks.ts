@@ -1,4 +1,5 @@
 /** Agent tasks and the injection log: the SQL side of inject/block and inject/log. */
+import { stmt } from './db';
 import { CairnError } from '../protocol/errors';
 import type { InjectLogEntry, InjectLogResult, Scope, Task, TaskCreateParams, TaskUpdateParams } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
@@ -48,7 +49,7 @@ export class Tasks {
     const now = this.store.now();
     const id = uuidv7(now);
     this.store.transaction(() =>
-      this.store.db.prepare('INSERT INTO tasks(id, title, scope, dont_inject, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(id, p.title, JSON.stringify(p.scope ?? {}), p.dontInject ? 1 : 0, 'open', now, now),
+      stmt(this.store.db, 'INSERT INTO tasks(id, title, scope, dont_inject, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(id, p.title, JSON.stringify(p.scope ?? {}), p.dontInject ? 1 : 0, 'open', now, now),
     );
     const t = this.get(id);
     this.emit({ id, op: 'create', task: t });
@@ -56,7 +57,7 @@ export class Tasks {
   }
 
   get(id: string): Task {
-    const r = this.store.db.prepare('SELECT * FROM tasks WHERE id = ?').get(id) as TaskRow | undefined;
+    const r = stmt(this.store.db, 'SELECT * FROM tasks WHERE id = ?').get(id) as TaskRow | undefined;
     if (!r) throw new CairnError('NotFound', `no task ${id}`, { field: 'id' });
     return toTask(r);
   }
@@ -66,7 +67,7 @@ export class Tasks {
     const cur = this.get(p.id);
     const next = { ...cur, ...(p.title !== undefined ? { title: p.title } : {}), ...(p.scope !== undefined ? { scope: p.scope } : {}), ...(p.dontInject !== undefined ? { dontInject: p.dontInject } : {}), ...(p.status !== undefined ? { status: p.status } : {}) };
     this.store.transaction(() =>
-      this.store.db.prepare('UPDATE tasks SET title = ?, scope = ?, dont_inject = ?, status = ?, updated_at = ? WHERE id = ?').run(next.title, JSON.stringify(next.scope), next.dontInject ? 1 : 0, next.status, this.store.now(), p.id),
+      stmt(this.store.db, 'UPDATE tasks SET title = ?, scope = ?, dont_inject = ?, status = ?, updated_at = ? WHERE id = ?').run(next.title, JSON.stringify(next.scope), next.dontInject ? 1 : 0, next.status, this.store.now(), p.id),
     );
     const t = this.get(p.id);
     this.emit({ id: p.id, op: 'update', task: t });
@@ -75,14 +76,14 @@ export class Tasks {
 
   list(status?: Task['status'], limit = 200): Task[] {
     const rows = (status
-      ? this.store.db.prepare('SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(status, limit)
-      : this.store.db.prepare('SELECT * FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?').all(limit)) as TaskRow[];
+      ? stmt(this.store.db, 'SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(status, limit)
+      : stmt(this.store.db, 'SELECT * FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?').all(limit)) as TaskRow[];
     return rows.map(toTask);
   }
 
   delete(id: string): { id: string; deleted: boolean } {
     this.get(id);
-    this.store.transaction(() => this.store.db.prepare('DELETE FROM tasks WHERE id = ?').run(id));
+    this.store.transaction(() => stmt(this.store.db, 'DELETE FROM tasks WHERE id = ?').run(id));
     this.emit({ id, op: 'delete', task: null });
     return { id, deleted: true };
   }
@@ -90,13 +91,13 @@ export class Tasks {
   /** Record one inject/block call (also the skipped ones) and count the injected memories as accessed. */
   logInjection(taskId: string | null, memoryIds: string[], promptHash: string, skipped: string | null): number {
     const seq = this.store.transaction(() => {
-      const s = Number(this.store.db.prepare('INSERT INTO injections(task_id, memory_ids, prompt_hash, at, skipped) VALUES (?, ?, ?, ?, ?)').run(taskId, JSON.stringify(memoryIds), promptHash, this.store.now(), skipped).lastInsertRowid);
-      const ins = this.store.db.prepare('INSERT OR IGNORE INTO injection_members(injection_seq, memory_id) VALUES (?, ?)');
+      const s = Number(stmt(this.store.db, 'INSERT INTO injections(task_id, memory_ids, prompt_hash, at, skipped) VALUES (?, ?, ?, ?, ?)').run(taskId, JSON.stringify(memoryIds), promptHash, this.store.now(), skipped).lastInsertRowid);
+      const ins = stmt(this.store.db, 'INSERT OR IGNORE INTO injection_members(injection_seq, memory_id) VALUES (?, ?)');
       for (const id of memoryIds) ins.run(s, id);
       return s;
     });
     if (memoryIds.length) {
-      const rows = this.store.db.prepare(`SELECT rowid FROM memories WHERE id IN (${memoryIds.map(() => '?').join(',')})`).all(...memoryIds) as { rowid: number }[];
+      const rows = stmt(this.store.db, `SELECT rowid FROM memories WHERE id IN (${memoryIds.map(() => '?').join(',')})`).all(...memoryIds) as { rowid: number }[];
       this.store.touch(rows.map((r) => r.rowid));
     }
     return seq;
@@ -123,11 +124,11 @@ export class Tasks {
   }
 
   injectAuto(): boolean {
-    const r = this.store.db.prepare(`SELECT value FROM meta WHERE key = 'inject_auto'`).get() as { value: string } | undefined;
+    const r = stmt(this.store.db, `SELECT value FROM meta WHERE key = 'inject_auto'`).get() as { value: string } | undefined;
     return r?.value === '1';
   }
 
   setInjectAuto(on: boolean): void {
-    this.store.transaction(() => this.store.db.prepare(`INSERT INTO meta(key, value) VALUES ('inject_auto', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(on ? '1' : '0'));
+    this.store.transaction(() => stmt(this.store.db, `INSERT INTO meta(key, value) VALUES ('inject_auto', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(on ? '1' : '0'));
   }
 }

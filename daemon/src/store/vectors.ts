@@ -18,7 +18,7 @@
  */
 import { CairnError } from '../protocol/errors';
 import type { Filter, Include, Scope } from '../protocol/types';
-import type { DB } from './db';
+import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
@@ -52,7 +52,7 @@ export class VectorTables {
 
   models(): VecModel[] {
     if (!this.available) return [];
-    return (this.db.prepare('SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at').all() as VecModel[]);
+    return (stmt(this.db, 'SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at').all() as VecModel[]);
   }
 
   model(model: string): VecModel | undefined {
@@ -68,13 +68,13 @@ export class VectorTables {
       return found;
     }
     if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192) throw new CairnError('InvalidParams', `bad embedding dimension ${dimension}`);
-    const n = ((this.db.prepare('SELECT coalesce(max(CAST(substr(table_name, 5) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ?? 0) + 1;
+    const n = ((stmt(this.db, 'SELECT coalesce(max(CAST(substr(table_name, 5) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ?? 0) + 1;
     const table = `vec_${n}`;
     this.db.exec(`CREATE VIRTUAL TABLE ${table} USING vec0(
       ns integer partition key, embedding float[${dimension}] distance_metric=cosine,
       status text, deleted integer, expires integer, valid_from integer, valid_to integer, chunk_size=${VEC_CHUNK_SIZE})`);
     this.db.exec(`CREATE TABLE vecb_${n} (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL, text_hash TEXT NOT NULL)`);
-    this.db.prepare('INSERT INTO vec_models(model, dimension, table_name, created_at) VALUES (?, ?, ?, ?)').run(model, dimension, table, Date.now());
+    stmt(this.db, 'INSERT INTO vec_models(model, dimension, table_name, created_at) VALUES (?, ?, ?, ?)').run(model, dimension, table, Date.now());
     return { model, dimension, table };
   }
 
@@ -82,8 +82,8 @@ export class VectorTables {
     const m = this.model(model);
     if (!m) return;
     this.db.exec(`DROP TABLE IF EXISTS ${m.table}; DROP TABLE IF EXISTS vecb_${m.table.slice(4)}`);
-    this.db.prepare('DELETE FROM vec_models WHERE model = ?').run(model);
-    this.db.prepare('DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
+    stmt(this.db, 'DELETE FROM vec_models WHERE model = ?').run(model);
+    stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
   }
 
   private meta(rowid: number): MetaRow | undefined {
@@ -105,20 +105,20 @@ export class VectorTables {
     if (!r) return;
     const vals = this.metaValues(r);
     for (const m of models) {
-      this.db.prepare(`UPDATE ${m.table} SET status = ?, deleted = ?, expires = ?, valid_from = ?, valid_to = ? WHERE rowid = ?`).run(...vals, BigInt(rowid));
+      stmt(this.db, `UPDATE ${m.table} SET status = ?, deleted = ?, expires = ?, valid_from = ?, valid_to = ? WHERE rowid = ?`).run(...vals, BigInt(rowid));
     }
   }
 
   deleteRow(rowid: number): void {
     for (const m of this.models()) {
-      this.db.prepare(`DELETE FROM ${m.table} WHERE rowid = ?`).run(BigInt(rowid));
-      this.db.prepare(`DELETE FROM vecb_${m.table.slice(4)} WHERE rowid = ?`).run(rowid);
+      stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(BigInt(rowid));
+      stmt(this.db, `DELETE FROM vecb_${m.table.slice(4)} WHERE rowid = ?`).run(rowid);
     }
   }
 
   /** Hash of the text a memory's vector was computed from (to skip re-embedding unchanged text). */
   textHash(model: VecModel, rowid: number): string | undefined {
-    const r = this.db.prepare(`SELECT text_hash FROM vecb_${model.table.slice(4)} WHERE rowid = ?`).get(rowid) as { text_hash: string } | undefined;
+    const r = stmt(this.db, `SELECT text_hash FROM vecb_${model.table.slice(4)} WHERE rowid = ?`).get(rowid) as { text_hash: string } | undefined;
     return r?.text_hash;
   }
 
@@ -129,13 +129,13 @@ export class VectorTables {
     if (!r) return; // purged meanwhile
     const blob = Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
     const id = BigInt(rowid);
-    this.db.prepare(`DELETE FROM ${model.table} WHERE rowid = ?`).run(id);
-    this.db.prepare(`INSERT INTO ${model.table}(rowid, ns, embedding, status, deleted, expires, valid_from, valid_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(id, BigInt(r.ns_rowid), blob, ...this.metaValues(r));
-    this.db.prepare(`INSERT INTO vecb_${model.table.slice(4)}(rowid, embedding, text_hash) VALUES (?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET embedding = excluded.embedding, text_hash = excluded.text_hash`).run(rowid, blob, textHash);
+    stmt(this.db, `DELETE FROM ${model.table} WHERE rowid = ?`).run(id);
+    stmt(this.db, `INSERT INTO ${model.table}(rowid, ns, embedding, status, deleted, expires, valid_from, valid_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(id, BigInt(r.ns_rowid), blob, ...this.metaValues(r));
+    stmt(this.db, `INSERT INTO vecb_${model.table.slice(4)}(rowid, embedding, text_hash) VALUES (?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET embedding = excluded.embedding, text_hash = excluded.text_hash`).run(rowid, blob, textHash);
   }
 
   count(model: VecModel): number {
-    return (this.db.prepare(`SELECT count(*) AS c FROM vecb_${model.table.slice(4)}`).get() as { c: number }).c;
+    return (stmt(this.db, `SELECT count(*) AS c FROM vecb_${model.table.slice(4)}`).get() as { c: number }).c;
   }
 
   /**
@@ -155,7 +155,7 @@ export class VectorTables {
       return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
     }
     const scope = scopePredicate(q.scope, 'path');
-    const ns = this.db.prepare(`SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[];
+    const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[];
     if (ns.length === 0) return [];
     const inc = q.include ?? {};
     const cons: string[] = [`ns IN (${ns.map(() => '?').join(',')})`];

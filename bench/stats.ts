@@ -1,0 +1,12 @@
+/** Small helpers for benchmarks: percentiles and a timer. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+export function summarize(ms: number[]): { n: number; p50: number; p95: number; p99: number; mean: number } {
+  const s = [...ms].sort((a, b) => a - b);
+  return { n: s.length, p50: percentile(s, 50), p95: percentile(s, 95), p99: percentile(s, 99), mean: s.reduce((a, b) => a + b, 0) / s.length };
+}
+export const now = () => Number(process.hrtime.bigint()) / 1e6;
+export const fmt = (x: number, d = 2) => x.toFixed(d);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: set-up, type checks, unit and
+# integration tests (node:test), the Python example, and the real-editor
+# end-to-end tests (code-server + headless Chromium). Ends with one summary
+# line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+bash scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# Tests never touch the user's real store, sockets or model cache, and never go to the network for models.
+SANDBOX=$(mktemp -d "${TMPDIR:-/tmp}/cairn-tests-XXXXXX")
+trap 'rm -rf "$SANDBOX"' EXIT
+export XDG_DATA_HOME="$SANDBOX/data" XDG_CACHE_HOME="$SANDBOX/cache" XDG_RUNTIME_DIR="$SANDBOX/run" XDG_CONFIG_HOME="$SANDBOX/config"
+mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+export CAIRN_MODEL=builtin CAIRN_ALLOW_REMOTE_MODELS=0
+
+passed=0 failed=0
+count() { # add the "# pass N" / "# fail N" lines of a node:test run
+  local p f
+  p=$(grep -E '^# pass [0-9]+' "$1" | tail -1 | awk '{print $3}')
+  f=$(grep -E '^# fail [0-9]+' "$1" | tail -1 | awk '{print $3}')
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+}
+
+echo "== type check (tsc --strict)"
+if npm run typecheck --silent; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "type check failed"; fi
+
+echo "== unit and integration tests"
+mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/e2e/*' -not -path '*/node_modules/*' | sort)
+node --import tsx --test --test-reporter=tap "${files[@]}" 2>&1 | tee "$SANDBOX/node-tests.log" | grep -E '^(not ok|# (tests|pass|fail|skipped))|^\s+(error|expected|actual):' || true
+count "$SANDBOX/node-tests.log"
+if ! grep -qE '^# pass [0-9]+' "$SANDBOX/node-tests.log"; then failed=$((failed + 1)); echo "node test run did not complete"; tail -40 "$SANDBOX/node-tests.log"; fi
+
+if [ "${CAIRN_SKIP_E2E:-0}" != "1" ] && [ -f test/e2e/run.sh ]; then
+  echo "== real-editor end-to-end tests (code-server + chromium)"
+  bash test/e2e/run.sh 2>&1 | tee "$SANDBOX/e2e.log"
+  e2e_status=${PIPESTATUS[0]}
+  line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$SANDBOX/e2e.log" | tail -1)
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{print $2}'))); failed=$((failed + $(echo "$line" | awk '{print $4}')))
+  fi
+  if [ "$e2e_status" -ne 0 ] && [ -z "$line" ]; then failed=$((failed + 1)); fi
+fi
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
