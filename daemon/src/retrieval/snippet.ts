@@ -1,10 +1,12 @@
 /** Snippets: an excerpt of the value around the first match, matches wrapped in «…». */
-import { queryTokens, splitIdentifier } from '../text/identifiers';
+import { queryTokens, splitIdentifier, STOPWORDS } from '../text/identifiers';
 
 const WINDOW = 160;
 
 export function snippet(value: string, query: string): string {
-  const terms = queryTokens(query).filter((t) => t.length > 1);
+  const all = queryTokens(query).filter((t) => t.length > 1);
+  const content = all.filter((t) => !STOPWORDS.has(t));
+  const terms = content.length > 0 ? content : all;
   const flat = value.replace(/\s+/g, ' ').trim();
   if (terms.length === 0) return clip(flat, 0);
   const re = new RegExp(`[\\p{L}\\p{N}_$]+`, 'gu');

@@ -1,0 +1,85 @@
+/**
+ * Wiring the embedding index into a daemon: load the configured model in a
+ * worker (falling back to the built-in offline model), start the indexer, and
+ * hook vector search, duplicate detection, index/wait, index/rebuild and the
+ * embedding status into the Core. The daemon listens at once; until the model
+ * is loaded, search degrades to full-text and says so.
+ */
+import { CairnError } from '../protocol/errors';
+import { Notifications } from '../protocol/methods';
+import { Settings } from '../protocol/settings';
+import type { PossibleDuplicate } from '../protocol/types';
+import { toMemory, type MemoryRow } from '../store/rows';
+import type { Daemon } from '../server/daemon';
+import { Indexer, type EmbeddingModel } from './indexer';
+
+/** Cosine similarity at or above which an upsert reports a live memory as a possible duplicate. */
+export const DUPLICATE_THRESHOLD = 0.93;
+
+export interface EmbeddingOptions {
+  model?: string;
+  modelPath?: string;
+  allowRemote?: boolean;
+}
+
+export function embeddingOptionsFromEnv(o: EmbeddingOptions, env = process.env): Required<Pick<EmbeddingOptions, 'model'>> & EmbeddingOptions {
+  const allow = env.CAIRN_ALLOW_REMOTE_MODELS;
+  return {
+    model: o.model ?? env.CAIRN_MODEL ?? (Settings['cairn.embeddings.model'].default as string),
+    modelPath: o.modelPath ?? (env.CAIRN_MODEL_PATH || undefined),
+    allowRemote: o.allowRemote ?? (allow === undefined ? (Settings['cairn.embeddings.allowRemote'].default as boolean) : allow !== '0' && allow !== 'false'),
+  };
+}
+
+export async function loadModel(o: EmbeddingOptions, log: (m: string) => void): Promise<EmbeddingModel> {
+  const { Embedder } = await import('../embed');
+  const opts = embeddingOptionsFromEnv(o);
+  const e = await Embedder.start({ model: opts.model, modelPath: opts.modelPath, allowRemote: opts.allowRemote, log });
+  if (e.info.fallbackReason) log(`embedding model ${opts.model} unavailable (${e.info.fallbackReason}); using the built-in model ${e.info.model}`);
+  else log(`embedding model ${e.info.model} loaded (${e.info.dimension}-d)`);
+  return e;
+}
+
+export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<Indexer> {
+  const indexer = new Indexer(d.store, d.log, (p) => d.notifyAll(Notifications.indexProgress.method, p));
+  const hooks = d.core.hooks;
+  hooks.vectors = indexer;
+  hooks.embeddings = () => indexer.status();
+  hooks.indexes = () => (indexer.model ? [{ name: `vec:${indexer.model.model}`, watermark: indexer.watermark() }] : []);
+  hooks.indexWait = (p) => indexer.waitFor(p.position, p.timeoutMs);
+  hooks.indexRebuild = async (p) => {
+    if (p.model && p.model !== indexer.embedder?.info.model) {
+      const next = await loadModel({ ...o, model: p.model }, d.log);
+      if (next.info.fallbackReason) {
+        await next.close();
+        throw new CairnError('InvalidState', `cannot load model ${p.model}: ${next.info.fallbackReason}`, { field: 'model' });
+      }
+      const total = (d.store.db.prepare('SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+      await indexer.use(next);
+      return { model: next.info.model, queued: total };
+    }
+    const queued = await indexer.rebuildCurrent();
+    return { model: indexer.model?.model ?? null, queued };
+  };
+  hooks.duplicates = async (m) => {
+    const similar = await indexer.similar(`${m.key}\n${m.tags.join(' ')}\n${m.value}`, m.namespace, m.id, DUPLICATE_THRESHOLD);
+    if (similar.length === 0) return [];
+    const rows = d.store.byRowids(similar.map((s) => s.rowid));
+    return similar.flatMap((s): PossibleDuplicate[] => {
+      const r = rows.get(s.rowid) as MemoryRow | undefined;
+      if (!r) return [];
+      const mm = toMemory(r);
+      return [{ id: mm.id, key: mm.key, namespace: mm.namespace, similarity: Math.round(s.similarity * 1000) / 1000 }];
+    });
+  };
+  d.store.onChange(() => indexer.kick());
+  d.extraStop.push(() => indexer.stop());
+  void loadModel(o, d.log)
+    .then((e) => indexer.use(e))
+    .catch((e) => {
+      indexer.state = 'unavailable';
+      indexer.lastError = `no embedding model could be loaded: ${(e as Error).message}`;
+      d.log(indexer.lastError);
+    });
+  return indexer;
+}

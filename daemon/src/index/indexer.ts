@@ -1,0 +1,284 @@
+/**
+ * The vector indexer: follows the change log from its watermark and keeps the
+ * active model's vectors in step, in bounded batches, with embedding done in a
+ * worker thread (writes never wait for it). index/wait lets a caller wait until
+ * the vectors include a given change-log position (read-your-writes).
+ *
+ * A model change (or a first model on a non-empty store) re-embeds every memory
+ * in the background; until that backfill completes the vector arm reports
+ * itself unavailable and hybrid search degrades to full-text, so results never
+ * mix two models' spaces or rank against a half-built index.
+ */
+import { CairnError } from '../protocol/errors';
+import type { ArmHit, ArmQuery } from '../store/search-fts';
+import type { Store } from '../store/store';
+import type { VecModel } from '../store/vectors';
+import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
+import { sha256 } from '../text/hash';
+import type { VectorSearcher } from '../retrieval/search';
+
+export interface EmbeddingModel {
+  readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
+  embed(texts: string[]): Promise<Float32Array[]>;
+  close(): Promise<void>;
+}
+
+export const INDEX_BATCH = 128;
+const ACTIVE_MODEL_KEY = 'active_model';
+
+/** The text a memory's vector is computed from. */
+export function embeddingText(m: { key: string; value: string; tags: string[] | string }): string {
+  const tags = Array.isArray(m.tags) ? m.tags : (JSON.parse(m.tags) as string[]);
+  return `${m.key.replace(/[._:/-]+/g, ' ')}\n${tags.join(' ')}\n${m.value}`;
+}
+
+type Waiter = { position: number; resolve: (wm: number) => void };
+
+export class Indexer implements VectorSearcher {
+  state: EmbeddingStatus['state'] = 'loading';
+  model: VecModel | null = null;
+  embedder: EmbeddingModel | null = null;
+  private running = false;
+  private again = false;
+  private waiters: Waiter[] = [];
+  private backfill: { done: number; total: number } | null = null;
+  private stopped = false;
+  lastError: string | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: (m: string) => void,
+    private readonly progress: (p: IndexProgressParams) => void = () => {},
+  ) {}
+
+  // ---------------------------------------------------------------- status
+  unavailable(): string | null {
+    if (!this.store.vecAvailable) return `sqlite-vec is unavailable (${this.store.vecError ?? 'not loaded'})`;
+    if (this.state === 'loading') return 'the embedding model is still loading';
+    if (this.state === 'reindexing') return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
+    if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
+    return null;
+  }
+
+  watermark(): number {
+    if (!this.model) return 0;
+    const r = this.store.db.prepare('SELECT watermark FROM index_state WHERE name = ?').get(`vec:${this.model.model}`) as { watermark: number } | undefined;
+    return r?.watermark ?? 0;
+  }
+
+  status(): EmbeddingStatus {
+    const pos = this.store.position();
+    return {
+      model: this.embedder?.info.model ?? null,
+      configuredModel: this.embedder?.info.configuredModel ?? null,
+      dimension: this.embedder?.info.dimension ?? null,
+      state: this.state,
+      fallbackReason: this.embedder?.info.fallbackReason ?? (this.state === 'unavailable' ? this.lastError : null),
+      vectors: this.model ? this.store.vectors.count(this.model) : 0,
+      pending: this.backfill ? this.backfill.total - this.backfill.done : Math.max(0, pos - this.watermark()),
+      vectorExtension: this.store.vecAvailable,
+    };
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+  /** Start indexing with a loaded model; re-embeds everything when the model differs from the store's active one. */
+  async use(embedder: EmbeddingModel): Promise<void> {
+    if (!this.store.vecAvailable) {
+      this.state = 'unavailable';
+      this.lastError = `sqlite-vec is unavailable: ${this.store.vecError}`;
+      this.embedder = embedder;
+      return;
+    }
+    const previous = this.embedder;
+    const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
+    const active = this.store.db.prepare(`SELECT value FROM meta WHERE key = ?`).get(ACTIVE_MODEL_KEY) as { value: string } | undefined;
+    const needsBackfill = active?.value !== model.model || this.watermark() === 0;
+    this.embedder = embedder;
+    this.model = model;
+    if (previous && previous !== embedder) await previous.close().catch(() => {});
+    if (needsBackfill) {
+      this.state = 'reindexing';
+      // In the background: the daemon serves (degraded to full-text) meanwhile.
+      void this.rebuildVectors()
+        .then(() => this.kick())
+        .catch((e) => {
+          this.lastError = (e as Error).message;
+          this.state = 'unavailable';
+          this.log(`re-embedding failed: ${this.lastError}`);
+        });
+    } else {
+      this.state = 'ready';
+      this.kick();
+    }
+  }
+
+  /** index/rebuild without a model: drop this model's vectors and embed everything again. */
+  async rebuildCurrent(): Promise<number> {
+    if (!this.embedder || !this.model) throw new CairnError('InvalidState', this.unavailable() ?? 'no embedding model is loaded');
+    const model = this.model.model;
+    this.store.transaction(() => this.store.vectors.drop(model));
+    this.model = null;
+    const total = (this.store.db.prepare('SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+    await this.use(this.embedder);
+    return total;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const w of this.waiters) w.resolve(this.watermark());
+    this.waiters = [];
+    await this.embedder?.close().catch(() => {});
+  }
+
+  /** Re-embed every memory for the current model in bounded batches, reporting progress. */
+  private async rebuildVectors(): Promise<void> {
+    const model = this.model!;
+    const startPos = this.store.position();
+    const total = (this.store.db.prepare('SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL').get() as { c: number }).c;
+    this.backfill = { done: 0, total };
+    this.state = total > 0 ? 'reindexing' : 'ready';
+    if (total > 0) this.log(`embedding ${total} memories with ${model.model}`);
+    let after = 0;
+    for (;;) {
+      if (this.stopped || this.model !== model) return;
+      const rows = this.store.db
+        .prepare('SELECT m.rowid, m.key, m.value, m.tags FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ? ORDER BY m.rowid LIMIT ?')
+        .all(after, INDEX_BATCH) as { rowid: number; key: string; value: string; tags: string }[];
+      if (rows.length === 0) break;
+      await this.embedRows(model, rows);
+      after = rows[rows.length - 1].rowid;
+      this.backfill.done += rows.length;
+      this.progress({ model: model.model, done: this.backfill.done, total, state: 'reindexing' });
+      await new Promise((r) => setImmediate(r)); // let requests in between batches
+    }
+    this.store.transaction(() => {
+      this.setWatermark(model, startPos);
+      this.store.db.prepare(`INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(ACTIVE_MODEL_KEY, model.model);
+      // Other models' vectors are dropped: one space per store, re-embedded on switch.
+      for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
+    });
+    this.backfill = null;
+    this.state = 'ready';
+    this.progress({ model: model.model, done: total, total, state: 'ready' });
+    if (total > 0) this.log(`vector index ready: ${total} memories with ${model.model}`);
+  }
+
+  private setWatermark(model: VecModel, position: number): void {
+    this.store.db.prepare(`INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`).run(`vec:${model.model}`, position, model.model, model.dimension);
+  }
+
+  /** Embed rows whose text changed since their vector was computed; write them in one transaction. */
+  private async embedRows(model: VecModel, rows: { rowid: number; key: string; value: string; tags: string }[]): Promise<void> {
+    const todo: { rowid: number; text: string; hash: string }[] = [];
+    for (const r of rows) {
+      const text = embeddingText(r);
+      const hash = sha256(model.model + '\u0000' + text);
+      if (this.store.vectors.textHash(model, r.rowid) !== hash) todo.push({ rowid: r.rowid, text, hash });
+    }
+    if (todo.length === 0) return;
+    const vectors = await this.embedder!.embed(todo.map((t) => t.text));
+    if (this.model !== model) return; // switched meanwhile
+    this.store.transaction(() => todo.forEach((t, i) => this.store.vectors.put(model, t.rowid, vectors[i], t.hash)));
+  }
+
+  /** Process the change log from the watermark. Called after every write; runs one loop at a time. */
+  kick(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.state !== 'ready' || !this.model || this.stopped) return;
+    this.running = true;
+    void this.loop().finally(() => {
+      this.running = false;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const model = this.model!;
+    try {
+      for (;;) {
+        if (this.stopped || this.model !== model) return;
+        const wm = this.watermark();
+        const changes = this.store.changesSince(wm, INDEX_BATCH);
+        if (changes.length === 0) break;
+        const ids = [...new Set(changes.map((c) => c.memoryId).filter((x): x is string => !!x))];
+        const rows = ids.length
+          ? (this.store.db.prepare(`SELECT rowid, key, value, tags FROM memories WHERE id IN (${ids.map(() => '?').join(',')})`).all(...ids) as { rowid: number; key: string; value: string; tags: string }[])
+          : [];
+        await this.embedRows(model, rows);
+        this.store.transaction(() => this.setWatermark(model, changes[changes.length - 1].position));
+        this.resolveWaiters();
+      }
+    } catch (e) {
+      this.lastError = (e as Error).message;
+      this.log(`indexer: ${this.lastError}`);
+    }
+    this.resolveWaiters();
+  }
+
+  private resolveWaiters(): void {
+    const wm = this.watermark();
+    const pos = this.store.position();
+    this.waiters = this.waiters.filter((w) => {
+      // Positions that are not memory writes (or beyond the log) count as reached once the log is drained.
+      if (wm >= w.position || (wm >= pos && !this.running)) {
+        w.resolve(wm);
+        return false;
+      }
+      return true;
+    });
+  }
+
+  /** Resolve when the vector watermark reaches `position`, or after `timeoutMs`. */
+  async waitFor(position: number, timeoutMs = 10_000): Promise<{ watermark: number; reached: boolean }> {
+    if (!this.model || this.state === 'unavailable' || this.state === 'disabled') {
+      const wm = this.store.ftsWatermark();
+      return { watermark: wm, reached: wm >= position };
+    }
+    const wm = this.watermark();
+    if (wm >= position) return { watermark: wm, reached: true };
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve({ watermark: this.watermark(), reached: false });
+      }, timeoutMs);
+      const waiter: Waiter = {
+        position,
+        resolve: (w) => {
+          clearTimeout(timer);
+          resolve({ watermark: w, reached: w >= position });
+        },
+      };
+      this.waiters.push(waiter);
+      this.kick();
+    });
+  }
+
+  // ---------------------------------------------------------------- search
+  async search(query: string, q: ArmQuery): Promise<ArmHit[]> {
+    if (!this.model || !this.embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
+    const [v] = await this.embedder.embed([query]);
+    if (isZero(v)) return []; // nothing the model knows: no meaning to compare
+    return this.store.vectors.knn(this.model, v, q);
+  }
+
+  /** Live memories in the same namespace whose vectors are within `threshold` cosine similarity of this text. */
+  async similar(text: string, namespace: string, excludeId: string, threshold: number, limit = 5): Promise<{ rowid: number; similarity: number }[]> {
+    if (this.unavailable() || !this.model || !this.embedder) return [];
+    const [v] = await this.embedder.embed([text]);
+    if (isZero(v)) return [];
+    const hits = this.store.vectors.knn(this.model, v, { scope: { namespaces: [namespace], includeUser: false }, now: this.store.now(), limit: limit + 1 });
+    const self = this.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(excludeId) as { rowid: number } | undefined;
+    return hits.filter((h) => h.rowid !== self?.rowid && h.score >= threshold).slice(0, limit).map((h) => ({ rowid: h.rowid, similarity: h.score }));
+  }
+}
+
+function isZero(v: Float32Array): boolean {
+  for (let i = 0; i < v.length; i++) if (v[i] !== 0) return false;
+  return true;
+}

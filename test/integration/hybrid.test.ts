@@ -1,0 +1,221 @@
+/**
+ * Hybrid retrieval with the real built-in model, loaded through the production
+ * path (transformers.js in a worker, local folder, remote loading off).
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { builtinModelPath } from '../../daemon/src/embed';
+import { attachEmbeddings } from '../../daemon/src/index/attach';
+import type { Indexer } from '../../daemon/src/index/indexer';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { Daemon } from '../../daemon/src/server/daemon';
+import { Core } from '../../daemon/src/server/core';
+import { rejectsWith, tempDir } from '../helpers';
+
+process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
+
+async function startDaemon(model = 'builtin'): Promise<{ d: Daemon; indexer: Indexer; dir: string }> {
+  const dir = tempDir();
+  let indexer!: Indexer;
+  const d = await Daemon.start({ db: path.join(dir, 'h.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model, allowRemote: false }); } });
+  for (let i = 0; i < 200 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(indexer.state, 'ready', `model did not load: ${indexer.lastError}`);
+  return { d, indexer, dir };
+}
+
+describe('hybrid retrieval', () => {
+  let d: Daemon, indexer: Indexer, core: Core, dir: string;
+  before(async () => {
+    ({ d, indexer, dir } = await startDaemon());
+    core = d.core;
+  });
+  after(async () => {
+    await d.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('finds a memory by meaning when no word matches, and explains both arms', async () => {
+    const a = await core.call(R.upsert, { namespace: 'project.m', key: 'cache', value: 'We keep user sessions in Redis with a short expiry' });
+    await core.call(R.upsert, { namespace: 'project.m', key: 'style', value: 'Indent TypeScript with two spaces' });
+    const w = await core.call(R.indexWait, { position: a.position + 1, timeoutMs: 10000 });
+    assert.equal(w.reached, true);
+    const fts = await core.call(R.search, { query: 'where is login state stored', mode: 'fts' });
+    assert.equal(fts.hits.length, 0, 'no shared words');
+    const h = await core.call(R.search, { query: 'where is login state stored', explain: true });
+    assert.equal(h.mode, 'hybrid');
+    assert.equal(h.degraded, undefined);
+    assert.equal(h.hits[0].memory.key, 'cache');
+    assert.equal(h.hits[0].explain!.fts, null);
+    assert.equal(h.hits[0].explain!.vector!.rank, 1);
+    const both = await core.call(R.search, { query: 'Redis sessions', explain: true });
+    assert.ok(both.hits[0].explain!.fts && both.hits[0].explain!.vector, 'both arms ranked it');
+    assert.ok(both.hits[0].explain!.boost >= -0.1 && both.hits[0].explain!.boost <= 0.15);
+  });
+
+  it('takes the vector top-k inside the scope: hundreds of out-of-scope near-duplicates cannot crowd it out', async () => {
+    const items = Array.from({ length: 400 }, (_, i) => ({ namespace: 'project.crowd', key: `dup-${i}`, value: `The payment service retries failed credit card charges three times (copy ${i})` }));
+    await core.call(R.upsertBatch, { items });
+    const own = [
+      await core.call(R.upsert, { namespace: 'project.mine', key: 'billing', value: 'Billing retries declined card payments with backoff' }),
+      await core.call(R.upsert, { namespace: 'project.mine', key: 'invoices', value: 'Invoices are emailed after a successful charge' }),
+      await core.call(R.upsert, { namespace: 'project.mine', key: 'unrelated', value: 'The logo uses a teal colour' }),
+    ];
+    await core.call(R.indexWait, { position: own[2].position, timeoutMs: 20000 });
+    for (const filter of [undefined, { field: 'kind', op: 'eq', value: 'note' } as const]) {
+      const r = await core.call(R.search, { query: 'payment service retries failed credit card charges', mode: 'vector', limit: 3, scope: { root: 'project.mine', includeUser: false }, ...(filter ? { filter } : {}) });
+      assert.deepEqual(r.hits.map((x) => x.memory.namespace), ['project.mine', 'project.mine', 'project.mine'], `filter: ${JSON.stringify(filter)}`);
+      assert.equal(r.hits[0].memory.key, 'billing');
+    }
+    const hyb = await core.call(R.search, { query: 'payment retries credit card', limit: 2, scope: { root: 'project.mine', includeUser: false } });
+    assert.deepEqual(hyb.hits.map((x) => x.memory.key), ['billing', 'invoices'].slice(0, hyb.hits.length));
+    assert.ok(hyb.hits.every((x) => x.memory.namespace === 'project.mine'));
+  });
+
+  it('deleted, superseded and proposed memories leave the vector arm at once', async () => {
+    const a = await core.call(R.upsert, { namespace: 'project.vis', key: 'a', value: 'Kubernetes pods restart on memory pressure' });
+    await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });
+    const q = { query: 'containers restarting because RAM is low', mode: 'vector' as const, scope: { root: 'project.vis', includeUser: false } };
+    assert.equal((await core.call(R.search, q)).hits.length, 1);
+    await core.call(R.delete, { id: a.memory.id });
+    assert.equal((await core.call(R.search, q)).hits.length, 0, 'gone before the indexer runs');
+    assert.equal((await core.call(R.search, { ...q, include: { deleted: true } })).hits.length, 1);
+    await core.call(R.restore, { id: a.memory.id });
+    const b = await core.call(R.upsert, { namespace: 'project.vis', key: 'b', value: 'Pods restart when nodes run out of memory', supersedes: a.memory.id, status: 'proposed' });
+    await core.call(R.indexWait, { position: b.position, timeoutMs: 10000 });
+    assert.equal((await core.call(R.search, q)).hits.length, 0, 'a superseded, b proposed');
+    assert.equal((await core.call(R.search, { ...q, include: { proposed: true } })).hits.length, 1);
+  });
+
+  it('applies the same filter on every arm', async () => {
+    for (const [k, kind] of [['f1', 'decision'], ['f2', 'fact'], ['f3', 'decision']] as const) {
+      const r = await core.call(R.upsert, { namespace: 'project.filt', key: k, value: `Deploy the API gateway with blue green releases ${k}`, kind });
+      await core.call(R.indexWait, { position: r.position, timeoutMs: 10000 });
+    }
+    const filter = { field: 'kind', op: 'eq', value: 'decision' } as const;
+    for (const mode of ['fts', 'vector', 'hybrid'] as const) {
+      const r = await core.call(R.search, { query: 'deploy api gateway releases', mode, filter, scope: { root: 'project.filt', includeUser: false } });
+      assert.deepEqual(r.hits.map((h) => h.memory.key).sort(), ['f1', 'f3'], mode);
+    }
+  });
+
+  it('warns about near-duplicates under another key in the same namespace', async () => {
+    const a = await core.call(R.upsert, { namespace: 'project.dup', key: 'orig', value: 'The staging database is refreshed from production every Sunday night' });
+    await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });
+    const b = await core.call(R.upsert, { namespace: 'project.dup', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production' });
+    assert.ok(b.possibleDuplicates && b.possibleDuplicates.length === 1, JSON.stringify(b.possibleDuplicates));
+    assert.equal(b.possibleDuplicates![0].id, a.memory.id);
+    assert.ok(b.possibleDuplicates![0].similarity >= 0.93);
+    const c = await core.call(R.upsert, { namespace: 'project.dup', key: 'other', value: 'Frontend tests run in headless Chromium' });
+    assert.equal(c.possibleDuplicates, undefined);
+    const other = await core.call(R.upsert, { namespace: 'project.elsewhere', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production' });
+    assert.equal(other.possibleDuplicates, undefined, 'other namespaces do not count');
+  });
+
+  it('text the model cannot read yields no vector hits, never NaN', async () => {
+    const r = await core.call(R.upsert, { namespace: 'project.nan', key: 'x', value: 'qqqzx vvvkk zzzqq' });
+    await core.call(R.indexWait, { position: r.position, timeoutMs: 10000 });
+    const s = await core.call(R.search, { query: 'xqzzv kkkqq', mode: 'vector', scope: { root: 'project.nan', includeUser: false } });
+    assert.equal(s.hits.length, 0);
+    const s2 = await core.call(R.search, { query: '', mode: 'hybrid' });
+    assert.equal(s2.hits.length, 0);
+    const st = core.status();
+    assert.equal(st.embeddings.state, 'ready');
+    assert.equal(st.embeddings.model, 'cairn/glove-100d');
+  });
+
+  it('status reports the model, vectors and the vector watermark', async () => {
+    const st = core.status();
+    assert.ok(st.embeddings.vectors > 400);
+    assert.ok(st.indexes.some((i) => i.name === 'vec:cairn/glove-100d'));
+    assert.equal(st.embeddings.vectorExtension, true);
+  });
+
+  it('index/wait times out with reached: false for a position not yet written', async () => {
+    const st = core.status();
+    const w = await core.call(R.indexWait, { position: st.position + 1000, timeoutMs: 200 });
+    assert.equal(w.reached, false);
+  });
+});
+
+describe('degraded and switching', () => {
+  it('hybrid without vectors returns exactly the full-text result, and says why', async () => {
+    const dir = tempDir();
+    const d = await Daemon.start({ db: path.join(dir, 'x.db'), socket: null, sweepEveryMs: 0, log: () => {} });
+    try {
+      for (let i = 0; i < 30; i++) await d.core.call(R.upsert, { namespace: `project.p${i % 3}`, key: `k${i}`, value: `gateway timeout note ${i} retries ${i % 5}`, importance: (i % 10) / 10 });
+      for (const q of ['gateway retries', 'timeout note 7', 'nothing here']) {
+        const fts = await d.core.call(R.search, { query: q, mode: 'fts', limit: 20 });
+        const hyb = await d.core.call(R.search, { query: q, limit: 20 });
+        const vec = await d.core.call(R.search, { query: q, mode: 'vector', limit: 20 });
+        assert.ok(hyb.degraded && vec.degraded);
+        const { degraded: _a, ...h } = hyb;
+        const { degraded: _b, ...v } = vec;
+        assert.deepEqual(h, fts);
+        assert.deepEqual(v, fts);
+      }
+    } finally {
+      await d.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('falls back to the built-in model when the configured one cannot be loaded, and says so', async () => {
+    const { d, indexer, dir } = await startDaemon('Xenova/not-downloaded-model');
+    try {
+      const st = d.core.status();
+      assert.equal(st.embeddings.model, 'cairn/glove-100d');
+      assert.equal(st.embeddings.configuredModel, 'Xenova/not-downloaded-model');
+      assert.ok(st.embeddings.fallbackReason && st.embeddings.fallbackReason.length > 10);
+      assert.equal(indexer.state, 'ready');
+    } finally {
+      await d.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a model switch re-embeds everything in the background; search degrades until it is done, then uses the new space', async () => {
+    const { d, indexer, dir } = await startDaemon();
+    try {
+      const core = d.core;
+      const items = Array.from({ length: 600 }, (_, i) => ({ namespace: 'project.sw', key: `k${i}`, value: `service ${i} writes structured logs to the central collector` }));
+      const r = await core.call(R.upsertBatch, { items });
+      await core.call(R.indexWait, { position: r.position, timeoutMs: 30000 });
+      const alt = path.join(dir, 'alt-model');
+      fs.cpSync(builtinModelPath(), alt, { recursive: true });
+      const progress: number[] = [];
+      const seen = new Promise<void>((resolve) => {
+        const orig = d.notifyAll.bind(d);
+        d.notifyAll = (m, p) => {
+          if (m === 'index/progress') {
+            progress.push((p as { done: number }).done);
+            if ((p as { state: string }).state === 'ready') resolve();
+          }
+          orig(m, p);
+        };
+      });
+      const rb = await core.call(R.indexRebuild, { model: alt });
+      assert.equal(rb.queued, 600);
+      const during = await core.call(R.search, { query: 'central log collector' });
+      assert.ok(during.degraded && /rebuilt/.test(during.degraded), `degraded while re-embedding: ${during.degraded}`);
+      assert.equal(core.status().embeddings.state, 'reindexing');
+      await seen;
+      assert.ok(progress.length >= 2 && progress[progress.length - 1] === 600);
+      const st = core.status();
+      assert.equal(st.embeddings.state, 'ready');
+      assert.equal(st.embeddings.model, indexer.model!.model);
+      assert.ok(indexer.model!.model.includes('alt-model'));
+      assert.equal(st.embeddings.vectors, 600);
+      const tables = d.store.vectors.models().map((m) => m.model);
+      assert.deepEqual(tables, [indexer.model!.model], 'the old model’s space was dropped, never mixed');
+      const after = await core.call(R.search, { query: 'central log collector', limit: 3 });
+      assert.equal(after.degraded, undefined);
+      assert.equal(after.hits.length, 3);
+      await rejectsWith(core.call(R.indexRebuild, { model: path.join(dir, 'missing-model') }), 'InvalidState', 'model');
+    } finally {
+      await d.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
