@@ -15,7 +15,8 @@ import type { Store } from '../store/store';
 import type { VecModel } from '../store/vectors';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
 import { sha256 } from '../text/hash';
-import type { VectorSearcher } from '../retrieval/search';
+import { VECTOR_WEIGHT, type VectorSearcher } from '../retrieval/search';
+import { isBuiltinModelId } from '../embed';
 
 export interface EmbeddingModel {
   readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
@@ -58,6 +59,10 @@ export class Indexer implements VectorSearcher {
     if (this.state === 'reindexing') return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
     if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
     return null;
+  }
+
+  weight(): number {
+    return this.model && isBuiltinModelId(this.model.model) ? VECTOR_WEIGHT.builtin : VECTOR_WEIGHT.transformer;
   }
 
   watermark(): number {

@@ -15,12 +15,14 @@ import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
 import { ftsArm, type ArmHit, type ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
-import { adjustment, ARM_WEIGHTS, rrf } from './fusion';
+import { adjustment, FTS_WEIGHT, rrf, VECTOR_WEIGHT } from './fusion';
 import { snippet } from './snippet';
 
 export interface VectorSearcher {
   /** null when the vector arm can serve; otherwise why not (shown as `degraded`). */
   unavailable(): string | null;
+  /** Fusion weight of the vector arm for the model in use. */
+  weight(): number;
   search(query: string, q: ArmQuery): Promise<ArmHit[]>;
 }
 
@@ -28,6 +30,8 @@ export const DEFAULT_LIMIT = 10;
 /** Each arm fetches this many candidates per requested hit (at least MIN_CANDIDATES). */
 export const CANDIDATE_FACTOR = 4;
 export const MIN_CANDIDATES = 40;
+
+export { VECTOR_WEIGHT };
 
 export async function search(store: Store, p: SearchParams, vectors?: VectorSearcher): Promise<SearchResult> {
   const limit = p.limit ?? DEFAULT_LIMIT;
@@ -53,12 +57,13 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
 
   const fts = ftsArm(store.db, p.query, { ...arm, limit: candidates });
   const fused = new Map<number, { fts: { rank: number; score: number } | null; vector: { rank: number; score: number } | null; fused: number }>();
-  const wsum = ARM_WEIGHTS.fts + ARM_WEIGHTS.vector;
-  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (ARM_WEIGHTS.fts * rrf(i + 1)) / wsum }));
+  const vw = vectors!.weight();
+  const wsum = FTS_WEIGHT + vw;
+  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
   vec.forEach((h, i) => {
     const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
     e.vector = { rank: i + 1, score: h.score };
-    e.fused += (ARM_WEIGHTS.vector * rrf(i + 1)) / wsum;
+    e.fused += (vw * rrf(i + 1)) / wsum;
     fused.set(h.rowid, e);
   });
   const rows = store.byRowids([...fused.keys()]);

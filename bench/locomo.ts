@@ -1,0 +1,151 @@
+/**
+ * LoCoMo retrieval benchmark (issue 3). Every dialogue turn becomes a memory
+ * (one namespace per conversation; speaker, session and session date kept),
+ * then every question is asked in its conversation's scope and the top hits are
+ * scored against the evidence turn ids:
+ *   turn level:    recall@5, recall@10 (share of evidence turns retrieved), MRR (first evidence turn)
+ *   session level: recall@5 (share of evidence sessions among the top 5's sessions), MRR
+ * for full-text only, vector only and hybrid, over all questions and per category.
+ *
+ *   node --import tsx bench/locomo.ts [--data FILE] [--model builtin|ID|PATH] [--json out.json]
+ *
+ * Default data: ../shared/data/locomo/locomo-dev5.json (5 of the 10 conversations, CC BY-NC 4.0,
+ * evaluation only). The full 10-conversation locomo10.json has the same format: pass it with --data.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { attachEmbeddings } from '../daemon/src/index/attach';
+import type { Indexer } from '../daemon/src/index/indexer';
+import { slugify } from '../daemon/src/protocol/namespace';
+import { Requests as R } from '../daemon/src/protocol/methods';
+import type { SearchMode, UpsertParams } from '../daemon/src/protocol/types';
+import { Daemon } from '../daemon/src/server/daemon';
+import { tempDir } from '../test/helpers';
+import { fmt, now } from './stats';
+
+const args = process.argv.slice(2);
+const arg = (name: string, dflt: string) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
+const MODEL = arg('model', 'builtin');
+const JSON_OUT = arg('json', '');
+const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
+
+interface Turn { speaker: string; dia_id: string; text: string; blip_caption?: string }
+interface Sample { sample_id: string; conversation: Record<string, unknown>; qa: { question: string; evidence?: string[]; category: number }[] }
+
+const sessionOf = (dia: string) => Number(/^D(\d+):/.exec(dia)?.[1] ?? -1);
+const evidenceIds = (ev: string[] | undefined) => [...new Set((ev ?? []).flatMap((e) => [...String(e).matchAll(/D\d+:\d+/g)].map((m) => m[0])))];
+
+function turns(s: Sample): UpsertParams[] {
+  const ns = `locomo.${slugify(s.sample_id)}`;
+  const out: UpsertParams[] = [];
+  for (const [k, v] of Object.entries(s.conversation)) {
+    const m = /^session_(\d+)$/.exec(k);
+    if (!m || !Array.isArray(v)) continue;
+    const date = String(s.conversation[`session_${m[1]}_date_time`] ?? '');
+    for (const t of v as Turn[]) {
+      const caption = t.blip_caption ? ` [shares a photo: ${t.blip_caption}]` : '';
+      out.push({
+        namespace: ns, key: t.dia_id, kind: 'episode', source: 'import',
+        value: `${t.speaker}: ${t.text}${caption}`,
+        properties: { speaker: t.speaker, session: Number(m[1]), sessionDate: date },
+
+      });
+    }
+  }
+  return out;
+}
+
+interface Acc { n: number; r5: number; r10: number; mrr: number; sr5: number; smrr: number }
+const zero = (): Acc => ({ n: 0, r5: 0, r10: 0, mrr: 0, sr5: 0, smrr: 0 });
+
+function score(acc: Acc, hits: string[], evidence: string[]): void {
+  const ev = new Set(evidence);
+  const evS = new Set(evidence.map(sessionOf));
+  const inTop = (k: number) => hits.slice(0, k).filter((h) => ev.has(h)).length / ev.size;
+  const first = hits.findIndex((h) => ev.has(h));
+  const sessions5 = new Set(hits.slice(0, 5).map(sessionOf));
+  const firstS = hits.findIndex((h) => evS.has(sessionOf(h)));
+  acc.n++;
+  acc.r5 += inTop(5);
+  acc.r10 += inTop(10);
+  acc.mrr += first >= 0 ? 1 / (first + 1) : 0;
+  acc.sr5 += [...evS].filter((s) => sessions5.has(s)).length / evS.size;
+  acc.smrr += firstS >= 0 ? 1 / (firstS + 1) : 0;
+}
+const fin = (a: Acc) => ({ questions: a.n, turnRecall5: a.r5 / a.n, turnRecall10: a.r10 / a.n, turnMRR: a.mrr / a.n, sessionRecall5: a.sr5 / a.n, sessionMRR: a.smrr / a.n });
+
+async function main() {
+  const samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
+  const dir = tempDir('cairn-locomo-');
+  let indexer!: Indexer;
+  const d = await Daemon.start({ db: path.join(dir, 'locomo.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model: MODEL, allowRemote: false }); } });
+  try {
+    for (let i = 0; i < 400 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+    const info = d.core.status().embeddings;
+    console.log(`model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back from ${info.configuredModel}: ${info.fallbackReason}` : ''}`);
+    let t0 = now();
+    let total = 0;
+    let pos = 0;
+    for (const s of samples) {
+      const items = turns(s);
+      total += items.length;
+      for (let i = 0; i < items.length; i += 1000) pos = (await d.core.call(R.upsertBatch, { items: items.slice(i, i + 1000) })).position;
+    }
+    const tIngest = now() - t0;
+    t0 = now();
+    const w = await d.core.call(R.indexWait, { position: pos, timeoutMs: 600_000 });
+    if (!w.reached) throw new Error('index did not catch up');
+    console.log(`ingested ${total} turns from ${samples.length} conversations in ${fmt(tIngest / 1000)} s; embedded in ${fmt((now() - t0) / 1000)} s`);
+
+    const modes: SearchMode[] = ['fts', 'vector', 'hybrid'];
+    const results: Record<string, { all: Acc; noAdv: Acc; byCat: Record<string, Acc> }> = {};
+    for (const mode of modes) results[mode] = { all: zero(), noAdv: zero(), byCat: {} };
+    const lat: Record<string, number[]> = { fts: [], vector: [], hybrid: [] };
+    let questions = 0;
+    for (const s of samples) {
+      const scope = { root: `locomo.${slugify(s.sample_id)}`, includeUser: false };
+      for (const qa of s.qa) {
+        const ev = evidenceIds(qa.evidence);
+        if (ev.length === 0) continue;
+        questions++;
+        const cat = CATEGORY[qa.category] ?? String(qa.category);
+        for (const mode of modes) {
+          const t = now();
+          const r = await d.core.call(R.search, { query: qa.question, scope, mode, limit: 10 });
+          lat[mode].push(now() - t);
+          const hits = r.hits.map((h) => h.memory.key);
+          const res = results[mode];
+          score(res.all, hits, ev);
+          if (qa.category !== 5) score(res.noAdv, hits, ev);
+          score((res.byCat[cat] ??= zero()), hits, ev);
+        }
+      }
+    }
+    const report: Record<string, unknown> = { data: path.basename(DATA), conversations: samples.length, turns: total, questions, model: info.model };
+    console.log(`\n${questions} questions with evidence; turn-level R@5 / R@10 / MRR, session-level R@5 / MRR`);
+    for (const mode of modes) {
+      const all = fin(results[mode].all);
+      const noAdv = fin(results[mode].noAdv);
+      const sorted = [...lat[mode]].sort((a, b) => a - b);
+      report[mode] = { all, excludingAdversarial: noAdv, byCategory: Object.fromEntries(Object.entries(results[mode].byCat).map(([k, v]) => [k, fin(v)])), latencyMs: { p50: sorted[Math.floor(sorted.length / 2)], p95: sorted[Math.floor(sorted.length * 0.95)] } };
+      const line = (name: string, x: ReturnType<typeof fin>) =>
+        console.log(`${mode.padEnd(7)} ${name.padEnd(22)} n=${String(x.questions).padStart(4)}  turn R@5 ${fmt(x.turnRecall5, 3)}  R@10 ${fmt(x.turnRecall10, 3)}  MRR ${fmt(x.turnMRR, 3)}  | session R@5 ${fmt(x.sessionRecall5, 3)}  MRR ${fmt(x.sessionMRR, 3)}`);
+      line('all', all);
+      line('all but adversarial', noAdv);
+      for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));
+    }
+    if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
+  } finally {
+    await d.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,235 @@
+/**
+ * Make sure a daemon serves a store, starting one when none does.
+ *
+ * Used by `cairn mcp` (so MCP clients share the editor's daemon and store) and
+ * reusable by the VS Code extension. Pure Node, no native modules: it never
+ * loads SQLite, it only reads `<db>.daemon.json`, probes sockets and spawns
+ * `node <daemon/bin/cairn.js> daemon --db DB --socket SOCKET` detached, so the
+ * daemon outlives the process that started it and every client shares it.
+ *
+ * Two callers starting a daemon for the same store at once is expected (two
+ * editor windows, an editor and an MCP client): the daemon lock lets one win,
+ * the other daemon exits with code 3 ("another Cairn daemon ... already serves
+ * this store"), and both callers end up on the winner's socket.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { daemonInfoPath, defaultSocketPath, resolveDbPath, runtimeDir } from '../paths';
+
+export interface EnsureDaemonOptions {
+  /** Store file; default $CAIRN_DB, else the per-user default (see resolveDbPath). */
+  db?: string;
+  /** Socket to use. When it answers it is used as is; a daemon started here listens on it. Default: defaultSocketPath(db). */
+  socket?: string;
+  /** Node.js executable that runs the daemon. Default $CAIRN_NODE, else process.execPath (pass one from an Electron host). */
+  nodePath?: string;
+  /** Daemon entry script (bin/cairn.js). Default $CAIRN_DAEMON, else the bin/cairn.js of this package. */
+  script?: string;
+  /** Extra arguments after `daemon --db DB --socket SOCKET`, e.g. ['--no-embeddings']. */
+  args?: string[];
+  /** Environment of the started daemon (and for resolving paths). Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Give up waiting for a socket to answer after this long. Default 15 s. */
+  timeoutMs?: number;
+  /** Where the started daemon's output goes. Default <runtimeDir>/d-<hash>.log. */
+  logFile?: string;
+  /** Progress messages (never stdout). */
+  log?: (msg: string) => void;
+}
+
+export interface EnsuredDaemon {
+  /** Socket of the daemon serving the store: connect here. */
+  socket: string;
+  /** True when this call started the daemon. */
+  started: boolean;
+  /** Pid of the serving daemon, when known. */
+  pid: number | null;
+  /** The resolved store path. */
+  db: string;
+  /** Log file of the daemon started by this call. */
+  logFile?: string;
+}
+
+export class EnsureDaemonError extends Error {
+  /** Pid of the daemon process this call started, when it started one (it may still be running after a timeout). */
+  constructor(message: string, readonly pid: number | null = null) {
+    super(message);
+    this.name = 'EnsureDaemonError';
+  }
+}
+
+interface Owner {
+  pid: number;
+  socket: string | null;
+}
+
+function readOwner(db: string): Owner | null {
+  try {
+    const info = JSON.parse(fs.readFileSync(daemonInfoPath(db), 'utf8')) as { pid?: unknown; socket?: unknown };
+    if (typeof info.pid !== 'number') return null;
+    return { pid: info.pid, socket: typeof info.socket === 'string' ? info.socket : null };
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The live daemon that owns `db` (per its info file), if any. */
+function liveOwner(db: string): Owner | null {
+  const o = readOwner(db);
+  return o && o.pid !== process.pid && alive(o.pid) ? o : null;
+}
+
+/** True when something accepts connections on the socket within `timeoutMs`. */
+export function probeSocket(socket: string, timeoutMs = 1000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect(socket);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    sock.once('connect', () => done(true));
+    sock.once('error', () => done(false));
+  });
+}
+
+/**
+ * Where the daemon entry script is: $CAIRN_DAEMON, else `bin/cairn.js` of this
+ * package found from this module's location — `dist/` when bundled, `src/client/`
+ * when run from sources (tsx). Checks that the bundle it loads is built.
+ */
+export function findDaemonScript(env: NodeJS.ProcessEnv = process.env, from: string = __dirname): string {
+  if (env.CAIRN_DAEMON) {
+    if (!fs.existsSync(env.CAIRN_DAEMON)) throw new EnsureDaemonError(`CAIRN_DAEMON names ${env.CAIRN_DAEMON}, which does not exist`);
+    return path.resolve(env.CAIRN_DAEMON);
+  }
+  const tried: string[] = [];
+  let dir = path.resolve(from);
+  for (let up = 0; up < 4; up++) {
+    const candidate = path.join(dir, 'bin', 'cairn.js');
+    tried.push(candidate);
+    if (fs.existsSync(candidate) && fs.existsSync(path.join(dir, 'package.json'))) {
+      const bundle = path.join(dir, 'dist', 'cairn.js');
+      if (!fs.existsSync(bundle)) throw new EnsureDaemonError(`the Cairn daemon at ${candidate} is not built (missing ${bundle}); run "npm run build"`);
+      return candidate;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new EnsureDaemonError(`cannot find the Cairn daemon script (tried ${tried.join(', ')}); set CAIRN_DAEMON to daemon/bin/cairn.js`);
+}
+
+function defaultLogFile(db: string, env: NodeJS.ProcessEnv): string {
+  const h = createHash('sha256').update(path.resolve(db)).digest('hex').slice(0, 12);
+  return path.join(runtimeDir(env), `d-${h}.log`);
+}
+
+function tail(file: string, lines = 12): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Wait until the live owner of `db` answers on its socket; null when no live owner is left. */
+async function waitForOwner(db: string, deadline: number): Promise<{ owner: Owner; socket: string } | null> {
+  for (;;) {
+    const owner = liveOwner(db);
+    if (!owner) return null;
+    if (owner.socket === null) {
+      throw new EnsureDaemonError(`a Cairn daemon (pid ${owner.pid}) serves ${db} over stdio only, so no other client can share it; stop it or start it with a socket`);
+    }
+    if (await probeSocket(owner.socket, 500)) return { owner, socket: owner.socket };
+    if (Date.now() > deadline) {
+      throw new EnsureDaemonError(`the Cairn daemon (pid ${owner.pid}) owns ${db} but its socket ${owner.socket} does not answer`);
+    }
+    await sleep(50);
+  }
+}
+
+/**
+ * Find or start the daemon that serves a store, and return its socket once it
+ * answers. Throws EnsureDaemonError (with the tail of the daemon's log when it
+ * failed to start) after `timeoutMs`.
+ */
+export async function ensureDaemon(o: EnsureDaemonOptions = {}): Promise<EnsuredDaemon> {
+  const env = o.env ?? process.env;
+  const log = o.log ?? (() => undefined);
+  const db = resolveDbPath(o.db, env);
+  const timeoutMs = o.timeoutMs ?? 15_000;
+  const deadline = Date.now() + timeoutMs;
+
+  // 1. An explicit socket that answers is used as is.
+  if (o.socket && (await probeSocket(o.socket))) return { socket: o.socket, started: false, pid: liveOwner(db)?.pid ?? null, db };
+
+  // 2. A live daemon owns the store: use its socket (waiting while it starts listening).
+  const running = await waitForOwner(db, deadline);
+  if (running) return { socket: running.socket, started: false, pid: running.owner.pid, db };
+
+  // 3. Start one.
+  const socket = o.socket ?? defaultSocketPath(db, env);
+  const node = o.nodePath ?? env.CAIRN_NODE ?? process.execPath;
+  const script = o.script ?? findDaemonScript(env);
+  const logFile = o.logFile ?? defaultLogFile(db, env);
+  fs.mkdirSync(path.dirname(db), { recursive: true });
+  fs.mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
+  if (process.platform !== 'win32') fs.mkdirSync(path.dirname(socket), { recursive: true, mode: 0o700 });
+  const args = [script, 'daemon', '--db', db, '--socket', socket, ...(o.args ?? [])];
+  log(`starting the Cairn daemon: ${node} ${args.join(' ')} (log ${logFile})`);
+  const fd = fs.openSync(logFile, 'a', 0o600);
+  let exitCode: number | null | undefined;
+  let spawnError: Error | undefined;
+  let pid: number | null;
+  try {
+    fs.writeSync(fd, `\n--- ${new Date().toISOString()} starting ${node} ${args.join(' ')}\n`);
+    const child = spawn(node, args, { detached: true, stdio: ['ignore', fd, fd], env, cwd: path.dirname(db), windowsHide: true });
+    pid = child.pid ?? null;
+    child.once('exit', (code, signal) => (exitCode = code ?? (signal ? -1 : null)));
+    child.once('error', (e) => {
+      spawnError = e;
+      exitCode = -1;
+    });
+    child.unref();
+  } finally {
+    fs.closeSync(fd);
+  }
+
+  for (;;) {
+    const owner = liveOwner(db);
+    if (owner?.socket && (await probeSocket(owner.socket, 500))) {
+      const started = owner.pid === pid;
+      if (!started) log(`another process started the daemon first (pid ${owner.pid}); using it`);
+      return { socket: owner.socket, started, pid: owner.pid, db, ...(started ? { logFile } : {}) };
+    }
+    if (exitCode !== undefined) {
+      if (spawnError) throw new EnsureDaemonError(`cannot start the Cairn daemon with ${node}: ${spawnError.message}`, pid);
+      if (exitCode === 3) {
+        // Lost the race: another daemon holds the store lock. Use it.
+        const winner = await waitForOwner(db, deadline);
+        if (winner) return { socket: winner.socket, started: false, pid: winner.owner.pid, db };
+      }
+      throw new EnsureDaemonError(`the Cairn daemon exited with code ${exitCode} while starting (log ${logFile}):\n${tail(logFile)}`, pid);
+    }
+    if (Date.now() > deadline) {
+      throw new EnsureDaemonError(`the Cairn daemon (pid ${pid}) did not answer on ${socket} within ${Math.round(timeoutMs / 1000)} s (log ${logFile}):\n${tail(logFile)}`, pid);
+    }
+    await sleep(50);
+  }
+}

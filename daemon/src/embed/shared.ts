@@ -1,0 +1,71 @@
+/**
+ * Types and constants shared by the Embedder client (main thread) and the embedding worker.
+ * No runtime dependencies.
+ */
+
+/** Model id of the built-in offline model (daemon/models/cairn-glove-100d). */
+export const BUILTIN_MODEL_ID = 'cairn/glove-100d';
+/** Folder name of the built-in model under daemon/models. */
+export const BUILTIN_MODEL_DIR = 'cairn-glove-100d';
+/** Default model for users (downloaded on first use when remote loading is allowed). */
+export const DEFAULT_MODEL_ID = 'Xenova/all-MiniLM-L6-v2';
+
+/** `builtin`, `cairn/glove-100d` and `cairn-glove-100d` all name the built-in model. */
+export function isBuiltinModelId(model: string | undefined): boolean {
+  const m = (model ?? '').trim().toLowerCase();
+  return m === 'builtin' || m === BUILTIN_MODEL_ID || m === BUILTIN_MODEL_DIR;
+}
+
+export interface EmbedderInfo {
+  /** Model id in use, after any fallback (`cairn/glove-100d` for the built-in model). */
+  model: string;
+  /** Model id that was asked for. */
+  configuredModel: string;
+  /** Vector length. */
+  dimension: number;
+  /** Why the configured model is not in use (a sentence for status and logs), else null. */
+  fallbackReason: string | null;
+  /** True when the built-in model is in use. */
+  builtin: boolean;
+  /** Pooling in use: `mean`, `cls`, `max`, `mean_sqrt_len`, `weightedmean`, `lasttoken`, or several joined by `+`. */
+  pooling: string;
+  /** Where the pooling came from: `<repo>/<file>` of the model's configuration, `option`, or `default` (mean). */
+  poolingSource: string;
+  /** Tokens per text the model sees; longer texts are truncated. */
+  maxTokens: number;
+  /** transformers.js dtype of the loaded weights (`q8` = onnx/model_quantized.onnx). */
+  dtype: string;
+  /** Time to load the model in the worker, ms. */
+  loadMs: number;
+}
+
+/** Options the worker needs to load a model (plain data: it crosses the thread boundary). */
+export interface WorkerInit {
+  model: string;
+  modelPath?: string;
+  cacheDir: string;
+  allowRemote: boolean;
+  builtinPath: string;
+  dtype?: string;
+  threads?: number;
+  pooling?: string;
+  batchSize?: number;
+  loadTimeoutMs?: number;
+}
+
+/** Main thread -> worker. */
+export type ToWorker =
+  | { type: 'embed'; id: number; texts: string[] }
+  /** Exit the worker thread with `code` at once (tests use it to simulate a crash). */
+  | { type: 'crash'; code: number }
+  | { type: 'close' };
+
+/** Worker -> main thread. */
+export type FromWorker =
+  | { type: 'ready'; info: Omit<EmbedderInfo, 'configuredModel'> }
+  | { type: 'fatal'; message: string }
+  /** `data` holds `count` vectors of `dimension` floats back to back (transferred, not copied). */
+  | { type: 'result'; id: number; count: number; dimension: number; data: ArrayBuffer }
+  | { type: 'error'; id: number; message: string }
+  | { type: 'log'; message: string }
+  | { type: 'closed' };

@@ -1,0 +1,76 @@
+/**
+ * The embedding worker thread: loads one model (with fallback to the built-in model) and
+ * embeds batches of texts on request, one request at a time, so the daemon's event loop never
+ * runs tokenization or inference. Bundled to dist/embed-worker.js by daemon/build.mjs; under
+ * tsx the .ts file runs directly. Started by `Embedder` (index.ts); speaks the messages in
+ * shared.ts.
+ */
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import type { PoolingMode } from './pooling';
+import { loadWithFallback, type EmbeddingProvider } from './provider';
+import type { FromWorker, ToWorker, WorkerInit } from './shared';
+
+if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
+const port = parentPort;
+const send = (msg: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(msg, transfer);
+const log = (message: string) => send({ type: 'log', message });
+
+let provider: EmbeddingProvider | null = null;
+const queue: Array<Extract<ToWorker, { type: 'embed' }>> = [];
+let busy = false;
+let closing = false;
+
+async function drain(): Promise<void> {
+  if (busy) return;
+  busy = true;
+  try {
+    while (queue.length && provider && !closing) {
+      const req = queue.shift()!;
+      try {
+        const vectors = await provider.embed(req.texts);
+        const dimension = provider.info.dimension;
+        const data = new Float32Array(vectors.length * dimension);
+        vectors.forEach((v, i) => data.set(v, i * dimension));
+        send({ type: 'result', id: req.id, count: vectors.length, dimension, data: data.buffer }, [data.buffer]);
+      } catch (err) {
+        send({ type: 'error', id: req.id, message: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  } finally {
+    busy = false;
+  }
+}
+
+port.on('message', (msg: ToWorker) => {
+  switch (msg.type) {
+    case 'embed':
+      queue.push(msg);
+      void drain();
+      break;
+    case 'crash':
+      process.exit(msg.code);
+      break;
+    case 'close':
+      closing = true;
+      void (async () => {
+        try {
+          await provider?.dispose();
+        } catch { /* exiting anyway */ }
+        send({ type: 'closed' });
+        process.exit(0);
+      })();
+      break;
+  }
+});
+
+void (async () => {
+  const init = workerData as WorkerInit;
+  try {
+    const { provider: p, fallbackReason } = await loadWithFallback({ ...init, pooling: init.pooling as PoolingMode | undefined, log });
+    provider = p;
+    send({ type: 'ready', info: { ...p.info, fallbackReason } });
+    void drain();
+  } catch (err) {
+    send({ type: 'fatal', message: err instanceof Error ? err.message : String(err) });
+  }
+})();
