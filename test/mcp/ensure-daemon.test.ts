@@ -1,0 +1,154 @@
+/**
+ * ensureDaemon: find the daemon that owns a store or start one detached, wait
+ * for its socket, and survive callers racing to start it.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, test } from 'node:test';
+import { EnsureDaemonError, ensureDaemon, findDaemonScript, probeSocket } from '../../daemon/src/client/ensure-daemon';
+import { StreamClient } from '../../daemon/src/client/socket-client';
+import { Requests } from '../../daemon/src/protocol/methods';
+import { daemonInfoPath, defaultSocketPath } from '../../daemon/src/paths';
+import { tempDir } from '../helpers';
+import { daemonInfo, isolatedEnv, killAndWait, pidAlive, rmDir, stopDaemon } from './harness';
+
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+function sandbox(): { dir: string; db: string; env: Record<string, string> } {
+  const dir = tempDir('cairn-ensure-');
+  const db = path.join(dir, 'store', 'cairn.db');
+  cleanups.push(async () => {
+    await stopDaemon(db);
+    rmDir(dir);
+  });
+  return { dir, db, env: isolatedEnv(dir) };
+}
+
+const ARGS = ['--no-embeddings'];
+
+test('starts a detached daemon when none serves the store, then reuses it', async () => {
+  const { db, env } = sandbox();
+  const first = await ensureDaemon({ db, env, args: ARGS });
+  assert.equal(first.started, true);
+  assert.equal(first.db, db);
+  assert.equal(first.socket, defaultSocketPath(db, env), 'the default socket under $XDG_RUNTIME_DIR');
+  assert.ok(first.socket.startsWith(env.XDG_RUNTIME_DIR));
+  assert.ok(first.logFile && fs.existsSync(first.logFile), 'the daemon logs to a file, not to our stdio');
+  assert.equal(daemonInfo(db)?.pid, first.pid);
+
+  const c = await StreamClient.connect(first.socket);
+  try {
+    const st = await c.call(Requests.status, {});
+    assert.equal(st.path, db);
+    assert.equal(st.daemon?.pid, first.pid);
+  } finally {
+    await c.close();
+  }
+
+  const second = await ensureDaemon({ db, env, args: ARGS });
+  assert.deepEqual({ ...second, logFile: undefined }, { socket: first.socket, started: false, pid: first.pid, db, logFile: undefined });
+});
+
+test('callers racing to start a daemon all end up on the one that won', async () => {
+  const { db, env } = sandbox();
+  const results = await Promise.all([1, 2, 3, 4].map(() => ensureDaemon({ db, env, args: ARGS })));
+  const owner = daemonInfo(db)!;
+  assert.ok(pidAlive(owner.pid));
+  for (const r of results) {
+    assert.equal(r.socket, owner.socket);
+    assert.equal(r.pid, owner.pid);
+  }
+  assert.equal(results.filter((r) => r.started).length, 1, 'exactly one caller started the serving daemon');
+  assert.ok(await probeSocket(owner.socket));
+});
+
+test('a race with different sockets: the loser exits with code 3 and its caller uses the winner’s socket', async () => {
+  const { dir, db, env } = sandbox();
+  const [a, b] = await Promise.all([
+    ensureDaemon({ db, env, args: ARGS, socket: path.join(dir, 'a.sock') }),
+    ensureDaemon({ db, env, args: ARGS, socket: path.join(dir, 'b.sock') }),
+  ]);
+  assert.equal(a.socket, b.socket);
+  assert.equal(a.socket, daemonInfo(db)!.socket);
+  assert.notEqual(a.started, b.started);
+});
+
+test('an info file left by a dead daemon is ignored and a new daemon starts', async () => {
+  const { db, env } = sandbox();
+  fs.mkdirSync(path.dirname(db), { recursive: true });
+  fs.writeFileSync(daemonInfoPath(db), JSON.stringify({ pid: 2 ** 22 + 12345, socket: '/nonexistent/cairn.sock', version: '0', startedAt: '', db }));
+  const r = await ensureDaemon({ db, env, args: ARGS });
+  assert.equal(r.started, true);
+  assert.notEqual(r.socket, '/nonexistent/cairn.sock');
+  assert.equal(daemonInfo(db)!.pid, r.pid);
+});
+
+test('waits for a daemon that owns the store but is not listening yet', async () => {
+  const { db, env } = sandbox();
+  const started = await ensureDaemon({ db, env, args: ARGS });
+  // Pretend the owner's socket is not there yet: move it away, then back after a moment.
+  const info = daemonInfo(db)!;
+  const hidden = info.socket + '.hidden';
+  fs.renameSync(info.socket, hidden);
+  setTimeout(() => fs.renameSync(hidden, info.socket), 300);
+  const t0 = Date.now();
+  const r = await ensureDaemon({ db, env, args: ARGS });
+  assert.equal(r.started, false);
+  assert.equal(r.pid, started.pid);
+  assert.ok(Date.now() - t0 >= 250, 'it waited for the socket instead of starting a second daemon');
+});
+
+test('an explicit socket that answers is used as is', async () => {
+  const { db, env } = sandbox();
+  const started = await ensureDaemon({ db, env, args: ARGS });
+  const r = await ensureDaemon({ db: path.join(path.dirname(db), 'other.db'), env, socket: started.socket });
+  assert.equal(r.socket, started.socket);
+  assert.equal(r.started, false);
+});
+
+test('a daemon that fails to start is reported with its log, within the timeout', async () => {
+  const { dir, db, env } = sandbox();
+  const script = path.join(dir, 'broken.js');
+  fs.writeFileSync(script, "process.stderr.write('boom: the store is on fire\\n'); process.exit(7);\n");
+  await assert.rejects(ensureDaemon({ db, env, script, timeoutMs: 10_000 }), (e: Error) => {
+    assert.ok(e instanceof EnsureDaemonError);
+    assert.match(e.message, /exited with code 7/);
+    assert.match(e.message, /boom: the store is on fire/);
+    return true;
+  });
+
+  const silent = path.join(dir, 'silent.js');
+  fs.writeFileSync(silent, 'setTimeout(() => {}, 60_000);\n');
+  const t0 = Date.now();
+  let pid: number | null = null;
+  await assert.rejects(ensureDaemon({ db, env, script: silent, timeoutMs: 600 }), (e: Error) => {
+    assert.ok(e instanceof EnsureDaemonError);
+    assert.match(e.message, /did not answer .* within/);
+    pid = e.pid;
+    return true;
+  });
+  assert.ok(Date.now() - t0 < 5000);
+  assert.ok(pid !== null && pidAlive(pid), 'the error names the process it left running');
+  await killAndWait(pid);
+});
+
+test('finds bin/cairn.js from the sources and from the bundle, and honours CAIRN_DAEMON', () => {
+  const daemonDir = path.resolve(__dirname, '..', '..', 'daemon');
+  const bin = path.join(daemonDir, 'bin', 'cairn.js');
+  if (fs.existsSync(path.join(daemonDir, 'dist', 'cairn.js'))) {
+    assert.equal(findDaemonScript({}, path.join(daemonDir, 'src', 'client')), bin);
+    assert.equal(findDaemonScript({}, path.join(daemonDir, 'dist')), bin);
+  }
+  assert.equal(findDaemonScript({ CAIRN_DAEMON: bin }, '/'), bin);
+  assert.throws(() => findDaemonScript({ CAIRN_DAEMON: '/nonexistent/cairn.js' }), EnsureDaemonError);
+  const lonely = tempDir('cairn-nobin-');
+  try {
+    assert.throws(() => findDaemonScript({}, lonely), /cannot find the Cairn daemon script/);
+  } finally {
+    rmDir(lonely);
+  }
+});
