@@ -73,6 +73,16 @@ describe('hybrid retrieval', () => {
     assert.ok(hyb.hits.every((x) => x.memory.namespace === 'project.mine'));
   });
 
+  it('takes the global top-k across namespaces (vec0 returns k per partition)', async () => {
+    const r = await core.call(R.search, { query: 'payment retries', mode: 'vector', limit: 3 });
+    assert.equal(r.hits.length, 3);
+    const scores = r.hits.map((h) => h.score);
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
+    const wide = await core.call(R.search, { query: 'payment retries', mode: 'vector', limit: 50 });
+    assert.ok(wide.hits[0].score >= wide.hits[49].score);
+    assert.equal(wide.hits[0].memory.id, r.hits[0].memory.id);
+  });
+
   it('deleted, superseded and proposed memories leave the vector arm at once', async () => {
     const a = await core.call(R.upsert, { namespace: 'project.vis', key: 'a', value: 'Kubernetes pods restart on memory pressure' });
     await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });

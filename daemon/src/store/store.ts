@@ -166,8 +166,7 @@ export class Store {
   private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[] }): void {
     stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     const idents = identifierWords(`${m.key} ${m.value}`);
-    this.db
-      .prepare('INSERT INTO memories_fts(rowid, key, value, summary, tags, idents) VALUES (?, ?, ?, ?, ?, ?)')
+    stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents) VALUES (?, ?, ?, ?, ?, ?)')
       .run(rowid, m.key.replace(/[._/:-]+/g, ' ') + ' ' + m.key, m.value, m.summary ?? '', m.tags.join(' '), idents);
   }
 
@@ -216,8 +215,7 @@ export class Store {
     const pred = root !== undefined ? scopePredicate({ root, includeUser: false }, 'n.path')! : { sql: '1', params: [] };
     const now = this.now();
     const vis = visibility(undefined, now);
-    const rows = this.db
-      .prepare(
+    const rows = stmt(this.db, 
         `SELECT n.id, n.path, n.created_at,
            (SELECT count(*) FROM memories m WHERE m.ns_id = n.id AND ${vis.sql}) AS cnt
          FROM namespaces n WHERE n.deleted_at IS NULL AND ${pred.sql} ORDER BY n.path`,
@@ -351,8 +349,7 @@ export class Store {
       cursorSql = { sql: '(m.updated_at < ? OR (m.updated_at = ? AND m.rowid < ?))', params: [Number(m[1]), Number(m[1]), Number(m[2])] };
     }
     const where = and(visibility(p.include, now), scopePredicate(p.scope), compileFilter(p.filter), cursorSql);
-    const rows = this.db
-      .prepare(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`)
+    const rows = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`)
       .all(...where.params, limit + 1) as MemoryRow[];
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
@@ -366,13 +363,10 @@ export class Store {
   /** Memories by rowid (for search arms), in the order given. */
   byRowids(rowids: number[]): Map<number, MemoryRow> {
     const out = new Map<number, MemoryRow>();
-    for (let i = 0; i < rowids.length; i += 500) {
-      const chunk = rowids.slice(i, i + 500);
-      const rows = this.db
-        .prepare(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid IN (${chunk.map(() => '?').join(',')})`)
-        .all(...chunk) as MemoryRow[];
-      for (const r of rows) out.set(r.rowid, r);
-    }
+    if (rowids.length === 0) return out;
+    // CROSS JOIN keeps memories as the outer loop (a rowid lookup each); one statement for any list length.
+    const rows = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as MemoryRow[];
+    for (const r of rows) out.set(r.rowid, r);
     return out;
   }
 
@@ -389,13 +383,11 @@ export class Store {
     state: Memory | null,
     detail?: Record<string, unknown>,
   ): void {
-    this.db
-      .prepare('INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+    stmt(this.db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(memoryId, op, actor, reason ?? null, this.now(), version, previous ? JSON.stringify(previous) : null, state ? JSON.stringify(state) : null, detail ? JSON.stringify(detail) : null);
     const cap = this.historyCap();
     if (cap !== null) {
-      this.db
-        .prepare('DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)')
+      stmt(this.db, 'DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)')
         .run(memoryId, memoryId, cap);
     }
   }
@@ -565,8 +557,7 @@ export class Store {
       id = existing.id;
       rowid = existing.rowid;
       version = existing.version + 1;
-      this.db
-        .prepare(
+      stmt(this.db, 
           `UPDATE memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?, properties = ?, anchors = ?,
              valid_from = ?, valid_to = ?, expires_at = ?, status = ?, updated_at = ?, version = ?, superseded_by = NULL,
              deleted_at = NULL, deleted_by = NULL, delete_reason = NULL WHERE rowid = ?`,
@@ -576,8 +567,7 @@ export class Store {
       id = uuidv7(now);
       version = 1;
       rowid = Number(
-        this.db
-          .prepare(
+        stmt(this.db, 
             `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
                valid_from, valid_to, expires_at, status, created_at, updated_at, version)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -615,8 +605,7 @@ export class Store {
     return this.write(() => {
       const r = this.softDelete(t, 'forget');
       const row = this.rowBy('m.id = ?', r.memory.id)!;
-      this.db
-        .prepare('INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id')
+      stmt(this.db, 'INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id')
         .run(row.ns_id, row.value_hash, row.id, t.actor ?? 'user', this.now());
       return r;
     });
@@ -686,8 +675,7 @@ export class Store {
   anchoredAt(paths: string[]): { memory: Memory; anchor: Anchor }[] {
     if (paths.length === 0) return [];
     const vis = visibility(undefined, this.now());
-    const rows = this.db
-      .prepare(
+    const rows = stmt(this.db, 
         `SELECT ${MEMORY_COLUMNS}, a.idx AS anchor_idx FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id
          WHERE a.path IN (${paths.map(() => '?').join(',')}) AND ${vis.sql} ORDER BY m.importance DESC, m.updated_at DESC, m.id`,
       )
@@ -701,8 +689,7 @@ export class Store {
   /** Live memories anchored to one of `paths`, with all their anchors (for line tracking). */
   anchorsByPath(paths: string[]): { rowid: number; anchors: Anchor[] }[] {
     if (paths.length === 0) return [];
-    const rows = this.db
-      .prepare(`SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL`)
+    const rows = stmt(this.db, `SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL`)
       .all(...paths) as { rowid: number; anchors: string }[];
     return rows.map((r) => ({ rowid: r.rowid, anchors: JSON.parse(r.anchors) as Anchor[] }));
   }
@@ -734,8 +721,7 @@ export class Store {
     let expired = 0;
     let purged = 0;
     this.write(() => {
-      const due = this.db
-        .prepare(`SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= ? AND n.deleted_at IS NULL LIMIT ?`)
+      const due = stmt(this.db, `SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= ? AND n.deleted_at IS NULL LIMIT ?`)
         .all(now, batch) as { id: string }[];
       for (const d of due) {
         this.softDelete({ id: d.id, reason: 'expired' }, 'expire');
@@ -743,8 +729,7 @@ export class Store {
       }
     });
     this.write(() => {
-      const dead = this.db
-        .prepare(`SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`)
+      const dead = stmt(this.db, `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`)
         .all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string })[];
       for (const d of dead) {
         this.purgeRow(d, 'system:namespace-delete', 'namespace deleted');
@@ -798,8 +783,7 @@ export class Store {
     const typeParams = p.type ? [p.type] : [];
     const out: NeighborsResult['neighbors'] = [];
     const q = (join: string, match: string, direction: 'out' | 'in') => {
-      const rows = this.db
-        .prepare(`SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE l.${match} = ?${typeSql} AND ${where.sql} ORDER BY l.created_at, m.id`)
+      const rows = stmt(this.db, `SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE l.${match} = ?${typeSql} AND ${where.sql} ORDER BY l.created_at, m.id`)
         .all(p.id, ...typeParams, ...where.params) as (MemoryRow & { link_type: Link['type'] })[];
       for (const r of rows) out.push({ memory: toMemory(r), type: r.link_type, direction });
     };
@@ -812,8 +796,7 @@ export class Store {
   // status
   // -------------------------------------------------------------------------
   counts() {
-    const c = this.db
-      .prepare(
+    const c = stmt(this.db, 
         `SELECT count(*) AS memories,
            coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'active'), 0) AS active,
            coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'proposed'), 0) AS proposed,

@@ -108,13 +108,11 @@ export class Tasks {
     const params: unknown[] = [];
     if (p.taskId) where.push('i.task_id = ?'), params.push(p.taskId);
     if (p.memoryId) where.push('EXISTS (SELECT 1 FROM injection_members im WHERE im.injection_seq = i.seq AND im.memory_id = ?)'), params.push(p.memoryId);
-    const rows = this.store.db
-      .prepare(`SELECT * FROM injections i ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq DESC LIMIT ?`)
+    const rows = stmt(this.store.db, `SELECT * FROM injections i ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq DESC LIMIT ?`)
       .all(...params, p.limit ?? 100) as { seq: number; task_id: string | null; memory_ids: string; prompt_hash: string; at: number; skipped: string | null }[];
     const entries: InjectLogEntry[] = rows.map((r) => ({ seq: r.seq, taskId: r.task_id, memoryIds: JSON.parse(r.memory_ids), promptHash: r.prompt_hash, at: isoReq(r.at), skipped: r.skipped as InjectLogEntry['skipped'] }));
     const usedBy = p.memoryId
-      ? (this.store.db
-          .prepare(
+      ? (stmt(this.store.db, 
             `SELECT i.task_id AS taskId, t.title AS title, count(*) AS count, max(i.at) AS lastAt FROM injection_members im JOIN injections i ON i.seq = im.injection_seq
              LEFT JOIN tasks t ON t.id = i.task_id WHERE im.memory_id = ? AND i.task_id IS NOT NULL GROUP BY i.task_id ORDER BY lastAt DESC`,
           )

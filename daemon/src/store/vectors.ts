@@ -87,8 +87,7 @@ export class VectorTables {
   }
 
   private meta(rowid: number): MetaRow | undefined {
-    return this.db
-      .prepare('SELECT m.rowid, n.rowid AS ns_rowid, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?')
+    return stmt(this.db, 'SELECT m.rowid, n.rowid AS ns_rowid, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?')
       .get(rowid) as MetaRow | undefined;
   }
 
@@ -146,8 +145,7 @@ export class VectorTables {
     const blob = Buffer.from(query.buffer, query.byteOffset, query.byteLength);
     if (q.filter) {
       const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
-      const rows = this.db
-        .prepare(
+      const rows = stmt(this.db, 
           `SELECT m.rowid AS rowid, vec_distance_cosine(b.embedding, ?) AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
            JOIN vecb_${model.table.slice(4)} b ON b.rowid = m.rowid WHERE ${where.sql} ORDER BY d ASC, m.rowid ASC LIMIT ?`,
         )
@@ -166,9 +164,10 @@ export class VectorTables {
     const now = BigInt(q.now);
     if (!inc.expired) cons.push('expires > ?'), params.push(now);
     if (!inc.outOfValidity) cons.push('valid_from <= ?', 'valid_to > ?'), params.push(now, now);
-    const rows = this.db
-      .prepare(`SELECT rowid, distance FROM ${model.table} WHERE embedding MATCH ? AND k = ? AND ${cons.join(' AND ')}`)
+    // vec0 applies k per partition (and allows no outer LIMIT): the top k of their union is the true top k.
+    const rows = stmt(this.db, `SELECT rowid, distance FROM ${model.table} WHERE embedding MATCH ? AND k = ? AND ${cons.join(' AND ')}`)
       .all(blob, q.limit, ...params) as { rowid: number; distance: number }[];
-    return rows.map((r) => ({ rowid: Number(r.rowid), score: 1 - r.distance }));
+    rows.sort((a, b) => a.distance - b.distance || Number(a.rowid) - Number(b.rowid));
+    return rows.slice(0, q.limit).map((r) => ({ rowid: Number(r.rowid), score: 1 - r.distance }));
   }
 }
