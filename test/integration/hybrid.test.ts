@@ -80,7 +80,7 @@ describe('hybrid retrieval', () => {
     assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
     const wide = await core.call(R.search, { query: 'payment retries', mode: 'vector', limit: 50 });
     assert.ok(wide.hits[0].score >= wide.hits[49].score);
-    assert.equal(wide.hits[0].memory.id, r.hits[0].memory.id);
+    assert.equal(wide.hits[0].score, r.hits[0].score, 'same best score whatever k (ties may order differently)');
   });
 
   it('deleted, superseded and proposed memories leave the vector arm at once', async () => {
