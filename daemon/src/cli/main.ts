@@ -45,6 +45,7 @@ Commands:
   config --history-cap N|none        per-memory history cap (default: keep all)
   wait <position> [--timeout MS]     wait until the vector index includes a change
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
+  mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
 
 Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (bypass the daemon), --actor NAME, --json
 Exit codes: 0 ok, 1 Cairn error (code shown), 2 usage error.`;
@@ -155,6 +156,10 @@ export async function run(argv: string[]): Promise<number> {
   if (cmd === 'daemon') {
     const { runDaemon } = await import('./daemon-command');
     return runDaemon({ db: o.db, socket: o.socket, stdio: !!o.stdio, model: o.model, modelPath: o['model-path'], embeddings: !o['no-embeddings'] });
+  }
+  if (cmd === 'mcp') {
+    const { runMcp } = await import('../mcp/server');
+    return runMcp({ db: o.db, socket: o.socket, root: o.root, daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined });
   }
   const known = ['add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
