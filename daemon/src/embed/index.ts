@@ -84,7 +84,7 @@ export interface EmbedderOptions {
   threads?: number;
   /** Force a pooling mode instead of the model's configuration. */
   pooling?: 'cls' | 'mean' | 'max' | 'mean_sqrt_len' | 'weightedmean' | 'lasttoken';
-  /** Texts per model call inside the worker. Default 64, built-in model 256. */
+  /** Texts per model call inside the worker (after sorting by length). Default 32, built-in model 256. */
   batchSize?: number;
   /** Fall back to the built-in model if the configured one takes longer to load. Default 300 000 ms. */
   loadTimeoutMs?: number;

@@ -38,7 +38,7 @@ export interface ProviderOptions {
   threads?: number;
   /** Overrides the pooling read from the model's configuration. */
   pooling?: PoolingMode;
-  /** Texts per model call. Default 64 (the static model: 256). */
+  /** Texts per model call (after sorting by length). Default 32 (static models: 256). */
   batchSize?: number;
   /** Give up loading (and fall back) after this long. Default 300 000 ms. */
   loadTimeoutMs?: number;
@@ -254,7 +254,7 @@ export class TransformersProvider implements EmbeddingProvider {
       vocab = null;
     }
     const isStatic = (config as { cairn?: { kind?: string } }).cairn?.kind === 'static';
-    const batchSize = opts.batchSize ?? (isStatic ? 256 : 64);
+    const batchSize = opts.batchSize ?? (isStatic ? 256 : 32);
     const provider = new TransformersProvider(
       {
         model: builtin ? BUILTIN_MODEL_ID : opts.model,

@@ -99,6 +99,7 @@ export class Daemon {
   private sweepOnce(): void {
     try {
       const r = this.store.sweep();
+      this.store.checkpoint();
       if (r.expired || r.purged) this.log(`sweep: expired ${r.expired}, purged ${r.purged}`);
     } catch (e) {
       this.log(`sweep failed: ${(e as Error).message}`);

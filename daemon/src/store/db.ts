@@ -38,6 +38,9 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
   if (!opts.readonly) {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
+    // Checkpoint every ~40 MB of WAL instead of every ~4 MB: checkpoints dominated small-write cost
+    // (0.48 -> 0.35 ms per upsert measured); the daemon also checkpoints passively in its sweep.
+    db.pragma('wal_autocheckpoint = 10000');
   }
   db.pragma('foreign_keys = ON');
   db.pragma('temp_store = MEMORY');

@@ -815,6 +815,15 @@ export class Store {
     };
   }
 
+  /** Copy WAL pages into the database without waiting for readers (called from the daemon's periodic sweep). */
+  checkpoint(): void {
+    try {
+      this.db.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      /* busy: the next one will do */
+    }
+  }
+
   fileSize(): number {
     try {
       let size = fs.statSync(this.path).size;
