@@ -24,7 +24,7 @@ export interface EmbeddingModel {
   close(): Promise<void>;
 }
 
-export const INDEX_BATCH = 128;
+export const INDEX_BATCH = 512;
 const ACTIVE_MODEL_KEY = 'active_model';
 
 /** The text a memory's vector is computed from. */
