@@ -1,0 +1,106 @@
+/** The worker thread: off the event loop, crash handling, restart, close, worker discovery. */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { threadId } from 'node:worker_threads';
+import { Embedder, resolveWorkerPath } from '../../daemon/src/embed';
+
+const cache = path.join(os.tmpdir(), 'cairn-embed-worker-test-cache');
+const start = (extra: Parameters<typeof Embedder.start>[0] = {}) => Embedder.start({ model: 'builtin', allowRemote: false, cacheDir: cache, ...extra });
+const texts = (n: number) => Array.from({ length: n }, (_, i) => `memory ${i}: the daemon keeps an sqlite index of notes written by coding agents, ${'with more words '.repeat(i % 20)}`);
+
+describe('embedding worker', () => {
+  it('runs off the main thread: the event loop stays responsive during a long embed', async () => {
+    const e = await start();
+    try {
+      assert.notEqual(e.threadId, threadId);
+      assert.ok(e.threadId > 0);
+      const input = texts(8000);
+      let maxGap = 0;
+      let last = performance.now();
+      const timer = setInterval(() => {
+        const now = performance.now();
+        maxGap = Math.max(maxGap, now - last);
+        last = now;
+      }, 5);
+      const t0 = performance.now();
+      const out = await e.embed(input);
+      const took = performance.now() - t0;
+      clearInterval(timer);
+      assert.equal(out.length, input.length);
+      assert.ok(took > 300, `embedding took only ${took.toFixed(0)} ms; the check needs a longer job`);
+      assert.ok(maxGap < Math.min(250, took / 3), `event loop blocked for ${maxGap.toFixed(0)} ms during a ${took.toFixed(0)} ms embed`);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('a crash rejects pending calls with a clear error; restart() brings it back', async () => {
+    const crashes: Error[] = [];
+    const logs: string[] = [];
+    const e = await start({ onCrash: (err) => crashes.push(err), log: (m) => logs.push(m) });
+    try {
+      const pending = [e.embed(texts(4000)), e.embed(['second call'])];
+      e.simulateCrash(70);
+      for (const p of pending) await assert.rejects(p, /embedding worker exited unexpectedly \(exit code 70\)/);
+      assert.equal(e.alive, false);
+      assert.equal(crashes.length, 1);
+      assert.ok(logs.some((l) => /exited unexpectedly/.test(l)));
+      await assert.rejects(e.embed(['after the crash']), /crashed .*call restart\(\)/);
+
+      const info = await e.restart();
+      assert.equal(e.alive, true);
+      assert.equal(info.dimension, 100);
+      const [v] = await e.embed(['back to work']);
+      assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-4);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('close() rejects calls still queued and later calls', async () => {
+    const e = await start();
+    const queued = e.embed(texts(6000));
+    await e.close();
+    await assert.rejects(queued, /Embedder closed/);
+    await assert.rejects(e.embed(['x']), /Embedder closed/);
+    assert.equal(e.alive, false);
+    await e.close(); // idempotent
+  });
+
+  it('does not keep the process alive while idle', async () => {
+    // Checked indirectly: the worker is unref'ed once ready; a forgotten Embedder would otherwise
+    // hang `node --test`. Here we only check an idle embedder answers after a pause.
+    const e = await start();
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await e.embed(['still there']))[0].length, 100);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('finds worker.ts next to the sources; a bad workerPath fails start()', async () => {
+    const found = resolveWorkerPath();
+    assert.ok(fs.existsSync(found));
+    assert.match(found, /(embed-worker\.js|worker\.ts|worker\.js)$/);
+    await assert.rejects(start({ workerPath: path.join(os.tmpdir(), 'no-such-worker.js') }), /embedding worker/);
+  });
+
+  it('the bundled worker (daemon/dist/embed-worker.js) loads the model, when built', async (t) => {
+    const bundled = path.join(__dirname, '..', '..', 'daemon', 'dist', 'embed-worker.js');
+    if (!fs.existsSync(bundled)) {
+      t.skip('daemon not built (cd daemon && node build.mjs)');
+      return;
+    }
+    const e = await start({ workerPath: bundled });
+    try {
+      assert.equal(e.info.dimension, 100);
+      assert.equal((await e.embed(['bundled worker']))[0].length, 100);
+    } finally {
+      await e.close();
+    }
+  });
+});
