@@ -1,0 +1,54 @@
+/**
+ * Embedding throughput of the daemon's Embedder (worker thread, real model), in memories/s.
+ *
+ *   node --import tsx bench/embed-throughput.ts [model=builtin] [count=20000] [modelPath]
+ *
+ * For each batch size (1, 32, 256) it embeds `count` synthetic memories (10 to 80 words of
+ * coding-agent prose, varied) with one embed() call per batch, awaiting each call before the
+ * next (the indexer's pattern), and also with 4 calls in flight for batch size 1 and 32.
+ * Remote loading is off: a hub model must already be in the cache or `modelPath`.
+ */
+import { Embedder } from '../daemon/src/embed';
+
+const [model = 'builtin', countArg = '20000', modelPath] = process.argv.slice(2);
+const N = Number(countArg);
+
+const WORDS = ('the daemon store index sqlite vector search memory agent session commit branch test build worker thread ' +
+  'embedding model query result cache config file path socket client server request response error retry timeout ' +
+  'user project namespace review proposed accepted rejected hover editor extension prompt injection budget token ' +
+  'getUserById parseConfigFile http_status_code refactor migration schema watcher event loop latency throughput ' +
+  'decided because instead always never should must prefer avoid when after before during fails works slow fast').split(' ');
+let seed = 42;
+const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed / 0x7fffffff; };
+const memories = Array.from({ length: N }, (_, i) => {
+  const len = 10 + Math.floor(rnd() * 70);
+  return `memory ${i}: ` + Array.from({ length: len }, () => WORDS[Math.floor(rnd() * WORDS.length)]).join(' ') + '.';
+});
+
+async function run(e: Embedder, batch: number, inFlight: number): Promise<number> {
+  const t0 = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < N) {
+      const start = next;
+      next += batch;
+      await e.embed(memories.slice(start, Math.min(start + batch, N)));
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return N / ((performance.now() - t0) / 1000);
+}
+
+(async () => {
+  const e = await Embedder.start({ model, modelPath, allowRemote: false, log: (m) => console.error(m) });
+  const { info } = e;
+  const avgWords = memories.reduce((s, m) => s + m.split(' ').length, 0) / N;
+  console.log(`model ${info.model} (${info.dimension}d, dtype ${info.dtype}, pooling ${info.pooling}, loaded in ${info.loadMs} ms)`);
+  console.log(`${N} memories, ${avgWords.toFixed(0)} words on average; node ${process.version}; ${require('node:os').cpus().length} cpus`);
+  await e.embed(memories.slice(0, 512)); // warm-up
+  for (const [batch, inFlight] of [[1, 1], [1, 4], [32, 1], [32, 4], [256, 1]] as const) {
+    const rate = await run(e, batch, inFlight);
+    console.log(`batch ${String(batch).padStart(3)}, ${inFlight} in flight: ${Math.round(rate).toLocaleString('en-US').padStart(7)} memories/s`);
+  }
+  await e.close();
+})();
