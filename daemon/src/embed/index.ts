@@ -72,6 +72,8 @@ export interface EmbedderOptions {
   cacheDir?: string;
   /** Allow downloading the configured model. Default true. The built-in model never downloads. */
   allowRemote?: boolean;
+  /** Hub to download from (a mirror). Default: $HF_ENDPOINT, else https://huggingface.co/. */
+  remoteHost?: string;
   /** Folder of the built-in model. Default `builtinModelPath()`. */
   builtinPath?: string;
   /** Receives human-readable messages (fallback reason, worker crash, load notes). */
@@ -192,6 +194,7 @@ export class Embedder {
       modelPath: o.modelPath || undefined,
       cacheDir: o.cacheDir || modelCacheDir(),
       allowRemote: o.allowRemote ?? true,
+      remoteHost: o.remoteHost,
       builtinPath: o.builtinPath || builtinModelPath(),
       dtype: o.dtype,
       threads: o.threads,

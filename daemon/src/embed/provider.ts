@@ -30,6 +30,8 @@ export interface ProviderOptions {
   /** Download cache for hub models (`<cacheDir>/<model id>/...`). */
   cacheDir: string;
   allowRemote: boolean;
+  /** Hub to download from. Default: $HF_ENDPOINT, else transformers.js's (https://huggingface.co/). */
+  remoteHost?: string;
   /** Folder of the built-in model. */
   builtinPath: string;
   /** transformers.js dtype (`q8`, `fp32`, ...). Default: the model config's, else `q8` falling back to `fp32`. */
@@ -91,6 +93,12 @@ function locate(opts: ProviderOptions, builtin: boolean): Located {
   return { id: m, root, dir: local ? path.join(local, m) : null, remote: opts.allowRemote, builtin: false };
 }
 
+const DEFAULT_REMOTE_HOST = env.remoteHost;
+function remoteHost(opts: Pick<ProviderOptions, 'remoteHost'>): string {
+  const host = opts.remoteHost || process.env.HF_ENDPOINT || DEFAULT_REMOTE_HOST;
+  return host.endsWith('/') ? host : host + '/';
+}
+
 function readJsonFile(file: string): unknown {
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -111,9 +119,18 @@ async function modelJson(opts: ProviderOptions, loc: Located, repo: string, file
     if (fs.existsSync(f)) return readJsonFile(f);
   }
   if (!loc.remote || !/^[\w.-]+(\/[\w.-]+)?$/.test(repo)) return null;
-  const url = env.remoteHost.replace(/\/?$/, '/') + env.remotePathTemplate.replaceAll('{model}', repo).replaceAll('{revision}', 'main') + file;
+  // files the hub answered 404 for are remembered, so later starts do not ask again
+  const absentList = path.join(opts.cacheDir, repo, '.cairn-absent.json');
+  const absent = (readJsonFile(absentList) as string[] | null) ?? [];
+  if (Array.isArray(absent) && absent.includes(file)) return null;
+  const url = remoteHost(opts) + env.remotePathTemplate.replaceAll('{model}', repo).replaceAll('{revision}', 'main') + file;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(15_000) });
+    if (res.status === 404 || res.status === 401) {
+      fs.mkdirSync(path.dirname(absentList), { recursive: true });
+      fs.writeFileSync(absentList, JSON.stringify([...(Array.isArray(absent) ? absent : []), file]));
+      return null;
+    }
     if (res.status !== 200) return null;
     const text = await res.text();
     const json = JSON.parse(text);
@@ -215,6 +232,7 @@ export class TransformersProvider implements EmbeddingProvider {
 
     env.allowLocalModels = true;
     env.allowRemoteModels = loc.remote;
+    env.remoteHost = remoteHost(opts);
     env.localModelPath = loc.root.endsWith(path.sep) ? loc.root : loc.root + path.sep;
     env.useFSCache = true;
     env.cacheDir = opts.cacheDir;

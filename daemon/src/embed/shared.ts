@@ -45,6 +45,7 @@ export interface WorkerInit {
   modelPath?: string;
   cacheDir: string;
   allowRemote: boolean;
+  remoteHost?: string;
   builtinPath: string;
   dtype?: string;
   threads?: number;
