@@ -123,6 +123,15 @@ describe('fallback to the built-in model', () => {
     });
   });
 
+  it('without the options meant for the configured model (dtype, pooling)', async () => {
+    await withEmbedder({ model: 'Xenova/bge-small-en-v1.5', dtype: 'fp16', pooling: 'cls' }, async (e) => {
+      assert.equal(e.info.model, BUILTIN_MODEL_ID);
+      assert.equal(e.info.dtype, 'q8');
+      assert.equal(e.info.pooling, 'mean');
+      assert.match(e.info.poolingSource, /1_Pooling\/config\.json$/);
+    });
+  });
+
   it('when a model folder path does not exist', async () => {
     await withEmbedder({ model: path.join(tmp, 'nowhere') }, async (e) => {
       assert.equal(e.info.model, BUILTIN_MODEL_ID);

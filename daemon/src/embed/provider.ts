@@ -378,9 +378,14 @@ export async function loadWithFallback(opts: ProviderOptions): Promise<{ provide
     } catch (err) {
       const fallbackReason = fallbackSentence(opts.model, err, opts);
       opts.log?.(fallbackReason);
-      const provider = await TransformersProvider.load(opts, true);
+      const provider = await TransformersProvider.load(fallbackOptions(opts), true);
       return { provider, fallbackReason };
     }
   }
   return { provider: await TransformersProvider.load(opts, true), fallbackReason: null };
+}
+
+/** Options meant for the configured model (dtype, pooling, batch size) do not apply to the fallback. */
+function fallbackOptions(opts: ProviderOptions): ProviderOptions {
+  return { ...opts, dtype: undefined, pooling: undefined, batchSize: undefined };
 }
