@@ -22,7 +22,8 @@
  *   (batched inside the worker, similar lengths together); calls may overlap, they are queued.
  *   Rejects with a TypeError for non-string input.
  * - `embedder.embedOne(text)`, `embedder.restart(): Promise<EmbedderInfo>` (new worker, same
- *   options; use after a crash or to retry the configured model), `embedder.close()`.
+ *   options; use after a crash or to retry the configured model), `embedder.close()`,
+ *   `embedder.simulateCrash(code?)` (tests).
  * - `prepareText(text, isKnownWord?)`: identifier splitting (`getUserById` -> `get User By Id`,
  *   `snake_case` -> `snake case`), applied in the worker before every model's tokenizer.
  * - `isZeroVector(v)`, `BUILTIN_MODEL_ID` (`cairn/glove-100d`), `DEFAULT_MODEL_ID`,
@@ -34,8 +35,9 @@
  *   vocabulary) give the ZERO vector (all 0, never NaN): treat it as "no semantic content" and
  *   leave it out of vector search (`isZeroVector`). Any non-finite model output also maps to
  *   the zero vector.
- * - Length limit: `info.maxTokens` tokens per text (sentence-transformers max_seq_length, else the
- *   tokenizer's limit; all-MiniLM-L6-v2: 256, built-in model: 512); the rest of a longer text is
+ * - Length limit: `info.maxTokens` tokens per text: sentence-transformers max_seq_length (own or
+ *   upstream repository; 256 for all-MiniLM-L6-v2), else the tokenizer's model_max_length, else
+ *   512, at most the position embeddings; the built-in model: 512. The rest of a longer text is
  *   ignored. Texts are also cut to 32 characters per allowed token before tokenizing.
  * - Pooling comes from the model's configuration (`modules.json` / `1_Pooling/config.json`,
  *   also looked up in the repository a conversion came from, `_name_or_path`), default mean;
@@ -46,7 +48,9 @@
  *   `Xenova/all-MiniLM-L6-v2`, `Xenova/bge-small-en-v1.5`), `builtin` / `cairn/glove-100d`, or a
  *   path to a model folder. Hub models are looked up in `modelPath/<id>/`, then in the download
  *   cache `cacheDir/<id>/` (default `<cacheDir()>/models`, never node_modules), then downloaded
- *   into the cache if `allowRemote`.
+ *   into the cache if `allowRemote` (from `remoteHost`, default $HF_ENDPOINT or huggingface.co).
+ *   A cached model loads offline. Weights: the model config's `transformers.js_config.dtype`,
+ *   else `q8` (onnx/model_quantized.onnx), else `fp32`; `opts.dtype` overrides.
  * - The built-in model (`daemon/models/cairn-glove-100d`, static GloVe 100-d, see its README) is
  *   loaded through the same transformers.js path, from its folder, with remote loading off.
  *
