@@ -5,7 +5,8 @@
  */
 import * as net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { createMessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
+import { createMessageConnection, ResponseError, StreamMessageReader, type MessageConnection } from 'vscode-jsonrpc/node';
+import { FramedMessageWriter } from './framed-writer';
 import type { z } from 'zod';
 import { CairnError, errorCodeNames, type ErrorCodeName } from '../protocol/errors';
 import { Notifications, Requests, type NotificationDef, type RequestDef } from '../protocol/methods';
@@ -35,7 +36,7 @@ export class StreamClient implements CairnClient {
   private closed = false;
 
   constructor(input: Readable, output: Writable, private readonly onClose?: () => void) {
-    this.connection = createMessageConnection(new StreamMessageReader(input), new StreamMessageWriter(output));
+    this.connection = createMessageConnection(new StreamMessageReader(input), new FramedMessageWriter(output));
     this.connection.onClose(() => {
       this.closed = true;
     });

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { createMessageConnection, ResponseError, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
+import { createMessageConnection, ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
 import { CairnError, ErrorCodes } from '../protocol/errors';
 import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
 import type { DidChangeParams, InitializeResult } from '../protocol/types';
@@ -16,7 +16,7 @@ import { defaultSocketPath } from '../paths';
 import { Store } from '../store/store';
 import { VERSION } from '../version';
 import { Core } from './core';
-import { GuardedMessageReader } from './framing';
+import { FramedMessageWriter, GuardedMessageReader } from './framing';
 import { acquireDaemonLock } from './lock';
 import { LspDocuments } from './lsp';
 
@@ -136,7 +136,7 @@ export class Daemon {
   /** Serve one client on a pair of streams. */
   serve(input: Readable, output: Writable, kind: Client['kind']): Client {
     const reader = new GuardedMessageReader(input, output, undefined, (m) => this.log(m));
-    const writer = new StreamMessageWriter(output);
+    const writer = new FramedMessageWriter(output);
     const connection = createMessageConnection(reader, writer, { error: (m) => this.log(m), warn: () => {}, info: () => {}, log: () => {} });
     const client: Client = { id: this.nextClientId++, kind, connection, lsp: new LspDocuments(this.store), initialized: false };
 

@@ -7,6 +7,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-jsonrpc/node';
+export { FramedMessageWriter } from '../client/framed-writer';
 import { ErrorCodes } from '../protocol/errors';
 import { Limits } from '../protocol/types';
 
@@ -153,3 +154,4 @@ export class GuardedMessageReader extends AbstractMessageReader {
     this.callback?.(m as unknown as Message);
   }
 }
+
