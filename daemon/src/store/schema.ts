@@ -151,7 +151,7 @@ export const MIGRATIONS: Migration[] = [
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 /** Columns the FTS table must have, in order; a table of another shape is rebuilt. */
-export const FTS_COLUMNS = ['key', 'value', 'summary', 'tags', 'idents'];
+export const FTS_COLUMNS = ['key', 'value', 'summary', 'tags', 'idents', 'ns'];
 
 /** Apply pending migrations, then re-assert invariants. Returns the schema version. */
 export function migrate(db: DB, opts: { vec: boolean }, upTo: number = SCHEMA_VERSION): number {

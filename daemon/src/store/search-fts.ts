@@ -23,8 +23,18 @@ import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { ownScopeRank, scopePredicate } from './scope';
 
-/** BM25 column weights: key, value, summary, tags, split identifiers. */
-export const BM25_WEIGHTS = [4.0, 1.0, 0.5, 2.0, 1.0] as const;
+/** BM25 column weights: key, value, summary, tags, split identifiers, namespace token (0: it only scopes). */
+export const BM25_WEIGHTS = [4.0, 1.0, 0.5, 2.0, 1.0, 0.0] as const;
+
+/**
+ * Each memory's FTS row carries one token naming its namespace id (ids never
+ * change on rename). A scope is resolved to the ids of its live namespaces and
+ * becomes `AND ns:(...)` inside the MATCH itself, so FTS5 only ever scores
+ * in-scope rows — the scope is part of the index lookup, not a later filter.
+ */
+export function namespaceToken(nsId: string): string {
+  return 'ns' + nsId.replace(/[^0-9a-f]/gi, '').toLowerCase();
+}
 /** Terms in more than this share of memories are left out of the disjunctive pass. */
 export const COMMON_TERM_SHARE = 0.25;
 /** ...and only when they are in more than this many memories (below it, they cost nothing). */
@@ -103,6 +113,14 @@ export function ftsExpression(db: DB, query: string): FtsPlan {
 export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
+  const scopeSql = scopePredicate(q.scope, 'path');
+  if (scopeSql) {
+    const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql}`).all(...scopeSql.params) as { id: string }[];
+    if (ids.length === 0) return [];
+    const ns = `ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
+    if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
+    if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
+  }
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);
   const run = (expr: string, limit: number) =>

@@ -41,6 +41,7 @@ import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
 import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
+import { namespaceToken } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
 import { VectorTables } from './vectors';
 
@@ -98,7 +99,7 @@ export class Store {
   reindexImported(rowid: number): void {
     const r = this.rowBy('m.rowid = ?', rowid)!;
     this.writeAnchors(rowid, JSON.parse(r.anchors));
-    this.ftsPut(rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
+    this.ftsPut(rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id });
   }
 
   /** For import: one change-log row per imported memory so derived indexes pick it up. */
@@ -163,11 +164,18 @@ export class Store {
   // -------------------------------------------------------------------------
   // full-text index maintenance
   // -------------------------------------------------------------------------
-  private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[] }): void {
+  private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[]; nsId: string }): void {
     stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     const idents = identifierWords(`${m.key} ${m.value}`);
-    stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(rowid, m.key.replace(/[._/:-]+/g, ' ') + ' ' + m.key, m.value, m.summary ?? '', m.tags.join(' '), idents);
+    stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+      rowid,
+      m.key.replace(/[._/:-]+/g, ' ') + ' ' + m.key,
+      m.value,
+      m.summary ?? '',
+      m.tags.join(' '),
+      idents,
+      namespaceToken(m.nsId),
+    );
   }
 
   /** Rebuild the FTS index when it is behind the change log (interrupted build, older schema, or a fresh FTS table). */
@@ -179,11 +187,11 @@ export class Store {
     if (pos === 0 && count === 0) return;
     writeTx(this.db, () => {
       stmt(this.db, 'DELETE FROM memories_fts').run();
-      const page = stmt(this.db, 'SELECT rowid, key, value, summary, tags FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
+      const page = stmt(this.db, 'SELECT rowid, key, value, summary, tags, ns_id FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
       for (let after = 0; ; ) {
-        const rows = page.all(after) as { rowid: number; key: string; value: string; summary: string | null; tags: string }[];
+        const rows = page.all(after) as { rowid: number; key: string; value: string; summary: string | null; tags: string; ns_id: string }[];
         if (rows.length === 0) break;
-        for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags) });
+        for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id });
         after = rows[rows.length - 1].rowid;
       }
       stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
@@ -576,7 +584,7 @@ export class Store {
       );
     }
     this.writeAnchors(rowid, next.anchors);
-    this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags });
+    this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags, nsId });
     const state = toMemory(this.rowBy('m.rowid = ?', rowid)!);
     this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
     const position = this.logChange(op, id, nsId, p.namespace, p.key);
