@@ -16,12 +16,27 @@ export function rng(seed: number): () => number {
   };
 }
 
-const verbs = ['get', 'set', 'load', 'save', 'parse', 'render', 'fetch', 'build', 'validate', 'resolve', 'merge', 'flush', 'retry', 'cache', 'index', 'sync'];
-const nouns = ['User', 'Session', 'Token', 'Config', 'Request', 'Response', 'Order', 'Invoice', 'Cart', 'Schema', 'Query', 'Route', 'Widget', 'Payload', 'Tenant', 'Report', 'Job', 'Queue'];
-const techs = ['Postgres', 'Redis', 'SQLite', 'Kafka', 'esbuild', 'webpack', 'React', 'Vue', 'Express', 'Fastify', 'gRPC', 'GraphQL', 'Docker', 'Terraform', 'pytest', 'vitest', 'node:test', 'Prisma', 'zod', 'OpenTelemetry'];
-const files = ['src/server.ts', 'src/db/pool.ts', 'src/api/routes.ts', 'lib/cache.py', 'cmd/main.go', 'src/auth/session.ts', 'web/components/Cart.tsx', 'scripts/deploy.sh', 'src/jobs/worker.ts', 'internal/queue/consumer.go'];
-const adjectives = ['flaky', 'slow', 'critical', 'deprecated', 'experimental', 'legacy', 'hot', 'idempotent', 'async', 'batched'];
-const prefs = ['tabs over spaces', 'two-space indentation', 'named exports', 'small pure functions', 'early returns', 'descriptive commit messages', 'dark theme', 'vim keybindings', 'strict TypeScript', 'snake_case in Python'];
+const verbs = ['get', 'set', 'load', 'save', 'parse', 'render', 'fetch', 'build', 'validate', 'resolve', 'merge', 'flush', 'retry', 'cache', 'index', 'sync',
+  'encode', 'decode', 'compress', 'publish', 'subscribe', 'schedule', 'cancel', 'refresh', 'rotate', 'sign', 'verify', 'migrate', 'seed', 'export',
+  'import', 'transform', 'normalize', 'serialize', 'hydrate', 'prefetch', 'throttle', 'debounce', 'dispatch', 'reconcile'];
+const nouns = ['User', 'Session', 'Token', 'Config', 'Request', 'Response', 'Order', 'Invoice', 'Cart', 'Schema', 'Query', 'Route', 'Widget', 'Payload', 'Tenant', 'Report', 'Job', 'Queue',
+  'Account', 'Payment', 'Refund', 'Shipment', 'Product', 'Catalog', 'Coupon', 'Webhook', 'Event', 'Metric', 'Alert', 'Dashboard', 'Profile', 'Avatar', 'Thumbnail',
+  'Upload', 'Download', 'Backup', 'Snapshot', 'Replica', 'Shard', 'Partition', 'Cursor', 'Batch', 'Stream', 'Channel', 'Socket', 'Lease', 'Lock', 'Quota', 'Budget',
+  'Subscription', 'Plan', 'Feature', 'Flag', 'Experiment', 'Variant', 'Locale', 'Currency', 'Timezone', 'Calendar', 'Reminder'];
+const techs = ['Postgres', 'Redis', 'SQLite', 'Kafka', 'esbuild', 'webpack', 'React', 'Vue', 'Express', 'Fastify', 'gRPC', 'GraphQL', 'Docker', 'Terraform', 'pytest', 'vitest', 'node:test', 'Prisma', 'zod', 'OpenTelemetry',
+  'RabbitMQ', 'NATS', 'MongoDB', 'DynamoDB', 'Cassandra', 'ClickHouse', 'Elasticsearch', 'Meilisearch', 'Svelte', 'Angular', 'Next.js', 'Remix', 'Vite', 'Rollup', 'Babel', 'Jest',
+  'Playwright', 'Cypress', 'Storybook', 'Kubernetes', 'Helm', 'Nomad', 'Consul', 'Vault', 'Nginx', 'Envoy', 'Traefik', 'Prometheus', 'Grafana', 'Sentry', 'Datadog', 'S3', 'MinIO',
+  'Celery', 'Sidekiq', 'BullMQ', 'Temporal', 'Airflow', 'dbt', 'Spark', 'Flink'];
+const dirs = ['src', 'src/api', 'src/db', 'src/auth', 'lib', 'internal/queue', 'cmd', 'web/components', 'scripts', 'src/jobs', 'pkg/billing', 'services/search'];
+const fileNames = ['server', 'pool', 'routes', 'cache', 'main', 'session', 'cart', 'deploy', 'worker', 'consumer', 'client', 'config', 'schema', 'handlers', 'middleware', 'retry'];
+const exts = ['ts', 'py', 'go', 'tsx', 'rs'];
+const adjectives = ['flaky', 'slow', 'critical', 'deprecated', 'experimental', 'legacy', 'hot', 'idempotent', 'async', 'batched', 'stale', 'noisy', 'fragile', 'chatty',
+  'blocking', 'lossy', 'ordered', 'sharded', 'cached', 'encrypted', 'throttled', 'retried', 'leaky', 'expensive', 'cold', 'bursty', 'lazy', 'eager', 'sticky', 'transient'];
+const prefs = ['tabs over spaces', 'two-space indentation', 'named exports', 'small pure functions', 'early returns', 'descriptive commit messages', 'dark theme', 'vim keybindings', 'strict TypeScript', 'snake_case in Python',
+  'squash merges', 'conventional commits', 'table-driven tests', 'property-based tests', 'explicit return types', 'no default exports', 'async/await over callbacks', 'immutable data',
+  'feature flags for risky changes', 'short pull requests', 'trunk-based development', 'monorepos', 'ripgrep over grep', 'tmux', 'zsh', 'fish shell', 'emacs', 'JetBrains Mono',
+  'light theme', 'verbose logging in dev', 'structured JSON logs', 'Makefiles', 'just over make', 'docstrings on public APIs', 'type hints everywhere', 'Prettier defaults',
+  'ESLint flat config', 'pnpm', 'yarn berry', 'bun for scripts'];
 
 function pick<T>(r: () => number, xs: T[]): T {
   return xs[Math.floor(r() * xs.length)];
@@ -40,9 +55,10 @@ export function memoryAt(i: number, seed = 42): UpsertParams {
   const r = rng(seed * 1_000_003 + i);
   const project = `project.p${Math.floor(r() * PROJECTS)}`;
   const kindRoll = r();
-  const tech = pick(r, techs), tech2 = pick(r, techs), id1 = ident(r), id2 = ident(r), file = pick(r, files), adj = pick(r, adjectives);
+  const tech = pick(r, techs), tech2 = pick(r, techs), id1 = ident(r), id2 = ident(r), adj = pick(r, adjectives);
+  const file = `${pick(r, dirs)}/${pick(r, fileNames)}.${pick(r, exts)}`;
   const n = Math.floor(r() * 20) + 1;
-  if (kindRoll < 0.1) {
+  if (kindRoll < 0.01) {
     return { namespace: `user.preferences`, key: `pref-${i}`, value: `The developer prefers ${pick(r, prefs)} and ${pick(r, prefs)} when working with ${tech}.`, kind: 'preference', tags: ['style'], importance: r() };
   }
   if (kindRoll < 0.4) {
@@ -71,7 +87,7 @@ export function queryAt(i: number, seed = 7): { query: string; project: string }
     () => `why ${pick(r, techs)} instead of ${pick(r, techs)}`,
     () => `how to deploy ${pick(r, nouns).toLowerCase()} service`,
     () => `${pick(r, adjectives)} ${pick(r, nouns).toLowerCase()} pipeline`,
-    () => `${pick(r, files)} circuit breaker`,
+    () => `${pick(r, dirs)}/${pick(r, fileNames)}.${pick(r, exts)} circuit breaker`,
     () => `prefers ${pick(r, prefs)}`,
   ];
   return { query: pick(r, forms)(), project: `project.p${Math.floor(r() * PROJECTS)}` };

@@ -197,6 +197,6 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
     db.exec(wanted);
     db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
   }
-  // Document frequencies of terms, used to plan full-text queries (see search-fts.ts).
+  // Document frequencies of (stemmed) terms, the fast path of full-text query planning (see search-fts.ts).
   db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row')`);
 }

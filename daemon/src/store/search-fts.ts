@@ -11,9 +11,9 @@
  *    typed (not yet a known term), it also matches as a prefix.
  * 2. Conjunctive pass: memories matching every term, by BM25.
  * 3. If that yields fewer than the limit, a disjunctive pass over the
- *    informative terms (leaving out terms found in over 25% of memories and
- *    over 1000 of them — they carry almost no BM25 weight but dominate the
- *    cost) fills the rest, by BM25.
+ *    informative terms (leaving out terms found in over 10% of memories and
+ *    over 1000 of them — they carry little BM25 weight but dominate the cost)
+ *    fills the rest, by BM25.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
  */
 import type { Filter, Include, Scope } from '../protocol/types';
@@ -36,7 +36,7 @@ export function namespaceToken(nsId: string): string {
   return 'ns' + nsId.replace(/[^0-9a-f]/gi, '').toLowerCase();
 }
 /** Terms in more than this share of memories are left out of the disjunctive pass. */
-export const COMMON_TERM_SHARE = 0.25;
+export const COMMON_TERM_SHARE = 0.1;
 /** ...and only when they are in more than this many memories (below it, they cost nothing). */
 export const COMMON_TERM_MIN_DOCS = 1000;
 
@@ -67,12 +67,30 @@ export interface FtsPlan {
   any: string | null;
 }
 
+const dfCaches = new WeakMap<DB, Map<string, { df: number; docCount: number }>>();
+
 export function planQuery(db: DB, query: string): FtsPlan {
+  let dfCache = dfCaches.get(db);
+  if (!dfCache) dfCaches.set(db, (dfCache = new Map()));
   const words = [...query.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
   if (words.length === 0) return { all: null, any: null };
   const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
   const use = content.length > 0 ? content : words;
-  const df = (t: string) => (stmt(db, 'SELECT doc FROM memories_fts_vocab WHERE term = ?').get(t) as { doc: number } | undefined)?.doc ?? 0;
+  // max(rowid) is O(1) and close enough to the number of memories for a share threshold
+  const docCount = Math.max(1, (stmt(db, 'SELECT max(rowid) AS c FROM memories').get() as { c: number | null }).c ?? 1);
+  const cap = Math.max(COMMON_TERM_MIN_DOCS, Math.ceil(COMMON_TERM_SHARE * docCount)) + 1;
+  // Document frequency of a word: the vocabulary table when the word is its own stem, else a MATCH count
+  // through the FTS tokenizer (so stemming applies) stopped where the term counts as common; remembered
+  // until the store has grown by 10%.
+  const df = (t: string): number => {
+    const cached = dfCache.get(t);
+    if (cached && cached.docCount * 1.1 >= docCount && cached.docCount <= docCount * 1.1) return cached.df;
+    const v = stmt(db, 'SELECT doc FROM memories_fts_vocab WHERE term = ?').get(t) as { doc: number } | undefined;
+    const d = v ? Math.min(v.doc, cap) : (stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(quote(t), cap) as { c: number }).c;
+    if (dfCache.size >= 10_000) dfCache.clear();
+    dfCache.set(t, { df: d, docCount });
+    return d;
+  };
   const terms: Term[] = [];
   const seen = new Set<string>();
   use.forEach((w, i) => {
@@ -95,9 +113,7 @@ export function planQuery(db: DB, query: string): FtsPlan {
     }
   });
   if (terms.length === 0) return { all: null, any: null };
-  // max(rowid) is O(1) and close enough to the number of memories for a share threshold
-  const docCount = Math.max(1, (stmt(db, 'SELECT max(rowid) AS c FROM memories').get() as { c: number | null }).c ?? 1);
-  const informative = terms.filter((t) => t.df === undefined || t.df <= COMMON_TERM_MIN_DOCS || t.df / docCount <= COMMON_TERM_SHARE);
+  const informative = terms.filter((t) => t.df === undefined || t.df < cap);
   const any = informative.length > 0 ? informative : [...terms].sort((a, b) => (a.df ?? 0) - (b.df ?? 0)).slice(0, 1);
   return {
     all: terms.length > 1 ? terms.map((t) => t.expr).join(' AND ') : null,
