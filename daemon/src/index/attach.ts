@@ -35,8 +35,8 @@ export async function loadModel(o: EmbeddingOptions, log: (m: string) => void): 
   const { Embedder } = await import('../embed');
   const opts = embeddingOptionsFromEnv(o);
   const e = await Embedder.start({ model: opts.model, modelPath: opts.modelPath, allowRemote: opts.allowRemote, log });
-  if (e.info.fallbackReason) log(`embedding model ${opts.model} unavailable (${e.info.fallbackReason}); using the built-in model ${e.info.model}`);
-  else log(`embedding model ${e.info.model} loaded (${e.info.dimension}-d)`);
+  // A fallback is already logged by the Embedder (its reason names the built-in model it switched to).
+  if (!e.info.fallbackReason) log(`embedding model ${e.info.model} loaded (${e.info.dimension}-d)`);
   return e;
 }
 
