@@ -98,6 +98,18 @@ describe('hybrid retrieval', () => {
     assert.equal((await core.call(R.search, { ...q, include: { proposed: true } })).hits.length, 1);
   });
 
+  it('a deleted namespace leaves the vector arm at once, also for whole-store searches', async () => {
+    const r = await core.call(R.upsert, { namespace: 'project.doomed', key: 'k', value: 'Zeppelin airships float on hydrogen and helium' });
+    await core.call(R.indexWait, { position: r.position, timeoutMs: 10000 });
+    const q = { query: 'airship lifted by hydrogen gas', mode: 'vector' as const, limit: 3 };
+    assert.equal((await core.call(R.search, q)).hits[0].memory.namespace, 'project.doomed');
+    await core.call(R.namespacesDelete, { path: 'project.doomed' });
+    assert.ok((await core.call(R.search, q)).hits.every((h) => h.memory.namespace !== 'project.doomed'));
+    assert.ok((await core.call(R.search, { ...q, include: { deleted: true, expired: true, superseded: true, proposed: true, outOfValidity: true } })).hits.every((h) => h.memory.namespace !== 'project.doomed'));
+    d.store.sweep();
+    assert.ok((await core.call(R.search, q)).hits.every((h) => h.memory.namespace !== 'project.doomed'));
+  });
+
   it('applies the same filter on every arm', async () => {
     for (const [k, kind] of [['f1', 'decision'], ['f2', 'fact'], ['f3', 'decision']] as const) {
       const r = await core.call(R.upsert, { namespace: 'project.filt', key: k, value: `Deploy the API gateway with blue green releases ${k}`, kind });

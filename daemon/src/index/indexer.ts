@@ -25,6 +25,8 @@ export interface EmbeddingModel {
 }
 
 export const INDEX_BATCH = 512;
+/** Vectors written per transaction (the daemon yields to requests between them). */
+export const WRITE_CHUNK = 32;
 const ACTIVE_MODEL_KEY = 'active_model';
 
 /** The text a memory's vector is computed from. */
@@ -182,8 +184,14 @@ export class Indexer implements VectorSearcher {
     }
     if (todo.length === 0) return;
     const vectors = await this.embedder!.embed(todo.map((t) => t.text));
-    if (this.model !== model) return; // switched meanwhile
-    this.store.transaction(() => todo.forEach((t, i) => this.store.vectors.put(model, t.rowid, vectors[i], t.hash)));
+    // Write in small transactions and yield in between, so searches are never queued behind a long write.
+    for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
+      if (this.model !== model) return; // switched meanwhile
+      this.store.transaction(() => {
+        for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++) this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
+      });
+      await new Promise((r) => setImmediate(r));
+    }
   }
 
   /** Process the change log from the watermark. Called after every write; runs one loop at a time. */

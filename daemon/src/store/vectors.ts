@@ -153,11 +153,17 @@ export class VectorTables {
       return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
     }
     const scope = scopePredicate(q.scope, 'path');
-    const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[];
-    if (ns.length === 0) return [];
+    const cons: string[] = [];
+    const params: unknown[] = [];
+    // The whole store needs no partition constraint unless a deleted namespace still holds (unpurged) memories.
+    const wholeStoreClean = !scope && !stmt(this.db, 'SELECT 1 FROM namespaces n WHERE n.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM memories m WHERE m.ns_id = n.id) LIMIT 1').get();
+    if (!wholeStoreClean) {
+      const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[];
+      if (ns.length === 0) return [];
+      cons.push(`ns IN (${ns.map(() => '?').join(',')})`);
+      params.push(...ns.map((r) => BigInt(r.rowid)));
+    }
     const inc = q.include ?? {};
-    const cons: string[] = [`ns IN (${ns.map(() => '?').join(',')})`];
-    const params: unknown[] = ns.map((r) => BigInt(r.rowid));
     if (!inc.deleted) cons.push('deleted = 0');
     const statuses = ['active', ...(inc.proposed ? ['proposed'] : []), ...(inc.superseded ? ['superseded'] : [])];
     if (statuses.length < 3) cons.push(`status IN (${statuses.map(() => '?').join(',')})`), params.push(...statuses);
@@ -165,7 +171,7 @@ export class VectorTables {
     if (!inc.expired) cons.push('expires > ?'), params.push(now);
     if (!inc.outOfValidity) cons.push('valid_from <= ?', 'valid_to > ?'), params.push(now, now);
     // vec0 applies k per partition (and allows no outer LIMIT): the top k of their union is the true top k.
-    const rows = stmt(this.db, `SELECT rowid, distance FROM ${model.table} WHERE embedding MATCH ? AND k = ? AND ${cons.join(' AND ')}`)
+    const rows = stmt(this.db, `SELECT rowid, distance FROM ${model.table} WHERE embedding MATCH ? AND k = ?${cons.map((c) => ` AND ${c}`).join('')}`)
       .all(blob, q.limit, ...params) as { rowid: number; distance: number }[];
     rows.sort((a, b) => a.distance - b.distance || Number(a.rowid) - Number(b.rowid));
     return rows.slice(0, q.limit).map((r) => ({ rowid: Number(r.rowid), score: 1 - r.distance }));
