@@ -21,6 +21,7 @@ import type { DidChangeParams, IndexProgressParams, InitializeResult } from '../
 import { BootstrapError, connectSocket, ensureDaemon, readDaemonInfo, resolveTarget, sleep, stopProcess, type Target } from './bootstrap';
 import type { Config } from './config';
 import { NotConnectedError, RequestTimeoutError } from './errors';
+import { HOVER_COMMANDS } from './hover';
 import type { Ui } from './ui';
 
 export type DaemonState =
@@ -154,6 +155,7 @@ export class DaemonClient implements vscode.Disposable {
       documentSelector: [{ scheme: 'file' }],
       outputChannel: this.o.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      markdown: { isTrusted: { enabledCommands: HOVER_COMMANDS }, supportHtml: false },
       initializationOptions: this.o.initializationOptions(),
       initializationFailedHandler: (error) => {
         this.o.output.error(`initialize failed: ${String(error)}`);

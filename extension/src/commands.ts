@@ -13,7 +13,7 @@ import { namespaceProblem } from '../../daemon/src/protocol/namespace';
 import { LINK_TYPES, MEMORY_KINDS, type Anchor, type LinkType, type Memory, type MemoryKind } from '../../daemon/src/protocol/types';
 import { LONG_TIMEOUT_MS } from './client';
 import type { Ctx } from './ctx';
-import { keptFields, memoryUri, STATUS_URI, viewUri } from './documents';
+import { keptFields, memoryUri, showView, STATUS_URI, viewUri } from './documents';
 import { cairnErrorName, describeError } from './errors';
 import { anchorPathOf } from './hover';
 import type { Node } from './memoryTree';
@@ -245,16 +245,13 @@ export const commands: Record<string, Factory> = {
   'cairn.showHistory': (ctx) => async (arg?: unknown) => {
     const m = await target(ctx, arg, { title: 'Show the history of which memory?', include: { deleted: true, proposed: true, superseded: true } });
     await ctx.client.request('history', { id: m.id, limit: 1 }); // fail here, with a message, rather than in the document
-    const doc = await vscode.workspace.openTextDocument(viewUri('history', m.id, `${m.key} (history)`));
-    await vscode.window.showTextDocument(doc, { preview: true });
-    return doc;
+    return showView(viewUri('history', m.id, `${m.key} (history)`));
   },
 
   'cairn.showStatus': (ctx) => async () => {
     const status = await ctx.client.request('status', {});
     ctx.views.changed();
-    const doc = await vscode.workspace.openTextDocument(STATUS_URI);
-    await vscode.window.showTextDocument(doc, { preview: true });
+    await showView(STATUS_URI);
     return status;
   },
 
@@ -276,9 +273,7 @@ export const commands: Record<string, Factory> = {
 
   'cairn.openMemory': (ctx) => async (arg?: unknown) => {
     const m = await target(ctx, arg, { title: 'Open which memory?', include: { proposed: true } });
-    const doc = await vscode.workspace.openTextDocument(viewUri('memory', m.id, m.key));
-    await vscode.window.showTextDocument(doc, { preview: true });
-    return doc;
+    return showView(viewUri('memory', m.id, m.key));
   },
 
   'cairn.editMemory': (ctx) => async (arg?: unknown) => {

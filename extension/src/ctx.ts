@@ -10,6 +10,7 @@ import { Config } from './config';
 import type { MemoryFileSystem, ViewDocuments } from './documents';
 import { decorateHover, type HoverStats } from './hover';
 import type { MemoryTree } from './memoryTree';
+import type { StatusBar } from './statusBar';
 import { deriveProjectNamespace, type ProjectNamespace } from './project';
 import { windowUi, type Ui } from './ui';
 
@@ -51,6 +52,7 @@ export class Ctx implements vscode.Disposable {
   /** Swappable for tests (see ui.ts). */
   ui: Ui = windowUi();
   tree!: MemoryTree;
+  statusBar!: StatusBar;
   views!: ViewDocuments;
   memoryFs!: MemoryFileSystem;
   private readonly disposables: vscode.Disposable[] = [];

@@ -4,7 +4,7 @@
  * - `cairn-memory:/<namespace>/<key>`: a memory's value as an editable file. Saving writes it with
  *   `ifVersion` = the version that was read, so a concurrent change (CLI, agent, another window) fails the
  *   save with a VersionConflict message instead of being overwritten silently. "Revert" reloads the latest.
- * - `cairn-view:/memory/<id>.md`, `/history/<id>.md`, `/status.md`: read-only markdown views
+ * - `cairn-view:/memory/<id>/<key>`, `/history/<id>/<key> (history)`, `/status/...`: read-only markdown views
  *   (memory details, history with diffs, daemon status), refreshed when the store changes.
  */
 import * as vscode from 'vscode';
@@ -44,15 +44,25 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
   private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.emitter.event;
   /** Version each open document was read at: the `ifVersion` of its next save. */
-  private readonly versions = new Map<string, { version: number; memory: Memory; readAt: number }>();
+  private readonly versions = new Map<string, { version: number; memory: Memory }>();
   /** The last save that hit a version conflict (for the user's next step and for tests). */
   lastConflict: { uri: string; yourVersion: number; currentVersion: unknown } | undefined;
 
   constructor(private readonly ctx: Ctx) {}
 
-  /** Tell open editors that memories changed (they reload when not dirty). */
+  /**
+   * Memories changed somewhere: forget what clean (or closed) editors read, so their next stat shows the
+   * new version and VS Code reloads them. A dirty editor keeps its version: saving it then fails with a
+   * VersionConflict instead of overwriting the other writer.
+   */
   changed(): void {
-    const events = [...this.versions.keys()].map((k) => ({ type: vscode.FileChangeType.Changed, uri: vscode.Uri.parse(k) }));
+    const events: vscode.FileChangeEvent[] = [];
+    for (const key of [...this.versions.keys()]) {
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
+      if (doc?.isDirty) continue;
+      this.versions.delete(key);
+      if (doc) events.push({ type: vscode.FileChangeType.Changed, uri: doc.uri });
+    }
     if (events.length) this.emitter.fire(events);
   }
 
@@ -67,21 +77,21 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
   }
 
   async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
-    const m = await this.load(uri);
-    const seen = this.versions.get(uri.toString());
-    // mtime: when this window read it, so VS Code's own mtime check stays out of the way and the daemon's
-    // ifVersion check decides conflicts.
+    // For a document this window has read, describe the version it read: VS Code's own "modified since"
+    // check then stays out of the way and the daemon's ifVersion check decides conflicts, with one
+    // consistent message. changed() drops the entry of clean editors so they reload.
+    const m = this.versions.get(uri.toString())?.memory ?? (await this.load(uri));
     return {
       type: vscode.FileType.File,
       ctime: Date.parse(m.createdAt) || 0,
-      mtime: seen?.readAt ?? (Date.parse(m.updatedAt) || 0),
+      mtime: (Date.parse(m.updatedAt) || 0) + m.version, // version: two writes in one millisecond still differ
       size: Buffer.byteLength(m.value),
     };
   }
 
   async readFile(uri: vscode.Uri): Promise<Uint8Array> {
     const m = await this.load(uri);
-    this.versions.set(uri.toString(), { version: m.version, memory: m, readAt: Date.now() });
+    this.versions.set(uri.toString(), { version: m.version, memory: m });
     return Buffer.from(m.value, 'utf8');
   }
 
@@ -101,7 +111,7 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
         actor: 'vscode',
         reason: 'edited in the editor',
       });
-      this.versions.set(uri.toString(), { version: res.memory.version, memory: res.memory, readAt: Date.now() });
+      this.versions.set(uri.toString(), { version: res.memory.version, memory: res.memory });
       this.lastConflict = undefined;
     } catch (e) {
       if (cairnErrorName(e) === 'VersionConflict') {
@@ -145,11 +155,11 @@ export class ViewDocuments implements vscode.TextDocumentContentProvider {
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     this.open.add(uri.toString());
     const [, kind, rest] = /^\/([^/]+)\/?(.*)$/.exec(uri.path) ?? [];
-    const id = decodeURIComponent((rest ?? '').replace(/\.md$/, ''));
+    const id = decodeURIComponent((rest ?? '').split('/')[0]);
     try {
       if (kind === 'memory') return await this.memoryDoc(id);
       if (kind === 'history') return await this.historyDoc(id);
-      if (kind === 'status.md') return renderStatus(await this.ctx.client.request('status', {}), this.ctx);
+      if (kind === 'status') return renderStatus(await this.ctx.client.request('status', {}), this.ctx);
       return `Unknown Cairn view ${uri.toString()}`;
     } catch (e) {
       return `# Cairn\n\n${describeError('Loading this view', e)}\n`;
@@ -170,10 +180,18 @@ export class ViewDocuments implements vscode.TextDocumentContentProvider {
 }
 
 export function viewUri(kind: 'memory' | 'history', id: string, label: string): vscode.Uri {
-  // The label rides along in the fragment so editor tabs read "key (history)" rather than an id.
-  return vscode.Uri.from({ scheme: VIEW_SCHEME, path: `/${kind}/${encodeURIComponent(id)}.md`, fragment: label });
+  // The last segment is only the tab title ("key", "key (history)"); the id selects the memory.
+  return vscode.Uri.from({ scheme: VIEW_SCHEME, path: `/${kind}/${encodeURIComponent(id)}/${label.replace(/[/\\]/g, '_')}` });
 }
-export const STATUS_URI = vscode.Uri.from({ scheme: VIEW_SCHEME, path: '/status.md' });
+export const STATUS_URI = vscode.Uri.from({ scheme: VIEW_SCHEME, path: '/status/Cairn daemon status' });
+
+/** Open a read-only Cairn view as markdown. */
+export async function showView(uri: vscode.Uri): Promise<vscode.TextDocument> {
+  let doc = await vscode.workspace.openTextDocument(uri);
+  if (doc.languageId !== 'markdown') doc = await vscode.languages.setTextDocumentLanguage(doc, 'markdown');
+  await vscode.window.showTextDocument(doc, { preview: true });
+  return doc;
+}
 
 export function renderMemory(m: Memory, neighbors: { memory: Memory; type: string; direction: string }[]): string {
   const lines = [

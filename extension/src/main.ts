@@ -3,6 +3,7 @@
  * (ctx.ts owns lifetime, client.ts the daemon connection, commands.ts the commands, one file per view.)
  */
 import * as vscode from 'vscode';
+import { registerAgents, type AgentsExports } from './agents';
 import { registerCommands } from './commands';
 import { Ctx } from './ctx';
 import { MEMORY_SCHEME, MemoryFileSystem, VIEW_SCHEME, ViewDocuments } from './documents';
@@ -16,7 +17,7 @@ export interface CairnApi {
   ctx: Ctx;
 }
 
-export function activate(context: vscode.ExtensionContext): CairnApi {
+export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExports {
   const c = (ctx = new Ctx(context));
   c.memoryFs = new MemoryFileSystem(c);
   c.views = new ViewDocuments(c);
@@ -25,7 +26,8 @@ export function activate(context: vscode.ExtensionContext): CairnApi {
     vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, c.views),
   );
   c.tree = new MemoryTree(c);
-  c.push(c.tree, new StatusBar(c));
+  c.statusBar = new StatusBar(c);
+  c.push(c.tree, c.statusBar);
   registerCommands(c);
 
   c.push(
@@ -44,7 +46,7 @@ export function activate(context: vscode.ExtensionContext): CairnApi {
   reportSettingProblems(c);
   c.metrics.mark('activated');
   void c.client.start();
-  return { ctx: c };
+  return { ctx: c, ...registerAgents(c) }; // + the agent features and the public extension API (agents/api.ts)
 }
 
 function reportSettingProblems(c: Ctx): void {

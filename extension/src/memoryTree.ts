@@ -149,8 +149,10 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
   }
 
   private async searchRoot(): Promise<Node[]> {
+    // A filter is text matching: full-text mode, so unrelated memories never show up as "near" hits.
     const res = await this.ctx.client.request('search', {
       query: this.filter,
+      mode: 'fts',
       limit: 200,
       include: { deleted: this.showDeleted, proposed: true },
     });

@@ -56,9 +56,23 @@ export function pickMemory(ctx: Ctx, o: PickOptions): Promise<Memory | undefined
   qp.buttons = buttons();
   let seq = 0;
   let timer: NodeJS.Timeout | undefined;
+  let started: string | undefined; // query of the newest run
+  let shown: string | undefined; // query whose results are on screen
+  let pendingAccept = false; // Enter pressed before the results of the typed query arrived
+  let chosen: Memory | undefined;
+
+  const accept = (top = false) => {
+    // Deferred (top): the selection VS Code reported belongs to the previous list; take the new top hit.
+    const item = top ? qp.items[0] : (qp.selectedItems[0] ?? qp.activeItems[0] ?? qp.items[0]);
+    if (item?.memory) {
+      chosen = item.memory;
+      qp.hide();
+    }
+  };
 
   const run = async (query: string) => {
     const mine = ++seq;
+    started = query;
     qp.busy = true;
     try {
       const scope = projectOnly && ctx.project ? { root: ctx.project.namespace, includeUser: ctx.config.includeUser } : undefined;
@@ -73,23 +87,34 @@ export function pickMemory(ctx: Ctx, o: PickOptions): Promise<Memory | undefined
         items = res.hits.filter((h) => !o.accept || o.accept(h.memory)).map((h) => toItem(h.memory, h.snippet));
         note = res.degraded ? `full-text: ${res.degraded}` : res.mode;
       }
+      ctx.output.debug(`search "${query}": ${items.length} result(s) (${note})`);
       if (mine !== seq) return; // a newer query is in flight
       qp.items = items.length ? items : [{ label: query ? `No memories match "${query}"` : 'No memories yet', alwaysShow: true }];
       qp.title = `${o.title} (${note})`;
+      shown = query;
       ctx.events.fire({ type: 'search', data: { query, count: items.length } });
     } catch (e) {
+      ctx.output.warn(describeError('Search', e));
       if (mine !== seq) return;
       qp.items = [{ label: '$(error) Search failed', detail: describeError('Search', e), alwaysShow: true }];
+      shown = query;
       ctx.events.fire({ type: 'search', data: { query, error: describeError('Search', e) } });
     } finally {
-      if (mine === seq) qp.busy = false;
+      if (mine === seq) {
+        qp.busy = false;
+        if (pendingAccept && shown === qp.value) {
+          pendingAccept = false;
+          accept(true);
+        }
+      }
     }
   };
 
   return new Promise<Memory | undefined>((resolve) => {
-    let chosen: Memory | undefined;
     qp.onDidChangeValue((v) => {
       clearTimeout(timer);
+      if (v === started) return; // the echo of a value this picker set itself
+      qp.busy = true;
       timer = setTimeout(() => void run(v), 120);
     });
     qp.onDidTriggerButton((b) => {
@@ -99,8 +124,9 @@ export function pickMemory(ctx: Ctx, o: PickOptions): Promise<Memory | undefined
       void run(qp.value);
     });
     qp.onDidAccept(() => {
-      chosen = qp.selectedItems[0]?.memory;
-      if (chosen) qp.hide();
+      // Enter right after typing means the top result of what was typed, not of the previous query.
+      if (qp.busy || shown !== qp.value) pendingAccept = true;
+      else accept();
     });
     qp.onDidHide(() => {
       clearTimeout(timer);

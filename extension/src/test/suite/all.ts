@@ -1,0 +1,7 @@
+// Suites in the order they run: activation first (it measures start-up), the disruptive ones last.
+import './activation.test';
+import './tree.test';
+import './hover.test';
+import './commands.test';
+import './settings.test';
+import './reconnect.test';

@@ -1,0 +1,158 @@
+// UI smoke of the installed Cairn extension in code-server, driven through Debian's headless chromium.
+// Each check asserts that elements are really visible on screen and saves a screenshot to ARTIFACTS:
+//   01-memories-view.png   the Cairn view with the CLI-seeded memories and the "Needs review" group
+//   02-hover.png           a memory hover on an anchored line, with its command links
+//   03-search.png          Search Memories from the command palette, live results
+//   04-memory-opened.png   the chosen memory opened in an editor tab
+//   05-live-update.png     a memory written by the CLI while the view is open appears without a refresh
+//   06-status-menu.png     the status bar item and its quick menu
+// env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks}), CLI + NODE_BIN (the cairn CLI), CHROMIUM
+const { chromium } = require('playwright-core');
+const { execFileSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const ART = process.env.ARTIFACTS;
+const t0 = Date.now();
+const lap = (m) => console.log(`[smoke ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+const checks = [];
+let page;
+
+async function check(name, shot, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    await page.screenshot({ path: path.join(ART, shot) });
+    checks.push({ name, ok: true, ms: Date.now() - started });
+    lap(`ok   ${name} (${shot})`);
+  } catch (e) {
+    checks.push({ name, ok: false, error: String(e && e.message ? e.message : e).split('\n')[0] });
+    lap(`FAIL ${name}: ${String(e && e.message ? e.message : e).split('\n')[0]}`);
+    await page.screenshot({ path: path.join(ART, shot.replace('.png', '-FAILED.png')) }).catch(() => {});
+  }
+  await page.keyboard.press('Escape').catch(() => {});
+}
+
+/** Wait until an element matching `locator` is visible with a real size on screen; returns it. */
+async function visible(locator, what, timeout = 20000) {
+  const el = locator.filter({ visible: true }).first();
+  await el.waitFor({ state: 'visible', timeout });
+  const box = await el.boundingBox();
+  if (!box || box.width < 2 || box.height < 2) throw new Error(`${what} has no size on screen`);
+  return el;
+}
+
+const treeRow = (label) => page.locator('.pane-body .monaco-list-row', { has: page.locator('.label-name', { hasText: label }) });
+
+async function expand(label) {
+  const row = await visible(treeRow(label), `tree row "${label}"`);
+  if ((await row.getAttribute('aria-expanded')) === 'false') await row.click();
+}
+
+async function palette(command) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await visible(input, 'command palette');
+  await input.fill(`>${command}`);
+  await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: command }), `palette entry ${command}`);
+  await page.keyboard.press('Enter');
+}
+
+(async () => {
+  const udd = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-chromium-'));
+  const ctx = await chromium.launchPersistentContext(udd, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1440, height: 900 },
+  });
+  try {
+    page = ctx.pages()[0] || (await ctx.newPage());
+    const clog = fs.createWriteStream(path.join(ART, 'smoke-browser-console.log'));
+    page.on('console', (m) => clog.write(`[${m.type()}] ${m.text()}\n`));
+    const opened = Date.now();
+    await page.goto(process.env.CS_URL);
+    await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
+    lap('workbench loaded');
+
+    await check('Cairn view shows the memories written by the CLI', '01-memories-view.png', async () => {
+      await visible(page.locator('.activitybar .action-item a[aria-label^="Cairn"]'), 'Cairn activity bar icon', 60000);
+      await (await visible(page.locator('.activitybar .action-item a[aria-label^="Cairn"]'), 'Cairn icon')).click();
+      // A container with one view shows it in the side bar title: "CAIRN: MEMORIES".
+      await visible(page.locator('.sidebar .composite.title', { hasText: /memories/i }), '"Memories" view title');
+      await visible(treeRow('Needs review'), '"Needs review" group', 60000);
+      await visible(treeRow('agent-guess'), 'the proposed memory');
+      await expand('project');
+      await expand('sample-app');
+      await visible(treeRow('welcome'), 'memory "welcome"');
+      await visible(treeRow('rounding-rule'), 'memory "rounding-rule"');
+      await visible(page.locator('.statusbar-item .codicon-database'), 'status bar: connected');
+      lap(`view populated ${((Date.now() - opened) / 1000).toFixed(1)} s after opening the page`);
+    });
+
+    await check('hover on an anchored line shows the memory', '02-hover.png', async () => {
+      await page.keyboard.press('Control+P');
+      const input = page.locator('.quick-input-widget input');
+      await visible(input, 'quick open');
+      await input.fill('billing.py');
+      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'billing.py' }), 'billing.py in quick open');
+      await page.keyboard.press('Enter');
+      const word = page.locator('.monaco-editor .view-lines span', { hasText: /^invoice_total$/ });
+      const token = await visible(word, 'the anchored line');
+      await page.waitForTimeout(500);
+      const box = await token.boundingBox();
+      const hover = page.locator('.monaco-hover', { hasText: 'banker rounding' });
+      for (let i = 0; i < 5 && !(await hover.first().isVisible().catch(() => false)); i++) {
+        await page.mouse.move(box.x + 10 + i * 3, box.y + box.height / 2);
+        await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
+      }
+      await visible(hover, 'the memory hover');
+      await visible(hover.locator('a', { hasText: 'Open' }), 'hover "Open" link');
+      await visible(hover.locator('a', { hasText: 'Forget' }), 'hover "Forget" link');
+    });
+
+    await check('Search Memories from the palette shows live results', '03-search.png', async () => {
+      await page.mouse.move(5, 5);
+      await palette('Cairn: Search Memories');
+      const input = page.locator('.quick-input-widget input');
+      await visible(input, 'search input');
+      await input.fill('auditors rounding');
+      // results of the typed query (the picker opens with recent memories, titled "(recent)")
+      await visible(page.locator('.quick-input-title', { hasText: /\((hybrid|fts|vector|full-text)/ }), 'search results title');
+      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'rounding-rule' }), 'search hit "rounding-rule"');
+    });
+
+    await check('choosing a search result opens the memory', '04-memory-opened.png', async () => {
+      await palette('Cairn: Search Memories');
+      const input = page.locator('.quick-input-widget input');
+      // Enter at once: the picker waits for the typed query's results and opens the top hit.
+      await input.fill('auditors rounding');
+      await page.keyboard.press('Enter');
+      await visible(page.locator('.tab', { hasText: 'rounding-rule' }), 'editor tab of the memory');
+      await visible(page.locator('.monaco-editor .view-line', { hasText: 'banker rounding' }), 'memory text in the editor');
+    });
+
+    await check('a CLI write appears in the open view without a refresh', '05-live-update.png', async () => {
+      execFileSync(process.env.NODE_BIN, [process.env.CLI, 'add', 'project.sample-app', 'live-from-cli', 'Written by the CLI while the editor was open.', '--kind', 'note'], { stdio: 'pipe' });
+      await visible(treeRow('live-from-cli'), 'memory "live-from-cli" in the tree', 20000);
+    });
+
+    await check('status bar item opens the Cairn menu', '06-status-menu.png', async () => {
+      await (await visible(page.locator('.statusbar-item', { has: page.locator('.codicon-database') }), 'Cairn status bar item')).click();
+      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show Daemon Status' }), 'menu entry "Show Daemon Status"');
+      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'Restart Daemon' }), 'menu entry "Restart Daemon"');
+    });
+  } finally {
+    await ctx.close().catch(() => {});
+    fs.rmSync(udd, { recursive: true, force: true });
+    if (!checks.length) checks.push({ name: 'the workbench loads', ok: false, error: 'no check ran' });
+    const passed = checks.filter((c) => c.ok).length;
+    const failed = checks.length - passed;
+    fs.writeFileSync(process.env.RESULTS, JSON.stringify({ passed, failed, checks }, null, 2));
+    console.log(`smoke: ${passed} passed, ${failed} failed`);
+  }
+})().catch((e) => {
+  console.error('smoke failed:', e);
+  process.exit(2);
+});
