@@ -62,7 +62,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     return { model: indexer.model?.model ?? null, queued };
   };
   hooks.duplicates = async (m) => {
-    const similar = await indexer.similar(`${m.key}\n${m.tags.join(' ')}\n${m.value}`, m.namespace, m.id, DUPLICATE_THRESHOLD);
+    const similar = await indexer.similar(m, DUPLICATE_THRESHOLD);
     if (similar.length === 0) return [];
     const rows = d.store.byRowids(similar.map((s) => s.rowid));
     return similar.flatMap((s): PossibleDuplicate[] => {

@@ -42,6 +42,7 @@ export class Indexer implements VectorSearcher {
   model: VecModel | null = null;
   embedder: EmbeddingModel | null = null;
   private running = false;
+  private kickTimer: NodeJS.Timeout | null = null;
   private again = false;
   private waiters: Waiter[] = [];
   private backfill: { done: number; total: number } | null = null;
@@ -132,6 +133,7 @@ export class Indexer implements VectorSearcher {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.kickTimer) clearTimeout(this.kickTimer);
     for (const w of this.waiters) w.resolve(this.watermark());
     this.waiters = [];
     await this.embedder?.close().catch(() => {});
@@ -196,6 +198,15 @@ export class Indexer implements VectorSearcher {
 
   /** Process the change log from the watermark. Called after every write; runs one loop at a time. */
   kick(): void {
+    // Coalesce the kicks of a burst of writes into one indexing pass.
+    if (this.kickTimer) return;
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = null;
+      this.kickNow();
+    }, 2);
+  }
+
+  private kickNow(): void {
     if (this.running) {
       this.again = true;
       return;
@@ -206,7 +217,7 @@ export class Indexer implements VectorSearcher {
       this.running = false;
       if (this.again) {
         this.again = false;
-        this.kick();
+        this.kickNow();
       }
     });
   }
@@ -280,15 +291,23 @@ export class Indexer implements VectorSearcher {
     return this.store.vectors.knn(this.model, v, q);
   }
 
-  /** Live memories in the same namespace whose vectors are within `threshold` cosine similarity of this text. */
-  async similar(text: string, namespace: string, excludeId: string, threshold: number, limit = 5): Promise<{ rowid: number; similarity: number }[]> {
+  /**
+   * Live memories in the same namespace whose vectors are at least `threshold`
+   * cosine-similar to this memory. The vector computed here is also stored as
+   * the memory's own (the indexer then finds its text hash current and skips it).
+   */
+  async similar(m: { id: string; key: string; tags: string[]; value: string; namespace: string }, threshold: number, limit = 5): Promise<{ rowid: number; similarity: number }[]> {
     if (this.unavailable() || !this.model || !this.embedder) return [];
+    const model = this.model;
+    const text = embeddingText(m);
     const [v] = await this.embedder.embed([text]);
+    const self = this.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(m.id) as { rowid: number } | undefined;
+    if (self && this.model === model) this.store.transaction(() => this.store.vectors.put(model, self.rowid, v, sha256(model.model + '\u0000' + text)));
     if (isZero(v)) return [];
-    const hits = this.store.vectors.knn(this.model, v, { scope: { namespaces: [namespace], includeUser: false }, now: this.store.now(), limit: limit + 1 });
-    const self = this.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(excludeId) as { rowid: number } | undefined;
+    const hits = this.store.vectors.knn(model, v, { scope: { namespaces: [m.namespace], includeUser: false }, now: this.store.now(), limit: limit + 1 });
     return hits.filter((h) => h.rowid !== self?.rowid && h.score >= threshold).slice(0, limit).map((h) => ({ rowid: h.rowid, similarity: h.score }));
   }
+
 }
 
 function isZero(v: Float32Array): boolean {
