@@ -13,7 +13,8 @@
 //
 // --no-daemon builds a thin vsix; it then finds the daemon through `cairn.daemon.path` / CAIRN_DAEMON.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +23,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const ext = path.join(here, '..');
 const repo = path.join(ext, '..');
 const daemon = path.join(repo, 'daemon');
-const stage = path.join(ext, '.stage');
 const args = process.argv.slice(2);
 const outArg = args.includes('--out') ? args[args.indexOf('--out') + 1] : undefined;
 const withDaemon = !args.includes('--no-daemon');
@@ -117,10 +117,10 @@ function du(dir) {
   return n;
 }
 
-// 1. fresh stage with the extension's own files
+// 1. a private stage (concurrent packaging runs must not share one) with the extension's own files
 if (!existsSync(path.join(ext, 'out', 'extension.js'))) fail('extension not built: run `npm run build -w extension`');
-rmSync(stage, { recursive: true, force: true });
-mkdirSync(stage, { recursive: true });
+const stage = mkdtempSync(path.join(os.tmpdir(), 'cairn-vsix-'));
+process.on('exit', () => rmSync(stage, { recursive: true, force: true }));
 const manifest = { ...pkg };
 delete manifest.devDependencies;
 delete manifest.dependencies; // bundled into out/extension.js
@@ -161,8 +161,14 @@ if (withDaemon) {
 // 3. vsce, offline: no dependency detection (everything is bundled or staged), no secret scan of binaries
 const vsce = path.join(path.dirname(createRequire(import.meta.url).resolve('@vscode/vsce/package.json')), 'vsce');
 mkdirSync(path.dirname(out), { recursive: true });
-execFileSync(process.execPath, [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-package-all-secrets', '--allow-package-env-file', '--out', out], {
-  cwd: stage,
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
+try {
+  execFileSync(process.execPath, [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-package-all-secrets', '--allow-package-env-file', '--out', out], {
+    cwd: stage,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+} catch (e) {
+  // vsce's output only matters when it fails (it always warns that daemon/node_modules is not bundled)
+  process.stderr.write(`${e.stdout ?? ''}${e.stderr ?? ''}`);
+  fail('vsce package failed');
+}
 console.log(`package: ${out} (${(statSync(out).size / 1048576).toFixed(1)} MiB) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

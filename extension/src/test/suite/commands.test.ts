@@ -142,20 +142,40 @@ suite('commands', () => {
     assert.equal(stored.kind, 'decision');
   });
 
+  test('Edit Memory: an unmodified editor follows a change made elsewhere', async () => {
+    const key = uniq('follow');
+    const m = await add(c, key, 'Version one');
+    const { result: doc } = await run<vscode.TextDocument>(c, 'cairn.editMemory', [m.id]);
+    await cli(c, 'add', NS, key, 'Version two, from the CLI');
+    await waitFor('the editor to reload', () => doc.getText() === 'Version two, from the CLI');
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
   test('Edit Memory: a concurrent change surfaces as a conflict, nothing is overwritten', async () => {
     const key = uniq('conflict');
     const m = await add(c, key, 'Original');
     const { result: doc } = await run<vscode.TextDocument>(c, 'cairn.editMemory', [m.id]);
-    await cli(c, 'add', NS, key, 'Changed from the CLI meanwhile');
     const edit = new vscode.WorkspaceEdit();
     edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), 'My editor change');
     await vscode.workspace.applyEdit(edit);
+    assert.ok(doc.isDirty);
+    const notified = new Promise<void>((resolve) => {
+      const d = c.client.onDidChangeMemories((p) => {
+        if (p.key === key) {
+          d.dispose();
+          resolve();
+        }
+      });
+    });
+    await cli(c, 'add', NS, key, 'Changed from the CLI meanwhile');
+    await notified;
     const saved = await doc.save();
     assert.equal(saved, false, 'the save must fail');
     assert.ok(c.memoryFs.lastConflict, 'conflict recorded');
     assert.equal(c.memoryFs.lastConflict?.yourVersion, m.version);
     assert.equal((await c.client.request('get', { id: m.id })).value, 'Changed from the CLI meanwhile');
     await vscode.commands.executeCommand('workbench.action.files.revert');
+    assert.equal(doc.getText(), 'Changed from the CLI meanwhile', 'revert loads the latest value');
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 
