@@ -154,6 +154,8 @@ count_results() { # $1 = results json ({passed, failed}); adds to the totals, ec
 # 4. extension-host (mocha) tests, against this checkout's extension
 if [ -z "${CAIRN_E2E_SKIP_MOCHA:-}" ]; then
   make_profile mocha
+  # A second extension that uses Cairn's extension API (agents suite), installed into the profile.
+  cp -r "$HERE/fixtures/api-consumer" "$WORK/mocha/exts/cairn-e2e.api-consumer-0.0.1"
   seed mocha || fail_step "seeding the store with the CLI"
   # The extension host inherits code-server's environment: the tests' parameters go there.
   if start_server mocha CAIRN_E2E_RESULTS="$WORK/results-mocha.json" CAIRN_E2E_SEEDED_KEY=welcome \

@@ -79,8 +79,9 @@ async function palette(command) {
     await check('Cairn view shows the memories written by the CLI', '01-memories-view.png', async () => {
       await visible(page.locator('.activitybar .action-item a[aria-label^="Cairn"]'), 'Cairn activity bar icon', 60000);
       await (await visible(page.locator('.activitybar .action-item a[aria-label^="Cairn"]'), 'Cairn icon')).click();
-      // A container with one view shows it in the side bar title: "CAIRN: MEMORIES".
-      await visible(page.locator('.sidebar .composite.title', { hasText: /memories/i }), '"Memories" view title');
+      // The "Memories" view's title: in the side bar title ("CAIRN: MEMORIES") while it is the container's only
+      // view, else in its own pane header (next to "Agent Tasks").
+      await visible(page.locator('.sidebar .composite.title, .sidebar .pane-header', { hasText: /memories/i }), '"Memories" view title');
       await visible(treeRow('Needs review'), '"Needs review" group', 60000);
       await visible(treeRow('agent-guess'), 'the proposed memory');
       await expand('project');

@@ -4,13 +4,14 @@
  * main.ts calls `registerAgents(ctx)` once and merges the result into its exports.
  */
 import * as vscode from 'vscode';
+import { CairnError } from '../../../daemon/src/protocol/errors';
 import type { Task } from '../../../daemon/src/protocol/types';
 import type { Ctx } from '../ctx';
 import { describeError } from '../errors';
 import { CAIRN_API_VERSION, type CairnExtensionApi } from './api';
 import { handleChatRequest, registerChatParticipant, type ChatRequestLike, type ChatStreamLike, type ModelSelector } from './chat';
 import { runForModel, registerLanguageModelTools, type CairnLanguageModelTool, type ToolRun } from './lmTools';
-import { mcpServerSpec, registerMcpServer, type McpRegistration, type McpServerSpec } from './mcp';
+import { mcpServerSpec, provideDefinitions, registerMcpServer, type McpRegistration, type McpServerSpec } from './mcp';
 import { AgentService } from './service';
 import { TasksView, type TaskNode } from './tasksView';
 import type { AgentToolName } from './toolDefs';
@@ -23,6 +24,8 @@ export interface AgentsInternals {
   participant: vscode.ChatParticipant | undefined;
   mcp: McpRegistration;
   mcpServerSpec(): Promise<McpServerSpec>;
+  /** What the provider gives VS Code (McpStdioServerDefinition objects; [] without the API). */
+  mcpDefinitions(): Promise<unknown[]>;
   runTool(name: AgentToolName, input: unknown): Promise<ToolRun>;
   /** The @cairn handler, called without the chat UI. */
   chat(request: ChatRequestLike, stream: ChatStreamLike, selectModels?: ModelSelector): ReturnType<typeof handleChatRequest>;
@@ -34,7 +37,14 @@ class Cancelled extends Error {}
 
 /** A task command's target: a tree node, a task, a task id, or the user's pick. */
 async function taskArg(ctx: Ctx, service: AgentService, arg: unknown, title: string): Promise<Task> {
-  if (typeof arg === 'string') return service.getTask(arg);
+  if (typeof arg === 'string') {
+    try {
+      return await service.getTask(arg);
+    } catch (e) {
+      if (e instanceof CairnError && e.data.name === 'NotFound') throw new Error(`there is no agent task ${arg} (it may have been deleted).`);
+      throw e;
+    }
+  }
   if (arg && typeof arg === 'object') {
     const node = arg as Partial<Extract<TaskNode, { kind: 'task' }>>;
     if (node.kind === 'task' && node.task) return node.task;
@@ -146,6 +156,7 @@ export function registerAgents(ctx: Ctx): AgentsExports {
     participant,
     mcp,
     mcpServerSpec: () => mcpServerSpec(ctx, service),
+    mcpDefinitions: () => provideDefinitions(ctx, service),
     runTool: (name, input) => runForModel(service, name, input),
     chat: (request, stream, selectModels) => handleChatRequest(service, request, { history: [] }, stream, none.token, selectModels),
   };

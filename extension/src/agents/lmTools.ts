@@ -94,7 +94,7 @@ export class CairnLanguageModelTool implements vscode.LanguageModelTool<Record<s
     }
   }
 
-  async invoke(options: vscode.LanguageModelToolInvocationOptions<Record<string, unknown>>): Promise<vscode.LanguageModelToolResult> {
+  async invoke(options: vscode.LanguageModelToolInvocationOptions<Record<string, unknown>>, _token?: vscode.CancellationToken): Promise<vscode.LanguageModelToolResult> {
     const r = await runForModel(this.agents, this.name, options.input);
     this.agents.ctx.output.info(`lm tool ${this.name}: ${r.ok ? 'ok' : `failed (${r.error})`}`);
     return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(r.text)]);

@@ -5,8 +5,10 @@
  * script the extension uses, on the same store and socket, rooted at the workspace's project namespace,
  * with the same review mode — so an MCP agent sees what the tools, @cairn and the Memories view see.
  *
- * Feature-detected: on older editors (code-server 4.100 = VS Code 1.100 here) nothing is registered and
- * nothing fails; `mcpStatus` says why.
+ * Feature-detected: an editor without the API (or that refuses it as a proposal, as a stable VS Code 1.100
+ * may) gets nothing registered and no error; the registration state says why. VS Code 1.100 had the API
+ * as the `mcpConfigurationProvider` proposal reading `contributes.modelContextServerCollections`, which
+ * package.json also declares, so the code-server 1.100 development host used by the e2e tests registers it.
  */
 import * as vscode from 'vscode';
 import { findDaemonScript, findNode } from '../bootstrap';
@@ -66,6 +68,27 @@ export async function mcpServerSpec(ctx: Ctx, agents: AgentService): Promise<Mcp
   };
 }
 
+/** The definitions VS Code gets from the provider (McpStdioServerDefinition objects), or [] when Cairn cannot run. */
+export async function provideDefinitions(ctx: Ctx, agents: AgentService): Promise<unknown[]> {
+  const Ctor = (vscode as unknown as { McpStdioServerDefinition?: McpStdioServerDefinitionCtor }).McpStdioServerDefinition;
+  if (typeof Ctor !== 'function') return [];
+  try {
+    const s = await mcpServerSpec(ctx, agents);
+    const def = new Ctor(s.label, s.command, s.args, s.env, s.version);
+    if (s.cwd) def.cwd = vscode.Uri.file(s.cwd);
+    return [def];
+  } catch (e) {
+    ctx.output.warn(`MCP server definition unavailable: ${String((e as Error)?.message ?? e)}`);
+    return [];
+  }
+}
+
+/**
+ * Register the provider where the editor has the API. VS Code 1.101+ reads the provider id from
+ * `contributes.mcpServerDefinitionProviders`; 1.100 had the same API as a proposal reading
+ * `contributes.modelContextServerCollections` (package.json declares both). An editor that refuses the
+ * proposal counts as unsupported.
+ */
 export function registerMcpServer(ctx: Ctx, agents: AgentService, push: (...d: vscode.Disposable[]) => void): McpRegistration {
   const lm = vscode.lm as unknown as Partial<McpApi> | undefined;
   const Ctor = (vscode as unknown as { McpStdioServerDefinition?: McpStdioServerDefinitionCtor }).McpStdioServerDefinition;
@@ -76,30 +99,26 @@ export function registerMcpServer(ctx: Ctx, agents: AgentService, push: (...d: v
   }
   const changed = new vscode.EventEmitter<void>();
   try {
+    const registration = lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, {
+      onDidChangeMcpServerDefinitions: changed.event,
+      provideMcpServerDefinitions: () => provideDefinitions(ctx, agents),
+    });
     push(
+      registration,
       changed,
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings'].some((k) => e.affectsConfiguration(k))) changed.fire();
-      }),
-      lm.registerMcpServerDefinitionProvider(MCP_PROVIDER_ID, {
-        onDidChangeMcpServerDefinitions: changed.event,
-        provideMcpServerDefinitions: async () => {
-          try {
-            const s = await mcpServerSpec(ctx, agents);
-            const def = new Ctor(s.label, s.command, s.args, s.env, s.version);
-            if (s.cwd) def.cwd = vscode.Uri.file(s.cwd);
-            return [def];
-          } catch (e) {
-            ctx.output.warn(`MCP server definition unavailable: ${String((e as Error)?.message ?? e)}`);
-            return [];
-          }
-        },
       }),
     );
     ctx.output.info('registered the Cairn MCP server definition provider');
     return { state: 'registered' };
   } catch (e) {
+    changed.dispose();
     const reason = String((e as Error)?.message ?? e);
+    if (/proposal/i.test(reason)) {
+      ctx.output.info(`MCP server not registered: this editor (VS Code ${vscode.version}) offers the API only as a proposal (${reason})`);
+      return { state: 'unsupported', reason };
+    }
     ctx.output.warn(`could not register the MCP server definition provider: ${reason}`);
     return { state: 'failed', reason };
   }

@@ -4,4 +4,5 @@ import './tree.test';
 import './hover.test';
 import './commands.test';
 import './settings.test';
+import './agents.test';
 import './reconnect.test';
