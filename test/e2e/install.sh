@@ -65,8 +65,9 @@ if [ ! -f "$CS_DIR/.installed" ] || [ ! -x "$CS_DIR/node_modules/.bin/code-serve
   cat > "$CS_DIR/package.json" <<JSON
 { "name": "cairn-code-server", "private": true, "allowScripts": { "code-server": true } }
 JSON
-  # npm_config_yes: node-pty's postinstall runs `npx node-gyp` and must not prompt.
-  if ! (cd "$CS_DIR" && TMPDIR="$CS_DIR/tmp" npm_config_yes=true \
+  # npm_config_yes: node-pty's postinstall runs `npx node-gyp` and must not prompt. npm_config_unsafe_perm:
+  # code-server's postinstall refuses to run as root without it (npm 11 warns it is an unknown option).
+  if ! (cd "$CS_DIR" && TMPDIR="$CS_DIR/tmp" npm_config_yes=true npm_config_unsafe_perm=true \
         npm install --no-audit --no-fund --no-save "code-server@$CS_VERSION" playwright-core@1 >"$CS_DIR/install.log" 2>&1); then
     tail -40 "$CS_DIR/install.log" >&2
     log "code-server install failed (log: $CS_DIR/install.log)"
