@@ -276,10 +276,29 @@ suite('commands', () => {
     assertFailed((await run(c, 'cairn.importMemories', [{ uri: broken }])).cap, /line 2 is not valid JSON/);
   });
 
-  test('Rebuild Index: queues a re-embed; an invalid model name fails clearly', async () => {
-    const { result, cap } = await run<{ queued: number }>(c, 'cairn.rebuildIndex', []);
-    assert.deepEqual(cap.error, []);
-    assert.ok(result.queued >= 0);
+  test('Rebuild Index: re-embeds with progress in the status bar; an invalid model name fails clearly', async function () {
+    this.timeout(90_000);
+    // Right after start-up the daemon refuses to re-index while the model loads ("still loading").
+    await waitFor('the embedding model', async () => (await c.client.request('status', {})).embeddings.state === 'ready', 30_000, 250);
+    const texts: string[] = [];
+    let ready!: () => void;
+    const done = new Promise<void>((r) => (ready = r));
+    // The status bar subscribed at activation, so it has rendered each event before this listener runs.
+    const sub = c.client.onIndexProgress((p) => {
+      texts.push(c.statusBar.item.text);
+      if (p.state === 'ready') ready();
+    });
+    try {
+      const { result, cap } = await run<{ queued: number }>(c, 'cairn.rebuildIndex', []);
+      assert.deepEqual(cap.error, []);
+      assert.ok(result.queued > 0);
+      assert.match(cap.info[0], /re-embedding \d+ memories/);
+      await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`no index/progress "ready" (saw ${JSON.stringify(texts)})`)), 45_000))]);
+    } finally {
+      sub.dispose();
+    }
+    assert.ok(texts.some((t) => /Cairn \d+%/.test(t)), `status bar showed progress: ${JSON.stringify(texts)}`);
+    assert.equal(c.statusBar.item.text, '$(database) Cairn');
     const bad = await run(c, 'cairn.rebuildIndex', [{ model: 'x'.repeat(600) }]);
     assertFailed(bad.cap, /Rebuild Index failed/);
   });
