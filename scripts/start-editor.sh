@@ -11,7 +11,7 @@
 #   on http://127.0.0.1:PORT. Ctrl-C stops code-server and the daemon this script started.
 #
 # Environment:
-#   CAIRN_EDITOR_PORT (or PORT)   code-server port, default 8080
+#   CAIRN_EDITOR_PORT (or CAIRN_PORT, PORT)  code-server port, default 8080
 #   CAIRN_EDITOR=code|code-server force one editor (default: code when on PATH, else code-server)
 #   CAIRN_DB                      store file (default: the per-user store, XDG_DATA_HOME/cairn/cairn.db)
 # Needs Node.js >= 20 and `npm install` run in the repository. code-server is bound to 127.0.0.1 without
@@ -19,7 +19,7 @@
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 FOLDER=$(cd "${1:-$PWD}" && pwd)
-PORT=${CAIRN_EDITOR_PORT:-${PORT:-8080}}
+PORT=${CAIRN_EDITOR_PORT:-${CAIRN_PORT:-${PORT:-8080}}}
 NODE=$(command -v node) || { echo "start-editor: Node.js >= 20 is required" >&2; exit 1; }
 say() { echo "[cairn] $*"; }
 
