@@ -40,6 +40,9 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
       if (!e.affectsConfiguration('cairn')) return;
       reportSettingProblems(c);
       if (e.affectsConfiguration('cairn.store.path')) void c.client.start(); // a different store means a different daemon
+      else if (c.client.state.kind === 'error' && (e.affectsConfiguration('cairn.daemon.path') || e.affectsConfiguration('cairn.daemon.nodePath'))) {
+        void c.client.start(); // the fix for a daemon that could not start
+      }
       if (e.affectsConfiguration('cairn.scope.projectNamespace')) c.tree.refresh();
     }),
   );
