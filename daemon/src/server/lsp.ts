@@ -8,7 +8,7 @@
  * lines were deleted, or whose symbol vanished, is marked stale.
  *
  * Hover markdown carries command links the VS Code extension implements:
- * cairn.openMemory, cairn.editMemory, cairn.forgetMemory, each with args [{ id }].
+ * cairn.openMemory, cairn.editMemory, cairn.showHistory, cairn.forgetMemory, each with args [{ id }].
  */
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -116,7 +116,7 @@ export class LspDocuments {
       const body = text.length > HOVER_VALUE_CHARS ? text.slice(0, HOVER_VALUE_CHARS) + '…' : text;
       parts.push(
         `**Cairn** · \`${m.namespace}\` · **${escapeMd(m.key)}** _(${m.kind}, v${m.version})_\n\n${escapeMd(body)}\n\n` +
-          `[Open](command:cairn.openMemory?${args}) · [Edit](command:cairn.editMemory?${args}) · [Forget](command:cairn.forgetMemory?${args})`,
+          `[Open](command:cairn.openMemory?${args}) · [Edit](command:cairn.editMemory?${args}) · [History](command:cairn.showHistory?${args}) · [Forget](command:cairn.forgetMemory?${args})`,
       );
     }
     return { contents: { kind: 'markdown', value: parts.join('\n\n---\n\n') } };
