@@ -1,11 +1,13 @@
 /**
- * One daemon per store file. The daemon creates `<db>.daemon.json` exclusively
- * (O_EXCL) holding its pid and socket; a second daemon finds it, sees the
- * owner alive, and refuses with a message naming the owner's socket. A file
- * left by a crashed daemon (dead pid) is taken over.
+ * One daemon per store file. The daemon holds an OS lock on `<db>.lock` (see
+ * store/lock.ts; released by the OS when the process dies) and, once it holds
+ * it, writes `<db>.daemon.json` with its pid and socket for clients to find it.
+ * A second daemon cannot take the lock and refuses with a message naming the
+ * first one's socket.
  */
 import * as fs from 'node:fs';
 import { daemonInfoPath } from '../paths';
+import { holdExclusiveLock } from '../store/lock';
 
 export interface DaemonInfo {
   pid: number;
@@ -42,8 +44,10 @@ export function runningDaemon(dbPath: string): DaemonInfo | null {
 export class StoreLockedError extends Error {
   constructor(readonly owner: DaemonInfo) {
     super(
-      `another Cairn daemon (pid ${owner.pid}) already serves this store` +
-        (owner.socket ? ` on socket ${owner.socket}; connect to it instead (cairn commands do this automatically)` : ' over stdio'),
+      owner.pid === 0
+        ? 'another Cairn daemon already holds this store (its lock file is taken, but it has not said where it listens yet)'
+        : `another Cairn daemon (pid ${owner.pid}) already serves this store` +
+            (owner.socket ? ` on socket ${owner.socket}; connect to it instead (cairn commands do this automatically)` : ' over stdio'),
     );
   }
 }
@@ -51,20 +55,22 @@ export class StoreLockedError extends Error {
 /** Take the lock or throw StoreLockedError. Returns a release function. */
 export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>): () => void {
   const file = daemonInfoPath(dbPath);
-  const body = JSON.stringify({ pid: process.pid, ...info }, null, 1);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      fs.writeFileSync(file, body, { flag: 'wx', mode: 0o600 });
-      return () => {
-        const cur = readDaemonInfo(dbPath);
-        if (cur?.pid === process.pid) fs.rmSync(file, { force: true });
-      };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const owner = readDaemonInfo(dbPath);
-      if (owner && owner.pid !== process.pid && pidAlive(owner.pid)) throw new StoreLockedError(owner);
-      fs.rmSync(file, { force: true }); // stale: its daemon died
+  const lock = holdExclusiveLock(dbPath + '.lock');
+  if (!lock) {
+    // The owner writes its info right after taking the lock: give it a moment.
+    let owner = readDaemonInfo(dbPath);
+    for (let i = 0; i < 40 && (!owner || owner.pid === process.pid || !pidAlive(owner.pid)); i++) {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+      owner = readDaemonInfo(dbPath);
     }
+    throw new StoreLockedError(owner && pidAlive(owner.pid) ? owner : { pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath });
   }
-  throw new Error(`could not take the daemon lock ${file}`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify({ pid: process.pid, ...info }, null, 1), { mode: 0o600 });
+  fs.renameSync(tmp, file); // atomic: readers never see a half-written file
+  return () => {
+    const cur = readDaemonInfo(dbPath);
+    if (cur?.pid === process.pid) fs.rmSync(file, { force: true });
+    lock.release();
+  };
 }

@@ -1,0 +1,39 @@
+/**
+ * An operating-system lock on `<db>.lock`: a tiny SQLite file held in an
+ * exclusive transaction for the daemon's whole life. The OS releases it when
+ * the process dies, so there is no stale lock to detect and no window in which
+ * two daemons can both believe they own a store.
+ */
+import Database from 'better-sqlite3';
+
+export interface HeldLock {
+  release(): void;
+}
+
+/** Take the lock, or return null when another process (or connection) holds it. */
+export function holdExclusiveLock(lockFile: string): HeldLock | null {
+  const db = new Database(lockFile);
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('journal_mode = DELETE');
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (e) {
+    db.close();
+    const code = (e as { code?: string }).code ?? '';
+    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return null;
+    throw e;
+  }
+  let held = true;
+  return {
+    release() {
+      if (!held) return;
+      held = false;
+      try {
+        db.exec('ROLLBACK');
+      } finally {
+        db.close();
+      }
+    },
+  };
+}
