@@ -20,6 +20,8 @@
  * - `embedder.embed(texts: string[]): Promise<Float32Array[]>`: one vector per text, in order,
  *   each its own Float32Array (not views of a shared buffer). Any number of texts per call
  *   (batched inside the worker, similar lengths together); calls may overlap, they are queued.
+ *   `embed(texts, { priority: true })` goes ahead of queued calls (a search's query must not wait
+ *   behind background indexing; the call being computed is not interrupted).
  *   Rejects with a TypeError for non-string input.
  * - `embedder.embedOne(text)`, `embedder.restart(): Promise<EmbedderInfo>` (new worker, same
  *   options; use after a crash or to retry the configured model), `embedder.close()`,
@@ -291,7 +293,7 @@ export class Embedder {
   }
 
   /** Embeds texts: one unit-length (or zero, see above) vector per text, in order. */
-  embed(texts: string[]): Promise<Float32Array[]> {
+  embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]> {
     if (!Array.isArray(texts)) return Promise.reject(new TypeError('embed expects an array of strings'));
     const bad = texts.findIndex((t) => typeof t !== 'string');
     if (bad >= 0) return Promise.reject(new TypeError(`embed expects strings (item ${bad} is ${texts[bad] === null ? 'null' : typeof texts[bad]})`));
@@ -305,7 +307,7 @@ export class Embedder {
     return new Promise<Float32Array[]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       worker.ref();
-      const msg: ToWorker = { type: 'embed', id, texts };
+      const msg: ToWorker = { type: 'embed', id, texts, ...(opts?.priority ? { priority: true } : {}) };
       worker.postMessage(msg);
     });
   }

@@ -56,7 +56,7 @@ export interface WorkerInit {
 
 /** Main thread -> worker. */
 export type ToWorker =
-  | { type: 'embed'; id: number; texts: string[] }
+  | { type: 'embed'; id: number; texts: string[]; priority?: boolean }
   /** Exit the worker thread with `code` at once (tests use it to simulate a crash). */
   | { type: 'crash'; code: number }
   | { type: 'close' };

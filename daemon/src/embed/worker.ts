@@ -44,7 +44,9 @@ async function drain(): Promise<void> {
 port.on('message', (msg: ToWorker) => {
   switch (msg.type) {
     case 'embed':
-      queue.push(msg);
+      // Interactive requests (a search's query) go ahead of queued background batches.
+      if (msg.priority) queue.unshift(msg);
+      else queue.push(msg);
       void drain();
       break;
     case 'crash':

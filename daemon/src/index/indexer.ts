@@ -20,13 +20,18 @@ import { isBuiltinModelId } from '../embed';
 
 export interface EmbeddingModel {
   readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
-  embed(texts: string[]): Promise<Float32Array[]>;
+  embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
   close(): Promise<void>;
 }
 
 export const INDEX_BATCH = 512;
+/** Searches within this long make background embedding pace itself (see Indexer.paced). */
+export const QUIET_MS = 1000;
+/** Texts per background request to the embedding worker. */
+export const EMBED_CHUNK = 64;
+export const MAX_REST_MS = 250;
 /** Vectors written per transaction (the daemon yields to requests between them). */
-export const WRITE_CHUNK = 32;
+export const WRITE_CHUNK = 8;
 const ACTIVE_MODEL_KEY = 'active_model';
 
 /** The text a memory's vector is computed from. */
@@ -43,6 +48,7 @@ export class Indexer implements VectorSearcher {
   embedder: EmbeddingModel | null = null;
   private running = false;
   private kickTimer: NodeJS.Timeout | null = null;
+  private lastQueryAt = 0;
   private again = false;
   private waiters: Waiter[] = [];
   private backfill: { done: number; total: number } | null = null;
@@ -154,7 +160,7 @@ export class Indexer implements VectorSearcher {
         .prepare('SELECT m.rowid, m.key, m.value, m.tags FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ? ORDER BY m.rowid LIMIT ?')
         .all(after, INDEX_BATCH) as { rowid: number; key: string; value: string; tags: string }[];
       if (rows.length === 0) break;
-      await this.embedRows(model, rows);
+      await this.paced(() => this.embedRows(model, rows));
       after = rows[rows.length - 1].rowid;
       this.backfill.done += rows.length;
       this.progress({ model: model.model, done: this.backfill.done, total, state: 'reindexing' });
@@ -176,6 +182,23 @@ export class Indexer implements VectorSearcher {
     this.store.db.prepare(`INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`).run(`vec:${model.model}`, position, model.model, model.dimension);
   }
 
+  /** A search was served: background embedding backs off for a while (see paced). */
+  noteQuery(): void {
+    this.lastQueryAt = Date.now();
+  }
+
+  /**
+   * Run one batch of background embedding. While searches are being served
+   * (one in the last QUIET_MS), rest as long as the batch took afterwards, so
+   * embedding takes at most half of the time and searches keep their latency;
+   * when nobody searches, batches run back to back at full speed.
+   */
+  private async paced(batch: () => Promise<void>): Promise<void> {
+    const t0 = Date.now();
+    await batch();
+    if (Date.now() - this.lastQueryAt < QUIET_MS) await new Promise((r) => setTimeout(r, Math.min(MAX_REST_MS, 2 * (Date.now() - t0))));
+  }
+
   /** Embed rows whose text changed since their vector was computed; write them in one transaction. */
   private async embedRows(model: VecModel, rows: { rowid: number; key: string; value: string; tags: string }[]): Promise<void> {
     const todo: { rowid: number; text: string; hash: string }[] = [];
@@ -185,7 +208,10 @@ export class Indexer implements VectorSearcher {
       if (this.store.vectors.textHash(model, r.rowid) !== hash) todo.push({ rowid: r.rowid, text, hash });
     }
     if (todo.length === 0) return;
-    const vectors = await this.embedder!.embed(todo.map((t) => t.text));
+    // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
+    const chunks: Promise<Float32Array[]>[] = [];
+    for (let i = 0; i < todo.length; i += EMBED_CHUNK) chunks.push(this.embedder!.embed(todo.slice(i, i + EMBED_CHUNK).map((t) => t.text)));
+    const vectors = (await Promise.all(chunks)).flat();
     // Write in small transactions and yield in between, so searches are never queued behind a long write.
     for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
       if (this.model !== model) return; // switched meanwhile
@@ -234,7 +260,7 @@ export class Indexer implements VectorSearcher {
         const rows = ids.length
           ? (this.store.db.prepare(`SELECT rowid, key, value, tags FROM memories WHERE id IN (${ids.map(() => '?').join(',')})`).all(...ids) as { rowid: number; key: string; value: string; tags: string }[])
           : [];
-        await this.embedRows(model, rows);
+        await this.paced(() => this.embedRows(model, rows));
         this.store.transaction(() => this.setWatermark(model, changes[changes.length - 1].position));
         this.resolveWaiters();
       }
@@ -286,7 +312,7 @@ export class Indexer implements VectorSearcher {
   // ---------------------------------------------------------------- search
   async search(query: string, q: ArmQuery): Promise<ArmHit[]> {
     if (!this.model || !this.embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
-    const [v] = await this.embedder.embed([query]);
+    const [v] = await this.embedder.embed([query], { priority: true });
     if (isZero(v)) return []; // nothing the model knows: no meaning to compare
     return this.store.vectors.knn(this.model, v, q);
   }
@@ -300,7 +326,7 @@ export class Indexer implements VectorSearcher {
     if (this.unavailable() || !this.model || !this.embedder) return [];
     const model = this.model;
     const text = embeddingText(m);
-    const [v] = await this.embedder.embed([text]);
+    const [v] = await this.embedder.embed([text], { priority: true });
     const self = this.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(m.id) as { rowid: number } | undefined;
     if (self && this.model === model) this.store.transaction(() => this.store.vectors.put(model, self.rowid, v, sha256(model.model + '\u0000' + text)));
     if (isZero(v)) return [];

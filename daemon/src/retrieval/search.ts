@@ -23,6 +23,8 @@ export interface VectorSearcher {
   unavailable(): string | null;
   /** Fusion weight of the vector arm for the model in use. */
   weight(): number;
+  /** Told of every search, so background work can make room for searches. */
+  noteQuery?(): void;
   search(query: string, q: ArmQuery): Promise<ArmHit[]>;
 }
 
@@ -38,6 +40,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   const mode = p.mode ?? 'hybrid';
   const now = store.now();
   const arm: ArmQuery = { scope: p.scope, filter: p.filter, include: p.include, now, limit };
+  vectors?.noteQuery?.();
 
   if (mode === 'fts') return ftsOnly(store, p, arm);
   const why = vectors ? vectors.unavailable() : 'no embedding model is configured';
