@@ -29,6 +29,12 @@ export interface VectorSearcher {
 }
 
 export const DEFAULT_LIMIT = 10;
+/**
+ * In hybrid mode a memory found by the vector arm alone must be at least this
+ * cosine-similar to the query; below it, "nearest" means little (in a small
+ * store every memory is someone's nearest neighbour) and would only add noise.
+ */
+export const HYBRID_MIN_SIMILARITY = 0.3;
 /** Each arm fetches this many candidates per requested hit (at least MIN_CANDIDATES). */
 export const CANDIDATE_FACTOR = 4;
 export const MIN_CANDIDATES = 40;
@@ -64,6 +70,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   const wsum = FTS_WEIGHT + vw;
   fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
   vec.forEach((h, i) => {
+    if (!fused.has(h.rowid) && h.score < HYBRID_MIN_SIMILARITY) return;
     const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
     e.vector = { rank: i + 1, score: h.score };
     e.fused += (vw * rrf(i + 1)) / wsum;

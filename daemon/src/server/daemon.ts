@@ -53,6 +53,7 @@ export class Daemon {
   private nextClientId = 1;
   private readonly startedAt = Date.now();
   private stopping = false;
+  private stopPromise: Promise<void> | null = null;
   private readonly sockets = new Set<net.Socket>();
   readonly extraStop: (() => Promise<void> | void)[] = [];
 
@@ -198,8 +199,13 @@ export class Daemon {
     for (const c of this.clients) c.connection.sendNotification(method, params).catch(() => {});
   }
 
-  async stop(): Promise<void> {
-    if (this.stopping) return;
+  /** Stop serving and release the store. Repeated calls (a second signal) wait for the same stop. */
+  stop(): Promise<void> {
+    if (!this.stopPromise) this.stopPromise = this.doStop();
+    return this.stopPromise;
+  }
+
+  private async doStop(): Promise<void> {
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     for (const fn of this.extraStop) await fn();
