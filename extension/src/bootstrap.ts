@@ -7,10 +7,11 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as path from 'node:path';
-import { daemonInfoPath, defaultSocketPath, resolveDbPath } from '../../daemon/src/paths';
+import { connectSocket, pidAlive, probeSocket, readDaemonInfo as readInfo } from '../../daemon/src/client/daemon-info';
+import { defaultSocketPath, resolveDbPath } from '../../daemon/src/paths';
 
+/** A daemon that listens on a socket (what a window can connect to). */
 export interface DaemonInfo {
   pid: number;
   socket: string;
@@ -28,53 +29,15 @@ export function resolveTarget(storeSetting: string, env: NodeJS.ProcessEnv = pro
   return { db, socket: defaultSocketPath(db, env) };
 }
 
+/** The info file of the daemon owning `db`, when that daemon listens on a socket (a stdio-only daemon cannot be shared). */
 export function readDaemonInfo(db: string): DaemonInfo | null {
-  try {
-    const info = JSON.parse(fs.readFileSync(daemonInfoPath(db), 'utf8')) as DaemonInfo;
-    return typeof info.pid === 'number' && typeof info.socket === 'string' ? info : null;
-  } catch {
-    return null;
-  }
+  const info = readInfo(db);
+  return info && typeof info.socket === 'string' ? (info as DaemonInfo) : null;
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Open a socket, failing after `timeoutMs` instead of waiting on a wedged peer. */
-export function connectSocket(socketPath: string, timeoutMs = 2000): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect(socketPath);
-    const timer = setTimeout(() => {
-      sock.destroy();
-      reject(new Error(`timed out connecting to ${socketPath}`));
-    }, timeoutMs);
-    sock.once('connect', () => {
-      clearTimeout(timer);
-      resolve(sock);
-    });
-    sock.once('error', (e) => {
-      clearTimeout(timer);
-      sock.destroy();
-      reject(e);
-    });
-  });
-}
-
-/** True when something accepts connections on the socket. */
-export async function probe(socketPath: string, timeoutMs = 1000): Promise<boolean> {
-  try {
-    (await connectSocket(socketPath, timeoutMs)).destroy();
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { connectSocket };
+export const isAlive = pidAlive;
+export const probe = probeSocket;
 
 /** Where the daemon entry script may live, in the order tried. */
 export function daemonCandidates(setting: string, extensionPath: string, env: NodeJS.ProcessEnv = process.env): string[] {

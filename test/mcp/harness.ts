@@ -100,14 +100,8 @@ export async function startMcp(o: StartOptions = {}): Promise<McpSession> {
   };
 }
 
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { pidAlive } from '../../daemon/src/client/daemon-info';
+export { pidAlive };
 
 export function daemonInfo(db: string): { pid: number; socket: string } | null {
   try {

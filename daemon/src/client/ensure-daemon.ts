@@ -15,9 +15,9 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as path from 'node:path';
-import { daemonInfoPath, defaultSocketPath, resolveDbPath, runtimeDir } from '../paths';
+import { defaultSocketPath, resolveDbPath, runtimeDir } from '../paths';
+import { probeSocket, runningDaemon, type DaemonInfo } from './daemon-info';
 
 export interface EnsureDaemonOptions {
   /** Store file; default $CAIRN_DB, else the per-user default (see resolveDbPath). */
@@ -61,50 +61,14 @@ export class EnsureDaemonError extends Error {
   }
 }
 
-interface Owner {
-  pid: number;
-  socket: string | null;
-}
-
-function readOwner(db: string): Owner | null {
-  try {
-    const info = JSON.parse(fs.readFileSync(daemonInfoPath(db), 'utf8')) as { pid?: unknown; socket?: unknown };
-    if (typeof info.pid !== 'number') return null;
-    return { pid: info.pid, socket: typeof info.socket === 'string' ? info.socket : null };
-  } catch {
-    return null;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+type Owner = Pick<DaemonInfo, 'pid' | 'socket'>;
 
 /** The live daemon that owns `db` (per its info file), if any. */
 function liveOwner(db: string): Owner | null {
-  const o = readOwner(db);
-  return o && o.pid !== process.pid && alive(o.pid) ? o : null;
+  return runningDaemon(db);
 }
 
-/** True when something accepts connections on the socket within `timeoutMs`. */
-export function probeSocket(socket: string, timeoutMs = 1000): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect(socket);
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      sock.destroy();
-      resolve(ok);
-    };
-    const timer = setTimeout(() => done(false), timeoutMs);
-    sock.once('connect', () => done(true));
-    sock.once('error', () => done(false));
-  });
-}
+export { probeSocket };
 
 /**
  * Where the daemon entry script is: $CAIRN_DAEMON, else `bin/cairn.js` of this

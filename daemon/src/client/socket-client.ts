@@ -3,9 +3,9 @@
  * used by the CLI, the MCP bridge and tests. Pure Node + vscode-jsonrpc: no
  * native modules, so any process may load it.
  */
-import * as net from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { createMessageConnection, ResponseError, StreamMessageReader, type MessageConnection } from 'vscode-jsonrpc/node';
+import { connectSocket } from './daemon-info';
 import { FramedMessageWriter } from './framed-writer';
 import type { z } from 'zod';
 import { CairnError, errorCodeNames, type ErrorCodeName } from '../protocol/errors';
@@ -43,22 +43,9 @@ export class StreamClient implements CairnClient {
     this.connection.listen();
   }
 
-  static connect(socketPath: string, timeoutMs = 3000): Promise<StreamClient> {
-    return new Promise((resolve, reject) => {
-      const sock = net.connect(socketPath);
-      const timer = setTimeout(() => {
-        sock.destroy();
-        reject(new Error(`timed out connecting to ${socketPath}`));
-      }, timeoutMs);
-      sock.once('connect', () => {
-        clearTimeout(timer);
-        resolve(new StreamClient(sock, sock, () => sock.destroy()));
-      });
-      sock.once('error', (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-    });
+  static async connect(socketPath: string, timeoutMs = 3000): Promise<StreamClient> {
+    const sock = await connectSocket(socketPath, timeoutMs);
+    return new StreamClient(sock, sock, () => sock.destroy());
   }
 
   async initialize(clientName = 'cairn-client'): Promise<InitializeResult> {

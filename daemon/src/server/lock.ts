@@ -7,39 +7,10 @@
  */
 import * as fs from 'node:fs';
 import { daemonInfoPath } from '../paths';
+import { pidAlive, readDaemonInfo, type DaemonInfo } from '../client/daemon-info';
 import { holdExclusiveLock } from '../store/lock';
 
-export interface DaemonInfo {
-  pid: number;
-  socket: string | null;
-  version: string;
-  startedAt: string;
-  db: string;
-}
-
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-export function readDaemonInfo(dbPath: string): DaemonInfo | null {
-  try {
-    const info = JSON.parse(fs.readFileSync(daemonInfoPath(dbPath), 'utf8')) as DaemonInfo;
-    return typeof info.pid === 'number' ? info : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The running daemon that owns `dbPath`, if any. */
-export function runningDaemon(dbPath: string): DaemonInfo | null {
-  const info = readDaemonInfo(dbPath);
-  return info && info.pid !== process.pid && pidAlive(info.pid) ? info : null;
-}
+export { pidAlive, readDaemonInfo, runningDaemon, type DaemonInfo } from '../client/daemon-info';
 
 export class StoreLockedError extends Error {
   constructor(readonly owner: DaemonInfo) {

@@ -1,0 +1,73 @@
+/**
+ * Finding a running daemon: its info file (`<db>.daemon.json`), whether its
+ * process lives, and whether its socket answers. Pure Node (no native modules):
+ * the daemon, the CLI, `cairn mcp`, the VS Code extension and tests share it.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import { daemonInfoPath } from '../paths';
+
+export interface DaemonInfo {
+  pid: number;
+  /** null for a daemon serving stdio only. */
+  socket: string | null;
+  version: string;
+  startedAt: string;
+  db: string;
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The info file of the daemon that owns `dbPath` (it may be stale: check pidAlive). */
+export function readDaemonInfo(dbPath: string): DaemonInfo | null {
+  try {
+    const info = JSON.parse(fs.readFileSync(daemonInfoPath(dbPath), 'utf8')) as DaemonInfo;
+    if (typeof info.pid !== 'number') return null;
+    return { ...info, socket: typeof info.socket === 'string' ? info.socket : null };
+  } catch {
+    return null;
+  }
+}
+
+/** The running daemon (another process) that owns `dbPath`, if any. */
+export function runningDaemon(dbPath: string): DaemonInfo | null {
+  const info = readDaemonInfo(dbPath);
+  return info && info.pid !== process.pid && pidAlive(info.pid) ? info : null;
+}
+
+/** Open a socket, failing after `timeoutMs` instead of waiting on a wedged peer. */
+export function connectSocket(socketPath: string, timeoutMs = 2000): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(socketPath);
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`timed out connecting to ${socketPath}`));
+    }, timeoutMs);
+    sock.once('connect', () => {
+      clearTimeout(timer);
+      resolve(sock);
+    });
+    sock.once('error', (e) => {
+      clearTimeout(timer);
+      sock.destroy();
+      reject(e);
+    });
+  });
+}
+
+/** True when something accepts connections on the socket within `timeoutMs`. */
+export async function probeSocket(socketPath: string, timeoutMs = 1000): Promise<boolean> {
+  try {
+    (await connectSocket(socketPath, timeoutMs)).destroy();
+    return true;
+  } catch {
+    return false;
+  }
+}
