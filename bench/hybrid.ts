@@ -11,13 +11,8 @@ import * as fs from 'node:fs';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { spawnDaemon } from '../test/helpers';
 import { memoryAt, queryAt } from './corpus';
-import { fmt, now, summarize } from './stats';
+import { arg, fmt, now, summarize } from './stats';
 
-const args = process.argv.slice(2);
-const arg = (name: string, dflt: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : dflt;
-};
 const sizes = arg('sizes', '10000,100000').split(',').map(Number);
 const jsonOut = arg('json', '');
 

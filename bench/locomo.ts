@@ -21,13 +21,8 @@ import { Requests as R } from '../daemon/src/protocol/methods';
 import type { SearchMode, UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
 import { tempDir } from '../test/helpers';
-import { fmt, now } from './stats';
+import { arg, fmt, now } from './stats';
 
-const args = process.argv.slice(2);
-const arg = (name: string, dflt: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : dflt;
-};
 const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
 const MODEL = arg('model', 'builtin');
 const JSON_OUT = arg('json', '');

@@ -10,3 +10,9 @@ export function summarize(ms: number[]): { n: number; p50: number; p95: number; 
 }
 export const now = () => Number(process.hrtime.bigint()) / 1e6;
 export const fmt = (x: number, d = 2) => x.toFixed(d);
+
+/** `--name value` from the command line, else the default. */
+export function arg(name: string, dflt: string, argv: string[] = process.argv.slice(2)): string {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
+}
