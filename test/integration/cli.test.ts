@@ -85,6 +85,12 @@ describe('cli on a store without a daemon', () => {
     assert.match(badImp.err, /line 2 is not JSON/);
   });
 
+  it('a reader that closes the pipe early (cairn status | true) is not an error', () => {
+    const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${CAIRN_BIN}" status | true`], { encoding: 'utf8', env: { ...process.env, ...env } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /EPIPE|Unhandled/);
+  });
+
   it('status shows the store', () => {
     const s = cli(['status'], env);
     assert.match(s.out, /store: +.*cli\.db/);

@@ -362,6 +362,11 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
 
 /** Entry point used by bin/cairn.js. */
 export function main(argv: string[]): void {
+  // `cairn list | head` closes our stdout early: that ends the output, it is not an error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   run(argv).then(
     (code) => {
       process.exitCode = code;
