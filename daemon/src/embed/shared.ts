@@ -2,6 +2,7 @@
  * Types and constants shared by the Embedder client (main thread) and the embedding worker.
  * No runtime dependencies.
  */
+import type { ProviderOptions } from './provider';
 
 /** Model id of the built-in offline model (daemon/models/cairn-glove-100d). */
 export const BUILTIN_MODEL_ID = 'cairn/glove-100d';
@@ -39,20 +40,11 @@ export interface EmbedderInfo {
   loadMs: number;
 }
 
-/** Options the worker needs to load a model (plain data: it crosses the thread boundary). */
-export interface WorkerInit {
-  model: string;
-  modelPath?: string;
-  cacheDir: string;
-  allowRemote: boolean;
-  remoteHost?: string;
-  builtinPath: string;
-  dtype?: string;
-  threads?: number;
-  pooling?: string;
-  batchSize?: number;
-  loadTimeoutMs?: number;
-}
+/**
+ * Options the worker needs to load a model: the provider's options as plain data (they cross the
+ * thread boundary, so no log callback, and pooling as a string the worker checks).
+ */
+export type WorkerInit = Omit<ProviderOptions, 'log' | 'pooling'> & { pooling?: string };
 
 /** Main thread -> worker. */
 export type ToWorker =
