@@ -5,9 +5,8 @@
 //
 // env: CS_BASE (http://127.0.0.1:PORT), WS (workspace folder), EXT_DEV, EXT_TESTS, CHROMIUM,
 //      ARTIFACTS (console log + failure screenshot), TEST_TIMEOUT_MS
-const { chromium } = require('playwright-core');
+const { launchBrowser } = require('./browser');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 const util = require('util');
 
@@ -18,13 +17,7 @@ const t0 = Date.now();
 const lap = (m) => console.log(`[runtests ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
 
 (async () => {
-  const udd = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-chromium-'));
-  const ctx = await chromium.launchPersistentContext(udd, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1400, height: 900 },
-  });
+  const { ctx, udd } = await launchBrowser({ width: 1400, height: 900 });
   try {
     const page = ctx.pages()[0] || (await ctx.newPage());
     let resolveExit;

@@ -7,10 +7,9 @@
 //   05-live-update.png     a memory written by the CLI while the view is open appears without a refresh
 //   06-status-menu.png     the status bar item and its quick menu
 // env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks}), CLI + NODE_BIN (the cairn CLI), CHROMIUM
-const { chromium } = require('playwright-core');
+const { launchBrowser } = require('./browser');
 const { execFileSync } = require('child_process');
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 
 const ART = process.env.ARTIFACTS;
@@ -60,13 +59,7 @@ async function palette(command) {
 }
 
 (async () => {
-  const udd = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-chromium-'));
-  const ctx = await chromium.launchPersistentContext(udd, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1440, height: 900 },
-  });
+  const { ctx, udd } = await launchBrowser({ width: 1440, height: 900 });
   try {
     page = ctx.pages()[0] || (await ctx.newPage());
     const clog = fs.createWriteStream(path.join(ART, 'smoke-browser-console.log'));
