@@ -28,7 +28,9 @@ if npm run typecheck --silent; then passed=$((passed + 1)); else failed=$((faile
 
 echo "== unit and integration tests"
 mapfile -t files < <(find test -name '*.test.ts' -not -path 'test/e2e/*' -not -path '*/node_modules/*' | sort)
-node --import tsx --test --test-reporter=tap "${files[@]}" 2>&1 | tee "$SANDBOX/node-tests.log" | grep -E '^(not ok|# (tests|pass|fail|skipped))|^\s+(error|expected|actual):' || true
+# Show the summary, and each failing test with its whole diagnostic block (error, stack, expected/actual).
+node --import tsx --test --test-reporter=tap "${files[@]}" 2>&1 | tee "$SANDBOX/node-tests.log" |
+  awk '/^not ok/ { show = 1; print; next } /^(ok|# Subtest)/ { show = 0 } /^# (tests|pass|fail|skipped) / { print; next } show && n++ < 400 { print }' || true
 count "$SANDBOX/node-tests.log"
 if ! grep -qE '^# pass [0-9]+' "$SANDBOX/node-tests.log"; then failed=$((failed + 1)); echo "node test run did not complete"; tail -40 "$SANDBOX/node-tests.log"; fi
 
