@@ -10,8 +10,22 @@ export interface HeldLock {
   release(): void;
 }
 
-/** Take the lock, or return null when another process (or connection) holds it. */
-export function holdExclusiveLock(lockFile: string): HeldLock | null {
+/**
+ * Take the lock, or return null when another process (or connection) holds it.
+ * Two processes starting at the same instant can each hold a shared lock while
+ * asking for the exclusive one, and both be refused; so a refusal is retried
+ * with random back-off for about a second before the lock counts as held.
+ */
+export function holdExclusiveLock(lockFile: string, attempts = 25): HeldLock | null {
+  for (let i = 0; i < attempts; i++) {
+    const held = tryLock(lockFile);
+    if (held) return held;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.floor(Math.random() * 60));
+  }
+  return null;
+}
+
+function tryLock(lockFile: string): HeldLock | null {
   const db = new Database(lockFile);
   try {
     db.pragma('busy_timeout = 0');
