@@ -142,7 +142,7 @@ describe('daemon over a socket', () => {
   it('answers LSP hovers for anchored memories and nothing elsewhere', async () => {
     const c = await d.client();
     const root = path.join(d.dir, 'ws');
-    await c.connection.sendRequest('initialize', { processId: null, rootUri: `file://${root}`, capabilities: {} });
+    await c.connection.sendRequest('initialize', { processId: null, rootUri: `file://${root}`, capabilities: {}, initializationOptions: { projectNamespace: 'project.hover' } });
     await c.call(R.upsert, { namespace: 'project.hover', key: 'retry-policy', value: 'Retries use exponential backoff', anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }] });
     const uri = `file://${root}/src/http.ts`;
     const hit = (await c.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 3, character: 0 } })) as { contents: { value: string } } | null;

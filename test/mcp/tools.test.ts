@@ -143,9 +143,14 @@ describe('cairn mcp (review off: agent writes are active)', () => {
       await fails(s, 'cairn_remember', { namespace: 'project.other', key: 'x', value: 'y' }, 'InvalidParams', 'namespace');
       await fails(s, 'cairn_link', { from: mine.memory.id, to: other.memory.id, type: 'relates_to' }, 'NotFound', 'to');
       await fails(s, 'cairn_neighbors', { id: prefix.memory.id }, 'NotFound', 'id');
+      // Superseding a memory of another project through remember's `supersedes` is refused, and nothing is written.
+      await fails(s, 'cairn_remember', { key: 'zebra-replacement', value: 'Replaces the other project’s note.', supersedes: other.memory.id }, 'NotFound', 'supersedes');
+      await fails(s, 'cairn_recall', { key: 'zebra-replacement' }, 'NotFound');
       // The other project's memory is untouched.
       const still = await direct.call(Requests.get, { id: other.memory.id });
       assert.equal(still.deletedAt, null);
+      assert.equal(still.status, 'active');
+      assert.equal(still.version, other.memory.version);
     } finally {
       await direct.close();
     }

@@ -85,17 +85,18 @@ function target(a: { id?: string; namespace?: string; key?: string }): { id: str
 
 /** Read one memory in scope: by id (scope-checked by the daemon), or by key in the given namespace, else the project root then `user`. */
 async function findMemory(ctx: ToolContext, t: { id: string } | { namespace?: string; key: string }, includeDeleted = false): Promise<T.Memory> {
-  if ('id' in t) return ctx.call(Requests.get, { id: t.id, scope: defaultScope(ctx.scope), ...(includeDeleted ? { includeDeleted } : {}) });
+  const scope = defaultScope(ctx.scope);
+  if ('id' in t) return ctx.call(Requests.get, { id: t.id, scope, ...(includeDeleted ? { includeDeleted } : {}) });
   if (t.namespace !== undefined) {
     checkNamespace(ctx.scope, t.namespace, 'namespace');
-    return ctx.call(Requests.get, { namespace: t.namespace, key: t.key, ...(includeDeleted ? { includeDeleted } : {}) });
+    return ctx.call(Requests.get, { namespace: t.namespace, key: t.key, scope, ...(includeDeleted ? { includeDeleted } : {}) });
   }
   try {
-    return await ctx.call(Requests.get, { namespace: ctx.scope.root, key: t.key });
+    return await ctx.call(Requests.get, { namespace: ctx.scope.root, key: t.key, scope });
   } catch (e) {
     if (!(e instanceof CairnError) || e.data.name !== 'NotFound' || ctx.scope.root === USER_ROOT) throw e;
     try {
-      return await ctx.call(Requests.get, { namespace: USER_ROOT, key: t.key });
+      return await ctx.call(Requests.get, { namespace: USER_ROOT, key: t.key, scope });
     } catch (e2) {
       if (e2 instanceof CairnError && e2.data.name === 'NotFound') {
         throw new CairnError('NotFound', `no memory with key "${t.key}" in ${ctx.scope.root} or ${USER_ROOT}`, { field: 'key' });
@@ -176,6 +177,8 @@ export const rememberTool = tool({
     const r = await ctx.call(Requests.upsert, {
       ...rest,
       namespace,
+      // The session's scope bounds the write: the namespace and the memory named by `supersedes`.
+      scope: defaultScope(ctx.scope),
       source: ctx.actor(),
       actor: ctx.actor(),
       ...(ctx.reviewAgentWrites ? { status: 'proposed' as const } : {}),
@@ -220,7 +223,7 @@ export const forgetTool = tool({
   async run(a, ctx) {
     // Resolve (and scope-check) first: a forget by id has no scope of its own.
     const m = await findMemory(ctx, target(a));
-    const r = await ctx.call(Requests.forget, { id: m.id, actor: ctx.actor(), ...(a.reason ? { reason: a.reason } : {}) });
+    const r = await ctx.call(Requests.forget, { id: m.id, scope: defaultScope(ctx.scope), actor: ctx.actor(), ...(a.reason ? { reason: a.reason } : {}) });
     return { text: `Forgot ${r.memory.namespace}/${r.memory.key} (id ${r.memory.id}); its value will be refused if written again in ${r.memory.namespace}.`, structured: r };
   },
 });

@@ -230,6 +230,8 @@ export const UpsertParams = z
     force: z.boolean().optional(),
     /** Fail with VersionConflict unless the stored version equals this (0 = must not exist). */
     ifVersion: z.number().int().min(0).optional(),
+    /** The caller's scope: `namespace` and the memory named by `supersedes` must lie inside it. */
+    scope: Scope.optional(),
   })
   .strict();
 export type UpsertParams = z.infer<typeof UpsertParams>;
@@ -263,7 +265,7 @@ export type UpsertBatchResult = z.infer<typeof UpsertBatchResult>;
 
 export const GetParams = z.union([
   z.object({ id: MemoryId, includeDeleted: z.boolean().optional(), scope: Scope.optional() }).strict(),
-  z.object({ namespace: NamespacePath, key: z.string().min(1).max(Limits.keyChars), includeDeleted: z.boolean().optional() }).strict(),
+  z.object({ namespace: NamespacePath, key: z.string().min(1).max(Limits.keyChars), includeDeleted: z.boolean().optional(), scope: Scope.optional() }).strict(),
 ]);
 export type GetParams = z.infer<typeof GetParams>;
 
@@ -287,6 +289,8 @@ const target = {
   key: z.string().min(1).max(Limits.keyChars).optional(),
   actor: Actor.optional(),
   reason: Reason.optional(),
+  /** The caller's scope: the memory (by id or key) must lie inside it, else NotFound. */
+  scope: Scope.optional(),
 };
 export const DeleteParams = z.object(target).strict();
 export type DeleteParams = z.infer<typeof DeleteParams>;
@@ -302,7 +306,14 @@ export const PurgeResult = z.object({ id: z.string(), position: z.number().int()
 export type PurgeResult = z.infer<typeof PurgeResult>;
 
 export const HistoryParams = z
-  .object({ id: MemoryId.optional(), namespace: NamespacePath.optional(), key: z.string().min(1).max(Limits.keyChars).optional(), limit: z.number().int().min(1).max(Limits.pageSize).optional() })
+  .object({
+    id: MemoryId.optional(),
+    namespace: NamespacePath.optional(),
+    key: z.string().min(1).max(Limits.keyChars).optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+    /** The caller's scope: the memory must lie inside it, else NotFound. */
+    scope: Scope.optional(),
+  })
   .strict();
 export type HistoryParams = z.infer<typeof HistoryParams>;
 export const HistoryEntry = z.object({

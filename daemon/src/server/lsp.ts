@@ -13,7 +13,9 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import type { Anchor } from '../protocol/types';
+import { namespaceProblem } from '../protocol/namespace';
+import type { Anchor, Scope } from '../protocol/types';
+import { projectNamespaceFor } from '../project';
 import type { Store } from '../store/store';
 
 interface Position {
@@ -35,15 +37,50 @@ const HOVER_VALUE_CHARS = 400;
 export class LspDocuments {
   private roots: string[] = [];
   private docs = new Map<string, string>();
+  /** The client's project namespace (initializationOptions.projectNamespace), when it gave one. */
+  private project: string | null = null;
+  private includeUser = true;
+  private derived = new Map<string, string>();
 
   constructor(private readonly store: Store) {}
 
   initialize(params: unknown): void {
-    const p = (params ?? {}) as { rootUri?: string | null; rootPath?: string | null; workspaceFolders?: { uri: string }[] | null };
-    const uris = [...(p.workspaceFolders ?? []).map((f) => f.uri), ...(p.rootUri ? [p.rootUri] : [])];
+    const p = (params ?? {}) as {
+      rootUri?: string | null;
+      rootPath?: string | null;
+      workspaceFolders?: { uri: string }[] | null;
+      initializationOptions?: { projectNamespace?: unknown; includeUser?: unknown } | null;
+    };
+    const uris = [...(p.workspaceFolders ?? []).map((f) => f.uri), ...(typeof p.rootUri === 'string' ? [p.rootUri] : [])].filter((u): u is string => typeof u === 'string');
     const roots = uris.map(uriToPath).filter((x): x is string => !!x);
-    if (p.rootPath) roots.push(p.rootPath);
+    if (typeof p.rootPath === 'string') roots.push(p.rootPath);
     this.roots = [...new Set(roots)];
+    const opts = p.initializationOptions && typeof p.initializationOptions === 'object' ? p.initializationOptions : {};
+    this.project = typeof opts.projectNamespace === 'string' && !namespaceProblem(opts.projectNamespace) ? opts.projectNamespace : null;
+    this.includeUser = opts.includeUser !== false;
+  }
+
+  /**
+   * The scope a document's hovers and anchor tracking work in: the client's project namespace when it
+   * gave one, else the project namespace of the workspace folder holding the document (else of the
+   * document's own folder) — the same rule as the extension and `cairn mcp` — plus `user`. Another
+   * project's memory anchored to the same relative path is never shown nor moved.
+   */
+  scopeFor(uri: string): Scope | null {
+    const abs = uriToPath(uri);
+    if (!abs) return null;
+    if (this.project) return { root: this.project, includeUser: this.includeUser };
+    const folder = this.roots.find((r) => {
+      const rel = path.relative(r, abs);
+      return !rel.startsWith('..') && !path.isAbsolute(rel);
+    }) ?? path.dirname(abs);
+    let ns = this.derived.get(folder);
+    if (!ns) {
+      ns = projectNamespaceFor(folder).namespace;
+      if (this.derived.size > 1000) this.derived.clear();
+      this.derived.set(folder, ns);
+    }
+    return { root: ns, includeUser: this.includeUser };
   }
 
   register(connection: MessageConnection): void {
@@ -99,7 +136,9 @@ export class LspDocuments {
     if (paths.length === 0) return null;
     const line = pos.line + 1;
     const word = wordAt(this.docs.get(uri), pos);
-    const matches = this.store.anchoredAt(paths).filter(({ anchor: a }) => {
+    const scope = this.scopeFor(uri);
+    if (!scope) return null;
+    const matches = this.store.anchoredAt(paths, scope).filter(({ anchor: a }) => {
       if (a.stale) return false;
       if (a.startLine !== undefined) return line >= a.startLine && line <= (a.endLine ?? a.startLine);
       if (a.symbol !== undefined) return word !== null && (word === a.symbol || a.symbol.endsWith('.' + word));
@@ -130,7 +169,9 @@ export class LspDocuments {
     const added = (c.text.match(/\n/g) ?? []).length;
     const delta = added - (endLine - startLine);
     const removedWhole = c.text.trim() === '' && (c.range.end.line > c.range.start.line) && c.range.start.character === 0;
-    for (const { rowid, anchors } of this.store.anchorsByPath(paths)) {
+    const scope = this.scopeFor(uri);
+    if (!scope) return;
+    for (const { rowid, anchors } of this.store.anchorsByPath(paths, scope)) {
       let changed = false;
       const next = anchors.map((a) => {
         if (!paths.includes(a.path) || a.startLine === undefined || a.stale) return a;
@@ -163,7 +204,9 @@ export class LspDocuments {
     const paths = this.candidates(uri);
     if (paths.length === 0) return;
     const lineCount = text.split('\n').length;
-    for (const { rowid, anchors } of this.store.anchorsByPath(paths)) {
+    const scope = this.scopeFor(uri);
+    if (!scope) return;
+    for (const { rowid, anchors } of this.store.anchorsByPath(paths, scope)) {
       let changed = false;
       const next = anchors.map((a) => {
         if (!paths.includes(a.path) || a.stale) return a;

@@ -78,3 +78,12 @@ export function ownScopeRank(scope: Scope | undefined, col = 'n.path'): SqlFragm
   const own = scopePredicate({ ...scope, includeUser: false }, col)!;
   return { sql: `(CASE WHEN ${own.sql} THEN 0 ELSE 1 END)`, params: own.params };
 }
+
+/** Whether one namespace path lies inside a scope (the same rule as scopePredicate, in plain code). */
+export function pathInScope(path: string, scope: Scope | undefined): boolean {
+  if (!scope) return true;
+  if (scope.namespaces === undefined && scope.root === undefined) return true;
+  if (scope.namespaces?.includes(path)) return true;
+  if (scope.root !== undefined && isUnder(path, scope.root)) return true;
+  return effectiveIncludeUser(scope) && isUnder(path, USER_ROOT);
+}

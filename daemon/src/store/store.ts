@@ -40,7 +40,7 @@ import { extractiveSummary } from '../text/summary';
 import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
 import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
-import { scopePredicate, type SqlFragment } from './scope';
+import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { namespaceToken } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
 import { VectorTables } from './vectors';
@@ -53,6 +53,8 @@ interface Target {
   key?: string;
   actor?: string;
   reason?: string;
+  /** When given, the memory must lie in this scope (by id or by key), else NotFound. */
+  scope?: Scope;
 }
 
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
@@ -289,13 +291,15 @@ export class Store {
     let row: MemoryRow | undefined;
     if (t.id !== undefined) {
       if (t.namespace !== undefined || t.key !== undefined) throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
-      row = this.rowBy('m.id = ? AND n.deleted_at IS NULL', t.id);
-      if (!row) throw new CairnError('NotFound', `no memory ${t.id}`, { field: 'id' });
+      const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [t.id] }, scopePredicate(t.scope));
+      row = this.rowBy(where.sql, ...where.params);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.id}${t.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
       if (t.namespace === undefined || t.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: t.namespace === undefined ? 'namespace' : 'key' });
       this.checkNamespace(t.namespace);
-      row = this.rowByKey(t.namespace, t.key);
-      if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}`, { field: 'key' });
+      const where = and({ sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [t.namespace, t.key] }, scopePredicate(t.scope));
+      row = this.rowBy(where.sql, ...where.params);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}${t.scope ? ' in scope' : ''}`, { field: 'key' });
     }
     return row;
   }
@@ -314,8 +318,9 @@ export class Store {
       if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
       this.checkNamespace(p.namespace);
-      row = this.rowByKey(p.namespace, p.key);
-      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+      const where = and({ sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [p.namespace, p.key] }, scopePredicate(p.scope));
+      row = this.rowBy(where.sql, ...where.params);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
     }
     if (!p.includeDeleted) {
       if (row.deleted_at !== null) {
@@ -414,12 +419,20 @@ export class Store {
 
   history(p: HistoryParams): HistoryResult {
     let memoryId: string;
-    if (p.id !== undefined) memoryId = p.id;
-    else {
+    if (p.id !== undefined && p.scope === undefined) memoryId = p.id;
+    else if (p.id !== undefined) {
+      // A scoped history by id: the memory must (still) live in a namespace of the scope. A purged memory has
+      // no row left to check, so it has no history in any scope.
+      const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.id] }, scopePredicate(p.scope));
+      const row = this.rowBy(where.sql, ...where.params);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.id} in scope`, { field: 'id' });
+      memoryId = row.id;
+    } else {
       if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
       this.checkNamespace(p.namespace);
-      const row = this.rowByKey(p.namespace, p.key);
-      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+      const where = and({ sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [p.namespace, p.key] }, scopePredicate(p.scope));
+      const row = this.rowBy(where.sql, ...where.params);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
       memoryId = row.id;
     }
     const rows = stmt(this.db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(memoryId, p.limit ?? 100) as HistoryRow[];
@@ -452,6 +465,10 @@ export class Store {
 
   private validateContent(p: UpsertParams): void {
     this.checkNamespace(p.namespace);
+    if (p.scope) {
+      scopePredicate(p.scope); // validates the scope's own paths (InvalidNamespace)
+      if (!pathInScope(p.namespace, p.scope)) throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
+    }
     const bytes = utf8Bytes(p.value);
     if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
     if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
@@ -516,8 +533,9 @@ export class Store {
     // 4. The memory it supersedes must be live.
     let superseded: MemoryRow | undefined;
     if (p.supersedes !== undefined) {
-      superseded = this.rowBy('m.id = ? AND n.deleted_at IS NULL', p.supersedes);
-      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede`, { field: 'supersedes' });
+      const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.supersedes] }, scopePredicate(p.scope));
+      superseded = this.rowBy(where.sql, ...where.params);
+      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, { field: 'supersedes' });
       if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
       if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
     }
@@ -680,9 +698,9 @@ export class Store {
   // code anchors (hover)
   // -------------------------------------------------------------------------
   /** Visible memories with an anchor on one of `paths`: one entry per matching anchor. Indexed lookup, no scoring. */
-  anchoredAt(paths: string[]): { memory: Memory; anchor: Anchor }[] {
+  anchoredAt(paths: string[], scope?: Scope): { memory: Memory; anchor: Anchor }[] {
     if (paths.length === 0) return [];
-    const vis = visibility(undefined, this.now());
+    const vis = and(visibility(undefined, this.now()), scopePredicate(scope));
     const rows = stmt(this.db, 
         `SELECT ${MEMORY_COLUMNS}, a.idx AS anchor_idx FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id
          WHERE a.path IN (${paths.map(() => '?').join(',')}) AND ${vis.sql} ORDER BY m.importance DESC, m.updated_at DESC, m.id`,
@@ -695,10 +713,11 @@ export class Store {
   }
 
   /** Live memories anchored to one of `paths`, with all their anchors (for line tracking). */
-  anchorsByPath(paths: string[]): { rowid: number; anchors: Anchor[] }[] {
+  anchorsByPath(paths: string[], scope?: Scope): { rowid: number; anchors: Anchor[] }[] {
     if (paths.length === 0) return [];
-    const rows = stmt(this.db, `SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL`)
-      .all(...paths) as { rowid: number; anchors: string }[];
+    const sc = scopePredicate(scope) ?? { sql: '1', params: [] };
+    const rows = stmt(this.db, `SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL AND n.deleted_at IS NULL AND ${sc.sql}`)
+      .all(...paths, ...sc.params) as { rowid: number; anchors: string }[];
     return rows.map((r) => ({ rowid: r.rowid, anchors: JSON.parse(r.anchors) as Anchor[] }));
   }
 
