@@ -13,8 +13,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const extDir = path.join(here, '..');
 const settingsTs = path.join(extDir, '..', 'daemon', 'src', 'protocol', 'settings.ts');
 
-/** Settings that name executables or data locations: never taken from a workspace's own settings file. */
-const MACHINE = new Set(['cairn.daemon.path', 'cairn.daemon.nodePath']);
+/** Settings that name executables or data locations, or that loosen what agents see: never taken from a workspace's own settings file. */
+const MACHINE = new Set(['cairn.daemon.path', 'cairn.daemon.nodePath', 'cairn.agents.allowSecrets']);
 const MACHINE_OVERRIDABLE = new Set(['cairn.store.path', 'cairn.embeddings.modelPath']);
 
 export function loadSettings() {

@@ -80,6 +80,7 @@ export function rememberText(r: UpsertResult): string {
   const verb = r.created ? 'Saved new memory' : r.changed ? 'Updated memory' : 'Memory unchanged (same content)';
   const lines = [`${verb} ${m.namespace}/${m.key} (id ${m.id}, version ${m.version}).`];
   if (m.status === 'proposed') lines.push('Its status is proposed: the user reviews it in the Cairn view before it is used in prompts; it is not returned by cairn_search unless includeProposed is true.');
+  for (const w of r.warnings ?? []) lines.push(`Warning: ${w.message}. Do not store credentials in memories.`);
   for (const d of r.possibleDuplicates ?? []) {
     lines.push(`Possible duplicate: ${d.namespace}/${d.key} (id ${d.id}, similarity ${d.similarity}). If it says the same thing, update that memory instead (same namespace and key) and forget this one.`);
   }

@@ -193,6 +193,7 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
     },
     actor,
     reviewAgentWrites: review,
+    allowSecrets: ['1', 'true'].includes((env.CAIRN_AGENTS_ALLOW_SECRETS ?? '').trim().toLowerCase()),
   };
 
   // Without --root / CAIRN_SCOPE_ROOT, the project is the client's first workspace root when it shares its roots

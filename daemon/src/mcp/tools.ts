@@ -9,6 +9,7 @@ import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { listText, memoryFull, neighborsText, rememberText, scopeText, searchText, statusText } from './format';
 import { boundedScope, checkNamespace, defaultScope, USER_ROOT, type McpScope } from './scope';
+import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 
 /** What a tool handler may use. */
 export interface ToolContext {
@@ -18,6 +19,8 @@ export interface ToolContext {
   actor(): string;
   /** New and updated memories are `proposed` (cairn.review.agentWrites). */
   reviewAgentWrites: boolean;
+  /** Memories tagged `secret` reach the agent (cairn.agents.allowSecrets). Default false: they are never returned. */
+  allowSecrets?: boolean;
 }
 
 export interface ToolOutput {
@@ -65,9 +68,10 @@ const tagsArg = z.array(z.string().min(1).max(T.Limits.tagChars)).min(1).max(64)
 const includeProposedArg = z.boolean().optional().describe('Also return proposed memories (written by agents, not yet reviewed by the user). Default false.');
 const idArg = T.MemoryId;
 
-/** kinds/tags conveniences AND-ed with a raw filter. */
-function combinedFilter(a: { kinds?: string[]; tags?: string[]; filter?: Record<string, unknown> }): T.Filter | undefined {
+/** kinds/tags conveniences AND-ed with a raw filter, and (unless the user allows it) "no `secret` tag". */
+function combinedFilter(a: { kinds?: string[]; tags?: string[]; filter?: Record<string, unknown> }, ctx: ToolContext): T.Filter | undefined {
   const parts: unknown[] = [];
+  if (!ctx.allowSecrets) parts.push({ field: 'tags', op: 'hasNone', value: [SECRET_TAG] });
   if (a.kinds) parts.push({ field: 'kind', op: 'in', value: a.kinds });
   if (a.tags) parts.push({ field: 'tags', op: 'hasAny', value: a.tags });
   if (a.filter) parts.push(a.filter);
@@ -83,8 +87,21 @@ function target(a: { id?: string; namespace?: string; key?: string }): { id: str
   throw new CairnError('InvalidParams', 'give the memory’s id, or its key (with an optional namespace)', { field: a.namespace !== undefined ? 'key' : 'id' });
 }
 
-/** Read one memory in scope: by id (scope-checked by the daemon), or by key in the given namespace, else the project root then `user`. */
+/** A memory an agent may see: secret memories are NotFound to agents unless the user allows them. */
+function visibleToAgent(ctx: ToolContext, m: T.Memory): T.Memory {
+  if (!ctx.allowSecrets && isSecretTagged(m.tags)) {
+    throw new CairnError('NotFound', `memory ${m.id} is tagged "${SECRET_TAG}" and is not shown to agents (the user can allow it with cairn.agents.allowSecrets)`, { field: 'id' });
+  }
+  return m;
+}
+
+/** Read one memory in scope that the agent may see (see findMemoryAny). */
 async function findMemory(ctx: ToolContext, t: { id: string } | { namespace?: string; key: string }, includeDeleted = false): Promise<T.Memory> {
+  return visibleToAgent(ctx, await findMemoryAny(ctx, t, includeDeleted));
+}
+
+/** Read one memory in scope: by id (scope-checked by the daemon), or by key in the given namespace, else the project root then `user`. */
+async function findMemoryAny(ctx: ToolContext, t: { id: string } | { namespace?: string; key: string }, includeDeleted = false): Promise<T.Memory> {
   const scope = defaultScope(ctx.scope);
   if ('id' in t) return ctx.call(Requests.get, { id: t.id, scope, ...(includeDeleted ? { includeDeleted } : {}) });
   if (t.namespace !== undefined) {
@@ -130,7 +147,7 @@ export const searchTool = tool({
   annotations: ro('Search memories'),
   async run(a, ctx) {
     const scope = boundedScope(ctx.scope, a.scope);
-    const filter = combinedFilter(a);
+    const filter = combinedFilter(a, ctx);
     const r = await ctx.call(Requests.search, {
       query: a.query,
       scope,
@@ -246,7 +263,7 @@ export const listTool = tool({
   annotations: ro('List memories'),
   async run(a, ctx) {
     const scope = boundedScope(ctx.scope, a.scope);
-    const filter = combinedFilter(a);
+    const filter = combinedFilter(a, ctx);
     const r = await ctx.call(Requests.list, {
       scope,
       limit: a.limit ?? 20,
@@ -271,6 +288,12 @@ export const linkTool = tool({
     .strict(),
   annotations: { title: 'Link memories', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   async run(a, ctx) {
+    if (!ctx.allowSecrets) {
+      await findMemory(ctx, { id: a.from });
+      await findMemory(ctx, { id: a.to }).catch((e) => {
+        throw e instanceof CairnError ? new CairnError(e.data.name, e.message, { ...e.data, field: 'to' }) : e;
+      });
+    }
     const r = await ctx.call(Requests.link, { ...a, actor: ctx.actor(), scope: defaultScope(ctx.scope) });
     return { text: `${r.created ? 'Linked' : 'Already linked'}: ${a.from} —${a.type}→ ${a.to}.`, structured: r };
   },
@@ -288,7 +311,9 @@ export const neighborsTool = tool({
     .strict(),
   annotations: ro('Linked memories'),
   async run(a, ctx) {
-    const r = await ctx.call(Requests.neighbors, { ...a, scope: defaultScope(ctx.scope) });
+    if (!ctx.allowSecrets) await findMemory(ctx, { id: a.id });
+    const all = await ctx.call(Requests.neighbors, { ...a, scope: defaultScope(ctx.scope) });
+    const r = ctx.allowSecrets ? all : { neighbors: all.neighbors.filter((n) => !isSecretTagged(n.memory.tags)) };
     return { text: neighborsText(a.id, r), structured: r };
   },
 });

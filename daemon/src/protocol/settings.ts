@@ -28,6 +28,7 @@ export const Settings = {
   'cairn.injection.auto': { type: 'boolean', default: false, env: 'CAIRN_INJECT_AUTO', description: 'Inject memories into agent prompts automatically. Off: only on demand (tool calls, @cairn).' },
   'cairn.injection.k': { type: 'number', default: 8, minimum: 1, maximum: 50, description: 'Number of memories injected into a prompt.' },
   'cairn.injection.budgetChars': { type: 'number', default: 4000, minimum: 200, maximum: 100000, description: 'Character budget of an injected memory block.' },
+  'cairn.agents.allowSecrets': { type: 'boolean', default: false, env: 'CAIRN_AGENTS_ALLOW_SECRETS', description: 'Let agents see memories tagged `secret` (injection, MCP and language-model tools). Off: they never reach an agent.' },
   'cairn.review.agentWrites': { type: 'boolean', default: true, description: 'Memories written by agents start as `proposed` and wait for review.' },
 } as const satisfies Record<string, SettingDef>;
 

@@ -239,6 +239,10 @@ export type UpsertParams = z.infer<typeof UpsertParams>;
 export const PossibleDuplicate = z.object({ id: z.string(), key: z.string(), namespace: z.string(), similarity: z.number() });
 export type PossibleDuplicate = z.infer<typeof PossibleDuplicate>;
 
+/** A non-fatal remark on a write, e.g. a value that looks like a credential (then tagged `secret`). */
+export const WriteWarning = z.object({ code: z.enum(['credential']), kind: z.string(), message: z.string() });
+export type WriteWarning = z.infer<typeof WriteWarning>;
+
 export const UpsertResult = z.object({
   memory: Memory,
   created: z.boolean(),
@@ -247,6 +251,8 @@ export const UpsertResult = z.object({
   /** False when the write changed nothing (same content): no new version, no history row. */
   changed: z.boolean(),
   possibleDuplicates: z.array(PossibleDuplicate).optional(),
+  /** Present when the value looks like a credential: the memory was tagged `secret` (docs/protocol.md#secrets). */
+  warnings: z.array(WriteWarning).optional(),
 });
 export type UpsertResult = z.infer<typeof UpsertResult>;
 
@@ -256,7 +262,7 @@ export const UpsertBatchParams = z
 export type UpsertBatchParams = z.infer<typeof UpsertBatchParams>;
 export const UpsertBatchResult = z.object({
   results: z.array(z.union([
-    z.object({ ok: z.literal(true), id: z.string(), created: z.boolean(), position: z.number().int(), version: z.number().int() }),
+    z.object({ ok: z.literal(true), id: z.string(), created: z.boolean(), position: z.number().int(), version: z.number().int(), warnings: z.array(WriteWarning).optional() }),
     z.object({ ok: z.literal(false), error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown() }) }),
   ])),
   position: z.number().int(),
@@ -541,6 +547,8 @@ export const InjectBlockParams = z
     budgetTokens: z.number().int().min(50).max(25_000).optional(),
     /** 'auto' when a client injects on its own initiative; refused while automatic injection is off. Default 'explicit'. */
     trigger: z.enum(['auto', 'explicit']).optional(),
+    /** Also inject memories tagged `secret` (the user's cairn.agents.allowSecrets setting). Default false. */
+    allowSecrets: z.boolean().optional(),
   })
   .strict();
 export type InjectBlockParams = z.infer<typeof InjectBlockParams>;

@@ -6,7 +6,8 @@
  * - trigger 'auto' gets no block while automatic injection is off (the default; store/configure injectAuto).
  * - Candidates come from hybrid search inside the task's scope (or the given scope) with the default
  *   visibility rules — so deleted, expired, superseded, out-of-validity and proposed memories are never
- *   candidates — and with memories tagged `secret` filtered out inside the query.
+ *   candidates — and with memories tagged `secret` (in any spelling: tags compare normalized) filtered out
+ *   inside the query, unless the caller passes `allowSecrets` (the user's cairn.agents.allowSecrets setting).
  * - Minimum relevance: a memory must match the prompt's words (full-text arm) or be at least
  *   MIN_VECTOR_SIMILARITY close in meaning (vector arm).
  * - Budget: the whole block stays within the character budget; a long memory is cut to fit rather than dropped.
@@ -19,12 +20,13 @@ import { Limits } from '../protocol/types';
 import type { Store } from '../store/store';
 import type { Tasks } from '../store/tasks';
 import { sha256 } from '../text/hash';
+import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 import { search, type VectorSearcher } from './search';
 
 export const INJECT_DEFAULT_K = 8;
 export const INJECT_DEFAULT_BUDGET = 4000;
 export const MIN_VECTOR_SIMILARITY = 0.35;
-export const SECRET_TAG = 'secret';
+export { SECRET_TAG };
 const OPEN = '<workspace_memories>\n';
 const CLOSE = '</workspace_memories>';
 const MIN_EXCERPT = 80;
@@ -56,9 +58,9 @@ export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockPara
   const k = p.k ?? INJECT_DEFAULT_K;
   const budget = Math.min(p.budgetChars ?? INJECT_DEFAULT_BUDGET, p.budgetTokens !== undefined ? p.budgetTokens * 4 : Infinity);
   const scope: Scope | undefined = task ? task.scope : p.scope;
-  const noSecrets: Filter = { field: 'tags', op: 'hasNone', value: [SECRET_TAG] };
-  const result = await search(store, { query: p.prompt.slice(0, Limits.queryChars), scope, filter: noSecrets, limit: Math.min(200, k * 3), mode: 'hybrid', explain: true }, vectors);
-  const relevant = result.hits.filter((h) => h.explain && (h.explain.fts !== null || (h.explain.vector?.score ?? 0) >= MIN_VECTOR_SIMILARITY));
+  const noSecrets: Filter | undefined = p.allowSecrets ? undefined : { field: 'tags', op: 'hasNone', value: [SECRET_TAG] };
+  const result = await search(store, { query: p.prompt.slice(0, Limits.queryChars), scope, ...(noSecrets ? { filter: noSecrets } : {}), limit: Math.min(200, k * 3), mode: 'hybrid', explain: true }, vectors);
+  const relevant = result.hits.filter((h) => (p.allowSecrets || !isSecretTagged(h.memory.tags)) && h.explain && (h.explain.fts !== null || (h.explain.vector?.score ?? 0) >= MIN_VECTOR_SIMILARITY));
 
   let used = OPEN.length + CLOSE.length;
   let block = OPEN;

@@ -7,6 +7,10 @@
 import { CairnError } from '../protocol/errors';
 import { Limits, type Filter, type FilterLeaf } from '../protocol/types';
 import type { SqlFragment } from './scope';
+import { normalizeTag } from '../text/secrets';
+
+/** A stored tag in its normalized form (ASCII case folding and whitespace trimming in SQL). */
+const TAG_SQL = `lower(trim(t.value, ' ' || char(9, 10, 11, 12, 13)))`;
 
 const TIME_COLS: Record<string, string> = {
   createdAt: 'm.created_at',
@@ -70,8 +74,10 @@ function compileLeaf(f: FilterLeaf, at: string): SqlFragment {
     return { sql: `${col} ${OPS[f.op]} ?`, params: [f.value] };
   }
   if (field === 'tags') {
-    const list = asList(f.value as string | string[]);
-    const inList = `(SELECT 1 FROM json_each(m.tags) t WHERE t.value IN (${list.map(() => '?').join(', ')}))`;
+    // Tags are compared in their normalized form (trimmed, lowercased) on both sides, so spellings stored
+    // before tags were normalized on write (`Secret`, ` secret`) still match.
+    const list = asList(f.value as string | string[]).map(normalizeTag);
+    const inList = `(SELECT 1 FROM json_each(m.tags) t WHERE ${TAG_SQL} IN (${list.map(() => '?').join(', ')}))`;
     switch (f.op) {
       case 'has':
         if (list.length !== 1) throw new CairnError('InvalidFilter', 'tags "has" takes one tag; use hasAny or hasAll for a list', { field: `${at}.value` });
@@ -82,7 +88,7 @@ function compileLeaf(f: FilterLeaf, at: string): SqlFragment {
         return { sql: `NOT EXISTS ${inList}`, params: list };
       case 'hasAll': {
         const uniq = [...new Set(list)];
-        return { sql: `(SELECT count(DISTINCT t.value) FROM json_each(m.tags) t WHERE t.value IN (${uniq.map(() => '?').join(', ')})) = ?`, params: [...uniq, uniq.length] };
+        return { sql: `(SELECT count(DISTINCT ${TAG_SQL}) FROM json_each(m.tags) t WHERE ${TAG_SQL} IN (${uniq.map(() => '?').join(', ')})) = ?`, params: [...uniq, uniq.length] };
       }
     }
   }

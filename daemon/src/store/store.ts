@@ -35,6 +35,7 @@ import {
   type WriteResult,
 } from '../protocol/types';
 import { normalizedValueHash, uuidv7 } from '../text/hash';
+import { detectCredentials, normalizeTags, SECRET_TAG } from '../text/secrets';
 import { identifierWords } from '../text/identifiers';
 import { extractiveSummary } from '../text/summary';
 import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
@@ -453,7 +454,7 @@ export class Store {
       const results: UpsertBatchResult['results'] = items.map((it) => {
         try {
           const r = writeTx(this.db, () => this.upsertInTx(actor && !it.actor ? { ...it, actor } : it));
-          return { ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version };
+          return { ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version, ...(r.warnings ? { warnings: r.warnings } : {}) };
         } catch (e) {
           if (e instanceof CairnError) return { ok: false as const, error: { code: e.code, message: e.message, data: e.data } };
           throw e;
@@ -472,6 +473,9 @@ export class Store {
     const bytes = utf8Bytes(p.value);
     if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
     if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
+    p.tags?.forEach((t, i) => {
+      if (t.trim().length === 0) throw new CairnError('InvalidParams', 'a tag is empty or only whitespace', { field: `tags[${i}]` });
+    });
     if (p.properties && Object.keys(p.properties).length > Limits.properties) throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
     p.anchors?.forEach((a, i) => {
       if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine) throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
@@ -542,7 +546,16 @@ export class Store {
 
     // 5. Merge: omitted fields keep their stored values; null clears a nullable field.
     const base = existing && existing.deleted_at === null ? existing : existing; // restored memories keep their attributes unless given
-    const tags = p.tags !== undefined ? [...new Set(p.tags)].sort() : base ? (JSON.parse(base.tags) as string[]) : [];
+    // Tags are stored normalized (trimmed, lowercased); a value that looks like a credential is tagged `secret`
+    // so it never reaches an agent unless the user allows it (docs/protocol.md#secrets).
+    let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);
+    const credentials = detectCredentials([p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'));
+    const warnings = credentials.map((c) => ({ code: 'credential' as const, kind: c.kind, message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents` }));
+    if (credentials.length > 0 && !tags.includes(SECRET_TAG)) {
+      tags = normalizeTags([...tags, SECRET_TAG]);
+      detail.autoSecret = credentials.map((c) => c.kind);
+    }
+    const warn = warnings.length > 0 ? { warnings } : {};
     const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => ({ ...a, stale: undefined })).map(stripUndefined) : base ? JSON.parse(base.anchors) : [];
     const next = {
       value: p.value,
@@ -562,7 +575,7 @@ export class Store {
 
     // 6. Nothing changed: no new version, no history, no change-log row.
     if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
-      return { memory: toMemory(existing), created: false, position: this.position(), changed: false };
+      return { memory: toMemory(existing), created: false, position: this.position(), changed: false, ...warn };
     }
 
     let summary: string | null = null;
@@ -614,7 +627,7 @@ export class Store {
       this.appendHistory(superseded.id, 'supersede', actor, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
       this.logChange('supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
     }
-    return { memory: toMemory(this.rowBy('m.rowid = ?', rowid)!), created: !existing, position: this.position(), changed: true };
+    return { memory: toMemory(this.rowBy('m.rowid = ?', rowid)!), created: !existing, position: this.position(), changed: true, ...warn };
   }
 
   private writeAnchors(rowid: number, anchors: Anchor[]): void {

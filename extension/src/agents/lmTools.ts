@@ -9,6 +9,10 @@
  * - cairn_forget asks for confirmation (prepareInvocation) naming the memory and its value.
  * - Failures come back as a tool result the model can read, naming the Cairn error code
  *   (`Cairn error InvalidNamespace (1006) in field "namespace": ...`), never as an exception.
+ * - Memories tagged `secret` (in any spelling) never reach the model: the tools run with
+ *   `allowSecrets` from cairn.agents.allowSecrets (machine scope, off by default), so search and list
+ *   leave them out and recall, forget, link and neighbors treat them as not found — including the
+ *   forget confirmation, which would otherwise show the value.
  * - The active task's "Don't inject memories" toggle governs injection, not explicit tool calls: the
  *   tools still answer, and the result tells the model that injection is off for the task.
  */

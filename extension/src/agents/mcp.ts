@@ -57,6 +57,7 @@ export async function mcpServerSpec(ctx: Ctx, agents: AgentService): Promise<Mcp
   env.CAIRN_NODE = node;
   env.CAIRN_DAEMON = script;
   env.CAIRN_REVIEW_AGENT_WRITES = agents.reviewAgentWrites ? '1' : '0';
+  env.CAIRN_AGENTS_ALLOW_SECRETS = agents.allowSecrets ? '1' : '0';
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   return {
     label: 'Cairn memory',

@@ -148,6 +148,11 @@ export class AgentService implements vscode.Disposable {
     return this.ctx.config.get('cairn.review.agentWrites');
   }
 
+  /** cairn.agents.allowSecrets: memories tagged `secret` reach agents (off by default). */
+  get allowSecrets(): boolean {
+    return this.ctx.config.get('cairn.agents.allowSecrets') === true;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Tools (the MCP server's handlers, in this window's scope)
   // ---------------------------------------------------------------------------------------------
@@ -174,6 +179,7 @@ export class AgentService implements vscode.Disposable {
       scope: this.mcpScope(),
       actor: () => actor,
       reviewAgentWrites: this.reviewAgentWrites,
+      allowSecrets: this.allowSecrets,
     };
     return tool.run(args as never, context);
   }
@@ -283,6 +289,7 @@ export class AgentService implements vscode.Disposable {
       k: clamp(o.k ?? this.ctx.config.get('cairn.injection.k'), 1, 50),
       budgetChars: clamp(o.budgetChars ?? this.ctx.config.get('cairn.injection.budgetChars'), 200, 100_000),
       trigger: o.trigger ?? 'explicit',
+      ...(this.allowSecrets ? { allowSecrets: true } : {}),
       ...(taskId ? { taskId } : { scope: this.workspaceScope() }),
     });
   }
