@@ -33,6 +33,11 @@ Commands:
       [--mode hybrid|fts|vector] [--limit N] [--filter JSON] [--explain]
   list                               list memories [--root NS] [--namespace NS]... [--filter JSON] [--limit N] [--all]
   delete|restore|forget|purge <id> | <namespace> <key>  [--reason TEXT]
+  erase <id> | <namespace> <key> | --root NS  [--reason TEXT] [--receipt FILE]
+                                     remove with history, index rows and links, overwrite the freed space,
+                                     truncate the WAL; prints (or writes) a signed erasure receipt
+  verify-receipt <FILE|->            check an erasure receipt's signature and that this store's key signed it
+      [--public-key BASE64|FILE]     (trust another key instead)
   history <id> | <namespace> <key>   every recorded version
   link <from-id> <to-id> <type>      typed edge (relates_to, contradicts, depends_on, derived_from, supports, refines)
   unlink <from-id> <to-id> <type>
@@ -89,6 +94,8 @@ const OPTIONS = {
   'no-history': { type: 'boolean' },
   'history-cap': { type: 'string' },
   timeout: { type: 'string' },
+  receipt: { type: 'string' },
+  'public-key': { type: 'string' },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -161,7 +168,8 @@ export async function run(argv: string[]): Promise<number> {
     const { runMcp } = await import('../mcp/server');
     return runMcp({ db: o.db, socket: o.socket, root: o.root, daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined });
   }
-  const known = ['add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
+  if (cmd === 'verify-receipt') return verifyReceiptCommand(pos, o);
+  const known = ['erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
   const client = await connect({ db: o.db, socket: o.socket, direct: o.direct });
   try {
@@ -248,6 +256,20 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
       const r = await c.call(def as typeof Requests.delete, { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) });
       emit(r, () => out(`${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key} (${r.memory.id})` : (r as { id: string }).id} at position ${r.position}`));
+      return 0;
+    }
+    case 'erase': {
+      if (pos.length === 0 && o.root === undefined) throw new UsageError('usage: cairn erase <id> | <namespace> <key> | --root NS');
+      if (pos.length > 0 && o.root !== undefined) throw new UsageError('give either <id>, <namespace> <key>, or --root NS');
+      const r = await c.call(Requests.erase, { ...(o.root !== undefined ? { root: o.root } : target(pos, o)), actor, ...(o.reason ? { reason: o.reason } : {}) });
+      const receiptText = JSON.stringify(r.receipt, null, 2) + '\n';
+      if (o.receipt) fs.writeFileSync(o.receipt, receiptText, { mode: 0o600 });
+      emit(r, () => {
+        out(`erased ${r.erased} memor${r.erased === 1 ? 'y' : 'ies'} (${r.receipt.removed.history} history rows, ${r.receipt.removed.links} links, ${r.receipt.removed.vectors} vectors, ${r.receipt.removed.namespaces} namespaces) at position ${r.position}`);
+        if (!r.receipt.walTruncated) out('warning: another connection held an old snapshot, so the WAL was not truncated; erase again once it is gone');
+        if (o.receipt) out(`receipt ${r.receipt.id} written to ${o.receipt}`);
+        else out(receiptText.trimEnd());
+      });
       return 0;
     }
     case 'history': {
@@ -358,6 +380,35 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
     }
   }
   throw new UsageError(`unknown command ${cmd}`);
+}
+
+/** `cairn verify-receipt`: local, no daemon; trusts this store's key unless --public-key names another. */
+async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
+  if (pos.length !== 1) throw new UsageError('usage: cairn verify-receipt <FILE|->');
+  const text = pos[0] === '-' ? await readStdin() : fs.readFileSync(pos[0], 'utf8');
+  let receipt: unknown;
+  try {
+    receipt = JSON.parse(text);
+  } catch (e) {
+    throw new CairnError('InvalidParams', `the receipt is not JSON: ${(e as Error).message}`, { field: 'receipt' });
+  }
+  const { verifyReceipt } = await import('../store/receipt');
+  let trusted: string | undefined;
+  if (o['public-key'] !== undefined) {
+    const k = o['public-key'];
+    trusted = fs.existsSync(k) ? fs.readFileSync(k, 'utf8').trim() : k;
+  } else {
+    const { loadStoreKeys } = await import('../store/keys');
+    const { resolveDbPath } = await import('../paths');
+    trusted = loadStoreKeys(resolveDbPath(o.db), { create: false })?.publicKeyB64;
+    if (trusted === undefined) throw new CairnError('NotFound', 'this store has no signing key yet; pass --public-key', { field: 'public-key' });
+  }
+  const check = verifyReceipt(receipt, trusted);
+  const r = receipt as { id?: string; erasedAt?: string; actor?: string; memories?: unknown[] };
+  if (o.json) out(JSON.stringify({ ...check, id: r?.id ?? null }, null, 2));
+  else if (check.ok) out(`valid: receipt ${r.id}, ${r.memories?.length ?? 0} memories erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
+  else process.stderr.write(`cairn: invalid receipt: ${check.problem}\n`);
+  return check.ok ? 0 : 1;
 }
 
 /** Entry point used by bin/cairn.js. */

@@ -51,6 +51,7 @@ export const Requests = {
   restore: request('memory/restore', T.RestoreParams, T.WriteResult, 'Bring a deleted memory back.'),
   forget: request('memory/forget', T.ForgetParams, T.WriteResult, 'Delete a memory and reject its value in its namespace.'),
   purge: request('memory/purge', T.PurgeParams, T.PurgeResult, 'Admin: remove a deleted memory from every table (history keeps a purge row).'),
+  erase: request('memory/erase', T.EraseParams, T.EraseResult, 'Remove a memory or a namespace subtree with its history, index rows and links, overwrite the freed space, truncate the WAL, and return a signed receipt.'),
   history: request('memory/history', T.HistoryParams, T.HistoryResult, 'Every recorded operation on a memory, newest first.'),
   link: request('memory/link', T.LinkParams, T.LinkResult, 'Add a typed edge between two live memories.'),
   unlink: request('memory/unlink', T.UnlinkParams, T.UnlinkResult, 'Remove a typed edge.'),

@@ -49,7 +49,7 @@ export const NAMESPACE_SEGMENT = /^[a-z0-9][a-z0-9_-]*$/;
 
 export const MEMORY_KINDS = ['fact', 'preference', 'decision', 'procedure', 'episode', 'note'] as const;
 export const MEMORY_STATUSES = ['active', 'proposed', 'superseded'] as const;
-export const HISTORY_OPS = ['create', 'update', 'delete', 'restore', 'supersede', 'expire', 'purge', 'forget'] as const;
+export const HISTORY_OPS = ['create', 'update', 'delete', 'restore', 'supersede', 'expire', 'purge', 'forget', 'erase', 'retention'] as const;
 export const CHANGE_OPS = [...HISTORY_OPS, 'access'] as const;
 export const LINK_TYPES = ['relates_to', 'contradicts', 'depends_on', 'derived_from', 'supports', 'refines'] as const;
 export const SEARCH_MODES = ['hybrid', 'fts', 'vector'] as const;
@@ -310,6 +310,49 @@ export const WriteResult = z.object({ memory: Memory, position: z.number().int()
 export type WriteResult = z.infer<typeof WriteResult>;
 export const PurgeResult = z.object({ id: z.string(), position: z.number().int() });
 export type PurgeResult = z.infer<typeof PurgeResult>;
+
+// Erasure (memory/erase): removal with proof. See docs/protocol.md#erasure.
+export const EraseParams = z
+  .object({
+    id: MemoryId.optional(),
+    namespace: NamespacePath.optional(),
+    key: z.string().min(1).max(Limits.keyChars).optional(),
+    /** Erase every memory in this namespace and its sub-namespaces, and the namespaces themselves. */
+    root: NamespacePath.optional(),
+    actor: Actor.optional(),
+    reason: Reason.optional(),
+  })
+  .strict();
+export type EraseParams = z.infer<typeof EraseParams>;
+export const ErasureReceipt = z
+  .object({
+    format: z.literal('cairn-erasure-receipt'),
+    version: z.literal(1),
+    /** Receipt id (also in the audit history rows of the erasure). */
+    id: z.string(),
+    erasedAt: z.string(),
+    actor: z.string(),
+    reason: z.string().nullable(),
+    /** What was asked: one memory (id, or namespace and key) or a namespace subtree (root). */
+    target: z.object({ id: z.string().optional(), namespace: z.string().optional(), key: z.string().optional(), root: z.string().optional() }).strict(),
+    /** Ids and namespaces of the erased memories (keys and values are not repeated here). */
+    memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
+    /** Rows removed besides the memories. */
+    removed: z.object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() }).strict(),
+    /** sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]. */
+    contentHash: z.string(),
+    salt: z.string(),
+    /** The WAL was checkpointed and truncated after the erasure (false: another connection held an old snapshot; erase again once it is gone). */
+    walTruncated: z.boolean(),
+    /** Base64 raw Ed25519 public key of the store that signed. */
+    publicKey: z.string(),
+    /** Base64 Ed25519 signature over the canonical JSON of every other field. */
+    signature: z.string(),
+  })
+  .strict();
+export type ErasureReceipt = z.infer<typeof ErasureReceipt>;
+export const EraseResult = z.object({ erased: z.number().int(), position: z.number().int(), receipt: ErasureReceipt });
+export type EraseResult = z.infer<typeof EraseResult>;
 
 export const HistoryParams = z
   .object({

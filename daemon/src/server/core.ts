@@ -12,6 +12,7 @@ import { injectBlock } from '../retrieval/inject';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Tasks } from '../store/tasks';
 import { exportRecords, importRecords } from '../store/portable';
+import { erase } from '../store/erase';
 import type { Store } from '../store/store';
 
 export type Handler = (params: any) => unknown | Promise<unknown>;
@@ -93,6 +94,7 @@ export class Core {
     on(Requests.restore, (p) => s.restore(p));
     on(Requests.forget, (p) => s.forget(p));
     on(Requests.purge, (p) => s.purge(p));
+    on(Requests.erase, (p) => erase(s, p));
     on(Requests.history, (p) => s.history(p));
     on(Requests.link, (p) => s.link(p));
     on(Requests.unlink, (p) => s.unlink(p));

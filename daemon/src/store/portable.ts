@@ -12,6 +12,7 @@ import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from '
 import { scopePredicate } from './scope';
 import { historyEntry, type Store } from './store';
 import { normalizedValueHash } from '../text/hash';
+import { rejectionHash } from './rejected';
 
 export function exportRecords(store: Store, p: ExportParams): ExportRecord[] {
   const db = store.db;
@@ -111,7 +112,10 @@ export function importRecords(store: Store, raw: unknown[], actor = 'import'): I
         }
         case 'rejected': {
           if (!nsById.get(rec.namespaceId)) { skipped++; break; }
-          stmt(db, 'INSERT OR IGNORE INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?)').run(rec.namespaceId, rec.valueHash, rec.memoryId, rec.actor, fromIso(rec.at));
+          // Keyed hashes are keyed with the exporting store's secret: re-key from the memory's value when it came along.
+          const owner = rec.memoryId !== null && store.keys ? (stmt(db, 'SELECT value FROM memories WHERE id = ? AND ns_id = ?').get(rec.memoryId, rec.namespaceId) as { value: string } | undefined) : undefined;
+          const hash = owner ? rejectionHash(store.keys!, owner.value) : rec.valueHash;
+          stmt(db, 'INSERT OR IGNORE INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?)').run(rec.namespaceId, hash, rec.memoryId, rec.actor, fromIso(rec.at));
           break;
         }
       }

@@ -45,6 +45,8 @@ import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { namespaceToken } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
 import { VectorTables } from './vectors';
+import { loadStoreKeys, type StoreKeys } from './keys';
+import { findRejection, liftRejection, rejectValue, rekeyLegacy } from './rejected';
 
 export type ChangeListener = (change: DidChangeParams) => void;
 
@@ -68,6 +70,8 @@ export class Store {
   readonly vecError: string | null;
   readonly schemaVersion: number;
   readonly vectors: VectorTables;
+  /** The store's secrets (keyed hashes, receipt signing); null for a read-only open of a store that has none yet. */
+  readonly keys: StoreKeys | null;
   private listeners = new Set<ChangeListener>();
   private pending: DidChangeParams[] = [];
   /** Injected clock, so tests can move time. */
@@ -81,7 +85,13 @@ export class Store {
     this.vecError = o.vecError;
     this.schemaVersion = o.schemaVersion;
     this.vectors = new VectorTables(this.db, o.vec);
-    if (!opts.readonly) this.healFts();
+    this.keys = loadStoreKeys(file, { create: !opts.readonly });
+    if (!opts.readonly) {
+      // Deleted content is overwritten with zeros, so purge, erase and retention leave no text in freed space.
+      this.db.pragma('secure_delete = ON');
+      this.healFts();
+      writeTx(this.db, () => rekeyLegacy(this.db, this.keys!));
+    }
   }
 
   close(): void {
@@ -120,6 +130,20 @@ export class Store {
     } catch (e) {
       if (outer) this.pending = [];
       throw e;
+    } finally {
+      if (outer && this.afterWrite.length) this.runAfterWrite();
+    }
+  }
+
+  /** Upkeep that must survive the request's own rollback (re-keying a legacy rejection that refused a write). */
+  private afterWrite: (() => void)[] = [];
+  private runAfterWrite(): void {
+    const fns = this.afterWrite;
+    this.afterWrite = [];
+    try {
+      writeTx(this.db, () => fns.forEach((f) => f()));
+    } catch {
+      /* best effort: the next refusal tries again */
     }
   }
 
@@ -138,7 +162,8 @@ export class Store {
   // -------------------------------------------------------------------------
   // change log
   // -------------------------------------------------------------------------
-  private logChange(op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): number {
+  /** @internal (store modules): append a change-log row; listeners hear of it after commit. */
+  logChange(op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): number {
     const at = this.now();
     const position = Number(stmt(this.db, 'INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid);
     if (memoryId) {
@@ -387,7 +412,8 @@ export class Store {
   // -------------------------------------------------------------------------
   // history
   // -------------------------------------------------------------------------
-  private appendHistory(
+  /** @internal (store modules): append a history row, applying the history cap. */
+  appendHistory(
     memoryId: string,
     op: HistoryEntry['op'],
     actor: string,
@@ -522,7 +548,7 @@ export class Store {
 
     // 3. A forgotten value is not re-learned.
     const nsId = this.ensureNamespace(p.namespace);
-    const rejected = stmt(this.db, 'SELECT actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?').get(nsId, valueHash) as { actor: string; at: number } | undefined;
+    const rejected = findRejection(this.db, this.keys, nsId, p.value, (f) => this.afterWrite.push(f));
     if (rejected) {
       if (!p.force) {
         throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
@@ -644,8 +670,7 @@ export class Store {
     return this.write(() => {
       const r = this.softDelete(t, 'forget');
       const row = this.rowBy('m.id = ?', r.memory.id)!;
-      stmt(this.db, 'INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id')
-        .run(row.ns_id, row.value_hash, row.id, t.actor ?? 'user', this.now());
+      rejectValue(this.db, this.keys!, row.ns_id, row.value, row.id, t.actor ?? 'user', this.now());
       return r;
     });
   }
@@ -675,7 +700,7 @@ export class Store {
       if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
       const now = this.now();
       const before = toMemory(row);
-      const lifted = stmt(this.db, 'DELETE FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(row.ns_id, row.value_hash).changes > 0;
+      const lifted = liftRejection(this.db, this.keys, row.ns_id, row.value);
       // A memory that expired comes back without its expiry, or it would vanish again at once.
       const expires = row.expires_at !== null && row.expires_at <= now ? null : row.expires_at;
       stmt(this.db, 'UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, row.rowid);
@@ -691,12 +716,14 @@ export class Store {
     return this.write(() => {
       const row = this.resolveTarget(t);
       if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, { field: t.id !== undefined ? 'id' : 'key' });
-      return { id: row.id, position: this.purgeRow(row, t.actor ?? 'user', t.reason) };
+      const position = this.purgeRow(row, t.actor ?? 'user', t.reason);
+      ftsCompact(this.db);
+      return { id: row.id, position };
     });
   }
 
   private purgeRow(row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null }, actor: string, reason?: string): number {
-    stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(row.rowid);
+    ftsSecureDelete(this.db, row.rowid);
     this.deleteVectors(row.rowid);
     stmt(this.db, 'DELETE FROM links WHERE src = ? OR dst = ?').run(row.id, row.id);
     stmt(this.db, 'DELETE FROM anchors WHERE memory_rowid = ?').run(row.rowid);
@@ -749,7 +776,8 @@ export class Store {
     });
   }
 
-  private deleteVectors(rowid: number): void {
+  /** @internal */
+  deleteVectors(rowid: number): void {
     this.vectors.deleteRow(rowid);
   }
 
@@ -775,6 +803,7 @@ export class Store {
         this.purgeRow(d, 'system:namespace-delete', 'namespace deleted');
         purged++;
       }
+      if (purged > 0) ftsCompact(this.db);
     });
     return { expired, purged, position: this.position() };
   }
@@ -886,6 +915,26 @@ export class Store {
 }
 
 export const SYSTEM_EXPIRE = 'system:expire';
+
+/**
+ * Merge the full-text index into one segment, which drops every entry of
+ * deleted rows still held by older segments (a row's earlier versions, or a
+ * term secure-delete left in place), so purged text leaves the index pages.
+ * Costs about 150 ms per 20k memories; run once per purge, erase or sweep batch.
+ */
+export function ftsCompact(db: DB): void {
+  stmt(db, `INSERT INTO memories_fts(memories_fts) VALUES ('optimize')`).run();
+}
+
+/** Delete a full-text row with FTS5's secure-delete, so its terms leave the index pages rather than stay behind a tombstone. */
+export function ftsSecureDelete(db: DB, rowid: number): void {
+  stmt(db, `INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1)`).run();
+  try {
+    stmt(db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+  } finally {
+    stmt(db, `INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 0)`).run();
+  }
+}
 
 interface HistoryRow {
   seq: number;

@@ -1,9 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-/** Hash of a value after normalization (Unicode NFKC, case folded, whitespace collapsed), used for rejected values. */
+/** A value as compared for rejection: Unicode NFKC, case folded, whitespace collapsed. */
+export function normalizeValue(value: string): string {
+  return value.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+}
+
+/** Unkeyed hash of a normalized value (memories.value_hash; legacy rejected values). Rejections now use keyed hashes (store/rejected.ts). */
 export function normalizedValueHash(value: string): string {
-  const norm = value.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
-  return createHash('sha256').update(norm).digest('hex');
+  return createHash('sha256').update(normalizeValue(value)).digest('hex');
 }
 
 /** A UUIDv7: 48-bit millisecond timestamp then random bits, so ids sort by creation time. */

@@ -1,0 +1,151 @@
+/**
+ * memory/erase: remove a memory, or a namespace subtree, so that its text is
+ * gone from the disk, and return a signed receipt.
+ *
+ * In one write transaction: the memories' full-text rows (with FTS5's own
+ * secure-delete, then an FTS merge that drops every older segment still
+ * holding their terms), vectors, links (either end), anchors, every history
+ * row (including purge rows naming their keys), and the memories themselves;
+ * for a subtree also the namespace rows. Rejected-value rows stay (they hold
+ * only keyed hashes, see store/rejected.ts) with their memory id cleared.
+ * One contentless `erase` history row per memory records who, when, why and
+ * the receipt id. SQLite's secure_delete (on for every store) zeroes the freed
+ * cells and pages; then the WAL is checkpointed and truncated, so no old frame
+ * keeps a copy.
+ */
+import { CairnError } from '../protocol/errors';
+import { namespaceProblem } from '../protocol/namespace';
+import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types';
+import { uuidv7 } from '../text/hash';
+import { stmt } from './db';
+import { contentHash, newSalt, signReceipt, type ErasedContent } from './receipt';
+import { scopePredicate } from './scope';
+import { ftsCompact, ftsSecureDelete, type Store } from './store';
+
+interface Row {
+  rowid: number;
+  id: string;
+  ns_id: string;
+  ns_path: string;
+  key: string;
+  value: string;
+  version: number;
+}
+
+const ROW_SQL = 'SELECT m.rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.version FROM memories m JOIN namespaces n ON n.id = m.ns_id';
+
+function targets(store: Store, p: EraseParams): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
+  const db = store.db;
+  const byId = p.id !== undefined;
+  const byKey = p.namespace !== undefined || p.key !== undefined;
+  const byRoot = p.root !== undefined;
+  if (Number(byId) + Number(byKey) + Number(byRoot) !== 1) throw new CairnError('InvalidParams', 'give exactly one of id, namespace+key, or root', { field: byRoot ? 'root' : 'id' });
+  if (byId) {
+    const rows = stmt(db, `${ROW_SQL} WHERE m.id = ?`).all(p.id) as Row[];
+    if (rows.length === 0) throw new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' });
+    return { rows, namespaces: [], target: { id: p.id } };
+  }
+  if (byKey) {
+    if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'namespace and key go together', { field: p.namespace === undefined ? 'namespace' : 'key' });
+    const problem = namespaceProblem(p.namespace);
+    if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'namespace' });
+    // Every memory ever stored at this (namespace path, key): the live one and any left in deleted namespaces of that path.
+    const rows = stmt(db, `${ROW_SQL} WHERE n.path = ? AND m.key = ?`).all(p.namespace, p.key) as Row[];
+    if (rows.length === 0) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+    return { rows, namespaces: [], target: { namespace: p.namespace, key: p.key } };
+  }
+  const root = p.root!;
+  const problem = namespaceProblem(root);
+  if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'root' });
+  const sub = scopePredicate({ root, includeUser: false }, 'n.path')!;
+  const namespaces = stmt(db, `SELECT n.id, n.path FROM namespaces n WHERE ${sub.sql}`).all(...sub.params) as { id: string; path: string }[];
+  if (namespaces.length === 0) throw new CairnError('NotFound', `no namespace ${root}`, { field: 'root' });
+  const rows = stmt(db, `${ROW_SQL} WHERE ${sub.sql} ORDER BY m.rowid`).all(...sub.params) as Row[];
+  return { rows, namespaces, target: { root } };
+}
+
+export function erase(store: Store, p: EraseParams): EraseResult {
+  const db = store.db;
+  const keys = store.keys;
+  if (!keys) throw new CairnError('InvalidState', 'this store was opened read-only; it cannot erase');
+  const actor = p.actor ?? 'user';
+  const receiptId = uuidv7(store.now());
+  const salt = newSalt();
+  let content: ErasedContent[] = [];
+  let target: ErasureReceipt['target'] = {};
+  let memories: ErasureReceipt['memories'] = [];
+  const removed = { history: 0, links: 0, vectors: 0, namespaces: 0 };
+  const at = store.now();
+  const position = store.transaction(() => {
+    const t = targets(store, p);
+    target = t.target;
+    content = t.rows.map((r) => ({ id: r.id, namespace: r.ns_path, key: r.key, value: r.value }));
+    memories = t.rows.map((r) => ({ id: r.id, namespace: r.ns_path }));
+    const models = store.vectors.models();
+    for (const r of t.rows) {
+      ftsSecureDelete(db, r.rowid);
+      for (const m of models) removed.vectors += stmt(db, `SELECT count(*) AS c FROM vecb_${m.table.slice(4)} WHERE rowid = ?`).pluck().get(r.rowid) as number;
+      store.deleteVectors(r.rowid);
+      removed.links += stmt(db, 'DELETE FROM links WHERE src = ? OR dst = ?').run(r.id, r.id).changes;
+      stmt(db, 'DELETE FROM anchors WHERE memory_rowid = ?').run(r.rowid);
+      removed.history += stmt(db, 'DELETE FROM history WHERE memory_id = ?').run(r.id).changes;
+      stmt(db, 'UPDATE rejected_values SET memory_id = NULL WHERE memory_id = ?').run(r.id);
+      stmt(db, 'DELETE FROM injection_members WHERE memory_id = ?').run(r.id);
+      stmt(db, 'DELETE FROM memories WHERE rowid = ?').run(r.rowid);
+    }
+    // Purge rows of memories purged earlier name their namespace and key: remove those of the erased keys or subtree.
+    const purged = stmt(db, `SELECT seq, json_extract(detail, '$.namespace') AS ns, json_extract(detail, '$.key') AS key FROM history WHERE op = 'purge'`).all() as { seq: number; ns: string | null; key: string | null }[];
+    for (const h of purged) {
+      const hit = p.root !== undefined ? h.ns !== null && (h.ns === p.root || h.ns.startsWith(p.root + '.')) : t.rows.some((r) => r.ns_path === h.ns && r.key === h.key);
+      if (hit) removed.history += stmt(db, 'DELETE FROM history WHERE seq = ?').run(h.seq).changes;
+    }
+    if (t.namespaces.length > 0) {
+      const ids = t.namespaces.map((n) => n.id);
+      stmt(db, `DELETE FROM namespaces WHERE id IN (SELECT value FROM json_each(?))`).run(JSON.stringify(ids));
+      removed.namespaces = ids.length;
+    }
+    // Older segments may still hold terms of earlier versions (each update replaced the row): merge them away.
+    ftsCompact(db);
+    let last = store.position();
+    for (const r of t.rows) {
+      store.appendHistory(r.id, 'erase', actor, p.reason, r.version + 1, null, null, { receipt: receiptId, namespace: r.ns_path });
+      last = store.logChange('erase', r.id, r.ns_id, r.ns_path, null);
+    }
+    if (t.rows.length === 0) last = store.logChange('erase', null, t.namespaces[0]?.id ?? null, p.root ?? null, null);
+    return last;
+  });
+  const walTruncated = truncateWal(store);
+  const receipt = signReceipt(
+    {
+      format: 'cairn-erasure-receipt',
+      version: 1,
+      id: receiptId,
+      erasedAt: new Date(at).toISOString(),
+      actor,
+      reason: p.reason ?? null,
+      target,
+      memories,
+      removed,
+      contentHash: contentHash(salt, content),
+      salt,
+      walTruncated,
+      publicKey: keys.publicKeyB64,
+    },
+    keys.privateKey,
+  );
+  return { erased: memories.length, position, receipt };
+}
+
+/** Copy the WAL into the database and truncate it to zero bytes. False when a reader kept it from completing. */
+export function truncateWal(store: Store, attempts = 5): boolean {
+  if (store.path === ':memory:') return true;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      const r = store.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
+      if (r[0] && r[0].busy === 0) return true;
+    } catch {
+      /* SQLITE_BUSY: try again */
+    }
+  }
+  return false;
+}
