@@ -3,42 +3,33 @@
  * `data.name` is the symbolic Cairn code (daemon/src/protocol/errors.ts); everything else is shown with
  * its own message.
  */
-import { errorCodeNames, type CairnErrorData, type ErrorCodeName } from '../../daemon/src/protocol/errors';
+import { CairnError, isWireError, wireErrorName, type CairnErrorData, type ErrorCodeName, type WireError } from '../../daemon/src/protocol/errors';
 
-export interface RpcErrorLike {
-  code: number;
-  message: string;
-  data?: unknown;
-}
+/** A JSON-RPC error as the language client hands it over (the protocol module's WireError). */
+export type RpcErrorLike = WireError;
 
-export function isRpcError(e: unknown): e is RpcErrorLike {
-  return !!e && typeof e === 'object' && typeof (e as RpcErrorLike).code === 'number' && typeof (e as RpcErrorLike).message === 'string';
-}
+export const isRpcError = isWireError;
 
 /** The Cairn error name of a failure (`VersionConflict`, `NotFound`, ...), or undefined. */
 export function cairnErrorName(e: unknown): ErrorCodeName | undefined {
-  if (!isRpcError(e)) return undefined;
-  const data = e.data as Partial<CairnErrorData> | undefined;
-  return (data && typeof data.name === 'string' ? data.name : errorCodeNames[e.code]) as ErrorCodeName | undefined;
+  return wireErrorName(e);
 }
 
 export function errorData(e: unknown): Partial<CairnErrorData> {
   return isRpcError(e) && e.data && typeof e.data === 'object' ? (e.data as Partial<CairnErrorData>) : {};
 }
 
-/** Raised when a command needs the daemon and the window is not connected to one. */
-export class NotConnectedError extends Error {
+/** Raised when a command needs the daemon and the window is not connected to one: `Unavailable`, not sent. */
+export class NotConnectedError extends CairnError {
   constructor(state: string) {
-    super(`Cairn is not connected to its daemon (${state}). Run "Cairn: Restart Daemon" or see "Cairn: Show Log".`);
-    this.name = 'NotConnectedError';
+    super('Unavailable', `Cairn is not connected to its daemon (${state}). Run "Cairn: Restart Daemon" or see "Cairn: Show Log".`, { sent: false });
   }
 }
 
-/** Raised when the daemon did not answer in time. */
-export class RequestTimeoutError extends Error {
+/** Raised when the daemon did not answer in time: `Unavailable`, sent (it may still be applied). */
+export class RequestTimeoutError extends CairnError {
   constructor(method: string, ms: number) {
-    super(`The Cairn daemon did not answer ${method} within ${Math.round(ms / 1000)} s.`);
-    this.name = 'RequestTimeoutError';
+    super('Unavailable', `The Cairn daemon did not answer ${method} within ${Math.round(ms / 1000)} s.`, { sent: true, method });
   }
 }
 

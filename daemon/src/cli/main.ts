@@ -418,11 +418,21 @@ export function main(argv: string[]): void {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw e;
   });
+  // A command whose reply never came (the connection ended without an answer, the event loop ran dry) must not end
+  // with exit code 0 as if it had been stored.
+  let settled = false;
+  process.once('beforeExit', () => {
+    if (settled) return;
+    process.stderr.write(`cairn: error [Unavailable ${ErrorCodes.Unavailable}]: the command ended without an answer from the daemon\n`);
+    process.exitCode = 1;
+  });
   run(argv).then(
     (code) => {
+      settled = true;
       process.exitCode = code;
     },
     (e) => {
+      settled = true;
       if (e instanceof UsageError) {
         process.stderr.write(`cairn: ${e.message}\n`);
         process.exitCode = 2;

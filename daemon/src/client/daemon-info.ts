@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { daemonInfoPath } from '../paths';
+import { unsafeSocketReason } from '../private-files';
 
 export interface DaemonInfo {
   pid: number;
@@ -42,9 +43,22 @@ export function runningDaemon(dbPath: string): DaemonInfo | null {
   return info && info.pid !== process.pid && pidAlive(info.pid) ? info : null;
 }
 
-/** Open a socket, failing after `timeoutMs` instead of waiting on a wedged peer. */
+/** A socket that another user could have put there: never connected to, nothing is sent. */
+export class UntrustedSocketError extends Error {
+  constructor(readonly socketPath: string, reason: string) {
+    super(`refusing to connect to ${socketPath}: ${reason}; another user may have planted it. Remove it, or use a private XDG_RUNTIME_DIR or --socket`);
+    this.name = 'UntrustedSocketError';
+  }
+}
+
+/**
+ * Open a socket, failing after `timeoutMs` instead of waiting on a wedged peer. The socket must be owned by
+ * this user in a folder only this user can change (checked before connecting, so nothing reaches a planted one).
+ */
 export function connectSocket(socketPath: string, timeoutMs = 2000): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
+    const unsafe = unsafeSocketReason(socketPath);
+    if (unsafe) return reject(new UntrustedSocketError(socketPath, unsafe));
     const sock = net.connect(socketPath);
     const timer = setTimeout(() => {
       sock.destroy();

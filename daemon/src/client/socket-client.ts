@@ -4,11 +4,11 @@
  * native modules, so any process may load it.
  */
 import type { Readable, Writable } from 'node:stream';
-import { createMessageConnection, ResponseError, StreamMessageReader, type MessageConnection } from 'vscode-jsonrpc/node';
+import { ConnectionError, createMessageConnection, ErrorCodes as RpcErrorCodes, ResponseError, StreamMessageReader, type MessageConnection } from 'vscode-jsonrpc/node';
 import { connectSocket } from './daemon-info';
 import { FramedMessageWriter } from './framed-writer';
 import type { z } from 'zod';
-import { CairnError, errorCodeNames, type ErrorCodeName } from '../protocol/errors';
+import { CairnError, toCairnError } from '../protocol/errors';
 import { Notifications, Requests, type NotificationDef, type RequestDef } from '../protocol/methods';
 import type { DidChangeParams, InitializeResult } from '../protocol/types';
 
@@ -18,33 +18,45 @@ export interface CairnClient {
   readonly mode: 'daemon' | 'direct';
 }
 
-/** Turn a JSON-RPC error reply back into the CairnError the daemon threw. */
+/** Turn a JSON-RPC error reply back into the CairnError the daemon threw (see protocol/errors.ts). */
 export function fromResponseError(e: unknown): unknown {
-  if (e instanceof ResponseError) {
-    const name = (e.data as { name?: ErrorCodeName } | undefined)?.name ?? errorCodeNames[e.code];
-    if (name) {
-      const { name: _n, ...extra } = (e.data ?? {}) as Record<string, unknown>;
-      return new CairnError(name, e.message, extra);
-    }
-  }
-  return e;
+  return e instanceof ResponseError ? toCairnError(e) : e;
+}
+
+/** The daemon cannot be reached, or went away before answering. `sent`: whether the request was written. */
+export function unavailable(message: string, sent: boolean, extra: Record<string, unknown> = {}): CairnError {
+  return new CairnError('Unavailable', message, { sent, ...extra });
 }
 
 export class StreamClient implements CairnClient {
   readonly mode = 'daemon' as const;
   readonly connection: MessageConnection;
   private closed = false;
+  /** Requests written and not yet answered: failed with Unavailable when the connection ends. */
+  private readonly pending = new Set<(e: CairnError) => void>();
 
   constructor(input: Readable, output: Writable, private readonly onClose?: () => void) {
     this.connection = createMessageConnection(new StreamMessageReader(input), new FramedMessageWriter(output));
-    this.connection.onClose(() => {
+    const ended = () => {
       this.closed = true;
-    });
+      const waiting = [...this.pending];
+      this.pending.clear();
+      for (const fail of waiting) fail(unavailable('the connection to the daemon closed before it answered; the request may or may not have been applied', true));
+    };
+    this.connection.onClose(ended);
+    input.once('close', ended);
+    input.once('end', ended);
     this.connection.listen();
   }
 
+  /** Connect to a daemon's socket. Throws Unavailable (`sent: false`) when nothing (trustworthy) answers there. */
   static async connect(socketPath: string, timeoutMs = 3000): Promise<StreamClient> {
-    const sock = await connectSocket(socketPath, timeoutMs);
+    let sock: import('node:net').Socket;
+    try {
+      sock = await connectSocket(socketPath, timeoutMs);
+    } catch (e) {
+      throw unavailable(`cannot connect to the Cairn daemon on ${socketPath}: ${(e as Error).message}`, false, { socket: socketPath });
+    }
     return new StreamClient(sock, sock, () => sock.destroy());
   }
 
@@ -55,11 +67,20 @@ export class StreamClient implements CairnClient {
   }
 
   async call<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, params: z.input<P>): Promise<z.infer<R>> {
-    if (this.closed) throw new CairnError('Internal', 'the connection to the daemon is closed');
+    if (this.closed) throw unavailable('the connection to the daemon is closed', false);
+    let fail!: (e: CairnError) => void;
+    const lost = new Promise<never>((_, reject) => (fail = reject));
+    this.pending.add(fail);
     try {
-      return (await this.connection.sendRequest(def.method, params)) as z.infer<R>;
+      return (await Promise.race([this.connection.sendRequest(def.method, params), lost])) as z.infer<R>;
     } catch (e) {
-      throw fromResponseError(e);
+      if (e instanceof CairnError) throw e;
+      // vscode-jsonrpc refuses to write on a closed connection (not sent), and rejects pending requests when disposed.
+      if (e instanceof ConnectionError) throw unavailable(`the connection to the daemon is closed: ${e.message}`, false);
+      if (e instanceof ResponseError && e.code === RpcErrorCodes.PendingResponseRejected) throw unavailable(`the connection to the daemon closed before it answered: ${e.message}`, true);
+      throw toCairnError(e);
+    } finally {
+      this.pending.delete(fail);
     }
   }
 

@@ -15,9 +15,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema, RootsListChangedNotifica
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { CairnError } from '../protocol/errors';
+import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
 import type { RequestDef } from '../protocol/methods';
-import { StreamClient } from '../client/socket-client';
+import { StreamClient, unavailable } from '../client/socket-client';
 import { ensureDaemon, type EnsuredDaemon } from '../client/ensure-daemon';
 import { VERSION } from '../version';
 import { errorText } from './format';
@@ -62,12 +62,10 @@ export class DaemonLink {
     try {
       ensured = await ensureDaemon({ db: this.o.db, socket: this.o.socket, args: this.o.args, env: this.o.env, log });
     } catch (e) {
-      throw new CairnError('Internal', `cannot reach the Cairn daemon: ${(e as Error).message}`);
+      throw unavailable(`cannot reach the Cairn daemon: ${(e as Error).message}`, false);
     }
     if (ensured.started) log(`started the Cairn daemon (pid ${ensured.pid}) for ${ensured.db}`);
-    const c = await StreamClient.connect(ensured.socket).catch((e: Error) => {
-      throw new CairnError('Internal', `cannot connect to the Cairn daemon on ${ensured.socket}: ${e.message}`);
-    });
+    const c = await StreamClient.connect(ensured.socket);
     c.connection.onClose(() => {
       if (this.client === c) this.client = null;
     });
@@ -93,9 +91,10 @@ export class DaemonLink {
       try {
         return await c.call(def, params);
       } catch (e) {
-        // A reply from the daemon is final; a broken connection is retried once on a fresh one.
-        const fromDaemon = e instanceof CairnError && !/connection to the daemon is closed/.test(e.message);
-        if (fromDaemon || attempt > 0) throw e;
+        // A reply from the daemon is final. A request that never reached a daemon is retried once on a fresh
+        // connection; one that was sent and got no answer is not (it may have been applied): the caller sees Unavailable.
+        const notSent = e instanceof CairnError && e.codeName === 'Unavailable' && e.data.sent === false;
+        if (!notSent || attempt > 0) throw e;
         log(`the daemon connection failed (${(e as Error).message}); reconnecting`);
         this.drop(c);
       }
@@ -129,27 +128,13 @@ export function inputJsonSchema(t: CairnTool): Tool['inputSchema'] {
   return tidy(s) as Tool['inputSchema'];
 }
 
-function fieldPath(path: PropertyKey[]): string {
-  let s = '';
-  for (const p of path) s += typeof p === 'number' ? `[${p}]` : s ? `.${String(p)}` : String(p);
-  return s;
-}
-
 /** A zod failure of tool arguments as the CairnError the daemon would give (InvalidParams / InvalidFilter, naming the field). */
 export function argumentsError(tool: string, err: z.ZodError): CairnError {
-  const issue = err.issues[0];
-  let path = issue.path;
-  let message = issue.message;
-  if (issue.code === 'unrecognized_keys') {
-    path = [...issue.path, issue.keys[0]];
-    message = `unknown field; ${tool} accepts ${Object.keys((TOOLS.find((t) => t.name === tool)?.input.shape ?? {}) as object).join(', ')}`;
-  }
-  const field = fieldPath(path);
-  return new CairnError(path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams', `${tool}: ${field ? field + ': ' : ''}${message}`, { field });
+  return fromZodError(err, tool, () => `${tool} accepts ${Object.keys((TOOLS.find((t) => t.name === tool)?.input.shape ?? {}) as object).join(', ')}`);
 }
 
 function toolError(e: unknown): CallToolResult {
-  const err = e instanceof CairnError ? e : new CairnError('Internal', (e as Error)?.message ?? String(e));
+  const err = toCairnError(e);
   return {
     isError: true,
     content: [{ type: 'text', text: errorText(err) }],

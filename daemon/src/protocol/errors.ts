@@ -29,8 +29,19 @@ export const ErrorCodes = {
   Internal: 1009,
   /** A filter tree is malformed. `data.field` is the JSON path of the bad node, e.g. `filter.and[1].op`. */
   InvalidFilter: 1010,
+  /**
+   * @deprecated Retired before release and never sent: `index/wait` answers `reached: false` instead.
+   * Reserved so the number is never given another meaning.
+   */
+  Timeout: 1011,
   /** The request conflicts with the current state (e.g. linking a memory to itself, restoring a live memory). */
   InvalidState: 1012,
+  /**
+   * No daemon could be reached, or the connection closed before the reply came (client side only; a daemon never
+   * sends it). `data.sent` is false when the request was never written (safe to retry), true when it was and its
+   * outcome is unknown.
+   */
+  Unavailable: 1013,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;
@@ -45,6 +56,9 @@ export interface CairnErrorData {
   /** Extra, code-specific facts (deletedAt, deletedBy, currentVersion, limit, ...). */
   [extra: string]: unknown;
 }
+
+/** Codes that are reserved but never sent any more. */
+export const deprecatedErrorCodes: ReadonlySet<ErrorCodeName> = new Set<ErrorCodeName>(['Timeout']);
 
 export const errorCodeNames: Record<number, ErrorCodeName> = Object.fromEntries(
   Object.entries(ErrorCodes).map(([k, v]) => [v, k as ErrorCodeName]),
@@ -63,6 +77,8 @@ export const errorDescriptions: Record<ErrorCodeName, string> = {
   Internal: 'unexpected failure inside the daemon (a bug); the daemon keeps serving',
   InvalidFilter: 'malformed filter tree; data.field is the path of the bad node',
   InvalidState: 'the request conflicts with the current state',
+  Timeout: 'deprecated, never sent (reserved): index/wait answers reached: false instead',
+  Unavailable: 'no daemon could be reached, or the connection closed before the reply (client side; data.sent says whether the request was written)',
 };
 
 /** The error type thrown by the store and handlers; the RPC layer turns it into a ResponseError once. */
@@ -78,4 +94,104 @@ export class CairnError extends Error {
   get codeName(): ErrorCodeName {
     return this.data.name;
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Conversions. Every place that turns something into a Cairn error, or a Cairn error into a wire reply, uses these;
+// none classifies an error by its message text.
+
+/** A JSON-RPC error object as it travels: vscode-jsonrpc's ResponseError has this shape, so do raw replies. */
+export interface WireError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export function isWireError(e: unknown): e is WireError {
+  return !!e && typeof e === 'object' && typeof (e as WireError).code === 'number' && typeof (e as WireError).message === 'string';
+}
+
+/** The Cairn code name carried by a wire error (`data.name`, else its numeric code), or undefined. */
+export function wireErrorName(e: unknown): ErrorCodeName | undefined {
+  if (!isWireError(e)) return undefined;
+  const named = (e.data as { name?: unknown } | undefined)?.name;
+  if (typeof named === 'string' && named in ErrorCodes) return named as ErrorCodeName;
+  return errorCodeNames[e.code];
+}
+
+/** JSON-RPC's own codes a Cairn client may meet, as the Cairn code closest in meaning. */
+const jsonRpcCodes: Record<number, ErrorCodeName> = { [-32700]: 'InvalidParams', [-32600]: 'InvalidParams', [-32601]: 'NotFound', [-32602]: 'InvalidParams' };
+
+/**
+ * Anything a call can throw, as a CairnError: a CairnError as is; a wire reply with its code, message and data
+ * (JSON-RPC's own codes mapped to the nearest Cairn code); anything else as `Internal`.
+ */
+export function toCairnError(e: unknown): CairnError {
+  if (e instanceof CairnError) return e;
+  if (isWireError(e)) {
+    const name = wireErrorName(e) ?? jsonRpcCodes[e.code];
+    if (name) {
+      const { name: _n, ...extra } = (e.data && typeof e.data === 'object' ? e.data : {}) as Record<string, unknown>;
+      return new CairnError(name, e.message, extra);
+    }
+    return new CairnError('Internal', e.message, { rpcCode: e.code });
+  }
+  return new CairnError('Internal', (e as Error)?.message ?? String(e));
+}
+
+/**
+ * A handler failure as the reply to send: a CairnError with its own code and data; anything else as `Internal`
+ * (`unexpected: true`: the caller should log it as a bug).
+ */
+export function toWireError(e: unknown, context: string): WireError & { data: CairnErrorData; unexpected: boolean } {
+  if (e instanceof CairnError) return { code: e.code, message: e.message, data: e.data, unexpected: false };
+  const msg = (e as Error)?.message ?? String(e);
+  return { code: ErrorCodes.Internal, message: `internal error in ${context}: ${msg}`, data: { name: 'Internal' }, unexpected: true };
+}
+
+/** `a.b[2].c` from a path of keys and indexes. */
+export function formatFieldPath(path: readonly PropertyKey[]): string {
+  let s = '';
+  for (const p of path) s += typeof p === 'number' ? `[${p}]` : s ? `.${String(p)}` : String(p);
+  return s;
+}
+
+/** The part of a zod issue these conversions read (zod 4's $ZodIssue has this shape). */
+interface ZodIssueLike {
+  code: string;
+  path: PropertyKey[];
+  message: string;
+  keys?: string[];
+  errors?: ZodIssueLike[][];
+}
+
+/**
+ * A zod validation failure as `InvalidParams` (or `InvalidFilter` when the bad field is under `filter`), naming the
+ * offending field. For a union, the branch that got furthest names the field. `unknownField` may add a hint to the
+ * message about an unrecognized key (e.g. the accepted names).
+ */
+export function fromZodError(err: { issues: readonly unknown[] }, context: string, unknownField?: (field: string) => string): CairnError {
+  const issue = err.issues[0] as ZodIssueLike;
+  const deepest = (i: ZodIssueLike): { path: PropertyKey[]; message: string } => {
+    if (i.code === 'invalid_union' && Array.isArray(i.errors)) {
+      let best: { path: PropertyKey[]; message: string } | null = null;
+      for (const branch of i.errors) {
+        for (const sub of branch) {
+          const d = deepest({ ...sub, path: [...i.path, ...sub.path] });
+          if (!best || d.path.length > best.path.length) best = d;
+        }
+      }
+      if (best && best.path.length > i.path.length) return best;
+    }
+    return { path: i.path, message: i.message };
+  };
+  if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
+    const path = [...issue.path, issue.keys[0]];
+    const at = formatFieldPath(path);
+    const hint = unknownField?.(at);
+    return new CairnError(path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams', `${context}: unknown field ${at}${hint ? `; ${hint}` : ''}`, { field: at });
+  }
+  const d = deepest(issue);
+  const field = formatFieldPath(d.path);
+  return new CairnError(d.path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams', `${context}: ${field ? field + ': ' : ''}${d.message}`, { field });
 }

@@ -5,7 +5,7 @@
  * daemon is running. Handlers throw CairnError; nothing else is expected.
  */
 import type { z } from 'zod';
-import { CairnError } from '../protocol/errors';
+import { CairnError, fromZodError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
@@ -31,39 +31,9 @@ export interface CoreHooks {
   daemonInfo?: () => NonNullable<T.StoreStatusResult['daemon']>;
 }
 
-/** Turn a zod failure into InvalidParams (or InvalidFilter) naming the offending field. */
+/** A zod failure of a method's params as InvalidParams / InvalidFilter naming the field (see protocol/errors.ts). */
 export function validationError(err: z.ZodError, method: string): CairnError {
-  const issue = err.issues[0];
-  const deepest = (i: z.core.$ZodIssue): { path: PropertyKey[]; message: string } => {
-    if (i.code === 'invalid_union' && Array.isArray((i as { errors?: z.core.$ZodIssue[][] }).errors)) {
-      // Pick the branch that got furthest: its path says best which node is wrong.
-      let best: { path: PropertyKey[]; message: string } | null = null;
-      for (const branch of (i as { errors: z.core.$ZodIssue[][] }).errors) {
-        for (const sub of branch) {
-          const d = deepest({ ...sub, path: [...i.path, ...sub.path] } as z.core.$ZodIssue);
-          if (!best || d.path.length > best.path.length) best = d;
-        }
-      }
-      if (best && best.path.length > i.path.length) return best;
-    }
-    return { path: i.path, message: i.message };
-  };
-  const d = deepest(issue);
-  const field = formatPath(d.path);
-  const name = d.path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams';
-  const message = `${method}: ${field ? field + ': ' : ''}${d.message}`;
-  if (issue.code === 'unrecognized_keys') {
-    const keys = (issue as { keys: string[] }).keys;
-    const at = formatPath([...issue.path, keys[0]]);
-    return new CairnError(name, `${method}: unknown field ${at}`, { field: at });
-  }
-  return new CairnError(name, message, { field });
-}
-
-export function formatPath(path: PropertyKey[]): string {
-  let s = '';
-  for (const p of path) s += typeof p === 'number' ? `[${p}]` : s ? `.${String(p)}` : String(p);
-  return s;
+  return fromZodError(err, method);
 }
 
 export class Core {

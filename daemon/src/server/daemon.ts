@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { createMessageConnection, ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
-import { CairnError, ErrorCodes } from '../protocol/errors';
+import { CairnError, toWireError } from '../protocol/errors';
 import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
 import type { DidChangeParams, InitializeResult } from '../protocol/types';
 import { defaultSocketPath } from '../paths';
@@ -180,13 +180,14 @@ export class Daemon {
   }
 
   private toResponseError(e: unknown, method: string): ResponseError<unknown> {
-    if (e instanceof CairnError) return new ResponseError(e.code, e.message, e.data);
-    const code = (e as { code?: string })?.code;
-    if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
-      return new ResponseError(ErrorCodes.StoreBusy, 'the store is locked by another process; try again', { name: 'StoreBusy' });
+    // SQLite's own busy error (by its error code) is the documented StoreBusy, not a bug.
+    const sqliteCode = (e as { code?: unknown })?.code;
+    if (!(e instanceof CairnError) && typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_BUSY')) {
+      e = new CairnError('StoreBusy', 'the store is locked by another process; try again');
     }
-    this.log(`internal error in ${method}: ${(e as Error)?.stack ?? String(e)}`);
-    return new ResponseError(ErrorCodes.Internal, `internal error in ${method}: ${(e as Error)?.message ?? String(e)}`, { name: 'Internal' });
+    const w = toWireError(e, method);
+    if (w.unexpected) this.log(`internal error in ${method}: ${(e as Error)?.stack ?? String(e)}`);
+    return new ResponseError(w.code, w.message, w.data);
   }
 
   broadcast(change: DidChangeParams): void {

@@ -12,11 +12,10 @@ import * as vscode from 'vscode';
 import type { z } from 'zod';
 import type { McpScope } from '../../../daemon/src/mcp/scope';
 import type { CairnTool, ToolContext, ToolOutput } from '../../../daemon/src/mcp/tools';
-import { CairnError, ErrorCodes, type CairnErrorData, type ErrorCodeName } from '../../../daemon/src/protocol/errors';
+import { CairnError, toCairnError as toProtocolCairnError, wireErrorName } from '../../../daemon/src/protocol/errors';
 import { Notifications, Requests, type ParamsOf, type RequestDef, type RequestName, type ResultOf } from '../../../daemon/src/protocol/methods';
 import type { InjectBlockResult, Memory, Scope, SearchHit, Task, TaskDidChangeParams } from '../../../daemon/src/protocol/types';
 import type { Ctx } from '../ctx';
-import { cairnErrorName, isRpcError } from '../errors';
 import type { CairnChangeEvent, CairnInjectionOptions, CairnMemoryTarget, CairnRememberInput, CairnSearchOptions, CairnTaskOptions } from './api';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
 
@@ -25,11 +24,7 @@ export const USER_ROOT = 'user';
 
 /** A daemon error as the protocol's CairnError (same code, name, field); anything else unchanged. */
 export function toCairnError(e: unknown): unknown {
-  if (e instanceof CairnError || !isRpcError(e)) return e;
-  const name = cairnErrorName(e);
-  if (!name || !(name in ErrorCodes)) return e;
-  const { name: _n, ...extra } = (e.data && typeof e.data === 'object' ? e.data : {}) as Partial<CairnErrorData>;
-  return new CairnError(name as ErrorCodeName, e.message, extra);
+  return e instanceof CairnError || wireErrorName(e) ? toProtocolCairnError(e) : e;
 }
 
 const requestNames = new Map<unknown, RequestName>(Object.entries(Requests).map(([k, v]) => [v, k as RequestName]));
