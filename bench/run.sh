@@ -17,3 +17,9 @@ echo "== hybrid latency and scale"
 node --import tsx bench/hybrid.ts --sizes "$sizes" --json bench/results/hybrid.json
 echo "== LoCoMo retrieval"
 node --import tsx bench/locomo.ts --json bench/results/locomo.json ${LOCOMO_DATA:+--data "$LOCOMO_DATA"}
+echo "== reliability: crash loop (SIGKILL cycles), concurrent writers, daemon start race"
+if [ "${1:-}" = "--quick" ]; then
+  node --import tsx bench/crash-loop.ts --cycles 10 --race-trials 5 --json bench/results/reliability.json
+else
+  node --import tsx bench/crash-loop.ts --json bench/results/reliability.json
+fi

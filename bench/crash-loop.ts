@@ -1,0 +1,54 @@
+/**
+ * Crash loop and concurrency checks at full counts (CI runs short counts in
+ * test/integration/reliability.test.ts):
+ *
+ *   npm run bench:reliability            # or: node --import tsx bench/crash-loop.ts [--cycles 40] [--writers 4] [--json out.json]
+ *
+ * 1. SIGKILL the daemon --cycles times while --writers clients write over the socket;
+ *    then every acknowledged write must be present and integrity checks must pass.
+ * 2. --writers socket clients writing 3,000 upserts each through one daemon.
+ * 3. --writers processes writing 500 upserts each directly to the store (no daemon).
+ * 4. 2 and 4 daemons started at once on one store, --race-trials times each: exactly one serves.
+ * Exits 1 when any check fails.
+ */
+import * as fs from 'node:fs';
+import { crashLoop, daemonRace, directWriters, socketWriters } from './reliability';
+import { arg } from './stats';
+
+async function main() {
+  const cycles = Number(arg('cycles', '40'));
+  const writers = Number(arg('writers', '4'));
+  const trials = Number(arg('race-trials', '15'));
+  const out: Record<string, unknown> = {};
+  let ok = true;
+  const say = (s: string) => process.stdout.write(s + '\n');
+
+  const crash = await crashLoop({ cycles, writers, upMs: [300, 1500], log: (s) => process.stderr.write(s + '\r') });
+  process.stderr.write('\n');
+  say(`crash loop: ${crash.cycles} SIGKILL cycles, ${writers} writers: ${crash.acked} acked writes, ${crash.lost.length} lost, ${crash.inDoubt} in doubt (connection dropped before the reply), integrity ${crash.integrity}, fts ${crash.ftsIntegrity}, read-back after every restart ${crash.perCycle.every((c) => c.readBack)} (${(crash.ms / 1000).toFixed(1)} s)`);
+  ok &&= crash.lost.length === 0 && crash.integrity === 'ok' && crash.ftsIntegrity === 'ok' && crash.perCycle.every((c) => c.readBack);
+  out.crashLoop = { ...crash, lost: crash.lost.length };
+
+  const sock = await socketWriters({ writers, perWriter: 3000 });
+  say(`concurrent socket writers: ${writers} x 3000: ${sock.acked} acked, ${sock.lost.length} lost, integrity ${sock.integrity} (${(sock.ms / 1000).toFixed(1)} s)`);
+  ok &&= sock.lost.length === 0 && sock.acked === writers * 3000 && sock.integrity === 'ok';
+  out.socketWriters = { ...sock, lost: sock.lost.length };
+
+  const direct = await directWriters({ writers, perWriter: 500 });
+  say(`concurrent direct writers: ${writers} processes x 500: ${direct.acked} acked, ${direct.lost.length} lost, exits ${direct.exitCodes.join(',')}, integrity ${direct.integrity} (${(direct.ms / 1000).toFixed(1)} s)`);
+  ok &&= direct.lost.length === 0 && direct.integrity === 'ok';
+  out.directWriters = { ...direct, lost: direct.lost.length };
+
+  for (const n of [2, 4]) {
+    const race = await daemonRace({ daemons: n, trials });
+    say(`${n} daemons at once: exactly one served in ${race.exactlyOne}/${race.trials} trials${race.failures.length ? `; ${race.failures.join('; ')}` : ''}`);
+    ok &&= race.exactlyOne === race.trials;
+    out[`race${n}`] = race;
+  }
+  const json = arg('json', '');
+  if (json) fs.writeFileSync(json, JSON.stringify(out, null, 2));
+  say(ok ? 'all reliability checks passed' : 'RELIABILITY CHECKS FAILED');
+  process.exitCode = ok ? 0 : 1;
+}
+
+void main();
