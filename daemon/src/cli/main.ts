@@ -5,10 +5,11 @@
  * error's code name and number.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { CairnError, ErrorCodes } from '../protocol/errors';
-import { Requests } from '../protocol/methods';
+import { Notifications, Requests } from '../protocol/methods';
 import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
 import { VERSION } from '../version';
@@ -45,6 +46,10 @@ Commands:
   namespaces [list|rename FROM TO|delete PATH]
   export [FILE]                      JSON Lines (stdout without FILE) [--root NS] [--no-history]
   import <FILE|->                    JSON Lines produced by export
+  backup <FILE> [--force]            online, consistent copy of the store (SQLite backup API, with progress),
+                                     plus FILE.keys; works while the daemon serves
+  restore --from <FILE>              verify a backup (integrity, schema) and replace the store with it; refuses while
+                                     a daemon serves the store; keeps the old one as <store>.pre-restore-<time>
   status                             store, index and embedding status
   sweep                              expire memories past expiresAt, purge deleted namespaces
   config --history-cap N|none        per-memory history cap (default: keep all)
@@ -96,6 +101,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   receipt: { type: 'string' },
   'public-key': { type: 'string' },
+  from: { type: 'string' },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -169,7 +175,11 @@ export async function run(argv: string[]): Promise<number> {
     return runMcp({ db: o.db, socket: o.socket, root: o.root, daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined });
   }
   if (cmd === 'verify-receipt') return verifyReceiptCommand(pos, o);
-  const known = ['erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
+  if (cmd === 'restore' && o.from !== undefined) {
+    if (pos.length > 0) throw new UsageError('usage: cairn restore --from <backup FILE> (or cairn restore <id> | <namespace> <key> for a deleted memory)');
+    return restoreCommand(o.from, o);
+  }
+  const known = ['backup', 'erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
   const client = await connect({ db: o.db, socket: o.socket, direct: o.direct });
   try {
@@ -312,12 +322,37 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
       return 0;
     }
     case 'export': {
-      const r = await c.call(Requests.exportRecords, { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) });
-      const text = r.records.map((x) => JSON.stringify(x)).join('\n') + '\n';
-      if (pos[0] && pos[0] !== '-') {
-        fs.writeFileSync(pos[0], text);
-        process.stderr.write(`exported ${r.records.length} records to ${pos[0]}\n`);
-      } else process.stdout.write(text);
+      // Paged from one snapshot and written as it comes, so a store of any size exports in bounded memory.
+      const toFile = pos[0] !== undefined && pos[0] !== '-';
+      const sink = toFile ? fs.createWriteStream(pos[0]) : process.stdout;
+      const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
+      let cursor: string | undefined;
+      let records = 0;
+      do {
+        const page = await c.call(Requests.exportPage, cursor ? { cursor } : { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) });
+        if (page.records.length) await write(page.records.map((x) => JSON.stringify(x)).join('\n') + '\n');
+        records += page.records.length;
+        cursor = page.nextCursor ?? undefined;
+        if (toFile && !json) process.stderr.write(`\rexported ${page.progress.memories}/${page.progress.total} memories…`);
+      } while (cursor);
+      if (toFile) {
+        await new Promise<void>((resolve, reject) => (sink as fs.WriteStream).end((e?: Error | null) => (e ? reject(e) : resolve())));
+        process.stderr.write(`${json ? '' : '\n'}exported ${records} records to ${pos[0]}\n`);
+      }
+      return 0;
+    }
+    case 'backup': {
+      if (pos.length !== 1) throw new UsageError('usage: cairn backup <FILE> [--force]');
+      const file = path.resolve(pos[0]);
+      const progress = !json && process.stderr.isTTY !== false;
+      if ('onNotification' in c && progress) {
+        (c as unknown as { onNotification: (d: typeof Notifications.progress, f: (p: { done: number; total: number }) => void) => void }).onNotification(Notifications.progress, (p) =>
+          process.stderr.write(`\rbackup: ${p.done}/${p.total} pages…`),
+        );
+      }
+      const r = await c.call(Requests.backup, { path: file, ...(o.force ? { overwrite: true } : {}) });
+      if (progress) process.stderr.write('\n');
+      emit(r, () => out(`backed up ${r.pages} pages (${r.bytes} bytes, schema v${r.schemaVersion}) to ${r.path} in ${r.ms} ms${r.keys ? `; keys in ${r.keys}` : ''}`));
       return 0;
     }
     case 'import': {
@@ -326,6 +361,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
       const rl = readline.createInterface({ input, crlfDelay: Infinity });
       const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0 };
       let batch: unknown[] = [];
+      let batchBytes = 0;
       let lineNo = 0;
       const flush = async () => {
         if (batch.length === 0) return;
@@ -333,17 +369,23 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
         for (const k of ['memories', 'history', 'links', 'skipped'] as const) totals[k] += r[k];
         totals.position = r.position;
         batch = [];
+        batchBytes = 0;
         if (!json) process.stderr.write(`\rimported ${totals.memories} memories…`);
       };
       for await (const line of rl) {
         lineNo++;
         if (!line.trim()) continue;
+        let rec: { type?: unknown };
         try {
-          batch.push(JSON.parse(line));
+          rec = JSON.parse(line);
         } catch (e) {
           throw new CairnError('InvalidParams', `line ${lineNo} is not JSON: ${(e as Error).message}`, { field: `line ${lineNo}` });
         }
-        if (batch.length >= 1000) await flush();
+        // Prefer cutting batches before a memory rather than inside its history (exports are memory-major);
+        // the daemon remembers what this import brought in, so a cut inside a long history is still right.
+        if ((batch.length >= 1000 && rec?.type !== 'history') || batch.length >= 5000 || batchBytes > 8 * 1024 * 1024) await flush();
+        batch.push(rec);
+        batchBytes += line.length;
       }
       await flush();
       if (!json) process.stderr.write('\n');
@@ -380,6 +422,24 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
     }
   }
   throw new UsageError(`unknown command ${cmd}`);
+}
+
+/** `cairn restore --from <backup>`: local, never through a daemon (it refuses while one serves the store). */
+async function restoreCommand(file: string, o: Opts): Promise<number> {
+  const { resolveDbPath } = await import('../paths');
+  const { runningDaemon } = await import('../server/lock');
+  const db = resolveDbPath(o.db);
+  const owner = runningDaemon(db);
+  if (owner) throw new CairnError('InvalidState', `a daemon (pid ${owner.pid}) serves ${db}; stop it (and close editors using it) before restoring`, { field: 'db' });
+  const { restore } = await import('../store/backup');
+  const r = restore(db, path.resolve(file));
+  if (o.json) out(JSON.stringify(r, null, 2));
+  else {
+    out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
+    if (r.previous) out(`the replaced store is kept as ${r.previous}`);
+    if (r.keys === 'missing') out('warning: the backup has no .keys file beside it; forgotten values can no longer be matched (a new key is made)');
+  }
+  return 0;
 }
 
 /** `cairn verify-receipt`: local, no daemon; trusts this store's key unless --public-key names another. */

@@ -66,6 +66,8 @@ export const Requests = {
   configure: request('store/configure', T.ConfigureParams, T.ConfigureResult, 'Store settings: the optional per-memory history cap.'),
   sweep: request('store/sweep', T.SweepParams, T.SweepResult, 'Expire memories past expiresAt and purge deleted namespaces in bounded batches.'),
   exportRecords: request('store/export', T.ExportParams, T.ExportResult, 'Export namespaces, memories, history, links and rejected values.'),
+  exportPage: request('store/exportPage', T.ExportPageParams, T.ExportPageResult, 'Export in pages from one snapshot (cursor), for stores of any size; JSON Lines records as store/export, memory-major.'),
+  backup: request('store/backup', T.BackupParams, T.BackupResult, 'Online, consistent copy of the store (SQLite backup API) to a file the daemon writes, with store/progress notifications.'),
   importRecords: request('store/import', T.ImportParams, T.ImportResult, 'Import records produced by store/export, exactly.'),
 
   tasksCreate: request('tasks/create', T.TaskCreateParams, T.Task, 'Create an agent task (a unit of agent work with its own scope and injection toggle).'),
@@ -85,6 +87,7 @@ export const Notifications = {
   exit: notification('exit', z.unknown(), 'LSP lifecycle: the client connection ends.'),
   didChange: notification('memory/didChange', T.DidChangeParams, 'Broadcast to every client after each write.'),
   tasksDidChange: notification('tasks/didChange', T.TaskDidChangeParams, 'Broadcast after a task is created, updated or deleted.'),
+  progress: notification('store/progress', T.ProgressParams, 'Progress of a long store operation (backup), broadcast to every client.'),
   indexProgress: notification('index/progress', T.IndexProgressParams, 'Progress of a background re-embed.'),
 } as const;
 

@@ -521,6 +521,44 @@ export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: 
 export type ExportParams = z.infer<typeof ExportParams>;
 export const ExportResult = z.object({ records: z.array(ExportRecord) });
 export type ExportResult = z.infer<typeof ExportResult>;
+export const ExportPageParams = z
+  .object({
+    scope: Scope.optional(),
+    includeHistory: z.boolean().optional(),
+    /** From the previous page's nextCursor (scope and includeHistory are then those of the first page). */
+    cursor: z.string().max(512).optional(),
+    /** Records per page (a memory's history may run past it); pages also stop near 4 MB. */
+    limit: z.number().int().min(1).max(10_000).optional(),
+  })
+  .strict();
+export type ExportPageParams = z.infer<typeof ExportPageParams>;
+export const ExportPageResult = z.object({
+  records: z.array(ExportRecord),
+  nextCursor: z.string().nullable(),
+  progress: z.object({ memories: z.number().int(), total: z.number().int() }),
+});
+export type ExportPageResult = z.infer<typeof ExportPageResult>;
+export const BackupParams = z
+  .object({
+    /** Absolute path of the copy to write (the daemon writes it). */
+    path: z.string().min(1).max(4096),
+    /** Replace an existing file at path. */
+    overwrite: z.boolean().optional(),
+  })
+  .strict();
+export type BackupParams = z.infer<typeof BackupParams>;
+export const BackupResult = z.object({
+  path: z.string(),
+  bytes: z.number().int(),
+  pages: z.number().int(),
+  /** The key file copied beside the backup (`<path>.keys`), or null when the store has none. */
+  keys: z.string().nullable(),
+  schemaVersion: z.number().int(),
+  ms: z.number().int(),
+});
+export type BackupResult = z.infer<typeof BackupResult>;
+export const ProgressParams = z.object({ operation: z.enum(['backup']), done: z.number().int(), total: z.number().int() });
+export type ProgressParams = z.infer<typeof ProgressParams>;
 export const ImportParams = z.object({ records: z.array(z.unknown()).max(200_000), actor: Actor.optional() }).strict();
 export type ImportParams = z.infer<typeof ImportParams>;
 export const ImportResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });

@@ -11,8 +11,9 @@ import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Tasks } from '../store/tasks';
-import { exportRecords, importRecords } from '../store/portable';
+import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
+import { backup } from '../store/backup';
 import type { Store } from '../store/store';
 
 export type Handler = (params: any) => unknown | Promise<unknown>;
@@ -29,6 +30,8 @@ export interface CoreHooks {
   indexWait?: (p: T.IndexWaitParams) => Promise<T.IndexWaitResult>;
   indexRebuild?: (p: T.IndexRebuildParams) => Promise<T.IndexRebuildResult>;
   daemonInfo?: () => NonNullable<T.StoreStatusResult['daemon']>;
+  /** Progress of long store operations (the daemon broadcasts it as store/progress). */
+  progress?: (p: T.ProgressParams) => void;
 }
 
 /** A zod failure of a method's params as InvalidParams / InvalidFilter naming the field (see protocol/errors.ts). */
@@ -81,6 +84,8 @@ export class Core {
     });
     on(Requests.sweep, (p) => s.sweep(p?.batch));
     on(Requests.exportRecords, (p) => ({ records: exportRecords(s, p) }));
+    on(Requests.exportPage, (p) => exportPage(s, p));
+    on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));
     on(Requests.importRecords, (p) => importRecords(s, p.records, p.actor));
     on(Requests.tasksCreate, (p) => tasks.create(p));
     on(Requests.tasksUpdate, (p) => tasks.update(p));

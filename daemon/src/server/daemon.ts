@@ -62,6 +62,7 @@ export class Daemon {
     this.log = log;
     this.core = new Core(store, {
       daemonInfo: () => ({ pid: process.pid, version: VERSION, socket: this.socketPath, clients: this.clients.size, uptimeMs: Date.now() - this.startedAt }),
+      progress: (p) => this.notifyAll(Notifications.progress.method, p),
     });
     store.onChange((c) => this.broadcast(c));
     this.core.tasks.onChange((ev) => this.notifyAll(Notifications.tasksDidChange.method, ev));

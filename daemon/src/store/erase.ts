@@ -137,15 +137,22 @@ export function erase(store: Store, p: EraseParams): EraseResult {
 }
 
 /** Copy the WAL into the database and truncate it to zero bytes. False when a reader kept it from completing. */
-export function truncateWal(store: Store, attempts = 5): boolean {
+export function truncateWal(store: Store, attempts = 3): boolean {
   if (store.path === ':memory:') return true;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      const r = store.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
-      if (r[0] && r[0].busy === 0) return true;
-    } catch {
-      /* SQLITE_BUSY: try again */
+  // A reader holding an old snapshot (an export in progress, a direct CLI) blocks TRUNCATE: wait briefly, not the full busy timeout.
+  const busy = store.db.pragma('busy_timeout', { simple: true }) as number;
+  store.db.pragma('busy_timeout = 100');
+  try {
+    for (let i = 0; i < attempts; i++) {
+      try {
+        const r = store.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number; log: number; checkpointed: number }[];
+        if (r[0] && r[0].busy === 0) return true;
+      } catch {
+        /* SQLITE_BUSY: try again */
+      }
     }
+    return false;
+  } finally {
+    store.db.pragma(`busy_timeout = ${busy}`);
   }
-  return false;
 }

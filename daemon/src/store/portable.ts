@@ -5,41 +5,227 @@
  * Importing into a non-empty store skips memories whose id or (namespace, key)
  * already exists, so an import never overwrites anything.
  */
-import { stmt } from './db';
+import { openDatabase, stmt, type DB } from './db';
 import { CairnError } from '../protocol/errors';
-import { ExportRecord, type ExportParams, type ImportResult, type Memory } from '../protocol/types';
+import { ExportRecord, type ExportPageParams, type ExportPageResult, type ExportParams, type ImportResult } from '../protocol/types';
 import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
-import { scopePredicate } from './scope';
+import { scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
-import { normalizedValueHash } from '../text/hash';
+import { normalizedValueHash, uuidv7 } from '../text/hash';
 import { rejectionHash } from './rejected';
 
+type HistoryRow = Parameters<typeof historyEntry>[0];
+type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'done';
+const PHASES: Phase[] = ['header', 'namespaces', 'memories', 'orphans', 'links', 'rejected', 'done'];
+
+/**
+ * Walks an export in pages, memory-major: header, namespaces, then each memory
+ * followed by its own history, then history rows whose memory is gone (purge
+ * and erase rows; whole-store exports only), links with both ends in scope,
+ * rejected values. Keeping a memory's history right after it lets an importer
+ * cut batches at memory boundaries. Each page is bounded in records and bytes.
+ */
+export class ExportWalker {
+  phase: Phase = 'header';
+  after = 0;
+  done = 0;
+  readonly total: number;
+  private readonly scope: SqlFragment | null;
+  private readonly inScope: string;
+  private readonly params: unknown[];
+
+  constructor(
+    private readonly db: DB,
+    private readonly p: ExportParams,
+    private readonly schemaVersion: number,
+    private readonly now: number,
+  ) {
+    this.scope = scopePredicate(p.scope, 'n.path');
+    this.inScope = this.scope ? this.scope.sql : '1';
+    this.params = this.scope ? this.scope.params : [];
+    this.total = (stmt(db, `SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope}`).get(...this.params) as { c: number }).c;
+  }
+
+  get finished(): boolean {
+    return this.phase === 'done';
+  }
+
+  private next(): void {
+    this.phase = PHASES[PHASES.indexOf(this.phase) + 1];
+    this.after = 0;
+  }
+
+  /** Up to `limit` records (a memory's history may run past it) and about `maxBytes` of JSON. */
+  page(limit: number, maxBytes = 4 * 1024 * 1024): ExportRecord[] {
+    const out: ExportRecord[] = [];
+    let bytes = 0;
+    const push = (r: ExportRecord) => {
+      out.push(r);
+      bytes += JSON.stringify(r).length;
+    };
+    const db = this.db;
+    const full = () => out.length >= limit || bytes >= maxBytes;
+    while (!this.finished && !full()) {
+      const room = Math.max(1, limit - out.length);
+      switch (this.phase) {
+        case 'header':
+          push({ type: 'header', format: 'cairn-export', version: 1, exportedAt: new Date(this.now).toISOString(), schemaVersion: this.schemaVersion });
+          this.next();
+          break;
+        case 'namespaces': {
+          const rows = stmt(db, `SELECT n.rowid AS r, n.* FROM namespaces n WHERE ${this.inScope} AND n.rowid > ? ORDER BY n.rowid LIMIT ?`).all(...this.params, this.after, room) as {
+            r: number; id: string; path: string; created_at: number; deleted_at: number | null; deleted_by: string | null;
+          }[];
+          for (const n of rows) push({ type: 'namespace', id: n.id, path: n.path, createdAt: isoReq(n.created_at), deletedAt: iso(n.deleted_at), deletedBy: n.deleted_by });
+          if (rows.length < room) this.next();
+          else this.after = rows[rows.length - 1].r;
+          break;
+        }
+        case 'memories': {
+          const rows = stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope} AND m.rowid > ? ORDER BY m.rowid LIMIT ?`).all(...this.params, this.after, room) as MemoryRow[];
+          for (const r of rows) {
+            push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
+            if (this.p.includeHistory !== false) {
+              for (const h of stmt(db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq').all(r.id) as HistoryRow[]) push({ type: 'history', entry: historyEntry(h) });
+            }
+            this.after = r.rowid;
+            this.done++;
+            if (full()) break;
+          }
+          if (rows.length === 0 || (rows.length < room && !full())) this.next();
+          break;
+        }
+        case 'orphans': {
+          if (this.scope || this.p.includeHistory === false) {
+            this.next();
+            break;
+          }
+          const rows = stmt(db, 'SELECT * FROM history h WHERE h.seq > ? AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) ORDER BY h.seq LIMIT ?').all(this.after, room) as HistoryRow[];
+          for (const h of rows) push({ type: 'history', entry: historyEntry(h) });
+          if (rows.length < room) this.next();
+          else this.after = rows[rows.length - 1].seq;
+          break;
+        }
+        case 'links': {
+          const end = (col: string) => (this.scope ? ` AND EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = l.${col} AND ${this.inScope})` : '');
+          const rows = stmt(db, `SELECT l.rowid AS r, l.* FROM links l WHERE l.rowid > ?${end('src')}${end('dst')} ORDER BY l.rowid LIMIT ?`).all(this.after, ...(this.scope ? [...this.params, ...this.params] : []), room) as {
+            r: number; src: string; dst: string; type: string; created_at: number; actor: string;
+          }[];
+          for (const l of rows) push({ type: 'link', link: { from: l.src, to: l.dst, type: l.type as never, createdAt: isoReq(l.created_at), actor: l.actor } });
+          if (rows.length < room) this.next();
+          else this.after = rows[rows.length - 1].r;
+          break;
+        }
+        case 'rejected': {
+          const ns = this.scope ? ` AND r.ns_id IN (SELECT n.id FROM namespaces n WHERE ${this.inScope})` : '';
+          const rows = stmt(db, `SELECT r.rowid AS rr, r.* FROM rejected_values r WHERE r.rowid > ?${ns} ORDER BY r.rowid LIMIT ?`).all(this.after, ...this.params, room) as {
+            rr: number; ns_id: string; value_hash: string; memory_id: string | null; actor: string; at: number;
+          }[];
+          for (const r of rows) push({ type: 'rejected', namespaceId: r.ns_id, valueHash: r.value_hash, memoryId: r.memory_id, actor: r.actor, at: isoReq(r.at) });
+          if (rows.length < room) this.next();
+          else this.after = rows[rows.length - 1].rr;
+          break;
+        }
+        case 'done':
+          break;
+      }
+    }
+    return out;
+  }
+}
+
+/** The whole export at once (store/export): fine for small stores; large ones use exportPage. */
 export function exportRecords(store: Store, p: ExportParams): ExportRecord[] {
-  const db = store.db;
-  const out: ExportRecord[] = [{ type: 'header', format: 'cairn-export', version: 1, exportedAt: new Date(store.now()).toISOString(), schemaVersion: store.schemaVersion }];
-  const scope = scopePredicate(p.scope, 'n.path');
-  const nsWhere = scope ? scope.sql : '1';
-  const nsParams = scope ? scope.params : [];
-  const namespaces = stmt(db, `SELECT * FROM namespaces n WHERE ${nsWhere} ORDER BY created_at, id`).all(...nsParams) as {
-    id: string; path: string; created_at: number; deleted_at: number | null; deleted_by: string | null;
-  }[];
-  for (const n of namespaces) out.push({ type: 'namespace', id: n.id, path: n.path, createdAt: isoReq(n.created_at), deletedAt: iso(n.deleted_at), deletedBy: n.deleted_by });
-  const rows = stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${nsWhere} ORDER BY m.rowid`).all(...nsParams) as MemoryRow[];
-  const ids = new Set<string>();
-  for (const r of rows) {
-    ids.add(r.id);
-    out.push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
-  }
-  if (p.includeHistory !== false) {
-    const hist = stmt(db, 'SELECT * FROM history ORDER BY seq').iterate() as IterableIterator<Parameters<typeof historyEntry>[0]>;
-    for (const h of hist) if (ids.has(h.memory_id) || (!scope && h.op === 'purge')) out.push({ type: 'history', entry: historyEntry(h) });
-  }
-  const links = stmt(db, 'SELECT * FROM links ORDER BY created_at, src, dst, type').all() as { src: string; dst: string; type: Memory['kind']; created_at: number; actor: string }[];
-  for (const l of links) if (ids.has(l.src) && ids.has(l.dst)) out.push({ type: 'link', link: { from: l.src, to: l.dst, type: l.type as never, createdAt: isoReq(l.created_at), actor: l.actor } });
-  const nsIds = new Set(namespaces.map((n) => n.id));
-  const rejected = stmt(db, 'SELECT * FROM rejected_values ORDER BY at').all() as { ns_id: string; value_hash: string; memory_id: string | null; actor: string; at: number }[];
-  for (const r of rejected) if (nsIds.has(r.ns_id)) out.push({ type: 'rejected', namespaceId: r.ns_id, valueHash: r.value_hash, memoryId: r.memory_id, actor: r.actor, at: isoReq(r.at) });
+  const w = new ExportWalker(store.db, p, store.schemaVersion, store.now());
+  const out: ExportRecord[] = [];
+  while (!w.finished) for (const r of w.page(10_000, Infinity)) out.push(r);
   return out;
+}
+
+/**
+ * Paged export over a snapshot: the first page opens a read-only connection in
+ * a read transaction, so every later page sees the store as it was when the
+ * export began while the daemon keeps writing (WAL). The cursor names the
+ * session; sessions idle for a minute are closed.
+ */
+interface Session {
+  id: string;
+  db: DB;
+  walker: ExportWalker;
+  timer: NodeJS.Timeout;
+}
+const sessions = new Map<string, Session>();
+const SESSION_IDLE_MS = 60_000;
+const MAX_SESSIONS = 8;
+
+function closeSession(s: Session): void {
+  clearTimeout(s.timer);
+  sessions.delete(s.id);
+  try {
+    if (s.db.inTransaction) s.db.exec('COMMIT');
+    s.db.close();
+  } catch {
+    /* already closed */
+  }
+}
+
+function touch(s: Session): void {
+  clearTimeout(s.timer);
+  s.timer = setTimeout(() => closeSession(s), SESSION_IDLE_MS);
+  s.timer.unref();
+}
+
+export function exportPage(store: Store, p: ExportPageParams): ExportPageResult {
+  const limit = p.limit ?? 2000;
+  let s: Session | undefined;
+  if (p.cursor !== undefined) {
+    const id = Buffer.from(p.cursor, 'base64url').toString('utf8');
+    s = sessions.get(id);
+    if (!s) throw new CairnError('InvalidState', 'this export cursor has expired or was never issued; start the export again', { field: 'cursor' });
+  } else {
+    if (sessions.size >= MAX_SESSIONS) {
+      const oldest = sessions.values().next().value as Session;
+      closeSession(oldest);
+    }
+    let db: DB;
+    if (store.path === ':memory:') db = store.db;
+    else {
+      db = openDatabase(store.path, { readonly: true, loadVec: false }).db;
+      db.exec('BEGIN');
+    }
+    const id = uuidv7(store.now());
+    s = { id, db, walker: new ExportWalker(db, { scope: p.scope, includeHistory: p.includeHistory }, store.schemaVersion, store.now()), timer: setTimeout(() => {}, 0) };
+    sessions.set(id, s);
+  }
+  touch(s);
+  let records: ExportRecord[];
+  try {
+    records = s.walker.page(limit);
+  } catch (e) {
+    closeSession(s);
+    throw e;
+  }
+  const finished = s.walker.finished;
+  const progress = { memories: s.walker.done, total: s.walker.total };
+  if (finished) closeSession(s);
+  return { records, nextCursor: finished ? null : Buffer.from(s.id).toString('base64url'), progress };
+}
+
+/** Close every export session (daemon stop). */
+export function closeExportSessions(): void {
+  for (const s of [...sessions.values()]) closeSession(s);
+}
+
+/**
+ * Ids of memories this process imported lately, per store: a streamed import
+ * arrives in many store/import calls, and a memory's history may come in a
+ * later call than the memory itself. Bounded; cleared past 500k ids.
+ */
+const importedIds = new WeakMap<Store, Set<string>>();
+function importedBy(store: Store): Set<string> {
+  let set = importedIds.get(store);
+  if (!set || set.size > 500_000) importedIds.set(store, (set = new Set()));
+  return set;
 }
 
 export function importRecords(store: Store, raw: unknown[], actor = 'import'): ImportResult {
@@ -63,7 +249,7 @@ export function importRecords(store: Store, raw: unknown[], actor = 'import'): I
       stmt(db, 'INSERT INTO namespaces(id, path, created_at, deleted_at, deleted_by) VALUES (?, ?, ?, ?, ?)').run(id, path, store.now(), deleted ? store.now() : null, deleted ? actor : null);
       return id;
     };
-    const imported = new Set<string>();
+    const imported = importedBy(store);
     let last = 0;
     for (const rec of records) {
       switch (rec.type) {
@@ -98,6 +284,8 @@ export function importRecords(store: Store, raw: unknown[], actor = 'import'): I
         case 'history': {
           const h = rec.entry;
           if (!imported.has(h.memoryId) && stmt(db, 'SELECT 1 FROM memories WHERE id = ?').get(h.memoryId)) break; // history of a memory we kept as it was
+          // the same entry again (an import repeated, or resumed): keep one
+          if (stmt(db, 'SELECT 1 FROM history WHERE memory_id = ? AND op = ? AND version = ? AND at = ?').get(h.memoryId, h.op, h.version, fromIso(h.at))) break;
           stmt(db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
             .run(h.memoryId, h.op, h.actor, h.reason, fromIso(h.at), h.version, h.previous ? JSON.stringify(h.previous) : null, h.state ? JSON.stringify(h.state) : null, h.detail ? JSON.stringify(h.detail) : null);
           history++;

@@ -1,0 +1,163 @@
+/**
+ * Online backup and verified restore.
+ *
+ * `backup` copies the live store with SQLite's backup API (better-sqlite3's
+ * db.backup(), a page-by-page copy that stays consistent while the daemon keeps
+ * serving: it restarts if a write lands mid-copy, and yields to other requests
+ * between steps), writes it under a temporary name, checks it (quick_check),
+ * then renames it into place, and copies the store's key file beside it
+ * (`<backup>.keys`, 0600: rejected-value hashes are keyed with it).
+ *
+ * `restore` never runs under a daemon: it refuses while one serves the store,
+ * and holds the daemon lock while it works so none can start. It verifies the
+ * copy first (integrity_check, quick_check, schema version, Cairn's tables,
+ * foreign keys) and replaces nothing when any check fails. The replaced store
+ * is kept as `<store>.pre-restore-<time>` (with its keys).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import Database from 'better-sqlite3';
+import { CairnError } from '../protocol/errors';
+import type { BackupParams, BackupResult, ProgressParams } from '../protocol/types';
+import { keysPath } from './keys';
+import { holdExclusiveLock } from './lock';
+import { SCHEMA_VERSION } from './schema';
+import type { Store } from './store';
+
+const PAGES_PER_STEP = 256;
+
+export async function backup(store: Store, p: BackupParams, progress?: (p: ProgressParams) => void): Promise<BackupResult> {
+  if (store.path === ':memory:') throw new CairnError('InvalidState', 'an in-memory store cannot be backed up to a file');
+  const dest = p.path;
+  if (!path.isAbsolute(dest)) throw new CairnError('InvalidParams', 'path must be absolute (the daemon may run in another folder)', { field: 'path' });
+  if (path.resolve(dest) === path.resolve(store.path)) throw new CairnError('InvalidParams', 'path is the store itself', { field: 'path' });
+  if (fs.existsSync(dest) && !p.overwrite) throw new CairnError('InvalidState', `${dest} exists; pass overwrite: true (--force) to replace it`, { field: 'path' });
+  if (!fs.existsSync(path.dirname(dest))) throw new CairnError('NotFound', `folder ${path.dirname(dest)} does not exist`, { field: 'path' });
+  const tmp = `${dest}.partial-${process.pid}`;
+  const t0 = Date.now();
+  fs.rmSync(tmp, { force: true });
+  let pages = 0;
+  try {
+    const r = await store.db.backup(tmp, {
+      progress: ({ totalPages, remainingPages }) => {
+        pages = totalPages;
+        progress?.({ operation: 'backup', done: totalPages - remainingPages, total: totalPages });
+        return PAGES_PER_STEP;
+      },
+    });
+    pages = r.totalPages;
+    progress?.({ operation: 'backup', done: pages, total: pages });
+    const check = verifyCopy(tmp, { full: false });
+    if (check.problem) throw new CairnError('Internal', `the backup copy failed its check: ${check.problem}`);
+    fs.chmodSync(tmp, 0o600);
+    fs.renameSync(tmp, dest);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    if (e instanceof CairnError) throw e;
+    throw new CairnError('InvalidState', `backup failed: ${(e as Error).message}`, { field: 'path' });
+  }
+  let keys: string | null = null;
+  if (fs.existsSync(keysPath(store.path))) {
+    keys = keysPath(dest);
+    fs.rmSync(keys, { force: true });
+    fs.copyFileSync(keysPath(store.path), keys);
+    fs.chmodSync(keys, 0o600);
+  }
+  return { path: dest, bytes: fs.statSync(dest).size, pages, keys, schemaVersion: store.schemaVersion, ms: Date.now() - t0 };
+}
+
+export interface CopyCheck {
+  problem: string | null;
+  schemaVersion: number;
+  memories: number;
+}
+
+/** Open a copy read-only and check it: integrity (full) or quick_check, schema version, Cairn's tables, foreign keys. */
+export function verifyCopy(file: string, opts: { full: boolean } = { full: true }): CopyCheck {
+  let db: Database.Database;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true });
+  } catch (e) {
+    return { problem: `cannot open ${file}: ${(e as Error).message}`, schemaVersion: 0, memories: 0 };
+  }
+  try {
+    const bad = (problem: string, schemaVersion = 0): CopyCheck => ({ problem, schemaVersion, memories: 0 });
+    let quick: string;
+    try {
+      quick = db.pragma('quick_check', { simple: true }) as string;
+    } catch (e) {
+      return bad(`not a SQLite database (${(e as Error).message})`);
+    }
+    if (quick !== 'ok') return bad(`quick_check: ${quick}`);
+    if (opts.full) {
+      const integrity = db.pragma('integrity_check', { simple: true }) as string;
+      if (integrity !== 'ok') return bad(`integrity_check: ${integrity}`);
+    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version < 1) return bad('not a Cairn store (schema version 0)');
+    if (version > SCHEMA_VERSION) return bad(`schema version ${version} is newer than this Cairn build supports (${SCHEMA_VERSION})`, version);
+    const tables = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[]));
+    for (const t of ['namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'meta']) if (!tables.has(t)) return bad(`not a Cairn store (no ${t} table)`, version);
+    const fk = db.pragma('foreign_key_check') as unknown[];
+    if (fk.length > 0) return bad(`${fk.length} rows break foreign keys`, version);
+    return { problem: null, schemaVersion: version, memories: db.prepare('SELECT count(*) FROM memories').pluck().get() as number };
+  } finally {
+    db.close();
+  }
+}
+
+export interface RestoreResult {
+  restored: string;
+  from: string;
+  /** Where the replaced store was kept (null when there was none). */
+  previous: string | null;
+  schemaVersion: number;
+  memories: number;
+  keys: 'restored' | 'missing';
+}
+
+/**
+ * Replace the store at `db` with the backup at `from`, after verifying it.
+ * `daemonRunning` is checked by the caller (the CLI), and again here through the lock.
+ */
+export function restore(db: string, from: string, now = Date.now()): RestoreResult {
+  if (!fs.existsSync(from)) throw new CairnError('NotFound', `no backup at ${from}`, { field: 'from' });
+  if (path.resolve(from) === path.resolve(db)) throw new CairnError('InvalidParams', 'the backup is the store itself', { field: 'from' });
+  const check = verifyCopy(from, { full: true });
+  if (check.problem) throw new CairnError('InvalidState', `the backup failed verification, nothing was replaced: ${check.problem}`, { field: 'from' });
+  const lock = holdExclusiveLock(db + '.lock', 3);
+  if (!lock) throw new CairnError('InvalidState', 'a daemon serves this store; stop it (or close the editors using it) before restoring', { field: 'db' });
+  try {
+    const stamp = new Date(now).toISOString().replace(/[:.]/g, '-');
+    const tmp = `${db}.restoring-${process.pid}`;
+    fs.copyFileSync(from, tmp);
+    fs.chmodSync(tmp, 0o600);
+    const fd = fs.openSync(tmp, 'r');
+    fs.fsyncSync(fd);
+    fs.closeSync(fd);
+    let previous: string | null = null;
+    if (fs.existsSync(db)) {
+      // Fold the WAL into the old file first, so the kept copy is whole on its own.
+      const old = new Database(db);
+      try {
+        old.pragma('wal_checkpoint(TRUNCATE)');
+      } finally {
+        old.close();
+      }
+      previous = `${db}.pre-restore-${stamp}`;
+      fs.renameSync(db, previous);
+      for (const ext of ['-wal', '-shm']) fs.rmSync(db + ext, { force: true });
+      if (fs.existsSync(keysPath(db))) fs.renameSync(keysPath(db), keysPath(previous));
+    }
+    fs.renameSync(tmp, db);
+    let keys: RestoreResult['keys'] = 'missing';
+    if (fs.existsSync(keysPath(from))) {
+      fs.copyFileSync(keysPath(from), keysPath(db));
+      fs.chmodSync(keysPath(db), 0o600);
+      keys = 'restored';
+    }
+    return { restored: db, from, previous, schemaVersion: check.schemaVersion, memories: check.memories, keys };
+  } finally {
+    lock.release();
+  }
+}
