@@ -42,6 +42,8 @@ export const ErrorCodes = {
    * outcome is unknown.
    */
   Unavailable: 1013,
+  /** The daemon is at a documented capacity limit (connections, unread output); `data.limit`. Retry later. */
+  Overloaded: 1015,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;
@@ -79,6 +81,7 @@ export const errorDescriptions: Record<ErrorCodeName, string> = {
   InvalidState: 'the request conflicts with the current state',
   Timeout: 'deprecated, never sent (reserved): index/wait answers reached: false instead',
   Unavailable: 'no daemon could be reached, or the connection closed before the reply (client side; data.sent says whether the request was written)',
+  Overloaded: 'the daemon is at a documented capacity limit (connections, unread output); data.limit; retry later',
 };
 
 /** The error type thrown by the store and handlers; the RPC layer turns it into a ResponseError once. */

@@ -40,6 +40,16 @@ export const Limits = {
   /** Max depth and node count of a filter tree. */
   filterDepth: 16,
   filterNodes: 256,
+  /** Max nesting of any params object (objects and arrays), checked before schema validation. */
+  paramsDepth: 64,
+  /** Max simultaneous client connections on the daemon's socket; more get an Overloaded reply and are closed. */
+  connections: 128,
+  /** Reading a connection's requests pauses while this many reply bytes wait to be sent to it. */
+  outputHighWaterBytes: 16 * 1024 * 1024,
+  /** A connection with more than this many unsent reply/notification bytes is closed (a client that never reads). */
+  outputMaxBytes: 128 * 1024 * 1024,
+  /** A connection that leaves a frame (headers or body) incomplete this long is closed. */
+  frameIdleMs: 30_000,
   /** Values longer than this many characters get an extractive summary at write time. */
   summaryThresholdChars: 600,
 } as const;

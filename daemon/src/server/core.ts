@@ -9,6 +9,7 @@ import { CairnError, fromZodError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
+import { checkParamsShape } from './limits';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
@@ -123,6 +124,7 @@ export class Core {
     const def = Object.values(Requests).find((d) => d.method === method) as RequestDef<z.ZodType, z.ZodType> | undefined;
     const fn = this.handlers.get(method);
     if (!fn || !def) throw new CairnError('NotFound', `unknown method ${method}`, { field: 'method' });
+    checkParamsShape(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
     const parsed = def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method);
     return fn(parsed.data);

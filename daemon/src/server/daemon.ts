@@ -9,9 +9,9 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { createMessageConnection, ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
-import { CairnError, toWireError } from '../protocol/errors';
+import { CairnError, ErrorCodes, toWireError } from '../protocol/errors';
 import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
-import type { DidChangeParams, InitializeResult } from '../protocol/types';
+import { Limits, type DidChangeParams, type InitializeResult } from '../protocol/types';
 import { defaultSocketPath } from '../paths';
 import { Store } from '../store/store';
 import { VERSION } from '../version';
@@ -112,6 +112,14 @@ export class Daemon {
     fs.mkdirSync(path.dirname(socket), { recursive: true, mode: 0o700 });
     if (process.platform !== 'win32') fs.rmSync(socket, { force: true }); // we hold the store lock: any socket file here is stale
     const server = net.createServer((sock) => {
+      if (this.sockets.size >= Limits.connections) {
+        // Over the connection limit: one typed reply, then close (docs/protocol.md#limits).
+        const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCodes.Overloaded, message: `the daemon serves at most ${Limits.connections} connections`, data: { name: 'Overloaded', limit: Limits.connections } } });
+        sock.on('error', () => {});
+        sock.end(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        this.log(`refused a connection: ${this.sockets.size} open (limit ${Limits.connections})`);
+        return;
+      }
       this.sockets.add(sock);
       sock.on('close', () => this.sockets.delete(sock));
       sock.on('error', () => {});

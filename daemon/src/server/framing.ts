@@ -4,6 +4,13 @@
  * drops — for bodies that are not JSON or not JSON-RPC. A frame whose headers
  * cannot be parsed gets an error reply and the connection is closed (the byte
  * stream cannot be re-synchronised); every other connection keeps being served.
+ *
+ * Memory per connection is bounded (docs/protocol.md#limits): a body is kept as
+ * its chunks and joined once (at most Limits.messageBytes), a frame left
+ * incomplete for Limits.frameIdleMs closes the connection, reading pauses while
+ * more than Limits.outputHighWaterBytes of replies wait for the peer, and a peer
+ * that leaves more than Limits.outputMaxBytes unread is disconnected. Bodies
+ * that are not valid UTF-8 are refused (ParseError), never decoded with U+FFFD.
  */
 import type { Readable, Writable } from 'node:stream';
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-jsonrpc/node';
@@ -17,108 +24,231 @@ const MAX_HEADER_BYTES = 8 * 1024;
 export const JsonRpcErrors = { ParseError: -32700, InvalidRequest: -32600 } as const;
 
 export class GuardedMessageReader extends AbstractMessageReader {
-  private buffer: Buffer = Buffer.alloc(0);
+  /** Raw chunks received and not yet consumed (while reading is paused for backpressure). */
+  private pending: Buffer[] = [];
+  /** Header bytes of the frame being read (bounded by MAX_HEADER_BYTES). */
+  private header: Buffer = Buffer.alloc(0);
+  /** Body chunks of the frame being read: concatenated once, when complete (no quadratic copying). */
+  private body: Buffer[] = [];
+  private bodyGot = 0;
   private expected: number | null = null;
   private skipping = 0;
   private callback: DataCallback | null = null;
+  /** Reading stopped until the peer has read the replies waiting for it. */
+  private paused = false;
+  private closed = false;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private outputTimer: NodeJS.Timeout | null = null;
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true });
 
   constructor(
     private readonly input: Readable,
     private readonly output: Writable,
     private readonly maxBytes: number = Limits.messageBytes,
     private readonly log: (msg: string) => void = () => {},
+    private readonly limits: { frameIdleMs: number; outputHighWaterBytes: number; outputMaxBytes: number } = Limits,
   ) {
     super();
   }
 
   listen(callback: DataCallback): Disposable {
     this.callback = callback;
-    const onData = (chunk: Buffer) => this.onData(chunk);
+    const onData = (chunk: Buffer) => {
+      this.pending.push(chunk);
+      this.pump();
+    };
     const onError = (e: Error) => this.fireError(e);
-    const onClose = () => this.fireClose();
+    const onClose = () => this.shut();
+    const onDrain = () => this.resume();
     this.input.on('data', onData);
     this.input.on('error', onError);
     this.input.on('close', onClose);
     this.input.on('end', onClose);
+    this.output.on('drain', onDrain);
+    // A client that never reads: its unsent replies and notifications are capped (checked once a second).
+    this.outputTimer = setInterval(() => this.checkOutput(), 1000);
+    this.outputTimer.unref?.();
     return {
       dispose: () => {
         this.input.off('data', onData);
         this.input.off('error', onError);
         this.input.off('close', onClose);
         this.input.off('end', onClose);
+        this.output.off('drain', onDrain);
+        this.clearTimers();
       },
     };
+  }
+
+  private clearTimers(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.outputTimer) clearInterval(this.outputTimer);
+    this.idleTimer = this.outputTimer = null;
+  }
+
+  private shut(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.pending = [];
+    this.body = [];
+    this.header = Buffer.alloc(0);
+    this.clearTimers();
+    this.fireClose();
+  }
+
+  /** Bytes written to this connection and not yet taken by the peer. */
+  private unsent(): number {
+    return (this.output as Writable & { writableLength?: number }).writableLength ?? 0;
+  }
+
+  /** Close a connection whose peer stopped reading once its unsent output passes the cap. Returns true when closed. */
+  checkOutput(): boolean {
+    if (this.closed) return true;
+    const n = this.unsent();
+    if (n <= this.limits.outputMaxBytes) return false;
+    this.log(`closing a connection: ${n} bytes of replies unread (limit ${this.limits.outputMaxBytes})`);
+    this.input.destroy();
+    if (this.output !== (this.input as unknown)) this.output.destroy();
+    this.shut();
+    return true;
+  }
+
+  private resume(): void {
+    if (!this.paused || this.closed) return;
+    if (this.unsent() > this.limits.outputHighWaterBytes) return;
+    this.paused = false;
+    this.input.resume();
+    this.pump();
+  }
+
+  /** Consume buffered chunks until done, paused (backpressure) or closed. */
+  private pump(): void {
+    while (!this.paused && !this.closed && this.pending.length > 0) {
+      let chunk = this.pending.shift()!;
+      while (chunk.length > 0 && !this.paused && !this.closed) chunk = this.consume(chunk);
+      if (chunk.length > 0 && !this.closed) this.pending.unshift(chunk);
+    }
+    this.armIdle();
+  }
+
+  /** A frame left incomplete (headers or body) for frameIdleMs closes the connection; a paused reader is our doing. */
+  private armIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    const partial = this.header.length > 0 || this.expected !== null || this.skipping > 0;
+    if (!partial || this.paused || this.closed) return;
+    this.idleTimer = setTimeout(() => {
+      this.log(`closing a connection: a frame stayed incomplete for ${this.limits.frameIdleMs} ms`);
+      this.reply(null, JsonRpcErrors.ParseError, `frame incomplete for ${this.limits.frameIdleMs} ms; closing the connection`, { limit: this.limits.frameIdleMs });
+      this.input.destroy();
+      this.shut();
+    }, this.limits.frameIdleMs);
+    this.idleTimer.unref?.();
   }
 
   /** Write a raw JSON-RPC error reply (used before vscode-jsonrpc ever sees the message). */
   private reply(id: string | number | null, code: number, message: string, data?: unknown): void {
     const body = JSON.stringify({ jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
     try {
-      this.output.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      if (!this.output.destroyed) this.output.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     } catch {
       /* peer gone */
     }
   }
 
-  private onData(chunk: Buffer): void {
+  /** Consume the start of `chunk`; returns what is left of it. */
+  private consume(chunk: Buffer): Buffer {
     if (this.skipping > 0) {
       const n = Math.min(this.skipping, chunk.length);
       this.skipping -= n;
-      chunk = chunk.subarray(n);
-      if (chunk.length === 0) return;
+      return chunk.subarray(n);
     }
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    for (;;) {
-      if (this.expected === null) {
-        const end = this.buffer.indexOf(HEADER_END);
-        if (end < 0) {
-          if (this.buffer.length > MAX_HEADER_BYTES) return this.malformed('header section too long or not terminated by CRLF CRLF');
-          return;
+    if (this.expected === null) {
+      const buf = this.header.length === 0 ? chunk : Buffer.concat([this.header, chunk]);
+      const end = buf.indexOf(HEADER_END);
+      if (end < 0) {
+        if (buf.length > MAX_HEADER_BYTES) {
+          this.malformed('header section too long or not terminated by CRLF CRLF');
+          return Buffer.alloc(0);
         }
-        const headers = this.buffer.subarray(0, end).toString('ascii').split('\r\n');
-        let length: number | null = null;
-        for (const h of headers) {
-          const i = h.indexOf(':');
-          if (i <= 0) return this.malformed(`malformed header line ${JSON.stringify(h.slice(0, 80))}`);
-          if (h.slice(0, i).trim().toLowerCase() === 'content-length') {
-            const v = h.slice(i + 1).trim();
-            if (!/^\d+$/.test(v)) return this.malformed(`Content-Length is not a number: ${JSON.stringify(v.slice(0, 40))}`);
-            length = Number(v);
-          }
-        }
-        if (length === null) return this.malformed('missing Content-Length header');
-        this.buffer = this.buffer.subarray(end + HEADER_END.length);
-        if (length > this.maxBytes) {
-          this.log(`refused a ${length}-byte message (limit ${this.maxBytes})`);
-          this.reply(null, ErrorCodes.ValueTooLarge, `message of ${length} bytes exceeds the ${this.maxBytes}-byte limit`, { name: 'ValueTooLarge', limit: this.maxBytes });
-          const n = Math.min(length, this.buffer.length);
-          this.buffer = this.buffer.subarray(n);
-          this.skipping = length - n;
-          if (this.skipping > 0) return;
-          continue;
-        }
-        this.expected = length;
+        this.header = Buffer.from(buf); // own copy: do not pin a large chunk
+        return Buffer.alloc(0);
       }
-      if (this.buffer.length < this.expected) return;
-      const body = this.buffer.subarray(0, this.expected);
-      this.buffer = this.buffer.subarray(this.expected);
-      this.expected = null;
-      this.deliver(body);
+      if (end > MAX_HEADER_BYTES) {
+        this.malformed('header section too long');
+        return Buffer.alloc(0);
+      }
+      this.header = Buffer.alloc(0);
+      const headers = buf.subarray(0, end).toString('latin1').split('\r\n');
+      let length: number | null = null;
+      for (const h of headers) {
+        const i = h.indexOf(':');
+        if (i <= 0) {
+          this.malformed(`malformed header line ${JSON.stringify(h.slice(0, 80))}`);
+          return Buffer.alloc(0);
+        }
+        if (h.slice(0, i).trim().toLowerCase() === 'content-length') {
+          const v = h.slice(i + 1).trim();
+          if (!/^\d{1,15}$/.test(v)) {
+            this.malformed(`Content-Length is not a number: ${JSON.stringify(v.slice(0, 40))}`);
+            return Buffer.alloc(0);
+          }
+          length = Number(v);
+        }
+      }
+      if (length === null) {
+        this.malformed('missing Content-Length header');
+        return Buffer.alloc(0);
+      }
+      const rest = buf.subarray(end + HEADER_END.length);
+      if (length > this.maxBytes) {
+        this.log(`refused a ${length}-byte message (limit ${this.maxBytes})`);
+        this.reply(null, ErrorCodes.ValueTooLarge, `message of ${length} bytes exceeds the ${this.maxBytes}-byte limit`, { name: 'ValueTooLarge', limit: this.maxBytes });
+        this.skipping = length;
+        return rest;
+      }
+      this.expected = length;
+      this.body = [];
+      this.bodyGot = 0;
+      return rest;
     }
+    const need = this.expected - this.bodyGot;
+    const take = chunk.length <= need ? chunk : chunk.subarray(0, need);
+    if (take.length > 0) this.body.push(take);
+    this.bodyGot += take.length;
+    if (this.bodyGot === this.expected) {
+      const full = this.body.length === 1 ? this.body[0] : Buffer.concat(this.body, this.bodyGot);
+      this.body = [];
+      this.bodyGot = 0;
+      this.expected = null;
+      this.deliver(full);
+      // Backpressure: stop reading this connection while its replies wait to be read.
+      if (!this.closed && this.unsent() > this.limits.outputHighWaterBytes) {
+        this.paused = true;
+        this.input.pause();
+      }
+    }
+    return chunk.subarray(take.length);
   }
 
   private malformed(why: string): void {
     this.log(`closing a connection: ${why}`);
     this.reply(null, JsonRpcErrors.ParseError, `malformed frame: ${why}`);
-    this.buffer = Buffer.alloc(0);
     this.input.destroy();
-    this.fireClose();
+    this.shut();
   }
 
   private deliver(body: Buffer): void {
+    let text: string;
+    try {
+      text = this.decoder.decode(body);
+    } catch {
+      this.reply(null, JsonRpcErrors.ParseError, 'message body is not valid UTF-8');
+      return;
+    }
     let msg: unknown;
     try {
-      msg = JSON.parse(body.toString('utf8'));
+      msg = JSON.parse(text);
     } catch (e) {
       this.reply(null, JsonRpcErrors.ParseError, `invalid JSON: ${(e as Error).message}`);
       return;
@@ -133,6 +263,10 @@ export class GuardedMessageReader extends AbstractMessageReader {
     }
     const m = msg as Record<string, unknown>;
     const id = typeof m.id === 'string' || typeof m.id === 'number' ? m.id : null;
+    if ('id' in m && m.id !== null && typeof m.id !== 'string' && !(typeof m.id === 'number' && Number.isFinite(m.id))) {
+      this.reply(null, JsonRpcErrors.InvalidRequest, 'id must be a string, a number or null');
+      return;
+    }
     if (m.jsonrpc !== '2.0') {
       this.reply(id, JsonRpcErrors.InvalidRequest, 'jsonrpc must be "2.0"');
       return;

@@ -12,7 +12,8 @@
  */
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { MessageConnection } from 'vscode-jsonrpc/node';
+import { ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
+import { ErrorCodes } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { Anchor, Scope } from '../protocol/types';
 import { projectNamespaceFor } from '../project';
@@ -51,7 +52,8 @@ export class LspDocuments {
       workspaceFolders?: { uri: string }[] | null;
       initializationOptions?: { projectNamespace?: unknown; includeUser?: unknown } | null;
     };
-    const uris = [...(p.workspaceFolders ?? []).map((f) => f.uri), ...(typeof p.rootUri === 'string' ? [p.rootUri] : [])].filter((u): u is string => typeof u === 'string');
+    const folders = Array.isArray(p.workspaceFolders) ? p.workspaceFolders : [];
+    const uris = [...folders.map((f) => (f && typeof f === 'object' ? f.uri : undefined)), ...(typeof p.rootUri === 'string' ? [p.rootUri] : [])].filter((u): u is string => typeof u === 'string');
     const roots = uris.map(uriToPath).filter((x): x is string => !!x);
     if (typeof p.rootPath === 'string') roots.push(p.rootPath);
     this.roots = [...new Set(roots)];
@@ -85,14 +87,19 @@ export class LspDocuments {
 
   register(connection: MessageConnection): void {
     connection.onNotification('workspace/didChangeWorkspaceFolders', (p: { event?: { added?: { uri: string }[]; removed?: { uri: string }[] } }) => {
+      if (!p?.event || (p.event.added !== undefined && !Array.isArray(p.event.added)) || (p.event.removed !== undefined && !Array.isArray(p.event.removed))) return;
+      if (![...(p.event.added ?? []), ...(p.event.removed ?? [])].every((f) => f && typeof f.uri === 'string')) return;
       const removed = new Set((p.event?.removed ?? []).map((f) => uriToPath(f.uri)));
       this.roots = [...this.roots.filter((r) => !removed.has(r)), ...(p.event?.added ?? []).map((f) => uriToPath(f.uri)).filter((x): x is string => !!x)];
     });
     connection.onNotification('textDocument/didOpen', (p: { textDocument: { uri: string; text: string } }) => {
+      if (typeof p?.textDocument?.uri !== 'string' || typeof p.textDocument.text !== 'string') return;
       this.docs.set(p.textDocument.uri, p.textDocument.text);
       this.safe(() => this.checkStale(p.textDocument.uri, p.textDocument.text));
     });
     connection.onNotification('textDocument/didChange', (p: { textDocument: { uri: string }; contentChanges: ContentChange[] }) => {
+      if (typeof p?.textDocument?.uri !== 'string' || !Array.isArray(p.contentChanges)) return;
+      if (!p.contentChanges.every((c) => c && typeof c.text === 'string' && (c.range === undefined || validRange(c.range)))) return;
       let text = this.docs.get(p.textDocument.uri) ?? '';
       for (const c of p.contentChanges ?? []) {
         if (!c.range) {
@@ -105,10 +112,18 @@ export class LspDocuments {
       }
       this.docs.set(p.textDocument.uri, text);
     });
-    connection.onNotification('textDocument/didClose', (p: { textDocument: { uri: string } }) => this.docs.delete(p.textDocument.uri));
+    connection.onNotification('textDocument/didClose', (p: { textDocument: { uri: string } }) => {
+      if (typeof p?.textDocument?.uri === 'string') this.docs.delete(p.textDocument.uri);
+    });
     connection.onNotification('workspace/didChangeConfiguration', () => {});
     connection.onNotification('$/setTrace', () => {});
-    connection.onRequest('textDocument/hover', (p: { textDocument: { uri: string }; position: Position }) => this.hover(p.textDocument.uri, p.position));
+    connection.onRequest('textDocument/hover', (p: { textDocument: { uri: string }; position: Position }) => {
+      const ok =
+        p && typeof p === 'object' && p.textDocument && typeof p.textDocument.uri === 'string' && p.position &&
+        Number.isInteger(p.position.line) && p.position.line >= 0 && Number.isInteger(p.position.character) && p.position.character >= 0;
+      if (!ok) throw new ResponseError(ErrorCodes.InvalidParams, 'textDocument/hover: params must be {textDocument: {uri}, position: {line, character}}', { name: 'InvalidParams', field: 'textDocument' });
+      return this.hover(p.textDocument.uri, p.position);
+    });
   }
 
   private safe(fn: () => void): void {
@@ -218,6 +233,11 @@ export class LspDocuments {
       if (changed) this.store.updateAnchors(rowid, next);
     }
   }
+}
+
+function validRange(r: unknown): r is Range {
+  const pos = (x: unknown) => !!x && typeof x === 'object' && Number.isInteger((x as Position).line) && (x as Position).line >= 0 && Number.isInteger((x as Position).character) && (x as Position).character >= 0;
+  return !!r && typeof r === 'object' && pos((r as Range).start) && pos((r as Range).end);
 }
 
 function escapeMd(s: string): string {

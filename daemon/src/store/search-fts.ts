@@ -35,6 +35,8 @@ export const BM25_WEIGHTS = [4.0, 1.0, 0.5, 2.0, 1.0, 0.0] as const;
 export function namespaceToken(nsId: string): string {
   return 'ns' + nsId.replace(/[^0-9a-f]/gi, '').toLowerCase();
 }
+/** Most namespace tokens put into a MATCH; a wider scope is enforced by the SQL scope predicate alone. */
+export const FTS_MAX_NS_TOKENS = 256;
 /** Terms in more than this share of memories are left out of the disjunctive pass. */
 export const COMMON_TERM_SHARE = 0.1;
 /** ...and only when they are in more than this many memories (below it, they cost nothing). */
@@ -131,11 +133,15 @@ export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   if (!plan.any && !plan.all) return [];
   const scopeSql = scopePredicate(q.scope, 'path');
   if (scopeSql) {
-    const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql}`).all(...scopeSql.params) as { id: string }[];
+    const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(...scopeSql.params, FTS_MAX_NS_TOKENS + 1) as { id: string }[];
     if (ids.length === 0) return [];
-    const ns = `ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
-    if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
-    if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
+    // A scope of many namespaces is left to the SQL scope predicate below (same query, before the LIMIT):
+    // an OR of tens of thousands of tokens inside MATCH costs seconds.
+    if (ids.length <= FTS_MAX_NS_TOKENS) {
+      const ns = `ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
+      if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
+      if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
+    }
   }
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);

@@ -27,6 +27,8 @@ import type { ArmHit } from './search-fts';
 const MAX_TIME = Number.MAX_SAFE_INTEGER;
 const MIN_TIME = -Number.MAX_SAFE_INTEGER;
 export const VEC_CHUNK_SIZE = 256;
+/** Most namespaces a vec0 KNN names as partitions; a wider scope uses the exact-distance query. */
+export const VEC_MAX_PARTITIONS = 512;
 
 export interface VecModel {
   model: string;
@@ -143,7 +145,14 @@ export class VectorTables {
    */
   knn(model: VecModel, query: Float32Array, q: { scope?: Scope; filter?: Filter; include?: Include; now: number; limit: number }): ArmHit[] {
     const blob = Buffer.from(query.buffer, query.byteOffset, query.byteLength);
-    if (q.filter) {
+    const scope = scopePredicate(q.scope, 'path');
+    // The whole store needs no partition constraint unless a deleted namespace still holds (unpurged) memories.
+    const wholeStoreClean = !scope && !stmt(this.db, 'SELECT 1 FROM namespaces n WHERE n.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM memories m WHERE m.ns_id = n.id) LIMIT 1').get();
+    const ns = wholeStoreClean ? [] : (stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[]);
+    if (!wholeStoreClean && ns.length === 0) return [];
+    // A filter, or a scope of more namespaces than one KNN may name as partitions (one SQL variable each),
+    // takes the exact-distance path: the scope is then SQL over the namespace row, with no variable per namespace.
+    if (q.filter || ns.length > VEC_MAX_PARTITIONS) {
       const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
       const rows = stmt(this.db, 
           `SELECT m.rowid AS rowid, vec_distance_cosine(b.embedding, ?) AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
@@ -152,14 +161,9 @@ export class VectorTables {
         .all(blob, ...where.params, q.limit) as { rowid: number; d: number }[];
       return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
     }
-    const scope = scopePredicate(q.scope, 'path');
     const cons: string[] = [];
     const params: unknown[] = [];
-    // The whole store needs no partition constraint unless a deleted namespace still holds (unpurged) memories.
-    const wholeStoreClean = !scope && !stmt(this.db, 'SELECT 1 FROM namespaces n WHERE n.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM memories m WHERE m.ns_id = n.id) LIMIT 1').get();
     if (!wholeStoreClean) {
-      const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[];
-      if (ns.length === 0) return [];
       cons.push(`ns IN (${ns.map(() => '?').join(',')})`);
       params.push(...ns.map((r) => BigInt(r.rowid)));
     }

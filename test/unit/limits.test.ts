@@ -1,0 +1,245 @@
+/**
+ * Bounded requests, in-process: shape limits checked before schema validation (filter depth and size,
+ * params depth, forbidden property names, unpaired surrogates), a scope of 33,000 namespaces in every
+ * search arm, and the framing reader's per-connection bounds (chunked bodies, invalid UTF-8, idle
+ * partial frames, backpressure, a peer that never reads).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { PassThrough, Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { Limits } from '../../daemon/src/protocol/types';
+import type { VectorSearcher } from '../../daemon/src/retrieval/search';
+import { GuardedMessageReader } from '../../daemon/src/server/framing';
+import { rejectsWith, tempCore } from '../helpers';
+
+const leaf = { field: 'importance', op: 'gte', value: 0 };
+function deepFilter(depth: number): unknown {
+  let f: unknown = leaf;
+  for (let i = 0; i < depth; i++) f = { not: f };
+  return f;
+}
+function wideFilter(fanout: number, levels: number): unknown {
+  let f: unknown = leaf;
+  for (let i = 0; i < levels; i++) f = { or: Array.from({ length: fanout }, () => f) };
+  return f;
+}
+
+describe('shape limits before schema validation', () => {
+  let t: ReturnType<typeof tempCore>;
+  before(async () => {
+    t = tempCore();
+    await t.core.call(R.upsert, { namespace: 'project.a', key: 'k', value: 'a value' });
+  });
+  after(() => t.close());
+
+  for (const depth of [17, 1000, 100_000]) {
+    it(`a filter nested ${depth} deep is InvalidFilter with the limit, not a stack overflow`, async () => {
+      for (const m of [R.list, R.search] as const) {
+        const params = m === R.search ? { query: 'value', filter: deepFilter(depth) } : { filter: deepFilter(depth) };
+        const data = await rejectsWith(t.core.request(m.method, params), 'InvalidFilter');
+        assert.equal(data.limit, Limits.filterDepth);
+      }
+    });
+  }
+
+  it('a filter of 262,144 leaves is refused by its node count', async () => {
+    const data = await rejectsWith(t.core.request(R.list.method, { filter: wideFilter(64, 3) }), 'InvalidFilter');
+    assert.equal(data.limit, Limits.filterNodes);
+  });
+
+  it('a filter at the limits still works', async () => {
+    const r = await t.core.request(R.list.method, { filter: deepFilter(Limits.filterDepth) });
+    assert.equal((r as { items: unknown[] }).items.length, 1);
+  });
+
+  it('params nested deeper than the limit are InvalidParams', async () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 5000; i++) deep = [deep];
+    const data = await rejectsWith(t.core.request(R.upsert.method, { namespace: 'project.a', key: 'x', value: 'v', properties: { p: deep } }), 'InvalidParams');
+    assert.equal(data.limit, Limits.paramsDepth);
+  });
+
+  for (const key of ['__proto__', 'constructor', 'prototype']) {
+    it(`"${key}" as a property name is refused, not applied or dropped`, async () => {
+      const params = JSON.parse(`{"namespace":"project.a","key":"p-${key}","value":"v","properties":{"${key}":"x","ok":1}}`);
+      await rejectsWith(t.core.request(R.upsert.method, params), 'InvalidParams', `properties.${key}`);
+      const top = JSON.parse(`{"${key}":{"scope":{"root":"user"}},"limit":5}`);
+      await rejectsWith(t.core.request(R.list.method, top), 'InvalidParams', key);
+      await rejectsWith(t.core.request(R.get.method, { namespace: 'project.a', key: `p-${key}` }), 'NotFound');
+    });
+  }
+
+  it('a string with an unpaired surrogate is refused, not stored as U+FFFD', async () => {
+    for (const bad of ['\ud800', 'a\udc00b', 'x\ud83d']) {
+      await rejectsWith(t.core.request(R.upsert.method, { namespace: 'project.a', key: 'lone', value: bad }), 'InvalidParams', 'value');
+    }
+    await rejectsWith(t.core.request(R.upsert.method, { namespace: 'project.a', key: 'lone', value: 'v', properties: { ['k\ud800']: 1 } }), 'InvalidParams', 'properties');
+    // a paired surrogate (an emoji) is fine and round-trips
+    const ok = await t.core.call(R.upsert, { namespace: 'project.a', key: 'emoji', value: 'ship it \ud83d\ude80' });
+    assert.equal((await t.core.call(R.get, { id: ok.memory.id })).value, 'ship it 🚀');
+  });
+});
+
+describe('a scope of 33,000 namespaces', () => {
+  let t: ReturnType<typeof tempCore>;
+  const N = 33_000;
+  const DIM = 4;
+  let hooks: VectorSearcher;
+  const vec = (s: string) => {
+    const v = new Float32Array(DIM);
+    for (let i = 0; i < s.length; i++) v[i % DIM] += s.charCodeAt(i) % 7;
+    v[0] += 1;
+    return v;
+  };
+
+  before(async () => {
+    t = tempCore();
+    const ins = t.store.db.prepare('INSERT INTO namespaces(id, path, created_at) VALUES (?, ?, ?)');
+    t.store.db.transaction(() => {
+      for (let i = 0; i < N; i++) ins.run(randomUUID(), `wide.n${i}`, Date.now());
+    })();
+    for (const i of [0, 16_500, N - 1]) await t.core.call(R.upsert, { namespace: `wide.n${i}`, key: 'k', value: `walrus memory ${i}` });
+    await t.core.call(R.upsert, { namespace: 'other', key: 'k', value: 'walrus memory outside' });
+    if (t.store.vecAvailable) {
+      const model = t.store.vectors.ensure('test-model', DIM);
+      const rows = t.store.db.prepare('SELECT rowid, value FROM memories').all() as { rowid: number; value: string }[];
+      t.store.transaction(() => {
+        for (const r of rows) t.store.vectors.put(model, r.rowid, vec(r.value), 'h');
+      });
+      hooks = {
+        unavailable: () => null,
+        weight: () => 1,
+        search: async (q, arm) => t.store.vectors.knn(model, vec(q), arm),
+      };
+      t.core.hooks.vectors = hooks;
+    }
+  });
+  after(() => t.close());
+
+  for (const mode of ['fts', 'vector', 'hybrid'] as const) {
+    it(`${mode} search works inside it and keeps the rest out`, async (ctx) => {
+      if (mode !== 'fts' && !t.store.vecAvailable) return ctx.skip('sqlite-vec is not available');
+      const r = await t.core.call(R.search, { query: 'walrus memory', mode, scope: { root: 'wide', includeUser: false }, limit: 10 });
+      assert.deepEqual(r.hits.map((h) => h.memory.namespace).sort(), ['wide.n0', 'wide.n16500', `wide.n${N - 1}`].sort());
+      assert.equal(r.mode, mode);
+    });
+  }
+
+  it('list and the whole-store vector arm work too', async () => {
+    const l = await t.core.call(R.list, { scope: { root: 'wide' } });
+    assert.equal(l.items.length, 3);
+    if (t.store.vecAvailable) {
+      // a deleted namespace that still holds a memory makes the whole-store arm name every live namespace
+      await t.core.call(R.upsert, { namespace: 'doomed', key: 'k', value: 'walrus doomed' });
+      await t.core.call(R.namespacesDelete, { path: 'doomed' });
+      const r = await t.core.call(R.search, { query: 'walrus memory', mode: 'vector', limit: 10 });
+      assert.equal(r.hits.length, 4);
+      assert.ok(!r.hits.some((h) => h.memory.namespace === 'doomed'));
+    }
+  });
+});
+
+describe('framing reader bounds', () => {
+  const frame = (body: Buffer | string) => {
+    const b = typeof body === 'string' ? Buffer.from(body) : body;
+    return Buffer.concat([Buffer.from(`Content-Length: ${b.length}\r\n\r\n`), b]);
+  };
+  /** A writable that keeps everything (or holds it unread when `stuck`). */
+  function sink(stuck = false) {
+    const got: Buffer[] = [];
+    let release: (() => void) | null = null;
+    const w = new Writable({
+      highWaterMark: 1024,
+      write(chunk, _enc, cb) {
+        got.push(Buffer.from(chunk));
+        if (stuck) release = cb;
+        else cb();
+      },
+    });
+    return { w, got, text: () => Buffer.concat(got).toString('utf8'), release: () => { stuck = false; release?.(); } };
+  }
+  const waitFor = async (what: string, ok: () => boolean) => {
+    const deadline = Date.now() + 10_000;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setImmediate(r));
+    }
+  };
+  const limits = { frameIdleMs: 50, outputHighWaterBytes: 4096, outputMaxBytes: 64 * 1024 };
+
+  it('joins a body sent in many chunks once, and refuses invalid UTF-8 without closing', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, limits);
+    const msgs: unknown[] = [];
+    reader.listen((m) => msgs.push(m));
+    const big = JSON.stringify({ jsonrpc: '2.0', method: 'x', params: { s: 'é'.repeat(200_000) } });
+    const bytes = frame(big);
+    for (let i = 0; i < bytes.length; i += 997) input.write(bytes.subarray(i, i + 997));
+    await waitFor('the big message', () => msgs.length === 1);
+    input.write(frame(Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d])));
+    input.write(frame(JSON.stringify({ jsonrpc: '2.0', method: 'after' })));
+    await waitFor('the message after the bad one', () => msgs.length === 2);
+    assert.match(out.text(), /"code":-32700,"message":"message body is not valid UTF-8"/);
+    assert.equal((msgs[1] as { method: string }).method, 'after');
+  });
+
+  it('closes a connection whose frame stays incomplete', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024, () => {}, limits);
+    let closed = false;
+    reader.onClose(() => (closed = true));
+    reader.listen(() => {});
+    input.write('Content-Length: 100\r\n\r\n{"jsonrpc":');
+    await waitFor('the idle close', () => closed);
+    assert.match(out.text(), /frame incomplete for 50 ms/);
+    assert.ok(input.destroyed);
+  });
+
+  it('pauses reading while replies wait unread, resumes when the peer reads', async () => {
+    const input = new PassThrough();
+    const out = sink(true);
+    const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, limits);
+    const msgs: unknown[] = [];
+    reader.listen((m) => {
+      msgs.push(m);
+      out.w.write(Buffer.alloc(8192)); // the reply to it: more than the high-water mark, unread
+    });
+    input.write(Buffer.concat([frame('{"jsonrpc":"2.0","method":"a"}'), frame('{"jsonrpc":"2.0","method":"b"}')]));
+    await waitFor('the first message', () => msgs.length === 1);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(msgs.length, 1, 'the second request waits while the first reply is unread');
+    assert.ok(input.isPaused());
+    out.release();
+    await waitFor('the second message after the peer read', () => msgs.length === 2);
+  });
+
+  it('disconnects a peer that leaves more than the cap unread', async () => {
+    const input = new PassThrough();
+    const out = sink(true);
+    const logs: string[] = [];
+    const reader = new GuardedMessageReader(input, out.w, 1024, (m) => logs.push(m), limits);
+    let closed = false;
+    reader.onClose(() => (closed = true));
+    reader.listen(() => {});
+    assert.equal(reader.checkOutput(), false);
+    for (let i = 0; i < 20; i++) out.w.write(Buffer.alloc(4096));
+    assert.equal(reader.checkOutput(), true);
+    assert.ok(closed && input.destroyed);
+    assert.match(logs.join('\n'), /unread \(limit 65536\)/);
+  });
+
+  it('refuses an id that is neither string, number nor null', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024, () => {}, limits);
+    const msgs: unknown[] = [];
+    reader.listen((m) => msgs.push(m));
+    for (const id of ['{}', '[]', 'true']) input.write(frame(`{"jsonrpc":"2.0","id":${id},"method":"memory/get","params":{}}`));
+    await waitFor('three replies', () => (out.text().match(/-32600/g) ?? []).length === 3);
+    assert.equal(msgs.length, 0);
+  });
+});
