@@ -2,9 +2,7 @@
 //   out/extension.js         the extension (vscode external; vscode-languageclient and the shared
 //                            protocol module bundled in; nothing native: the daemon runs in its own process)
 //   out/test/index.js        mocha entry run inside a real extension host (extensionTestsPath)
-//   out/test/unit/*.test.js  plain-Node unit tests (npm test)
 import { build, context } from 'esbuild';
-import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,14 +37,10 @@ const common = {
   plugins: [oneJsonRpc],
 };
 
-const unitDir = path.join(here, 'src', 'test', 'unit');
-const unitTests = readdirSync(unitDir).filter((f) => f.endsWith('.test.ts')).map((f) => path.join(unitDir, f));
-
 const configs = [
   { ...common, entryPoints: ['src/main.ts'], outfile: 'out/extension.js', external: ['vscode'], minify: !watch },
   // Extension-host tests: mocha stays external (resolved from node_modules of the checkout, as in any dev host).
   { ...common, entryPoints: ['src/test/index.ts'], outfile: 'out/test/index.js', external: ['vscode', 'mocha'] },
-  { ...common, entryPoints: unitTests, outdir: 'out/test/unit', external: ['vscode', 'mocha'] },
 ];
 
 if (watch) {

@@ -38,6 +38,7 @@ async function main() {
     CAIRN_E2E_RESULTS: path.join(work, 'results.json'),
     CAIRN_E2E_SEEDED_KEY: 'welcome',
     CAIRN_E2E_EXPECT_PROJECT: 'project.sample-app',
+    CAIRN_E2E_EXPECT_DB: path.join(home, '.local', 'share', 'cairn', 'cairn.db'),
   };
   const cli = (...args) => execFileSync(process.execPath, [path.join(repo, 'daemon', 'bin', 'cairn.js'), ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
   cli('add', 'project.sample-app', 'welcome', 'Welcome to Cairn: memories written from the CLI show up in this view.', '--kind', 'fact');

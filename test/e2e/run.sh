@@ -86,7 +86,7 @@ lap "built; $(grep '^package:' "$WORK/package.log" | tail -1)"
 
 # 3. isolated environment
 FREE_PORT() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
-PORT=${CAIRN_E2E_PORT:-$(FREE_PORT)}
+PORT=${CAIRN_E2E_PORT:-}
 NODE_BIN=$(command -v node)
 CLI="$REPO/daemon/bin/cairn.js"
 # A profile = HOME + XDG dirs + code-server data + workspace. Two: one for the mocha run, one for the UI.
@@ -129,23 +129,32 @@ seed() { # $1 = profile: memories written from the CLI before the editor starts 
     run_in "$1" "$NODE_BIN" "$CLI" add user editor-pref "Prefers short commit messages in the imperative mood." --kind preference >/dev/null
 }
 start_server() { # $1 = profile, then VAR=value pairs for the extension host; code-server runs in its own session
-  local name=$1 p="$WORK/$1"; shift
+  local name=$1 p="$WORK/$1" pg; shift
+  # A fresh port for each server: a previous one still shutting down can never answer for this profile.
+  PORT=${CAIRN_E2E_PORT:-$(FREE_PORT)}
   echo "bind-addr: 127.0.0.1:$PORT" >"$p/config.yaml"
   run_in "$name" "$@" setsid bash -c 'echo $$ > "$0"; exec "$@"' "$p/server.pgid" \
     "$CS" --config "$p/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry --disable-update-check \
     --disable-workspace-trust --disable-getting-started-override --user-data-dir "$p/ud" --extensions-dir "$p/exts" "$p/ws" \
     >>"$p/code-server.log" 2>&1 &
-  for _ in $(seq 1 120); do
-    [ -s "$p/server.pgid" ] && curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break
+  # Wait for the state (this server's pid file and its health check), up to 3 minutes on a loaded machine;
+  # give up early if the server has already exited.
+  for _ in $(seq 1 720); do
+    if [ -s "$p/server.pgid" ]; then
+      pg=$(cat "$p/server.pgid")
+      curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break
+      kill -0 -- "-$pg" 2>/dev/null || break
+    fi
     sleep 0.25
   done
-  PGIDS+=("$(cat "$p/server.pgid")")
-  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null
+  [ -s "$p/server.pgid" ] && PGIDS+=("$(cat "$p/server.pgid")")
+  curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null || { tail -20 "$p/code-server.log"; return 1; }
 }
-stop_server() { # $1 = profile
+stop_server() { # $1 = profile: returns once every process of the server's session is gone
   local pg; pg=$(cat "$WORK/$1/server.pgid" 2>/dev/null) || return 0
   kill -TERM -- "-$pg" 2>/dev/null
-  for _ in $(seq 1 40); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 || break; sleep 0.25; done
+  for _ in $(seq 1 120); do kill -0 -- "-$pg" 2>/dev/null || return 0; sleep 0.25; done
+  kill -KILL -- "-$pg" 2>/dev/null
 }
 count_results() { # $1 = results json ({passed, failed}); adds to the totals, echoes "P F"
   node -e "const r=require(process.argv[1]);console.log(r.passed+' '+r.failed)" "$1" 2>/dev/null

@@ -39,7 +39,7 @@ const lap = (m) => console.log(`[runtests ${((Date.now() - t0) / 1000).toFixed(1
     ];
     const url = `${base}/?folder=${encodeURIComponent(process.env.WS)}&payload=${encodeURIComponent(JSON.stringify(payload))}`;
     lap(`open ${url}`);
-    await page.goto(url);
+    await page.goto(url, { timeout: 180000 });
     const timeout = +(process.env.TEST_TIMEOUT_MS || 600000);
     let timer;
     const code = await Promise.race([exited, new Promise((r) => (timer = setTimeout(() => r('TIMEOUT'), timeout)))]);

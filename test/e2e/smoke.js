@@ -33,13 +33,28 @@ async function check(name, shot, fn) {
   await page.keyboard.press('Escape').catch(() => {});
 }
 
-/** Wait until an element matching `locator` is visible with a real size on screen; returns it. */
-async function visible(locator, what, timeout = 20000) {
+/**
+ * Wait until an element matching `locator` is visible with a real size on screen; returns it. Polls the state until
+ * the deadline rather than judging one frame: right after a render an item can be attached and "visible" while its
+ * icon font or layout has not given it a size yet.
+ */
+async function visible(locator, what, timeout = 30000) {
   const el = locator.filter({ visible: true }).first();
-  await el.waitFor({ state: 'visible', timeout });
-  const box = await el.boundingBox();
-  if (!box || box.width < 2 || box.height < 2) throw new Error(`${what} has no size on screen`);
-  return el;
+  const deadline = Date.now() + timeout;
+  let last = 'never visible';
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`${what}: ${last} after ${timeout} ms`);
+    try {
+      await el.waitFor({ state: 'visible', timeout: left });
+      const box = await el.boundingBox({ timeout: Math.max(1, deadline - Date.now()) });
+      if (box && box.width >= 2 && box.height >= 2) return el;
+      last = `no size on screen (${box ? `${box.width}x${box.height}` : 'detached'})`;
+    } catch (e) {
+      last = String(e && e.message ? e.message : e).split('\n')[0];
+    }
+    await page.waitForTimeout(100); // poll interval, not a settle delay: the loop re-checks the state
+  }
 }
 
 const treeRow = (label) => page.locator('.pane-body .monaco-list-row', { has: page.locator('.label-name', { hasText: label }) });
@@ -65,7 +80,7 @@ async function palette(command) {
     const clog = fs.createWriteStream(path.join(ART, 'smoke-browser-console.log'));
     page.on('console', (m) => clog.write(`[${m.type()}] ${m.text()}\n`));
     const opened = Date.now();
-    await page.goto(process.env.CS_URL);
+    await page.goto(process.env.CS_URL, { timeout: 180000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 90000 });
     lap('workbench loaded');
 
@@ -93,12 +108,15 @@ async function palette(command) {
       await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'billing.py' }), 'billing.py in quick open');
       await page.keyboard.press('Enter');
       const word = page.locator('.monaco-editor .view-lines span', { hasText: /^invoice_total$/ });
-      const token = await visible(word, 'the anchored line');
-      await page.waitForTimeout(500);
-      const box = await token.boundingBox();
       const hover = page.locator('.monaco-hover', { hasText: 'banker rounding' });
-      for (let i = 0; i < 5 && !(await hover.first().isVisible().catch(() => false)); i++) {
-        await page.mouse.move(box.x + 10 + i * 3, box.y + box.height / 2);
+      // Hover until the memory hover shows: the first moves can land before the language client serves hovers.
+      const deadline = Date.now() + 60000;
+      for (let i = 0; !(await hover.first().isVisible().catch(() => false)); i++) {
+        if (Date.now() > deadline) throw new Error('the memory hover never appeared');
+        const box = await (await visible(word, 'the anchored line')).boundingBox();
+        if (!box) continue;
+        await page.mouse.move(5, 5);
+        await page.mouse.move(box.x + 10 + (i % 5) * 3, box.y + box.height / 2);
         await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
       }
       await visible(hover, 'the memory hover');
@@ -129,7 +147,7 @@ async function palette(command) {
 
     await check('a CLI write appears in the open view without a refresh', '05-live-update.png', async () => {
       execFileSync(process.env.NODE_BIN, [process.env.CLI, 'add', 'project.sample-app', 'live-from-cli', 'Written by the CLI while the editor was open.', '--kind', 'note'], { stdio: 'pipe' });
-      await visible(treeRow('live-from-cli'), 'memory "live-from-cli" in the tree', 20000);
+      await visible(treeRow('live-from-cli'), 'memory "live-from-cli" in the tree', 60000);
     });
 
     await check('status bar item opens the Cairn menu', '06-status-menu.png', async () => {

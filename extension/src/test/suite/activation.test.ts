@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import { daemonInfoPath } from '../../../../daemon/src/paths';
-import { api, record, treeMemories, waitFor } from './helpers';
+import { api, harnessEnv, record, treeMemories, waitFor } from './helpers';
 
 suite('activation', () => {
   test('activates, starts (or finds) the daemon and populates the tree', async function () {
@@ -27,14 +27,13 @@ suite('activation', () => {
     assert.equal(s.kind === 'connected' && s.pid, info.pid);
     const loaded = Object.keys(require.cache).filter((k) => /better-sqlite3|sqlite-vec|onnxruntime|sharp/.test(k));
     assert.deepEqual(loaded, [], 'native modules loaded in the extension host');
-    assert.equal(ctx.client.target.db, process.env.CAIRN_E2E_EXPECT_DB ?? ctx.client.target.db, 'uses the default store');
+    assert.equal(ctx.client.target.db, harnessEnv('CAIRN_E2E_EXPECT_DB'), 'uses the default store');
   });
 
   test('project namespace derived from the workspace git remote', async () => {
     const { ctx } = await api();
-    const expected = process.env.CAIRN_E2E_EXPECT_PROJECT;
     assert.ok(ctx.project, 'a folder is open');
-    if (expected) assert.equal(ctx.project.namespace, expected);
+    assert.equal(ctx.project.namespace, harnessEnv('CAIRN_E2E_EXPECT_PROJECT'));
     assert.match(ctx.project.namespace, /^project\.[a-z0-9][a-z0-9_-]*$/);
   });
 
@@ -44,10 +43,9 @@ suite('activation', () => {
     assert.equal(ctx.statusBar.item.command, 'cairn.statusMenu');
   });
 
-  test('memories the CLI wrote before the editor started are in the tree', async function () {
+  test('memories the CLI wrote before the editor started are in the tree', async () => {
     const { ctx } = await api();
-    const seeded = process.env.CAIRN_E2E_SEEDED_KEY;
-    if (!seeded) this.skip();
+    const seeded = harnessEnv('CAIRN_E2E_SEEDED_KEY');
     await waitFor('seeded memory in the tree', async () => (await treeMemories(ctx)).some((m) => m.key === seeded));
   });
 });

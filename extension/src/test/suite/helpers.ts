@@ -26,6 +26,16 @@ export async function ctx(): Promise<Ctx> {
   return (await api()).ctx;
 }
 
+/**
+ * A value the harness (test/e2e/run.sh, electron.js) must pass in the environment. Missing, it throws: an expected
+ * value that falls back to the actual one would make its assertion a tautology.
+ */
+export function harnessEnv(name: 'CAIRN_E2E_EXPECT_PROJECT' | 'CAIRN_E2E_EXPECT_DB' | 'CAIRN_E2E_SEEDED_KEY'): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the extension-host suites through test/e2e/run.sh or electron.js`);
+  return v;
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Poll `fn` until it returns a truthy value; fail with `what` after `timeoutMs`. */

@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import * as vscode from 'vscode';
 import type { Memory } from '../../../../daemon/src/protocol/types';
-import { ctx, record, sleep, stubUi, uniq, waitFor, workspaceFile } from './helpers';
+import { ctx, harnessEnv, record, stubUi, uniq, waitFor, workspaceFile } from './helpers';
 
 const FILE = 'src/billing.py';
 
@@ -40,7 +40,7 @@ suite('hovers and anchors', () => {
   });
 
   test('Remember Selection anchors the memory to the file and line range', () => {
-    assert.equal(memory.namespace, process.env.CAIRN_E2E_EXPECT_PROJECT ?? memory.namespace);
+    assert.equal(memory.namespace, harnessEnv('CAIRN_E2E_EXPECT_PROJECT'));
     assert.deepEqual(
       memory.anchors.map((a) => ({ path: a.path, startLine: a.startLine, endLine: a.endLine })),
       [{ path: FILE, startLine: 3, endLine: 4 }],
@@ -91,7 +91,8 @@ suite('hovers and anchors', () => {
     const cfg = vscode.workspace.getConfiguration('cairn');
     await cfg.update('hover.enabled', false, vscode.ConfigurationTarget.Global);
     try {
-      await sleep(200);
+      // The setting has reached the extension's config (the state the hover provider reads), not "after a moment".
+      await waitFor('hover.enabled off in the extension config', async () => (await ctx()).config.hoverEnabled === false);
       assert.ok(!(await hoverText(uri, 2)).includes('banker rounding'));
     } finally {
       await cfg.update('hover.enabled', undefined, vscode.ConfigurationTarget.Global);

@@ -60,11 +60,10 @@ suite('daemon lifecycle', () => {
       assert.equal(c.client.state.kind, 'error');
       assert.equal(c.statusBar.item.text, '$(error) Cairn');
       cap.error.length = 0;
-      const t0 = Date.now();
+      // Each command answers with an error instead of waiting for a daemon (a hang would hit the suite's timeout).
       for (const id of ['cairn.showStatus', 'cairn.rebuildIndex', 'cairn.openMemory']) {
         await vscode.commands.executeCommand(id, id === 'cairn.openMemory' ? 'some-id' : undefined);
       }
-      assert.ok(Date.now() - t0 < 5000, 'failing fast, not hanging');
       assert.equal(cap.error.length, 3, JSON.stringify(cap.error));
       for (const e of cap.error) assert.match(e, /not connected to its daemon/);
     } finally {

@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { suite, test } from 'node:test';
 import { AGENT_TOOL_NAMES, AGENT_TOOLS, inputSchemaOf, languageModelToolsContribution } from '../../agents/toolDefs';
 
 /** package.json's agent contributions: the language-model tools must be the MCP tools (scripts/sync-agents.mjs). */

@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { after, suite, test } from 'node:test';
 import { BootstrapError, daemonCandidates, ensureDaemon, findDaemonScript, findNode, isAlive, readDaemonInfo, resolveTarget, stopProcess } from '../../bootstrap';
 
 /** A stand-in daemon: listens on --socket, writes <db>.daemon.json like the real one. */
@@ -17,12 +18,11 @@ process.on('SIGTERM', () => process.exit(0));
 `;
 const FAILING = `console.error('cairn: another daemon owns this store (socket /x/y.sock)'); process.exit(3);`;
 
-suite('bootstrap', function () {
-  this.timeout(20_000);
+suite('bootstrap', { timeout: 60_000 }, () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-boot-'));
   const env = { ...process.env, XDG_RUNTIME_DIR: path.join(tmp, 'run'), CAIRN_DB: '', CAIRN_DAEMON: '' };
   const pids: number[] = [];
-  suiteTeardown(async () => {
+  after(async () => {
     for (const p of pids) await stopProcess(p, 2000);
     fs.rmSync(tmp, { recursive: true, force: true });
   });

@@ -1,4 +1,5 @@
 import * as assert from 'node:assert/strict';
+import { suite, test } from 'node:test';
 import { fieldChanges, lineDiff } from '../../diff';
 
 suite('history diff', () => {

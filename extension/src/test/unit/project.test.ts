@@ -2,11 +2,12 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { after, suite, test } from 'node:test';
 import { deriveProjectNamespace, gitConfigPath, remoteUrls, repoNameFromUrl } from '../../project';
 
 suite('project namespace', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-project-'));
-  suiteTeardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
   test('remote URLs: origin first, quoted values, other sections ignored', () => {
     const cfg = [

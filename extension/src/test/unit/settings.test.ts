@@ -1,6 +1,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { suite, test } from 'node:test';
 import { Settings } from '../../../../daemon/src/protocol/settings';
 
 /** package.json's contributes.configuration must declare exactly the schema's keys, types and defaults. */
