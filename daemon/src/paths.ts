@@ -5,30 +5,32 @@
 import { createHash } from 'node:crypto';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { readEnv, type Env } from './protocol/settings';
 
 /** Per-user data directory: $XDG_DATA_HOME/cairn, ~/Library/Application Support/Cairn, %APPDATA%\Cairn. */
-export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
+export function dataDir(env?: Env): string {
   if (process.platform === 'darwin') return path.join(os.homedir(), 'Library', 'Application Support', 'Cairn');
-  if (process.platform === 'win32') return path.join(env.APPDATA || path.join(os.homedir(), 'AppData', 'Roaming'), 'Cairn');
-  return path.join(env.XDG_DATA_HOME || path.join(os.homedir(), '.local', 'share'), 'cairn');
+  if (process.platform === 'win32') return path.join(readEnv('APPDATA', env) ?? path.join(os.homedir(), 'AppData', 'Roaming'), 'Cairn');
+  return path.join(readEnv('XDG_DATA_HOME', env) ?? path.join(os.homedir(), '.local', 'share'), 'cairn');
 }
 
 /** Per-user cache directory (downloaded models): $XDG_CACHE_HOME/cairn and platform equivalents. */
-export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
+export function cacheDir(env?: Env): string {
   if (process.platform === 'darwin') return path.join(os.homedir(), 'Library', 'Caches', 'Cairn');
-  if (process.platform === 'win32') return path.join(env.LOCALAPPDATA || path.join(os.homedir(), 'AppData', 'Local'), 'Cairn', 'Cache');
-  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'cairn');
+  if (process.platform === 'win32') return path.join(readEnv('LOCALAPPDATA', env) ?? path.join(os.homedir(), 'AppData', 'Local'), 'Cairn', 'Cache');
+  return path.join(readEnv('XDG_CACHE_HOME', env) ?? path.join(os.homedir(), '.cache'), 'cairn');
 }
 
 /** The store file: explicit path, else $CAIRN_DB, else <dataDir>/cairn.db. */
-export function resolveDbPath(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
-  const p = explicit || env.CAIRN_DB || path.join(dataDir(env), 'cairn.db');
+export function resolveDbPath(explicit?: string, env?: Env): string {
+  const p = explicit || readEnv('CAIRN_DB', env) || path.join(dataDir(env), 'cairn.db');
   return path.resolve(p);
 }
 
 /** Runtime directory for sockets: $XDG_RUNTIME_DIR/cairn, else <tmpdir>/cairn-<uid>. */
-export function runtimeDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.XDG_RUNTIME_DIR) return path.join(env.XDG_RUNTIME_DIR, 'cairn');
+export function runtimeDir(env?: Env): string {
+  const dir = readEnv('XDG_RUNTIME_DIR', env);
+  if (dir) return path.join(dir, 'cairn');
   const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
   return path.join(os.tmpdir(), `cairn-${uid}`);
 }
@@ -38,7 +40,7 @@ export function runtimeDir(env: NodeJS.ProcessEnv = process.env): string {
  * every window and the CLI find the same daemon. Short names keep it under the
  * 107-byte Unix socket path limit.
  */
-export function defaultSocketPath(dbPath: string, env: NodeJS.ProcessEnv = process.env): string {
+export function defaultSocketPath(dbPath: string, env?: Env): string {
   const h = createHash('sha256').update(path.resolve(dbPath)).digest('hex').slice(0, 12);
   if (process.platform === 'win32') return `\\\\.\\pipe\\cairn-${h}`;
   return path.join(runtimeDir(env), `d-${h}.sock`);

@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { namespaceProblem } from '../../daemon/src/protocol/namespace';
-import { Settings, type SettingDef, type SettingKey } from '../../daemon/src/protocol/settings';
+import { processEnv, Settings, type SettingDef, type SettingKey } from '../../daemon/src/protocol/settings';
 
 type SettingValue<K extends SettingKey> = (typeof Settings)[K]['type'] extends 'boolean'
   ? boolean
@@ -54,7 +54,7 @@ export class Config {
    * Environment for a daemon this extension starts: settings the user changed from their default are
    * passed through their documented `CAIRN_*` variables; everything else is inherited unchanged.
    */
-  daemonEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  daemonEnv(base: NodeJS.ProcessEnv = processEnv()): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = { ...base };
     for (const key of Object.keys(Settings) as SettingKey[]) {
       const def: SettingDef = Settings[key];

@@ -120,7 +120,7 @@ profile_env() { # $1 = name
 }
 run_in() { # $1 = profile, rest = command (no CAIRN_* overrides from the caller's shell leak in)
   local name=$1; shift
-  env -u CAIRN_DB -u CAIRN_DAEMON -u CAIRN_NODE -u CAIRN_MODEL -u CAIRN_MODEL_PATH -u CAIRN_INJECT_AUTO $(profile_env "$name") "$@"
+  env -u CAIRN_DB -u CAIRN_DAEMON -u CAIRN_NODE -u CAIRN_MODEL -u CAIRN_MODEL_PATH -u CAIRN_ALLOW_REMOTE_MODELS -u CAIRN_REVIEW_AGENT_WRITES -u CAIRN_SCOPE_ROOT -u CAIRN_ACTOR -u CAIRN_DISABLE_VEC $(profile_env "$name") "$@"
 }
 seed() { # $1 = profile: memories written from the CLI before the editor starts (no daemon runs yet)
   run_in "$1" "$NODE_BIN" "$CLI" add project.sample-app welcome "Welcome to Cairn: memories written from the CLI show up in this view." --kind fact --tags e2e,seed >/dev/null &&

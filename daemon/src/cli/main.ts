@@ -10,6 +10,7 @@ import * as readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { CairnError, ErrorCodes } from '../protocol/errors';
 import { Notifications, Requests } from '../protocol/methods';
+import { readEnv } from '../protocol/settings';
 import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
 import { VERSION } from '../version';
@@ -190,7 +191,7 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Promise<number> {
-  const actor = o.actor ?? process.env.CAIRN_ACTOR ?? 'user';
+  const actor = o.actor ?? readEnv('CAIRN_ACTOR') ?? 'user';
   const json = !!o.json;
   const emit = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
   switch (cmd) {

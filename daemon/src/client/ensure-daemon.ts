@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { defaultSocketPath, resolveDbPath, runtimeDir } from '../paths';
+import { processEnv, readEnv, type Env } from '../protocol/settings';
 import { probeSocket, runningDaemon, type DaemonInfo } from './daemon-info';
 
 export interface EnsureDaemonOptions {
@@ -75,10 +76,11 @@ export { probeSocket };
  * package found from this module's location — `dist/` when bundled, `src/client/`
  * when run from sources (tsx). Checks that the bundle it loads is built.
  */
-export function findDaemonScript(env: NodeJS.ProcessEnv = process.env, from: string = __dirname): string {
-  if (env.CAIRN_DAEMON) {
-    if (!fs.existsSync(env.CAIRN_DAEMON)) throw new EnsureDaemonError(`CAIRN_DAEMON names ${env.CAIRN_DAEMON}, which does not exist`);
-    return path.resolve(env.CAIRN_DAEMON);
+export function findDaemonScript(env?: Env, from: string = __dirname): string {
+  const named = readEnv('CAIRN_DAEMON', env);
+  if (named) {
+    if (!fs.existsSync(named)) throw new EnsureDaemonError(`CAIRN_DAEMON names ${named}, which does not exist`);
+    return path.resolve(named);
   }
   const tried: string[] = [];
   let dir = path.resolve(from);
@@ -97,7 +99,7 @@ export function findDaemonScript(env: NodeJS.ProcessEnv = process.env, from: str
   throw new EnsureDaemonError(`cannot find the Cairn daemon script (tried ${tried.join(', ')}); set CAIRN_DAEMON to daemon/bin/cairn.js`);
 }
 
-function defaultLogFile(db: string, env: NodeJS.ProcessEnv): string {
+function defaultLogFile(db: string, env?: Env): string {
   const h = createHash('sha256').update(path.resolve(db)).digest('hex').slice(0, 12);
   return path.join(runtimeDir(env), `d-${h}.log`);
 }
@@ -134,7 +136,7 @@ async function waitForOwner(db: string, deadline: number): Promise<{ owner: Owne
  * failed to start) after `timeoutMs`.
  */
 export async function ensureDaemon(o: EnsureDaemonOptions = {}): Promise<EnsuredDaemon> {
-  const env = o.env ?? process.env;
+  const env = o.env ?? processEnv();
   const log = o.log ?? (() => undefined);
   const db = resolveDbPath(o.db, env);
   const timeoutMs = o.timeoutMs ?? 15_000;
@@ -149,7 +151,7 @@ export async function ensureDaemon(o: EnsureDaemonOptions = {}): Promise<Ensured
 
   // 3. Start one.
   const socket = o.socket ?? defaultSocketPath(db, env);
-  const node = o.nodePath ?? env.CAIRN_NODE ?? process.execPath;
+  const node = o.nodePath ?? readEnv('CAIRN_NODE', env) ?? process.execPath;
   const script = o.script ?? findDaemonScript(env);
   const logFile = o.logFile ?? defaultLogFile(db, env);
   fs.mkdirSync(path.dirname(db), { recursive: true });

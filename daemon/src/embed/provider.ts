@@ -14,6 +14,7 @@ import { AutoConfig, env, pipeline } from '@huggingface/transformers';
 import { normalizeInPlace, parseModulesJson, parsePoolingConfig, pool, poolingName, POOLING_MODES, type PoolingMode, type PoolingSpec } from './pooling';
 import { isBlank, prepareText } from './prepare';
 import { BUILTIN_MODEL_ID, isBuiltinModelId, type EmbedderInfo } from './shared';
+import { readEnv } from '../protocol/settings';
 
 export interface EmbeddingProvider {
   readonly info: Omit<EmbedderInfo, 'configuredModel' | 'fallbackReason'>;
@@ -84,7 +85,7 @@ function locate(opts: ProviderOptions, builtin: boolean): Located {
   const m = opts.model;
   const looksLikePath = path.isAbsolute(m) || m.startsWith('./') || m.startsWith('../') || m.startsWith('~') || m.includes('\\');
   if (looksLikePath || (fs.existsSync(path.join(m, 'config.json')) && !/^[\w.-]+\/[\w.-]+$/.test(m))) {
-    const dir = path.resolve(m.startsWith('~') ? path.join(process.env.HOME ?? '', m.slice(1)) : m);
+    const dir = path.resolve(m.startsWith('~') ? path.join(readEnv('HOME') ?? '', m.slice(1)) : m);
     return { id: path.basename(dir), root: path.dirname(dir), dir, remote: false, builtin: false };
   }
   const roots = [opts.modelPath, opts.cacheDir].filter((r): r is string => !!r);
@@ -95,7 +96,7 @@ function locate(opts: ProviderOptions, builtin: boolean): Located {
 
 const DEFAULT_REMOTE_HOST = env.remoteHost;
 function remoteHost(opts: Pick<ProviderOptions, 'remoteHost'>): string {
-  const host = opts.remoteHost || process.env.HF_ENDPOINT || DEFAULT_REMOTE_HOST;
+  const host = opts.remoteHost || readEnv('HF_ENDPOINT') || DEFAULT_REMOTE_HOST;
   return host.endsWith('/') ? host : host + '/';
 }
 

@@ -7,7 +7,7 @@
  */
 import { CairnError } from '../protocol/errors';
 import { Notifications } from '../protocol/methods';
-import { Settings } from '../protocol/settings';
+import { envFlag, readEnv, Settings, type Env } from '../protocol/settings';
 import type { PossibleDuplicate } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
 import type { Daemon } from '../server/daemon';
@@ -22,12 +22,11 @@ export interface EmbeddingOptions {
   allowRemote?: boolean;
 }
 
-export function embeddingOptionsFromEnv(o: EmbeddingOptions, env = process.env): Required<Pick<EmbeddingOptions, 'model'>> & EmbeddingOptions {
-  const allow = env.CAIRN_ALLOW_REMOTE_MODELS;
+export function embeddingOptionsFromEnv(o: EmbeddingOptions, env?: Env): Required<Pick<EmbeddingOptions, 'model'>> & EmbeddingOptions {
   return {
-    model: o.model ?? env.CAIRN_MODEL ?? (Settings['cairn.embeddings.model'].default as string),
-    modelPath: o.modelPath ?? (env.CAIRN_MODEL_PATH || undefined),
-    allowRemote: o.allowRemote ?? (allow === undefined ? (Settings['cairn.embeddings.allowRemote'].default as boolean) : allow !== '0' && allow !== 'false'),
+    model: o.model ?? readEnv('CAIRN_MODEL', env) ?? Settings['cairn.embeddings.model'].default,
+    modelPath: o.modelPath ?? readEnv('CAIRN_MODEL_PATH', env),
+    allowRemote: o.allowRemote ?? envFlag('CAIRN_ALLOW_REMOTE_MODELS', Settings['cairn.embeddings.allowRemote'].default, env),
   };
 }
 

@@ -13,6 +13,7 @@
 import * as path from 'node:path';
 import { CairnError } from '../protocol/errors';
 import { isUnder, namespaceProblem } from '../protocol/namespace';
+import { readEnv } from '../protocol/settings';
 import type { Scope } from '../protocol/types';
 
 export const USER_ROOT = 'user';
@@ -39,8 +40,8 @@ export function isExplicit(scope: McpScope): boolean {
  * Without either, derives it from `cwd` (the server later re-derives it from the client's workspace roots when it has some).
  */
 export function resolveMcpScope(o: { root?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): McpScope {
-  const env = o.env ?? process.env;
-  const explicit = o.root ? { root: o.root, source: 'option' as const, field: '--root' } : env.CAIRN_SCOPE_ROOT ? { root: env.CAIRN_SCOPE_ROOT, source: 'env' as const, field: 'CAIRN_SCOPE_ROOT' } : null;
+  const fromEnv = readEnv('CAIRN_SCOPE_ROOT', o.env);
+  const explicit = o.root ? { root: o.root, source: 'option' as const, field: '--root' } : fromEnv ? { root: fromEnv, source: 'env' as const, field: 'CAIRN_SCOPE_ROOT' } : null;
   if (explicit) {
     const problem = namespaceProblem(explicit.root);
     if (problem) throw new CairnError('InvalidNamespace', `${explicit.field}: ${problem}`, { field: explicit.field });

@@ -16,6 +16,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
+import { envFlag, processEnv, Settings } from '../protocol/settings';
 import type { RequestDef } from '../protocol/methods';
 import { StreamClient, unavailable } from '../client/socket-client';
 import { ensureDaemon, type EnsuredDaemon } from '../client/ensure-daemon';
@@ -152,9 +153,9 @@ export interface CairnMcpServer {
 
 /** Build the MCP server (not yet connected to a transport). */
 export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
-  const env = o.env ?? process.env;
+  const env = o.env ?? processEnv();
   let scope = resolveMcpScope({ root: o.root, cwd: o.cwd, env });
-  const review = !['0', 'false'].includes((env.CAIRN_REVIEW_AGENT_WRITES ?? '').trim().toLowerCase());
+  const review = envFlag('CAIRN_REVIEW_AGENT_WRITES', Settings['cairn.review.agentWrites'].default, env);
   const link = new DaemonLink({ db: o.db, socket: o.socket, args: o.daemonArgs, env });
   const server = new Server(
     { name: 'cairn', title: 'Cairn memory', version: VERSION },
@@ -178,7 +179,7 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
     },
     actor,
     reviewAgentWrites: review,
-    allowSecrets: ['1', 'true'].includes((env.CAIRN_AGENTS_ALLOW_SECRETS ?? '').trim().toLowerCase()),
+    allowSecrets: envFlag('CAIRN_AGENTS_ALLOW_SECRETS', Settings['cairn.agents.allowSecrets'].default, env),
   };
 
   // Without --root / CAIRN_SCOPE_ROOT, the project is the client's first workspace root when it shares its roots

@@ -3,6 +3,9 @@
  * `contributes.configuration` must declare exactly these keys with these
  * defaults (a test checks it); the daemon reads the same keys from flags and
  * CAIRN_* environment variables.
+ *
+ * Every environment variable Cairn reads is declared here too (a setting's `env`, or `Environment` below) and read
+ * only through `readEnv` / `envFlag` (test/unit/tidy.test.ts fails on `process.env` anywhere else).
  */
 export interface SettingDef {
   type: 'string' | 'boolean' | 'number';
@@ -25,11 +28,57 @@ export const Settings = {
   'cairn.embeddings.modelPath': { type: 'string', default: '', env: 'CAIRN_MODEL_PATH', description: 'Local folder holding models (<folder>/<model id>/...). Empty: the user cache directory.' },
   'cairn.embeddings.allowRemote': { type: 'boolean', default: true, env: 'CAIRN_ALLOW_REMOTE_MODELS', description: 'Allow downloading the configured model on first use. Off: local folders and the built-in model only.' },
   'cairn.hover.enabled': { type: 'boolean', default: true, description: 'Show memories anchored to code on hover.' },
-  'cairn.injection.auto': { type: 'boolean', default: false, env: 'CAIRN_INJECT_AUTO', description: 'Inject memories into agent prompts automatically. Off: only on demand (tool calls, @cairn).' },
+  'cairn.injection.auto': { type: 'boolean', default: false, description: 'Inject memories into agent prompts automatically. Off: only on demand (tool calls, @cairn).' },
   'cairn.injection.k': { type: 'number', default: 8, minimum: 1, maximum: 50, description: 'Number of memories injected into a prompt.' },
   'cairn.injection.budgetChars': { type: 'number', default: 4000, minimum: 200, maximum: 100000, description: 'Character budget of an injected memory block.' },
   'cairn.agents.allowSecrets': { type: 'boolean', default: false, env: 'CAIRN_AGENTS_ALLOW_SECRETS', description: 'Let agents see memories tagged `secret` (injection, MCP and language-model tools). Off: they never reach an agent.' },
-  'cairn.review.agentWrites': { type: 'boolean', default: true, description: 'Memories written by agents start as `proposed` and wait for review.' },
+  'cairn.review.agentWrites': { type: 'boolean', default: true, env: 'CAIRN_REVIEW_AGENT_WRITES', description: 'Memories written by agents start as `proposed` and wait for review.' },
 } as const satisfies Record<string, SettingDef>;
 
 export type SettingKey = keyof typeof Settings;
+
+/** Environment variables that back no setting, with what reads them. */
+export const Environment = {
+  CAIRN_ACTOR: 'Actor the CLI records on its writes when --actor is not given (default "user").',
+  CAIRN_SCOPE_ROOT: 'Namespace root of a `cairn mcp` session, as --root (default: derived from the workspace).',
+  CAIRN_DISABLE_VEC: 'Boolean: open stores without sqlite-vec (vector search off); for diagnosis.',
+  HF_ENDPOINT: 'Model hub to download embedding models from (default https://huggingface.co/).',
+  HOME: 'Expands `~` in a model path.',
+  XDG_DATA_HOME: 'Per-user data directory on Linux (the default store lives in $XDG_DATA_HOME/cairn).',
+  XDG_CACHE_HOME: 'Per-user cache directory on Linux (downloaded models).',
+  XDG_RUNTIME_DIR: 'Directory of the daemon sockets on Linux (else <tmpdir>/cairn-<uid>).',
+  APPDATA: 'Per-user data directory on Windows.',
+  LOCALAPPDATA: 'Per-user cache directory on Windows.',
+  PATH: 'Where the extension looks for `node`.',
+  PATHEXT: 'Executable file extensions on Windows, with PATH.',
+} as const;
+
+type SettingEnvName = { [K in SettingKey]: (typeof Settings)[K] extends { env: infer E extends string } ? E : never }[SettingKey];
+/** Every environment variable Cairn reads. */
+export type EnvName = SettingEnvName | keyof typeof Environment;
+/** An environment to read from (process.env, or a child's environment being built). */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** The process's environment, for code that hands it on (to a child process) or passes it to `readEnv`. */
+export function processEnv(): NodeJS.ProcessEnv {
+  return process.env;
+}
+
+/** The one reader of environment variables. An empty value counts as unset. */
+export function readEnv(name: EnvName, env: Env = process.env): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/** The one boolean parser: 1/true/yes/on and 0/false/no/off (any case); undefined when unset or anything else. */
+export function parseBool(raw: string | undefined): boolean | undefined {
+  const v = raw?.trim().toLowerCase();
+  if (v === '1' || v === 'true' || v === 'yes' || v === 'on') return true;
+  if (v === '0' || v === 'false' || v === 'no' || v === 'off') return false;
+  return undefined;
+}
+
+/** A boolean environment variable, else `fallback` (unset, or a value parseBool does not know). */
+export function envFlag(name: EnvName, fallback: boolean, env: Env = process.env): boolean {
+  return parseBool(readEnv(name, env)) ?? fallback;
+}

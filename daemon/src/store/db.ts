@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CairnError } from '../protocol/errors';
+import { envFlag } from '../protocol/settings';
 import { migrate } from './schema';
 
 export type DB = Database.Database;
@@ -47,7 +48,7 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
   db.pragma('cache_size = -32000');
   let vec = false;
   let vecError: string | null = null;
-  if (opts.loadVec !== false && !process.env.CAIRN_DISABLE_VEC) {
+  if (opts.loadVec !== false && !envFlag('CAIRN_DISABLE_VEC', false)) {
     try {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const sqliteVec = require('sqlite-vec') as { load(db: DB): void };
