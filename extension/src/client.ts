@@ -23,6 +23,7 @@ import type { Config } from './config';
 import { NotConnectedError, RequestTimeoutError } from './errors';
 import { HOVER_COMMANDS } from './hover';
 import type { Ui } from './ui';
+import { withTimeout } from '../../daemon/src/wait';
 
 export type DaemonState =
   | { kind: 'stopped' }
@@ -131,7 +132,7 @@ export class DaemonClient implements vscode.Disposable {
       if (ensured.spawned) this.o.output.info(`started daemon pid ${ensured.spawned.pid} (log: ${ensured.spawned.log})`);
       const lc = this.createClient(ensured.socket);
       this.lc = lc;
-      await withTimeout(lc.start(), 20_000, 'the daemon did not finish the initialize handshake within 20 s');
+      await timeLimit(lc.start(), 20_000, 'the daemon did not finish the initialize handshake within 20 s');
       const init = lc.initializeResult as unknown as InitializeResult | undefined;
       this._serverInfo = init?.serverInfo;
       const info = readDaemonInfo(target.db);
@@ -261,12 +262,12 @@ export class DaemonClient implements vscode.Disposable {
     if (!lc) return;
     try {
       // stop() sends shutdown + exit: the daemon drops this connection and keeps serving others.
-      if (lc.isRunning()) await withTimeout(lc.stop(2000), 3000, 'stop timed out');
+      if (lc.isRunning()) await timeLimit(lc.stop(2000), 3000, 'stop timed out');
     } catch {
       // a dead connection cannot shut down cleanly; nothing to do
     }
     try {
-      await withTimeout(lc.dispose(1000), 2000, 'dispose timed out');
+      await timeLimit(lc.dispose(1000), 2000, 'dispose timed out');
     } catch {
       // already stopped
     }
@@ -296,9 +297,9 @@ export function describeState(s: DaemonState): string {
   }
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+/** A promise, rejected with `message` after `ms`. */
+function timeLimit<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  return withTimeout(p, ms, () => {
+    throw new Error(message);
+  });
 }

@@ -14,7 +14,7 @@ import { LINK_TYPES, MEMORY_KINDS, type Anchor, type LinkType, type Memory, type
 import { LONG_TIMEOUT_MS } from './client';
 import type { Ctx } from './ctx';
 import { keptFields, memoryUri, showView, STATUS_URI, viewUri } from './documents';
-import { cairnErrorName, describeError } from './errors';
+import { Cancelled, cairnErrorName, describeError } from './errors';
 import { anchorPathOf } from './hover';
 import type { Node } from './memoryTree';
 import { pickMemory, type PickOptions } from './search';
@@ -24,7 +24,6 @@ type Handler = (...args: any[]) => Promise<unknown>; // eslint-disable-line @typ
 type Factory = (ctx: Ctx) => Handler;
 
 /** Thrown when the user dismissed a prompt: the command stops without an error message. */
-class Cancelled extends Error {}
 
 function cancelIfUndefined<T>(v: T | undefined): T {
   if (v === undefined) throw new Cancelled();

@@ -19,6 +19,9 @@ export function errorData(e: unknown): Partial<CairnErrorData> {
   return isRpcError(e) && e.data && typeof e.data === 'object' ? (e.data as Partial<CairnErrorData>) : {};
 }
 
+/** The user dismissed a prompt: the command ends quietly, with nothing to report. */
+export class Cancelled extends Error {}
+
 /** Raised when a command needs the daemon and the window is not connected to one: `Unavailable`, not sent. */
 export class NotConnectedError extends CairnError {
   constructor(state: string) {

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import type { Memory, MemoryKind, NamespaceInfo } from '../../daemon/src/protocol/types';
 import type { Ctx } from './ctx';
 import { describeError } from './errors';
+import { escapeMarkdown } from '../../daemon/src/text/format';
 
 export type Node =
   | { kind: 'review'; memories: Memory[] }
@@ -269,10 +270,10 @@ export function memoryItem(m: Memory, inReview: boolean): vscode.TreeItem {
 
 export function memoryTooltip(m: Memory): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
-  md.appendMarkdown(`**${escapeMd(m.namespace)} / ${escapeMd(m.key)}**  $(${KIND_ICONS[m.kind] ?? 'note'}) ${m.kind}\n\n`);
+  md.appendMarkdown(`**${escapeMarkdown(m.namespace)} / ${escapeMarkdown(m.key)}**  $(${KIND_ICONS[m.kind] ?? 'note'}) ${m.kind}\n\n`);
   const value = m.value.length > 800 ? m.value.slice(0, 800) + '…' : m.value;
   md.appendCodeblock(value, 'text');
-  if (m.summary) md.appendMarkdown(`\n**Summary:** ${escapeMd(m.summary)}\n`);
+  if (m.summary) md.appendMarkdown(`\n**Summary:** ${escapeMarkdown(m.summary)}\n`);
   const rows: [string, string][] = [
     ['Source', m.source],
     ['Version', String(m.version)],
@@ -283,7 +284,7 @@ export function memoryTooltip(m: Memory): vscode.MarkdownString {
   if (m.tags.length) rows.push(['Tags', m.tags.join(', ')]);
   if (m.anchors.length) rows.push(['Anchors', m.anchors.map(anchorLabel).join('; ')]);
   if (m.expiresAt) rows.push(['Expires', m.expiresAt]);
-  md.appendMarkdown('\n' + rows.map(([k, v]) => `- **${k}:** ${escapeMd(v)}`).join('\n'));
+  md.appendMarkdown('\n' + rows.map(([k, v]) => `- **${k}:** ${escapeMarkdown(v)}`).join('\n'));
   return md;
 }
 
@@ -292,6 +293,3 @@ export function anchorLabel(a: Memory['anchors'][number]): string {
   return `${a.path}${lines}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale]' : ''}`;
 }
 
-export function escapeMd(s: string): string {
-  return s.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, (c) => '\\' + c);
-}

@@ -1,12 +1,8 @@
 /** Human-readable output of the CLI (the --json output is the protocol's own objects). */
 import type { HistoryResult, Memory, SearchResult, StoreStatusResult } from '../protocol/types';
+import { oneLine } from '../text/format';
 
 type Out = (s: string) => void;
-
-const oneLine = (s: string, n: number) => {
-  const t = s.replace(/\s+/g, ' ').trim();
-  return t.length > n ? t.slice(0, n - 1) + '…' : t;
-};
 
 export function printMemory(out: Out, m: Memory): void {
   out(`${m.namespace}/${m.key}  (${m.kind}, v${m.version}, ${m.status}${m.deletedAt ? `, deleted ${m.deletedAt} by ${m.deletedBy}` : ''})`);

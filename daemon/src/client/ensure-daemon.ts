@@ -18,6 +18,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { defaultSocketPath, resolveDbPath, runtimeDir } from '../paths';
 import { processEnv, readEnv, type Env } from '../protocol/settings';
+import { sleep } from '../wait';
 import { probeSocket, runningDaemon, type DaemonInfo } from './daemon-info';
 
 export interface EnsureDaemonOptions {
@@ -112,7 +113,6 @@ function tail(file: string, lines = 12): string {
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Wait until the live owner of `db` answers on its socket; null when no live owner is left. */
 async function waitForOwner(db: string, deadline: number): Promise<{ owner: Owner; socket: string } | null> {

@@ -15,6 +15,7 @@ import { normalizeInPlace, parseModulesJson, parsePoolingConfig, pool, poolingNa
 import { isBlank, prepareText } from './prepare';
 import { BUILTIN_MODEL_ID, isBuiltinModelId, type EmbedderInfo } from './shared';
 import { readEnv } from '../protocol/settings';
+import { withTimeout } from '../wait';
 
 export interface EmbeddingProvider {
   readonly info: Omit<EmbedderInfo, 'configuredModel' | 'fallbackReason'>;
@@ -197,14 +198,6 @@ export class ModelNotLocalError extends Error {
   }
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${Math.round(ms / 1000)} s`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
 function isMissingFile(err: unknown): boolean {
   const msg = err instanceof Error ? err.message : String(err);
   return (err as { name?: string })?.name === 'ModelFileNotFoundError' || /not found|could not locate|404|ENOENT/i.test(msg);
@@ -374,7 +367,10 @@ export function fallbackSentence(model: string, err: unknown, opts: Pick<Provide
 export async function loadWithFallback(opts: ProviderOptions): Promise<{ provider: EmbeddingProvider; fallbackReason: string | null }> {
   if (!isBuiltinModelId(opts.model)) {
     try {
-      const provider = await withTimeout(TransformersProvider.load(opts, false), opts.loadTimeoutMs ?? 300_000, `loading ${opts.model}`);
+      const loadMs = opts.loadTimeoutMs ?? 300_000;
+      const provider = await withTimeout(TransformersProvider.load(opts, false), loadMs, () => {
+        throw new Error(`loading ${opts.model} timed out after ${Math.round(loadMs / 1000)} s`);
+      });
       return { provider, fallbackReason: null };
     } catch (err) {
       const fallbackReason = fallbackSentence(opts.model, err, opts);

@@ -5,14 +5,10 @@
  */
 import { CairnError, errorDescriptions, type ErrorCodeName } from '../protocol/errors';
 import type { Memory, NeighborsResult, SearchResult, StoreStatusResult, UpsertResult } from '../protocol/types';
+import { oneLine } from '../text/format';
 
 /** Values longer than this are shown by their summary (or cut) in lists; cairn_recall shows them whole. */
 export const LIST_VALUE_CHARS = 400;
-
-const oneLine = (s: string, n: number): string => {
-  const t = s.replace(/\s+/g, ' ').trim();
-  return t.length > n ? t.slice(0, n - 1) + '…' : t;
-};
 
 function anchorText(a: Memory['anchors'][number]): string {
   return `${a.path}${a.startLine ? `:${a.startLine}${a.endLine && a.endLine !== a.startLine ? `-${a.endLine}` : ''}` : ''}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale: the code moved or disappeared]' : ''}`;

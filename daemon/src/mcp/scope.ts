@@ -12,11 +12,9 @@
  */
 import * as path from 'node:path';
 import { CairnError } from '../protocol/errors';
-import { isUnder, namespaceProblem } from '../protocol/namespace';
+import { isUnder, namespaceProblem, USER_ROOT } from '../protocol/namespace';
 import { readEnv } from '../protocol/settings';
 import type { Scope } from '../protocol/types';
-
-export const USER_ROOT = 'user';
 
 export interface McpScope {
   /** The namespace subtree this session reads and writes (also the default namespace of new memories). */

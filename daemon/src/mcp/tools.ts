@@ -8,7 +8,8 @@ import { CairnError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { listText, memoryFull, neighborsText, rememberText, scopeText, searchText, statusText } from './format';
-import { boundedScope, checkNamespace, defaultScope, USER_ROOT, type McpScope } from './scope';
+import { USER_ROOT } from '../protocol/namespace';
+import { boundedScope, checkNamespace, defaultScope, type McpScope } from './scope';
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 
 /** What a tool handler may use. */

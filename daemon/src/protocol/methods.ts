@@ -94,9 +94,3 @@ export const Notifications = {
 export type RequestName = keyof typeof Requests;
 export type ParamsOf<K extends RequestName> = z.infer<(typeof Requests)[K]['params']>;
 export type ResultOf<K extends RequestName> = z.infer<(typeof Requests)[K]['result']>;
-
-/** All method names the daemon serves (requests and notifications). */
-export const allMethods = (): string[] => [
-  ...Object.values(Requests).map((r) => r.method),
-  ...Object.values(Notifications).map((n) => n.method),
-];

@@ -1,5 +1,8 @@
 import { Limits, NAMESPACE_SEGMENT } from './types';
 
+/** The user's own namespace tree (preferences that follow the user across projects). */
+export const USER_ROOT = 'user';
+
 /**
  * Check a namespace path against the grammar: 1..16 segments joined by '.',
  * each segment `[a-z0-9][a-z0-9_-]*` of at most 64 characters, at most 255 in all.

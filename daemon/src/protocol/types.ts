@@ -60,7 +60,6 @@ export const NAMESPACE_SEGMENT = /^[a-z0-9][a-z0-9_-]*$/;
 export const MEMORY_KINDS = ['fact', 'preference', 'decision', 'procedure', 'episode', 'note'] as const;
 export const MEMORY_STATUSES = ['active', 'proposed', 'superseded'] as const;
 export const HISTORY_OPS = ['create', 'update', 'delete', 'restore', 'supersede', 'expire', 'purge', 'forget', 'erase', 'retention'] as const;
-export const CHANGE_OPS = [...HISTORY_OPS, 'access'] as const;
 export const LINK_TYPES = ['relates_to', 'contradicts', 'depends_on', 'derived_from', 'supports', 'refines'] as const;
 export const SEARCH_MODES = ['hybrid', 'fts', 'vector'] as const;
 

@@ -106,11 +106,6 @@ export class Core {
     });
   }
 
-  /** Register another handler (tasks, injection, hover...). */
-  register<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>): void {
-    this.handlers.set(def.method, fn as Handler);
-  }
-
   has(method: string): boolean {
     return this.handlers.has(method);
   }

@@ -18,6 +18,7 @@ import { namespaceProblem } from '../protocol/namespace';
 import type { Anchor, Scope } from '../protocol/types';
 import { projectNamespaceFor } from '../project';
 import type { Store } from '../store/store';
+import { escapeMarkdown } from '../text/format';
 
 interface Position {
   line: number;
@@ -169,7 +170,7 @@ export class LspDocuments {
       const text = m.summary ?? m.value;
       const body = text.length > HOVER_VALUE_CHARS ? text.slice(0, HOVER_VALUE_CHARS) + '…' : text;
       parts.push(
-        `**Cairn** · \`${m.namespace}\` · **${escapeMd(m.key)}** _(${m.kind}, v${m.version})_\n\n${escapeMd(body)}\n\n` +
+        `**Cairn** · \`${m.namespace}\` · **${escapeMarkdown(m.key)}** _(${m.kind}, v${m.version})_\n\n${escapeMarkdown(body)}\n\n` +
           `[Open](command:cairn.openMemory?${args}) · [Edit](command:cairn.editMemory?${args}) · [History](command:cairn.showHistory?${args}) · [Forget](command:cairn.forgetMemory?${args})`,
       );
     }
@@ -238,10 +239,6 @@ export class LspDocuments {
 function validRange(r: unknown): r is Range {
   const pos = (x: unknown) => !!x && typeof x === 'object' && Number.isInteger((x as Position).line) && (x as Position).line >= 0 && Number.isInteger((x as Position).character) && (x as Position).character >= 0;
   return !!r && typeof r === 'object' && pos((r as Range).start) && pos((r as Range).end);
-}
-
-function escapeMd(s: string): string {
-  return s.replace(/([\\`*_{}[\]<>|])/g, '\\$1');
 }
 
 export function uriToPath(uri: string): string | null {

@@ -8,15 +8,13 @@
  * `project.foobar`) can never widen a scope.
  */
 import { CairnError } from '../protocol/errors';
-import { isUnder, namespaceProblem } from '../protocol/namespace';
+import { isUnder, namespaceProblem, USER_ROOT } from '../protocol/namespace';
 import type { Scope } from '../protocol/types';
 
 export interface SqlFragment {
   sql: string;
   params: unknown[];
 }
-
-export const USER_ROOT = 'user';
 
 function check(path: string, field: string): void {
   const problem = namespaceProblem(path);

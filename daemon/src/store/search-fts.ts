@@ -123,11 +123,6 @@ export function planQuery(db: DB, query: string): FtsPlan {
   };
 }
 
-/** The MATCH expressions a query turns into (for tests and explain output). */
-export function ftsExpression(db: DB, query: string): FtsPlan {
-  return planQuery(db, query);
-}
-
 export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];

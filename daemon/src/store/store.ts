@@ -571,7 +571,7 @@ export class Store {
     }
 
     // 5. Merge: omitted fields keep their stored values; null clears a nullable field.
-    const base = existing && existing.deleted_at === null ? existing : existing; // restored memories keep their attributes unless given
+    const base = existing; // restored memories keep their attributes unless given
     // Tags are stored normalized (trimmed, lowercased); a value that looks like a credential is tagged `secret`
     // so it never reaches an agent unless the user allows it (docs/protocol.md#secrets).
     let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);

@@ -19,6 +19,8 @@ import type { InjectBlockResult, Memory, SearchHit, Task } from '../../../daemon
 import { viewUri } from '../documents';
 import { describeError } from '../errors';
 import type { AgentService } from './service';
+import { escapeMarkdown, oneLine } from '../../../daemon/src/text/format';
+import { withTimeout } from '../../../daemon/src/wait';
 
 export const CHAT_PARTICIPANT_ID = 'cairn.chat';
 
@@ -45,14 +47,6 @@ export interface CairnChatMetadata {
 
 const MODEL_LOOKUP_MS = 5000;
 
-/** Escape what markdown would interpret in memory text shown in chat. */
-export function mdText(s: string): string {
-  return s.replace(/[\\`*_[\]<>#|]/g, (c) => '\\' + c);
-}
-const oneLine = (s: string, n: number) => {
-  const t = s.replace(/\s+/g, ' ').trim();
-  return t.length > n ? t.slice(0, n - 1) + '…' : t;
-};
 
 function memoryRef(stream: ChatStreamLike, m: Pick<Memory, 'id' | 'key'>): void {
   stream.reference(viewUri('memory', m.id, m.key));
@@ -77,21 +71,12 @@ export function parseTarget(text: string): { id: string } | { namespace?: string
   return m ? { namespace: m[1], key: m[2].trim() } : { key: t };
 }
 
-async function withTimeout<T>(p: Thenable<T>, ms: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([Promise.resolve(p), new Promise<T>((r) => (timer = setTimeout(() => r(fallback), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 function searchMarkdown(query: string, hits: SearchHit[], scope: string): string {
-  if (!hits.length) return `No memories match **${mdText(oneLine(query, 80))}** in ${mdText(scope)}.`;
-  const lines = [`${hits.length} memor${hits.length === 1 ? 'y' : 'ies'} for **${mdText(oneLine(query, 80))}** in ${mdText(scope)}:`, ''];
+  if (!hits.length) return `No memories match **${escapeMarkdown(oneLine(query, 80))}** in ${escapeMarkdown(scope)}.`;
+  const lines = [`${hits.length} memor${hits.length === 1 ? 'y' : 'ies'} for **${escapeMarkdown(oneLine(query, 80))}** in ${escapeMarkdown(scope)}:`, ''];
   hits.forEach((h, i) => {
     const m = h.memory;
-    lines.push(`${i + 1}. **${mdText(m.namespace)}/${mdText(m.key)}** _(${m.kind})_ — ${mdText(oneLine(m.summary ?? m.value, 300))}`);
+    lines.push(`${i + 1}. **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}** _(${m.kind})_ — ${escapeMarkdown(oneLine(m.summary ?? m.value, 300))}`);
   });
   return lines.join('\n');
 }
@@ -124,7 +109,7 @@ export async function handleChatRequest(
     }
   } catch (e) {
     const action = request.command ? `/${request.command}` : '@cairn';
-    stream.markdown(mdText(describeError(action, e)));
+    stream.markdown(escapeMarkdown(describeError(action, e)));
     return { metadata: meta, errorDetails: { message: describeError(action, e) } };
   }
 }
@@ -155,8 +140,8 @@ async function chatRemember(agents: AgentService, prompt: string, stream: ChatSt
   // The user asked for it in chat: a user write (active at once), not an agent proposal.
   const r = await agents.request('upsert', { namespace, key: parsed.key, value: parsed.value, source: 'vscode:chat', actor: 'vscode', reason: 'remembered with @cairn /remember' });
   const m = r.memory;
-  stream.markdown(`${r.created ? 'Remembered' : r.changed ? 'Updated' : 'Already remembered'} **${mdText(m.namespace)}/${mdText(m.key)}**: ${mdText(oneLine(m.value, 300))}`);
-  for (const d of r.possibleDuplicates ?? []) stream.markdown(`\n\nPossible duplicate: **${mdText(d.namespace)}/${mdText(d.key)}** (similarity ${d.similarity.toFixed(2)}).`);
+  stream.markdown(`${r.created ? 'Remembered' : r.changed ? 'Updated' : 'Already remembered'} **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**: ${escapeMarkdown(oneLine(m.value, 300))}`);
+  for (const d of r.possibleDuplicates ?? []) stream.markdown(`\n\nPossible duplicate: **${escapeMarkdown(d.namespace)}/${escapeMarkdown(d.key)}** (similarity ${d.similarity.toFixed(2)}).`);
   memoryRef(stream, m);
   meta.memoryIds = [m.id];
   return meta;
@@ -169,7 +154,7 @@ async function chatForget(agents: AgentService, prompt: string, stream: ChatStre
     return meta;
   }
   const m = await agents.forget(target, 'forgotten with @cairn /forget', 'vscode:chat');
-  stream.markdown(`Forgot **${mdText(m.namespace)}/${mdText(m.key)}**; Cairn will refuse this value in ${mdText(m.namespace)} from now on.`);
+  stream.markdown(`Forgot **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**; Cairn will refuse this value in ${escapeMarkdown(m.namespace)} from now on.`);
   stream.button({ command: 'cairn.restoreMemory', title: 'Undo (restore it)', arguments: [m.id] });
   meta.memoryIds = [m.id];
   return meta;
@@ -221,7 +206,7 @@ async function chatAnswer(
   meta.taskId = task?.id ?? null;
   let injected: InjectBlockResult | undefined;
   if (task?.dontInject) {
-    stream.markdown(`_"Don't inject memories" is on for the active task **${mdText(task.title)}**: answering without memories._\n\n`);
+    stream.markdown(`_"Don't inject memories" is on for the active task **${escapeMarkdown(task.title)}**: answering without memories._\n\n`);
     meta.skipped = 'disabled';
   } else {
     stream.progress(task ? `Selecting memories for task "${task.title}"…` : 'Selecting memories…');
@@ -239,7 +224,7 @@ async function chatAnswer(
         () => [] as vscode.LanguageModelChat[],
       ),
       MODEL_LOOKUP_MS,
-      [] as vscode.LanguageModelChat[],
+      () => [] as vscode.LanguageModelChat[],
     );
     model = models[0];
   }
@@ -250,7 +235,7 @@ async function chatAnswer(
         'Without a model, `@cairn /search`, `/remember` and `/forget` still work.',
     );
     if (injected?.memories.length) {
-      stream.markdown(`\n\nThe memories @cairn would have used:\n\n${injected.memories.map((m, i) => `${i + 1}. **${mdText(m.namespace)}/${mdText(m.key)}** _(${m.kind})_`).join('\n')}`);
+      stream.markdown(`\n\nThe memories @cairn would have used:\n\n${injected.memories.map((m, i) => `${i + 1}. **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}** _(${m.kind})_`).join('\n')}`);
       for (const m of injected.memories) memoryRef(stream, m);
     }
     return meta;
@@ -271,7 +256,7 @@ async function chatAnswer(
   } catch (e) {
     meta.noAnswer = 'model-error';
     const why = e instanceof vscode.LanguageModelError ? `${e.message} (${e.code})` : e instanceof Error ? e.message : String(e);
-    stream.markdown(`\n\nThe language model did not answer: ${mdText(why)}`);
+    stream.markdown(`\n\nThe language model did not answer: ${escapeMarkdown(why)}`);
   }
   for (const m of injected?.memories ?? []) memoryRef(stream, m);
   return meta;

@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { CairnError } from '../../../daemon/src/protocol/errors';
 import type { Task } from '../../../daemon/src/protocol/types';
 import type { Ctx } from '../ctx';
-import { describeError } from '../errors';
+import { Cancelled, describeError } from '../errors';
 import { CAIRN_API_VERSION, type CairnExtensionApi } from './api';
 import { handleChatRequest, registerChatParticipant, type ChatRequestLike, type ChatStreamLike, type ModelSelector } from './chat';
 import { runForModel, registerLanguageModelTools, type CairnLanguageModelTool, type ToolRun } from './lmTools';
@@ -33,7 +33,6 @@ export interface AgentsInternals {
 
 export type AgentsExports = CairnExtensionApi & { agents: AgentsInternals };
 
-class Cancelled extends Error {}
 
 /** A task command's target: a tree node, a task, a task id, or the user's pick. */
 async function taskArg(ctx: Ctx, service: AgentService, arg: unknown, title: string): Promise<Task> {

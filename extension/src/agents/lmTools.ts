@@ -22,6 +22,7 @@ import { CairnError } from '../../../daemon/src/protocol/errors';
 import type { Memory } from '../../../daemon/src/protocol/types';
 import type { AgentService } from './service';
 import { AGENT_TOOL_NAMES, type AgentToolName } from './toolDefs';
+import { oneLine } from '../../../daemon/src/text/format';
 
 export interface ToolRun {
   text: string;
@@ -47,11 +48,6 @@ export async function runForModel(agents: AgentService, name: AgentToolName, inp
     return { text: `Cairn is unavailable: ${message}`, ok: false, error: e instanceof Error ? e.name : 'Error' };
   }
 }
-
-const oneLine = (s: string, n: number) => {
-  const t = s.replace(/\s+/g, ' ').trim();
-  return t.length > n ? t.slice(0, n - 1) + '…' : t;
-};
 
 export class CairnLanguageModelTool implements vscode.LanguageModelTool<Record<string, unknown>> {
   constructor(

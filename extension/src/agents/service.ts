@@ -18,9 +18,9 @@ import type { InjectBlockResult, Memory, Scope, SearchHit, Task, TaskDidChangePa
 import type { Ctx } from '../ctx';
 import type { CairnChangeEvent, CairnInjectionOptions, CairnMemoryTarget, CairnRememberInput, CairnSearchOptions, CairnTaskOptions } from './api';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
+import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
 const ACTIVE_TASK_KEY = 'cairn.agents.activeTaskId';
-export const USER_ROOT = 'user';
 
 /** A daemon error as the protocol's CairnError (same code, name, field); anything else unchanged. */
 export function toCairnError(e: unknown): unknown {
