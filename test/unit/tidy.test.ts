@@ -16,9 +16,13 @@ import { build } from 'esbuild';
 import { envFlag, Environment, parseBool, readEnv, Settings } from '../../daemon/src/protocol/settings';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-/** Product code: what ships in the daemon, CLI, MCP server, extension and webview, plus the benchmarks. */
-const PRODUCT_DIRS = ['daemon/src', 'extension/src', 'webview/src', 'bench'];
-/** Test harnesses inside product folders: they drive the product from outside (exempt from every rule here). */
+/**
+ * Product code: what ships in the daemon, CLI, MCP server, extension and webview. Harnesses are exempt: test/,
+ * bench/ (they inspect stores and set up environments from outside), build scripts (daemon/scripts,
+ * extension/scripts, *.mjs builds) and the extension-host suites below.
+ */
+const PRODUCT_DIRS = ['daemon/src', 'extension/src', 'webview/src'];
+/** Test harnesses inside product folders: they drive the product from outside. */
 const HARNESS = /^extension\/src\/test\//;
 
 function walk(rel: string, out: string[] = []): string[] {
