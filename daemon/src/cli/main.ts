@@ -52,7 +52,12 @@ Commands:
   restore --from <FILE>              verify a backup (integrity, schema) and replace the store with it; refuses while
                                      a daemon serves the store; keeps the old one as <store>.pre-restore-<time>
   status                             store, index and embedding status
-  sweep                              expire memories past expiresAt, purge deleted namespaces
+  sweep                              expire memories past expiresAt, purge deleted namespaces, apply retention
+  retention [list]                   retention rules per namespace root (enforced by the daemon's sweep)
+  retention set <ROOT> [--max-versions N] [--max-age DAYS] [--max-ttl DAYS]
+  retention clear <ROOT>
+  audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
+                                     history (who did what, when, why) as JSON Lines for a time range
   config --history-cap N|none        per-memory history cap (default: keep all)
   wait <position> [--timeout MS]     wait until the vector index includes a change
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
@@ -103,6 +108,11 @@ const OPTIONS = {
   receipt: { type: 'string' },
   'public-key': { type: 'string' },
   from: { type: 'string' },
+  to: { type: 'string' },
+  'max-versions': { type: 'string' },
+  'max-age': { type: 'string' },
+  'max-ttl': { type: 'string' },
+  'no-content': { type: 'boolean' },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -180,7 +190,7 @@ export async function run(argv: string[]): Promise<number> {
     if (pos.length > 0) throw new UsageError('usage: cairn restore --from <backup FILE> (or cairn restore <id> | <namespace> <key> for a deleted memory)');
     return restoreCommand(o.from, o);
   }
-  const known = ['backup', 'erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
+  const known = ['audit', 'retention', 'backup', 'erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
   const client = await connect({ db: o.db, socket: o.socket, direct: o.direct });
   try {
@@ -356,6 +366,58 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
       emit(r, () => out(`backed up ${r.pages} pages (${r.bytes} bytes, schema v${r.schemaVersion}) to ${r.path} in ${r.ms} ms${r.keys ? `; keys in ${r.keys}` : ''}`));
       return 0;
     }
+    case 'retention': {
+      const [sub = 'list', root, ...extra] = pos;
+      if (extra.length) throw new UsageError('usage: cairn retention [list | set ROOT ... | clear ROOT]');
+      let r;
+      if (sub === 'list' && root === undefined) r = await c.call(Requests.retention, {});
+      else if (sub === 'set' && root !== undefined) {
+        r = await c.call(Requests.retention, {
+          set: {
+            root,
+            ...(o['max-versions'] !== undefined ? { maxVersions: num(o['max-versions'], 'max-versions') } : {}),
+            ...(o['max-age'] !== undefined ? { maxAgeDays: num(o['max-age'], 'max-age') } : {}),
+            ...(o['max-ttl'] !== undefined ? { maxTtlDays: num(o['max-ttl'], 'max-ttl') } : {}),
+          },
+        });
+      } else if (sub === 'clear' && root !== undefined) r = await c.call(Requests.retention, { clear: root });
+      else throw new UsageError('usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] | clear ROOT]');
+      const rules = r.rules;
+      emit(r, () => {
+        if (rules.length === 0) out('no retention rules (everything is kept)');
+        for (const x of rules) {
+          const parts = [x.maxVersions !== undefined ? `max ${x.maxVersions} versions` : '', x.maxAgeDays !== undefined ? `max age ${x.maxAgeDays} days` : '', x.maxTtlDays !== undefined ? `max lifetime ${x.maxTtlDays} days` : ''].filter(Boolean);
+          out(`${x.root.padEnd(30)} ${parts.join(', ')} (since ${x.setAt})`);
+        }
+      });
+      return 0;
+    }
+    case 'audit': {
+      const [sub, file, ...extra] = pos;
+      if (sub !== 'export' || extra.length) throw new UsageError('usage: cairn audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]');
+      const toFile = file !== undefined && file !== '-';
+      const sink = toFile ? fs.createWriteStream(file) : process.stdout;
+      const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
+      let cursor: string | undefined;
+      let n = 0;
+      do {
+        const page = await c.call(Requests.audit, {
+          ...(o.from !== undefined ? { from: o.from } : {}),
+          ...(o.to !== undefined ? { to: o.to } : {}),
+          ...(o.root !== undefined ? { scope: { root: o.root, includeUser: false } } : {}),
+          ...(o['no-content'] ? { content: false } : {}),
+          ...(cursor ? { cursor } : {}),
+        });
+        if (page.entries.length) await write(page.entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        n += page.entries.length;
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+      if (toFile) {
+        await new Promise<void>((resolve, reject) => (sink as fs.WriteStream).end((e?: Error | null) => (e ? reject(e) : resolve())));
+        process.stderr.write(`wrote ${n} history entries to ${file}\n`);
+      }
+      return 0;
+    }
     case 'import': {
       if (pos.length !== 1) throw new UsageError('usage: cairn import <FILE|->');
       const input = pos[0] === '-' ? process.stdin : fs.createReadStream(pos[0]);
@@ -400,7 +462,12 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
     }
     case 'sweep': {
       const r = await c.call(Requests.sweep, {});
-      emit(r, () => out(`expired ${r.expired}, purged ${r.purged}`));
+      emit(r, () => {
+        out(`expired ${r.expired}, purged ${r.purged}`);
+        const k = r.retention;
+        if (k) out(`retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}`);
+        for (const a of k?.actions ?? []) out(`  ${a.root}: ${a.action === 'versions' ? `removed ${a.count} past versions of` : a.action === 'purge' ? 'purged' : 'set an expiry on'} ${a.memoryId}`);
+      });
       return 0;
     }
     case 'config': {

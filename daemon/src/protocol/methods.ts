@@ -64,7 +64,9 @@ export const Requests = {
 
   status: request('store/status', T.StoreStatusParams, T.StoreStatusResult, 'Counts, schema version, change-log position, index watermarks, embeddings.'),
   configure: request('store/configure', T.ConfigureParams, T.ConfigureResult, 'Store settings: the optional per-memory history cap.'),
-  sweep: request('store/sweep', T.SweepParams, T.SweepResult, 'Expire memories past expiresAt and purge deleted namespaces in bounded batches.'),
+  sweep: request('store/sweep', T.SweepParams, T.SweepResult, 'Expire memories past expiresAt, purge deleted namespaces and apply retention rules, in bounded batches.'),
+  retention: request('store/retention', T.RetentionParams, T.RetentionResult, 'Retention rules per namespace root (set one, clear one, or list them); the sweep enforces them.'),
+  audit: request('store/audit', T.AuditParams, T.AuditResult, 'History of every change (who, what, when, why) for a time range, in pages, oldest first.'),
   exportRecords: request('store/export', T.ExportParams, T.ExportResult, 'Export namespaces, memories, history, links and rejected values.'),
   exportPage: request('store/exportPage', T.ExportPageParams, T.ExportPageResult, 'Export in pages from one snapshot (cursor), for stores of any size; JSON Lines records as store/export, memory-major.'),
   backup: request('store/backup', T.BackupParams, T.BackupResult, 'Online, consistent copy of the store (SQLite backup API) to a file the daemon writes, with store/progress notifications.'),

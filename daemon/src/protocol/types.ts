@@ -585,8 +585,51 @@ export type ConfigureParams = z.infer<typeof ConfigureParams>;
 export const ConfigureResult = z.object({ historyCap: z.number().int().nullable(), injectAuto: z.boolean() });
 export type ConfigureResult = z.infer<typeof ConfigureResult>;
 
+export const RetentionRule = z
+  .object({
+    /** Namespace root the rule governs (with everything under it). */
+    root: NamespacePath,
+    /** Keep at most this many past versions (history entries with content) per memory. */
+    maxVersions: z.number().int().min(1).max(1_000_000).optional(),
+    /** Drop history older than this (each memory keeps its newest entry) and purge memories deleted longer ago. */
+    maxAgeDays: z.number().min(0.001).max(36_500).optional(),
+    /** Longest lifetime of a live memory after its last update (or the rule's start): sets expiresAt. */
+    maxTtlDays: z.number().min(0.001).max(36_500).optional(),
+  })
+  .strict();
+export type RetentionRule = z.infer<typeof RetentionRule>;
+export const RetentionParams = z.object({ set: RetentionRule.optional(), clear: NamespacePath.optional() }).strict();
+export type RetentionParams = z.infer<typeof RetentionParams>;
+export const RetentionResult = z.object({ rules: z.array(RetentionRule.extend({ setAt: z.string() })) });
+export type RetentionResult = z.infer<typeof RetentionResult>;
+export const RetentionReport = z.object({
+  removedVersions: z.number().int(),
+  purged: z.number().int(),
+  ttlCapped: z.number().int(),
+  /** What was done, per memory (the first 200). */
+  actions: z.array(z.object({ root: z.string(), action: z.enum(['versions', 'purge', 'ttl']), memoryId: z.string(), count: z.number().int() })),
+});
+export type RetentionReport = z.infer<typeof RetentionReport>;
+
+export const AuditParams = z
+  .object({
+    /** Inclusive start of the time range (ISO-8601); default: the beginning. */
+    from: z.iso.datetime({ offset: true }).optional(),
+    /** Exclusive end of the time range; default: now and later. */
+    to: z.iso.datetime({ offset: true }).optional(),
+    scope: Scope.optional(),
+    /** false: leave out the memory states (previous, state). Default true. */
+    content: z.boolean().optional(),
+    cursor: z.string().max(512).optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+  })
+  .strict();
+export type AuditParams = z.infer<typeof AuditParams>;
+export const AuditResult = z.object({ entries: z.array(HistoryEntry), nextCursor: z.string().nullable() });
+export type AuditResult = z.infer<typeof AuditResult>;
+
 export const SweepParams = z.object({ batch: z.number().int().min(1).max(10_000).optional() }).strict().optional();
-export const SweepResult = z.object({ expired: z.number().int(), purged: z.number().int(), position: z.number().int() });
+export const SweepResult = z.object({ expired: z.number().int(), purged: z.number().int(), position: z.number().int(), retention: RetentionReport.optional() });
 export type SweepResult = z.infer<typeof SweepResult>;
 
 // ---------------------------------------------------------------------------

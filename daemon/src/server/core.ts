@@ -15,6 +15,8 @@ import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
 import { backup } from '../store/backup';
+import { configureRetention, enforceRetention } from '../store/retention';
+import { auditPage } from '../store/audit';
 import type { Store } from '../store/store';
 
 export type Handler = (params: any) => unknown | Promise<unknown>;
@@ -83,7 +85,13 @@ export class Core {
       if (p.injectAuto !== undefined) tasks.setInjectAuto(p.injectAuto);
       return { historyCap: s.historyCap(), injectAuto: tasks.injectAuto() };
     });
-    on(Requests.sweep, (p) => s.sweep(p?.batch));
+    on(Requests.sweep, (p) => {
+      const r = s.sweep(p?.batch);
+      const retention = enforceRetention(s, p?.batch);
+      return { ...r, position: s.position(), retention };
+    });
+    on(Requests.retention, (p) => configureRetention(s, p));
+    on(Requests.audit, (p) => auditPage(s, p));
     on(Requests.exportRecords, (p) => ({ records: exportRecords(s, p) }));
     on(Requests.exportPage, (p) => exportPage(s, p));
     on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));

@@ -14,6 +14,7 @@ import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
 import { Limits, type DidChangeParams, type InitializeResult } from '../protocol/types';
 import { defaultSocketPath } from '../paths';
 import { Store } from '../store/store';
+import { enforceRetention } from '../store/retention';
 import { VERSION } from '../version';
 import { Core } from './core';
 import { FramedMessageWriter, GuardedMessageReader } from './framing';
@@ -101,8 +102,10 @@ export class Daemon {
   private sweepOnce(): void {
     try {
       const r = this.store.sweep();
+      const kept = enforceRetention(this.store);
       this.store.checkpoint();
       if (r.expired || r.purged) this.log(`sweep: expired ${r.expired}, purged ${r.purged}`);
+      if (kept.removedVersions || kept.purged || kept.ttlCapped) this.log(`retention: removed ${kept.removedVersions} past versions, purged ${kept.purged} long-deleted memories, capped the lifetime of ${kept.ttlCapped}`);
     } catch (e) {
       this.log(`sweep failed: ${(e as Error).message}`);
     }

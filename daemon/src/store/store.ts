@@ -722,7 +722,8 @@ export class Store {
     });
   }
 
-  private purgeRow(row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null }, actor: string, reason?: string): number {
+  /** @internal (store modules): remove a memory from every table, leaving one contentless purge row. */
+  purgeRow(row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null }, actor: string, reason?: string): number {
     ftsSecureDelete(this.db, row.rowid);
     this.deleteVectors(row.rowid);
     stmt(this.db, 'DELETE FROM links WHERE src = ? OR dst = ?').run(row.id, row.id);
