@@ -3,6 +3,7 @@
  * can import it to find the daemon's socket without loading SQLite.
  */
 import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { readEnv, type Env } from './protocol/settings';
@@ -21,10 +22,43 @@ export function cacheDir(env?: Env): string {
   return path.join(readEnv('XDG_CACHE_HOME', env) ?? path.join(os.homedir(), '.cache'), 'cairn');
 }
 
-/** The store file: explicit path, else $CAIRN_DB, else <dataDir>/cairn.db. */
+/**
+ * The store file: explicit path, else $CAIRN_DB, else <dataDir>/cairn.db — absolute, with symbolic links
+ * resolved (see canonicalPath), so every spelling of one store finds the same daemon, socket and lock.
+ */
 export function resolveDbPath(explicit?: string, env?: Env): string {
   const p = explicit || readEnv('CAIRN_DB', env) || path.join(dataDir(env), 'cairn.db');
-  return path.resolve(p);
+  return canonicalPath(p);
+}
+
+/**
+ * `p` absolute with every symbolic link resolved: the file's real path when it exists, else the real path of
+ * its nearest existing folder joined with the rest.
+ */
+export function canonicalPath(p: string): string {
+  const abs = path.resolve(p);
+  const rest: string[] = [];
+  let cur = abs;
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(cur), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(cur);
+      if (parent === cur) return abs;
+      rest.push(path.basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+/**
+ * The folder of the store-identity locks: one lock per store file identity (device and inode), so two spellings
+ * of one file — a hard link, a bind mount — cannot each get a daemon. Under the temporary folder, not
+ * $XDG_RUNTIME_DIR, so daemons started from different sessions of the user still meet there.
+ */
+export function identityLockDir(): string {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  return path.join(os.tmpdir(), `cairn-${uid}-locks`);
 }
 
 /** Runtime directory for sockets: $XDG_RUNTIME_DIR/cairn, else <tmpdir>/cairn-<uid>. */

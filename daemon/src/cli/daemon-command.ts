@@ -1,5 +1,8 @@
 /** `cairn daemon`: serve the store on a socket (default) and/or stdio until stopped. */
-import { resolveDbPath } from '../paths';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { canonicalPath, dataDir, resolveDbPath } from '../paths';
+import { ensurePrivateDir, UnsafePathError } from '../private-files';
 import { Daemon } from '../server/daemon';
 import { StoreLockedError } from '../server/lock';
 
@@ -12,12 +15,21 @@ export interface DaemonCommandOptions {
   embeddings: boolean;
 }
 
+const log = (m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`);
+
 export async function runDaemon(o: DaemonCommandOptions): Promise<number> {
+  // Everything the daemon creates (store files, logs, keys, sockets) is private to the user.
+  process.umask(0o077);
   const db = resolveDbPath(o.db);
   let d: Daemon;
   try {
+    // A fresh machine has no data folder yet: create it (0700). Cairn's own default folder is also tightened
+    // when an older version left it readable by others; a folder the user chose with --db is left as it is.
+    if (path.dirname(db) === canonicalPath(dataDir())) ensurePrivateDir(path.dirname(db), { tighten: true, log, what: 'the data folder' });
+    else fs.mkdirSync(path.dirname(db), { recursive: true, mode: 0o700 });
     d = await Daemon.start({
       db,
+      log,
       // --stdio alone serves only stdio; --socket adds a socket; neither: the default socket.
       socket: o.socket ?? (o.stdio ? null : undefined),
       setup: o.embeddings ? async (daemon) => {
@@ -29,6 +41,10 @@ export async function runDaemon(o: DaemonCommandOptions): Promise<number> {
     if (e instanceof StoreLockedError) {
       process.stderr.write(`cairn daemon: ${e.message}\n`);
       return 3;
+    }
+    if (e instanceof UnsafePathError) {
+      process.stderr.write(`cairn daemon: ${e.message}\n`);
+      return 1;
     }
     throw e;
   }

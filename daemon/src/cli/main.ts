@@ -1,6 +1,7 @@
 /**
- * The `cairn` command line. Every command talks to the running daemon when one
- * serves the store, otherwise opens the store directly. `--json` prints the
+ * The `cairn` command line. Every command talks to the daemon that serves the
+ * store, starting it when none runs (see connect.ts); `--direct` opens the store
+ * in-process instead (full-text only). `--json` prints the
  * protocol's own result objects for scripts; errors exit non-zero with the
  * error's code name and number.
  */
@@ -63,7 +64,8 @@ Commands:
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
   mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
 
-Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (bypass the daemon), --actor NAME, --json
+Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (open the store in-process: no daemon, full-text search only),
+        --actor NAME, --json. Without --direct the CLI uses the store's daemon, starting it when none runs.
 Exit codes: 0 ok, 1 Cairn error (code shown), 2 usage error.`;
 
 const OPTIONS = {
@@ -192,7 +194,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   const known = ['audit', 'retention', 'backup', 'erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
-  const client = await connect({ db: o.db, socket: o.socket, direct: o.direct });
+  const client = await connect({
+    db: o.db,
+    socket: o.socket,
+    direct: o.direct,
+    daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined,
+    log: (m) => process.stderr.write(`cairn: ${m}\n`),
+  });
   try {
     return await command(client, cmd, pos, o);
   } finally {
@@ -232,6 +240,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
       emit(r, () => {
         out(`${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version} (${r.memory.id}) at position ${r.position}`);
         for (const d of r.possibleDuplicates ?? []) out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
+        if (r.duplicatesSkipped) out(`  duplicate check skipped: ${r.duplicatesSkipped}`);
       });
       return 0;
     }

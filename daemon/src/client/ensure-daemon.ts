@@ -11,6 +11,12 @@
  * editor windows, an editor and an MCP client): the daemon lock lets one win,
  * the other daemon exits with code 3 ("another Cairn daemon ... already serves
  * this store"), and both callers end up on the winner's socket.
+ *
+ * The OS lock, not the info file's pid, decides who owns a store: when the
+ * owner named by the info file does not answer on its socket (it crashed and
+ * its pid now belongs to another process, or it is still starting), a new
+ * daemon is started anyway. If a live daemon holds the lock the newcomer exits
+ * with code 3 and we wait for the owner's socket; otherwise it takes over.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -19,6 +25,7 @@ import * as path from 'node:path';
 import { defaultSocketPath, resolveDbPath, runtimeDir } from '../paths';
 import { processEnv, readEnv, type Env } from '../protocol/settings';
 import { sleep } from '../wait';
+import { ensurePrivateDir, tightenFile } from '../private-files';
 import { probeSocket, runningDaemon, type DaemonInfo } from './daemon-info';
 
 export interface EnsureDaemonOptions {
@@ -55,9 +62,16 @@ export interface EnsuredDaemon {
   logFile?: string;
 }
 
+/**
+ * Why no daemon could be used: `stdio-only` — one owns the store but serves only stdio (no other client may
+ * share it); `not-started` — none could be started (no daemon script, it exited at once, Node failed to run);
+ * `timeout` — one was started or owns the store but did not answer in time.
+ */
+export type EnsureDaemonFailure = 'stdio-only' | 'not-started' | 'timeout';
+
 export class EnsureDaemonError extends Error {
   /** Pid of the daemon process this call started, when it started one (it may still be running after a timeout). */
-  constructor(message: string, readonly pid: number | null = null) {
+  constructor(message: string, readonly pid: number | null = null, readonly kind: EnsureDaemonFailure = 'not-started') {
     super(message);
     this.name = 'EnsureDaemonError';
   }
@@ -114,20 +128,12 @@ function tail(file: string, lines = 12): string {
 }
 
 
-/** Wait until the live owner of `db` answers on its socket; null when no live owner is left. */
-async function waitForOwner(db: string, deadline: number): Promise<{ owner: Owner; socket: string } | null> {
-  for (;;) {
-    const owner = liveOwner(db);
-    if (!owner) return null;
-    if (owner.socket === null) {
-      throw new EnsureDaemonError(`a Cairn daemon (pid ${owner.pid}) serves ${db} over stdio only, so no other client can share it; stop it or start it with a socket`);
-    }
-    if (await probeSocket(owner.socket, 500)) return { owner, socket: owner.socket };
-    if (Date.now() > deadline) {
-      throw new EnsureDaemonError(`the Cairn daemon (pid ${owner.pid}) owns ${db} but its socket ${owner.socket} does not answer`);
-    }
-    await sleep(50);
-  }
+function stdioOnly(owner: Owner, db: string): EnsureDaemonError {
+  return new EnsureDaemonError(
+    `a Cairn daemon (pid ${owner.pid}) serves ${db} over stdio only, so no other client can share it; stop it or start it with a socket`,
+    null,
+    'stdio-only',
+  );
 }
 
 /**
@@ -145,18 +151,23 @@ export async function ensureDaemon(o: EnsureDaemonOptions = {}): Promise<Ensured
   // 1. An explicit socket that answers is used as is.
   if (o.socket && (await probeSocket(o.socket))) return { socket: o.socket, started: false, pid: liveOwner(db)?.pid ?? null, db };
 
-  // 2. A live daemon owns the store: use its socket (waiting while it starts listening).
-  const running = await waitForOwner(db, deadline);
-  if (running) return { socket: running.socket, started: false, pid: running.owner.pid, db };
+  // 2. A live daemon owns the store and answers: use its socket. A stdio-only owner is only trusted once the
+  //    lock confirms it (below): its info file may name a dead daemon whose pid was reused.
+  const stated = liveOwner(db);
+  if (stated?.socket && (await probeSocket(stated.socket, 500))) return { socket: stated.socket, started: false, pid: stated.pid, db };
 
-  // 3. Start one.
+  // 3. Start one. If another daemon holds the store lock (starting, or serving stdio only) it exits with code 3.
   const socket = o.socket ?? defaultSocketPath(db, env);
   const node = o.nodePath ?? readEnv('CAIRN_NODE', env) ?? process.execPath;
   const script = o.script ?? findDaemonScript(env);
   const logFile = o.logFile ?? defaultLogFile(db, env);
-  fs.mkdirSync(path.dirname(db), { recursive: true });
-  fs.mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
-  if (process.platform !== 'win32') fs.mkdirSync(path.dirname(socket), { recursive: true, mode: 0o700 });
+  try {
+    fs.mkdirSync(path.dirname(db), { recursive: true, mode: 0o700 });
+    ensurePrivateDir(path.dirname(logFile), { what: 'the log folder' });
+    if (process.platform !== 'win32') ensurePrivateDir(path.dirname(socket), { what: 'the socket folder' });
+  } catch (e) {
+    throw new EnsureDaemonError((e as Error).message, null, 'not-started');
+  }
   const args = [script, 'daemon', '--db', db, '--socket', socket, ...(o.args ?? [])];
   log(`starting the Cairn daemon: ${node} ${args.join(' ')} (log ${logFile})`);
   const fd = fs.openSync(logFile, 'a', 0o600);
@@ -176,25 +187,31 @@ export async function ensureDaemon(o: EnsureDaemonOptions = {}): Promise<Ensured
   } finally {
     fs.closeSync(fd);
   }
+  tightenFile(logFile);
 
+  let lostRace = false;
   for (;;) {
     const owner = liveOwner(db);
     if (owner?.socket && (await probeSocket(owner.socket, 500))) {
       const started = owner.pid === pid;
-      if (!started) log(`another process started the daemon first (pid ${owner.pid}); using it`);
+      if (!started) log(`another daemon owns the store (pid ${owner.pid}); using it`);
       return { socket: owner.socket, started, pid: owner.pid, db, ...(started ? { logFile } : {}) };
     }
-    if (exitCode !== undefined) {
-      if (spawnError) throw new EnsureDaemonError(`cannot start the Cairn daemon with ${node}: ${spawnError.message}`, pid);
-      if (exitCode === 3) {
-        // Lost the race: another daemon holds the store lock. Use it.
-        const winner = await waitForOwner(db, deadline);
-        if (winner) return { socket: winner.socket, started: false, pid: winner.owner.pid, db };
-      }
-      throw new EnsureDaemonError(`the Cairn daemon exited with code ${exitCode} while starting (log ${logFile}):\n${tail(logFile)}`, pid);
+    if (exitCode !== undefined && !lostRace) {
+      if (spawnError) throw new EnsureDaemonError(`cannot start the Cairn daemon with ${node}: ${spawnError.message}`, pid, 'not-started');
+      if (exitCode !== 3) throw new EnsureDaemonError(`the Cairn daemon exited with code ${exitCode} while starting (log ${logFile}):\n${tail(logFile)}`, pid, 'not-started');
+      // The store lock is held by a live daemon: wait for it to answer (or learn it serves stdio only).
+      lostRace = true;
     }
+    if (lostRace && owner && owner.socket === null) throw stdioOnly(owner, db);
     if (Date.now() > deadline) {
-      throw new EnsureDaemonError(`the Cairn daemon (pid ${pid}) did not answer on ${socket} within ${Math.round(timeoutMs / 1000)} s (log ${logFile}):\n${tail(logFile)}`, pid);
+      throw new EnsureDaemonError(
+        lostRace
+          ? `the Cairn daemon${owner ? ` (pid ${owner.pid})` : ''} that holds ${db} did not answer${owner?.socket ? ` on ${owner.socket}` : ''} within ${Math.round(timeoutMs / 1000)} s`
+          : `the Cairn daemon (pid ${pid}) did not answer on ${socket} within ${Math.round(timeoutMs / 1000)} s (log ${logFile}):\n${tail(logFile)}`,
+        pid,
+        'timeout',
+      );
     }
     await sleep(50);
   }

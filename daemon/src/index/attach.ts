@@ -40,12 +40,43 @@ export async function loadModel(o: EmbeddingOptions, log: (m: string) => void): 
 }
 
 export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<Indexer> {
-  const indexer = new Indexer(d.store, d.log, (p) => d.notifyAll(Notifications.indexProgress.method, p));
+  // Woken whenever the indexer may have left 'loading' or 'reindexing' (model loaded or failed, rebuild done).
+  const settling = new Set<() => void>();
+  const settled = () => {
+    for (const wake of [...settling]) wake();
+  };
+  const indexer = new Indexer(d.store, d.log, (p) => {
+    d.notifyAll(Notifications.indexProgress.method, p);
+    if (p.state === 'ready') settled();
+  });
   const hooks = d.core.hooks;
   hooks.vectors = indexer;
   hooks.embeddings = () => indexer.status();
   hooks.indexes = () => (indexer.model ? [{ name: `vec:${indexer.model.model}`, watermark: indexer.watermark() }] : []);
-  hooks.indexWait = (p) => indexer.waitFor(p.position, p.timeoutMs);
+  // Read-your-writes means the vector arm can serve the write: wait while the model loads or the index is
+  // rebuilt (vector search is degraded then), and say why when it cannot be reached.
+  hooks.indexWait = async (p) => {
+    const deadline = Date.now() + (p.timeoutMs ?? 10_000);
+    const busy = () => indexer.state === 'loading' || indexer.state === 'reindexing';
+    while (busy() && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          settling.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.max(0, deadline - Date.now()));
+        settling.add(wake);
+      });
+    }
+    const watermark = indexer.model ? indexer.watermark() : 0;
+    if (indexer.state !== 'ready') {
+      const why = indexer.unavailable() ?? `the vector index is ${indexer.state}`;
+      return { watermark, reached: false, index: 'vector' as const, reason: busy() ? why : `no vector index can exist: ${why}` };
+    }
+    const r = await indexer.waitFor(p.position, Math.max(0, deadline - Date.now()));
+    return { ...r, index: 'vector' as const, ...(r.reached ? {} : { reason: `the vector index reached ${r.watermark}, not yet ${p.position}` }) };
+  };
   hooks.indexRebuild = async (p) => {
     if (p.model && p.model !== indexer.embedder?.info.model) {
       const next = await loadModel({ ...o, model: p.model }, d.log);
@@ -61,6 +92,9 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     return { model: indexer.model?.model ?? null, queued };
   };
   hooks.duplicates = async (m) => {
+    // Said, not skipped silently: while the model loads (or the index is rebuilt) there is nothing to compare with.
+    const why = indexer.unavailable();
+    if (why) return `${why}; this write was not checked for duplicates`;
     const similar = await indexer.similar(m, DUPLICATE_THRESHOLD);
     if (similar.length === 0) return [];
     const rows = d.store.byRowids(similar.map((s) => s.rowid));
@@ -79,6 +113,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       indexer.state = 'unavailable';
       indexer.lastError = `no embedding model could be loaded: ${(e as Error).message}`;
       d.log(indexer.lastError);
-    });
+    })
+    .finally(settled);
   return indexer;
 }

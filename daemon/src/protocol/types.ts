@@ -260,6 +260,8 @@ export const UpsertResult = z.object({
   /** False when the write changed nothing (same content): no new version, no history row. */
   changed: z.boolean(),
   possibleDuplicates: z.array(PossibleDuplicate).optional(),
+  /** Set when the duplicate check could not run for this write (the embedding model is still loading, no embeddings), saying why. */
+  duplicatesSkipped: z.string().optional(),
   /** Present when the value looks like a credential: the memory was tagged `secret` (docs/protocol.md#secrets). */
   warnings: z.array(WriteWarning).optional(),
 });
@@ -509,7 +511,14 @@ export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
 
 export const IndexWaitParams = z.object({ position: z.number().int().min(0), timeoutMs: z.number().int().min(0).max(600_000).optional() }).strict();
 export type IndexWaitParams = z.infer<typeof IndexWaitParams>;
-export const IndexWaitResult = z.object({ watermark: z.number().int(), reached: z.boolean() });
+export const IndexWaitResult = z.object({
+  watermark: z.number().int(),
+  reached: z.boolean(),
+  /** Which index the answer is about: `vector` when the daemon embeds, `fts` when it runs without embeddings. */
+  index: z.enum(['vector', 'fts']).optional(),
+  /** Why `reached` is false beyond the timeout: the model is still loading, the index is being rebuilt, or no vector index can exist. */
+  reason: z.string().optional(),
+});
 export type IndexWaitResult = z.infer<typeof IndexWaitResult>;
 export const IndexRebuildParams = z.object({ model: z.string().min(1).max(512).optional() }).strict();
 export type IndexRebuildParams = z.infer<typeof IndexRebuildParams>;

@@ -24,8 +24,8 @@ export type Handler = (params: any) => unknown | Promise<unknown>;
 export interface CoreHooks {
   /** Vector arm, once an embedding model is loaded. */
   vectors?: VectorSearcher;
-  /** Called after each successful upsert to add `possibleDuplicates`. */
-  duplicates?: (memory: T.Memory) => Promise<T.PossibleDuplicate[]>;
+  /** Called after each successful upsert to add `possibleDuplicates`; a string says why the check could not run. */
+  duplicates?: (memory: T.Memory) => Promise<T.PossibleDuplicate[] | string>;
   /** Embedding status for store/status. */
   embeddings?: () => T.EmbeddingStatus;
   /** Index watermarks beyond the full-text one. */
@@ -58,7 +58,8 @@ export class Core {
     on(Requests.upsert, async (p) => {
       const r = s.upsert(p);
       if (r.changed && this.hooks.duplicates) {
-        const dups = await this.hooks.duplicates(r.memory).catch(() => []);
+        const dups = await this.hooks.duplicates(r.memory).catch((e: Error) => `the duplicate check failed: ${e?.message ?? String(e)}`);
+        if (typeof dups === 'string') return { ...r, duplicatesSkipped: dups };
         if (dups.length) return { ...r, possibleDuplicates: dups };
       }
       return r;
@@ -105,8 +106,9 @@ export class Core {
     on(Requests.injectLog, (p) => tasks.log(p));
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
+      // No embedding index runs here: the full-text index is the only one, and it is always current.
       const wm = s.ftsWatermark();
-      return { watermark: wm, reached: wm >= p.position };
+      return { watermark: wm, reached: wm >= p.position, index: 'fts' as const };
     });
     on(Requests.indexRebuild, async (p) => {
       if (!this.hooks.indexRebuild) throw new CairnError('InvalidState', 'no embedding index is running in this process (start the daemon)');

@@ -12,7 +12,8 @@ import { createMessageConnection, ResponseError, type MessageConnection } from '
 import { CairnError, ErrorCodes, toWireError } from '../protocol/errors';
 import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
 import { Limits, type DidChangeParams, type InitializeResult } from '../protocol/types';
-import { defaultSocketPath } from '../paths';
+import { canonicalPath, defaultSocketPath } from '../paths';
+import { ensurePrivateDir } from '../private-files';
 import { Store } from '../store/store';
 import { enforceRetention } from '../store/retention';
 import { VERSION } from '../version';
@@ -30,6 +31,8 @@ export interface DaemonOptions {
   log?: Logger;
   /** Run the TTL/namespace sweep this often (ms); 0 disables. Default 60 s. */
   sweepEveryMs?: number;
+  /** Look for writes other processes made to the store (CLI --direct) this often (ms); 0 disables. Default 250 ms. */
+  watchEveryMs?: number;
   /** Hook for adding the embedding index once the store is open. */
   setup?: (d: Daemon) => Promise<void> | void;
 }
@@ -71,12 +74,14 @@ export class Daemon {
 
   static async start(opts: DaemonOptions): Promise<Daemon> {
     const log = opts.log ?? ((m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`));
-    const db = path.resolve(opts.db);
+    const db = canonicalPath(opts.db);
     const socket = opts.socket === undefined ? defaultSocketPath(db) : opts.socket;
+    // Refuse a socket folder another user controls before taking the store (nothing is created there yet).
+    if (socket && process.platform !== 'win32') ensurePrivateDir(path.dirname(socket), { what: 'the socket folder' });
     const release = acquireDaemonLock(db, { socket, version: VERSION, startedAt: new Date().toISOString(), db });
     let d: Daemon;
     try {
-      d = new Daemon(new Store(db), log);
+      d = new Daemon(new Store(db, { log }), log);
     } catch (e) {
       release();
       throw e;
@@ -89,6 +94,13 @@ export class Daemon {
       await d.stop();
       throw e;
     }
+    // Every write reaches the clients and the index, including those another process made (CLI --direct).
+    d.store.noticeExternalChanges();
+    const watch = opts.watchEveryMs ?? 250;
+    if (watch > 0) {
+      d.watchTimer = setInterval(() => d.noticeExternalWrites(), watch);
+      d.watchTimer.unref();
+    }
     const every = opts.sweepEveryMs ?? 60_000;
     if (every > 0) {
       d.sweepTimer = setInterval(() => d.sweepOnce(), every);
@@ -99,7 +111,22 @@ export class Daemon {
     return d;
   }
 
+  private watchTimer: NodeJS.Timeout | null = null;
+
+  /** Broadcast (and so index) writes another process committed to the store. */
+  noticeExternalWrites(): number {
+    try {
+      const n = this.store.noticeExternalChanges();
+      if (n > 0) this.log(`noticed ${n} change(s) written by another process`);
+      return n;
+    } catch (e) {
+      this.log(`watching for other writers failed: ${(e as Error).message}`);
+      return 0;
+    }
+  }
+
   private sweepOnce(): void {
+    this.noticeExternalWrites();
     try {
       const r = this.store.sweep();
       const kept = enforceRetention(this.store);
@@ -112,7 +139,7 @@ export class Daemon {
   }
 
   private async listen(socket: string): Promise<void> {
-    fs.mkdirSync(path.dirname(socket), { recursive: true, mode: 0o700 });
+    if (process.platform !== 'win32') ensurePrivateDir(path.dirname(socket), { what: 'the socket folder' });
     if (process.platform !== 'win32') fs.rmSync(socket, { force: true }); // we hold the store lock: any socket file here is stale
     const server = net.createServer((sock) => {
       if (this.sockets.size >= Limits.connections) {
@@ -221,6 +248,7 @@ export class Daemon {
   private async doStop(): Promise<void> {
     this.stopping = true;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.watchTimer) clearInterval(this.watchTimer);
     for (const fn of this.extraStop) await fn();
     for (const c of this.clients) c.connection.dispose();
     this.clients.clear();

@@ -6,16 +6,20 @@
  * first one's socket.
  */
 import * as fs from 'node:fs';
-import { daemonInfoPath } from '../paths';
+import * as path from 'node:path';
+import { daemonInfoPath, identityLockDir } from '../paths';
+import { createPrivateFile, ensurePrivateDir } from '../private-files';
 import { pidAlive, readDaemonInfo, type DaemonInfo } from '../client/daemon-info';
-import { holdExclusiveLock } from '../store/lock';
+import { holdExclusiveLock, type HeldLock } from '../store/lock';
 
 export { pidAlive, readDaemonInfo, runningDaemon, type DaemonInfo } from '../client/daemon-info';
 
 export class StoreLockedError extends Error {
-  constructor(readonly owner: DaemonInfo) {
+  constructor(readonly owner: DaemonInfo, under?: string) {
     super(
-      owner.pid === 0
+      under
+        ? `another Cairn daemon already serves this store file ${under}; use that path, or stop that daemon`
+        : owner.pid === 0
         ? 'another Cairn daemon already holds this store (its lock file is taken, but it has not said where it listens yet)'
         : `another Cairn daemon (pid ${owner.pid}) already serves this store` +
             (owner.socket ? ` on socket ${owner.socket}; connect to it instead (cairn commands do this automatically)` : ' over stdio'),
@@ -23,10 +27,34 @@ export class StoreLockedError extends Error {
   }
 }
 
-/** Take the lock or throw StoreLockedError. Returns a release function. */
+/**
+ * Take the store's identity lock: one per (device, inode) of the store file, so a hard link or another mount of
+ * the same file cannot get a second daemon (two daemons would each keep their own -wal and -shm, corrupting it).
+ * Creates the store file (0600) when it does not exist yet, to have an identity to lock.
+ */
+function holdIdentityLock(dbPath: string): HeldLock | null | 'unsupported' {
+  if (process.platform === 'win32') return 'unsupported';
+  createPrivateFile(dbPath);
+  const st = fs.statSync(dbPath);
+  const dir = identityLockDir();
+  ensurePrivateDir(dir, { what: 'the store lock folder' });
+  return holdExclusiveLock(path.join(dir, `${st.dev}-${st.ino}.lock`));
+}
+
+/**
+ * Take the lock or throw StoreLockedError. Returns a release function. `dbPath` should be canonical
+ * (resolveDbPath): symbolic links resolved, so every spelling shares `<db>.lock` and `<db>.daemon.json`.
+ */
 export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>): () => void {
   const file = daemonInfoPath(dbPath);
-  const lock = holdExclusiveLock(dbPath + '.lock');
+  fs.mkdirSync(path.dirname(dbPath), { recursive: true, mode: 0o700 });
+  const pathLock = holdExclusiveLock(dbPath + '.lock');
+  const identity = pathLock ? holdIdentityLock(dbPath) : null;
+  const lock: HeldLock | null = pathLock && identity ? { release: () => (identity !== 'unsupported' && identity.release(), pathLock.release()) } : null;
+  if (pathLock && !identity) {
+    pathLock.release();
+    throw new StoreLockedError({ pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath }, 'under another path (a hard link or another mount of the same file)');
+  }
   if (!lock) {
     // The owner writes its info right after taking the lock: give it a moment.
     let owner = readDaemonInfo(dbPath);

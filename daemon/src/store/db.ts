@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CairnError } from '../protocol/errors';
 import { envFlag } from '../protocol/settings';
+import { createPrivateFile, tightenFile } from '../private-files';
 import { migrate } from './schema';
 
 export type DB = Database.Database;
@@ -18,6 +19,8 @@ export interface OpenOptions {
   /** Load sqlite-vec (default true). When it fails, vectors are unavailable and search degrades to full-text. */
   loadVec?: boolean;
   readonly?: boolean;
+  /** Where notes about the open go (a store file made private); default stderr. */
+  log?: (msg: string) => void;
 }
 
 export interface Opened {
@@ -28,7 +31,14 @@ export interface Opened {
 }
 
 export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (file !== ':memory:' && !opts.readonly) {
+    // Memories are private: a new folder is 0700 and every store file 0600 (SQLite gives -wal and -shm the
+    // database file's mode). Files left readable by others by an older version are tightened, with a log line.
+    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
+    createPrivateFile(file);
+    const log = opts.log ?? ((m: string) => process.stderr.write(`[cairn] ${m}\n`));
+    for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) tightenFile(f, log);
+  }
   let db: DB;
   try {
     db = new Database(file, { readonly: opts.readonly ?? false });

@@ -5,6 +5,7 @@
  * two daemons can both believe they own a store.
  */
 import Database from 'better-sqlite3';
+import { createPrivateFile, tightenFile } from '../private-files';
 
 export interface HeldLock {
   release(): void;
@@ -26,6 +27,8 @@ export function holdExclusiveLock(lockFile: string, attempts = 25): HeldLock | n
 }
 
 function tryLock(lockFile: string): HeldLock | null {
+  createPrivateFile(lockFile); // 0600 before SQLite opens it
+  tightenFile(lockFile);
   const db = new Database(lockFile);
   try {
     db.pragma('busy_timeout = 0');

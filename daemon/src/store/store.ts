@@ -150,6 +150,18 @@ export class Store {
   private flushEvents(): void {
     const events = this.pending;
     this.pending = [];
+    this.fire(events);
+    if (events.length === 0 || this.emitted < 0) return; // nobody watches for external changes
+    // Own positions move the announced mark only while no other process committed in between (data_version
+    // unchanged); otherwise noticeExternalChanges announces the others' rows and skips these.
+    for (const ev of events) this.ownAhead.add(ev.position);
+    if (this.dataVersion() === this.seenDataVersion) {
+      this.emitted = Math.max(this.emitted, ...this.ownAhead);
+      this.ownAhead.clear();
+    }
+  }
+
+  private fire(events: DidChangeParams[]): void {
     for (const ev of events) for (const l of this.listeners) {
       try {
         l(ev);
@@ -178,6 +190,46 @@ export class Store {
   position(): number {
     const r = stmt(this.db, 'SELECT max(position) AS p FROM changes').get() as { p: number | null };
     return r.p ?? 0;
+  }
+
+  /** Change-log position up to which listeners have heard of every change (own and external). */
+  private emitted = -1;
+  /** Own changes above `emitted`, already announced. */
+  private readonly ownAhead = new Set<number>();
+  private seenDataVersion = -1;
+
+  private dataVersion(): number {
+    return this.db.pragma('data_version', { simple: true }) as number;
+  }
+
+  /**
+   * Tell listeners about change-log rows another process appended (the CLI's `--direct`, a script with its own
+   * connection), so a daemon broadcasts and embeds every write, not only its own. Cheap when nothing changed:
+   * SQLite's data_version says whether another connection committed. Returns how many changes were announced.
+   */
+  noticeExternalChanges(limit = 1000): number {
+    if (!this.db.open) return 0;
+    const dv = this.dataVersion();
+    if (this.emitted < 0) {
+      this.emitted = this.position();
+      this.seenDataVersion = dv;
+      this.ownAhead.clear();
+      return 0;
+    }
+    if (dv === this.seenDataVersion) return 0;
+    const rows = stmt(
+      this.db,
+      `SELECT c.position AS position, c.memory_id AS id, n.path AS namespace, m.key AS key, c.op AS op
+         FROM changes c LEFT JOIN memories m ON m.id = c.memory_id LEFT JOIN namespaces n ON n.id = c.ns_id
+        WHERE c.position > ? ORDER BY c.position LIMIT ?`,
+    ).all(this.emitted, limit) as DidChangeParams[];
+    if (rows.length < limit) this.seenDataVersion = dv; // else: more to read on the next call
+    if (rows.length === 0) return 0;
+    this.emitted = rows[rows.length - 1].position;
+    const external = rows.filter((r) => !this.ownAhead.delete(r.position));
+    for (const p of this.ownAhead) if (p <= this.emitted) this.ownAhead.delete(p);
+    this.fire(external);
+    return external.length;
   }
 
   /** Changes after `position`, oldest first (the indexer's feed). */
