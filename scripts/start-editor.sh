@@ -8,14 +8,16 @@
 #   daemon itself (detached, shared by every window) when none runs;
 # - otherwise code-server (VS Code in the browser, installed once into .e2e/ from npm): starts the daemon
 #   on the default store, installs the .vsix into a Cairn-specific code-server profile and serves FOLDER
-#   on http://127.0.0.1:PORT. Ctrl-C stops code-server and the daemon this script started.
+#   on http://127.0.0.1:PORT behind code-server's password login. Ctrl-C stops code-server and the daemon
+#   this script started (a daemon that was already serving the store keeps serving).
 #
 # Environment:
 #   CAIRN_EDITOR_PORT (or CAIRN_PORT, PORT)  code-server port, default 8080
 #   CAIRN_EDITOR=code|code-server force one editor (default: code when on PATH, else code-server)
 #   CAIRN_DB                      store file (default: the per-user store, XDG_DATA_HOME/cairn/cairn.db)
-# Needs Node.js >= 20 and `npm install` run in the repository. code-server is bound to 127.0.0.1 without
-# a password: anyone with a shell on this machine can open it.
+# Needs Node.js >= 20 and `npm install` run in the repository. code-server is bound to 127.0.0.1 and asks for a
+# password (anyone with a shell on this machine could otherwise open an editor and a terminal as you): a random
+# one is generated on first use, stored in <profile>/password (mode 0600) and printed once.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 FOLDER=$(cd "${1:-$PWD}" && pwd)
@@ -50,7 +52,16 @@ fi
 CS_DIR=$(CAIRN_NO_BROWSER=1 bash "$REPO/test/e2e/install.sh" | tail -1)
 CS="$CS_DIR/node_modules/.bin/code-server"
 PROFILE=${XDG_DATA_HOME:-$HOME/.local/share}/cairn/code-server
+umask 077
 mkdir -p "$PROFILE/data/User" "$PROFILE/extensions"
+chmod 700 "$PROFILE"
+PASSWORD_FILE="$PROFILE/password"
+NEW_PASSWORD=
+if [ ! -s "$PASSWORD_FILE" ]; then
+  "$NODE" -e 'process.stdout.write(require("crypto").randomBytes(18).toString("base64url"))' >"$PASSWORD_FILE"
+  NEW_PASSWORD=1
+fi
+chmod 600 "$PASSWORD_FILE"
 [ -f "$PROFILE/data/User/settings.json" ] ||
   echo '{"workbench.startupEditor":"none","telemetry.telemetryLevel":"off","extensions.autoCheckUpdates":false}' >"$PROFILE/data/User/settings.json"
 echo "bind-addr: 127.0.0.1:$PORT" >"$PROFILE/config.yaml"
@@ -98,8 +109,8 @@ else
   say "started the Cairn daemon (pid $DAEMON_PID, log $LOG)"
 fi
 
-setsid bash -c 'echo $$ > "$0"; exec "$@"' "$PROFILE/code-server.pgid" \
-  "$CS" --config "$PROFILE/config.yaml" --auth none --bind-addr "127.0.0.1:$PORT" --disable-telemetry \
+PASSWORD=$(cat "$PASSWORD_FILE") setsid bash -c 'echo $$ > "$0"; exec "$@"' "$PROFILE/code-server.pgid" \
+  "$CS" --config "$PROFILE/config.yaml" --auth password --bind-addr "127.0.0.1:$PORT" --disable-telemetry \
   --disable-update-check --disable-workspace-trust --user-data-dir "$PROFILE/data" --extensions-dir "$PROFILE/extensions" \
   "$FOLDER" >>"$PROFILE/code-server.log" 2>&1 &
 CS_BG=$!
@@ -117,5 +128,10 @@ if ! curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; then
 fi
 URL="http://127.0.0.1:$PORT/?folder=$("$NODE" -p 'encodeURIComponent(process.argv[1])' "$FOLDER")"
 say "Cairn is ready in code-server: $URL"
+if [ -n "$NEW_PASSWORD" ]; then
+  say "code-server password (shown once; kept in $PASSWORD_FILE, mode 0600): $(cat "$PASSWORD_FILE")"
+else
+  say "code-server password: see $PASSWORD_FILE (mode 0600)"
+fi
 say "open it in a browser; the Cairn view is in the activity bar. Ctrl-C stops code-server and the daemon."
 wait "$CS_BG"
