@@ -71,6 +71,8 @@ export const Requests = {
   exportPage: request('store/exportPage', T.ExportPageParams, T.ExportPageResult, 'Export in pages from one snapshot (cursor), for stores of any size; JSON Lines records as store/export, memory-major.'),
   backup: request('store/backup', T.BackupParams, T.BackupResult, 'Online, consistent copy of the store (SQLite backup API) to a file the daemon writes, with store/progress notifications.'),
   importRecords: request('store/import', T.ImportParams, T.ImportResult, 'Import records produced by store/export, exactly.'),
+  importPreview: request('store/importPreview', T.ImportPreviewParams, T.ImportPreviewResult, 'Dry run of store/import: what each memory record would do (new, unchanged, changed, conflicting, refused); writes nothing.'),
+  overview: request('store/overview', T.OverviewParams, T.OverviewResult, 'Counts by namespace, kind and status, and writes per day by source, inside a scope.'),
 
   tasksCreate: request('tasks/create', T.TaskCreateParams, T.Task, 'Create an agent task (a unit of agent work with its own scope and injection toggle).'),
   tasksUpdate: request('tasks/update', T.TaskUpdateParams, T.Task, 'Change a task: title, scope, status, or the "don\'t inject" toggle.'),

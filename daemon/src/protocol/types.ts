@@ -733,3 +733,50 @@ export const DidChangeParams = z.object({
 export type DidChangeParams = z.infer<typeof DidChangeParams>;
 export const IndexProgressParams = z.object({ model: z.string(), done: z.number().int(), total: z.number().int(), state: z.enum(['reindexing', 'ready']) });
 export type IndexProgressParams = z.infer<typeof IndexProgressParams>;
+
+// ---------------------------------------------------------------------------
+// Dashboard: overview and import preview
+// ---------------------------------------------------------------------------
+export const OverviewParams = z
+  .object({ scope: Scope.optional(), /** Days of write activity to report (default 30). */ days: z.number().int().min(1).max(366).optional() })
+  .strict()
+  .optional();
+export type OverviewParams = z.infer<typeof OverviewParams>;
+export const CountByName = z.object({ name: z.string(), count: z.number().int() });
+export const OverviewResult = z.object({
+  /** Live memories per live namespace (every status but deleted). */
+  byNamespace: z.array(CountByName),
+  /** Live memories per kind. */
+  byKind: z.array(CountByName),
+  /** Memories per status, plus `deleted`. */
+  byStatus: z.array(CountByName),
+  /** Writes (create, update, restore) per UTC day and memory source, oldest day first. */
+  writesPerDay: z.array(z.object({ day: z.string(), source: z.string(), count: z.number().int() })),
+  days: z.number().int(),
+});
+export type OverviewResult = z.infer<typeof OverviewResult>;
+
+export const IMPORT_OUTCOMES = ['new', 'unchanged', 'changed', 'conflicting', 'refusedDeleted', 'refusedForgotten'] as const;
+export const ImportOutcome = z.enum(IMPORT_OUTCOMES);
+export type ImportOutcome = z.infer<typeof ImportOutcome>;
+export const ImportPreviewParams = z
+  .object({ records: z.array(z.unknown()).max(200_000), /** How many per-memory items to return at most (default 200). */ sample: z.number().int().min(0).max(Limits.pageSize).optional() })
+  .strict();
+export type ImportPreviewParams = z.infer<typeof ImportPreviewParams>;
+export const ImportPreviewResult = z.object({
+  /** Memory records by what store/import would do with them: only `new` ones are written. */
+  counts: z.object({
+    new: z.number().int(),
+    unchanged: z.number().int(),
+    changed: z.number().int(),
+    conflicting: z.number().int(),
+    refusedDeleted: z.number().int(),
+    refusedForgotten: z.number().int(),
+  }),
+  /** Non-memory records in the file. */
+  records: z.object({ namespaces: z.number().int(), history: z.number().int(), links: z.number().int(), rejected: z.number().int() }),
+  items: z.array(z.object({ id: z.string(), namespace: z.string(), key: z.string(), outcome: ImportOutcome, fileVersion: z.number().int(), storeVersion: z.number().int().nullable() })),
+  /** True when there are more memory records than items returned. */
+  truncated: z.boolean(),
+});
+export type ImportPreviewResult = z.infer<typeof ImportPreviewResult>;

@@ -17,6 +17,8 @@ import { erase } from '../store/erase';
 import { backup } from '../store/backup';
 import { configureRetention, enforceRetention } from '../store/retention';
 import { auditPage } from '../store/audit';
+import { importPreview } from '../store/import-preview';
+import { overview } from '../store/overview';
 import type { Store } from '../store/store';
 
 export type Handler = (params: any) => unknown | Promise<unknown>;
@@ -97,6 +99,8 @@ export class Core {
     on(Requests.exportPage, (p) => exportPage(s, p));
     on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));
     on(Requests.importRecords, (p) => importRecords(s, p.records, p.actor));
+    on(Requests.importPreview, (p) => importPreview(s, p));
+    on(Requests.overview, (p) => overview(s, p));
     on(Requests.tasksCreate, (p) => tasks.create(p));
     on(Requests.tasksUpdate, (p) => tasks.update(p));
     on(Requests.tasksGet, (p) => tasks.get(p.id));

@@ -12,7 +12,7 @@ import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from '
 import { scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
 import { normalizedValueHash, uuidv7 } from '../text/hash';
-import { rejectionHash } from './rejected';
+import { findRejection, rejectionHash } from './rejected';
 
 type HistoryRow = Parameters<typeof historyEntry>[0];
 type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'done';
@@ -268,6 +268,8 @@ export function importRecords(store: Store, raw: unknown[], actor = 'import'): I
           const nsId = localNs(rec.namespaceId, m.namespace, false);
           const clash = stmt(db, 'SELECT 1 FROM memories WHERE id = ? OR (ns_id = ? AND key = ?)').get(m.id, nsId, m.key);
           if (clash) { skipped++; break; }
+          // A value forgotten in this namespace is not re-learned by an import either.
+          if (m.deletedAt === null && findRejection(db, store.keys, nsId, m.value, () => undefined)) { skipped++; break; }
           const rowid = Number(stmt(db, 
             `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
                created_at, updated_at, valid_from, valid_to, expires_at, last_accessed_at, access_count, version, status, superseded_by, deleted_at, deleted_by, delete_reason)
