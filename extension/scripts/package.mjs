@@ -128,6 +128,8 @@ delete manifest.scripts;
 delete manifest.private;
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(manifest, null, 2));
 cpSync(path.join(ext, 'out', 'extension.js'), path.join(stage, 'out', 'extension.js'));
+if (existsSync(path.join(ext, 'out', 'webview'))) cpSync(path.join(ext, 'out', 'webview'), path.join(stage, 'out', 'webview'), { recursive: true, filter: (s) => !s.endsWith('.map') });
+else fail('dashboard webview not built: run `npm run build -w webview`');
 cpSync(path.join(ext, 'media'), path.join(stage, 'media'), { recursive: true });
 for (const f of ['README.md', 'CHANGELOG.md']) if (existsSync(path.join(ext, f))) cpSync(path.join(ext, f), path.join(stage, f));
 const license = [path.join(ext, 'LICENSE'), path.join(repo, 'LICENSE')].find((f) => existsSync(f));

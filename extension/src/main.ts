@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { registerAgents, type AgentsExports } from './agents';
 import { registerCommands } from './commands';
 import { Ctx } from './ctx';
+import { registerDashboard } from './dashboard';
 import { MEMORY_SCHEME, MemoryFileSystem, VIEW_SCHEME, ViewDocuments } from './documents';
 import { MemoryTree } from './memoryTree';
 import { StatusBar } from './statusBar';
@@ -29,6 +30,7 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
   c.statusBar = new StatusBar(c);
   c.push(c.tree, c.statusBar);
   registerCommands(c);
+  registerDashboard(c);
 
   c.push(
     c.client.onDidChangeMemories(() => {

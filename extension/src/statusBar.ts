@@ -62,6 +62,7 @@ export class StatusBar implements vscode.Disposable {
 /** The quick menu behind the status bar item. */
 export async function statusMenu(ctx: Ctx): Promise<void> {
   const items: (vscode.QuickPickItem & { command: string })[] = [
+    { label: '$(dashboard) Open Dashboard', command: 'cairn.openDashboard' },
     { label: '$(search) Search Memories', command: 'cairn.searchMemories' },
     { label: '$(add) Add Memory', command: 'cairn.addMemory' },
     { label: '$(info) Show Daemon Status', command: 'cairn.showStatus', description: describeState(ctx.client.state) },

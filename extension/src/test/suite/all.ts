@@ -5,4 +5,5 @@ import './hover.test';
 import './commands.test';
 import './settings.test';
 import './agents.test';
+import './dashboard.test';
 import './reconnect.test';

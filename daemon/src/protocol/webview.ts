@@ -1,0 +1,86 @@
+/**
+ * The dashboard webview's message protocol, declared once for both sides: the webview (webview/src) imports
+ * its types, the extension (extension/src/dashboard) validates every incoming message with these schemas.
+ *
+ * The webview never reaches the daemon. It sends `request` messages with an id; the extension answers each with
+ * exactly one `response` or `error` carrying the same id. Daemon requests are named by their key in `Requests`
+ * (methods.ts) and carry that method's own params and result; only the ones listed in WEBVIEW_DAEMON_REQUESTS
+ * are forwarded. `host/*` requests are answered by the extension itself (files, editors, import in chunks).
+ * Errors are typed: a Cairn error keeps its code, name and data (data.field names the offending field); the
+ * extension adds NotConnected and Timeout for a daemon it cannot reach.
+ */
+import { z } from 'zod';
+import type { CairnErrorData, ErrorCodeName } from './errors';
+import type { ParamsOf, ResultOf } from './methods';
+import * as T from './types';
+
+/** Daemon requests the dashboard may send; the extension forwards them unchanged. */
+export const WEBVIEW_DAEMON_REQUESTS = [
+  'search', 'get', 'list', 'upsert', 'delete', 'restore', 'forget', 'history', 'link', 'unlink', 'neighbors',
+  'namespacesList', 'status', 'overview', 'injectLog', 'tasksList',
+] as const;
+export type WebviewDaemonRequest = (typeof WEBVIEW_DAEMON_REQUESTS)[number];
+
+/** What the dashboard needs to know about its window at start. */
+export const WebviewInit = z.object({
+  /** This workspace's namespace (`project.<slug>`), or null without a folder. */
+  projectNamespace: z.string().nullable(),
+  kinds: z.array(z.string()),
+  statuses: z.array(z.string()),
+  linkTypes: z.array(z.string()),
+  searchModes: z.array(z.string()),
+  connected: z.boolean(),
+});
+export type WebviewInit = z.infer<typeof WebviewInit>;
+
+export const ImportApplyResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });
+
+/** Requests the extension answers itself: params and result schemas. */
+export const HostRequests = {
+  'host/init': { params: z.object({}).strict(), result: WebviewInit },
+  /** Open the anchored code location in an editor. */
+  'host/openAnchor': { params: z.object({ anchor: T.Anchor }).strict(), result: z.object({ opened: z.boolean() }) },
+  /** Export a scope to a JSON Lines file the user picks; file is null when the user cancelled. */
+  'host/export': { params: z.object({ scope: T.Scope.optional() }).strict(), result: z.object({ file: z.string().nullable(), records: z.number().int() }) },
+  /** Parse a JSON Lines export (the file's text, read in the webview) and preview it; the records stay in the extension under `token`. */
+  'host/importPreview': {
+    params: z.object({ name: z.string().max(1000), text: z.string().max(T.Limits.messageBytes) }).strict(),
+    result: z.object({ token: z.string(), name: z.string(), lines: z.number().int(), preview: T.ImportPreviewResult }),
+  },
+  /** Apply a previewed import in chunks; `progress` messages with this request's id report memories done. */
+  'host/importApply': { params: z.object({ token: z.string().min(1).max(100) }).strict(), result: ImportApplyResult },
+} as const;
+export type HostMethod = keyof typeof HostRequests;
+
+export type WebviewMethod = WebviewDaemonRequest | HostMethod;
+export type WebviewParams<M extends WebviewMethod> = M extends WebviewDaemonRequest ? ParamsOf<M> : M extends HostMethod ? z.input<(typeof HostRequests)[M]['params']> : never;
+export type WebviewResult<M extends WebviewMethod> = M extends WebviewDaemonRequest ? ResultOf<M> : M extends HostMethod ? z.infer<(typeof HostRequests)[M]['result']> : never;
+
+/** webview → extension */
+export const WebviewRequestMessage = z.object({ type: z.literal('request'), id: z.number().int().min(0), method: z.string().min(1).max(100), params: z.unknown() }).strict();
+export type WebviewRequestMessage = z.infer<typeof WebviewRequestMessage>;
+export type ToHost = WebviewRequestMessage;
+
+/** Errors the extension adds to Cairn's closed set: the daemon is unreachable, or did not answer in time. */
+export const WEBVIEW_HOST_ERRORS = ['NotConnected', 'Timeout'] as const;
+export type WebviewErrorName = ErrorCodeName | (typeof WEBVIEW_HOST_ERRORS)[number];
+export interface WebviewError {
+  /** The Cairn error code (errors.ts), or 0 for NotConnected and Timeout. */
+  code: number;
+  name: WebviewErrorName;
+  message: string;
+  data: Partial<CairnErrorData>;
+}
+
+/** extension → webview */
+export type ToWebview =
+  | { type: 'response'; id: number; result: unknown }
+  | { type: 'error'; id: number; error: WebviewError }
+  | { type: 'progress'; id: number; done: number; total: number }
+  /** Forwarded memory/didChange. */
+  | { type: 'didChange'; change: T.DidChangeParams }
+  | { type: 'connection'; connected: boolean; state: string };
+
+export function isWebviewMethod(m: string): m is WebviewMethod {
+  return (WEBVIEW_DAEMON_REQUESTS as readonly string[]).includes(m) || Object.prototype.hasOwnProperty.call(HostRequests, m);
+}

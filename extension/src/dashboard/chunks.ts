@@ -1,0 +1,37 @@
+/** Applying a large import in chunks (no vscode import: unit-tested in plain Node). */
+
+/** Memory records per store/import call when applying an import (each call is one transaction). */
+export const IMPORT_CHUNK = 500;
+
+/**
+ * Split export records into import chunks that store/import can apply one after another with the same result
+ * as one call: namespaces first, then memories each with their own history, then links, rejected values and
+ * history of memories not in the file (links need both ends imported).
+ */
+export function importChunks(records: unknown[], size = IMPORT_CHUNK): unknown[][] {
+  type R = { type?: string; memory?: { id?: string }; entry?: { memoryId?: string } };
+  const head: unknown[] = [];
+  const tail: unknown[] = [];
+  const mems: { rec: unknown; id: string }[] = [];
+  const historyOf = new Map<string, unknown[]>();
+  for (const r of records as R[]) {
+    if (r?.type === 'header' || r?.type === 'namespace') head.push(r);
+    else if (r?.type === 'memory') mems.push({ rec: r, id: String(r.memory?.id) });
+    else if (r?.type === 'history') {
+      const id = String(r.entry?.memoryId);
+      historyOf.set(id, [...(historyOf.get(id) ?? []), r]);
+    } else tail.push(r);
+  }
+  const chunks: unknown[][] = [];
+  for (let i = 0; i < mems.length; i += size) {
+    const chunk: unknown[] = i === 0 ? [...head] : [];
+    for (const m of mems.slice(i, i + size)) {
+      chunk.push(m.rec, ...(historyOf.get(m.id) ?? []));
+      historyOf.delete(m.id);
+    }
+    chunks.push(chunk);
+  }
+  const rest = [...(mems.length ? [] : head), ...[...historyOf.values()].flat(), ...tail];
+  if (rest.length || !chunks.length) chunks.push(rest);
+  return chunks;
+}
