@@ -16,7 +16,8 @@
 #
 # Artifacts (screenshots, logs, results.json): test-artifacts/e2e/ (CAIRN_E2E_ARTIFACTS to change).
 # Knobs: CAIRN_E2E_CACHE (install cache, default .e2e/), CAIRN_E2E_KEEP=1 (keep the temp folder),
-#        CAIRN_E2E_GREP (only mocha tests matching), CAIRN_E2E_SKIP_SMOKE=1, CAIRN_E2E_SKIP_MOCHA=1.
+#        CAIRN_E2E_GREP (only mocha tests matching), CAIRN_E2E_SKIP_SMOKE=1 (UI smoke and dashboard),
+#        CAIRN_E2E_SKIP_DASHBOARD=1, CAIRN_E2E_ONLY_DASHBOARD=1 (no UI smoke), CAIRN_E2E_SKIP_MOCHA=1.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -80,6 +81,7 @@ lap "installed: $("$CS" --config /dev/null --version 2>/dev/null | tail -1)"
 # 2. build + package
 (cd "$REPO" && npm run build -w daemon >"$WORK/build-daemon.log" 2>&1) || { tail -30 "$WORK/build-daemon.log"; fail_step "daemon build"; exit 1; }
 (cd "$REPO" && npm run build -w extension >"$WORK/build-extension.log" 2>&1) || { tail -30 "$WORK/build-extension.log"; fail_step "extension build"; exit 1; }
+(cd "$REPO" && npm run build -w webview >"$WORK/build-webview.log" 2>&1) || { tail -30 "$WORK/build-webview.log"; fail_step "dashboard webview build"; exit 1; }
 VSIX="$WORK/cairn.vsix"
 (cd "$REPO" && node extension/scripts/package.mjs --out "$VSIX" >"$WORK/package.log" 2>&1) || { tail -30 "$WORK/package.log"; fail_step "packaging the vsix"; exit 1; }
 lap "built; $(grep '^package:' "$WORK/package.log" | tail -1)"
@@ -194,6 +196,7 @@ if [ -z "${CAIRN_E2E_SKIP_SMOKE:-}" ]; then
   if run_in ui "$CS" --config /dev/null --user-data-dir "$WORK/ui/ud" --extensions-dir "$WORK/ui/exts" --install-extension "$VSIX" >"$WORK/ui/install-extension.log" 2>&1; then
     if start_server ui; then
       lap "code-server up on 127.0.0.1:$PORT (UI profile, vsix installed)"
+      if [ -z "${CAIRN_E2E_ONLY_DASHBOARD:-}" ]; then
       run_in ui env NODE_PATH="$CS_DIR/node_modules" CS_URL="http://127.0.0.1:$PORT/?folder=$WORK/ui/ws" ARTIFACTS="$ARTIFACTS" \
         RESULTS="$WORK/results-smoke.json" CLI="$CLI" NODE_BIN="$NODE_BIN" \
         "$NODE_BIN" "$HERE/smoke.js" 2>&1 | tee "$WORK/smoke.log" | sed 's/^/  /'
@@ -202,6 +205,19 @@ if [ -z "${CAIRN_E2E_SKIP_SMOKE:-}" ]; then
         lap "UI smoke: ${r% *} passed, ${r#* } failed; screenshots in $ARTIFACTS"
       else
         fail_step "the UI smoke did not report results"
+      fi
+      fi
+      # the dashboard, driven through its UI in the same editor (CAIRN_E2E_SKIP_DASHBOARD=1 skips it)
+      if [ -z "${CAIRN_E2E_SKIP_DASHBOARD:-}" ]; then
+        run_in ui env NODE_PATH="$CS_DIR/node_modules" CS_URL="http://127.0.0.1:$PORT/?folder=$WORK/ui/ws" ARTIFACTS="$ARTIFACTS" \
+          RESULTS="$WORK/results-dashboard.json" CLI="$CLI" NODE_BIN="$NODE_BIN" \
+          "$NODE_BIN" "$HERE/dashboard.js" 2>&1 | tee "$WORK/dashboard.log" | sed 's/^/  /'
+        if r=$(count_results "$WORK/results-dashboard.json"); then
+          PASSED=$((PASSED + ${r% *})); FAILED=$((FAILED + ${r#* }))
+          lap "dashboard UI: ${r% *} passed, ${r#* } failed; screenshots in $ARTIFACTS"
+        else
+          fail_step "the dashboard UI steps did not report results"
+        fi
       fi
       stop_server ui
     else

@@ -2,7 +2,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { SearchResult } from '../../daemon/src/protocol/types';
 import { debounce, pageCount, pageOf, SCOPES, searchParams, splitList, toggle, type PersistedState, type ScopeKey } from './state';
-import { ErrorLine, errorText, label, Snippet, useEnv } from './ui';
+import { ErrorLine, errorText, Snippet, useEnv } from './ui';
 
 const SCOPE_LABEL: Record<ScopeKey, string> = { project: 'This project', user: 'User', team: 'Team', all: 'Everything' };
 
@@ -100,7 +100,7 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
       <ul class="results" aria-label="Search results">
         {pageOf(hits, page).map((h) => (
           <li key={h.memory.id}>
-            <button type="button" class="result" aria-label={`Open ${label(h.memory)}`} onClick={() => env.select(h.memory.id)}>
+            <button type="button" class="result" onClick={() => env.select(h.memory.id)}>
               <span class="key">{h.memory.key}</span>
               <span class="ns">{h.memory.namespace}</span>
               <span class={`badge kind-${h.memory.kind}`}>{h.memory.kind}</span>
