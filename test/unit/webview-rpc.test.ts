@@ -28,8 +28,8 @@ describe('webview request client', () => {
     rpc.handle({ type: 'error', id: 1, error: { code: 1001, name: 'InvalidParams', message: 'memory/upsert: validFrom: Invalid ISO datetime', data: { name: 'InvalidParams', field: 'validFrom' } } });
     await assert.rejects(p, (e: unknown) => e instanceof RequestError && e.errorName === 'InvalidParams' && e.field === 'validFrom' && e.error.code === 1001);
     const q = rpc.request('status', {});
-    rpc.handle({ type: 'error', id: 2, error: { code: 0, name: 'NotConnected', message: 'not connected', data: {} } });
-    await assert.rejects(q, (e: unknown) => e instanceof RequestError && e.errorName === 'NotConnected' && e.field === undefined);
+    rpc.handle({ type: 'error', id: 2, error: { code: 1013, name: 'Unavailable', message: 'not connected', data: { name: 'Unavailable', sent: false } } });
+    await assert.rejects(q, (e: unknown) => e instanceof RequestError && e.errorName === 'Unavailable' && e.field === undefined);
   });
 
   it('reports progress to the request that asked for it, and ignores other messages', async () => {

@@ -6,8 +6,8 @@
  * exactly one `response` or `error` carrying the same id. Daemon requests are named by their key in `Requests`
  * (methods.ts) and carry that method's own params and result; only the ones listed in WEBVIEW_DAEMON_REQUESTS
  * are forwarded. `host/*` requests are answered by the extension itself (files, editors, import in chunks).
- * Errors are typed: a Cairn error keeps its code, name and data (data.field names the offending field); the
- * extension adds NotConnected and Timeout for a daemon it cannot reach.
+ * Errors are typed, from Cairn's closed set: a daemon error keeps its code, name and data (data.field names the
+ * offending field); a daemon the extension cannot reach is `Unavailable`.
  */
 import { z } from 'zod';
 import type { CairnErrorData, ErrorCodeName } from './errors';
@@ -61,11 +61,12 @@ export const WebviewRequestMessage = z.object({ type: z.literal('request'), id: 
 export type WebviewRequestMessage = z.infer<typeof WebviewRequestMessage>;
 export type ToHost = WebviewRequestMessage;
 
-/** Errors the extension adds to Cairn's closed set: the daemon is unreachable, or did not answer in time. */
-export const WEBVIEW_HOST_ERRORS = ['NotConnected', 'Timeout'] as const;
-export type WebviewErrorName = ErrorCodeName | (typeof WEBVIEW_HOST_ERRORS)[number];
+/**
+ * Every error is one of Cairn's closed set (errors.ts): a daemon error keeps its code, name and data; a daemon the
+ * extension cannot reach, or that does not answer in time, is `Unavailable` (data.sent says whether it was sent).
+ */
+export type WebviewErrorName = ErrorCodeName;
 export interface WebviewError {
-  /** The Cairn error code (errors.ts), or 0 for NotConnected and Timeout. */
   code: number;
   name: WebviewErrorName;
   message: string;

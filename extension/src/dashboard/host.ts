@@ -5,25 +5,23 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { CairnError, errorCodeNames, ErrorCodes, type CairnErrorData, type ErrorCodeName } from '../../../daemon/src/protocol/errors';
+import { CairnError, ErrorCodes, wireErrorName, type CairnErrorData } from '../../../daemon/src/protocol/errors';
 import { Requests } from '../../../daemon/src/protocol/methods';
 import { LINK_TYPES, MEMORY_KINDS, MEMORY_STATUSES, SEARCH_MODES, type Anchor, type ImportResult } from '../../../daemon/src/protocol/types';
 import { HostRequests, isWebviewMethod, WebviewRequestMessage, type HostMethod, type ToWebview, type WebviewError, type WebviewInit } from '../../../daemon/src/protocol/webview';
 import { LONG_TIMEOUT_MS } from '../client';
 import { parseJsonl } from '../commands';
 import type { Ctx } from '../ctx';
-import { isRpcError, NotConnectedError, RequestTimeoutError } from '../errors';
+import { isRpcError } from '../errors';
 import { importChunks } from './chunks';
 
-/** A typed error for the webview from anything a request threw. */
+/** A typed error for the webview from anything a request threw (not connected and timeouts are CairnErrors too). */
 export function toWebviewError(e: unknown): WebviewError {
   if (e instanceof CairnError) return { code: e.code, name: e.data.name, message: e.message, data: e.data };
-  if (e instanceof NotConnectedError) return { code: 0, name: 'NotConnected', message: e.message, data: {} };
-  if (e instanceof RequestTimeoutError) return { code: 0, name: 'Timeout', message: e.message, data: {} };
   if (isRpcError(e)) {
-    const data = (e.data && typeof e.data === 'object' ? e.data : {}) as Partial<CairnErrorData>;
-    const name = (typeof data.name === 'string' ? data.name : errorCodeNames[e.code]) ?? 'Internal';
-    return { code: ErrorCodes[name as ErrorCodeName] ?? e.code, name: name as ErrorCodeName, message: e.message, data };
+    const name = wireErrorName(e) ?? 'Internal';
+    const data = (e.data && typeof e.data === 'object' ? e.data : { name }) as Partial<CairnErrorData>;
+    return { code: ErrorCodes[name], name, message: e.message, data };
   }
   return { code: ErrorCodes.Internal, name: 'Internal', message: e instanceof Error ? e.message : String(e), data: { name: 'Internal' } };
 }
