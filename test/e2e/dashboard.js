@@ -193,7 +193,7 @@ async function axe(f, label) {
 
     await check('an anchor opens its code; back on the dashboard, its state is restored', 'dash-04b-anchor.png', async () => {
       let f = await dash();
-      await (await visible(f.getByRole('button', { name: 'Open code at src/billing.py' }), 'the anchor button')).click();
+      await (await visible(f.getByRole('button', { name: 'Open src/billing.py:3' }), 'the anchor button')).click();
       await visible(page.locator('.tab', { hasText: 'billing.py' }), 'the anchored file in an editor');
       await visible(page.locator('.monaco-editor .view-line', { hasText: 'def invoice_total' }), 'the anchored code');
       await page.screenshot({ path: path.join(ART, 'dash-04b-anchor.png') });

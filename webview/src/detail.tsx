@@ -71,7 +71,7 @@ export function Detail({ id }: { id: string }) {
         ) : null}
         <div class="row">
           {memory.anchors.map((a) => (
-            <button type="button" aria-label={`Open code at ${a.path}`} onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}>
+            <button type="button" title={`Open ${a.path} in an editor`} onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}>
               {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}`}
             </button>
           ))}

@@ -76,7 +76,7 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
               <button type="button" aria-label={`Approve ${m.key}`} onClick={() => run('Approved', [m])}>
                 Approve
               </button>
-              <button type="button" aria-label={`Edit then approve ${m.key}`} onClick={() => setEditing(editing === m.id ? null : m.id)}>
+              <button type="button" aria-label={`Edit, then approve ${m.key}`} onClick={() => setEditing(editing === m.id ? null : m.id)}>
                 Edit, then approve
               </button>
               <button type="button" aria-label={`Reject ${m.key}`} onClick={() => run('Rejected', [m])}>
