@@ -7,6 +7,7 @@
 //   dash-04b-anchor.png    the memory's anchor opens the code; returning to the dashboard restores its state
 //   dash-05-diff.png       history: two versions compared as a diff
 //   dash-06-review.png     the review queue: approve a proposed memory
+//   dash-06b-overview.png  the overview: counts by namespace, kind, status; the writes-per-day chart
 //   dash-07-graph.png      relations graph: click a node to navigate to the linked memory
 //   dash-08-import.png     import a file: preview counts first (nothing written yet)
 //   dash-08b-imported.png  then the import adds only the new memories (progress bar while it runs)
@@ -240,6 +241,16 @@ async function axe(f, label) {
       await visible(f.getByText(/^0 proposed memories waiting.*Approved 1 of 1\./), 'the emptied queue');
       const m = cliJson('get', 'project.sample-app', 'agent-guess');
       if (m.status !== 'active') throw new Error(`agent-guess is ${m.status}`);
+    });
+
+    await check('the overview shows counts and writes per day by source', 'dash-06b-overview.png', async () => {
+      const f = await dash();
+      await f.getByRole('tab', { name: 'Overview' }).click();
+      const byNs = await visible(f.getByRole('table', { name: 'By namespace' }), 'counts by namespace');
+      await visible(byNs.getByRole('rowheader', { name: 'project.sample-app' }), 'the project namespace row');
+      await visible(f.getByRole('table', { name: 'By status' }).getByRole('rowheader', { name: 'active' }), 'counts by status');
+      await visible(f.getByText(/^Memories written per day by source/), 'the chart caption');
+      await visible(f.locator('svg rect.bar').first(), 'a bar of the chart');
     });
 
     await check('import a file: preview counts first, then the import', 'dash-08-import.png', async () => {
