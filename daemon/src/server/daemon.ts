@@ -200,7 +200,10 @@ export class Daemon {
     client.lsp.register(connection);
 
     for (const method of this.core.methods()) {
-      connection.onRequest(method, async (params: unknown) => {
+      // vscode-jsonrpc calls handler(params, token), or handler(token) alone when a request has no params:
+      // a lone argument is the cancellation token, not params.
+      connection.onRequest(method, async (...args: unknown[]) => {
+        const params = args.length >= 2 ? args[0] : undefined;
         try {
           return await this.core.request(method, params);
         } catch (e) {
