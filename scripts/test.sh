@@ -16,15 +16,20 @@ mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
 export CAIRN_MODEL=builtin CAIRN_ALLOW_REMOTE_MODELS=0
 
 passed=0 failed=0
-count() { # add the "# pass N" / "# fail N" lines of a node:test run
-  local p f
+count() { # add the "# pass N" / "# fail N" / "# cancelled N" lines of a node:test run
+  local p f c
   p=$(grep -E '^# pass [0-9]+' "$1" | tail -1 | awk '{print $3}')
   f=$(grep -E '^# fail [0-9]+' "$1" | tail -1 | awk '{print $3}')
-  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
+  # A test cancelled by its parent (a failed before() hook, a suite timeout) did not pass: it counts as failed.
+  c=$(grep -E '^# cancelled [0-9]+' "$1" | tail -1 | awk '{print $3}')
+  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0} + ${c:-0}))
 }
 
 echo "== type check (tsc --strict)"
 if npm run typecheck --silent; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "type check failed"; fi
+
+echo "== lint (eslint + typescript-eslint, eslint.config.mjs)"
+if npm run lint --silent; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "lint failed"; fi
 
 echo "== unit and integration tests"
 # Every *.test.ts in the repository, except the extension-host suites, which need a real editor and run in the
@@ -33,7 +38,7 @@ mapfile -t files < <(find . \( -name node_modules -o -name .git -o -name out \) 
   sed 's|^\./||' | grep -v '^extension/src/test/suite/' | sort)
 # Show the summary, and each failing test with its whole diagnostic block (error, stack, expected/actual).
 node --import tsx --test --test-reporter=tap "${files[@]}" 2>&1 | tee "$SANDBOX/node-tests.log" |
-  awk '/^not ok/ { show = 1; print; next } /^(ok|# Subtest)/ { show = 0 } /^# (tests|pass|fail|skipped) / { print; next } show && n++ < 400 { print }' || true
+  awk '/^not ok/ { show = 1; print; next } /^(ok|# Subtest)/ { show = 0 } /^# (tests|pass|fail|cancelled|skipped) / { print; next } show && n++ < 400 { print }' || true
 count "$SANDBOX/node-tests.log"
 if ! grep -qE '^# pass [0-9]+' "$SANDBOX/node-tests.log"; then failed=$((failed + 1)); echo "node test run did not complete"; tail -40 "$SANDBOX/node-tests.log"; fi
 

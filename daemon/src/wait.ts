@@ -11,13 +11,19 @@ export function sleep(ms: number): Promise<void> {
 export async function withTimeout<T>(p: PromiseLike<T>, ms: number, onTimeout: () => T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([Promise.resolve(p), new Promise<T>((resolve, reject) => (timer = setTimeout(() => {
-      try {
-        resolve(onTimeout());
-      } catch (e) {
-        reject(e);
-      }
-    }, ms)))]);
+    return await Promise.race([
+      Promise.resolve(p),
+      new Promise<T>(
+        (resolve, reject) =>
+          (timer = setTimeout(() => {
+            try {
+              resolve(onTimeout());
+            } catch (e) {
+              reject(e);
+            }
+          }, ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -35,7 +35,6 @@ export interface StandinOptions {
 }
 
 // daemon/scripts/onnx-builder.mjs (plain JS, no typings)
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Builder = any;
 let builder: Builder | null = null;
 async function onnxBuilder(): Promise<Builder> {

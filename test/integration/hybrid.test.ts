@@ -20,15 +20,16 @@ async function startDaemon(model = 'builtin'): Promise<{ d: Daemon; indexer: Ind
   const dir = tempDir();
   let indexer!: Indexer;
   const d = await Daemon.start({ db: path.join(dir, 'h.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model, allowRemote: false }); } });
-  for (let i = 0; i < 200 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+  // Wait for the state, bounded generously: loading takes well under a second alone, many seconds on a loaded machine.
+  for (const deadline = Date.now() + 120_000; indexer.state !== 'ready' && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
   assert.equal(indexer.state, 'ready', `model did not load: ${indexer.lastError}`);
   return { d, indexer, dir };
 }
 
 describe('hybrid retrieval', () => {
-  let d: Daemon, indexer: Indexer, core: Core, dir: string;
+  let d: Daemon, core: Core, dir: string;
   before(async () => {
-    ({ d, indexer, dir } = await startDaemon());
+    ({ d, dir } = await startDaemon());
     core = d.core;
   });
   after(async () => {

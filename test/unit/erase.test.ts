@@ -30,7 +30,6 @@ function copiesOnDisk(db: string, needle = 'kkaxylophon'): Record<string, number
   }
   return out;
 }
-const total = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
 
 async function fill(core: Core, n: number, ns = 'project.other') {
   await core.call(R.upsertBatch, { items: Array.from({ length: n }, (_, i) => ({ namespace: ns, key: `k${i}`, value: `unrelated memory number ${i} about parsers and caches` })) });

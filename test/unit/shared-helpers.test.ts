@@ -15,9 +15,18 @@ test('escapeMarkdown escapes inline Markdown characters everywhere and block mar
   const inline = '\\`*_[]<>#|~&$';
   assert.equal(escapeMarkdown(inline), [...inline].map((c) => '\\' + c).join(''));
   // Punctuation that is only syntax at a line start stays as it is inside a line: keys and namespaces read normally.
-  assert.equal(escapeMarkdown('project.sample-app/retry-policy (v2) + more = 1. done!'), 'project.sample-app/retry-policy (v2) + more = 1. done!');
-  assert.equal(escapeMarkdown('- item\n  + item\n1. first\n2) second\n===\n# title'), '\\- item\n  \\+ item\n1\\. first\n2\\) second\n\\===\n\\# title');
-  assert.equal(escapeMarkdown('**bold** [link](http://x) $(alert) <b>&amp;'), '\\*\\*bold\\*\\* \\[link\\](http://x) \\$(alert) \\<b\\>\\&amp;');
+  assert.equal(
+    escapeMarkdown('project.sample-app/retry-policy (v2) + more = 1. done!'),
+    'project.sample-app/retry-policy (v2) + more = 1. done!',
+  );
+  assert.equal(
+    escapeMarkdown('- item\n  + item\n1. first\n2) second\n===\n# title'),
+    '\\- item\n  \\+ item\n1\\. first\n2\\) second\n\\===\n\\# title',
+  );
+  assert.equal(
+    escapeMarkdown('**bold** [link](http://x) $(alert) <b>&amp;'),
+    '\\*\\*bold\\*\\* \\[link\\](http://x) \\$(alert) \\<b\\>\\&amp;',
+  );
 });
 
 test('withTimeout: the promise when it settles first, else the fallback, or the thrown error', async () => {
@@ -30,7 +39,10 @@ test('withTimeout: the promise when it settles first, else the fallback, or the 
     }),
     /timed out/,
   );
-  await assert.rejects(withTimeout(Promise.reject(new Error('own failure')), 10_000, () => 'fallback'), /own failure/);
+  await assert.rejects(
+    withTimeout(Promise.reject(new Error('own failure')), 10_000, () => 'fallback'),
+    /own failure/,
+  );
 });
 
 test('sleep resolves', async () => {

@@ -68,7 +68,10 @@ describe('tidy: SQLite only inside daemon/src/store/', () => {
   });
 
   test('the detector finds the store itself', () => {
-    assert.deepEqual(offenders(['daemon/src/store/db.ts', 'daemon/src/store/schema.ts', 'daemon/src/embed/provider.ts'], SQL, {}), ['daemon/src/store/db.ts', 'daemon/src/store/schema.ts']);
+    assert.deepEqual(offenders(['daemon/src/store/db.ts', 'daemon/src/store/schema.ts', 'daemon/src/embed/provider.ts'], SQL, {}), [
+      'daemon/src/store/db.ts',
+      'daemon/src/store/schema.ts',
+    ]);
   });
 });
 
@@ -103,7 +106,10 @@ describe('tidy: environment variables only through settings.ts', () => {
   test('every declared variable is read somewhere', () => {
     const all = productFiles().map(code).join('\n');
     for (const name of [...Object.values(Settings).flatMap((d) => ('env' in d ? [d.env] : [])), ...Object.keys(Environment)]) {
-      assert.ok(new RegExp(`readEnv\\('${name}'|envFlag\\('${name}'|env\\.${name}\\b`).test(all), `${name} is declared but nothing reads it`);
+      assert.ok(
+        new RegExp(`readEnv\\('${name}'|envFlag\\('${name}'|env\\.${name}\\b`).test(all),
+        `${name} is declared but nothing reads it`,
+      );
     }
   });
 
@@ -123,7 +129,17 @@ describe('tidy: environment variables only through settings.ts', () => {
 
 describe('tidy: the extension loads no native code', () => {
   /** Modules whose loading brings native code or the embedding runtime into a process. */
-  const NATIVE_PACKAGES = ['better-sqlite3', 'sqlite-vec', 'onnxruntime-node', 'onnxruntime-common', '@huggingface/transformers', 'sharp', 'bindings', 'node-gyp-build', 'prebuild-install'];
+  const NATIVE_PACKAGES = [
+    'better-sqlite3',
+    'sqlite-vec',
+    'onnxruntime-node',
+    'onnxruntime-common',
+    '@huggingface/transformers',
+    'sharp',
+    'bindings',
+    'node-gyp-build',
+    'prebuild-install',
+  ];
   const NATIVE_SOURCES = /^daemon\/src\/(store|embed|index|server|retrieval)\//;
 
   function packageOf(input: string): string | null {
@@ -145,7 +161,17 @@ describe('tidy: the extension loads no native code', () => {
   async function nativeInputs(entry: string): Promise<string[]> {
     let inputs: string[];
     try {
-      const r = await build({ entryPoints: [path.join(ROOT, entry)], absWorkingDir: ROOT, bundle: true, platform: 'node', format: 'cjs', write: false, metafile: true, external: ['vscode'], logLevel: 'silent' });
+      const r = await build({
+        entryPoints: [path.join(ROOT, entry)],
+        absWorkingDir: ROOT,
+        bundle: true,
+        platform: 'node',
+        format: 'cjs',
+        write: false,
+        metafile: true,
+        external: ['vscode'],
+        logLevel: 'silent',
+      });
       inputs = Object.keys(r.metafile.inputs);
     } catch (e) {
       return [`the bundle does not build: ${String((e as Error).message).split('\n')[0]}`];
@@ -180,7 +206,10 @@ describe('tidy: every test file runs', () => {
 
   test('extension/src/test/suite/all.ts loads every suite', () => {
     const dir = path.join(ROOT, 'extension', 'src', 'test', 'suite');
-    const suites = fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts')).map((f) => `./${f.replace(/\.ts$/, '')}`);
+    const suites = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => `./${f.replace(/\.ts$/, '')}`);
     const loaded = [...fs.readFileSync(path.join(dir, 'all.ts'), 'utf8').matchAll(/^import '([^']+)';/gm)].map((m) => m[1]);
     assert.ok(suites.length >= 5);
     assert.deepEqual([...loaded].sort(), suites.sort());

@@ -149,7 +149,7 @@ function scopeOf(o: Opts): Scope | undefined {
 }
 
 /** `<id>` or `<namespace> <key>` */
-function target(pos: string[], o: Opts): { id: string } | { namespace: string; key: string } {
+function target(pos: string[], _o: Opts): { id: string } | { namespace: string; key: string } {
   if (pos.length === 1) return { id: pos[0] };
   if (pos.length === 2) return { namespace: pos[0], key: pos[1] };
   throw new UsageError('expected <id> or <namespace> <key>');

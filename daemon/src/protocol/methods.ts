@@ -36,7 +36,6 @@ function notification<P extends z.ZodType>(method: string, params: P, doc: strin
 /** Version of the Cairn protocol (bumped on any incompatible change). */
 export const PROTOCOL_VERSION = '1.0';
 
-const Empty = z.object({}).strict().optional();
 const Null = z.null();
 
 export const Requests = {

@@ -21,6 +21,7 @@ import { importPreview } from '../store/import-preview';
 import { overview } from '../store/overview';
 import type { Store } from '../store/store';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- params are validated against the method's schema before a handler runs
 export type Handler = (params: any) => unknown | Promise<unknown>;
 
 export interface CoreHooks {

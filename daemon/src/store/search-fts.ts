@@ -17,7 +17,7 @@
  * The tokenizer stems English words (porter), so "stored" finds "stores".
  */
 import type { Filter, Include, Scope } from '../protocol/types';
-import { queryTokens, splitIdentifier, STOPWORDS } from '../text/identifiers';
+import { splitIdentifier, STOPWORDS } from '../text/identifiers';
 import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { and, visibility } from './rows';

@@ -696,7 +696,7 @@ export class Store {
     this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags, nsId });
     const state = toMemory(this.rowBy('m.rowid = ?', rowid)!);
     this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
-    const position = this.logChange(op, id, nsId, p.namespace, p.key);
+    this.logChange(op, id, nsId, p.namespace, p.key);
 
     if (superseded) {
       const before = toMemory(superseded);

@@ -106,8 +106,14 @@ export class Tasks {
   log(p: { taskId?: string; memoryId?: string; limit?: number }): InjectLogResult {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (p.taskId) where.push('i.task_id = ?'), params.push(p.taskId);
-    if (p.memoryId) where.push('EXISTS (SELECT 1 FROM injection_members im WHERE im.injection_seq = i.seq AND im.memory_id = ?)'), params.push(p.memoryId);
+    if (p.taskId) {
+      where.push('i.task_id = ?');
+      params.push(p.taskId);
+    }
+    if (p.memoryId) {
+      where.push('EXISTS (SELECT 1 FROM injection_members im WHERE im.injection_seq = i.seq AND im.memory_id = ?)');
+      params.push(p.memoryId);
+    }
     const rows = stmt(this.store.db, `SELECT * FROM injections i ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq DESC LIMIT ?`)
       .all(...params, p.limit ?? 100) as { seq: number; task_id: string | null; memory_ids: string; prompt_hash: string; at: number; skipped: string | null }[];
     const entries: InjectLogEntry[] = rows.map((r) => ({ seq: r.seq, taskId: r.task_id, memoryIds: JSON.parse(r.memory_ids), promptHash: r.prompt_hash, at: isoReq(r.at), skipped: r.skipped as InjectLogEntry['skipped'] }));

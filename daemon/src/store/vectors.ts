@@ -170,10 +170,19 @@ export class VectorTables {
     const inc = q.include ?? {};
     if (!inc.deleted) cons.push('deleted = 0');
     const statuses = ['active', ...(inc.proposed ? ['proposed'] : []), ...(inc.superseded ? ['superseded'] : [])];
-    if (statuses.length < 3) cons.push(`status IN (${statuses.map(() => '?').join(',')})`), params.push(...statuses);
+    if (statuses.length < 3) {
+      cons.push(`status IN (${statuses.map(() => '?').join(',')})`);
+      params.push(...statuses);
+    }
     const now = BigInt(q.now);
-    if (!inc.expired) cons.push('expires > ?'), params.push(now);
-    if (!inc.outOfValidity) cons.push('valid_from <= ?', 'valid_to > ?'), params.push(now, now);
+    if (!inc.expired) {
+      cons.push('expires > ?');
+      params.push(now);
+    }
+    if (!inc.outOfValidity) {
+      cons.push('valid_from <= ?', 'valid_to > ?');
+      params.push(now, now);
+    }
     // vec0 applies k per partition (and allows no outer LIMIT): the top k of their union is the true top k.
     const rows = stmt(this.db, `SELECT rowid, distance FROM ${model.table} WHERE embedding MATCH ? AND k = ?${cons.map((c) => ` AND ${c}`).join('')}`)
       .all(blob, q.limit, ...params) as { rowid: number; distance: number }[];

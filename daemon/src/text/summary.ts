@@ -10,7 +10,7 @@ export const SUMMARY_MAX_CHARS = 320;
 export function extractiveSummary(text: string, maxChars = SUMMARY_MAX_CHARS): string | null {
   const sentences = text
     .replace(/\s+/g, ' ')
-    .split(/(?<=[.!?])\s+(?=[A-Z0-9"'`(\[])|\n+/)
+    .split(/(?<=[.!?])\s+(?=[A-Z0-9"'`([])|\n+/)
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   if (sentences.length === 0) return null;

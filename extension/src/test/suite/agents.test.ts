@@ -331,7 +331,7 @@ suite('agents', () => {
       key,
       value: 'The consumer extension found the osprey ledger.',
       prompt: PROMPT,
-    })) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    })) as Record<string, any>;
     assert.ok(report, 'the consumer ran');
     assert.equal(report.apiVersion, 1);
     assert.equal(report.exportsSameObject, true);
@@ -373,7 +373,7 @@ suite('agents', () => {
     const child: ChildProcessWithoutNullStreams = spawn(spec.command, spec.args, { env: { ...process.env, ...spec.env }, cwd: spec.cwd });
     try {
       let buf = '';
-      const waiting = new Map<number, (v: any) => void>(); // eslint-disable-line @typescript-eslint/no-explicit-any
+      const waiting = new Map<number, (v: any) => void>();
       child.stdout.on('data', (d: Buffer) => {
         buf += d.toString('utf8');
         let i: number;
@@ -387,7 +387,7 @@ suite('agents', () => {
       });
       let next = 1;
       const rpc = (method: string, params: object) =>
-        new Promise<any>((resolve, reject) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+        new Promise<any>((resolve, reject) => {
           const id = next++;
           const timer = setTimeout(() => reject(new Error(`MCP ${method}: no answer in 20 s`)), 20_000);
           waiting.set(id, (m) => {
