@@ -60,6 +60,21 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
+    // The e2e scripts pass functions to the page (page.evaluate): those run in the browser.
+    files: ['test/e2e/**/*.js'],
+    languageOptions: {
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        navigator: 'readonly',
+        getComputedStyle: 'readonly',
+        requestAnimationFrame: 'readonly',
+        HTMLElement: 'readonly',
+        Element: 'readonly',
+      },
+    },
+  },
+  {
     // CommonJS scripts (the e2e harness, bin entry points).
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
