@@ -15,6 +15,8 @@ echo "== embedding throughput (built-in model)"
 node --import tsx bench/embed-throughput.ts
 echo "== hybrid latency and scale"
 node --import tsx bench/hybrid.ts --sizes "$sizes" --json bench/results/hybrid.json
+echo "== side by side: the shared developer corpus and queries (issue 8's table)"
+node --import tsx bench/sidebyside.ts --sizes "$sizes" --json bench/results/sidebyside.json ${CAIRN_BENCH_CORPUS:+--corpus "$CAIRN_BENCH_CORPUS"} ${CAIRN_BENCH_GEN:+--gen "$CAIRN_BENCH_GEN"}
 echo "== LoCoMo retrieval"
 node --import tsx bench/locomo.ts --json bench/results/locomo.json ${LOCOMO_DATA:+--data "$LOCOMO_DATA"}
 echo "== reliability: crash loop (SIGKILL cycles), concurrent writers, daemon start race"

@@ -46,12 +46,12 @@ export interface SpawnedDaemon {
 }
 
 /** Start the built daemon (daemon/dist) on a temp store and socket; waits until the socket answers. */
-export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string } = {}): Promise<SpawnedDaemon> {
+export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string; bin?: string } = {}): Promise<SpawnedDaemon> {
   const dir = opts.dir ?? tempDir();
   const db = path.join(dir, 'cairn.db');
   const socket = path.join(dir, 'd.sock');
   let err = '';
-  const proc = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])], {
+  const proc = spawn(process.execPath, [opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])], {
     env: { ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -1,0 +1,258 @@
+/**
+ * Side-by-side workload (issue 8): drives Cairn daemons with the shared synthetic
+ * developer corpus and its 200 queries, measured exactly as the shared bench
+ * README describes, so the figures compare directly with the issue's table
+ * (whose peer column is kube-coder's store, measured on the same workload).
+ *
+ *   node --import tsx bench/sidebyside.ts [--sizes 10000,100000] [--corpus DIR] [--gen gen_corpus.py]
+ *       [--cairn label=path/to/bin/cairn.js ...] [--phases writes,search,batch,full,noembed] [--json out.json]
+ *
+ * - corpus: `gen_corpus.py` (Python standard library, deterministic; default `../shared/bench/gen_corpus.py`
+ *   next to the repository) writes `corpus-<N>.jsonl` and `queries-<N>.jsonl` into `--corpus`
+ *   (default `bench/.corpus`), once; existing files are reused.
+ * - every phase starts a fresh daemon on a fresh store in private XDG directories, with the built-in
+ *   embedding model, remote models off, embeddings and duplicate detection on (`noembed`: off);
+ * - writes: one `memory/upsert` per record in corpus order over one socket connection, each awaited;
+ *   records/s over the whole load, per-call p50/p95, daemon CPU per upsert; disk (`.db`+`-wal`+`-shm`)
+ *   right after the writes and again once the vector index caught up (`index/wait`);
+ * - search: after `index/wait` on the last position and 10 untimed warm-ups, the 200 queries with
+ *   `limit: 25`, unscoped and scoped (`{root: <query scope>, includeUser: false}`), `hybrid` and `fts`;
+ *   nearest-rank percentiles of the client-side round trip;
+ * - batch: `memory/upsertBatch`, 100 records per call, on a fresh store;
+ * - full: the writes phase with `CAIRN_STORE_SYNCHRONOUS=FULL` (cairn.store.synchronous);
+ * - memory: the daemon's peak RSS (VmHWM, reset through /proc/<pid>/clear_refs at each phase).
+ *
+ * Several `--cairn` builds run interleaved (per size, per phase), so before/after figures
+ * come from the same machine state.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { StreamClient } from '../daemon/src/client/socket-client';
+import { Requests as R } from '../daemon/src/protocol/methods';
+import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
+import { arg, fmt, now, summarize } from './stats';
+
+const argv = process.argv.slice(2);
+const sizes = arg('sizes', '10000,100000').split(',').map(Number);
+const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
+const gen = path.resolve(ROOT, arg('gen', path.join('..', 'shared', 'bench', 'gen_corpus.py')));
+const phases = new Set(arg('phases', 'writes,search,batch,full').split(','));
+const jsonOut = arg('json', '');
+const builds: { label: string; bin: string }[] = [];
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] !== '--cairn') continue;
+  const [label, bin] = argv[i + 1].includes('=') ? argv[i + 1].split('=', 2) : [`build${builds.length}`, argv[i + 1]];
+  builds.push({ label, bin: path.resolve(bin) });
+}
+if (builds.length === 0) builds.push({ label: 'cairn', bin: path.join(ROOT, 'daemon', 'bin', 'cairn.js') });
+
+interface Record_ {
+  namespace: string;
+  key: string;
+  value: string;
+  tags: string[];
+  kind: string;
+  importance: number;
+}
+interface Query {
+  q: string;
+  scope: string;
+}
+const KINDS: Record<string, string> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
+
+function ensureCorpus(): void {
+  const missing = sizes.some((n) => !fs.existsSync(path.join(corpusDir, `corpus-${n}.jsonl`)) || !fs.existsSync(path.join(corpusDir, `queries-${n}.jsonl`)));
+  if (!missing) return;
+  if (!fs.existsSync(gen)) throw new Error(`no corpus in ${corpusDir} and no generator at ${gen} (pass --gen path/to/gen_corpus.py or --corpus DIR)`);
+  fs.mkdirSync(corpusDir, { recursive: true });
+  execFileSync('python3', [gen, '--sizes', sizes.join(','), '--out', corpusDir], { stdio: 'inherit' });
+}
+
+function readJsonl<T>(file: string): T[] {
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as T);
+}
+
+const toUpsert = (r: Record_) => ({ namespace: r.namespace, key: r.key, value: r.value, tags: r.tags, kind: KINDS[r.kind] ?? 'note', importance: r.importance });
+
+// ------------------------------------------------------------------ /proc
+function procStat(pid: number): { cpuMs: number } {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(rest[11]) + Number(rest[12]); // utime + stime (fields 14, 15)
+  return { cpuMs: (ticks * 1000) / 100 };
+}
+function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
+}
+function resetPeak(pid: number): void {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    /* not permitted here: the peak then covers the daemon's whole life */
+  }
+}
+function diskMiB(db: string): number {
+  let bytes = 0;
+  for (const f of [db, db + '-wal', db + '-shm']) {
+    try {
+      bytes += fs.statSync(f).size;
+    } catch {
+      /* absent */
+    }
+  }
+  return Math.round((bytes / 1048576) * 10) / 10;
+}
+
+// ------------------------------------------------------------------ daemon
+async function start(bin: string, opts: { embeddings: boolean; env?: NodeJS.ProcessEnv }): Promise<{ d: SpawnedDaemon; c: StreamClient; pid: number; idleRssMiB: number }> {
+  const dir = tempDir('cairn-sbs-');
+  const env = {
+    CAIRN_ALLOW_REMOTE_MODELS: '0',
+    XDG_DATA_HOME: path.join(dir, 'data'),
+    XDG_CACHE_HOME: path.join(dir, 'cache'),
+    XDG_CONFIG_HOME: path.join(dir, 'config'),
+    ...opts.env,
+  };
+  const d = await spawnDaemon({ bin, args: opts.embeddings ? ['--model', 'builtin'] : ['--no-embeddings'], env });
+  const c = await d.client();
+  if (opts.embeddings) {
+    for (let i = 0; ; i++) {
+      const st = await c.call(R.status, {});
+      if (st.embeddings?.state === 'ready') break;
+      if (i > 600) throw new Error(`embedding model not ready: ${JSON.stringify(st.embeddings)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { d, c, pid: d.proc.pid!, idleRssMiB: status(d.proc.pid!, 'VmRSS') };
+}
+
+async function writes(bin: string, records: Record_[], opts: { embeddings: boolean; env?: NodeJS.ProcessEnv; keep?: boolean }) {
+  const s = await start(bin, opts);
+  const { c, pid } = s;
+  resetPeak(pid);
+  const cpu0 = procStat(pid).cpuMs;
+  const ms: number[] = [];
+  let last = 0;
+  let dups = 0;
+  const t0 = now();
+  for (const r of records) {
+    const t = now();
+    const res = await c.call(R.upsert, toUpsert(r));
+    ms.push(now() - t);
+    last = res.position;
+    if (res.possibleDuplicates?.length) dups++;
+  }
+  const wallMs = now() - t0;
+  const cpuMs = procStat(pid).cpuMs - cpu0;
+  const result: Record<string, unknown> = {
+    records: records.length,
+    perSec: Math.round(records.length / (wallMs / 1000)),
+    call: summarize(ms),
+    daemonCpuMsPerUpsert: Math.round((cpuMs / records.length) * 100) / 100,
+    peakRssMiB: status(pid, 'VmHWM'),
+    idleRssMiB: s.idleRssMiB,
+    diskMiBAfterWrites: diskMiB(s.d.db),
+    upsertsReportingDuplicates: dups,
+  };
+  if (opts.embeddings) {
+    const t1 = now();
+    const w = await c.call(R.indexWait, { position: last, timeoutMs: 600_000 });
+    result.indexCatchUpMs = Math.round(now() - t1);
+    result.indexReached = w.reached;
+    result.diskMiBAfterIndex = diskMiB(s.d.db);
+  }
+  if (!opts.keep) {
+    await s.d.stop();
+    return { result, s: null, last };
+  }
+  return { result, s, last };
+}
+
+async function searches(s: { c: StreamClient; pid: number; d: SpawnedDaemon }, queries: Query[], last: number) {
+  const { c, pid } = s;
+  await c.call(R.indexWait, { position: last, timeoutMs: 600_000 });
+  resetPeak(pid);
+  for (let i = 0; i < 10; i++) await c.call(R.search, { query: queries[i % queries.length].q, limit: 25 }); // warm-ups
+  const out: Record<string, unknown> = {};
+  for (const mode of ['hybrid', 'fts'] as const) {
+    for (const scoped of [false, true]) {
+      const ms: number[] = [];
+      for (const q of queries) {
+        const t = now();
+        await c.call(R.search, { query: q.q, mode, limit: 25, ...(scoped ? { scope: { root: q.scope, includeUser: false } } : {}) });
+        ms.push(now() - t);
+      }
+      out[`${mode}_${scoped ? 'scoped' : 'whole'}`] = summarize(ms);
+    }
+  }
+  out.peakRssMiB = status(pid, 'VmHWM');
+  out.diskMiB = diskMiB(s.d.db);
+  return out;
+}
+
+async function batch(bin: string, records: Record_[]) {
+  const s = await start(bin, { embeddings: true });
+  resetPeak(s.pid);
+  const t0 = now();
+  let last = 0;
+  for (let i = 0; i < records.length; i += 100) last = (await s.c.call(R.upsertBatch, { items: records.slice(i, i + 100).map(toUpsert) })).position;
+  const wallMs = now() - t0;
+  const result = { records: records.length, perSec: Math.round(records.length / (wallMs / 1000)), peakRssMiB: status(s.pid, 'VmHWM'), diskMiBAfterWrites: diskMiB(s.d.db) };
+  void last;
+  await s.d.stop();
+  return result;
+}
+
+const line = (label: string, k: string, v: unknown) => console.log(`[${label}] ${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`);
+
+async function main() {
+  ensureCorpus();
+  const results: Record<string, Record<string, unknown>> = {};
+  for (const size of sizes) {
+    const records = readJsonl<Record_>(path.join(corpusDir, `corpus-${size}.jsonl`));
+    const queries = readJsonl<Query>(path.join(corpusDir, `queries-${size}.jsonl`));
+    for (const b of builds) {
+      const key = `${b.label}_${size}`;
+      const r: Record<string, unknown> = (results[key] = {});
+      if (phases.has('writes') || phases.has('search')) {
+        const w = await writes(b.bin, records, { embeddings: true, keep: phases.has('search') });
+        r.writes = w.result;
+        line(key, 'writes', `${w.result.perSec}/s, p50 ${fmt((w.result.call as { p50: number }).p50)} p95 ${fmt((w.result.call as { p95: number }).p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert, disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`);
+        if (w.s) {
+          r.search = await searches(w.s, queries, w.last);
+          const sr = r.search as Record<string, { p50: number; p95: number }>;
+          for (const k of ['hybrid_whole', 'hybrid_scoped', 'fts_whole', 'fts_scoped']) line(key, k, `p50 ${fmt(sr[k].p50)} p95 ${fmt(sr[k].p95)} ms`);
+          line(key, 'search peak RSS', `${(r.search as { peakRssMiB: number }).peakRssMiB} MiB, disk ${(r.search as { diskMiB: number }).diskMiB} MiB`);
+          await w.s.d.stop();
+        }
+      }
+      if (phases.has('batch')) {
+        r.batch = await batch(b.bin, records);
+        line(key, 'batch(100)', r.batch);
+      }
+      if (phases.has('full')) {
+        const w = await writes(b.bin, records, { embeddings: true, env: { CAIRN_STORE_SYNCHRONOUS: 'FULL' } });
+        r.writesSynchronousFull = w.result;
+        line(key, 'writes synchronous=FULL', `${w.result.perSec}/s, p50 ${fmt((w.result.call as { p50: number }).p50)} p95 ${fmt((w.result.call as { p95: number }).p95)} ms`);
+      }
+      if (phases.has('noembed')) {
+        const w = await writes(b.bin, records, { embeddings: false });
+        r.writesNoEmbeddings = w.result;
+        line(key, 'writes, embeddings off', `${w.result.perSec}/s, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert`);
+      }
+      if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, results }, null, 2));
+    }
+  }
+  if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, results }, null, 2));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
