@@ -74,7 +74,7 @@ describe('hybrid retrieval', () => {
     assert.ok(hyb.hits.every((x) => x.memory.namespace === 'project.mine'));
   });
 
-  it('takes the global top-k across namespaces (vec0 returns k per partition)', async () => {
+  it('takes the global top-k across namespaces', async () => {
     const r = await core.call(R.search, { query: 'payment retries', mode: 'vector', limit: 3 });
     assert.equal(r.hits.length, 3);
     const scores = r.hits.map((h) => h.score);
@@ -126,14 +126,53 @@ describe('hybrid retrieval', () => {
   it('warns about near-duplicates under another key in the same namespace', async () => {
     const a = await core.call(R.upsert, { namespace: 'project.dup', key: 'orig', value: 'The staging database is refreshed from production every Sunday night' });
     await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });
-    const b = await core.call(R.upsert, { namespace: 'project.dup', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production' });
+    const b = await core.call(R.upsert, { namespace: 'project.dup', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
+    assert.equal(b.duplicateCheck, 'done');
     assert.ok(b.possibleDuplicates && b.possibleDuplicates.length === 1, JSON.stringify(b.possibleDuplicates));
     assert.equal(b.possibleDuplicates![0].id, a.memory.id);
     assert.ok(b.possibleDuplicates![0].similarity >= 0.93);
-    const c = await core.call(R.upsert, { namespace: 'project.dup', key: 'other', value: 'Frontend tests run in headless Chromium' });
+    const c = await core.call(R.upsert, { namespace: 'project.dup', key: 'other', value: 'Frontend tests run in headless Chromium', waitForDuplicates: true });
+    assert.equal(c.duplicateCheck, 'done');
     assert.equal(c.possibleDuplicates, undefined);
-    const other = await core.call(R.upsert, { namespace: 'project.elsewhere', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production' });
+    const other = await core.call(R.upsert, { namespace: 'project.elsewhere', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
+    assert.equal(other.duplicateCheck, 'done');
     assert.equal(other.possibleDuplicates, undefined, 'other namespaces do not count');
+  });
+
+  it('checks duplicates in the background by default: pending in the result, then a notification and memory/duplicates', async () => {
+    const sent: { method: string; params: any }[] = [];
+    const notifyAll = d.notifyAll.bind(d);
+    d.notifyAll = ((method: string, params: unknown) => {
+      sent.push({ method, params });
+      return notifyAll(method, params);
+    }) as typeof d.notifyAll;
+    try {
+      const a = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'orig', value: 'Release builds are signed with the hardware key in the vault' });
+      assert.equal(a.duplicateCheck, 'pending');
+      assert.equal(a.possibleDuplicates, undefined);
+      const b = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'copy', value: 'Release builds are signed with the hardware key kept in the vault' });
+      assert.equal(b.duplicateCheck, 'pending');
+      const early = await core.call(R.duplicates, { id: b.memory.id });
+      assert.ok(early.duplicateCheck === 'pending' || early.duplicateCheck === 'done');
+      await core.call(R.indexWait, { position: b.position, timeoutMs: 10000 });
+      const r = await core.call(R.duplicates, { id: b.memory.id });
+      assert.equal(r.duplicateCheck, 'done');
+      assert.equal(r.version, 1);
+      assert.deepEqual(r.possibleDuplicates.map((x) => x.id), [a.memory.id]);
+      const note = sent.find((n) => n.method === 'memory/possibleDuplicates' && n.params.id === b.memory.id);
+      assert.ok(note, 'memory/possibleDuplicates was broadcast');
+      assert.equal(note!.params.key, 'copy');
+      assert.equal(note!.params.possibleDuplicates[0].id, a.memory.id);
+      // Embedded in the same batch, the first write may be reported too: then it names the second.
+      for (const n of sent.filter((x) => x.method === 'memory/possibleDuplicates' && x.params.id === a.memory.id)) assert.deepEqual(n.params.possibleDuplicates.map((x: { id: string }) => x.id), [b.memory.id]);
+      // The duplicate goes away when the other memory is deleted; a rewrite makes the check pending again.
+      await core.call(R.delete, { id: a.memory.id });
+      assert.deepEqual((await core.call(R.duplicates, { id: b.memory.id })).possibleDuplicates, []);
+      await rejectsWith(core.call(R.duplicates, { id: a.memory.id }), 'NotFound', 'id');
+      await rejectsWith(core.call(R.duplicates, { id: 'no-such-id' }), 'NotFound', 'id');
+    } finally {
+      d.notifyAll = notifyAll;
+    }
   });
 
   it('text the model cannot read yields no vector hits, never NaN', async () => {

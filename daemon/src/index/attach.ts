@@ -9,12 +9,25 @@ import { CairnError } from '../protocol/errors';
 import { Notifications } from '../protocol/methods';
 import { envFlag, readEnv, Settings, type Env } from '../protocol/settings';
 import type { PossibleDuplicate } from '../protocol/types';
-import { toMemory, type MemoryRow } from '../store/rows';
+import { toMemory } from '../store/rows';
+import type { Store } from '../store/store';
 import type { Daemon } from '../server/daemon';
 import { Indexer, type EmbeddingModel } from './indexer';
 
-/** Cosine similarity at or above which an upsert reports a live memory as a possible duplicate. */
-export const DUPLICATE_THRESHOLD = 0.93;
+export { DUPLICATE_THRESHOLD } from './indexer';
+/** How long memory/upsert with waitForDuplicates waits for the vector index. */
+export const DUPLICATE_WAIT_MS = 5000;
+
+function possibleDuplicates(store: Store, hits: { rowid: number; similarity: number }[]): PossibleDuplicate[] {
+  if (hits.length === 0) return [];
+  const rows = store.byRowids(hits.map((h) => h.rowid));
+  return hits.flatMap((h): PossibleDuplicate[] => {
+    const r = rows.get(h.rowid);
+    if (!r) return [];
+    const m = toMemory(r);
+    return [{ id: m.id, key: m.key, namespace: m.namespace, similarity: Math.round(h.similarity * 1000) / 1000 }];
+  });
+}
 
 export interface EmbeddingOptions {
   model?: string;
@@ -45,10 +58,19 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   const settled = () => {
     for (const wake of [...settling]) wake();
   };
-  const indexer = new Indexer(d.store, d.log, (p) => {
-    d.notifyAll(Notifications.indexProgress.method, p);
-    if (p.state === 'ready') settled();
-  });
+  const indexer = new Indexer(
+    d.store,
+    d.log,
+    (p) => {
+      d.notifyAll(Notifications.indexProgress.method, p);
+      if (p.state === 'ready') settled();
+    },
+    (r) => {
+      const m = d.store.byRowids([r.rowid]).get(r.rowid);
+      const dups = possibleDuplicates(d.store, r.duplicates);
+      if (m && dups.length) d.notifyAll(Notifications.possibleDuplicates.method, { id: r.id, namespace: m.ns_path, key: m.key, version: r.version, position: r.position, possibleDuplicates: dups });
+    },
+  );
   const hooks = d.core.hooks;
   hooks.vectors = indexer;
   hooks.embeddings = () => indexer.status();
@@ -84,26 +106,29 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
         await next.close();
         throw new CairnError('InvalidState', `cannot load model ${p.model}: ${next.info.fallbackReason}`, { field: 'model' });
       }
-      const total = (d.store.db.prepare('SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+      const total = d.store.feed.memoryCount();
       await indexer.use(next);
       return { model: next.info.model, queued: total };
     }
     const queued = await indexer.rebuildCurrent();
     return { model: indexer.model?.model ?? null, queued };
   };
-  hooks.duplicates = async (m) => {
+  hooks.duplicates = async (m, position, wait) => {
     // Said, not skipped silently: while the model loads (or the index is rebuilt) there is nothing to compare with.
     const why = indexer.unavailable();
-    if (why) return `${why}; this write was not checked for duplicates`;
-    const similar = await indexer.similar(m, DUPLICATE_THRESHOLD);
-    if (similar.length === 0) return [];
-    const rows = d.store.byRowids(similar.map((s) => s.rowid));
-    return similar.flatMap((s): PossibleDuplicate[] => {
-      const r = rows.get(s.rowid) as MemoryRow | undefined;
-      if (!r) return [];
-      const mm = toMemory(r);
-      return [{ id: mm.id, key: mm.key, namespace: mm.namespace, similarity: Math.round(s.similarity * 1000) / 1000 }];
-    });
+    if (why) return { duplicateCheck: 'unavailable', possibleDuplicates: [], skipped: `${why}; this write was not checked for duplicates` };
+    if (!wait) return { duplicateCheck: 'pending', possibleDuplicates: [] };
+    await indexer.waitFor(position, DUPLICATE_WAIT_MS);
+    const rowid = d.store.rowidOf(m.id);
+    if (rowid === undefined) return { duplicateCheck: 'unavailable', possibleDuplicates: [] };
+    const r = indexer.duplicatesOf({ id: m.id, rowid });
+    return { duplicateCheck: r.state, possibleDuplicates: possibleDuplicates(d.store, r.duplicates) };
+  };
+  hooks.duplicatesOf = (id) => {
+    const rowid = d.store.rowidOf(id);
+    if (rowid === undefined) return { duplicateCheck: 'unavailable', possibleDuplicates: [] };
+    const r = indexer.duplicatesOf({ id, rowid });
+    return { duplicateCheck: r.state, possibleDuplicates: possibleDuplicates(d.store, r.duplicates) };
   };
   d.store.onChange(() => indexer.kick());
   d.extraStop.push(() => indexer.stop());

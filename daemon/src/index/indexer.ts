@@ -12,6 +12,8 @@
 import { CairnError } from '../protocol/errors';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
+import type { EmbedRow } from '../store/index-feed';
+import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
 import { sha256 } from '../text/hash';
@@ -32,7 +34,18 @@ export const EMBED_CHUNK = 64;
 export const MAX_REST_MS = 250;
 /** Vectors written per transaction (the daemon yields to requests between them). */
 export const WRITE_CHUNK = 8;
-const ACTIVE_MODEL_KEY = 'active_model';
+/** Cosine similarity at or above which a live memory of the same namespace is a possible duplicate. */
+export const DUPLICATE_THRESHOLD = 0.93;
+export const DUPLICATE_LIMIT = 5;
+
+/** What the indexer found for one memory it embedded (reported as memory/possibleDuplicates). */
+export interface DuplicateReport {
+  rowid: number;
+  id: string;
+  version: number;
+  position: number;
+  duplicates: { rowid: number; similarity: number }[];
+}
 
 /** The text a memory's vector is computed from. */
 export function embeddingText(m: { key: string; value: string; tags: string[] | string }): string {
@@ -59,11 +72,12 @@ export class Indexer implements VectorSearcher {
     private readonly store: Store,
     private readonly log: (m: string) => void,
     private readonly progress: (p: IndexProgressParams) => void = () => {},
+    /** Told of every memory whose duplicate check found candidates, after the check committed. */
+    private readonly duplicatesFound: (r: DuplicateReport) => void = () => {},
   ) {}
 
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
-    if (!this.store.vecAvailable) return `sqlite-vec is unavailable (${this.store.vecError ?? 'not loaded'})`;
     if (this.state === 'loading') return 'the embedding model is still loading';
     if (this.state === 'reindexing') return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
     if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
@@ -75,9 +89,7 @@ export class Indexer implements VectorSearcher {
   }
 
   watermark(): number {
-    if (!this.model) return 0;
-    const r = this.store.db.prepare('SELECT watermark FROM index_state WHERE name = ?').get(`vec:${this.model.model}`) as { watermark: number } | undefined;
-    return r?.watermark ?? 0;
+    return this.model ? this.store.feed.watermark(this.model.model) : 0;
   }
 
   status(): EmbeddingStatus {
@@ -97,16 +109,10 @@ export class Indexer implements VectorSearcher {
   // ---------------------------------------------------------------- lifecycle
   /** Start indexing with a loaded model; re-embeds everything when the model differs from the store's active one. */
   async use(embedder: EmbeddingModel): Promise<void> {
-    if (!this.store.vecAvailable) {
-      this.state = 'unavailable';
-      this.lastError = `sqlite-vec is unavailable: ${this.store.vecError}`;
-      this.embedder = embedder;
-      return;
-    }
     const previous = this.embedder;
     const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
-    const active = this.store.db.prepare(`SELECT value FROM meta WHERE key = ?`).get(ACTIVE_MODEL_KEY) as { value: string } | undefined;
-    const needsBackfill = active?.value !== model.model || this.watermark() === 0;
+    const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
+    this.store.vectors.load(model);
     this.embedder = embedder;
     this.model = model;
     if (previous && previous !== embedder) await previous.close().catch(() => {});
@@ -132,7 +138,7 @@ export class Indexer implements VectorSearcher {
     const model = this.model.model;
     this.store.transaction(() => this.store.vectors.drop(model));
     this.model = null;
-    const total = (this.store.db.prepare('SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+    const total = this.store.feed.memoryCount();
     await this.use(this.embedder);
     return total;
   }
@@ -149,26 +155,24 @@ export class Indexer implements VectorSearcher {
   private async rebuildVectors(): Promise<void> {
     const model = this.model!;
     const startPos = this.store.position();
-    const total = (this.store.db.prepare('SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL').get() as { c: number }).c;
+    const total = this.store.feed.liveMemoryCount();
     this.backfill = { done: 0, total };
     this.state = total > 0 ? 'reindexing' : 'ready';
     if (total > 0) this.log(`embedding ${total} memories with ${model.model}`);
     let after = 0;
     for (;;) {
       if (this.stopped || this.model !== model) return;
-      const rows = this.store.db
-        .prepare('SELECT m.rowid, m.key, m.value, m.tags FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ? ORDER BY m.rowid LIMIT ?')
-        .all(after, INDEX_BATCH) as { rowid: number; key: string; value: string; tags: string }[];
+      const rows = this.store.feed.pageAfter(after, INDEX_BATCH);
       if (rows.length === 0) break;
-      await this.paced(() => this.embedRows(model, rows));
+      await this.paced(async () => void (await this.embedRows(model, rows)));
       after = rows[rows.length - 1].rowid;
       this.backfill.done += rows.length;
       this.progress({ model: model.model, done: this.backfill.done, total, state: 'reindexing' });
       await new Promise((r) => setImmediate(r)); // let requests in between batches
     }
     this.store.transaction(() => {
-      this.setWatermark(model, startPos);
-      this.store.db.prepare(`INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(ACTIVE_MODEL_KEY, model.model);
+      this.store.feed.setWatermark(model, startPos);
+      this.store.feed.setActiveModel(model.model);
       // Other models' vectors are dropped: one space per store, re-embedded on switch.
       for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
     });
@@ -176,10 +180,6 @@ export class Indexer implements VectorSearcher {
     this.state = 'ready';
     this.progress({ model: model.model, done: total, total, state: 'ready' });
     if (total > 0) this.log(`vector index ready: ${total} memories with ${model.model}`);
-  }
-
-  private setWatermark(model: VecModel, position: number): void {
-    this.store.db.prepare(`INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`).run(`vec:${model.model}`, position, model.model, model.dimension);
   }
 
   /** A search was served: background embedding backs off for a while (see paced). */
@@ -199,27 +199,32 @@ export class Indexer implements VectorSearcher {
     if (Date.now() - this.lastQueryAt < QUIET_MS) await new Promise((r) => setTimeout(r, Math.min(MAX_REST_MS, 2 * (Date.now() - t0))));
   }
 
-  /** Embed rows whose text changed since their vector was computed; write them in one transaction. */
-  private async embedRows(model: VecModel, rows: { rowid: number; key: string; value: string; tags: string }[]): Promise<void> {
-    const todo: { rowid: number; text: string; hash: string }[] = [];
+  /**
+   * Embed rows whose text changed since their vector was computed; write them in
+   * small transactions. Returns the rows embedded, with their vectors.
+   */
+  private async embedRows(model: VecModel, rows: EmbedRow[]): Promise<{ row: EmbedRow; vector: Float32Array }[]> {
+    const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
+    const have = this.store.vectors.textHashes(model, rows.map((r) => r.rowid));
     for (const r of rows) {
       const text = embeddingText(r);
-      const hash = sha256(model.model + '\u0000' + text);
-      if (this.store.vectors.textHash(model, r.rowid) !== hash) todo.push({ rowid: r.rowid, text, hash });
+      const hash = hashKey(sha256(model.model + '\u0000' + text));
+      if (have.get(r.rowid) !== hash) todo.push({ row: r, rowid: r.rowid, text, hash });
     }
-    if (todo.length === 0) return;
+    if (todo.length === 0) return [];
     // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
     const chunks: Promise<Float32Array[]>[] = [];
     for (let i = 0; i < todo.length; i += EMBED_CHUNK) chunks.push(this.embedder!.embed(todo.slice(i, i + EMBED_CHUNK).map((t) => t.text)));
     const vectors = (await Promise.all(chunks)).flat();
     // Write in small transactions and yield in between, so searches are never queued behind a long write.
     for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
-      if (this.model !== model) return; // switched meanwhile
+      if (this.model !== model) return []; // switched meanwhile
       this.store.transaction(() => {
         for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++) this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
       });
       await new Promise((r) => setImmediate(r));
     }
+    return todo.map((t, i) => ({ row: t.row, vector: vectors[i] }));
   }
 
   /** Process the change log from the watermark. Called after every write; runs one loop at a time. */
@@ -257,11 +262,19 @@ export class Indexer implements VectorSearcher {
         const changes = this.store.changesSince(wm, INDEX_BATCH);
         if (changes.length === 0) break;
         const ids = [...new Set(changes.map((c) => c.memoryId).filter((x): x is string => !!x))];
-        const rows = ids.length
-          ? (this.store.db.prepare(`SELECT rowid, key, value, tags FROM memories WHERE id IN (${ids.map(() => '?').join(',')})`).all(...ids) as { rowid: number; key: string; value: string; tags: string }[])
-          : [];
-        await this.paced(() => this.embedRows(model, rows));
-        this.store.transaction(() => this.setWatermark(model, changes[changes.length - 1].position));
+        const rows = this.store.feed.byIds(ids);
+        let embedded: { row: EmbedRow; vector: Float32Array }[] = [];
+        await this.paced(async () => {
+          embedded = await this.embedRows(model, rows);
+        });
+        if (this.model !== model) return;
+        const last = changes[changes.length - 1].position;
+        const reports = this.checkDuplicates(model, embedded, last);
+        this.store.transaction(() => {
+          for (const r of reports) this.store.feed.setDuplicates(r.rowid, r.version, r.duplicates);
+          this.store.feed.setWatermark(model, last);
+        });
+        for (const r of reports) if (r.duplicates.length) this.duplicatesFound(r);
         this.resolveWaiters();
       }
     } catch (e) {
@@ -318,22 +331,33 @@ export class Indexer implements VectorSearcher {
   }
 
   /**
-   * Live memories in the same namespace whose vectors are at least `threshold`
-   * cosine-similar to this memory. The vector computed here is also stored as
-   * the memory's own (the indexer then finds its text hash current and skips it).
+   * Duplicate check of the memories just embedded: live memories of the same
+   * namespace at least DUPLICATE_THRESHOLD cosine-similar (see VectorTables.similarInNamespace).
    */
-  async similar(m: { id: string; key: string; tags: string[]; value: string; namespace: string }, threshold: number, limit = 5): Promise<{ rowid: number; similarity: number }[]> {
-    if (this.unavailable() || !this.model || !this.embedder) return [];
-    const model = this.model;
-    const text = embeddingText(m);
-    const [v] = await this.embedder.embed([text], { priority: true });
-    const self = this.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').get(m.id) as { rowid: number } | undefined;
-    if (self && this.model === model) this.store.transaction(() => this.store.vectors.put(model, self.rowid, v, sha256(model.model + '\u0000' + text)));
-    if (isZero(v)) return [];
-    const hits = this.store.vectors.knn(model, v, { scope: { namespaces: [m.namespace], includeUser: false }, now: this.store.now(), limit: limit + 1 });
-    return hits.filter((h) => h.rowid !== self?.rowid && h.score >= threshold).slice(0, limit).map((h) => ({ rowid: h.rowid, similarity: h.score }));
+  private checkDuplicates(model: VecModel, embedded: { row: EmbedRow; vector: Float32Array }[], position: number): DuplicateReport[] {
+    const now = this.store.now();
+    return embedded
+      .filter((e) => !e.row.deleted)
+      .map((e) => ({
+        rowid: e.row.rowid,
+        id: e.row.id,
+        version: e.row.version,
+        position,
+        duplicates: isZero(e.vector)
+          ? []
+          : this.store.vectors.similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, DUPLICATE_THRESHOLD, DUPLICATE_LIMIT, now).map((h) => ({ rowid: h.rowid, similarity: h.score })),
+      }));
   }
 
+  /**
+   * The duplicate check of a memory: `pending` while the indexer has not yet
+   * embedded its latest change, `unavailable` while no vector index runs.
+   */
+  duplicatesOf(memory: { id: string; rowid: number }): { state: 'done' | 'pending' | 'unavailable'; duplicates: { rowid: number; similarity: number }[] } {
+    if (this.unavailable() || !this.model) return { state: 'unavailable', duplicates: [] };
+    if (this.store.feed.changedAfter(memory.id, this.watermark())) return { state: 'pending', duplicates: [] };
+    return { state: 'done', duplicates: this.store.feed.duplicates(memory.rowid).map((d) => ({ rowid: d.other_rowid, similarity: d.similarity })) };
+  }
 }
 
 function isZero(v: Float32Array): boolean {

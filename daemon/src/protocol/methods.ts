@@ -55,6 +55,7 @@ export const Requests = {
   link: request('memory/link', T.LinkParams, T.LinkResult, 'Add a typed edge between two live memories.'),
   unlink: request('memory/unlink', T.UnlinkParams, T.UnlinkResult, 'Remove a typed edge.'),
   neighbors: request('memory/neighbors', T.NeighborsParams, T.NeighborsResult, 'Live memories linked to a memory.'),
+  duplicates: request('memory/duplicates', T.DuplicatesParams, T.DuplicatesResult, 'The possible duplicates the vector index found for a memory\'s current version, or that its check is still pending.'),
   search: request('memory/search', T.SearchParams, T.SearchResult, 'Ranked search (hybrid, full-text or vector) inside a scope.'),
 
   namespacesList: request('namespaces/list', T.NamespacesListParams, T.NamespacesListResult, 'Live namespaces with memory counts.'),
@@ -92,6 +93,7 @@ export const Notifications = {
   tasksDidChange: notification('tasks/didChange', T.TaskDidChangeParams, 'Broadcast after a task is created, updated or deleted.'),
   progress: notification('store/progress', T.ProgressParams, 'Progress of a long store operation (backup), broadcast to every client.'),
   indexProgress: notification('index/progress', T.IndexProgressParams, 'Progress of a background re-embed.'),
+  possibleDuplicates: notification('memory/possibleDuplicates', T.PossibleDuplicatesParams, 'Broadcast when the background duplicate check of a write found possible duplicates.'),
 } as const;
 
 export type RequestName = keyof typeof Requests;

@@ -241,12 +241,20 @@ export const UpsertParams = z
     ifVersion: z.number().int().min(0).optional(),
     /** The caller's scope: `namespace` and the memory named by `supersedes` must lie inside it. */
     scope: Scope.optional(),
+    /**
+     * Wait (up to a few seconds) for the vector index to embed this write and answer with its
+     * `possibleDuplicates`. Without it the duplicate check runs in the background (`duplicateCheck: "pending"`).
+     */
+    waitForDuplicates: z.boolean().optional(),
   })
   .strict();
 export type UpsertParams = z.infer<typeof UpsertParams>;
 
 export const PossibleDuplicate = z.object({ id: z.string(), key: z.string(), namespace: z.string(), similarity: z.number() });
 export type PossibleDuplicate = z.infer<typeof PossibleDuplicate>;
+/** done: possibleDuplicates is the answer; pending: the vector index checks it in the background; unavailable: no vector index runs. */
+export const DuplicateCheck = z.enum(['done', 'pending', 'unavailable']);
+export type DuplicateCheck = z.infer<typeof DuplicateCheck>;
 
 /** A non-fatal remark on a write, e.g. a value that looks like a credential (then tagged `secret`). */
 export const WriteWarning = z.object({ code: z.enum(['credential']), kind: z.string(), message: z.string() });
@@ -264,8 +272,15 @@ export const UpsertResult = z.object({
   duplicatesSkipped: z.string().optional(),
   /** Present when the value looks like a credential: the memory was tagged `secret` (docs/protocol.md#secrets). */
   warnings: z.array(WriteWarning).optional(),
+  /** State of the duplicate check of this write (absent when the write changed nothing). */
+  duplicateCheck: DuplicateCheck.optional(),
 });
 export type UpsertResult = z.infer<typeof UpsertResult>;
+
+export const DuplicatesParams = z.object({ id: MemoryId }).strict();
+export type DuplicatesParams = z.infer<typeof DuplicatesParams>;
+export const DuplicatesResult = z.object({ id: z.string(), version: z.number().int(), duplicateCheck: DuplicateCheck, possibleDuplicates: z.array(PossibleDuplicate) });
+export type DuplicatesResult = z.infer<typeof DuplicatesResult>;
 
 export const UpsertBatchParams = z
   .object({ items: z.array(UpsertParams).min(1).max(Limits.batchItems), actor: Actor.optional() })
@@ -731,6 +746,16 @@ export const DidChangeParams = z.object({
   op: z.string(),
 });
 export type DidChangeParams = z.infer<typeof DidChangeParams>;
+export const PossibleDuplicatesParams = z.object({
+  id: z.string(),
+  namespace: z.string(),
+  key: z.string(),
+  version: z.number().int(),
+  /** Vector-index watermark at which the check ran. */
+  position: z.number().int(),
+  possibleDuplicates: z.array(PossibleDuplicate),
+});
+export type PossibleDuplicatesParams = z.infer<typeof PossibleDuplicatesParams>;
 export const IndexProgressParams = z.object({ model: z.string(), done: z.number().int(), total: z.number().int(), state: z.enum(['reindexing', 'ready']) });
 export type IndexProgressParams = z.infer<typeof IndexProgressParams>;
 

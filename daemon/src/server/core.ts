@@ -27,8 +27,13 @@ export type Handler = (params: any) => unknown | Promise<unknown>;
 export interface CoreHooks {
   /** Vector arm, once an embedding model is loaded. */
   vectors?: VectorSearcher;
-  /** Called after each successful upsert to add `possibleDuplicates`; a string says why the check could not run. */
-  duplicates?: (memory: T.Memory) => Promise<T.PossibleDuplicate[] | string>;
+  /**
+   * After each upsert that changed something: the state of its duplicate check (waiting for it when asked);
+   * `skipped` says why no check could run.
+   */
+  duplicates?: (memory: T.Memory, position: number, wait: boolean) => Promise<{ duplicateCheck: T.DuplicateCheck; possibleDuplicates: T.PossibleDuplicate[]; skipped?: string }>;
+  /** memory/duplicates: the recorded check of a memory's current version. */
+  duplicatesOf?: (id: string) => { duplicateCheck: T.DuplicateCheck; possibleDuplicates: T.PossibleDuplicate[] };
   /** Embedding status for store/status. */
   embeddings?: () => T.EmbeddingStatus;
   /** Index watermarks beyond the full-text one. */
@@ -60,12 +65,22 @@ export class Core {
 
     on(Requests.upsert, async (p) => {
       const r = s.upsert(p);
-      if (r.changed && this.hooks.duplicates) {
-        const dups = await this.hooks.duplicates(r.memory).catch((e: Error) => `the duplicate check failed: ${e?.message ?? String(e)}`);
-        if (typeof dups === 'string') return { ...r, duplicatesSkipped: dups };
-        if (dups.length) return { ...r, possibleDuplicates: dups };
-      }
-      return r;
+      if (!r.changed) return r;
+      if (!this.hooks.duplicates) return { ...r, duplicateCheck: 'unavailable' as const };
+      const d = await this.hooks
+        .duplicates(r.memory, r.position, p.waitForDuplicates === true)
+        .catch((e: Error) => ({ duplicateCheck: 'unavailable' as const, possibleDuplicates: [], skipped: `the duplicate check failed: ${e?.message ?? String(e)}` }));
+      return {
+        ...r,
+        duplicateCheck: d.duplicateCheck,
+        ...(d.possibleDuplicates.length ? { possibleDuplicates: d.possibleDuplicates } : {}),
+        ...(d.skipped ? { duplicatesSkipped: d.skipped } : {}),
+      };
+    });
+    on(Requests.duplicates, (p) => {
+      const m = s.peek(p.id);
+      const d = this.hooks.duplicatesOf ? this.hooks.duplicatesOf(m.id) : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
+      return { id: m.id, version: m.version, ...d };
     });
     on(Requests.upsertBatch, (p) => s.upsertBatch(p.items, p.actor));
     on(Requests.get, (p) => s.get(p));

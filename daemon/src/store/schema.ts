@@ -4,6 +4,7 @@
  * every open, so a database left by an interrupted or older build heals itself.
  */
 import type { DB } from './db';
+import { hashKey, quantize } from './quantize';
 
 interface Migration {
   version: number;
@@ -146,6 +147,37 @@ export const MIGRATIONS: Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'each vector stored once (int8 + SimHash, vq_N) instead of a vec0 index plus a float copy; possible duplicates found by the indexer',
+    up(db) {
+      const models = db.prepare('SELECT model, dimension, table_name FROM vec_models').all() as { model: string; dimension: number; table_name: string }[];
+      for (const m of models) {
+        const n = Number(m.table_name.slice(4));
+        const table = `vq_${n}`;
+        db.exec(`CREATE TABLE ${table} (rowid INTEGER PRIMARY KEY, q BLOB NOT NULL, sig BLOB NOT NULL, text_hash INTEGER NOT NULL)`);
+        const ins = db.prepare(`INSERT INTO ${table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?)`);
+        const old = db.prepare(`SELECT rowid, embedding, text_hash FROM vecb_${n}`).iterate() as IterableIterator<{ rowid: number; embedding: Buffer; text_hash: string }>;
+        for (const r of old) {
+          const v = new Float32Array(r.embedding.buffer.slice(r.embedding.byteOffset, r.embedding.byteOffset + r.embedding.byteLength));
+          const z = quantize(v);
+          ins.run(r.rowid, Buffer.from(z.q.buffer), Buffer.from(z.sig.buffer), hashKey(r.text_hash));
+        }
+        db.exec(`DROP TABLE vecb_${n}`);
+        db.prepare('UPDATE vec_models SET table_name = ? WHERE model = ?').run(table, m.model);
+      }
+      // The vec0 tables (vec_N) are dropped by assertInvariants when sqlite-vec is loaded (dropping one needs the module).
+      db.exec(`
+        CREATE TABLE duplicate_candidates (
+          memory_rowid INTEGER NOT NULL,
+          other_rowid INTEGER NOT NULL,
+          similarity REAL NOT NULL,
+          version INTEGER NOT NULL,
+          PRIMARY KEY (memory_rowid, other_rowid)
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -196,6 +228,13 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
     if (row) db.exec('DROP TABLE memories_fts');
     db.exec(wanted);
     db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
+  }
+  if (version >= 3) {
+    db.exec('CREATE INDEX IF NOT EXISTS duplicate_candidates_other ON duplicate_candidates(other_rowid)');
+    // vec0 tables left by schema 2 (dropping a virtual table needs its module, so this waits for sqlite-vec).
+    const hasVec0 = !!db.prepare(`SELECT 1 FROM pragma_module_list WHERE name = 'vec0'`).get();
+    const stale = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'`).all() as { name: string }[];
+    if (hasVec0) for (const t of stale) db.exec(`DROP TABLE IF EXISTS "${t.name}"`);
   }
   // Document frequencies of (stemmed) terms, the fast path of full-text query planning (see search-fts.ts).
   db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row')`);

@@ -44,6 +44,7 @@ import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type M
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { namespaceToken } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
+import { IndexFeed } from './index-feed';
 import { VectorTables } from './vectors';
 import { loadStoreKeys, type StoreKeys } from './keys';
 import { findRejection, liftRejection, rejectValue, rekeyLegacy } from './rejected';
@@ -72,6 +73,8 @@ export class Store {
   readonly vectors: VectorTables;
   /** The store's secrets (keyed hashes, receipt signing); null for a read-only open of a store that has none yet. */
   readonly keys: StoreKeys | null;
+  /** The vector indexer's SQL (index/indexer.ts). */
+  readonly feed: IndexFeed;
   private listeners = new Set<ChangeListener>();
   private pending: DidChangeParams[] = [];
   /** Injected clock, so tests can move time. */
@@ -84,7 +87,8 @@ export class Store {
     this.vecAvailable = o.vec;
     this.vecError = o.vecError;
     this.schemaVersion = o.schemaVersion;
-    this.vectors = new VectorTables(this.db, o.vec);
+    this.vectors = new VectorTables(this.db, o.vec, () => this.position());
+    this.feed = new IndexFeed(this.db);
     this.keys = loadStoreKeys(file, { create: !opts.readonly });
     if (!opts.readonly) {
       // Deleted content is overwritten with zeros, so purge, erase and retention leave no text in freed space.
@@ -125,10 +129,16 @@ export class Store {
     const outer = !this.db.inTransaction;
     try {
       const r = writeTx(this.db, fn);
-      if (outer) this.flushEvents();
+      if (outer) {
+        this.vectors.settle(true);
+        this.flushEvents();
+      }
       return r;
     } catch (e) {
-      if (outer) this.pending = [];
+      if (outer) {
+        this.pending = [];
+        this.vectors.settle(false);
+      }
       throw e;
     } finally {
       if (outer && this.afterWrite.length) this.runAfterWrite();
@@ -178,10 +188,7 @@ export class Store {
   logChange(op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): number {
     const at = this.now();
     const position = Number(stmt(this.db, 'INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid);
-    if (memoryId) {
-      const r = stmt(this.db, 'SELECT rowid FROM memories WHERE id = ?').get(memoryId) as { rowid: number } | undefined;
-      if (r) this.vectors.syncMeta(r.rowid); // the vector arm sees deletes, supersessions and expiry changes at once
-    }
+    // The vector arm applies the change log before its next query (VectorTables.refresh), so it sees this change at once.
     stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(position);
     this.pending.push({ position, id: memoryId, namespace: nsPath, key, op });
     return position;
@@ -414,6 +421,17 @@ export class Store {
     row.access_count += 1;
     row.last_accessed_at = now;
     return toMemory(row);
+  }
+
+  /** A live memory by id without counting it as an access (NotFound otherwise). */
+  peek(id: string): Memory {
+    const row = this.rowBy('m.id = ? AND n.deleted_at IS NULL AND m.deleted_at IS NULL', id);
+    if (!row) throw new CairnError('NotFound', `no live memory ${id}`, { field: 'id' });
+    return toMemory(row);
+  }
+
+  rowidOf(id: string): number | undefined {
+    return (stmt(this.db, 'SELECT rowid FROM memories WHERE id = ?').get(id) as { rowid: number } | undefined)?.rowid;
   }
 
   /** Record reads (lastAccessedAt, accessCount). Not a change of content: no version, history or change-log row. */
@@ -832,6 +850,7 @@ export class Store {
   /** @internal */
   deleteVectors(rowid: number): void {
     this.vectors.deleteRow(rowid);
+    stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid = ? OR other_rowid = ?').run(rowid, rowid);
   }
 
   // -------------------------------------------------------------------------

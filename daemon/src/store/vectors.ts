@@ -1,20 +1,28 @@
 /**
- * Vector storage, one pair of tables per embedding model (model id and
- * dimension recorded in vec_models), so switching models never mixes spaces:
+ * Vector storage and the vector arm, one table per embedding model (model id and
+ * dimension recorded in vec_models), so switching models never mixes spaces.
  *
- * - `vec_N`: a sqlite-vec vec0 table partitioned by namespace (namespaces.rowid)
- *   with the visibility facts as metadata columns (status, deleted, expires,
- *   valid_from, valid_to). KNN runs with the scope's namespaces and the
- *   visibility rules as constraints of the KNN itself, so the top-k is taken
- *   among in-scope, visible memories only.
- * - `vecb_N`: the same vectors as plain blobs plus the hash of the embedded
- *   text. Queries with a filter tree compute exact cosine distance over the
- *   rows that the SQL WHERE (scope + visibility + filter) admits, then take
- *   the top-k — again never fetching global neighbours first.
+ * On disk each vector is stored once, in `vq_N(rowid, q, sig, text_hash)`:
+ * - `q`: the vector quantized to int8 (per-vector scale, dropped: cosine does not need it);
+ * - `sig`: a 256-bit SimHash (signs of 256 fixed random projections of the float vector);
+ * - `text_hash`: 48 bits of the hash of the embedded text (to skip re-embedding unchanged text).
  *
- * The store keeps the metadata columns in step inside every write transaction,
- * so a deleted or superseded memory leaves the vector arm at once, even before
- * the indexer runs.
+ * In memory (`VectorIndex`) the daemon keeps the active model's vectors (int8,
+ * about D + 48 bytes per memory) with each memory's namespace and visibility
+ * facts. The visibility facts follow the change log: before every query the
+ * index applies the changes after its position, so a delete, supersession,
+ * expiry change or namespace deletion made by any process is seen by the next
+ * query. A query builds the set of admitted slots first (the scope's live
+ * namespaces, the visibility rules of `include`, and with a filter the rowids
+ * the SQL WHERE admits) and only then ranks and cuts them, so an out-of-scope or
+ * invisible memory can never take a place in the top-k:
+ * - up to EXACT_MAX admitted vectors: exact cosine (float query × int8 vector) over all of them;
+ * - more: the SIMHASH_CANDIDATES admitted vectors nearest in Hamming distance, then exact cosine
+ *   over those (approximate: a true top-k member is missed only if it falls outside these).
+ *
+ * Duplicate detection (`similarInNamespace`) uses the same index: a Hamming
+ * pre-filter generous enough that a pair at the threshold is missed with
+ * probability below 1e-6, then exact cosine.
  */
 import { CairnError } from '../protocol/errors';
 import type { Filter, Include, Scope } from '../protocol/types';
@@ -23,12 +31,12 @@ import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
+import { hammingBound, popcount, quantize, SIG_BITS, SIG_WORDS } from './quantize';
 
-const MAX_TIME = Number.MAX_SAFE_INTEGER;
-const MIN_TIME = -Number.MAX_SAFE_INTEGER;
-export const VEC_CHUNK_SIZE = 256;
-/** Most namespaces a vec0 KNN names as partitions; a wider scope uses the exact-distance query. */
-export const VEC_MAX_PARTITIONS = 512;
+/** Admitted vectors up to which the vector arm is exact. */
+export const EXACT_MAX = 16384;
+/** Candidates taken by Hamming distance before exact rescoring, above EXACT_MAX. */
+export const SIMHASH_CANDIDATES = 4096;
 
 export interface VecModel {
   model: string;
@@ -36,9 +44,12 @@ export interface VecModel {
   table: string;
 }
 
+const STATUS = { active: 0, proposed: 1, superseded: 2 } as Record<string, number>;
+const NONE_MAX = Number.MAX_VALUE;
+
 interface MetaRow {
   rowid: number;
-  ns_rowid: number;
+  ns: number;
   status: string;
   deleted_at: number | null;
   expires_at: number | null;
@@ -46,147 +57,399 @@ interface MetaRow {
   valid_to: number | null;
 }
 
+// ------------------------------------------------------------------ in-memory index
+/** The active model's vectors and each memory's scope and visibility facts, kept in typed arrays. */
+class VectorIndex {
+  size = 0; // slots in use (including freed ones)
+  cap = 0;
+  rowid = new Int32Array(0);
+  ns = new Int32Array(0);
+  status = new Uint8Array(0); // 255 = free slot
+  deleted = new Uint8Array(0);
+  expires = new Float64Array(0);
+  validFrom = new Float64Array(0);
+  validTo = new Float64Array(0);
+  inv = new Float32Array(0);
+  q: Int8Array = new Int8Array(0);
+  sig = new Int32Array(0);
+  slotOf = new Map<number, number>();
+  free: number[] = [];
+  /** Change-log position up to which the visibility facts are current. */
+  position = 0;
+
+  constructor(readonly model: VecModel) {}
+
+  private grow(n: number): void {
+    if (n <= this.cap) return;
+    const cap = Math.max(n, this.cap * 2, 1024);
+    const d = this.model.dimension;
+    const g = <T extends { length: number; set(a: T): void }>(a: T, C: new (n: number) => T, per = 1): T => {
+      const b = new C(cap * per);
+      b.set(a);
+      return b;
+    };
+    this.rowid = g(this.rowid, Int32Array);
+    this.ns = g(this.ns, Int32Array);
+    this.status = g(this.status, Uint8Array);
+    this.deleted = g(this.deleted, Uint8Array);
+    this.expires = g(this.expires, Float64Array);
+    this.validFrom = g(this.validFrom, Float64Array);
+    this.validTo = g(this.validTo, Float64Array);
+    this.inv = g(this.inv, Float32Array);
+    this.q = g(this.q, Int8Array, d);
+    this.sig = g(this.sig, Int32Array, SIG_WORDS);
+    this.cap = cap;
+  }
+
+  setMeta(slot: number, m: MetaRow): void {
+    this.ns[slot] = m.ns;
+    this.status[slot] = STATUS[m.status] ?? 1;
+    this.deleted[slot] = m.deleted_at === null ? 0 : 1;
+    this.expires[slot] = m.expires_at ?? NONE_MAX;
+    this.validFrom[slot] = m.valid_from ?? -NONE_MAX;
+    this.validTo[slot] = m.valid_to ?? NONE_MAX;
+  }
+
+  put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
+    let slot = this.slotOf.get(m.rowid);
+    if (slot === undefined) {
+      slot = this.free.pop() ?? this.size++;
+      this.grow(this.size);
+      this.slotOf.set(m.rowid, slot);
+    }
+    this.rowid[slot] = m.rowid;
+    this.setMeta(slot, m);
+    this.inv[slot] = inv;
+    this.q.set(q, slot * this.model.dimension);
+    this.sig.set(sig, slot * SIG_WORDS);
+  }
+
+  remove(rowid: number): void {
+    const slot = this.slotOf.get(rowid);
+    if (slot === undefined) return;
+    this.slotOf.delete(rowid);
+    this.status[slot] = 255;
+    this.inv[slot] = 0;
+    this.free.push(slot);
+  }
+
+  /** Admitted slots: scope namespaces (mask, null = all), visibility of `include` at `now`, optional rowid set. */
+  admit(nsMask: Uint8Array | null, include: Include | undefined, now: number, only: Set<number> | null): Int32Array {
+    const inc = include ?? {};
+    const out = new Int32Array(only ? Math.min(only.size, this.size) : this.size);
+    let n = 0;
+    const add = (s: number) => {
+      const st = this.status[s];
+      if (st === 255 || this.inv[s] === 0) return;
+      if (nsMask && (this.ns[s] >= nsMask.length || nsMask[this.ns[s]] === 0)) return;
+      if (!inc.deleted && this.deleted[s]) return;
+      if ((st === 1 && !inc.proposed) || (st === 2 && !inc.superseded)) return;
+      if (!inc.expired && this.expires[s] <= now) return;
+      if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return;
+      out[n++] = s;
+    };
+    if (only) {
+      for (const r of only) {
+        const s = this.slotOf.get(r);
+        if (s !== undefined) add(s);
+      }
+    } else for (let s = 0; s < this.size; s++) add(s);
+    return out.subarray(0, n);
+  }
+
+  cosine(slot: number, v: Float32Array): number {
+    const d = this.model.dimension;
+    const q = this.q;
+    const o = slot * d;
+    let s0 = 0,
+      s1 = 0,
+      s2 = 0,
+      s3 = 0;
+    let i = 0;
+    for (; i + 3 < d; i += 4) {
+      s0 += q[o + i] * v[i];
+      s1 += q[o + i + 1] * v[i + 1];
+      s2 += q[o + i + 2] * v[i + 2];
+      s3 += q[o + i + 3] * v[i + 3];
+    }
+    for (; i < d; i++) s0 += q[o + i] * v[i];
+    return (s0 + s1 + s2 + s3) * this.inv[slot];
+  }
+
+  hamming(slot: number, sig: Int32Array): number {
+    const o = slot * SIG_WORDS;
+    let h = 0;
+    for (let w = 0; w < SIG_WORDS; w++) h += popcount(this.sig[o + w] ^ sig[w]);
+    return h;
+  }
+
+  /** The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid. */
+  nearest(admitted: Int32Array, v: Float32Array, limit: number, sig: Int32Array): ArmHit[] {
+    let pool = admitted;
+    if (admitted.length > EXACT_MAX) {
+      // Hamming pre-selection: a counting pass over distances finds the cut-off in O(n).
+      const dist = new Uint16Array(admitted.length);
+      const hist = new Int32Array(SIG_BITS + 1);
+      for (let i = 0; i < admitted.length; i++) hist[(dist[i] = this.hamming(admitted[i], sig))]++;
+      const want = Math.max(SIMHASH_CANDIDATES, limit * 8);
+      let cut = 0;
+      for (let acc = 0; cut <= SIG_BITS && acc + hist[cut] < want; cut++) acc += hist[cut];
+      const keep = new Int32Array(admitted.length);
+      let n = 0;
+      for (let i = 0; i < admitted.length; i++) if (dist[i] <= cut) keep[n++] = admitted[i];
+      pool = keep.subarray(0, n);
+    }
+    const scores = new Float32Array(pool.length);
+    for (let i = 0; i < pool.length; i++) scores[i] = this.cosine(pool[i], v);
+    const order = topK(scores, Math.min(limit, pool.length));
+    return order
+      .map((i) => ({ rowid: this.rowid[pool[i]], score: scores[i] }))
+      .sort((a, b) => b.score - a.score || a.rowid - b.rowid);
+  }
+}
+
+/** Indices of the k largest scores (unordered), by a bounded min-heap. */
+function topK(scores: Float32Array, k: number): number[] {
+  if (k <= 0) return [];
+  const heap: number[] = [];
+  const less = (a: number, b: number) => scores[a] < scores[b];
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && less(heap[l], heap[m])) m = l;
+      if (r < heap.length && less(heap[r], heap[m])) m = r;
+      if (m === i) return;
+      [heap[i], heap[m]] = [heap[m], heap[i]];
+      i = m;
+    }
+  };
+  for (let i = 0; i < scores.length; i++) {
+    if (heap.length < k) {
+      heap.push(i);
+      for (let j = heap.length - 1; j > 0; ) {
+        const p = (j - 1) >> 1;
+        if (!less(heap[j], heap[p])) break;
+        [heap[j], heap[p]] = [heap[p], heap[j]];
+        j = p;
+      }
+    } else if (scores[i] > scores[heap[0]]) {
+      heap[0] = i;
+      down(0);
+    }
+  }
+  return heap;
+}
+
+function normalized(v: Float32Array): Float32Array {
+  let ss = 0;
+  for (let i = 0; i < v.length; i++) ss += v[i] * v[i];
+  const out = new Float32Array(v.length);
+  if (ss === 0) return out;
+  const k = 1 / Math.sqrt(ss);
+  for (let i = 0; i < v.length; i++) out[i] = v[i] * k;
+  return out;
+}
+
+
+// ------------------------------------------------------------------ tables
 export class VectorTables {
+  private cached: VecModel[] | null = null;
+  private index: VectorIndex | null = null;
+  /** In-memory changes of the open transaction, applied on commit. */
+  private staged: (() => void)[] = [];
+
   constructor(
     private readonly db: DB,
+    /** sqlite-vec loaded (only needed to drop the vec0 tables of stores from before schema 3). */
     readonly available: boolean,
+    private readonly position: () => number,
   ) {}
 
   models(): VecModel[] {
-    if (!this.available) return [];
-    return (stmt(this.db, 'SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at').all() as VecModel[]);
+    return (this.cached ??= stmt(this.db, 'SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at').all() as VecModel[]);
   }
 
   model(model: string): VecModel | undefined {
     return this.models().find((m) => m.model === model);
   }
 
-  /** Create (or find) the tables of a model. */
+  /** Create (or find) the table of a model. */
   ensure(model: string, dimension: number): VecModel {
-    if (!this.available) throw new CairnError('InvalidState', 'sqlite-vec is not available in this build');
     const found = this.model(model);
     if (found) {
       if (found.dimension !== dimension) throw new CairnError('InvalidState', `model ${model} was stored with dimension ${found.dimension}, now reports ${dimension}`);
       return found;
     }
     if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192) throw new CairnError('InvalidParams', `bad embedding dimension ${dimension}`);
-    const n = ((stmt(this.db, 'SELECT coalesce(max(CAST(substr(table_name, 5) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ?? 0) + 1;
-    const table = `vec_${n}`;
-    this.db.exec(`CREATE VIRTUAL TABLE ${table} USING vec0(
-      ns integer partition key, embedding float[${dimension}] distance_metric=cosine,
-      status text, deleted integer, expires integer, valid_from integer, valid_to integer, chunk_size=${VEC_CHUNK_SIZE})`);
-    this.db.exec(`CREATE TABLE vecb_${n} (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL, text_hash TEXT NOT NULL)`);
+    const n = ((stmt(this.db, 'SELECT coalesce(max(CAST(substr(table_name, 4) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ?? 0) + 1;
+    const table = createVectorTable(this.db, n);
     stmt(this.db, 'INSERT INTO vec_models(model, dimension, table_name, created_at) VALUES (?, ?, ?, ?)').run(model, dimension, table, Date.now());
+    this.cached = null;
     return { model, dimension, table };
   }
 
   drop(model: string): void {
     const m = this.model(model);
     if (!m) return;
-    this.db.exec(`DROP TABLE IF EXISTS ${m.table}; DROP TABLE IF EXISTS vecb_${m.table.slice(4)}`);
+    this.db.exec(`DROP TABLE IF EXISTS ${m.table}`);
     stmt(this.db, 'DELETE FROM vec_models WHERE model = ?').run(model);
     stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
+    this.cached = null;
+    if (this.index?.model.model === model) this.staged.push(() => (this.index = null));
   }
 
-  private meta(rowid: number): MetaRow | undefined {
-    return stmt(this.db, 'SELECT m.rowid, n.rowid AS ns_rowid, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?')
-      .get(rowid) as MetaRow | undefined;
-  }
-
-  private metaValues(r: MetaRow): [string, bigint, bigint, bigint, bigint] {
-    return [r.status, r.deleted_at === null ? 0n : 1n, BigInt(r.expires_at ?? MAX_TIME), BigInt(r.valid_from ?? MIN_TIME), BigInt(r.valid_to ?? MAX_TIME)];
-  }
-
-  /** Called inside every memory write: keep the vec0 metadata equal to the memory's state. */
-  syncMeta(rowid: number): void {
-    if (!this.available) return;
-    const models = this.models();
-    if (models.length === 0) return;
-    const r = this.meta(rowid);
-    if (!r) return;
-    const vals = this.metaValues(r);
-    for (const m of models) {
-      stmt(this.db, `UPDATE ${m.table} SET status = ?, deleted = ?, expires = ?, valid_from = ?, valid_to = ? WHERE rowid = ?`).run(...vals, BigInt(rowid));
+  /** Load a model's vectors into memory (the daemon's active model); search and duplicate checks use it. */
+  load(model: VecModel): void {
+    const ix = new VectorIndex(model);
+    ix.position = this.position();
+    const rows = stmt(this.db, `SELECT v.rowid AS rowid, v.q, v.sig, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
+      FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id`).iterate() as IterableIterator<MetaRow & { q: Buffer; sig: Buffer }>;
+    for (const r of rows) {
+      const q = new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength);
+      let ss = 0;
+      for (let i = 0; i < q.length; i++) ss += q[i] * q[i];
+      ix.put(r, q, new Int32Array(r.sig.buffer.slice(r.sig.byteOffset, r.sig.byteOffset + r.sig.byteLength)), ss > 0 ? 1 / Math.sqrt(ss) : 0);
     }
+    this.index = ix;
   }
 
-  deleteRow(rowid: number): void {
-    for (const m of this.models()) {
-      stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(BigInt(rowid));
-      stmt(this.db, `DELETE FROM vecb_${m.table.slice(4)} WHERE rowid = ?`).run(rowid);
-    }
+  loaded(): VecModel | null {
+    return this.index?.model ?? null;
   }
 
-  /** Hash of the text a memory's vector was computed from (to skip re-embedding unchanged text). */
-  textHash(model: VecModel, rowid: number): string | undefined {
-    const r = stmt(this.db, `SELECT text_hash FROM vecb_${model.table.slice(4)} WHERE rowid = ?`).get(rowid) as { text_hash: string } | undefined;
-    return r?.text_hash;
+  /** Apply (or drop) the in-memory side of a transaction; called by the Store after commit or rollback. */
+  settle(committed: boolean): void {
+    const s = this.staged;
+    this.staged = [];
+    if (committed) for (const f of s) f();
   }
 
-  put(model: VecModel, rowid: number, vector: Float32Array, textHash: string): void {
-    if (vector.length !== model.dimension) throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
-    for (let i = 0; i < vector.length; i++) if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
-    const r = this.meta(rowid);
-    if (!r) return; // purged meanwhile
-    const blob = Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-    const id = BigInt(rowid);
-    stmt(this.db, `DELETE FROM ${model.table} WHERE rowid = ?`).run(id);
-    stmt(this.db, `INSERT INTO ${model.table}(rowid, ns, embedding, status, deleted, expires, valid_from, valid_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(id, BigInt(r.ns_rowid), blob, ...this.metaValues(r));
-    stmt(this.db, `INSERT INTO vecb_${model.table.slice(4)}(rowid, embedding, text_hash) VALUES (?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET embedding = excluded.embedding, text_hash = excluded.text_hash`).run(rowid, blob, textHash);
-  }
-
-  count(model: VecModel): number {
-    return (stmt(this.db, `SELECT count(*) AS c FROM vecb_${model.table.slice(4)}`).get() as { c: number }).c;
+  private meta(rowids: number[]): MetaRow[] {
+    return stmt(this.db, `SELECT m.rowid, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
+      FROM memories m CROSS JOIN namespaces nn ON nn.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as MetaRow[];
   }
 
   /**
-   * KNN inside the scope. Without a filter: vec0 KNN with partition and
-   * metadata constraints. With a filter: exact distances over the admitted rows.
+   * Bring the in-memory visibility facts up to the change log: every memory
+   * changed after the index's position gets its current facts; purged memories
+   * leave the index.
+   */
+  refresh(): void {
+    const ix = this.index;
+    if (!ix) return;
+    const pos = this.position();
+    if (pos <= ix.position) return;
+    let purged = false;
+    for (let after = ix.position; after < pos; ) {
+      const ch = stmt(this.db, 'SELECT c.position, m.rowid, c.op FROM changes c LEFT JOIN memories m ON m.id = c.memory_id WHERE c.position > ? ORDER BY c.position LIMIT 2000').all(after) as { position: number; rowid: number | null; op: string }[];
+      if (ch.length === 0) break;
+      const rowids = [...new Set(ch.filter((c) => c.rowid !== null && ix.slotOf.has(c.rowid)).map((c) => c.rowid!))];
+      for (const m of this.meta(rowids)) {
+        const s = ix.slotOf.get(m.rowid);
+        if (s !== undefined) ix.setMeta(s, m);
+      }
+      if (ch.some((c) => c.op === 'purge' || c.op === 'import')) purged = true;
+      after = ch[ch.length - 1].position;
+    }
+    if (purged) {
+      // Purges leave no memory row to find the slot by: drop the slots whose vector row is gone.
+      const live = new Set((stmt(this.db, `SELECT rowid FROM ${ix.model.table}`).all() as { rowid: number }[]).map((r) => r.rowid));
+      for (const r of [...ix.slotOf.keys()]) if (!live.has(r)) ix.remove(r);
+    }
+    ix.position = pos;
+  }
+
+  /** Called inside a purge: the memory's vectors go with it. */
+  deleteRow(rowid: number): void {
+    for (const m of this.models()) stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(rowid);
+    if (this.index) this.staged.push(() => this.index?.remove(rowid));
+  }
+
+  /** Hashes of the texts the memories' vectors were computed from (to skip re-embedding unchanged text). */
+  textHashes(model: VecModel, rowids: number[]): Map<number, number> {
+    const rows = stmt(this.db, `SELECT rowid, text_hash FROM ${model.table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as { rowid: number; text_hash: number }[];
+    return new Map(rows.map((r) => [r.rowid, r.text_hash]));
+  }
+
+  textHash(model: VecModel, rowid: number): number | undefined {
+    return this.textHashes(model, [rowid]).get(rowid);
+  }
+
+  put(model: VecModel, rowid: number, vector: Float32Array, textHash: number): void {
+    if (vector.length !== model.dimension) throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
+    for (let i = 0; i < vector.length; i++) if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
+    const [m] = this.meta([rowid]);
+    if (!m) return; // purged meanwhile
+    const z = quantize(vector);
+    stmt(this.db, `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`).run(
+      rowid,
+      Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength),
+      Buffer.from(z.sig.buffer, z.sig.byteOffset, z.sig.byteLength),
+      textHash,
+    );
+    if (this.index?.model.model === model.model) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
+  }
+
+  count(model: VecModel): number {
+    return (stmt(this.db, `SELECT count(*) AS c FROM ${model.table}`).get() as { c: number }).c;
+  }
+
+  private liveIndex(model: VecModel): VectorIndex {
+    if (this.index?.model.model !== model.model) this.load(model);
+    this.refresh();
+    return this.index!;
+  }
+
+  private nsMask(scope: Scope | undefined): Uint8Array | null {
+    const pred = scopePredicate(scope, 'path');
+    const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${pred ? pred.sql : '1'}`).all(...(pred ? pred.params : [])) as { rowid: number }[];
+    let max = 0;
+    for (const r of ns) max = Math.max(max, r.rowid);
+    const mask = new Uint8Array(max + 1);
+    for (const r of ns) mask[r.rowid] = 1;
+    return mask;
+  }
+
+  /**
+   * KNN inside the scope: the admitted set (live namespaces of the scope,
+   * visibility, and with a filter the rows the SQL WHERE admits) is built
+   * before anything is ranked or cut.
    */
   knn(model: VecModel, query: Float32Array, q: { scope?: Scope; filter?: Filter; include?: Include; now: number; limit: number }): ArmHit[] {
-    const blob = Buffer.from(query.buffer, query.byteOffset, query.byteLength);
-    const scope = scopePredicate(q.scope, 'path');
-    // The whole store needs no partition constraint unless a deleted namespace still holds (unpurged) memories.
-    const wholeStoreClean = !scope && !stmt(this.db, 'SELECT 1 FROM namespaces n WHERE n.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM memories m WHERE m.ns_id = n.id) LIMIT 1').get();
-    const ns = wholeStoreClean ? [] : (stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${scope ? scope.sql : '1'}`).all(...(scope ? scope.params : [])) as { rowid: number }[]);
-    if (!wholeStoreClean && ns.length === 0) return [];
-    // A filter, or a scope of more namespaces than one KNN may name as partitions (one SQL variable each),
-    // takes the exact-distance path: the scope is then SQL over the namespace row, with no variable per namespace.
-    if (q.filter || ns.length > VEC_MAX_PARTITIONS) {
+    const ix = this.liveIndex(model);
+    let only: Set<number> | null = null;
+    if (q.filter) {
       const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
-      const rows = stmt(this.db, 
-          `SELECT m.rowid AS rowid, vec_distance_cosine(b.embedding, ?) AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
-           JOIN vecb_${model.table.slice(4)} b ON b.rowid = m.rowid WHERE ${where.sql} ORDER BY d ASC, m.rowid ASC LIMIT ?`,
-        )
-        .all(blob, ...where.params, q.limit) as { rowid: number; d: number }[];
-      return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
+      only = new Set((stmt(this.db, `SELECT m.rowid AS rowid FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql}`).all(...where.params) as { rowid: number }[]).map((r) => r.rowid));
     }
-    const cons: string[] = [];
-    const params: unknown[] = [];
-    if (!wholeStoreClean) {
-      cons.push(`ns IN (${ns.map(() => '?').join(',')})`);
-      params.push(...ns.map((r) => BigInt(r.rowid)));
-    }
-    const inc = q.include ?? {};
-    if (!inc.deleted) cons.push('deleted = 0');
-    const statuses = ['active', ...(inc.proposed ? ['proposed'] : []), ...(inc.superseded ? ['superseded'] : [])];
-    if (statuses.length < 3) {
-      cons.push(`status IN (${statuses.map(() => '?').join(',')})`);
-      params.push(...statuses);
-    }
-    const now = BigInt(q.now);
-    if (!inc.expired) {
-      cons.push('expires > ?');
-      params.push(now);
-    }
-    if (!inc.outOfValidity) {
-      cons.push('valid_from <= ?', 'valid_to > ?');
-      params.push(now, now);
-    }
-    // vec0 applies k per partition (and allows no outer LIMIT): the top k of their union is the true top k.
-    const rows = stmt(this.db, `SELECT rowid, distance FROM ${model.table} WHERE embedding MATCH ? AND k = ?${cons.map((c) => ` AND ${c}`).join('')}`)
-      .all(blob, q.limit, ...params) as { rowid: number; distance: number }[];
-    rows.sort((a, b) => a.distance - b.distance || Number(a.rowid) - Number(b.rowid));
-    return rows.slice(0, q.limit).map((r) => ({ rowid: Number(r.rowid), score: 1 - r.distance }));
+    const admitted = ix.admit(this.nsMask(q.scope), q.include, q.now, only);
+    const v = normalized(query);
+    return ix.nearest(admitted, v, q.limit, quantize(v).sig);
   }
+
+  /** Visible memories of one namespace at least `threshold` cosine-similar to `vector`, best first (duplicate detection). */
+  similarInNamespace(model: VecModel, vector: Float32Array, nsRowid: number, exclude: number, threshold: number, limit: number, now: number): ArmHit[] {
+    const ix = this.liveIndex(model);
+    const mask = new Uint8Array(nsRowid + 1);
+    mask[nsRowid] = 1;
+    const v = normalized(vector);
+    const sig = quantize(v).sig;
+    const bound = hammingBound(threshold);
+    const out: ArmHit[] = [];
+    for (const s of ix.admit(mask, undefined, now, null)) {
+      if (ix.rowid[s] === exclude || ix.hamming(s, sig) > bound) continue;
+      const c = ix.cosine(s, v);
+      if (c >= threshold) out.push({ rowid: ix.rowid[s], score: c });
+    }
+    return out.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, limit);
+  }
+}
+
+/** The table of one model's vectors (`vq_<n>`). */
+export function createVectorTable(db: DB, n: number): string {
+  const table = `vq_${n}`;
+  db.exec(`CREATE TABLE ${table} (rowid INTEGER PRIMARY KEY, q BLOB NOT NULL, sig BLOB NOT NULL, text_hash INTEGER NOT NULL)`);
+  return table;
 }

@@ -1,0 +1,95 @@
+/**
+ * The SQL the vector indexer needs (index/indexer.ts runs no statements of its
+ * own): its watermark per model, the active model, the memories to embed, and
+ * the possible duplicates it finds.
+ */
+import { stmt, type DB } from './db';
+import type { VecModel } from './vectors';
+
+const ACTIVE_MODEL_KEY = 'active_model';
+
+export interface EmbedRow {
+  rowid: number;
+  id: string;
+  key: string;
+  value: string;
+  tags: string;
+  version: number;
+  ns_rowid: number;
+  deleted: number;
+}
+
+export interface DuplicateRow {
+  memory_rowid: number;
+  other_rowid: number;
+  similarity: number;
+  version: number;
+}
+
+export class IndexFeed {
+  constructor(private readonly db: DB) {}
+
+  watermark(model: string): number {
+    const r = stmt(this.db, 'SELECT watermark FROM index_state WHERE name = ?').get(`vec:${model}`) as { watermark: number } | undefined;
+    return r?.watermark ?? 0;
+  }
+
+  setWatermark(model: VecModel, position: number): void {
+    stmt(this.db, `INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`).run(
+      `vec:${model.model}`,
+      position,
+      model.model,
+      model.dimension,
+    );
+  }
+
+  activeModel(): string | null {
+    return (stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(ACTIVE_MODEL_KEY) as { value: string } | undefined)?.value ?? null;
+  }
+
+  setActiveModel(model: string): void {
+    stmt(this.db, 'INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(ACTIVE_MODEL_KEY, model);
+  }
+
+  /** Every memory row (what a full re-embed queues). */
+  memoryCount(): number {
+    return (stmt(this.db, 'SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+  }
+
+  /** Memories of live namespaces (what a backfill embeds). */
+  liveMemoryCount(): number {
+    return (stmt(this.db, 'SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL').get() as { c: number }).c;
+  }
+
+  private static readonly COLS = 'm.rowid, m.id, m.key, m.value, m.tags, m.version, n.rowid AS ns_rowid, (m.deleted_at IS NOT NULL) AS deleted';
+
+  /** A page of memories of live namespaces after `afterRowid`, in rowid order (backfill). */
+  pageAfter(afterRowid: number, limit: number): EmbedRow[] {
+    return stmt(this.db, `SELECT ${IndexFeed.COLS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ? ORDER BY m.rowid LIMIT ?`).all(afterRowid, limit) as EmbedRow[];
+  }
+
+  /** The memories of these ids that still exist. */
+  byIds(ids: string[]): EmbedRow[] {
+    if (ids.length === 0) return [];
+    return stmt(this.db, `SELECT ${IndexFeed.COLS} FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as EmbedRow[];
+  }
+
+  /** Replace the possible duplicates recorded for a memory (call inside a write transaction). */
+  setDuplicates(rowid: number, version: number, hits: { rowid: number; similarity: number }[]): void {
+    stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid = ?').run(rowid);
+    const ins = stmt(this.db, 'INSERT INTO duplicate_candidates(memory_rowid, other_rowid, similarity, version) VALUES (?, ?, ?, ?)');
+    for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version);
+  }
+
+  /** Possible duplicates recorded for a memory whose candidates are still live, most similar first. */
+  duplicates(rowid: number): DuplicateRow[] {
+    return stmt(this.db, `SELECT d.memory_rowid, d.other_rowid, d.similarity, d.version FROM duplicate_candidates d
+      JOIN memories o ON o.rowid = d.other_rowid JOIN namespaces n ON n.id = o.ns_id
+      WHERE d.memory_rowid = ? AND o.deleted_at IS NULL AND n.deleted_at IS NULL ORDER BY d.similarity DESC, d.other_rowid`).all(rowid) as DuplicateRow[];
+  }
+
+  /** Whether the change log holds a change of this memory after `position` (its duplicate check is then still pending). */
+  changedAfter(memoryId: string, position: number): boolean {
+    return !!stmt(this.db, 'SELECT 1 FROM changes WHERE position > ? AND memory_id = ? LIMIT 1').get(position, memoryId);
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Vector quantization for the vector store (see vectors.ts): int8 components
+ * and a 256-bit SimHash (signs of fixed, seeded random projections), plus the
+ * 48-bit text-hash key. No imports: the schema migration uses it too.
+ */
+export const SIG_BITS = 256;
+export const SIG_WORDS = SIG_BITS / 32;
+
+/** Fixed random hyperplanes of a dimension (seeded, so every process computes the same signatures). */
+const planes = new Map<number, Float32Array>();
+function hyperplanes(dim: number): Float32Array {
+  let p = planes.get(dim);
+  if (p) return p;
+  p = new Float32Array(SIG_BITS * dim);
+  let s = 0x9e3779b9 ^ dim;
+  const rand = () => {
+    // xorshift32
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return ((s >>> 0) + 0.5) / 4294967296;
+  };
+  for (let i = 0; i < p.length; i += 2) {
+    // Box-Muller: Gaussian directions make the sign bits an unbiased angle estimate
+    const r = Math.sqrt(-2 * Math.log(rand()));
+    const t = 2 * Math.PI * rand();
+    p[i] = r * Math.cos(t);
+    if (i + 1 < p.length) p[i + 1] = r * Math.sin(t);
+  }
+  planes.set(dim, p);
+  return p;
+}
+
+export interface Quantized {
+  q: Int8Array;
+  sig: Int32Array;
+  /** 1/‖q‖, 0 for a zero vector (excluded from search). */
+  inv: number;
+}
+
+export function quantize(v: Float32Array): Quantized {
+  const dim = v.length;
+  let max = 0;
+  for (let i = 0; i < dim; i++) max = Math.max(max, Math.abs(v[i]));
+  const q = new Int8Array(dim);
+  let ss = 0;
+  if (max > 0) {
+    for (let i = 0; i < dim; i++) {
+      q[i] = Math.round((v[i] / max) * 127);
+      ss += q[i] * q[i];
+    }
+  }
+  const sig = new Int32Array(SIG_WORDS);
+  if (ss > 0) {
+    const p = hyperplanes(dim);
+    for (let b = 0; b < SIG_BITS; b++) {
+      let d = 0;
+      const o = b * dim;
+      for (let i = 0; i < dim; i++) d += p[o + i] * v[i];
+      if (d >= 0) sig[b >>> 5] |= 1 << (b & 31);
+    }
+  }
+  return { q, sig, inv: ss > 0 ? 1 / Math.sqrt(ss) : 0 };
+}
+
+export function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
+}
+
+/**
+ * Hamming distance below which a pair with cosine ≥ `threshold` is kept with
+ * probability > 1 - 1e-6 (the bits differ independently with p = angle/π).
+ */
+export function hammingBound(threshold: number): number {
+  const p = Math.acos(Math.min(1, Math.max(-1, threshold))) / Math.PI;
+  return Math.ceil(SIG_BITS * p + 5 * Math.sqrt(SIG_BITS * p * (1 - p)));
+}
+
+/** 48 bits of a hex digest, as an exact integer. */
+export const hashKey = (hex: string): number => parseInt(hex.slice(0, 12), 16);
