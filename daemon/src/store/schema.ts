@@ -157,15 +157,21 @@ export const MIGRATIONS: Migration[] = [
         const table = `vq_${n}`;
         db.exec(`CREATE TABLE ${table} (rowid INTEGER PRIMARY KEY, q BLOB NOT NULL, sig BLOB NOT NULL, text_hash INTEGER NOT NULL)`);
         const ins = db.prepare(`INSERT INTO ${table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?)`);
-        const old = db.prepare(`SELECT rowid, embedding, text_hash FROM vecb_${n}`).iterate() as IterableIterator<{ rowid: number; embedding: Buffer; text_hash: string }>;
-        for (const r of old) {
-          const v = new Float32Array(r.embedding.buffer.slice(r.embedding.byteOffset, r.embedding.byteOffset + r.embedding.byteLength));
-          const z = quantize(v);
-          ins.run(r.rowid, Buffer.from(z.q.buffer), Buffer.from(z.sig.buffer), hashKey(r.text_hash));
+        const page = db.prepare(`SELECT rowid, embedding, text_hash FROM vecb_${n} WHERE rowid > ? ORDER BY rowid LIMIT 5000`);
+        for (let after = 0; ; ) {
+          const rows = page.all(after) as { rowid: number; embedding: Buffer; text_hash: string }[];
+          if (rows.length === 0) break;
+          for (const r of rows) {
+            const z = quantize(new Float32Array(r.embedding.buffer.slice(r.embedding.byteOffset, r.embedding.byteOffset + r.embedding.byteLength)));
+            ins.run(r.rowid, Buffer.from(z.q.buffer), Buffer.from(z.sig.buffer), hashKey(r.text_hash));
+          }
+          after = rows[rows.length - 1].rowid;
         }
         db.exec(`DROP TABLE vecb_${n}`);
         db.prepare('UPDATE vec_models SET table_name = ? WHERE model = ?').run(table, m.model);
       }
+      // No query reads memories by value hash (forgotten values live in rejected_values): the index only cost space.
+      db.exec('DROP INDEX IF EXISTS memories_hash');
       // The vec0 tables (vec_N) are dropped by assertInvariants when sqlite-vec is loaded (dropping one needs the module).
       db.exec(`
         CREATE TABLE duplicate_candidates (
@@ -208,7 +214,6 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
     CREATE INDEX IF NOT EXISTS namespaces_path ON namespaces(path);
     CREATE INDEX IF NOT EXISTS memories_ns ON memories(ns_id, updated_at);
     CREATE INDEX IF NOT EXISTS memories_updated ON memories(updated_at, rowid);
-    CREATE INDEX IF NOT EXISTS memories_hash ON memories(ns_id, value_hash);
     CREATE INDEX IF NOT EXISTS memories_expires ON memories(expires_at) WHERE expires_at IS NOT NULL AND deleted_at IS NULL;
     CREATE INDEX IF NOT EXISTS anchors_path ON anchors(path);
     CREATE INDEX IF NOT EXISTS history_memory ON history(memory_id, seq);

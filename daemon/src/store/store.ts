@@ -44,6 +44,7 @@ import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type M
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { namespaceToken } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
+import { decodePrevious, decodeState, encodePrevious, encodeState } from './history-codec';
 import { IndexFeed } from './index-feed';
 import { VectorTables } from './vectors';
 import { loadStoreKeys, type StoreKeys } from './keys';
@@ -251,8 +252,8 @@ export class Store {
   // -------------------------------------------------------------------------
   // full-text index maintenance
   // -------------------------------------------------------------------------
-  private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[]; nsId: string }): void {
-    stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+  private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[]; nsId: string }, fresh = false): void {
+    if (!fresh) stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     const idents = identifierWords(`${m.key} ${m.value}`);
     stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
       rowid,
@@ -493,8 +494,19 @@ export class Store {
     state: Memory | null,
     detail?: Record<string, unknown>,
   ): void {
-    stmt(this.db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(memoryId, op, actor, reason ?? null, this.now(), version, previous ? JSON.stringify(previous) : null, state ? JSON.stringify(state) : null, detail ? JSON.stringify(detail) : null);
+    const at = this.now();
+    const facts = { memoryId, version, at };
+    stmt(this.db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+      memoryId,
+      op,
+      actor,
+      reason ?? null,
+      at,
+      version,
+      previous ? encodePrevious(previous, state, facts) : null,
+      state ? encodeState(state, facts) : null,
+      detail ? JSON.stringify(detail) : null,
+    );
     const cap = this.historyCap();
     if (cap !== null) {
       stmt(this.db, 'DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)')
@@ -710,20 +722,51 @@ export class Store {
           .run(id, nsId, p.key, ...cols, now, now, version).lastInsertRowid,
       );
     }
-    this.writeAnchors(rowid, next.anchors);
-    this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags, nsId });
-    const state = toMemory(this.rowBy('m.rowid = ?', rowid)!);
+    const anchorsJson = cols[9] as string;
+    if (existing ? existing.anchors !== anchorsJson : next.anchors.length > 0) this.writeAnchors(rowid, next.anchors);
+    this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags, nsId }, !existing);
+    // The row as just written (what a re-read would return), without reading it back.
+    const state = toMemory({
+      rowid,
+      id,
+      ns_id: nsId,
+      ns_path: p.namespace,
+      key: p.key,
+      value: next.value,
+      value_hash: valueHash,
+      summary,
+      kind: next.kind,
+      tags: cols[4] as string,
+      importance: next.importance,
+      confidence: next.confidence,
+      source: next.source,
+      properties: cols[8] as string,
+      anchors: anchorsJson,
+      created_at: existing ? existing.created_at : now,
+      updated_at: now,
+      valid_from: next.validFrom,
+      valid_to: next.validTo,
+      expires_at: next.expiresAt,
+      last_accessed_at: existing ? existing.last_accessed_at : null,
+      access_count: existing ? existing.access_count : 0,
+      version,
+      status: next.status,
+      superseded_by: null,
+      deleted_at: null,
+      deleted_by: null,
+      delete_reason: null,
+    });
     this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
-    this.logChange(op, id, nsId, p.namespace, p.key);
+    let position = this.logChange(op, id, nsId, p.namespace, p.key);
 
     if (superseded) {
       const before = toMemory(superseded);
       stmt(this.db, `UPDATE memories SET status = 'superseded', superseded_by = ?, version = version + 1, updated_at = ? WHERE rowid = ?`).run(id, now, superseded.rowid);
       const after = toMemory(this.rowBy('m.rowid = ?', superseded.rowid)!);
       this.appendHistory(superseded.id, 'supersede', actor, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
-      this.logChange('supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
+      position = this.logChange('supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
     }
-    return { memory: toMemory(this.rowBy('m.rowid = ?', rowid)!), created: !existing, position: this.position(), changed: true, ...warn };
+    return { memory: state, created: !existing, position, changed: true, ...warn };
   }
 
   private writeAnchors(rowid: number, anchors: Anchor[]): void {
@@ -1021,7 +1064,10 @@ interface HistoryRow {
   detail: string | null;
 }
 
+/** A history row as the protocol shows it (rows store states compactly: see history-codec.ts). */
 export function historyEntry(r: HistoryRow): HistoryEntry {
+  const facts = { memoryId: r.memory_id, version: r.version, at: r.at };
+  const state = r.state ? decodeState(r.state, facts) : null;
   return {
     seq: r.seq,
     memoryId: r.memory_id,
@@ -1030,8 +1076,8 @@ export function historyEntry(r: HistoryRow): HistoryEntry {
     reason: r.reason,
     at: isoReq(r.at),
     version: r.version,
-    previous: r.previous ? JSON.parse(r.previous) : null,
-    state: r.state ? JSON.parse(r.state) : null,
+    previous: r.previous ? decodePrevious(r.previous, state, facts) : null,
+    state,
     detail: r.detail ? JSON.parse(r.detail) : null,
   };
 }
