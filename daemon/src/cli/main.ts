@@ -221,6 +221,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
         key: pos[1],
         value,
         actor,
+        waitForDuplicates: true, // one interactive write: show its possible duplicates
         ...(o.kind ? { kind: o.kind as never } : {}),
         ...(o.tags !== undefined ? { tags: o.tags.split(',').map((t) => t.trim()).filter(Boolean) } : {}),
         ...(o.importance !== undefined ? { importance: num(o.importance, 'importance') } : {}),

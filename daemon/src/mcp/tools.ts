@@ -199,6 +199,7 @@ export const rememberTool = tool({
       scope: defaultScope(ctx.scope),
       source: ctx.actor(),
       actor: ctx.actor(),
+      waitForDuplicates: true, // the agent sees its possible duplicates in the answer
       ...(ctx.reviewAgentWrites ? { status: 'proposed' as const } : {}),
     });
     return { text: rememberText(r), structured: r };

@@ -32,6 +32,7 @@ export const Settings = {
   'cairn.injection.k': { type: 'number', default: 8, minimum: 1, maximum: 50, description: 'Number of memories injected into a prompt.' },
   'cairn.injection.budgetChars': { type: 'number', default: 4000, minimum: 200, maximum: 100000, description: 'Character budget of an injected memory block.' },
   'cairn.agents.allowSecrets': { type: 'boolean', default: false, env: 'CAIRN_AGENTS_ALLOW_SECRETS', description: 'Let agents see memories tagged `secret` (injection, MCP and language-model tools). Off: they never reach an agent.' },
+  'cairn.store.synchronous': { type: 'string', default: 'normal', enum: ['normal', 'full'], env: 'CAIRN_STORE_SYNCHRONOUS', description: 'Durability of each write. normal: a committed write survives the daemon crashing; the newest writes may be lost if the machine loses power. full: every write is flushed to disk before it returns (slower).' },
   'cairn.review.agentWrites': { type: 'boolean', default: true, env: 'CAIRN_REVIEW_AGENT_WRITES', description: 'Memories written by agents start as `proposed` and wait for review.' },
 } as const satisfies Record<string, SettingDef>;
 

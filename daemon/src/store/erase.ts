@@ -81,10 +81,9 @@ export function erase(store: Store, p: EraseParams): EraseResult {
     target = t.target;
     content = t.rows.map((r) => ({ id: r.id, namespace: r.ns_path, key: r.key, value: r.value }));
     memories = t.rows.map((r) => ({ id: r.id, namespace: r.ns_path }));
-    const models = store.vectors.models();
     for (const r of t.rows) {
       ftsSecureDelete(db, r.rowid);
-      for (const m of models) removed.vectors += stmt(db, `SELECT count(*) AS c FROM vecb_${m.table.slice(4)} WHERE rowid = ?`).pluck().get(r.rowid) as number;
+      removed.vectors += store.vectors.rowCount(r.rowid);
       store.deleteVectors(r.rowid);
       removed.links += stmt(db, 'DELETE FROM links WHERE src = ? OR dst = ?').run(r.id, r.id).changes;
       stmt(db, 'DELETE FROM anchors WHERE memory_rowid = ?').run(r.rowid);

@@ -999,10 +999,14 @@ export class Store {
     };
   }
 
-  /** Copy WAL pages into the database without waiting for readers (called from the daemon's periodic sweep). */
+  /**
+   * Copy WAL pages into the database without waiting for readers (called from the daemon's periodic
+   * sweep); when that copied everything, cut the WAL file to zero bytes.
+   */
   checkpoint(): void {
     try {
-      this.db.pragma('wal_checkpoint(PASSIVE)');
+      const [r] = this.db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+      if (r && r.busy === 0 && r.log === r.checkpointed) this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       /* busy: the next one will do */
     }

@@ -184,9 +184,9 @@ class VectorIndex {
   }
 
   /** The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid. */
-  nearest(admitted: Int32Array, v: Float32Array, limit: number, sig: Int32Array): ArmHit[] {
+  nearest(admitted: Int32Array, v: Float32Array, limit: number, sig: Int32Array, exactMax: number): ArmHit[] {
     let pool = admitted;
-    if (admitted.length > EXACT_MAX) {
+    if (admitted.length > exactMax) {
       // Hamming pre-selection: a counting pass over distances finds the cut-off in O(n).
       const dist = new Uint16Array(admitted.length);
       const hist = new Int32Array(SIG_BITS + 1);
@@ -259,6 +259,8 @@ export class VectorTables {
   private index: VectorIndex | null = null;
   /** In-memory changes of the open transaction, applied on commit. */
   private staged: (() => void)[] = [];
+  /** Admitted vectors up to which the arm is exact (a knob for tests). */
+  exactMax = EXACT_MAX;
 
   constructor(
     private readonly db: DB,
@@ -350,7 +352,7 @@ export class VectorTables {
         const s = ix.slotOf.get(m.rowid);
         if (s !== undefined) ix.setMeta(s, m);
       }
-      if (ch.some((c) => c.op === 'purge' || c.op === 'import')) purged = true;
+      if (ch.some((c) => c.op === 'purge' || c.op === 'erase' || c.op === 'import')) purged = true;
       after = ch[ch.length - 1].position;
     }
     if (purged) {
@@ -392,6 +394,13 @@ export class VectorTables {
     if (this.index?.model.model === model.model) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
   }
 
+  /** How many models hold a vector of this memory. */
+  rowCount(rowid: number): number {
+    let n = 0;
+    for (const m of this.models()) n += (stmt(this.db, `SELECT count(*) AS c FROM ${m.table} WHERE rowid = ?`).get(rowid) as { c: number }).c;
+    return n;
+  }
+
   count(model: VecModel): number {
     return (stmt(this.db, `SELECT count(*) AS c FROM ${model.table}`).get() as { c: number }).c;
   }
@@ -426,7 +435,7 @@ export class VectorTables {
     }
     const admitted = ix.admit(this.nsMask(q.scope), q.include, q.now, only);
     const v = normalized(query);
-    return ix.nearest(admitted, v, q.limit, quantize(v).sig);
+    return ix.nearest(admitted, v, q.limit, quantize(v).sig, this.exactMax);
   }
 
   /** Visible memories of one namespace at least `threshold` cosine-similar to `vector`, best first (duplicate detection). */

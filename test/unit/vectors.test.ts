@@ -1,0 +1,109 @@
+/**
+ * The vector store: int8 vectors ranked exactly up to EXACT_MAX admitted rows,
+ * SimHash pre-selection above it, scope and visibility admitted before the cut,
+ * and the in-memory facts following the change log.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { hammingBound, quantize } from '../../daemon/src/store/quantize';
+import type { VecModel } from '../../daemon/src/store/vectors';
+import { tempCore } from '../helpers';
+
+const DIM = 32;
+function rng(seed: number) {
+  let s = seed;
+  return () => ((s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff) - 0.5;
+}
+const cos = (a: Float32Array, b: Float32Array) => {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) (d += a[i] * b[i]), (na += a[i] * a[i]), (nb += b[i] * b[i]);
+  return d / Math.sqrt(na * nb);
+};
+
+describe('vector store', () => {
+  const c = tempCore();
+  let model: VecModel;
+  const vecs = new Map<number, { v: Float32Array; ns: string; id: string }>();
+  const r = rng(42);
+  before(async () => {
+    model = c.store.transaction(() => c.store.vectors.ensure('test-model', DIM));
+    c.store.vectors.load(model);
+    const items = Array.from({ length: 1200 }, (_, i) => ({ namespace: i % 3 === 0 ? 'project.a' : i % 3 === 1 ? 'project.b' : 'user.notes', key: `k${i}`, value: `memory ${i}` }));
+    const res = await c.core.call(R.upsertBatch, { items });
+    c.store.transaction(() => {
+      res.results.forEach((x, i) => {
+        if (!x.ok) throw new Error('write failed');
+        const v = new Float32Array(DIM).map(() => r());
+        const rowid = c.store.rowidOf(x.id)!;
+        vecs.set(rowid, { v, ns: items[i].namespace, id: x.id });
+        c.store.vectors.put(model, rowid, v, i);
+      });
+    });
+  });
+  after(() => c.close());
+
+  const brute = (q: Float32Array, ok: (e: { ns: string; id: string }) => boolean, k: number) =>
+    [...vecs.entries()].filter(([, e]) => ok(e)).map(([rowid, e]) => ({ rowid, s: cos(q, e.v) })).sort((a, b) => b.s - a.s).slice(0, k);
+
+  it('ranks exactly (up to int8 rounding) inside a scope, never returning an out-of-scope row', () => {
+    for (let t = 0; t < 20; t++) {
+      const q = new Float32Array(DIM).map(() => r());
+      const hits = c.store.vectors.knn(model, q, { scope: { root: 'project.a', includeUser: false }, now: Date.now(), limit: 10 });
+      const want = brute(q, (e) => e.ns === 'project.a', 10);
+      assert.equal(hits.length, 10);
+      assert.ok(hits.every((h) => vecs.get(h.rowid)!.ns === 'project.a'));
+      assert.equal(hits[0].rowid, want[0].rowid);
+      hits.forEach((h, i) => assert.ok(Math.abs(h.score - cos(q, vecs.get(h.rowid)!.v)) < 0.02, `score ${i} close to the true cosine`));
+      const overlap = hits.filter((h) => want.some((w) => w.rowid === h.rowid)).length;
+      assert.ok(overlap >= 9, `top-10 overlap ${overlap}`);
+    }
+  });
+
+  it('above the exact limit, SimHash pre-selection keeps the true neighbours (whole store)', () => {
+    c.store.vectors.exactMax = 100;
+    try {
+      let overlap = 0;
+      for (let t = 0; t < 20; t++) {
+        const q = new Float32Array(DIM).map(() => r());
+        const hits = c.store.vectors.knn(model, q, { now: Date.now(), limit: 10 });
+        const want = brute(q, () => true, 10);
+        overlap += hits.filter((h) => want.some((w) => w.rowid === h.rowid)).length;
+      }
+      assert.ok(overlap >= 190, `recall@10 ${overlap / 200}`);
+    } finally {
+      c.store.vectors.exactMax = Infinity;
+    }
+  });
+
+  it('sees deletes and deleted namespaces made through the store before the next query', async () => {
+    const [rowid, e] = [...vecs.entries()].find(([, x]) => x.ns === 'project.b')!;
+    const q = e.v;
+    const first = c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, now: Date.now(), limit: 1 });
+    assert.equal(first[0].rowid, rowid);
+    await c.core.call(R.delete, { id: e.id });
+    const next = c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, now: Date.now(), limit: 1 });
+    assert.notEqual(next[0].rowid, rowid, 'the deleted memory left the arm');
+    const withDeleted = c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, include: { deleted: true }, now: Date.now(), limit: 1 });
+    assert.equal(withDeleted[0].rowid, rowid);
+    await c.core.call(R.namespacesDelete, { path: 'project.b' });
+    assert.deepEqual(c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, now: Date.now(), limit: 5 }), []);
+    assert.ok(c.store.vectors.knn(model, q, { now: Date.now(), limit: 50 }).every((h) => vecs.get(h.rowid)!.ns !== 'project.b'));
+  });
+
+  it('finds duplicates in a namespace above the threshold only', () => {
+    const [rowid, e] = [...vecs.entries()].find(([, x]) => x.ns === 'project.a')!;
+    const near = Float32Array.from(e.v, (x, i) => x + (i === 0 ? 0.02 : 0));
+    const nsRowid = (c.store.db.prepare(`SELECT rowid FROM namespaces WHERE path = 'project.a'`).get() as { rowid: number }).rowid;
+    const hits = c.store.vectors.similarInNamespace(model, near, nsRowid, -1, 0.93, 5, Date.now());
+    assert.equal(hits[0].rowid, rowid);
+    assert.ok(hits.every((h) => h.score >= 0.93));
+    assert.deepEqual(c.store.vectors.similarInNamespace(model, near, nsRowid, rowid, 0.93, 5, Date.now()).filter((h) => h.rowid === rowid), [], 'the memory itself is excluded');
+  });
+
+  it('quantizes zero vectors to no signature and keeps the Hamming bound generous', () => {
+    assert.equal(quantize(new Float32Array(8)).inv, 0);
+    assert.ok(hammingBound(0.93) > 256 * (Math.acos(0.93) / Math.PI));
+    assert.ok(hammingBound(0.93) < 128);
+  });
+});
