@@ -32,6 +32,11 @@ export const QUIET_MS = 1000;
 /** Texts per background request to the embedding worker. */
 export const EMBED_CHUNK = 64;
 export const MAX_REST_MS = 250;
+/**
+ * An indexing pass starts this long after the first write that asks for it, so a stream of single writes is
+ * embedded in batches (one worker round trip and a few transactions per batch instead of per write).
+ */
+export const KICK_DELAY_MS = 15;
 /** Vectors written per transaction (the daemon yields to requests between them). */
 export const WRITE_CHUNK = 8;
 /** Cosine similarity at or above which a live memory of the same namespace is a possible duplicate. */
@@ -234,7 +239,7 @@ export class Indexer implements VectorSearcher {
     this.kickTimer = setTimeout(() => {
       this.kickTimer = null;
       this.kickNow();
-    }, 2);
+    }, KICK_DELAY_MS);
   }
 
   private kickNow(): void {
