@@ -5,7 +5,7 @@
  * (whose peer column is kube-coder's store, measured on the same workload).
  *
  *   node --import tsx bench/sidebyside.ts [--sizes 10000,100000] [--corpus DIR] [--gen gen_corpus.py]
- *       [--cairn label=path/to/bin/cairn.js ...] [--phases writes,search,batch,full,noembed] [--json out.json]
+ *       [--cairn label=path/to/bin/cairn.js ...] [--phases writes,search,batch,full,noembed] [--load single|batch] [--json out.json]
  *
  * - corpus: `gen_corpus.py` (Python standard library, deterministic; default `../shared/bench/gen_corpus.py`
  *   next to the repository) writes `corpus-<N>.jsonl` and `queries-<N>.jsonl` into `--corpus`
@@ -39,6 +39,8 @@ const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')
 const gen = path.resolve(ROOT, arg('gen', path.join('..', 'shared', 'bench', 'gen_corpus.py')));
 const phases = new Set(arg('phases', 'writes,search,batch,full').split(','));
 const jsonOut = arg('json', '');
+/** `batch`: load the store for the search phase with upsertBatch (500 per call) instead of single writes (quick look only). */
+const load = arg('load', 'single');
 const builds: { label: string; bin: string }[] = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] !== '--cairn') continue;
@@ -141,19 +143,24 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   let last = 0;
   let dups = 0;
   const t0 = now();
-  for (const r of records) {
-    const t = now();
-    const res = await c.call(R.upsert, toUpsert(r));
-    ms.push(now() - t);
-    last = res.position;
-    if (res.possibleDuplicates?.length) dups++;
+  if (load === 'batch') {
+    for (let i = 0; i < records.length; i += 500) last = (await c.call(R.upsertBatch, { items: records.slice(i, i + 500).map(toUpsert) })).position;
+  } else {
+    for (const r of records) {
+      const t = now();
+      const res = await c.call(R.upsert, toUpsert(r));
+      ms.push(now() - t);
+      last = res.position;
+      if (res.possibleDuplicates?.length) dups++;
+    }
   }
   const wallMs = now() - t0;
   const cpuMs = procStat(pid).cpuMs - cpu0;
   const result: Record<string, unknown> = {
     records: records.length,
+    load,
     perSec: Math.round(records.length / (wallMs / 1000)),
-    call: summarize(ms),
+    call: ms.length ? summarize(ms) : null,
     daemonCpuMsPerUpsert: Math.round((cpuMs / records.length) * 100) / 100,
     peakRssMiB: status(pid, 'VmHWM'),
     idleRssMiB: s.idleRssMiB,
@@ -223,7 +230,8 @@ async function main() {
       if (phases.has('writes') || phases.has('search')) {
         const w = await writes(b.bin, records, { embeddings: true, keep: phases.has('search') });
         r.writes = w.result;
-        line(key, 'writes', `${w.result.perSec}/s, p50 ${fmt((w.result.call as { p50: number }).p50)} p95 ${fmt((w.result.call as { p95: number }).p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert, disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`);
+        const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
+        line(key, `writes (${load})`, `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert, disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`);
         if (w.s) {
           r.search = await searches(w.s, queries, w.last);
           const sr = r.search as Record<string, { p50: number; p95: number }>;
@@ -239,7 +247,8 @@ async function main() {
       if (phases.has('full')) {
         const w = await writes(b.bin, records, { embeddings: true, env: { CAIRN_STORE_SYNCHRONOUS: 'FULL' } });
         r.writesSynchronousFull = w.result;
-        line(key, 'writes synchronous=FULL', `${w.result.perSec}/s, p50 ${fmt((w.result.call as { p50: number }).p50)} p95 ${fmt((w.result.call as { p95: number }).p95)} ms`);
+        const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
+        line(key, 'writes synchronous=FULL', `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms`);
       }
       if (phases.has('noembed')) {
         const w = await writes(b.bin, records, { embeddings: false });
@@ -250,6 +259,34 @@ async function main() {
     }
   }
   if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, results }, null, 2));
+  console.log(table(results));
+}
+
+/** kube-coder's figures from issue 8 (same corpus, queries and method; no peer code is available here). */
+const PEER: Record<string, string> = {
+  'single upserts/s': '459 (10k) / 463 (100k)',
+  'scoped hybrid p50/p95 ms': '35.9 / 56.0 at 100k (FTS)',
+  'whole-store hybrid p50/p95 ms': '48.8 / 79.2 at 100k (FTS)',
+  'peak RSS MiB': '~28',
+  'disk MiB': '135 at 100k',
+};
+
+function table(results: Record<string, Record<string, unknown>>): string {
+  const rows: string[] = ['| what | ' + Object.keys(results).join(' | ') + ' | kube-coder (issue 8) |', '| --- |' + ' --- |'.repeat(Object.keys(results).length + 1)];
+  const cell = (f: (r: any) => string) => Object.values(results).map((r) => { try { return f(r); } catch { return '—'; } }).join(' | ');
+  const p = (s: { p50: number; p95: number }) => `${fmt(s.p50, 1)} / ${fmt(s.p95, 1)}`;
+  rows.push(`| single upserts/s | ${cell((r) => String(r.writes.perSec))} | ${PEER['single upserts/s']} |`);
+  rows.push(`| upsert call p50/p95 ms | ${cell((r) => p(r.writes.call))} | — |`);
+  rows.push(`| daemon CPU ms per upsert | ${cell((r) => String(r.writes.daemonCpuMsPerUpsert))} | 1.4 |`);
+  rows.push(`| single upserts/s, synchronous=FULL | ${cell((r) => String(r.writesSynchronousFull.perSec))} | (peer runs FULL) |`);
+  rows.push(`| upsertBatch(100) records/s | ${cell((r) => String(r.batch.perSec))} | — |`);
+  rows.push(`| scoped hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_scoped))} | ${PEER['scoped hybrid p50/p95 ms']} |`);
+  rows.push(`| whole-store hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_whole))} | ${PEER['whole-store hybrid p50/p95 ms']} |`);
+  rows.push(`| scoped fts p50/p95 ms | ${cell((r) => p(r.search.fts_scoped))} | — |`);
+  rows.push(`| whole-store fts p50/p95 ms | ${cell((r) => p(r.search.fts_whole))} | — |`);
+  rows.push(`| peak RSS MiB (writes / search), idle | ${cell((r) => `${r.writes.peakRssMiB} / ${r.search.peakRssMiB}, ${r.writes.idleRssMiB}`)} | ${PEER['peak RSS MiB']} |`);
+  rows.push(`| disk MiB after writes / after index | ${cell((r) => `${r.writes.diskMiBAfterWrites} / ${r.writes.diskMiBAfterIndex}`)} | ${PEER['disk MiB']} |`);
+  return rows.join('\n');
 }
 
 main().catch((e) => {
