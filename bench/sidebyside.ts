@@ -19,7 +19,8 @@
  *   `limit: 25`, unscoped and scoped (`{root: <query scope>, includeUser: false}`), `hybrid` and `fts`;
  *   nearest-rank percentiles of the client-side round trip;
  * - batch: `memory/upsertBatch`, 100 records per call, on a fresh store;
- * - full: the writes phase with `CAIRN_STORE_SYNCHRONOUS=FULL` (cairn.store.synchronous);
+ * - full: the writes phase with `CAIRN_STORE_SYNCHRONOUS=FULL` (cairn.store.synchronous), at sizes up to `--full-max`
+ *   (default 10000);
  * - memory: the daemon's peak RSS (VmHWM, reset through /proc/<pid>/clear_refs at each phase).
  *
  * Several `--cairn` builds run interleaved (per size, per phase), so before/after figures
@@ -41,6 +42,8 @@ const phases = new Set(arg('phases', 'writes,search,batch,full').split(','));
 const jsonOut = arg('json', '');
 /** `batch`: load the store for the search phase with upsertBatch (500 per call) instead of single writes (quick look only). */
 const load = arg('load', 'single');
+/** The synchronous=FULL writes run at sizes up to this (one fsync per write makes 100k long). */
+const fullMax = Number(arg('full-max', '10000'));
 const builds: { label: string; bin: string }[] = [];
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] !== '--cairn') continue;
@@ -244,7 +247,7 @@ async function main() {
         r.batch = await batch(b.bin, records);
         line(key, 'batch(100)', r.batch);
       }
-      if (phases.has('full')) {
+      if (phases.has('full') && size <= fullMax) {
         const w = await writes(b.bin, records, { embeddings: true, env: { CAIRN_STORE_SYNCHRONOUS: 'FULL' } });
         r.writesSynchronousFull = w.result;
         const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };

@@ -54,8 +54,10 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   if (p.query.trim().length === 0) return { hits: [], mode };
 
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
-  const vec = await vectors!.search(p.query, { ...arm, limit: mode === 'vector' ? limit : candidates });
+  // The query is embedded in the worker thread while the full-text arm runs here.
+  const pending = vectors!.search(p.query, { ...arm, limit: mode === 'vector' ? limit : candidates });
   if (mode === 'vector') {
+    const vec = await pending;
     const rows = store.byRowids(vec.map((h) => h.rowid));
     const hits = vec.flatMap((h, i) => {
       const r = rows.get(h.rowid);
@@ -64,7 +66,14 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     return { hits, mode };
   }
 
-  const fts = ftsArm(store.db, p.query, { ...arm, limit: candidates });
+  let fts: ArmHit[];
+  try {
+    fts = ftsArm(store.db, p.query, { ...arm, limit: candidates });
+  } catch (e) {
+    pending.catch(() => {}); // the full-text error is the one reported
+    throw e;
+  }
+  const vec = await pending;
   const fused = new Map<number, { fts: { rank: number; score: number } | null; vector: { rank: number; score: number } | null; fused: number }>();
   const vw = vectors!.weight();
   const wsum = FTS_WEIGHT + vw;
