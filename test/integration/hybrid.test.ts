@@ -170,6 +170,8 @@ describe('hybrid retrieval', () => {
       assert.deepEqual((await core.call(R.duplicates, { id: b.memory.id })).possibleDuplicates, []);
       await rejectsWith(core.call(R.duplicates, { id: a.memory.id }), 'NotFound', 'id');
       await rejectsWith(core.call(R.duplicates, { id: 'no-such-id' }), 'NotFound', 'id');
+      await rejectsWith(core.call(R.duplicates, { id: b.memory.id, scope: { root: 'project.elsewhere', includeUser: false } }), 'NotFound', 'id');
+      assert.equal((await core.call(R.duplicates, { id: b.memory.id, scope: { root: 'project.bgdup' } })).id, b.memory.id);
     } finally {
       d.notifyAll = notifyAll;
     }

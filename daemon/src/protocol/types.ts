@@ -277,7 +277,7 @@ export const UpsertResult = z.object({
 });
 export type UpsertResult = z.infer<typeof UpsertResult>;
 
-export const DuplicatesParams = z.object({ id: MemoryId }).strict();
+export const DuplicatesParams = z.object({ id: MemoryId, /** The caller's scope: a memory outside it is NotFound. */ scope: Scope.optional() }).strict();
 export type DuplicatesParams = z.infer<typeof DuplicatesParams>;
 export const DuplicatesResult = z.object({ id: z.string(), version: z.number().int(), duplicateCheck: DuplicateCheck, possibleDuplicates: z.array(PossibleDuplicate) });
 export type DuplicatesResult = z.infer<typeof DuplicatesResult>;

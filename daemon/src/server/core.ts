@@ -78,7 +78,7 @@ export class Core {
       };
     });
     on(Requests.duplicates, (p) => {
-      const m = s.peek(p.id);
+      const m = s.peek(p.id, p.scope);
       const d = this.hooks.duplicatesOf ? this.hooks.duplicatesOf(m.id) : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
       return { id: m.id, version: m.version, ...d };
     });

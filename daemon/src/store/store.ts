@@ -425,9 +425,10 @@ export class Store {
   }
 
   /** A live memory by id without counting it as an access (NotFound otherwise). */
-  peek(id: string): Memory {
-    const row = this.rowBy('m.id = ? AND n.deleted_at IS NULL AND m.deleted_at IS NULL', id);
-    if (!row) throw new CairnError('NotFound', `no live memory ${id}`, { field: 'id' });
+  peek(id: string, scope?: Scope): Memory {
+    const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL AND m.deleted_at IS NULL', params: [id] }, scopePredicate(scope));
+    const row = this.rowBy(where.sql, ...where.params);
+    if (!row) throw new CairnError('NotFound', `no live memory ${id}${scope ? ' in scope' : ''}`, { field: 'id' });
     return toMemory(row);
   }
 
