@@ -154,6 +154,7 @@ describe('history rows', () => {
       assert.equal(o[2].state!.deletedAt, null);
       const raw = store.db.prepare('SELECT state FROM history WHERE memory_id = ? ORDER BY seq LIMIT 1').get(a.memory.id) as { state: string };
       assert.ok(raw.state.length < JSON.stringify(a.memory).length / 2, `compact: ${raw.state}`);
+      assert.ok(!raw.state.includes("createdAt"), `the write time is the row time: ${raw.state}`);
     } finally {
       store.close();
       fs.rmSync(dir, { recursive: true, force: true });

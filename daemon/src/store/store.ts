@@ -494,8 +494,10 @@ export class Store {
     previous: Memory | null,
     state: Memory | null,
     detail?: Record<string, unknown>,
+    /** The write's time when the caller already took it (then the state's timestamps equal it and are not stored). */
+    when?: number,
   ): void {
-    const at = this.now();
+    const at = when ?? this.now();
     const facts = { memoryId, version, at };
     stmt(this.db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
       memoryId,
@@ -757,7 +759,7 @@ export class Store {
       deleted_by: null,
       delete_reason: null,
     });
-    this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
+    this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined, now);
     let position = this.logChange(op, id, nsId, p.namespace, p.key);
 
     if (superseded) {
