@@ -37,7 +37,7 @@ export type Synchronous = NonNullable<OpenOptions['synchronous']>;
 /** The configured durability: the option, else CAIRN_STORE_SYNCHRONOUS, else the declared default. */
 export function synchronousSetting(opt?: string): Synchronous {
   const def = Settings['cairn.store.synchronous'];
-  const v = (opt ?? readEnv(def.env) ?? def.default).toLowerCase();
+  const v = (opt ?? readEnv('CAIRN_STORE_SYNCHRONOUS') ?? def.default).toLowerCase();
   if (v !== 'normal' && v !== 'full') throw new CairnError('InvalidParams', `${def.env} must be "normal" or "full", not "${v}"`, { field: 'synchronous' });
   return v;
 }
