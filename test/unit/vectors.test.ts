@@ -17,7 +17,11 @@ function rng(seed: number) {
 }
 const cos = (a: Float32Array, b: Float32Array) => {
   let d = 0, na = 0, nb = 0;
-  for (let i = 0; i < a.length; i++) (d += a[i] * b[i]), (na += a[i] * a[i]), (nb += b[i] * b[i]);
+  for (let i = 0; i < a.length; i++) {
+    d += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
   return d / Math.sqrt(na * nb);
 };
 
