@@ -153,27 +153,20 @@ suite('commands', () => {
 
   test('Edit Memory: a concurrent change surfaces as a conflict, nothing is overwritten', async () => {
     const key = uniq('conflict');
-    // The window's own listeners (main.ts) run before this one, so once it fires the extension has handled the change.
-    const changeOf = () =>
-      new Promise<void>((resolve) => {
-        const d = c.client.onDidChangeMemories((p) => {
-          if (p.key === key) {
-            d.dispose();
-            resolve();
-          }
-        });
-      });
-    // Open the editor only after the creation's notification arrived: a late one would make VS Code re-read the
-    // clean document, and a re-read that lands after the CLI write below would hand the editor the newer version.
-    const created = changeOf();
     const m = await add(c, key, 'Original');
-    await created;
     const { result: doc } = await run<vscode.TextDocument>(c, 'cairn.editMemory', [m.id]);
     const edit = new vscode.WorkspaceEdit();
     edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), 'My editor change');
     await vscode.workspace.applyEdit(edit);
     assert.ok(doc.isDirty);
-    const notified = changeOf();
+    const notified = new Promise<void>((resolve) => {
+      const d = c.client.onDidChangeMemories((p) => {
+        if (p.key === key) {
+          d.dispose();
+          resolve();
+        }
+      });
+    });
     await cli(c, 'add', NS, key, 'Changed from the CLI meanwhile');
     await notified;
     const saved = await doc.save();
