@@ -5,10 +5,11 @@
  * It always runs as its own Node.js process, started detached so every window on the machine can share it
  * and it outlives the window that started it.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { connectSocket, pidAlive, probeSocket, readDaemonInfo as readInfo } from '../../daemon/src/client/daemon-info';
+import { EnsureDaemonError, ensureDaemon as sharedEnsureDaemon } from '../../daemon/src/client/ensure-daemon';
 import { defaultSocketPath, resolveDbPath } from '../../daemon/src/paths';
 
 /** A daemon that listens on a socket (what a window can connect to). */
@@ -104,42 +105,6 @@ export async function findNode(setting: string, env: NodeJS.ProcessEnv = process
 export interface Spawned {
   pid: number;
   log: string;
-  /** Resolves with the exit code if the process ends (it normally does not). */
-  exited: Promise<number | null>;
-}
-
-/** Start `node <script> daemon --db <db> --socket <socket>` detached, logging to `logFile`. */
-export function spawnDaemon(node: string, script: string, target: Target, logFile: string, env: NodeJS.ProcessEnv): Spawned {
-  fs.mkdirSync(path.dirname(logFile), { recursive: true });
-  fs.mkdirSync(path.dirname(target.db), { recursive: true });
-  if (process.platform !== 'win32') fs.mkdirSync(path.dirname(target.socket), { recursive: true, mode: 0o700 });
-  const fd = fs.openSync(logFile, 'a');
-  fs.writeSync(fd, `\n--- ${new Date().toISOString()} starting ${node} ${script} daemon --db ${target.db} --socket ${target.socket}\n`);
-  try {
-    const child = spawn(node, [script, 'daemon', '--db', target.db, '--socket', target.socket], {
-      detached: true,
-      stdio: ['ignore', fd, fd],
-      env,
-      cwd: path.dirname(target.db),
-      windowsHide: true,
-    });
-    const exited = new Promise<number | null>((resolve) => {
-      child.once('exit', (code) => resolve(code));
-      child.once('error', () => resolve(-1));
-    });
-    child.unref();
-    return { pid: child.pid ?? -1, log: logFile, exited };
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-export function tail(file: string, lines = 15): string {
-  try {
-    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '';
-  }
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -162,35 +127,36 @@ export interface Ensured {
 }
 
 /**
- * Make sure a daemon serves the store: connect to the running one if any (its info file names its
- * socket), else start one and wait for its socket. Throws a BootstrapError that says what went wrong.
+ * Make sure a daemon serves the store, through the one client layer every Cairn client uses
+ * (daemon/src/client/ensure-daemon.ts: same start-up race handling, same OS-lock rule for stale info, same
+ * private log file). What only an editor adds: the daemon runs on a real Node.js found here (never the editor's
+ * own Electron executable), from the script the extension ships. Throws a BootstrapError that says what went wrong.
  */
 export async function ensureDaemon(o: EnsureOptions): Promise<Ensured> {
   const log = o.log ?? (() => undefined);
-  const sockets = (): string[] => {
-    const info = readDaemonInfo(o.target.db);
-    const s = info && isAlive(info.pid) ? [info.socket] : [];
-    return [...new Set([...s, o.target.socket])];
-  };
-  for (const s of sockets()) if (await probe(s)) return { socket: s };
-
+  // Already served: no need to look for Node.js or the daemon script.
+  const info = readDaemonInfo(o.target.db);
+  for (const s of [...new Set([...(info && isAlive(info.pid) ? [info.socket] : []), o.target.socket])]) {
+    if (await probe(s)) return { socket: s };
+  }
   const { node, version } = await findNode(o.nodeSetting, o.env);
   const script = findDaemonScript(o.daemonSetting, o.extensionPath, o.env);
   log(`starting daemon: ${node} (${version}) ${script} for ${o.target.db}`);
-  const spawned = spawnDaemon(node, script, o.target, o.logFile, o.env);
-  let exitCode: number | null | undefined;
-  void spawned.exited.then((c) => (exitCode = c));
-  const deadline = Date.now() + (o.startTimeoutMs ?? 30_000);
-  while (Date.now() < deadline) {
-    for (const s of sockets()) if (await probe(s, 500)) return { socket: s, spawned };
-    if (exitCode !== undefined) {
-      // Lost a race with another window's daemon? Then its socket answers now.
-      for (const s of sockets()) if (await probe(s, 500)) return { socket: s };
-      throw new BootstrapError(`The Cairn daemon exited with code ${exitCode} during start-up.\n${tail(spawned.log)}`);
-    }
-    await sleep(100);
+  try {
+    const r = await sharedEnsureDaemon({
+      db: o.target.db,
+      socket: o.target.socket,
+      nodePath: node,
+      script,
+      env: o.env,
+      logFile: o.logFile,
+      timeoutMs: o.startTimeoutMs,
+      log,
+    });
+    return { socket: r.socket, ...(r.started && r.pid ? { spawned: { pid: r.pid, log: r.logFile ?? o.logFile } } : {}) };
+  } catch (e) {
+    throw e instanceof EnsureDaemonError ? new BootstrapError(e.message) : e;
   }
-  throw new BootstrapError(`The Cairn daemon did not open ${o.target.socket} within ${Math.round((o.startTimeoutMs ?? 30_000) / 1000)} s.\n${tail(spawned.log)}`);
 }
 
 /** Stop a daemon process: SIGTERM, then SIGKILL after `graceMs`. Resolves once it is gone. */

@@ -16,7 +16,7 @@ net.createServer((c) => c.end()).listen(sock, () => {
 });
 process.on('SIGTERM', () => process.exit(0));
 `;
-const FAILING = `console.error('cairn: another daemon owns this store (socket /x/y.sock)'); process.exit(3);`;
+const FAILING = `console.error('cairn daemon: cannot open the store: disk on fire'); process.exit(7);`;
 
 suite('bootstrap', { timeout: 60_000 }, () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-boot-'));
@@ -78,11 +78,23 @@ suite('bootstrap', { timeout: 60_000 }, () => {
     assert.equal(isAlive(info!.pid), false);
   });
 
+  test('stale daemon info naming a live pid that is not a daemon does not block: a daemon starts (shared client layer)', async () => {
+    const target = resolveTarget(path.join(tmp, 'store', 's.db'), env);
+    fs.mkdirSync(path.dirname(target.db), { recursive: true });
+    // The pid is alive (it is this test process) but nothing answers on the socket it names.
+    fs.writeFileSync(target.db + '.daemon.json', JSON.stringify({ pid: process.pid, socket: path.join(tmp, 'gone.sock'), version: 'old' }));
+    const r = await ensureDaemon({ target, nodeSetting: process.execPath, daemonSetting: script('fake2', FAKE), extensionPath: tmp, logFile: path.join(tmp, 'logs', 's.log'), env, startTimeoutMs: 20_000 });
+    assert.ok(r.spawned, 'a new daemon was started');
+    pids.push(r.spawned!.pid);
+    assert.equal(readDaemonInfo(target.db)?.pid, r.spawned!.pid);
+    assert.equal(fs.statSync(path.join(tmp, 'logs', 's.log')).mode & 0o777, 0o600, 'the daemon log is private');
+  });
+
   test('a daemon that exits at start-up: its output is in the error', async () => {
     const target = resolveTarget(path.join(tmp, 'store', 'd.db'), env);
     await assert.rejects(
       ensureDaemon({ target, nodeSetting: process.execPath, daemonSetting: script('failing', FAILING), extensionPath: tmp, logFile: path.join(tmp, 'logs', 'f.log'), env }),
-      (e: Error) => e instanceof BootstrapError && /exited with code 3/.test(e.message) && /another daemon owns this store/.test(e.message),
+      (e: Error) => e instanceof BootstrapError && /exited with code 7/.test(e.message) && /disk on fire/.test(e.message),
     );
   });
 });
