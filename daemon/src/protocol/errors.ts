@@ -37,11 +37,14 @@ export const ErrorCodes = {
   /** The request conflicts with the current state (e.g. linking a memory to itself, restoring a live memory). */
   InvalidState: 1012,
   /**
-   * No daemon could be reached, or the connection closed before the reply came (client side only; a daemon never
-   * sends it). `data.sent` is false when the request was never written (safe to retry), true when it was and its
-   * outcome is unknown.
+   * Something the request needs cannot be reached. Client side: no daemon could be reached, or the connection closed
+   * before the reply came; `data.sent` is false when the request was never written (safe to retry), true when it was
+   * and its outcome is unknown. From a daemon: the team database cannot be reached (`data.store` is `team`); nothing
+   * was written, retry later.
    */
   Unavailable: 1013,
+  /** The database refused the change: the caller's database role was not granted this namespace root (team store). */
+  Forbidden: 1014,
   /** The daemon is at a documented capacity limit (connections, unread output); `data.limit`. Retry later. */
   Overloaded: 1015,
 } as const;
@@ -80,7 +83,8 @@ export const errorDescriptions: Record<ErrorCodeName, string> = {
   InvalidFilter: 'malformed filter tree; data.field is the path of the bad node',
   InvalidState: 'the request conflicts with the current state',
   Timeout: 'deprecated, never sent (reserved): index/wait answers reached: false instead',
-  Unavailable: 'no daemon could be reached, or the connection closed before the reply (client side; data.sent says whether the request was written)',
+  Unavailable: 'no daemon could be reached or the connection closed before the reply (client side; data.sent says whether the request was written), or the team database cannot be reached (data.store: team; nothing was written)',
+  Forbidden: "the team database refused the change: the caller's role was not granted this namespace root",
   Overloaded: 'the daemon is at a documented capacity limit (connections, unread output); data.limit; retry later',
 };
 

@@ -34,6 +34,8 @@ export const Settings = {
   'cairn.agents.allowSecrets': { type: 'boolean', default: false, env: 'CAIRN_AGENTS_ALLOW_SECRETS', description: 'Let agents see memories tagged `secret` (injection, MCP and language-model tools). Off: they never reach an agent.' },
   'cairn.store.synchronous': { type: 'string', default: 'normal', enum: ['normal', 'full'], env: 'CAIRN_STORE_SYNCHRONOUS', description: 'Durability of each write. normal: a committed write survives the daemon crashing; the newest writes may be lost if the machine loses power. full: every write is flushed to disk before it returns (slower).' },
   'cairn.review.agentWrites': { type: 'boolean', default: true, env: 'CAIRN_REVIEW_AGENT_WRITES', description: 'Memories written by agents start as `proposed` and wait for review.' },
+  'cairn.team.url': { type: 'string', default: '', env: 'CAIRN_TEAM_URL', description: 'Team memory database: postgres://user@host:port/db (PostgreSQL with pgvector). The password comes from PGPASSWORD or ~/.pgpass and is never shown. Empty: no team memory.' },
+  'cairn.team.roots': { type: 'string', default: 'team', env: 'CAIRN_TEAM_ROOTS', description: 'Namespace roots stored in the team database, comma separated (e.g. "team, project.shared"); everything else stays local.' },
 } as const satisfies Record<string, SettingDef>;
 
 export type SettingKey = keyof typeof Settings;

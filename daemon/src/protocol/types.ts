@@ -450,6 +450,8 @@ export const SearchHit = z.object({
   score: z.number(),
   /** Value excerpt with matches wrapped in «…». */
   snippet: z.string(),
+  /** Which store the hit came from: `local` (this machine's SQLite) or `team` (the shared PostgreSQL database). */
+  store: z.enum(['local', 'team']).optional(),
   explain: z
     .object({ fts: ArmExplain.nullable(), vector: ArmExplain.nullable(), fused: z.number(), boost: z.number() })
     .optional(),
@@ -744,6 +746,8 @@ export const DidChangeParams = z.object({
   namespace: z.string().nullable(),
   key: z.string().nullable(),
   op: z.string(),
+  /** Set to `team` for a change in the shared team database (its positions are that database's own). */
+  store: z.enum(['local', 'team']).optional(),
 });
 export type DidChangeParams = z.infer<typeof DidChangeParams>;
 export const PossibleDuplicatesParams = z.object({

@@ -20,6 +20,7 @@ import { auditPage } from '../store/audit';
 import { importPreview } from '../store/import-preview';
 import { overview } from '../store/overview';
 import type { Store } from '../store/store';
+import type { TeamRouter } from '../team/router';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- params are validated against the method's schema before a handler runs
 export type Handler = (params: any) => unknown | Promise<unknown>;
@@ -53,6 +54,8 @@ export function validationError(err: z.ZodError, method: string): CairnError {
 export class Core {
   private handlers = new Map<string, Handler>();
   readonly tasks: Tasks;
+  /** Team memory: namespaces under the team roots are served by the team database (daemon/src/team/). */
+  team?: TeamRouter;
 
   constructor(
     readonly store: Store,
@@ -152,6 +155,7 @@ export class Core {
     checkParamsShape(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
     const parsed = def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method);
+    if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p));
     return fn(parsed.data);
   }
 

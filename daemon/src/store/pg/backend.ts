@@ -1,0 +1,833 @@
+/**
+ * The team store: the same memory semantics as the SQLite Store (store.ts),
+ * on PostgreSQL + pgvector. Every write is one transaction that locks the
+ * memory row it changes (SELECT ... FOR UPDATE), so versions stay monotonic
+ * and `ifVersion` conflicts are exact with many daemons writing at once;
+ * history and a change-log row are written in the same transaction, and the
+ * change-log trigger NOTIFYs every listening daemon on commit.
+ *
+ * Rows are visible only as row-level security allows for the login role;
+ * history's actor is that role (the claimed actor is kept as detail.onBehalfOf).
+ */
+import { EventEmitter } from 'node:events';
+import { CairnError } from '../../protocol/errors';
+import { isUnder, namespaceProblem } from '../../protocol/namespace';
+import {
+  Limits,
+  type Anchor,
+  type DidChangeParams,
+  type GetParams,
+  type HistoryEntry,
+  type HistoryParams,
+  type HistoryResult,
+  type Link,
+  type LinkParams,
+  type LinkResult,
+  type ListParams,
+  type ListResult,
+  type Memory,
+  type NamespaceInfo,
+  type NeighborsParams,
+  type NeighborsResult,
+  type PurgeResult,
+  type Scope,
+  type SweepResult,
+  type UnlinkResult,
+  type UpsertBatchResult,
+  type UpsertParams,
+  type UpsertResult,
+  type WriteResult,
+} from '../../protocol/types';
+import { normalizedValueHash, sha256, uuidv7 } from '../../text/hash';
+import { identifierWords } from '../../text/identifiers';
+import { extractiveSummary } from '../../text/summary';
+import { fromIso, iso, isoReq, toMemory, type MemoryRow } from '../rows';
+import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
+import { checkSchema } from './schema';
+import { andSql, filterSql, MEMORY_COLUMNS, Params, scopeSql, visibilitySql } from './sql';
+
+export const SYSTEM_EXPIRE = 'system:expire';
+export const SYSTEM_NS_DELETE = 'system:namespace-delete';
+
+type C = pg.PoolClient;
+
+export interface Target {
+  id?: string;
+  namespace?: string;
+  key?: string;
+  actor?: string;
+  reason?: string;
+}
+
+/** What the team store needs of an embedding model (the daemon's Embedder fits). */
+export interface PgEmbedder {
+  readonly info: { model: string; dimension: number };
+  embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
+}
+
+const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
+
+export function embeddingText(m: { key: string; value: string; tags: string[] }): string {
+  return `${m.key.replace(/[._:/-]+/g, ' ')}\n${m.tags.join(' ')}\n${m.value}`;
+}
+
+export function vectorLiteral(v: Float32Array | number[]): string {
+  return `[${Array.from(v, (x) => (Number.isFinite(x) ? x : 0)).join(',')}]`;
+}
+
+export class PgBackend {
+  readonly pool: pg.Pool;
+  readonly url: string;
+  private events = new EventEmitter();
+  private listener: pg.Client | null = null;
+  private listenTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+  embedder: PgEmbedder | null = null;
+  /** Injected clock, so tests can move time. */
+  now: () => number = () => Date.now();
+  /** The login role (history's actor), known after open(). */
+  user = '';
+  schemaVersion = 0;
+
+  constructor(readonly opts: PgOptions & { log?: (m: string) => void }) {
+    this.url = redactUrl(opts.url);
+    this.pool = new pg.Pool(poolConfig(opts));
+    this.pool.on('error', (e) => this.log(`team database connection lost: ${mapError(e).message}`));
+  }
+
+  private log(m: string): void {
+    this.opts.log?.(m);
+  }
+
+  /** Check the schema's invariants and learn who we are. Throws Unavailable when the server can't be reached. */
+  async open(): Promise<this> {
+    this.schemaVersion = await checkSchema(this.pool);
+    this.user = (await query<{ u: string }>(this.pool, 'SELECT session_user AS u'))[0].u;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.listenTimer) clearTimeout(this.listenTimer);
+    const l = this.listener;
+    this.listener = null;
+    await l?.end().catch(() => undefined);
+    await this.pool.end().catch(() => undefined);
+  }
+
+  // -------------------------------------------------------------------------
+  // live changes: LISTEN cairn_changes, reconnecting by itself
+  // -------------------------------------------------------------------------
+  onChange(fn: (c: DidChangeParams) => void): () => void {
+    this.events.on('change', fn);
+    if (!this.listener && !this.listenTimer) void this.listen();
+    return () => this.events.off('change', fn);
+  }
+
+  /** Resolves once LISTEN is active (tests wait on it). */
+  listening(): Promise<void> {
+    if (this.listener) return Promise.resolve();
+    return new Promise((r) => this.events.once('listening', r));
+  }
+
+  private async listen(delay = 0): Promise<void> {
+    if (this.closed) return;
+    this.listenTimer = null;
+    const client = new pg.Client(poolConfig(this.opts));
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query('LISTEN cairn_changes');
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      if (!this.closed) this.listenTimer = setTimeout(() => void this.listen(Math.min(5000, delay * 2 + 200)), delay);
+      return;
+    }
+    if (this.closed) return void client.end().catch(() => undefined);
+    this.listener = client;
+    client.on('notification', (n) => {
+      try {
+        this.events.emit('change', JSON.parse(n.payload ?? '{}'));
+      } catch {
+        /* a malformed payload is not ours */
+      }
+    });
+    client.on('end', () => {
+      if (this.listener === client) this.listener = null;
+      if (!this.closed) {
+        this.log('team change feed disconnected; reconnecting');
+        this.listenTimer = setTimeout(() => void this.listen(200), 200);
+      }
+    });
+    this.events.emit('listening');
+  }
+
+  // -------------------------------------------------------------------------
+  // helpers
+  // -------------------------------------------------------------------------
+  private checkNamespace(path: string, field = 'namespace'): void {
+    const p = namespaceProblem(path);
+    if (p) throw new CairnError('InvalidNamespace', p, { field });
+  }
+
+  private async rowBy(c: C | pg.Pool, where: (q: Params) => string, lock = false): Promise<MemoryRow | undefined> {
+    const q = new Params();
+    const w = where(q);
+    const rows = await c.query(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${w}${lock ? ' FOR UPDATE OF m' : ''}`, q.values);
+    return rows.rows[0] as MemoryRow | undefined;
+  }
+
+  private rowByKey(c: C, namespace: string, key: string, lock = false) {
+    return this.rowBy(c, (q) => `n.path = ${q.p(namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, lock);
+  }
+
+  private async resolveTarget(c: C, t: Target, lock = true): Promise<MemoryRow> {
+    let row: MemoryRow | undefined;
+    if (t.id !== undefined) {
+      if (t.namespace !== undefined || t.key !== undefined) throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
+      row = await this.rowBy(c, (q) => `m.id = ${q.p(t.id)} AND n.deleted_at IS NULL`, lock);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.id}`, { field: 'id' });
+    } else {
+      if (t.namespace === undefined || t.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: t.namespace === undefined ? 'namespace' : 'key' });
+      this.checkNamespace(t.namespace);
+      row = await this.rowByKey(c, t.namespace, t.key, lock);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}`, { field: 'key' });
+    }
+    return row;
+  }
+
+  private async refetch(c: C, rowid: number): Promise<MemoryRow> {
+    return (await this.rowBy(c, (q) => `m.rowid = ${q.p(rowid)}`))!;
+  }
+
+  private async ensureNamespace(c: C, path: string): Promise<string> {
+    const id = uuidv7(this.now());
+    await c.query(`INSERT INTO namespaces(id, path, created_at) VALUES ($1, $2, $3) ON CONFLICT (path) WHERE deleted_at IS NULL DO NOTHING`, [id, path, this.now()]);
+    const r = await c.query(`SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL`, [path]);
+    if (!r.rows[0]) throw new CairnError('Forbidden', `your database role may not read namespace ${path}`, { field: 'namespace' });
+    return r.rows[0].id as string;
+  }
+
+  private async logChange(c: C, op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): Promise<number> {
+    const r = await c.query(`INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING position`, [memoryId, nsId, nsPath, key, op, this.now()]);
+    return r.rows[0].position as number;
+  }
+
+  /** The actor recorded: always the login role (or a system actor); a different claimed actor goes to detail. */
+  private actorOf(claimed: string | undefined, detail: Record<string, unknown> | undefined): { actor: string; detail?: Record<string, unknown> } {
+    if (claimed && claimed.startsWith('system:')) return { actor: claimed, detail };
+    if (claimed && claimed !== this.user) return { actor: this.user, detail: { ...(detail ?? {}), onBehalfOf: claimed } };
+    return { actor: this.user, detail };
+  }
+
+  private async appendHistory(c: C, memoryId: string, nsId: string, op: HistoryEntry['op'], claimed: string | undefined, reason: string | null | undefined, version: number, previous: Memory | null, state: Memory | null, detail?: Record<string, unknown>): Promise<void> {
+    const a = this.actorOf(claimed, detail);
+    const d = a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null;
+    await c.query(`INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
+      memoryId,
+      nsId,
+      op,
+      a.actor,
+      reason ?? null,
+      this.now(),
+      version,
+      previous ? JSON.stringify(previous) : null,
+      state ? JSON.stringify(state) : null,
+      d,
+    ]);
+  }
+
+  private tx<T>(fn: (c: C) => Promise<T>): Promise<T> {
+    return transaction(this.pool, fn);
+  }
+
+  // -------------------------------------------------------------------------
+  // namespaces
+  // -------------------------------------------------------------------------
+  async listNamespaces(root?: string): Promise<NamespaceInfo[]> {
+    if (root !== undefined) this.checkNamespace(root, 'root');
+    const q = new Params();
+    const pred = root !== undefined ? scopeSql(q, { root, includeUser: false }, 'n.path') : 'true';
+    const vis = visibilitySql(q, undefined, this.now());
+    const rows = await query(this.pool, `SELECT n.id, n.path, n.created_at,
+        (SELECT count(*) FROM memories m WHERE m.ns_id = n.id AND ${vis}) AS cnt
+      FROM namespaces n WHERE n.deleted_at IS NULL AND ${pred} ORDER BY n.path`, q.values);
+    return rows.map((r) => ({ id: r.id, path: r.path, createdAt: isoReq(r.created_at), memoryCount: Number(r.cnt) }));
+  }
+
+  async renameNamespace(from: string, to: string, actor?: string): Promise<{ renamed: number; position: number }> {
+    this.checkNamespace(from, 'from');
+    this.checkNamespace(to, 'to');
+    if (from === to) throw new CairnError('InvalidState', 'from and to are the same namespace', { field: 'to' });
+    if (isUnder(to, from)) throw new CairnError('InvalidState', `cannot move ${from} inside itself (${to})`, { field: 'to' });
+    void actor;
+    return this.tx(async (c) => {
+      const q = new Params();
+      const sub = scopeSql(q, { root: from, includeUser: false }, 'path');
+      const rows = (await c.query(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub} ORDER BY path FOR UPDATE`, q.values)).rows as { id: string; path: string }[];
+      if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${from}`, { field: 'from' });
+      for (const r of rows) {
+        const target = to + r.path.slice(from.length);
+        const problem = namespaceProblem(target);
+        if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'to' });
+        const clash = (await c.query(`SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL`, [target])).rows[0];
+        if (clash && !rows.some((x) => x.id === clash.id)) throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
+      }
+      // Two steps so intermediate states never collide on the unique live path; the parked path stays under
+      // its own root, so row-level security judges it like the original.
+      for (const r of rows) await c.query(`UPDATE namespaces SET path = $1 WHERE id = $2`, [`${r.path}.\u0001${r.id}`, r.id]);
+      for (const r of rows) {
+        const n = await c.query(`UPDATE namespaces SET path = $1 WHERE id = $2`, [to + r.path.slice(from.length), r.id]);
+        if (n.rowCount !== 1) throw new CairnError('Forbidden', `your database role may not administer ${to}`, { field: 'to' });
+      }
+      const position = await this.logChange(c, 'namespace_rename', null, rows[0].id, to, null);
+      return { renamed: rows.length, position };
+    });
+  }
+
+  async deleteNamespace(path: string, actor?: string, reason?: string): Promise<{ deleted: number; memories: number; position: number }> {
+    this.checkNamespace(path, 'path');
+    return this.tx(async (c) => {
+      const q = new Params();
+      const sub = scopeSql(q, { root: path, includeUser: false }, 'path');
+      const rows = (await c.query(`SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub}`, q.values)).rows as { id: string }[];
+      if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${path}`, { field: 'path' });
+      const ids = rows.map((r) => r.id);
+      const memories = Number((await c.query(`SELECT count(*) AS c FROM memories WHERE ns_id = ANY($1::text[]) AND deleted_at IS NULL`, [ids])).rows[0].c);
+      const u = await c.query(`UPDATE namespaces SET deleted_at = $1, deleted_by = $2, delete_reason = $3 WHERE id = ANY($4::text[])`, [this.now(), this.actorOf(actor, undefined).actor, reason ?? null, ids]);
+      if (u.rowCount !== ids.length) throw new CairnError('Forbidden', `your database role may not administer ${path}`, { field: 'path' });
+      const position = await this.logChange(c, 'namespace_delete', null, ids[0], path, null);
+      return { deleted: ids.length, memories, position };
+    });
+  }
+
+  // -------------------------------------------------------------------------
+  // reading
+  // -------------------------------------------------------------------------
+  private isExpired(r: MemoryRow, now: number): boolean {
+    return r.expires_at !== null && r.expires_at <= now;
+  }
+
+  async get(p: GetParams): Promise<Memory> {
+    const now = this.now();
+    let row: MemoryRow | undefined;
+    if ('id' in p) {
+      row = await this.rowBy(this.pool, (q) => andSql(`m.id = ${q.p(p.id)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope))).catch(rethrow);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
+    } else {
+      this.checkNamespace(p.namespace);
+      row = await this.rowBy(this.pool, (q) => `n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`).catch(rethrow);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+    }
+    if (!p.includeDeleted) {
+      if (row.deleted_at !== null) {
+        throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} was deleted at ${iso(row.deleted_at)} by ${row.deleted_by}`, {
+          field: 'id' in p ? 'id' : 'key',
+          deletedAt: iso(row.deleted_at),
+          deletedBy: row.deleted_by,
+        });
+      }
+      if (this.isExpired(row, now)) throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, { field: 'id' in p ? 'id' : 'key', expiresAt: iso(row.expires_at) });
+    }
+    // Access statistics are best effort (a reader without write access still reads).
+    await this.pool.query(`UPDATE memories SET last_accessed_at = $1, access_count = access_count + 1 WHERE rowid = $2`, [now, row.rowid]).catch(() => undefined);
+    row.access_count += 1;
+    row.last_accessed_at = now;
+    return toMemory(row);
+  }
+
+  async list(p: ListParams, extra?: (q: Params) => string | null): Promise<ListResult> {
+    const limit = p.limit ?? 100;
+    const q = new Params();
+    let cursor: string | null = null;
+    if (p.cursor !== undefined) {
+      const m = /^(\d+):(\d+)$/.exec(Buffer.from(p.cursor, 'base64url').toString('utf8'));
+      if (!m) throw new CairnError('InvalidParams', 'cursor is not one this daemon issued', { field: 'cursor' });
+      const u = q.p(Number(m[1]));
+      cursor = `(m.updated_at < ${u} OR (m.updated_at = ${u} AND m.rowid < ${q.p(Number(m[2]))}))`;
+    }
+    const where = andSql(visibilitySql(q, p.include, this.now()), scopeSql(q, p.scope), filterSql(q, p.filter), cursor, extra?.(q));
+    const rows = await query<MemoryRow>(this.pool, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ${q.p(limit + 1)}`, q.values);
+    const more = rows.length > limit;
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { items: page.map(toMemory), nextCursor: more && last ? Buffer.from(`${last.updated_at}:${last.rowid}`).toString('base64url') : null };
+  }
+
+  async byRowids(rowids: number[]): Promise<Map<number, MemoryRow>> {
+    const out = new Map<number, MemoryRow>();
+    if (rowids.length === 0) return out;
+    const rows = await query<MemoryRow>(this.pool, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ANY($1::bigint[])`, [rowids]);
+    for (const r of rows) out.set(r.rowid, r);
+    return out;
+  }
+
+  async history(p: HistoryParams): Promise<HistoryResult> {
+    let memoryId: string;
+    if (p.id !== undefined) memoryId = p.id;
+    else {
+      if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
+      this.checkNamespace(p.namespace);
+      const ns = p.namespace;
+      const key = p.key;
+      const row = await this.rowBy(this.pool, (q) => `n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`).catch(rethrow);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+      memoryId = row.id;
+    }
+    const rows = await query(this.pool, `SELECT * FROM history WHERE memory_id = $1 ORDER BY seq DESC LIMIT $2`, [memoryId, p.limit ?? 100]);
+    if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
+    return {
+      entries: rows.map((r) => ({
+        seq: r.seq,
+        memoryId: r.memory_id,
+        op: r.op,
+        actor: r.actor,
+        reason: r.reason,
+        at: isoReq(r.at),
+        version: r.version,
+        previous: r.previous ? JSON.parse(r.previous) : null,
+        state: r.state ? JSON.parse(r.state) : null,
+        detail: r.detail ? JSON.parse(r.detail) : null,
+      })),
+      capped: false,
+    };
+  }
+
+  async position(): Promise<number> {
+    const r = await query<{ p: number | null }>(this.pool, 'SELECT max(position) AS p FROM changes');
+    return r[0].p ?? 0;
+  }
+
+  // -------------------------------------------------------------------------
+  // writing
+  // -------------------------------------------------------------------------
+  async upsert(p: UpsertParams): Promise<UpsertResult> {
+    const r = await this.tx((c) => this.upsertInTx(c, p));
+    if (r.changed) await this.embedRows([r.memory]);
+    return r;
+  }
+
+  async upsertBatch(items: UpsertParams[], actor?: string): Promise<UpsertBatchResult> {
+    const done: Memory[] = [];
+    const results = await this.tx(async (c) => {
+      done.length = 0;
+      const out: UpsertBatchResult['results'] = [];
+      for (const it of items) {
+        await c.query('SAVEPOINT item');
+        try {
+          const r = await this.upsertInTx(c, actor && !it.actor ? { ...it, actor } : it);
+          await c.query('RELEASE SAVEPOINT item');
+          if (r.changed) done.push(r.memory);
+          out.push({ ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version });
+        } catch (e) {
+          const err = mapError(e);
+          if (!(err instanceof CairnError) || err.codeName === 'Unavailable') throw e;
+          await c.query('ROLLBACK TO SAVEPOINT item');
+          out.push({ ok: false as const, error: { code: err.code, message: err.message, data: err.data } });
+        }
+      }
+      return out;
+    });
+    await this.embedRows(done);
+    return { results, position: results.reduce((m, r) => (r.ok ? Math.max(m, r.position) : m), 0) || (await this.position()) };
+  }
+
+  private validateContent(p: UpsertParams): void {
+    this.checkNamespace(p.namespace);
+    const bytes = Buffer.byteLength(p.value, 'utf8');
+    if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
+    if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
+    if (p.value.includes('\u0000')) throw new CairnError('InvalidParams', 'value contains a NUL character', { field: 'value' });
+    if (p.properties && Object.keys(p.properties).length > Limits.properties) throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
+    p.anchors?.forEach((a, i) => {
+      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine) throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
+      if (a.endLine !== undefined && a.startLine === undefined) throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
+    });
+    const vf = fromIso(p.validFrom);
+    const vt = fromIso(p.validTo);
+    if (vf !== null && vt !== null && vt <= vf) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+  }
+
+  private async upsertInTx(c: C, p: UpsertParams): Promise<UpsertResult> {
+    this.validateContent(p);
+    const now = this.now();
+    const claimed = p.actor ?? p.source;
+    const existing = await this.rowByKey(c, p.namespace, p.key, true);
+    const valueHash = normalizedValueHash(p.value);
+    const detail: Record<string, unknown> = {};
+
+    let op: HistoryEntry['op'] = existing ? 'update' : 'create';
+    if (existing && existing.deleted_at !== null) {
+      const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
+      if (!p.restore && !expiredOnly) {
+        throw new CairnError('Deleted', `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`, {
+          field: 'key',
+          id: existing.id,
+          deletedAt: iso(existing.deleted_at),
+          deletedBy: existing.deleted_by,
+          reason: existing.delete_reason,
+        });
+      }
+      op = 'restore';
+      if (expiredOnly) detail.afterExpire = true;
+    }
+
+    if (p.ifVersion !== undefined) {
+      const current = existing && existing.deleted_at === null ? existing.version : 0;
+      if (current !== p.ifVersion) throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
+    }
+
+    const nsId = existing?.ns_id ?? (await this.ensureNamespace(c, p.namespace));
+    const rejected = (await c.query(`SELECT actor, at FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [nsId, valueHash])).rows[0] as { actor: string; at: number } | undefined;
+    if (rejected) {
+      if (!p.force) {
+        throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
+          field: 'value',
+          rejectedAt: isoReq(rejected.at),
+          rejectedBy: rejected.actor,
+        });
+      }
+      detail.forced = true;
+    }
+
+    let superseded: MemoryRow | undefined;
+    if (p.supersedes !== undefined) {
+      const sid = p.supersedes;
+      superseded = await this.rowBy(c, (q) => `m.id = ${q.p(sid)} AND n.deleted_at IS NULL`, true);
+      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede`, { field: 'supersedes' });
+      if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
+      if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
+    }
+
+    const base = existing;
+    const tags = p.tags !== undefined ? [...new Set(p.tags)].sort() : base ? (JSON.parse(base.tags) as string[]) : [];
+    const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
+    const next = {
+      value: p.value,
+      kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
+      tags,
+      importance: p.importance !== undefined ? clamp01(p.importance) : base?.importance ?? 0.5,
+      confidence: p.confidence !== undefined ? clamp01(p.confidence) : base?.confidence ?? 1,
+      source: p.source ?? base?.source ?? 'user',
+      properties: p.properties !== undefined ? p.properties : base ? JSON.parse(base.properties) : {},
+      anchors,
+      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : base?.valid_from ?? null,
+      validTo: p.validTo !== undefined ? fromIso(p.validTo) : base?.valid_to ?? null,
+      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : base?.expires_at ?? null,
+      status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
+    };
+    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+
+    if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
+      return { memory: toMemory(existing), created: false, position: await this.positionIn(c), changed: false };
+    }
+
+    let summary: string | null = null;
+    if (p.value.length > Limits.summaryThresholdChars) {
+      try {
+        summary = extractiveSummary(p.value);
+      } catch {
+        summary = null;
+      }
+    }
+    const fts = ftsDocument(p.key, next.value, summary, next.tags);
+    const previous = existing ? toMemory(existing) : null;
+    const cols = [next.value, valueHash, summary, next.kind, JSON.stringify(next.tags), next.importance, next.confidence, next.source, JSON.stringify(next.properties), JSON.stringify(next.anchors), next.validFrom, next.validTo, next.expiresAt, next.status];
+    const FTS = `setweight(to_tsvector('english', $15), 'A') || setweight(to_tsvector('english', $16), 'B') || setweight(to_tsvector('english', $17), 'C') || setweight(to_tsvector('english', $18), 'D')`;
+    let rowid: number;
+    let id: string;
+    let version: number;
+    if (existing) {
+      id = existing.id;
+      rowid = existing.rowid;
+      version = existing.version + 1;
+      await c.query(
+        `UPDATE memories SET value = $1, value_hash = $2, summary = $3, kind = $4, tags = $5, importance = $6, confidence = $7, source = $8, properties = $9, anchors = $10,
+           valid_from = $11, valid_to = $12, expires_at = $13, status = $14, fts = ${FTS}, updated_at = $19, version = $20, superseded_by = NULL,
+           deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, embedding = NULL, embed_model = NULL, embed_hash = NULL WHERE rowid = $21`,
+        [...cols, ...fts, now, version, rowid],
+      );
+    } else {
+      id = uuidv7(now);
+      version = 1;
+      rowid = (
+        await c.query(
+          `INSERT INTO memories(value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors, valid_from, valid_to, expires_at, status,
+             fts, created_at, updated_at, version, id, ns_id, key)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ${FTS}, $19, $19, $20, $21, $22, $23) RETURNING rowid`,
+          [...cols, ...fts, now, version, id, nsId, p.key],
+        )
+      ).rows[0].rowid;
+    }
+    const state = toMemory(await this.refetch(c, rowid));
+    await this.appendHistory(c, id, nsId, op, claimed, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
+    let position = await this.logChange(c, op, id, nsId, p.namespace, p.key);
+
+    if (superseded) {
+      const before = toMemory(superseded);
+      await c.query(`UPDATE memories SET status = 'superseded', superseded_by = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`, [id, now, superseded.rowid]);
+      const after = toMemory(await this.refetch(c, superseded.rowid));
+      await this.appendHistory(c, superseded.id, superseded.ns_id, 'supersede', claimed, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
+      position = await this.logChange(c, 'supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
+    }
+    return { memory: toMemory(await this.refetch(c, rowid)), created: !existing, position, changed: true };
+  }
+
+  private async positionIn(c: C): Promise<number> {
+    return ((await c.query('SELECT max(position) AS p FROM changes')).rows[0].p as number | null) ?? 0;
+  }
+
+  /** Vectors for freshly written memories, stored only if the memory has not changed since (version guard). */
+  private async embedRows(ms: Memory[]): Promise<void> {
+    const e = this.embedder;
+    if (!e || ms.length === 0) return;
+    try {
+      const texts = ms.map(embeddingText);
+      const vs = await e.embed(texts, { priority: true });
+      const values = ms.map((m, i) => ({ id: m.id, version: m.version, v: vectorLiteral(vs[i]), h: sha256(e.info.model + '\u0000' + texts[i]), zero: vs[i].every((x) => x === 0) }));
+      for (let i = 0; i < values.length; i += 200) {
+        const chunk = values.filter((x) => !x.zero).slice(i, i + 200);
+        if (chunk.length === 0) continue;
+        await this.pool.query(
+          `UPDATE memories m SET embedding = u.v::vector, embed_model = $1, embed_hash = u.h
+           FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS u(id, version, v, h) WHERE m.id = u.id AND m.version = u.version`,
+          [e.info.model, chunk.map((x) => x.id), chunk.map((x) => x.version), chunk.map((x) => x.v), chunk.map((x) => x.h)],
+        );
+      }
+    } catch (err) {
+      // The write is committed; full-text finds it. backfill() embeds it later.
+      this.log(`team store: embedding after write failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Embed live memories that have no vector for the current model (after a model load or a failed embed). */
+  async backfill(batch = 256): Promise<number> {
+    const e = this.embedder;
+    if (!e) return 0;
+    let total = 0;
+    for (;;) {
+      const rows = await query<MemoryRow>(this.pool, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.embed_model IS DISTINCT FROM $1 AND m.rowid > $2 ORDER BY m.rowid LIMIT $3`, [e.info.model, -1, batch]);
+      if (rows.length === 0) return total;
+      const ms = rows.map(toMemory);
+      await this.embedRows(ms);
+      total += rows.length;
+      const still = await query<{ c: number }>(this.pool, `SELECT count(*)::int AS c FROM memories WHERE id = ANY($1::text[]) AND embed_model IS DISTINCT FROM $2`, [ms.map((m) => m.id), e.info.model]);
+      if (still[0].c === rows.length) return total; // nothing moved (zero vectors, or no write access): stop
+    }
+  }
+
+  delete(t: Target): Promise<WriteResult> {
+    return this.tx((c) => this.softDelete(c, t, 'delete'));
+  }
+
+  forget(t: Target): Promise<WriteResult> {
+    return this.tx(async (c) => {
+      const r = await this.softDelete(c, t, 'forget');
+      const row = (await this.rowBy(c, (q) => `m.id = ${q.p(r.memory.id)}`))!;
+      await c.query(
+        `INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id`,
+        [row.ns_id, row.value_hash, row.id, this.actorOf(t.actor, undefined).actor, this.now()],
+      );
+      return r;
+    });
+  }
+
+  private async softDelete(c: C, t: Target, op: 'delete' | 'forget' | 'expire'): Promise<WriteResult> {
+    const row = await this.resolveTarget(c, t);
+    if (row.deleted_at !== null) {
+      if (op === 'forget') return { memory: toMemory(row), position: await this.logChange(c, 'forget', row.id, row.ns_id, row.ns_path, row.key) };
+      throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, { field: t.id !== undefined ? 'id' : 'key', deletedAt: iso(row.deleted_at), deletedBy: row.deleted_by });
+    }
+    const now = this.now();
+    const claimed = op === 'expire' ? SYSTEM_EXPIRE : t.actor;
+    const a = this.actorOf(claimed, undefined);
+    const before = toMemory(row);
+    const u = await c.query(`UPDATE memories SET deleted_at = $1, deleted_by = $2, delete_reason = $3, version = version + 1, updated_at = $1 WHERE rowid = $4`, [now, a.actor, t.reason ?? null, row.rowid]);
+    if (u.rowCount !== 1) throw new CairnError('Forbidden', `your database role may not change ${row.ns_path}`, { field: t.id !== undefined ? 'id' : 'key' });
+    const after = toMemory(await this.refetch(c, row.rowid));
+    await this.appendHistory(c, row.id, row.ns_id, op, claimed, t.reason, after.version, before, after);
+    const position = await this.logChange(c, op, row.id, row.ns_id, row.ns_path, row.key);
+    return { memory: after, position };
+  }
+
+  restore(t: Target): Promise<WriteResult> {
+    return this.tx(async (c) => {
+      const row = await this.resolveTarget(c, t);
+      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
+      const now = this.now();
+      const before = toMemory(row);
+      const lifted = ((await c.query(`DELETE FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [row.ns_id, row.value_hash])).rowCount ?? 0) > 0;
+      const expires = row.expires_at !== null && row.expires_at <= now ? null : row.expires_at;
+      await c.query(`UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`, [expires, now, row.rowid]);
+      const after = toMemory(await this.refetch(c, row.rowid));
+      await this.appendHistory(c, row.id, row.ns_id, 'restore', t.actor, t.reason, after.version, before, after, lifted ? { unrejected: true } : undefined);
+      const position = await this.logChange(c, 'restore', row.id, row.ns_id, row.ns_path, row.key);
+      return { memory: after, position };
+    });
+  }
+
+  purge(t: Target): Promise<PurgeResult> {
+    return this.tx(async (c) => {
+      const row = await this.resolveTarget(c, t);
+      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, { field: t.id !== undefined ? 'id' : 'key' });
+      return { id: row.id, position: await this.purgeRow(c, row, t.actor, t.reason) };
+    });
+  }
+
+  private async purgeRow(c: C, row: { rowid: number; id: string; ns_id: string; key: string; version: number; ns_path: string | null }, actor: string | undefined, reason?: string): Promise<number> {
+    const d = await c.query(`DELETE FROM memories WHERE rowid = $1`, [row.rowid]);
+    if (d.rowCount !== 1) throw new CairnError('Forbidden', `purging needs admin on ${row.ns_path}`, { field: 'id' });
+    await c.query(`DELETE FROM links WHERE src = $1 OR dst = $1`, [row.id]);
+    await c.query(`DELETE FROM history WHERE memory_id = $1`, [row.id]);
+    await c.query(`UPDATE rejected_values SET memory_id = NULL WHERE memory_id = $1`, [row.id]);
+    await this.appendHistory(c, row.id, row.ns_id, 'purge', actor, reason, row.version + 1, null, null, { namespace: row.ns_path, key: row.key });
+    return this.logChange(c, 'purge', row.id, row.ns_id, row.ns_path, row.key);
+  }
+
+  // -------------------------------------------------------------------------
+  // TTL sweep and namespace purge
+  // -------------------------------------------------------------------------
+  async sweep(batch = 500): Promise<SweepResult> {
+    const now = this.now();
+    let expired = 0;
+    let purged = 0;
+    await this.tx(async (c) => {
+      expired = 0;
+      const due = (await c.query(`SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= $1 AND n.deleted_at IS NULL LIMIT $2 FOR UPDATE OF m SKIP LOCKED`, [now, batch])).rows;
+      for (const d of due) {
+        await c.query('SAVEPOINT s');
+        try {
+          await this.softDelete(c, { id: d.id, reason: 'expired' }, 'expire');
+          await c.query('RELEASE SAVEPOINT s');
+          expired++;
+        } catch (e) {
+          if (!(e instanceof CairnError)) throw e;
+          await c.query('ROLLBACK TO SAVEPOINT s'); // another role's namespace: its own daemons expire it
+        }
+      }
+    });
+    await this.tx(async (c) => {
+      purged = 0;
+      const dead = (await c.query(`SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL AND m.ns_id IN (SELECT ns_ids(3)) LIMIT $1 FOR UPDATE OF m SKIP LOCKED`, [batch])).rows;
+      for (const d of dead) {
+        await this.purgeRow(c, d, SYSTEM_NS_DELETE, 'namespace deleted');
+        purged++;
+      }
+    });
+    return { expired, purged, position: await this.position() };
+  }
+
+  // -------------------------------------------------------------------------
+  // links
+  // -------------------------------------------------------------------------
+  private async liveInScope(c: C | pg.Pool, id: string, scope: Scope | undefined, field: string): Promise<MemoryRow> {
+    const row = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(id)} AND n.deleted_at IS NULL AND m.deleted_at IS NULL`, scopeSql(q, scope))).catch(rethrow);
+    if (!row) throw new CairnError('NotFound', `no live memory ${id}${scope ? ' in scope' : ''}`, { field });
+    if (this.isExpired(row, this.now())) throw new CairnError('NotFound', `memory ${id} has expired`, { field });
+    return row;
+  }
+
+  link(p: LinkParams): Promise<LinkResult> {
+    if (p.from === p.to) throw new CairnError('InvalidState', 'a memory cannot link to itself', { field: 'to' });
+    return this.tx(async (c) => {
+      const a = await this.liveInScope(c, p.from, p.scope, 'from');
+      await this.liveInScope(c, p.to, p.scope, 'to');
+      const actor = this.actorOf(p.actor, undefined).actor;
+      const created = ((await c.query(`INSERT INTO links(src, dst, type, ns_id, created_at, actor) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, [p.from, p.to, p.type, a.ns_id, this.now(), actor])).rowCount ?? 0) > 0;
+      const row = (await c.query(`SELECT * FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rows[0];
+      const position = created ? await this.logChange(c, 'link', a.id, a.ns_id, a.ns_path, a.key) : await this.positionIn(c);
+      return { link: { from: row.src, to: row.dst, type: row.type, createdAt: isoReq(row.created_at), actor: row.actor } as Link, created, position };
+    });
+  }
+
+  unlink(p: LinkParams): Promise<UnlinkResult> {
+    return this.tx(async (c) => {
+      const a = await this.liveInScope(c, p.from, p.scope, 'from');
+      await this.liveInScope(c, p.to, p.scope, 'to');
+      const removed = ((await c.query(`DELETE FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rowCount ?? 0) > 0;
+      if (!removed) throw new CairnError('NotFound', `no ${p.type} link from ${p.from} to ${p.to}`, { field: 'type' });
+      return { removed, position: await this.logChange(c, 'unlink', a.id, a.ns_id, a.ns_path, a.key) };
+    });
+  }
+
+  async neighbors(p: NeighborsParams): Promise<NeighborsResult> {
+    await this.liveInScope(this.pool, p.id, p.scope, 'id');
+    const dir = p.direction ?? 'both';
+    const out: NeighborsResult['neighbors'] = [];
+    const run = async (join: string, match: string, direction: 'out' | 'in') => {
+      const q = new Params();
+      const where = andSql(`l.${match} = ${q.p(p.id)}`, p.type ? `l.type = ${q.p(p.type)}` : null, visibilitySql(q, undefined, this.now()), scopeSql(q, p.scope));
+      const rows = await query(this.pool, `SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE ${where} ORDER BY l.created_at, m.id`, q.values);
+      for (const r of rows) out.push({ memory: toMemory(r as MemoryRow), type: r.link_type, direction });
+    };
+    if (dir !== 'in') await run('dst', 'src', 'out');
+    if (dir !== 'out') await run('src', 'dst', 'in');
+    return { neighbors: out };
+  }
+
+  // -------------------------------------------------------------------------
+  // status
+  // -------------------------------------------------------------------------
+  async counts(): Promise<{ memories: number; active: number; proposed: number; superseded: number; deleted: number; namespaces: number; history: number; links: number; rejectedValues: number; vectors: number }> {
+    const r = (
+      await query(this.pool, `SELECT count(*)::int AS memories,
+        count(*) FILTER (WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'active')::int AS active,
+        count(*) FILTER (WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'proposed')::int AS proposed,
+        count(*) FILTER (WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'superseded')::int AS superseded,
+        count(*) FILTER (WHERE m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL)::int AS deleted,
+        count(m.embedding)::int AS vectors,
+        (SELECT count(*)::int FROM namespaces WHERE deleted_at IS NULL) AS namespaces,
+        (SELECT count(*)::int FROM history) AS history,
+        (SELECT count(*)::int FROM links) AS links,
+        (SELECT count(*)::int FROM rejected_values) AS "rejectedValues"
+      FROM memories m JOIN namespaces n ON n.id = m.ns_id`)
+    )[0];
+    return r;
+  }
+
+  /** Server facts for `cairn team status` (never the password). */
+  async status(): Promise<{ url: string; user: string; serverVersion: string; pgvectorVersion: string | null; schemaVersion: number; latencyMs: number; counts: Awaited<ReturnType<PgBackend['counts']>>; grants: { root: string; role: string; level: number }[] }> {
+    const t0 = performance.now();
+    await query(this.pool, 'SELECT 1');
+    const latencyMs = Math.round((performance.now() - t0) * 100) / 100;
+    const v = (await query(this.pool, `SELECT current_setting('server_version') AS server, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec, session_user AS u`))[0];
+    const grants = await query(this.pool, `SELECT root, role::text AS role, level FROM grants ORDER BY root, role`);
+    return { url: this.url, user: v.u, serverVersion: v.server, pgvectorVersion: v.vec, schemaVersion: await checkSchema(this.pool), latencyMs, counts: await this.counts(), grants };
+  }
+}
+
+/** The document a memory's full-text vector is built from: key (A), tags (B), value + split identifiers (C), summary (D). */
+export function ftsDocument(key: string, value: string, summary: string | null, tags: string[]): [string, string, string, string] {
+  return [key.replace(/[._/:-]+/g, ' ') + ' ' + key, tags.join(' '), `${value}\n${identifierWords(`${key} ${value}`)}`, summary ?? ''];
+}
+
+function rethrow(e: unknown): never {
+  throw mapError(e);
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+function sameContent(
+  r: MemoryRow,
+  n: { value: string; kind: string; tags: string[]; importance: number; confidence: number; source: string; properties: unknown; anchors: unknown; validFrom: number | null; validTo: number | null; expiresAt: number | null; status: string },
+): boolean {
+  return (
+    r.value === n.value &&
+    r.kind === n.kind &&
+    r.tags === JSON.stringify(n.tags) &&
+    r.importance === n.importance &&
+    r.confidence === n.confidence &&
+    r.source === n.source &&
+    r.properties === JSON.stringify(n.properties) &&
+    r.anchors === JSON.stringify(n.anchors) &&
+    r.valid_from === n.validFrom &&
+    r.valid_to === n.validTo &&
+    r.expires_at === n.expiresAt &&
+    r.status === n.status
+  );
+}
+
+export { isConnectionError };

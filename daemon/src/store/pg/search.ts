@@ -1,0 +1,164 @@
+/**
+ * memory/search on the team store: a PostgreSQL text-search arm and a
+ * pgvector arm, each with scope, visibility and filters inside the query that
+ * takes its top-k, fused exactly as retrieval/search.ts fuses the SQLite arms.
+ *
+ * Full text: each memory's tsvector weights key (A), tags (B), value plus
+ * split code identifiers (C, text/identifiers.ts) and summary (D). The query
+ * becomes the same terms as the FTS5 plan: plain words, camelCase as the
+ * compound or the phrase of its parts, snake_case as a phrase, and a word
+ * still being typed also as a prefix; first every term (AND), then any term
+ * fills the rest.
+ *
+ * Vectors: exact cosine distance over the rows the WHERE admits (scope,
+ * visibility, filter, model), so out-of-scope near-duplicates never occupy a
+ * candidate slot. Exact search over scoped rows needs no ANN index and is
+ * exact; see ARCHITECTURE.md for when to add HNSW with iterative scans.
+ */
+import type { SearchHit, SearchParams, SearchResult } from '../../protocol/types';
+import { adjustment, FTS_WEIGHT, rrf } from '../../retrieval/fusion';
+import { CANDIDATE_FACTOR, DEFAULT_LIMIT, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../../retrieval/search';
+import { snippet } from '../../retrieval/snippet';
+import { splitIdentifier, STOPWORDS } from '../../text/identifiers';
+import { toMemory, type MemoryRow } from '../rows';
+import type { PgBackend } from './backend';
+import { vectorLiteral } from './backend';
+import { query } from './db';
+import { andSql, filterSql, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
+
+interface ArmHit {
+  rowid: number;
+  score: number;
+}
+
+/** ts_rank weights {D, C, B, A}: summary, value+identifiers, tags, key (the FTS5 arm's 0.5 : 1 : 2 : 4). */
+const RANK_WEIGHTS = '{0.125, 0.25, 0.5, 1.0}';
+
+/** The query's terms as tsquery SQL expressions (each term a bound parameter). */
+function terms(q: Params, text: string): string[] {
+  const words = [...text.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
+  const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
+  const use = content.length > 0 ? content : words;
+  const out: string[] = [];
+  const seen = new Set<string>();
+  use.forEach((w, i) => {
+    const lower = w.toLowerCase();
+    const parts = splitIdentifier(w);
+    const snake = lower.split(/[_$]+/).filter(Boolean);
+    const key = parts.length ? parts.join(' ') : lower;
+    if (seen.has(key)) return;
+    seen.add(key);
+    if (parts.length > 1 && snake.length === 1) out.push(`(plainto_tsquery('english', ${q.p(lower)}) || phraseto_tsquery('english', ${q.p(parts.join(' '))}))`);
+    else if (snake.length > 1) out.push(`phraseto_tsquery('english', ${q.p(snake.join(' '))})`);
+    else {
+      const typing = i === use.length - 1 && /[\p{L}\p{N}]$/u.test(text) && lower.length >= 3 && /^[a-z0-9]+$/.test(lower);
+      if (typing) out.push(`(plainto_tsquery('english', ${q.p(lower)}) || to_tsquery('simple', ${q.p(lower + ':*')}))`);
+      else out.push(`plainto_tsquery('english', ${q.p(lower)})`);
+    }
+  });
+  return out;
+}
+
+interface ArmQuery {
+  scope?: SearchParams['scope'];
+  filter?: SearchParams['filter'];
+  include?: SearchParams['include'];
+  limit: number;
+  now: number;
+}
+
+export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<ArmHit[]> {
+  const run = async (joiner: ' && ' | ' || ', limit: number): Promise<ArmHit[]> => {
+    const q = new Params();
+    const ts = terms(q, text);
+    if (ts.length === 0 || (joiner === ' && ' && ts.length < 2)) return [];
+    const where = andSql(visibilitySql(q, a.include, a.now), scopeSql(q, a.scope), filterSql(q, a.filter));
+    const own = ownScopeRank(q, a.scope);
+    const rows = await query<{ rowid: number; score: number }>(
+      b.pool,
+      `WITH t AS (SELECT ${ts.join(joiner)} AS tq)
+       SELECT m.rowid, ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1) AS score
+       FROM t, memories m JOIN namespaces n ON n.id = m.ns_id
+       WHERE numnode(t.tq) > 0 AND m.fts @@ t.tq AND ${where}
+       ORDER BY score DESC, ${own ? `${own} ASC, ` : ''}m.updated_at DESC, m.id ASC LIMIT ${q.p(limit)}`,
+      q.values,
+    );
+    return rows.map((r) => ({ rowid: r.rowid, score: r.score }));
+  };
+  const out = await run(' && ', a.limit);
+  if (out.length < a.limit) {
+    const seen = new Set(out.map((h) => h.rowid));
+    for (const h of await run(' || ', a.limit + out.length)) {
+      if (seen.has(h.rowid) || out.length >= a.limit) continue;
+      out.push(h);
+    }
+  }
+  return out;
+}
+
+export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Promise<ArmHit[]> {
+  if (!b.embedder || v.every((x) => x === 0)) return [];
+  const q = new Params();
+  const vec = q.p(vectorLiteral(v));
+  const where = andSql(`m.embed_model = ${q.p(b.embedder.info.model)}`, 'm.embedding IS NOT NULL', visibilitySql(q, a.include, a.now), scopeSql(q, a.scope), filterSql(q, a.filter));
+  const rows = await query<{ rowid: number; d: number }>(
+    b.pool,
+    `SELECT m.rowid, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
+     WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${q.p(a.limit)}`,
+    q.values,
+  );
+  return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
+}
+
+/** Same contract as retrieval/search.ts's search(), on the team store. `vectorWeight` is the model's fusion weight. */
+export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: number | null): Promise<SearchResult> {
+  const limit = p.limit ?? DEFAULT_LIMIT;
+  const mode = p.mode ?? 'hybrid';
+  const now = b.now();
+  const arm: ArmQuery = { scope: p.scope, filter: p.filter, include: p.include, now, limit };
+  // Validate scope and filter even when an arm has nothing to run.
+  scopeSql(new Params(), p.scope);
+  filterSql(new Params(), p.filter);
+  const ftsOnly = async (): Promise<SearchResult> => {
+    const fts = await ftsArm(b, p.query, arm);
+    const rows = await b.byRowids(fts.map((h) => h.rowid));
+    return { hits: fts.flatMap((h, i) => (rows.has(h.rowid) ? [hit(rows.get(h.rowid)!, h.score, p.query, p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined)] : [])), mode: 'fts' };
+  };
+  if (mode === 'fts') return ftsOnly();
+  if (!b.embedder || vectorWeight === null) return { ...(await ftsOnly()), degraded: 'no embedding model is loaded for the team store' };
+  if (p.query.trim().length === 0) return { hits: [], mode };
+  const [qv] = await b.embedder.embed([p.query], { priority: true });
+  const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
+  const vec = await vectorArm(b, qv, { ...arm, limit: mode === 'vector' ? limit : candidates });
+  if (mode === 'vector') {
+    const rows = await b.byRowids(vec.map((h) => h.rowid));
+    return { hits: vec.flatMap((h, i) => (rows.has(h.rowid) ? [hit(rows.get(h.rowid)!, h.score, p.query, p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined)] : [])), mode };
+  }
+  const fts = await ftsArm(b, p.query, { ...arm, limit: candidates });
+  const fused = new Map<number, { fts: { rank: number; score: number } | null; vector: { rank: number; score: number } | null; fused: number }>();
+  const wsum = FTS_WEIGHT + vectorWeight;
+  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
+  vec.forEach((h, i) => {
+    if (!fused.has(h.rowid) && h.score < HYBRID_MIN_SIMILARITY) return;
+    const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
+    e.vector = { rank: i + 1, score: h.score };
+    e.fused += (vectorWeight * rrf(i + 1)) / wsum;
+    fused.set(h.rowid, e);
+  });
+  const rows = await b.byRowids([...fused.keys()]);
+  const ranked = [...fused.entries()]
+    .flatMap(([rowid, e]) => {
+      const r = rows.get(rowid);
+      if (!r) return [];
+      const boost = adjustment(r.importance, r.confidence, r.updated_at, now);
+      return [{ r, e, boost, score: e.fused * (1 + boost) }];
+    })
+    .sort((x, y) => y.score - x.score || y.r.updated_at - x.r.updated_at || (x.r.id < y.r.id ? -1 : 1))
+    .slice(0, limit);
+  return { hits: ranked.map((x) => hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)), mode };
+}
+
+function hit(r: MemoryRow, score: number, text: string, explain?: SearchHit['explain']): SearchHit {
+  const m = toMemory(r);
+  return { memory: m, score, snippet: snippet(m.value, text), ...(explain ? { explain } : {}) };
+}

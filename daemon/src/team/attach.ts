@@ -1,0 +1,74 @@
+/**
+ * Wiring team memory into a Core (and, through a daemon, into its clients):
+ * read `cairn.team.url` / `cairn.team.roots` (flags or CAIRN_TEAM_URL /
+ * CAIRN_TEAM_ROOTS), open the team database without blocking start-up, route
+ * team namespaces there, embed team memories with the daemon's model, and turn
+ * the database's change notifications into `memory/didChange` (store: team).
+ *
+ * An unreachable database never stops the daemon: team requests fail with
+ * `Unavailable` until it answers again (the pool reconnects per request; the
+ * change feed reconnects by itself).
+ */
+import type { DidChangeParams } from '../protocol/types';
+import { Settings } from '../protocol/settings';
+import type { Core } from '../server/core';
+import { PgBackend } from '../store/pg/backend';
+import { redactUrl } from '../store/pg/db';
+import { parseRoots, TeamRouter, type VectorSource } from './router';
+
+export interface TeamOptions {
+  url?: string;
+  roots?: string | string[];
+  connectTimeoutMs?: number;
+  log?: (m: string) => void;
+}
+
+/** The team settings from options, then the environment; null when no team database is configured. */
+export function teamConfig(o: TeamOptions = {}, env = process.env): { url: string; roots: string[] } | null {
+  const url = o.url ?? env[Settings['cairn.team.url'].env] ?? '';
+  if (!url) return null;
+  return { url, roots: parseRoots(o.roots ?? env[Settings['cairn.team.roots'].env] ?? (Settings['cairn.team.roots'].default as string)) };
+}
+
+export interface AttachedTeam {
+  router: TeamRouter;
+  backend: PgBackend;
+  /** Resolves when the first open attempt ended (true: the schema checked out). */
+  ready: Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/**
+ * Attach team memory to `core`. `broadcast` receives every team change (for
+ * memory/didChange). Returns at once; the database is opened in the background.
+ */
+export function attachTeam(core: Core, o: TeamOptions & { url: string }, broadcast?: (c: DidChangeParams) => void): AttachedTeam {
+  const log = o.log ?? (() => {});
+  const backend = new PgBackend({ url: o.url, connectTimeoutMs: o.connectTimeoutMs ?? 3000, log });
+  const router = new TeamRouter(backend, parseRoots(o.roots), log);
+  router.vectors = (core.hooks.vectors as VectorSource | undefined) ?? undefined;
+  core.team = router;
+  // Keep following the daemon's vector arm (it is attached after us, or replaced on a model switch).
+  Object.defineProperty(router, 'vectors', { get: () => core.hooks.vectors as VectorSource | undefined, configurable: true });
+  const off = broadcast ? backend.onChange((c) => broadcast({ ...c, store: 'team' })) : () => {};
+  const ready = backend.open().then(
+    () => {
+      log(`team memory: ${redactUrl(o.url)} as ${backend.user}, roots ${router.roots.join(', ')} (schema v${backend.schemaVersion})`);
+      return true;
+    },
+    (e) => {
+      log(`team memory: ${(e as Error).message} (team namespaces answer Unavailable until it is reachable)`);
+      return false;
+    },
+  );
+  return {
+    router,
+    backend,
+    ready,
+    close: async () => {
+      off();
+      if (core.team === router) core.team = undefined;
+      await backend.close();
+    },
+  };
+}

@@ -1,0 +1,269 @@
+/**
+ * Routing between the local store (SQLite, through the Core's own handlers)
+ * and the team store (PostgreSQL) by namespace root. Namespaces at or under a
+ * team root (`cairn.team.roots`, default `team`) live in the team database;
+ * everything else stays local. Clients see one namespace tree:
+ *
+ * - a write goes to the store of its namespace; a request by id asks the local
+ *   store first, then the team store;
+ * - a list or search whose scope covers both stores runs each store's arms
+ *   inside that store's part of the scope (never wider) and merges: lists by
+ *   updatedAt with a cursor per store, searches by reciprocal rank;
+ * - every search hit says which store it came from (`store`).
+ *
+ * When the team database cannot be reached, team requests fail at once with
+ * `Unavailable`; a search or list over both stores returns the local part and
+ * says so in `degraded`.
+ */
+import { CairnError } from '../protocol/errors';
+import { isUnder } from '../protocol/namespace';
+import type * as T from '../protocol/types';
+import { rrf } from '../retrieval/fusion';
+import type { PgBackend, PgEmbedder } from '../store/pg/backend';
+import { pgSearch } from '../store/pg/search';
+
+export type LocalCall = (method: string, params: any) => Promise<any>;
+
+/** What the router needs of the daemon's vector arm to embed team memories with the same model. */
+export interface VectorSource {
+  unavailable(): string | null;
+  weight(): number;
+  embedder?: PgEmbedder | null;
+}
+
+export const DEFAULT_TEAM_ROOTS = ['team'];
+
+/** `team.*, project.shared` -> ['team', 'project.shared'] (a trailing `.*` is accepted and means the same). */
+export function parseRoots(s: string | string[] | undefined): string[] {
+  const list = (Array.isArray(s) ? s : (s ?? '').split(/[,\s]+/)).map((x) => x.trim().replace(/\.\*$/, '')).filter(Boolean);
+  return list.length ? list : DEFAULT_TEAM_ROOTS;
+}
+
+const ROUTED = new Set([
+  'memory/upsert',
+  'memory/upsertBatch',
+  'memory/get',
+  'memory/list',
+  'memory/delete',
+  'memory/restore',
+  'memory/forget',
+  'memory/purge',
+  'memory/history',
+  'memory/link',
+  'memory/unlink',
+  'memory/neighbors',
+  'memory/search',
+  'namespaces/list',
+  'namespaces/rename',
+  'namespaces/delete',
+  'store/sweep',
+]);
+
+type Side = T.Scope | undefined | null; // undefined: whole store; null: nothing in this store
+
+export class TeamRouter {
+  vectors: VectorSource | undefined;
+  private backfilled: string | null = null;
+
+  constructor(
+    readonly team: PgBackend,
+    readonly roots: string[] = DEFAULT_TEAM_ROOTS,
+    private readonly log: (m: string) => void = () => {},
+  ) {}
+
+  claims(method: string): boolean {
+    return ROUTED.has(method);
+  }
+
+  isTeam(ns: string): boolean {
+    return this.roots.some((r) => isUnder(ns, r));
+  }
+
+  /** The parts of a scope that each store serves. */
+  split(scope: T.Scope | undefined): { local: Side; team: Side } {
+    if (!scope || (scope.namespaces === undefined && scope.root === undefined)) return { local: scope, team: undefined };
+    const ns = scope.namespaces;
+    const teamNs = ns?.filter((n) => this.isTeam(n));
+    const localNs = ns?.filter((n) => !this.isTeam(n));
+    const r = scope.root;
+    const rootTeam = r !== undefined && this.isTeam(r);
+    const rootCoversTeam = r !== undefined && this.roots.some((t) => isUnder(t, r));
+    const local: T.Scope = { ...(localNs !== undefined ? { namespaces: localNs } : {}), ...(r !== undefined && !rootTeam ? { root: r } : {}), ...(scope.includeUser !== undefined ? { includeUser: scope.includeUser } : {}) };
+    if (local.namespaces === undefined && local.root === undefined) local.namespaces = [];
+    const localEmpty = local.namespaces?.length === 0 && local.root === undefined && scope.includeUser === false;
+    const teamRoot = rootTeam || rootCoversTeam ? r : undefined;
+    const team: T.Scope | null = (teamNs && teamNs.length) || teamRoot !== undefined ? { ...(teamNs?.length ? { namespaces: teamNs } : {}), ...(teamRoot !== undefined ? { root: teamRoot } : {}), includeUser: false } : null;
+    return { local: localEmpty ? null : local, team };
+  }
+
+  /** Keep the team store on the daemon's embedding model (and embed what it lacks once per model). */
+  private syncEmbedder(): number | null {
+    const v = this.vectors;
+    if (!v || v.unavailable() || !v.embedder) {
+      this.team.embedder = null;
+      return null;
+    }
+    this.team.embedder = v.embedder;
+    if (this.backfilled !== v.embedder.info.model) {
+      this.backfilled = v.embedder.info.model;
+      void this.team.backfill().then(
+        (n) => n && this.log(`team store: embedded ${n} memories with ${v.embedder!.info.model}`),
+        (e) => {
+          this.backfilled = null;
+          this.log(`team store: embedding backlog failed: ${(e as Error).message}`);
+        },
+      );
+    }
+    return v.weight();
+  }
+
+  async request(method: string, p: any, local: LocalCall): Promise<unknown> {
+    const weight = this.syncEmbedder();
+    const t = this.team;
+    switch (method) {
+      case 'memory/upsert':
+        return this.isTeam(p.namespace) ? t.upsert(p) : local(method, p);
+      case 'memory/upsertBatch':
+        return this.upsertBatch(p, local);
+      case 'memory/get':
+        if ('namespace' in p) return this.isTeam(p.namespace) ? t.get(p) : local(method, p);
+        return this.byId(method, p, local, () => t.get(p));
+      case 'memory/delete':
+      case 'memory/restore':
+      case 'memory/forget':
+      case 'memory/purge':
+      case 'memory/history': {
+        const fn = { 'memory/delete': t.delete, 'memory/restore': t.restore, 'memory/forget': t.forget, 'memory/purge': t.purge, 'memory/history': t.history }[method].bind(t) as (x: any) => Promise<unknown>;
+        if (p.namespace !== undefined && p.id === undefined) return this.isTeam(p.namespace) ? fn(p) : local(method, p);
+        return this.byId(method, p, local, () => fn(p));
+      }
+      case 'memory/link':
+      case 'memory/unlink':
+        return (await this.localHas(p.from, local)) ? local(method, p) : method === 'memory/link' ? t.link(p) : t.unlink(p);
+      case 'memory/neighbors':
+        return (await this.localHas(p.id, local)) ? local(method, p) : t.neighbors(p);
+      case 'memory/list':
+        return this.list(p, local);
+      case 'memory/search':
+        return this.search(p, local, weight);
+      case 'namespaces/list': {
+        const root: string | undefined = p.root;
+        const wantTeam = root === undefined || this.isTeam(root) || this.roots.some((r) => isUnder(r, root));
+        const wantLocal = root === undefined || !this.isTeam(root);
+        const [l, tm] = await Promise.all([wantLocal ? local(method, p) : { namespaces: [] }, wantTeam ? t.listNamespaces(root) : []]);
+        const merged = [...(l.namespaces as T.NamespaceInfo[]).filter((n) => !this.isTeam(n.path)), ...tm].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+        return { namespaces: merged };
+      }
+      case 'namespaces/rename': {
+        const a = this.isTeam(p.from);
+        if (a !== this.isTeam(p.to)) throw new CairnError('InvalidState', `cannot move ${p.from} between the local and the team store`, { field: 'to' });
+        return a ? t.renameNamespace(p.from, p.to, p.actor) : local(method, p);
+      }
+      case 'namespaces/delete':
+        return this.isTeam(p.path) ? t.deleteNamespace(p.path, p.actor, p.reason) : local(method, p);
+      case 'store/sweep': {
+        const l = await local(method, p);
+        try {
+          const r = await t.sweep(p?.batch);
+          return { ...l, expired: l.expired + r.expired, purged: l.purged + r.purged };
+        } catch (e) {
+          this.log(`team sweep failed: ${(e as Error).message}`);
+          return l;
+        }
+      }
+    }
+    return local(method, p);
+  }
+
+  /** Is this memory id in the local store? (history rows outlive deletes, so this finds deleted memories too.) */
+  private async localHas(id: string, local: LocalCall): Promise<boolean> {
+    try {
+      await local('memory/history', { id, limit: 1 });
+      return true;
+    } catch (e) {
+      if (e instanceof CairnError && e.codeName === 'NotFound') return false;
+      throw e;
+    }
+  }
+
+  private async byId(method: string, p: any, local: LocalCall, team: () => Promise<unknown>): Promise<unknown> {
+    try {
+      return await local(method, p);
+    } catch (e) {
+      if (!(e instanceof CairnError) || e.codeName !== 'NotFound') throw e;
+      if (await this.localHas(p.id, local)) throw e; // a local memory: its answer stands
+      return team();
+    }
+  }
+
+  private async upsertBatch(p: T.UpsertBatchParams, local: LocalCall): Promise<T.UpsertBatchResult> {
+    const idx = { local: [] as number[], team: [] as number[] };
+    p.items.forEach((it, i) => idx[this.isTeam(it.namespace) ? 'team' : 'local'].push(i));
+    if (idx.team.length === 0) return local('memory/upsertBatch', p);
+    if (idx.local.length === 0) return this.team.upsertBatch(p.items, p.actor);
+    const [l, t] = await Promise.all([local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>, this.team.upsertBatch(idx.team.map((i) => p.items[i]), p.actor)]);
+    const results: T.UpsertBatchResult['results'] = new Array(p.items.length);
+    idx.local.forEach((i, k) => (results[i] = l.results[k]));
+    idx.team.forEach((i, k) => (results[i] = t.results[k]));
+    return { results, position: l.position };
+  }
+
+  private async list(p: T.ListParams, local: LocalCall): Promise<T.ListResult & { degraded?: string }> {
+    const s = this.split(p.scope);
+    if (s.team === null) return local('memory/list', p);
+    if (s.local === null) return this.team.list({ ...p, scope: s.team ?? undefined });
+    // Both stores: one cursor per store.
+    const limit = p.limit ?? 100;
+    let st: { l: string | null | false; t: string | null | false } = { l: null, t: null };
+    if (p.cursor !== undefined) {
+      try {
+        const raw = Buffer.from(p.cursor, 'base64url').toString('utf8');
+        if (!raw.startsWith('2:')) throw new Error();
+        st = JSON.parse(raw.slice(2));
+      } catch {
+        throw new CairnError('InvalidParams', 'cursor is not one this daemon issued', { field: 'cursor' });
+      }
+    }
+    const lp = { ...p, scope: s.local ?? undefined };
+    const tp = { ...p, scope: s.team ?? undefined };
+    const page = (side: 'l' | 't', n: number): Promise<T.ListResult> => {
+      const c = st[side];
+      if (c === false) return Promise.resolve({ items: [], nextCursor: null });
+      const q = { ...(side === 'l' ? lp : tp), limit: n, ...(c ? { cursor: c } : { cursor: undefined }) };
+      if (q.cursor === undefined) delete (q as { cursor?: string }).cursor;
+      return side === 'l' ? local('memory/list', q) : this.team.list(q);
+    };
+    const [l, t] = await Promise.all([page('l', limit), page('t', limit)]);
+    const merged = [...l.items.map((m) => ({ m, side: 'l' as const })), ...t.items.map((m) => ({ m, side: 't' as const }))].sort((a, b) => (a.m.updatedAt < b.m.updatedAt ? 1 : a.m.updatedAt > b.m.updatedAt ? -1 : a.side === 'l' ? -1 : 1));
+    const take = merged.slice(0, limit);
+    const next = async (side: 'l' | 't', r: T.ListResult): Promise<string | null | false> => {
+      const used = take.filter((x) => x.side === side).length;
+      if (used === r.items.length) return r.nextCursor ?? false;
+      if (used === 0) return st[side];
+      return (await page(side, used)).nextCursor ?? false;
+    };
+    const nl = await next('l', l);
+    const nt = await next('t', t);
+    const done = nl === false && nt === false;
+    return { items: take.map((x) => x.m), nextCursor: done ? null : Buffer.from('2:' + JSON.stringify({ l: nl, t: nt })).toString('base64url') };
+  }
+
+  private async search(p: T.SearchParams, local: LocalCall, weight: number | null): Promise<T.SearchResult> {
+    const s = this.split(p.scope);
+    const tag = (r: T.SearchResult, store: 'local' | 'team'): T.SearchResult => ({ ...r, hits: r.hits.map((h) => ({ ...h, store })) });
+    const teamPart = () => pgSearch(this.team, { ...p, scope: s.team ?? undefined }, weight);
+    if (s.team === null) return tag(await local('memory/search', p), 'local');
+    if (s.local === null) return tag(await teamPart(), 'team');
+    const [l, t] = await Promise.all([local('memory/search', { ...p, scope: s.local ?? undefined }) as Promise<T.SearchResult>, teamPart().catch((e: unknown) => e as Error)]);
+    if (t instanceof Error) {
+      if (!(t instanceof CairnError) || t.codeName !== 'Unavailable') throw t;
+      return { ...tag(l, 'local'), degraded: `team store unavailable: ${t.message}` };
+    }
+    // Reciprocal-rank fusion across the stores: scores of different stores are not on one scale, ranks are.
+    const limit = p.limit ?? 10;
+    const all = [...tag(l, 'local').hits.map((h, i) => ({ h, f: rrf(i + 1) })), ...tag(t, 'team').hits.map((h, i) => ({ h, f: rrf(i + 1) }))];
+    all.sort((a, b) => b.f - a.f || b.h.score - a.h.score || (a.h.memory.id < b.h.memory.id ? -1 : 1));
+    const degraded = [l.degraded, t.degraded && `team: ${t.degraded}`].filter(Boolean).join('; ');
+    return { hits: all.slice(0, limit).map((x) => x.h), mode: l.mode, ...(degraded ? { degraded } : {}) };
+  }
+}

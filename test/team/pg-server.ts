@@ -1,0 +1,110 @@
+/**
+ * A real PostgreSQL + pgvector server for tests, started by the test itself
+ * (scripts/pg/server.sh: the `pgserver` wheel's binaries, installed with pip on
+ * first use) on 127.0.0.1 and a Unix socket in a temporary folder, and stopped
+ * with the test. Nothing is mocked.
+ *
+ * Roles: `postgres` is the superuser (trusted on loopback, runs migrations);
+ * member roles log in with passwords found through a private PGPASSFILE.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import pg from 'pg';
+import { migrate, grant, type Level, quoteIdent } from '../../daemon/src/store/pg/schema';
+import { ROOT } from '../helpers';
+
+const SERVER = path.join(ROOT, 'scripts', 'pg', 'server.sh');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface PgServer {
+  port: number;
+  dir: string;
+  /** Superuser URL of a database. */
+  adminUrl(db: string): string;
+  /** URL a member role uses (no password in it: it comes from the PGPASSFILE). */
+  url(role: string, db: string): string;
+  /** A fresh database with the Cairn schema migrated in. */
+  createDatabase(prefix?: string): Promise<string>;
+  /** A login role with a password written to the PGPASSFILE. */
+  createRole(name: string): Promise<string>;
+  grant(db: string, role: string, root: string, level: Level): Promise<void>;
+  admin(db: string): pg.Pool;
+  stop(): Promise<void>;
+}
+
+let seq = 0;
+
+export async function startPg(): Promise<PgServer> {
+  // Directly under the system temp folder: when tests run as root the server runs as `nobody`, which must reach it.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-pg-'));
+  let port = 0;
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort();
+    try {
+      execFileSync('bash', [SERVER, 'start', dir, String(port)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+      break;
+    } catch (e) {
+      if (attempt >= 2) throw new Error(`could not start PostgreSQL: ${(e as { stderr?: Buffer }).stderr?.toString() ?? (e as Error).message}`);
+    }
+  }
+  const passfile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-pgpass-')), 'pgpass');
+  fs.writeFileSync(passfile, '', { mode: 0o600 });
+  process.env.PGPASSFILE = passfile;
+  delete process.env.PGPASSWORD;
+  const pools = new Map<string, pg.Pool>();
+  const adminUrl = (db: string) => `postgres://postgres@127.0.0.1:${port}/${db}`;
+  const admin = (db: string) => {
+    let p = pools.get(db);
+    if (!p) {
+      p = new pg.Pool({ connectionString: adminUrl(db), max: 3, options: '-c search_path=cairn,public' });
+      p.on('error', () => undefined);
+      pools.set(db, p);
+    }
+    return p;
+  };
+  return {
+    port,
+    dir,
+    adminUrl,
+    url: (role, db) => `postgres://${role}@127.0.0.1:${port}/${db}`,
+    admin,
+    async createDatabase(prefix = 'cairn') {
+      const name = `${prefix}_${process.pid}_${++seq}`;
+      await admin('postgres').query(`CREATE DATABASE ${name}`);
+      await migrate(admin(name));
+      return name;
+    },
+    async createRole(name) {
+      const password = `pw-${Math.random().toString(36).slice(2)}-${name}`;
+      await admin('postgres').query(`DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${quoteIdent(name)} LOGIN; END IF; END $$`);
+      await admin('postgres').query(`ALTER ROLE ${quoteIdent(name)} PASSWORD '${password}'`);
+      fs.appendFileSync(passfile, `127.0.0.1:${port}:*:${name}:${password}\n`);
+      return password;
+    },
+    async grant(db, role, root, level) {
+      await grant(admin(db), role, root, level);
+    },
+    async stop() {
+      for (const p of pools.values()) await p.end().catch(() => undefined);
+      try {
+        execFileSync('bash', [SERVER, 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+        fs.rmSync(path.dirname(passfile), { recursive: true, force: true });
+      }
+    },
+  };
+}
