@@ -3,7 +3,7 @@
 import { build } from 'esbuild';
 import { existsSync } from 'node:fs';
 
-const external = ['better-sqlite3', 'sqlite-vec', '@huggingface/transformers', 'onnxruntime-node', 'sharp'];
+const external = ['better-sqlite3', 'sqlite-vec', '@huggingface/transformers', 'onnxruntime-node', 'sharp', 'pg-native'];
 const common = { bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: true, external, logLevel: 'warning' };
 
 await build({ ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cairn.js' });

@@ -31,6 +31,9 @@ if npm run typecheck --silent; then passed=$((passed + 1)); else failed=$((faile
 echo "== lint (eslint + typescript-eslint, eslint.config.mjs)"
 if npm run lint --silent; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "lint failed"; fi
 
+echo "== PostgreSQL + pgvector for the team-memory tests (pip: pgserver; scripts/pg/)"
+bash scripts/pg/install.sh >/dev/null || echo "could not install the pgserver wheel; the team-memory tests will fail"
+
 echo "== unit and integration tests"
 # Every *.test.ts in the repository, except the extension-host suites, which need a real editor and run in the
 # e2e step below (extension/src/test/suite, loaded by its all.ts; test/unit/tidy.test.ts checks both lists).

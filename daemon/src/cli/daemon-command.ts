@@ -13,6 +13,8 @@ export interface DaemonCommandOptions {
   model?: string;
   modelPath?: string;
   embeddings: boolean;
+  teamUrl?: string;
+  teamRoots?: string;
 }
 
 const log = (m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`);
@@ -32,10 +34,19 @@ export async function runDaemon(o: DaemonCommandOptions): Promise<number> {
       log,
       // --stdio alone serves only stdio; --socket adds a socket; neither: the default socket.
       socket: o.socket ?? (o.stdio ? null : undefined),
-      setup: o.embeddings ? async (daemon) => {
-        const { attachEmbeddings } = await import('../index/attach');
-        await attachEmbeddings(daemon, { model: o.model, modelPath: o.modelPath });
-      } : undefined,
+      setup: async (daemon) => {
+        if (o.embeddings) {
+          const { attachEmbeddings } = await import('../index/attach');
+          await attachEmbeddings(daemon, { model: o.model, modelPath: o.modelPath });
+        }
+        // Team memory (daemon/src/team/): opened in the background; an unreachable database never stops the daemon.
+        const { attachTeam, teamConfig } = await import('../team/attach');
+        const team = teamConfig({ url: o.teamUrl, roots: o.teamRoots });
+        if (team) {
+          const t = attachTeam(daemon.core, { ...team, log: daemon.log }, (c) => daemon.broadcast(c));
+          daemon.extraStop.push(() => t.close());
+        }
+      },
     });
   } catch (e) {
     if (e instanceof StoreLockedError) {

@@ -63,9 +63,12 @@ Commands:
   wait <position> [--timeout MS]     wait until the vector index includes a change
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
   mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
+  team init|status                   create/migrate the team database schema; show its server, pgvector and schema
+  team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
 
 Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (open the store in-process: no daemon, full-text search only),
         --actor NAME, --json. Without --direct the CLI uses the store's daemon, starting it when none runs.
+Team memory: --team-url URL (or CAIRN_TEAM_URL), --team-roots a,b (or CAIRN_TEAM_ROOTS) for daemon and team
 Exit codes: 0 ok, 1 Cairn error (code shown), 2 usage error.`;
 
 const OPTIONS = {
@@ -115,6 +118,8 @@ const OPTIONS = {
   'max-age': { type: 'string' },
   'max-ttl': { type: 'string' },
   'no-content': { type: 'boolean' },
+  'team-url': { type: 'string' },
+  'team-roots': { type: 'string' },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -181,7 +186,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (cmd === 'daemon') {
     const { runDaemon } = await import('./daemon-command');
-    return runDaemon({ db: o.db, socket: o.socket, stdio: !!o.stdio, model: o.model, modelPath: o['model-path'], embeddings: !o['no-embeddings'] });
+    return runDaemon({ db: o.db, socket: o.socket, stdio: !!o.stdio, model: o.model, modelPath: o['model-path'], embeddings: !o['no-embeddings'], teamUrl: o['team-url'], teamRoots: o['team-roots'] });
+  }
+  if (cmd === 'team') {
+    const { runTeam } = await import('./team-command');
+    return runTeam(pos, { url: o['team-url'], roots: o['team-roots'], json: !!o.json }, out);
   }
   if (cmd === 'mcp') {
     const { runMcp } = await import('../mcp/server');

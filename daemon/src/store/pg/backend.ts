@@ -146,11 +146,8 @@ export class PgBackend {
     if (this.closed) return void client.end().catch(() => undefined);
     this.listener = client;
     client.on('notification', (n) => {
-      try {
-        this.events.emit('change', JSON.parse(n.payload ?? '{}'));
-      } catch {
-        /* a malformed payload is not ours */
-      }
+      const position = Number(n.payload);
+      if (Number.isSafeInteger(position)) void this.announce(position);
     });
     client.on('end', () => {
       if (this.listener === client) this.listener = null;
@@ -160,6 +157,16 @@ export class PgBackend {
       }
     });
     this.events.emit('listening');
+  }
+
+  /** Read a notified change through row-level security; changes in roots this role can't read stay unheard. */
+  private async announce(position: number): Promise<void> {
+    try {
+      const r = (await this.pool.query(`SELECT position, memory_id, ns_path, key, op FROM changes WHERE position = $1`, [position])).rows[0];
+      if (r) this.events.emit('change', { position: r.position, id: r.memory_id, namespace: r.ns_path, key: r.key, op: r.op } satisfies DidChangeParams);
+    } catch {
+      /* the database went away between the notification and the read: the change is in the log */
+    }
   }
 
   // -------------------------------------------------------------------------
@@ -264,8 +271,11 @@ export class PgBackend {
     return this.tx(async (c) => {
       const q = new Params();
       const sub = scopeSql(q, { root: from, includeUser: false }, 'path');
-      const rows = (await c.query(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub} ORDER BY path FOR UPDATE`, q.values)).rows as { id: string; path: string }[];
+      const rows = (await c.query(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub} ORDER BY path`, q.values)).rows as { id: string; path: string }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${from}`, { field: 'from' });
+      // Locking needs admin (the UPDATE policy): fewer rows locked than read means the role may not rename them.
+      const locked = (await c.query(`SELECT id FROM namespaces WHERE id = ANY($1::text[]) FOR UPDATE`, [rows.map((r) => r.id)])).rowCount;
+      if (locked !== rows.length) throw new CairnError('Forbidden', `your database role may not administer ${from}`, { field: 'from' });
       for (const r of rows) {
         const target = to + r.path.slice(from.length);
         const problem = namespaceProblem(target);

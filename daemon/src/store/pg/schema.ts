@@ -85,8 +85,9 @@ const MIGRATIONS: string[] = [
   CREATE TRIGGER history_actor BEFORE INSERT ON cairn.history FOR EACH ROW EXECUTE FUNCTION cairn.check_actor();
   CREATE FUNCTION cairn.notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      PERFORM pg_notify('cairn_changes', json_build_object('position', NEW.position, 'id', NEW.memory_id,
-        'namespace', NEW.ns_path, 'key', NEW.key, 'op', NEW.op)::text);
+      -- Only the position: every listener reads the change row itself, through row-level security,
+      -- so a role never learns names in roots it was not granted.
+      PERFORM pg_notify('cairn_changes', NEW.position::text);
       RETURN NEW;
     END $$;
   CREATE TRIGGER changes_notify AFTER INSERT ON cairn.changes FOR EACH ROW EXECUTE FUNCTION cairn.notify_change();

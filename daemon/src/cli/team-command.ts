@@ -1,0 +1,57 @@
+/**
+ * `cairn team init|status|grant`: set up and inspect the team database
+ * directly (no daemon needed). The URL comes from --team-url or CAIRN_TEAM_URL;
+ * the password from PGPASSWORD or ~/.pgpass. Nothing printed ever contains the
+ * password (the URL is shown redacted).
+ */
+import { CairnError } from '../protocol/errors';
+import { namespaceProblem } from '../protocol/namespace';
+import { PgBackend } from '../store/pg/backend';
+import { redactUrl } from '../store/pg/db';
+import { grant, LEVELS, migrate, type Level } from '../store/pg/schema';
+import { teamConfig } from '../team/attach';
+import { UsageError } from './main';
+
+export async function runTeam(pos: string[], o: { url?: string; roots?: string; json: boolean }, out: (s: string) => void): Promise<number> {
+  const [sub, ...args] = pos;
+  const cfg = teamConfig({ url: o.url, roots: o.roots });
+  if (!sub || !['init', 'status', 'grant'].includes(sub)) throw new UsageError('usage: cairn team init|status|grant ROLE ROOT read|write|admin');
+  if (!cfg) throw new UsageError('no team database configured: pass --team-url postgres://user@host:port/db or set CAIRN_TEAM_URL');
+  const b = new PgBackend({ url: cfg.url, connectTimeoutMs: 5000 });
+  const emit = (v: unknown, human: () => void) => (o.json ? out(JSON.stringify(v, null, 2)) : human());
+  try {
+    if (sub === 'init') {
+      const r = await migrate(b.pool);
+      await b.open();
+      emit({ url: redactUrl(cfg.url), ...r }, () =>
+        out(r.from === r.to ? `team database ${redactUrl(cfg.url)} is at schema v${r.to}; invariants checked` : `team database ${redactUrl(cfg.url)} migrated from schema v${r.from} to v${r.to}`),
+      );
+      return 0;
+    }
+    if (sub === 'grant') {
+      const [role, root, level] = args;
+      if (!role || !root || !level) throw new UsageError('usage: cairn team grant ROLE ROOT read|write|admin');
+      if (!(level in LEVELS)) throw new UsageError(`level must be read, write or admin, got ${JSON.stringify(level)}`);
+      const p = namespaceProblem(root);
+      if (p) throw new CairnError('InvalidNamespace', p, { field: 'root' });
+      await grant(b.pool, role, root, level as Level);
+      emit({ role, root, level }, () => out(`granted ${level} on ${root} (and everything under it) to ${role}`));
+      return 0;
+    }
+    await b.open();
+    const s = await b.status();
+    emit({ ...s, roots: cfg.roots }, () => {
+      out(`team database   ${s.url} (as ${s.user})`);
+      out(`server          PostgreSQL ${s.serverVersion}, pgvector ${s.pgvectorVersion ?? 'missing'}`);
+      out(`schema          v${s.schemaVersion}`);
+      out(`latency         ${s.latencyMs} ms (one round trip)`);
+      out(`roots           ${cfg.roots.join(', ')}`);
+      out(`memories        ${s.counts.memories} (${s.counts.active} active, ${s.counts.deleted} deleted), ${s.counts.vectors} with vectors`);
+      out(`namespaces      ${s.counts.namespaces}; history ${s.counts.history}; links ${s.counts.links}`);
+      out(`your grants     ${s.grants.length ? s.grants.map((g) => `${g.root}:${['', 'read', 'write', 'admin'][g.level]}`).join(', ') : 'none'}`);
+    });
+    return 0;
+  } finally {
+    await b.close();
+  }
+}
