@@ -42,6 +42,10 @@ export interface PgServer {
   createRole(name: string): Promise<string>;
   grant(db: string, role: string, root: string, level: Level): Promise<void>;
   admin(db: string): pg.Pool;
+  /** Stop the server but keep its data (see start()). */
+  halt(): void;
+  /** Start it again on the same port and data. */
+  start(): void;
   stop(): Promise<void>;
 }
 
@@ -96,6 +100,12 @@ export async function startPg(): Promise<PgServer> {
     },
     async grant(db, role, root, level) {
       await grant(admin(db), role, root, level);
+    },
+    halt() {
+      execFileSync('bash', [SERVER, 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
+    },
+    start() {
+      execFileSync('bash', [SERVER, 'start', dir, String(port)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
     },
     async stop() {
       for (const p of pools.values()) await p.end().catch(() => undefined);

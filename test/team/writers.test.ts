@@ -1,0 +1,162 @@
+/**
+ * Many writers and an unreachable team database.
+ * - Three store instances (three daemons' worth of connections) write the same
+ *   namespaces at once: versions stay monotonic without gaps, nothing
+ *   acknowledged is lost, `ifVersion` races surface as VersionConflict.
+ * - With the database down, local namespaces keep working, team requests fail
+ *   at once with Unavailable (nothing acknowledged), and the daemon reconnects
+ *   by itself, change feed included, when the database is back.
+ */
+import assert from 'node:assert/strict';
+import * as net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { CairnError } from '../../daemon/src/protocol/errors';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { PgBackend } from '../../daemon/src/store/pg/backend';
+import { rejectsWith } from '../helpers';
+import { startPg, type PgServer } from './pg-server';
+import { teamDaemon } from './team-daemon';
+
+describe('team memory: concurrent writers', () => {
+  let pg: PgServer;
+  let writers: PgBackend[];
+  before(async () => {
+    pg = await startPg();
+    const db = await pg.createDatabase();
+    await pg.createRole('alice');
+    await pg.grant(db, 'alice', 'team', 'write');
+    writers = await Promise.all([0, 1, 2].map(() => new PgBackend({ url: pg.url('alice', db), poolSize: 4 }).open()));
+  });
+  after(async () => {
+    for (const w of writers ?? []) await w.close();
+    await pg?.stop();
+  });
+
+  it('blind writes to one key from three writers: every acknowledged write is a version, in order, none lost', async () => {
+    const acked: { version: number; value: string; position: number }[] = [];
+    await Promise.all(
+      writers.map(async (w, wi) => {
+        for (let i = 0; i < 15; i++) {
+          const r = await w.upsert({ namespace: 'team.race', key: 'shared', value: `writer ${wi} write ${i}` });
+          acked.push({ version: r.memory.version, value: r.memory.value, position: r.position });
+        }
+      }),
+    );
+    const versions = acked.map((a) => a.version).sort((a, b) => a - b);
+    assert.deepEqual(versions, Array.from({ length: 45 }, (_, i) => i + 1), 'each write got its own version, no gaps, no repeats');
+    assert.equal(new Set(acked.map((a) => a.position)).size, 45, 'distinct change-log positions');
+    const h = await writers[0].history({ namespace: 'team.race', key: 'shared', limit: 1000 });
+    assert.equal(h.entries.length, 45);
+    for (const a of acked) {
+      const e = h.entries.find((x) => x.version === a.version)!;
+      assert.equal(e.state!.value, a.value, `version ${a.version} holds what was acknowledged`);
+    }
+    const byVersion = [...h.entries].sort((a, b) => a.version - b.version);
+    for (let i = 1; i < byVersion.length; i++) assert.equal(byVersion[i].previous!.value, byVersion[i - 1].state!.value, 'each version starts from the one before');
+  });
+
+  it('read-modify-write with ifVersion: conflicts surface as VersionConflict and retries lose no increment', async () => {
+    await writers[0].upsert({ namespace: 'team.counter', key: 'n', value: '0' });
+    let conflicts = 0;
+    await Promise.all(
+      writers.map(async (w) => {
+        for (let i = 0; i < 10; i++) {
+          for (;;) {
+            const cur = await w.get({ namespace: 'team.counter', key: 'n' });
+            try {
+              await w.upsert({ namespace: 'team.counter', key: 'n', value: String(Number(cur.value) + 1), ifVersion: cur.version });
+              break;
+            } catch (e) {
+              if (!(e instanceof CairnError) || e.codeName !== 'VersionConflict') throw e;
+              conflicts++;
+            }
+          }
+        }
+      }),
+    );
+    const end = await writers[1].get({ namespace: 'team.counter', key: 'n' });
+    assert.equal(end.value, '30', `all 30 increments kept (${conflicts} conflicts retried)`);
+    assert.equal(end.version, 31);
+  });
+
+  it('creating many keys (and their namespaces) at once from three writers loses none', async () => {
+    await Promise.all(writers.map((w, wi) => Promise.all(Array.from({ length: 20 }, (_, i) => w.upsert({ namespace: `team.burst.n${i % 4}`, key: `w${wi}-k${i}`, value: `burst ${wi} ${i}` })))));
+    const all = await writers[2].list({ scope: { root: 'team.burst', includeUser: false }, limit: 1000 });
+    assert.equal(all.items.length, 60);
+    assert.deepEqual((await writers[0].listNamespaces('team.burst')).map((n) => [n.path, n.memoryCount]), [0, 1, 2, 3].map((i) => [`team.burst.n${i}`, 15]));
+    const same = await Promise.allSettled(writers.map((w) => w.upsert({ namespace: 'team.burst.once', key: 'only', value: `first ${Math.random()}`, ifVersion: 0 })));
+    assert.equal(same.filter((s) => s.status === 'fulfilled').length, 1, 'exactly one create wins');
+    for (const s of same) if (s.status === 'rejected') assert.equal((s.reason as CairnError).codeName, 'VersionConflict');
+  });
+});
+
+describe('team memory: the database goes away and comes back', () => {
+  let pg: PgServer;
+  let db: string;
+  before(async () => {
+    pg = await startPg();
+    db = await pg.createDatabase();
+    await pg.createRole('alice');
+    await pg.grant(db, 'alice', 'team', 'write');
+  });
+  after(async () => pg?.stop());
+
+  it('nothing listening: local works, team fails with Unavailable, the daemon keeps serving', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const t = await teamDaemon(`postgres://alice@127.0.0.1:${port}/nowhere`, { waitReady: false });
+    try {
+      assert.equal(await t.team.ready, false);
+      const local = await t.client.call(R.upsert, { namespace: 'project.x', key: 'k', value: 'local still works' });
+      assert.equal(local.created, true);
+      const e = await rejectsWith(t.client.call(R.upsert, { namespace: 'team.x', key: 'k', value: 'never stored' }), 'Unavailable');
+      assert.equal(e.store, 'team');
+      await rejectsWith(t.client.call(R.search, { query: 'x', scope: { root: 'team.x', includeUser: false } }), 'Unavailable');
+      const mixed = await t.client.call(R.search, { query: 'local works', mode: 'fts' });
+      assert.equal(mixed.hits[0].memory.key, 'k');
+      assert.match(mixed.degraded ?? '', /team store unavailable/);
+      assert.equal((await t.client.call(R.get, { id: local.memory.id })).value, 'local still works');
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('the server stops and starts again: requests fail fast meanwhile, then work, and the change feed resumes', async () => {
+    const t = await teamDaemon(pg.url('alice', db));
+    const other = await new PgBackend({ url: pg.url('alice', db) }).open();
+    try {
+      await t.client.call(R.upsert, { namespace: 'team.up', key: 'before', value: 'written while up' });
+      pg.halt();
+      await rejectsWith(t.client.call(R.upsert, { namespace: 'team.up', key: 'during', value: 'never acknowledged' }), 'Unavailable');
+      await rejectsWith(t.client.call(R.get, { namespace: 'team.up', key: 'before' }), 'Unavailable');
+      assert.equal((await t.client.call(R.upsert, { namespace: 'project.y', key: 'k', value: 'local during the outage' })).created, true);
+      pg.start();
+      let back = false;
+      for (let i = 0; i < 200 && !back; i++) {
+        try {
+          await t.client.call(R.get, { namespace: 'team.up', key: 'before' });
+          back = true;
+        } catch (e) {
+          if ((e as { data?: { name?: string } }).data?.name !== 'Unavailable') throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      assert.ok(back, 'the daemon reconnected by itself');
+      await rejectsWith(t.client.call(R.get, { namespace: 'team.up', key: 'during' }), 'NotFound');
+      // The change feed reconnects too: a write by another daemon arrives as memory/didChange.
+      let seen = false;
+      for (let i = 0; i < 100 && !seen; i++) {
+        const w = await other.upsert({ namespace: 'team.up', key: `after-${i}`, value: `written after the restart ${i}` });
+        seen = await t.waitChange((c) => c.id === w.memory.id, 300).then(() => true, () => false);
+      }
+      assert.ok(seen, 'memory/didChange resumed after the restart');
+    } finally {
+      await other.close();
+      await t.stop();
+    }
+  });
+});
