@@ -216,6 +216,24 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(fresh.created, true, 'a deleted namespace can be created again');
   });
 
+  it('by-id requests honour the caller\'s scope; tags are stored normalized; credentials are tagged secret', async () => {
+    const a = await call(R.upsert, { namespace: 'team.sc.a', key: 'k', value: 'Scoped memory', tags: [' Node', 'node', 'CI '] });
+    assert.deepEqual(a.memory.tags, ['ci', 'node']);
+    const other = { root: 'team.sc.b', includeUser: false };
+    await rejectsWith(call(R.history, { id: a.memory.id, scope: other }), 'NotFound', 'id');
+    await rejectsWith(call(R.delete, { id: a.memory.id, scope: other }), 'NotFound', 'id');
+    await rejectsWith(call(R.get, { namespace: 'team.sc.a', key: 'k', scope: other }), 'NotFound', 'key');
+    await rejectsWith(call(R.upsert, { namespace: 'team.sc.a', key: 'x', value: 'v', scope: other }), 'InvalidParams', 'namespace');
+    await rejectsWith(call(R.upsert, { namespace: 'team.sc.b', key: 'x', value: 'v', supersedes: a.memory.id, scope: other }), 'NotFound', 'supersedes');
+    assert.equal((await call(R.get, { id: a.memory.id })).deletedAt, null, 'nothing changed');
+    assert.equal((await call(R.history, { id: a.memory.id, scope: { root: 'team.sc', includeUser: false } })).entries.length, 1);
+    const f = await call(R.list, { scope: { root: 'team.sc', includeUser: false }, filter: { field: 'tags', op: 'has', value: 'NODE' } });
+    assert.deepEqual(f.items.map((m) => m.key), ['k']);
+    const s = await call(R.upsert, { namespace: 'team.sc.a', key: 'token', value: 'The deploy token is ghp_abcdefghijklmnopqrstuvwxyz0123456789' });
+    assert.ok(s.memory.tags.includes('secret'), JSON.stringify(s));
+    assert.ok((s.warnings ?? []).some((w) => w.code === 'credential'));
+  });
+
   it('lists page by updatedAt with cursors; batches report per item', async () => {
     const items = Array.from({ length: 7 }, (_, i) => ({ namespace: 'team.page', key: `k${i}`, value: `value ${i}` }));
     const batch = await call(R.upsertBatch, { items: [...items, { namespace: 'team.page', key: 'bad', value: ' ' }] });

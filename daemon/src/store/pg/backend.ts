@@ -40,6 +40,8 @@ import {
 } from '../../protocol/types';
 import { normalizedValueHash, sha256, uuidv7 } from '../../text/hash';
 import { identifierWords } from '../../text/identifiers';
+import { detectCredentials, normalizeTags, SECRET_TAG } from '../../text/secrets';
+import { pathInScope } from '../scope';
 import { extractiveSummary } from '../../text/summary';
 import { fromIso, iso, isoReq, toMemory, type MemoryRow } from '../rows';
 import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
@@ -57,6 +59,8 @@ export interface Target {
   key?: string;
   actor?: string;
   reason?: string;
+  /** When given, the memory must lie in this scope (by id or by key), else NotFound. */
+  scope?: Scope;
 }
 
 /** What the team store needs of an embedding model (the daemon's Embedder fits). */
@@ -192,13 +196,15 @@ export class PgBackend {
     let row: MemoryRow | undefined;
     if (t.id !== undefined) {
       if (t.namespace !== undefined || t.key !== undefined) throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
-      row = await this.rowBy(c, (q) => `m.id = ${q.p(t.id)} AND n.deleted_at IS NULL`, lock);
-      if (!row) throw new CairnError('NotFound', `no memory ${t.id}`, { field: 'id' });
+      row = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(t.id)} AND n.deleted_at IS NULL`, scopeSql(q, t.scope)), lock);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.id}${t.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
       if (t.namespace === undefined || t.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: t.namespace === undefined ? 'namespace' : 'key' });
       this.checkNamespace(t.namespace);
-      row = await this.rowByKey(c, t.namespace, t.key, lock);
-      if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}`, { field: 'key' });
+      const ns = t.namespace;
+      const key = t.key;
+      row = await this.rowBy(c, (q) => andSql(`n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, scopeSql(q, t.scope)), lock);
+      if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}${t.scope ? ' in scope' : ''}`, { field: 'key' });
     }
     return row;
   }
@@ -326,8 +332,8 @@ export class PgBackend {
       if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
       this.checkNamespace(p.namespace);
-      row = await this.rowBy(this.pool, (q) => `n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`).catch(rethrow);
-      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+      row = await this.rowBy(this.pool, (q) => andSql(`n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`, scopeSql(q, p.scope))).catch(rethrow);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
     }
     if (!p.includeDeleted) {
       if (row.deleted_at !== null) {
@@ -374,14 +380,19 @@ export class PgBackend {
 
   async history(p: HistoryParams): Promise<HistoryResult> {
     let memoryId: string;
-    if (p.id !== undefined) memoryId = p.id;
-    else {
+    if (p.id !== undefined && p.scope === undefined) memoryId = p.id;
+    else if (p.id !== undefined) {
+      const id = p.id;
+      const row = await this.rowBy(this.pool, (q) => andSql(`m.id = ${q.p(id)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope))).catch(rethrow);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.id} in scope`, { field: 'id' });
+      memoryId = row.id;
+    } else {
       if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
       this.checkNamespace(p.namespace);
       const ns = p.namespace;
       const key = p.key;
-      const row = await this.rowBy(this.pool, (q) => `n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`).catch(rethrow);
-      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+      const row = await this.rowBy(this.pool, (q) => andSql(`n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, scopeSql(q, p.scope))).catch(rethrow);
+      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
       memoryId = row.id;
     }
     const rows = await query(this.pool, `SELECT * FROM history WHERE memory_id = $1 ORDER BY seq DESC LIMIT $2`, [memoryId, p.limit ?? 100]);
@@ -428,7 +439,7 @@ export class PgBackend {
           const r = await this.upsertInTx(c, actor && !it.actor ? { ...it, actor } : it);
           await c.query('RELEASE SAVEPOINT item');
           if (r.changed) done.push(r.memory);
-          out.push({ ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version });
+          out.push({ ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version, ...(r.warnings ? { warnings: r.warnings } : {}) });
         } catch (e) {
           const err = mapError(e);
           if (!(err instanceof CairnError) || err.codeName === 'Unavailable') throw e;
@@ -444,6 +455,10 @@ export class PgBackend {
 
   private validateContent(p: UpsertParams): void {
     this.checkNamespace(p.namespace);
+    if (p.scope) {
+      scopeSql(new Params(), p.scope); // validates the scope's own paths (InvalidNamespace)
+      if (!pathInScope(p.namespace, p.scope)) throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
+    }
     const bytes = Buffer.byteLength(p.value, 'utf8');
     if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
     if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
@@ -503,14 +518,22 @@ export class PgBackend {
     let superseded: MemoryRow | undefined;
     if (p.supersedes !== undefined) {
       const sid = p.supersedes;
-      superseded = await this.rowBy(c, (q) => `m.id = ${q.p(sid)} AND n.deleted_at IS NULL`, true);
-      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede`, { field: 'supersedes' });
+      superseded = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(sid)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope)), true);
+      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, { field: 'supersedes' });
       if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
       if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
     }
 
     const base = existing;
-    const tags = p.tags !== undefined ? [...new Set(p.tags)].sort() : base ? (JSON.parse(base.tags) as string[]) : [];
+    // Tags stored normalized; a value that looks like a credential is tagged `secret` (as store.ts).
+    let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);
+    const credentials = detectCredentials([p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'));
+    const warnings = credentials.map((c) => ({ code: 'credential' as const, kind: c.kind, message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents` }));
+    if (credentials.length > 0 && !tags.includes(SECRET_TAG)) {
+      tags = normalizeTags([...tags, SECRET_TAG]);
+      detail.autoSecret = credentials.map((c) => c.kind);
+    }
+    const warn = warnings.length > 0 ? { warnings } : {};
     const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
     const next = {
       value: p.value,
@@ -529,7 +552,7 @@ export class PgBackend {
     if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
 
     if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
-      return { memory: toMemory(existing), created: false, position: await this.positionIn(c), changed: false };
+      return { memory: toMemory(existing), created: false, position: await this.positionIn(c), changed: false, ...warn };
     }
 
     let summary: string | null = null;
@@ -580,7 +603,7 @@ export class PgBackend {
       await this.appendHistory(c, superseded.id, superseded.ns_id, 'supersede', claimed, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
       position = await this.logChange(c, 'supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
     }
-    return { memory: toMemory(await this.refetch(c, rowid)), created: !existing, position, changed: true };
+    return { memory: toMemory(await this.refetch(c, rowid)), created: !existing, position, changed: true, ...warn };
   }
 
   private async positionIn(c: C): Promise<number> {

@@ -9,6 +9,7 @@
 import { CairnError } from '../../protocol/errors';
 import { namespaceProblem } from '../../protocol/namespace';
 import { Limits, type Filter, type FilterLeaf, type Include, type Scope } from '../../protocol/types';
+import { normalizeTag } from '../../text/secrets';
 import { effectiveIncludeUser, USER_ROOT } from '../scope';
 
 /** Collects bind parameters; `p(v)` returns its `$n` placeholder. */
@@ -127,7 +128,7 @@ function leafSql(q: Params, f: FilterLeaf, at: string): string {
     return `${col} ${OPS[f.op]} ${q.p(f.value)}`;
   }
   if (field === 'tags') {
-    const list = Array.isArray(f.value) ? f.value : [f.value as string];
+    const list = (Array.isArray(f.value) ? f.value : [f.value as string]).map(normalizeTag);
     const tags = `ARRAY(SELECT jsonb_array_elements_text(m.tags::jsonb))`;
     switch (f.op) {
       case 'has':
