@@ -12,8 +12,9 @@
  * - every search hit says which store it came from (`store`).
  *
  * When the team database cannot be reached, team requests fail at once with
- * `Unavailable`; a search or list over both stores returns the local part and
- * says so in `degraded`.
+ * `Unavailable`; a search over both stores returns the local part and says so
+ * in `degraded` (a list over both fails with `Unavailable`: a page with holes
+ * would break its cursor).
  */
 import { CairnError } from '../protocol/errors';
 import { isUnder } from '../protocol/namespace';
