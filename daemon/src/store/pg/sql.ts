@@ -7,10 +7,10 @@
  * puts these predicates inside the query that takes its top-k.
  */
 import { CairnError } from '../../protocol/errors';
-import { namespaceProblem } from '../../protocol/namespace';
+import { namespaceProblem, USER_ROOT } from '../../protocol/namespace';
 import { Limits, type Filter, type FilterLeaf, type Include, type Scope } from '../../protocol/types';
 import { normalizeTag } from '../../text/secrets';
-import { effectiveIncludeUser, USER_ROOT } from '../scope';
+import { effectiveIncludeUser } from '../scope';
 
 /** Collects bind parameters; `p(v)` returns its `$n` placeholder. */
 export class Params {
