@@ -16,6 +16,7 @@
  * in `degraded` (a list over both fails with `Unavailable`: a page with holes
  * would break its cursor).
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- params reach the router already validated by the Core's zod schemas; each branch reads the shape of its own method. */
 import { CairnError } from '../protocol/errors';
 import { isUnder } from '../protocol/namespace';
 import type * as T from '../protocol/types';

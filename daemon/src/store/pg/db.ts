@@ -169,6 +169,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
 }
 
 /** One statement outside a transaction, errors mapped. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- rows are typed by each caller (R); untyped callers read a few named columns
 export async function query<R extends pg.QueryResultRow = any>(db: Sql, text: string, values: unknown[] = []): Promise<R[]> {
   try {
     return (await db.query<R>(text, values)).rows;
