@@ -44,7 +44,7 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
   private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.emitter.event;
   /** Version each open document was read at: the `ifVersion` of its next save. */
-  private readonly versions = new Map<string, { version: number; memory: Memory }>();
+  private readonly versions = new Map<string, { version: number; memory: Memory; stale?: boolean }>();
   /** The last save that hit a version conflict (for the user's next step and for tests). */
   lastConflict: { uri: string; yourVersion: number; currentVersion: unknown } | undefined;
 
@@ -57,13 +57,23 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
    */
   changed(): void {
     const events: vscode.FileChangeEvent[] = [];
-    for (const key of [...this.versions.keys()]) {
+    for (const [key, seen] of [...this.versions.entries()]) {
       const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
-      if (doc?.isDirty) continue;
-      this.versions.delete(key);
-      if (doc) events.push({ type: vscode.FileChangeType.Changed, uri: doc.uri });
+      if (!doc) {
+        this.versions.delete(key);
+        continue;
+      }
+      if (doc.isDirty) continue;
+      // Kept, marked stale: a clean editor's next stat reads the store (so VS Code reloads it), but if the
+      // user starts typing before that reload lands, the base of their edit is still the version they saw.
+      seen.stale = true;
+      events.push({ type: vscode.FileChangeType.Changed, uri: doc.uri });
     }
     if (events.length) this.emitter.fire(events);
+  }
+
+  private isDirty(uri: vscode.Uri): boolean {
+    return vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString() && d.isDirty);
   }
 
   private async load(uri: vscode.Uri): Promise<Memory> {
@@ -79,8 +89,9 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
   async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
     // For a document this window has read, describe the version it read: VS Code's own "modified since"
     // check then stays out of the way and the daemon's ifVersion check decides conflicts, with one
-    // consistent message. changed() drops the entry of clean editors so they reload.
-    const m = this.versions.get(uri.toString())?.memory ?? (await this.load(uri));
+    // consistent message. changed() marks the entry of clean editors stale so they reload.
+    const seen = this.versions.get(uri.toString());
+    const m = seen && (!seen.stale || this.isDirty(uri)) ? seen.memory : await this.load(uri);
     return {
       type: vscode.FileType.File,
       ctime: Date.parse(m.createdAt) || 0,
@@ -91,7 +102,12 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
 
   async readFile(uri: vscode.Uri): Promise<Uint8Array> {
     const m = await this.load(uri);
-    this.versions.set(uri.toString(), { version: m.version, memory: m });
+    // A dirty editor's text was edited against the version it read first: a later read (VS Code may read a
+    // file again after a change event, even when it keeps the dirty text) must not move that base forward,
+    // or saving would overwrite the other writer's change instead of failing with a conflict.
+    if (!(this.versions.has(uri.toString()) && this.isDirty(uri))) {
+      this.versions.set(uri.toString(), { version: m.version, memory: m });
+    }
     return Buffer.from(m.value, 'utf8');
   }
 
