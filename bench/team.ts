@@ -68,7 +68,7 @@ async function main() {
     const teamLoad = await loadStore('team load', toTeam);
     const localLoad = await loadStore('sqlite load', (m) => m);
     const waitT0 = now();
-    await core.call(R.indexWait, { position: localLoad.pos, timeoutMs: 3_600_000 });
+    await core.call(R.indexWait, { position: localLoad.pos, timeoutMs: 600_000 });
     out.load = { teamPerSec: teamLoad.perSec, sqlitePerSec: localLoad.perSec, sqliteIndexCatchUpMs: Math.round(now() - waitT0), note: 'team: rows, history, change log and vectors in one pass; sqlite: rows first, vectors follow (catch-up shown)' };
     console.log(`load ${size}: team ${teamLoad.perSec}/s (embedded on write), sqlite ${localLoad.perSec}/s (+${fmt((now() - waitT0) / 1000, 1)} s vector catch-up)`);
 
