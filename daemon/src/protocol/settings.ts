@@ -54,6 +54,8 @@ export const Environment = {
   LOCALAPPDATA: 'Per-user cache directory on Windows.',
   PATH: 'Where the extension looks for `node`.',
   PATHEXT: 'Executable file extensions on Windows, with PATH.',
+  PGPASSWORD: 'Password of the team database (libpq convention); never logged or shown.',
+  PGPASSFILE: 'Password file of the team database (libpq convention, default ~/.pgpass; used only when private to its owner).',
 } as const;
 
 type SettingEnvName = { [K in SettingKey]: (typeof Settings)[K] extends { env: infer E extends string } ? E : never }[SettingKey];

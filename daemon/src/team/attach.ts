@@ -10,7 +10,7 @@
  * change feed reconnects by itself).
  */
 import type { DidChangeParams } from '../protocol/types';
-import { Settings } from '../protocol/settings';
+import { Settings, readEnv, processEnv, type Env } from '../protocol/settings';
 import type { Core } from '../server/core';
 import { PgBackend } from '../store/pg/backend';
 import { redactUrl } from '../store/pg/db';
@@ -24,10 +24,10 @@ export interface TeamOptions {
 }
 
 /** The team settings from options, then the environment; null when no team database is configured. */
-export function teamConfig(o: TeamOptions = {}, env = process.env): { url: string; roots: string[] } | null {
-  const url = o.url ?? env[Settings['cairn.team.url'].env] ?? '';
+export function teamConfig(o: TeamOptions = {}, env: Env = processEnv()): { url: string; roots: string[] } | null {
+  const url = o.url ?? readEnv('CAIRN_TEAM_URL', env) ?? '';
   if (!url) return null;
-  return { url, roots: parseRoots(o.roots ?? env[Settings['cairn.team.roots'].env] ?? (Settings['cairn.team.roots'].default as string)) };
+  return { url, roots: parseRoots(o.roots ?? readEnv('CAIRN_TEAM_ROOTS', env) ?? (Settings['cairn.team.roots'].default as string)) };
 }
 
 export interface AttachedTeam {

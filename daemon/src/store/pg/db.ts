@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
 import { CairnError } from '../../protocol/errors';
+import { readEnv, processEnv, type Env } from '../../protocol/settings';
 
 export type Sql = pg.PoolClient | pg.Pool;
 
@@ -34,9 +35,10 @@ const types = {
  * anything, `\:` is a colon); the file is ignored unless only its owner can
  * read it. Undefined when none applies.
  */
-export function lookupPassword(p: { host?: string; port?: number | string; database?: string; user?: string }, env = process.env): string | undefined {
-  if (env.PGPASSWORD) return env.PGPASSWORD;
-  const file = env.PGPASSFILE || path.join(os.homedir(), '.pgpass');
+export function lookupPassword(p: { host?: string; port?: number | string; database?: string; user?: string }, env: Env = processEnv()): string | undefined {
+  const password = readEnv('PGPASSWORD', env);
+  if (password) return password;
+  const file = readEnv('PGPASSFILE', env) ?? path.join(os.homedir(), '.pgpass');
   let text: string;
   try {
     const st = fs.statSync(file);
