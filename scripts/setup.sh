@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # onnxruntime-node's install script would fetch a CUDA add-on from GitHub; the CPU binary ships in the package.
 export ONNXRUNTIME_NODE_INSTALL=skip
+. scripts/node-headers.sh
 stamp=node_modules/.cairn-lock.sha256
 want=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -14,6 +14,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 CACHE=${CAIRN_E2E_CACHE:-$REPO/.e2e}
 CS_VERSION=${CS_VERSION:-4.100.3}
 log() { echo "[install] $*" >&2; }
+. "$REPO/scripts/node-headers.sh" # native add-ons build against local Node headers, never downloaded ones
 
 # 1. OS packages: a toolchain for code-server's native modules (kerberos needs the gssapi headers),
 #    Debian's ripgrep (see 2), git and curl; chromium for the tests.
