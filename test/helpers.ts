@@ -96,3 +96,34 @@ export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessE
     },
   };
 }
+
+/** Whether a process with this pid exists (signal 0 probes without touching it). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Processes and folders a test file leaves behind: `after` the file, each pid gets SIGTERM (waited for up to
+ * 5 s) and each folder is removed. Call at module level; push into the returned lists.
+ */
+export function cleanupAfter(after: (fn: () => Promise<void>) => void): { pids: number[]; dirs: string[] } {
+  const pids: number[] = [];
+  const dirs: string[] = [];
+  after(async () => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+    }
+    for (const pid of pids) for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+  return { pids, dirs };
+}

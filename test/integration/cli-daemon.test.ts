@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import { readDaemonInfo } from '../../daemon/src/client/daemon-info';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { Store } from '../../daemon/src/store/store';
-import { CAIRN_BIN, spawnDaemon, tempDir } from '../helpers';
+import { alive, CAIRN_BIN, cleanupAfter, spawnDaemon, tempDir } from '../helpers';
 
 function cli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
@@ -27,27 +27,7 @@ function cli(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<{ 
   });
 }
 
-const started: number[] = [];
-const dirs: string[] = [];
-after(async () => {
-  for (const pid of started) {
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      /* gone */
-    }
-  }
-  for (const pid of started) for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const { pids: started, dirs } = cleanupAfter(after);
 function sandbox(): { dir: string; db: string; env: NodeJS.ProcessEnv } {
   const dir = tempDir('cairn-clid-');
   dirs.push(dir);

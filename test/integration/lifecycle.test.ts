@@ -12,29 +12,9 @@ import { readDaemonInfo } from '../../daemon/src/client/daemon-info';
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { daemonInfoPath } from '../../daemon/src/paths';
 import { Requests } from '../../daemon/src/protocol/methods';
-import { CAIRN_BIN, tempDir } from '../helpers';
+import { alive, CAIRN_BIN, cleanupAfter, tempDir } from '../helpers';
 
-const pids: number[] = [];
-const dirs: string[] = [];
-after(async () => {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      /* gone */
-    }
-  }
-  for (const pid of pids) for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const { pids: pids, dirs } = cleanupAfter(after);
 function sandbox(): { dir: string; env: NodeJS.ProcessEnv } {
   const dir = tempDir('cairn-life-');
   dirs.push(dir);
