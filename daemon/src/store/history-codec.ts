@@ -15,53 +15,14 @@ import type { Memory } from '../protocol/types';
 const STATE = 2;
 const DIFF = 'd';
 
-const DEFAULTS: Partial<Record<keyof Memory, unknown>> = {
-  summary: null,
-  kind: 'note',
-  tags: [],
-  importance: 0.5,
-  confidence: 1,
-  source: 'user',
-  properties: {},
-  anchors: [],
-  validFrom: null,
-  validTo: null,
-  expiresAt: null,
-  lastAccessedAt: null,
-  accessCount: 0,
-  status: 'active',
-  supersededBy: null,
-  deletedAt: null,
-  deletedBy: null,
-};
-
-const same = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b));
-
-/** The row's own facts a state is encoded against. */
-export interface RowFacts {
-  memoryId: string;
-  version: number;
-  at: number;
-}
-
-export function encodeState(m: Memory, row: RowFacts): string {
+/**
+ * The memory a compact state is read against: the row's own facts plus every field at its default, in the order a
+ * Memory's fields are written. Encoding leaves out each field equal to this; decoding starts from it. One
+ * definition for both directions, so they can't drift apart.
+ */
+function template(row: RowFacts): Record<string, unknown> {
   const at = new Date(row.at).toISOString();
-  const out: Record<string, unknown> = { $: STATE };
-  for (const [k, v] of Object.entries(m) as [keyof Memory, unknown][]) {
-    if (k === 'id' && v === row.memoryId) continue;
-    if (k === 'version' && v === row.version) continue;
-    if ((k === 'createdAt' || k === 'updatedAt') && v === at) continue;
-    if (k in DEFAULTS && same(v, DEFAULTS[k])) continue;
-    out[k] = v;
-  }
-  return JSON.stringify(out);
-}
-
-export function decodeState(text: string, row: RowFacts): Memory {
-  const o = JSON.parse(text) as Record<string, unknown>;
-  if (o.$ !== STATE) return o as unknown as Memory; // written before the compact encoding
-  const at = new Date(row.at).toISOString();
-  const m: Record<string, unknown> = {
+  return {
     id: row.memoryId,
     namespace: undefined,
     key: undefined,
@@ -87,6 +48,28 @@ export function decodeState(text: string, row: RowFacts): Memory {
     deletedAt: null,
     deletedBy: null,
   };
+}
+
+const same = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b));
+
+/** The row's own facts a state is encoded against. */
+export interface RowFacts {
+  memoryId: string;
+  version: number;
+  at: number;
+}
+
+export function encodeState(m: Memory, row: RowFacts): string {
+  const tpl = template(row);
+  const out: Record<string, unknown> = { $: STATE };
+  for (const [k, v] of Object.entries(m)) if (!(k in tpl) || !same(v, tpl[k])) out[k] = v;
+  return JSON.stringify(out);
+}
+
+export function decodeState(text: string, row: RowFacts): Memory {
+  const o = JSON.parse(text) as Record<string, unknown>;
+  if (o.$ !== STATE) return o as unknown as Memory; // written before the compact encoding
+  const m = template(row);
   for (const [k, v] of Object.entries(o)) if (k !== '$') m[k] = v;
   return m as unknown as Memory;
 }
