@@ -1,8 +1,10 @@
-// Headless Debian Chromium for the e2e scripts, with the flags this machine needs (no GPU, no sandbox as root,
-// no background networking: the network is closed) and a fresh profile directory. Returns { ctx, udd }.
+// Shared by the UI scripts (smoke.js, dashboard.js): headless Debian Chromium with the flags this machine needs, and
+// the few state-waiting helpers every UI check uses. Nothing here waits for a moment: each helper polls a state until
+// its deadline and says what it last saw.
 const fs = require('fs'), os = require('os'), path = require('path');
 const { chromium } = require('playwright-core');
 
+/** Headless chromium (no GPU, no sandbox as root, no background networking: the network is closed) in a fresh profile. */
 async function launchBrowser(viewport) {
   const udd = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-chromium-'));
   const ctx = await chromium.launchPersistentContext(udd, {
@@ -14,4 +16,80 @@ async function launchBrowser(viewport) {
   return { ctx, udd };
 }
 
-module.exports = { launchBrowser };
+const firstLine = (e) => String(e && e.message ? e.message : e).split('\n')[0];
+const pause = (ms) => new Promise((r) => setTimeout(r, ms)); // a poll interval, never a settle delay
+
+/** Poll until fn returns a truthy value (exceptions count as "not yet"); returns that value. */
+async function until(what, fn, timeout = 20000) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await pause(100);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ` (${firstLine(last)})` : ''}`);
+}
+
+/**
+ * Wait until an element matching `locator` is visible with a real size on screen; returns it. Polls the state until
+ * the deadline rather than judging one frame: right after a render an item can be attached and "visible" while its
+ * icon font or layout has not given it a size yet.
+ */
+async function visible(locator, what, timeout = 30000) {
+  const el = locator.filter({ visible: true }).first();
+  const deadline = Date.now() + timeout;
+  let last = 'never visible';
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`${what}: ${last} after ${timeout} ms`);
+    try {
+      await el.waitFor({ state: 'visible', timeout: left });
+      const box = await el.boundingBox({ timeout: Math.max(1, deadline - Date.now()) });
+      if (box && box.width >= 2 && box.height >= 2) return el;
+      last = `no size on screen (${box ? `${box.width}x${box.height}` : 'detached'})`;
+    } catch (e) {
+      last = firstLine(e);
+    }
+    await pause(100);
+  }
+}
+
+/**
+ * The checks of one UI script: `check(name, shot, fn)` runs a step, screenshots it (`-FAILED.png` on failure) and
+ * records the outcome; `finish(results, extra)` writes `{passed, failed, checks, ...extra}` and prints the count. A
+ * script where no check ran counts as failed. `afterEach(page)` runs after every step (e.g. close an open menu).
+ */
+function checkRecorder({ name, art, page, afterEach }) {
+  const t0 = Date.now();
+  const lap = (m) => console.log(`[${name} ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
+  const checks = [];
+  async function check(title, shot, fn) {
+    const started = Date.now();
+    try {
+      await fn();
+      await page().screenshot({ path: path.join(art, shot) });
+      checks.push({ name: title, ok: true, ms: Date.now() - started });
+      lap(`ok   ${title} (${shot})`);
+    } catch (e) {
+      checks.push({ name: title, ok: false, error: firstLine(e) });
+      lap(`FAIL ${title}: ${firstLine(e)}`);
+      await page().screenshot({ path: path.join(art, shot.replace('.png', '-FAILED.png')) }).catch(() => {});
+    }
+    if (afterEach) await afterEach(page()).catch(() => {});
+  }
+  function finish(results, extra = {}) {
+    if (!checks.length) checks.push({ name: 'the workbench loads', ok: false, error: 'no check ran' });
+    const passed = checks.filter((c) => c.ok).length;
+    const failed = checks.length - passed;
+    fs.writeFileSync(results, JSON.stringify({ passed, failed, checks, ...extra }, null, 2));
+    console.log(`${name}: ${passed} passed, ${failed} failed`);
+  }
+  return { lap, check, finish };
+}
+
+module.exports = { launchBrowser, until, visible, checkRecorder };

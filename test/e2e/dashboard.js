@@ -14,51 +14,19 @@
 //   dash-09-light.png / dash-10-dark.png  the panel in light and dark themes, each view checked with axe-core
 //   dashboard-panel.png    the panel alone (the README's picture); axe-*.json the axe reports
 // env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks, metrics}), CLI + NODE_BIN, CHROMIUM
-const { launchBrowser } = require('./browser');
+const { launchBrowser, until, visible, checkRecorder } = require('./browser');
 const { execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
 const ART = process.env.ARTIFACTS;
-const t0 = Date.now();
-const lap = (m) => console.log(`[dashboard ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-const checks = [];
 const metrics = {};
 let page;
+const { lap, check, finish } = checkRecorder({ name: 'dashboard', art: ART, page: () => page });
 
 const cli = (...args) => execFileSync(process.env.NODE_BIN, [process.env.CLI, ...args], { stdio: 'pipe', encoding: 'utf8' });
 const cliJson = (...args) => JSON.parse(cli(...args, '--json'));
-
-async function check(name, shot, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    await page.screenshot({ path: path.join(ART, shot) });
-    checks.push({ name, ok: true, ms: Date.now() - started });
-    lap(`ok   ${name} (${shot})`);
-  } catch (e) {
-    checks.push({ name, ok: false, error: String(e && e.message ? e.message : e).split('\n')[0] });
-    lap(`FAIL ${name}: ${String(e && e.message ? e.message : e).split('\n')[0]}`);
-    await page.screenshot({ path: path.join(ART, shot.replace('.png', '-FAILED.png')) }).catch(() => {});
-  }
-}
-
-/** Poll until fn returns a truthy value. */
-async function until(what, fn, timeout = 20000) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ` (${String(last.message || last).split('\n')[0]})` : ''}`);
-}
 
 /** The dashboard's document (the webview's inner frame); found again each time, as a webview may reload. */
 async function dash(timeout = 30000) {
@@ -69,17 +37,6 @@ async function dash(timeout = 30000) {
     }
     return null;
   }, timeout);
-}
-
-/** Wait until an element is visible with a real size; returns it. */
-async function visible(locator, what, timeout = 20000) {
-  const el = locator.filter({ visible: true }).first();
-  await el.waitFor({ state: 'visible', timeout }).catch((e) => {
-    throw new Error(`${what} not visible: ${String(e.message).split('\n')[0]}`);
-  });
-  const box = await el.boundingBox();
-  if (!box || box.width < 2 || box.height < 2) throw new Error(`${what} has no size on screen`);
-  return el;
 }
 
 const exactRow = (label) => page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
@@ -320,12 +277,8 @@ async function axe(f, label) {
     await ctx.close().catch(() => {});
     fs.rmSync(udd, { recursive: true, force: true });
     fs.rmSync(tmp, { recursive: true, force: true });
-    if (!checks.length) checks.push({ name: 'the workbench loads', ok: false, error: 'no check ran' });
-    const passed = checks.filter((c) => c.ok).length;
-    const failed = checks.length - passed;
-    fs.writeFileSync(process.env.RESULTS, JSON.stringify({ passed, failed, checks, metrics }, null, 2));
     console.log(`dashboard metrics: ${JSON.stringify(metrics)}`);
-    console.log(`dashboard: ${passed} passed, ${failed} failed`);
+    finish(process.env.RESULTS, { metrics });
   }
 })().catch((e) => {
   console.error('dashboard e2e failed:', e);

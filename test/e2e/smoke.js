@@ -7,55 +7,14 @@
 //   05-live-update.png     a memory written by the CLI while the view is open appears without a refresh
 //   06-status-menu.png     the status bar item and its quick menu
 // env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks}), CLI + NODE_BIN (the cairn CLI), CHROMIUM
-const { launchBrowser } = require('./browser');
+const { launchBrowser, visible, checkRecorder } = require('./browser');
 const { execFileSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 
 const ART = process.env.ARTIFACTS;
-const t0 = Date.now();
-const lap = (m) => console.log(`[smoke ${((Date.now() - t0) / 1000).toFixed(1)}s] ${m}`);
-const checks = [];
 let page;
-
-async function check(name, shot, fn) {
-  const started = Date.now();
-  try {
-    await fn();
-    await page.screenshot({ path: path.join(ART, shot) });
-    checks.push({ name, ok: true, ms: Date.now() - started });
-    lap(`ok   ${name} (${shot})`);
-  } catch (e) {
-    checks.push({ name, ok: false, error: String(e && e.message ? e.message : e).split('\n')[0] });
-    lap(`FAIL ${name}: ${String(e && e.message ? e.message : e).split('\n')[0]}`);
-    await page.screenshot({ path: path.join(ART, shot.replace('.png', '-FAILED.png')) }).catch(() => {});
-  }
-  await page.keyboard.press('Escape').catch(() => {});
-}
-
-/**
- * Wait until an element matching `locator` is visible with a real size on screen; returns it. Polls the state until
- * the deadline rather than judging one frame: right after a render an item can be attached and "visible" while its
- * icon font or layout has not given it a size yet.
- */
-async function visible(locator, what, timeout = 30000) {
-  const el = locator.filter({ visible: true }).first();
-  const deadline = Date.now() + timeout;
-  let last = 'never visible';
-  for (;;) {
-    const left = deadline - Date.now();
-    if (left <= 0) throw new Error(`${what}: ${last} after ${timeout} ms`);
-    try {
-      await el.waitFor({ state: 'visible', timeout: left });
-      const box = await el.boundingBox({ timeout: Math.max(1, deadline - Date.now()) });
-      if (box && box.width >= 2 && box.height >= 2) return el;
-      last = `no size on screen (${box ? `${box.width}x${box.height}` : 'detached'})`;
-    } catch (e) {
-      last = String(e && e.message ? e.message : e).split('\n')[0];
-    }
-    await page.waitForTimeout(100); // poll interval, not a settle delay: the loop re-checks the state
-  }
-}
+const { lap, check, finish } = checkRecorder({ name: 'smoke', art: ART, page: () => page, afterEach: (p) => p.keyboard.press('Escape') });
 
 const treeRow = (label) => page.locator('.pane-body .monaco-list-row', { has: page.locator('.label-name', { hasText: label }) });
 
@@ -158,11 +117,7 @@ async function palette(command) {
   } finally {
     await ctx.close().catch(() => {});
     fs.rmSync(udd, { recursive: true, force: true });
-    if (!checks.length) checks.push({ name: 'the workbench loads', ok: false, error: 'no check ran' });
-    const passed = checks.filter((c) => c.ok).length;
-    const failed = checks.length - passed;
-    fs.writeFileSync(process.env.RESULTS, JSON.stringify({ passed, failed, checks }, null, 2));
-    console.log(`smoke: ${passed} passed, ${failed} failed`);
+    finish(process.env.RESULTS);
   }
 })().catch((e) => {
   console.error('smoke failed:', e);
