@@ -70,6 +70,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       const dups = possibleDuplicates(d.store, r.duplicates);
       if (m && dups.length) d.notifyAll(Notifications.possibleDuplicates.method, { id: r.id, namespace: m.ns_path, key: m.key, version: r.version, position: r.position, possibleDuplicates: dups });
     },
+    settled, // a failed re-embed ends the wait too: index/wait answers at once with the reason
   );
   const hooks = d.core.hooks;
   hooks.vectors = indexer;

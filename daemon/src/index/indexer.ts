@@ -79,6 +79,8 @@ export class Indexer implements VectorSearcher {
     private readonly progress: (p: IndexProgressParams) => void = () => {},
     /** Told of every memory whose duplicate check found candidates, after the check committed. */
     private readonly duplicatesFound: (r: DuplicateReport) => void = () => {},
+    /** Told when a re-embed fails, so whoever waits for the vector index (index/wait) learns it at once. */
+    private readonly failed: (reason: string) => void = () => {},
   ) {}
 
   // ---------------------------------------------------------------- status
@@ -130,6 +132,7 @@ export class Indexer implements VectorSearcher {
           this.lastError = (e as Error).message;
           this.state = 'unavailable';
           this.log(`re-embedding failed: ${this.lastError}`);
+          this.failed(this.lastError);
         });
     } else {
       this.state = 'ready';
