@@ -61,6 +61,28 @@ describe('cli and the shared daemon', () => {
     assert.doesNotMatch(again.err, /started/);
   });
 
+  it('cairn status never starts a daemon: without one it reads the store directly and says none runs', async () => {
+    const { db, env } = sandbox();
+    const human = await cli(['status'], env);
+    assert.equal(human.code, 0, human.err);
+    assert.match(human.out, /via direct/);
+    assert.match(human.out, /daemon: +not running/);
+    const st = await cli(['status', '--json'], env);
+    assert.equal(st.code, 0, st.err);
+    assert.equal(JSON.parse(st.out).via, 'direct');
+    assert.doesNotMatch(st.err + human.err, /started the Cairn daemon/);
+    assert.equal(readDaemonInfo(db), null, 'no daemon was started by asking for status');
+    // with a daemon running, status goes through it
+    const add = await cli(['add', 'project.cli', 'k', 'v'], env);
+    assert.equal(add.code, 0, add.err);
+    const info = readDaemonInfo(db);
+    assert.ok(info && alive(info.pid));
+    started.push(info.pid);
+    const via = JSON.parse((await cli(['status', '--json'], env)).out);
+    assert.equal(via.via, 'daemon');
+    assert.equal(via.daemon.pid, info.pid);
+  });
+
   it('when no daemon can start, the CLI opens the store directly and says search is full-text only', async () => {
     const { dir, env } = sandbox();
     const broken = path.join(dir, 'broken.js');

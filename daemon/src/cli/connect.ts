@@ -13,12 +13,15 @@ import { resolveDbPath } from '../paths';
 import { processEnv } from '../protocol/settings';
 import { EnsureDaemonError, ensureDaemon } from '../client/ensure-daemon';
 import { StreamClient, unavailable, type CairnClient } from '../client/socket-client';
+import { runningDaemon } from '../client/daemon-info';
 
 export interface ConnectOptions {
   db?: string;
   socket?: string;
   /** Never use a daemon; open the store directly. */
   direct?: boolean;
+  /** Use a running daemon, but never start one: without one, open the store directly (for `cairn status`). */
+  noStart?: boolean;
   /** Extra arguments for a daemon started here (e.g. ['--no-embeddings']). */
   daemonArgs?: string[];
   /** Progress and notes (stderr). */
@@ -63,6 +66,7 @@ export async function connect(opts: ConnectOptions): Promise<CairnClient> {
   const log = opts.log ?? (() => undefined);
   if (opts.direct) return openDirect(db, '--direct');
   if (opts.socket) return StreamClient.connect(opts.socket);
+  if (opts.noStart && !runningDaemon(db)) return openDirect(db, 'no daemon is running');
   let socket: string;
   try {
     const ensured = await ensureDaemon({ db, env, args: opts.daemonArgs, log: () => undefined });

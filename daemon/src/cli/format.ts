@@ -49,6 +49,7 @@ export function printHistory(out: Out, r: HistoryResult): void {
 export function printStatus(out: Out, s: StoreStatusResult, via: string): void {
   out(`store:      ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB, schema v${s.schemaVersion}) via ${via}`);
   if (s.daemon) out(`daemon:     pid ${s.daemon.pid}, v${s.daemon.version}, ${s.daemon.clients} client(s), socket ${s.daemon.socket ?? '-'}`);
+  else if (via === 'direct') out('daemon:     not running (read from the store directly; commands that need one start it)');
   const c = s.counts;
   out(`memories:   ${c.active} active, ${c.proposed} proposed, ${c.superseded} superseded, ${c.deleted} deleted (${c.namespaces} namespaces)`);
   out(`history:    ${c.history} entries${s.historyCap ? `, capped at ${s.historyCap} per memory` : ', complete'}; ${c.links} links; ${c.rejectedValues} rejected values`);

@@ -52,7 +52,7 @@ Commands:
                                      plus FILE.keys; works while the daemon serves
   restore --from <FILE>              verify a backup (integrity, schema) and replace the store with it; refuses while
                                      a daemon serves the store; keeps the old one as <store>.pre-restore-<time>
-  status                             store, index and embedding status
+  status                             store, index and embedding status (never starts a daemon)
   sweep                              expire memories past expiresAt, purge deleted namespaces, apply retention
   retention [list]                   retention rules per namespace root (enforced by the daemon's sweep)
   retention set <ROOT> [--max-versions N] [--max-age DAYS] [--max-ttl DAYS]
@@ -207,6 +207,7 @@ export async function run(argv: string[]): Promise<number> {
     db: o.db,
     socket: o.socket,
     direct: o.direct,
+    noStart: cmd === 'status', // asking for status has no side effects: it never starts a daemon
     daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined,
     log: (m) => process.stderr.write(`cairn: ${m}\n`),
   });
