@@ -91,6 +91,25 @@ function procStat(pid: number): { cpuMs: number } {
   const ticks = Number(rest[11]) + Number(rest[12]); // utime + stime (fields 14, 15)
   return { cpuMs: (ticks * 1000) / 100 };
 }
+/** CPU ms of the main thread and of the others (V8 helpers, libuv pool, the embedding worker) from /proc/<pid>/task. */
+function threadCpu(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const f = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = tid === String(pid) ? 'main' : 'other threads';
+        const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+        out[name] = (out[name] ?? 0) + ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
+      } catch {
+        /* thread ended */
+      }
+    }
+  } catch {
+    /* no /proc */
+  }
+  return out;
+}
 function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
@@ -142,6 +161,7 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   const { c, pid } = s;
   resetPeak(pid);
   const cpu0 = procStat(pid).cpuMs;
+  const threads0 = threadCpu(pid);
   const ms: number[] = [];
   let last = 0;
   let dups = 0;
@@ -159,12 +179,17 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   }
   const wallMs = now() - t0;
   const cpuMs = procStat(pid).cpuMs - cpu0;
+  const threads1 = threadCpu(pid);
+  const perThread: Record<string, number> = {};
+  for (const [k, v] of Object.entries(threads1)) perThread[k] = Math.round(((v - (threads0[k] ?? 0)) / records.length) * 100) / 100;
   const result: Record<string, unknown> = {
     records: records.length,
     load,
     perSec: Math.round(records.length / (wallMs / 1000)),
     call: ms.length ? summarize(ms) : null,
     daemonCpuMsPerUpsert: Math.round((cpuMs / records.length) * 100) / 100,
+    /** The same CPU split: the main (event loop) thread and the other threads. */
+    daemonCpuMsPerUpsertByThread: perThread,
     peakRssMiB: status(pid, 'VmHWM'),
     idleRssMiB: s.idleRssMiB,
     diskMiBAfterWrites: diskMiB(s.d.db),
@@ -234,7 +259,7 @@ async function main() {
         const w = await writes(b.bin, records, { embeddings: true, keep: phases.has('search') });
         r.writes = w.result;
         const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
-        line(key, `writes (${load})`, `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert, disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`);
+        line(key, `writes (${load})`, `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${Object.entries(w.result.daemonCpuMsPerUpsertByThread as Record<string, number>).filter(([, v]) => v >= 0.01).map(([k, v]) => `${k} ${v}`).join(', ')}), disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`);
         if (w.s) {
           r.search = await searches(w.s, queries, w.last);
           const sr = r.search as Record<string, { p50: number; p95: number }>;

@@ -105,6 +105,29 @@ describe('vector store', () => {
     assert.deepEqual(c.store.vectors.similarInNamespace(model, near, nsRowid, rowid, 0.93, 5, Date.now()).filter((h) => h.rowid === rowid), [], 'the memory itself is excluded');
   });
 
+  it('a duplicate check visits exactly the visible memories of its namespace, after deletes and purges', async () => {
+    const nsRowid = (c.store.db.prepare(`SELECT rowid FROM namespaces WHERE path = 'user.notes'`).get() as { rowid: number }).rowid;
+    const inNs = () => [...vecs.entries()].filter(([, x]) => x.ns === 'user.notes');
+    const check = (q: Float32Array, gone: Set<number>) => {
+      const hits = c.store.vectors.similarInNamespace(model, q, nsRowid, -1, 0.2, 1000, Date.now());
+      assert.ok(hits.length > 0);
+      assert.ok(hits.every((h) => vecs.get(h.rowid)!.ns === 'user.notes'), 'only rows of the namespace');
+      assert.ok(hits.every((h) => !gone.has(h.rowid)), 'no deleted or purged row');
+      assert.ok(hits.every((h) => cos(q, vecs.get(h.rowid)!.v) > 0.15), 'every hit is (up to int8 rounding) above the threshold');
+      const must = inNs().filter(([rowid, x]) => !gone.has(rowid) && cos(q, x.v) >= 0.25);
+      for (const [rowid] of must) assert.ok(hits.some((h) => h.rowid === rowid), `row ${rowid} (cosine ${cos(q, vecs.get(rowid)!.v).toFixed(3)}) found`);
+      return hits;
+    };
+    const q = inNs()[0][1].v;
+    const before = check(q, new Set());
+    const [del, purge] = before.slice(0, 2).map((h) => h.rowid);
+    await c.core.call(R.delete, { id: vecs.get(del)!.id });
+    await c.core.call(R.delete, { id: vecs.get(purge)!.id });
+    await c.core.call(R.purge, { id: vecs.get(purge)!.id });
+    const after = check(q, new Set([del, purge]));
+    assert.equal(after.length, before.length - 2);
+  });
+
   it('quantizes zero vectors to no signature and keeps the Hamming bound generous', () => {
     assert.equal(quantize(new Float32Array(8)).inv, 0);
     assert.ok(hammingBound(0.93) > 256 * (Math.acos(0.93) / Math.PI));

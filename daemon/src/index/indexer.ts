@@ -34,9 +34,10 @@ export const EMBED_CHUNK = 64;
 export const MAX_REST_MS = 250;
 /**
  * An indexing pass starts this long after the first write that asks for it, so a stream of single writes is
- * embedded in batches (one worker round trip and a few transactions per batch instead of per write).
+ * embedded in batches (one worker round trip and a few transactions per batch instead of per write). A caller
+ * waiting for the index (index/wait, waitForDuplicates) starts the pass at once instead.
  */
-export const KICK_DELAY_MS = 15;
+export const KICK_DELAY_MS = 50;
 /** Vectors written per transaction (the daemon yields to requests between them). */
 export const WRITE_CHUNK = 8;
 /** Cosine similarity at or above which a live memory of the same namespace is a possible duplicate. */
@@ -57,6 +58,9 @@ export function embeddingText(m: { key: string; value: string; tags: string[] | 
   const tags = Array.isArray(m.tags) ? m.tags : (JSON.parse(m.tags) as string[]);
   return `${m.key.replace(/[._:/-]+/g, ' ')}\n${tags.join(' ')}\n${m.value}`;
 }
+
+/** A memory just embedded: its vector and (when stored) the vector's SimHash. */
+type Embedded = { row: EmbedRow; vector: Float32Array; sig?: Int32Array };
 
 type Waiter = { position: number; resolve: (wm: number) => void };
 
@@ -211,7 +215,7 @@ export class Indexer implements VectorSearcher {
    * Embed rows whose text changed since their vector was computed; write them in
    * small transactions. Returns the rows embedded, with their vectors.
    */
-  private async embedRows(model: VecModel, rows: EmbedRow[]): Promise<{ row: EmbedRow; vector: Float32Array }[]> {
+  private async embedRows(model: VecModel, rows: EmbedRow[]): Promise<Embedded[]> {
     const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
     const have = this.store.vectors.textHashes(model, rows.map((r) => r.rowid));
     for (const r of rows) {
@@ -225,18 +229,26 @@ export class Indexer implements VectorSearcher {
     for (let i = 0; i < todo.length; i += EMBED_CHUNK) chunks.push(this.embedder!.embed(todo.slice(i, i + EMBED_CHUNK).map((t) => t.text)));
     const vectors = (await Promise.all(chunks)).flat();
     // Write in small transactions and yield in between, so searches are never queued behind a long write.
+    const sigs: (Int32Array | null)[] = [];
     for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
       if (this.model !== model) return []; // switched meanwhile
       this.store.transaction(() => {
-        for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++) this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
+        for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++) sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
       });
       await new Promise((r) => setImmediate(r));
     }
-    return todo.map((t, i) => ({ row: t.row, vector: vectors[i] }));
+    return todo.map((t, i) => ({ row: t.row, vector: vectors[i], sig: sigs[i] ?? undefined }));
   }
 
   /** Process the change log from the watermark. Called after every write; runs one loop at a time. */
-  kick(): void {
+  kick(now = false): void {
+    if (now) {
+      // Someone waits for the index: no reason to wait for more writes to batch.
+      if (this.kickTimer) clearTimeout(this.kickTimer);
+      this.kickTimer = null;
+      this.kickNow();
+      return;
+    }
     // Coalesce the kicks of a burst of writes into one indexing pass.
     if (this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
@@ -271,7 +283,7 @@ export class Indexer implements VectorSearcher {
         if (changes.length === 0) break;
         const ids = [...new Set(changes.map((c) => c.memoryId).filter((x): x is string => !!x))];
         const rows = this.store.feed.byIds(ids);
-        let embedded: { row: EmbedRow; vector: Float32Array }[] = [];
+        let embedded: Embedded[] = [];
         await this.paced(async () => {
           embedded = await this.embedRows(model, rows);
         });
@@ -326,7 +338,7 @@ export class Indexer implements VectorSearcher {
         },
       };
       this.waiters.push(waiter);
-      this.kick();
+      this.kick(true);
     });
   }
 
@@ -342,7 +354,7 @@ export class Indexer implements VectorSearcher {
    * Duplicate check of the memories just embedded: live memories of the same
    * namespace at least DUPLICATE_THRESHOLD cosine-similar (see VectorTables.similarInNamespace).
    */
-  private checkDuplicates(model: VecModel, embedded: { row: EmbedRow; vector: Float32Array }[], position: number): DuplicateReport[] {
+  private checkDuplicates(model: VecModel, embedded: Embedded[], position: number): DuplicateReport[] {
     const now = this.store.now();
     return embedded
       .filter((e) => !e.row.deleted)
@@ -353,7 +365,7 @@ export class Indexer implements VectorSearcher {
         position,
         duplicates: isZero(e.vector)
           ? []
-          : this.store.vectors.similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, DUPLICATE_THRESHOLD, DUPLICATE_LIMIT, now).map((h) => ({ rowid: h.rowid, similarity: h.score })),
+          : this.store.vectors.similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, DUPLICATE_THRESHOLD, DUPLICATE_LIMIT, now, e.sig).map((h) => ({ rowid: h.rowid, similarity: h.score })),
       }));
   }
 

@@ -207,7 +207,8 @@ export class Store {
   private seenDataVersion = -1;
 
   private dataVersion(): number {
-    return this.db.pragma('data_version', { simple: true }) as number;
+    // A cached statement: db.pragma() prepares the statement again on every call (once per write here).
+    return (stmt(this.db, 'PRAGMA data_version').get() as { data_version: number }).data_version;
   }
 
   /**

@@ -73,6 +73,8 @@ class VectorIndex {
   q: Int8Array = new Int8Array(0);
   sig = new Int32Array(0);
   slotOf = new Map<number, number>();
+  /** The slots of each namespace (by namespace rowid), so a duplicate check visits one namespace, not the store. */
+  nsSlots = new Map<number, Set<number>>();
   free: number[] = [];
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
@@ -102,6 +104,10 @@ class VectorIndex {
   }
 
   setMeta(slot: number, m: MetaRow): void {
+    if (this.ns[slot] !== m.ns && this.nsSlots.get(this.ns[slot])?.has(slot)) this.unlist(slot); // moved namespace
+    let set = this.nsSlots.get(m.ns);
+    if (!set) this.nsSlots.set(m.ns, (set = new Set()));
+    set.add(slot);
     this.ns[slot] = m.ns;
     this.status[slot] = STATUS[m.status] ?? 1;
     this.deleted[slot] = m.deleted_at === null ? 0 : 1;
@@ -124,9 +130,17 @@ class VectorIndex {
     this.sig.set(sig, slot * SIG_WORDS);
   }
 
+  private unlist(slot: number): void {
+    const set = this.nsSlots.get(this.ns[slot]);
+    if (!set) return;
+    set.delete(slot);
+    if (set.size === 0) this.nsSlots.delete(this.ns[slot]);
+  }
+
   remove(rowid: number): void {
     const slot = this.slotOf.get(rowid);
     if (slot === undefined) return;
+    this.unlist(slot);
     this.slotOf.delete(rowid);
     this.status[slot] = 255;
     this.inv[slot] = 0;
@@ -139,14 +153,8 @@ class VectorIndex {
     const out = new Int32Array(only ? Math.min(only.size, this.size) : this.size);
     let n = 0;
     const add = (s: number) => {
-      const st = this.status[s];
-      if (st === 255 || this.inv[s] === 0) return;
       if (nsMask && (this.ns[s] >= nsMask.length || nsMask[this.ns[s]] === 0)) return;
-      if (!inc.deleted && this.deleted[s]) return;
-      if ((st === 1 && !inc.proposed) || (st === 2 && !inc.superseded)) return;
-      if (!inc.expired && this.expires[s] <= now) return;
-      if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return;
-      out[n++] = s;
+      if (this.visible(s, inc, now)) out[n++] = s;
     };
     if (only) {
       for (const r of only) {
@@ -155,6 +163,17 @@ class VectorIndex {
       }
     } else for (let s = 0; s < this.size; s++) add(s);
     return out.subarray(0, n);
+  }
+
+  /** A live slot with a non-zero vector that the visibility rules of `inc` admit at `now`. */
+  visible(s: number, inc: Include, now: number): boolean {
+    const st = this.status[s];
+    if (st === 255 || this.inv[s] === 0) return false;
+    if (!inc.deleted && this.deleted[s]) return false;
+    if ((st === 1 && !inc.proposed) || (st === 2 && !inc.superseded)) return false;
+    if (!inc.expired && this.expires[s] <= now) return false;
+    if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return false;
+    return true;
   }
 
   cosine(slot: number, v: Float32Array): number {
@@ -379,11 +398,12 @@ export class VectorTables {
     return this.textHashes(model, [rowid]).get(rowid);
   }
 
-  put(model: VecModel, rowid: number, vector: Float32Array, textHash: number): void {
+  /** Store a memory's vector; returns its SimHash (for a duplicate check of the same vector), null when the memory is gone. */
+  put(model: VecModel, rowid: number, vector: Float32Array, textHash: number): Int32Array | null {
     if (vector.length !== model.dimension) throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
     for (let i = 0; i < vector.length; i++) if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
     const [m] = this.meta([rowid]);
-    if (!m) return; // purged meanwhile
+    if (!m) return null; // purged meanwhile
     const z = quantize(vector);
     stmt(this.db, `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`).run(
       rowid,
@@ -392,6 +412,7 @@ export class VectorTables {
       textHash,
     );
     if (this.index?.model.model === model.model) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
+    return z.sig;
   }
 
   /** How many models hold a vector of this memory. */
@@ -439,15 +460,16 @@ export class VectorTables {
   }
 
   /** Visible memories of one namespace at least `threshold` cosine-similar to `vector`, best first (duplicate detection). */
-  similarInNamespace(model: VecModel, vector: Float32Array, nsRowid: number, exclude: number, threshold: number, limit: number, now: number): ArmHit[] {
+  similarInNamespace(model: VecModel, vector: Float32Array, nsRowid: number, exclude: number, threshold: number, limit: number, now: number, sig?: Int32Array): ArmHit[] {
     const ix = this.liveIndex(model);
-    const mask = new Uint8Array(nsRowid + 1);
-    mask[nsRowid] = 1;
     const v = normalized(vector);
-    const sig = quantize(v).sig;
+    // The SimHash of `vector` (put() returns it; the signs of projections do not depend on the vector's length).
+    sig ??= quantize(v).sig;
     const bound = hammingBound(threshold);
     const out: ArmHit[] = [];
-    for (const s of ix.admit(mask, undefined, now, null)) {
+    const inc: Include = {};
+    for (const s of ix.nsSlots.get(nsRowid) ?? []) {
+      if (!ix.visible(s, inc, now)) continue;
       if (ix.rowid[s] === exclude || ix.hamming(s, sig) > bound) continue;
       const c = ix.cosine(s, v);
       if (c >= threshold) out.push({ rowid: ix.rowid[s], score: c });

@@ -5,8 +5,12 @@
 
 const WORD = /[\p{L}\p{N}_$]+/gu;
 
+/** A plain word (ASCII letters, lowercase after an optional capital): never more than one part. */
+const PLAIN = /^[A-Za-z]?[a-z]*$/;
+
 /** Split one identifier into lowercase parts; returns [] when it has only one part. */
 export function splitIdentifier(token: string): string[] {
+  if (PLAIN.test(token)) return []; // most words of prose: skip the look-behind splitting
   const parts = token
     .replace(/\$/g, '_')
     .split(/_+/)
