@@ -7,10 +7,15 @@
  *  - three daemons writing at once for a fixed time (three PgBackend instances,
  *    each with its own connection pool, as three daemons would have): total
  *    writes/s, VersionConflicts on a contended key set, p50/p95 per write;
- *    SQLite: three concurrent writers into one daemon's store (one daemon per store).
+ *    SQLite: three concurrent writers into one daemon's store (one daemon per store);
+ *    the team writers run twice in the same run, over the `locked` write path (the
+ *    transaction with row locks, ~10 round trips) and the `fast` one (two round trips),
+ *    so the before/after ratio comes from one run on the same machine load;
+ *  - round trips per upsert on each path, counted at the PostgreSQL client.
  * The PostgreSQL server is started here (scripts/pg/server.sh) on loopback.
  *
  *   node --import tsx bench/team.ts [--size 100000] [--seconds 20] [--queries 300] [--json out.json]
+ *   (npm run bench:team writes bench/results/team.json)
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -21,6 +26,7 @@ import { Requests as R } from '../daemon/src/protocol/methods';
 import type { UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
 import { PgBackend } from '../daemon/src/store/pg/backend';
+import { pg as pgLib } from '../daemon/src/store/pg/db';
 import { attachTeam } from '../daemon/src/team/attach';
 import { tempDir } from '../test/helpers';
 import { startPg } from '../test/team/pg-server';
@@ -38,7 +44,15 @@ const toTeam = (m: UpsertParams): UpsertParams => ({ ...m, namespace: m.namespac
 async function main() {
   const pg = await startPg();
   const dir = tempDir('cairn-bench-team-');
-  const out: Record<string, unknown> = { size, seconds, queries };
+  const out: Record<string, unknown> = { size, seconds, queries, startedAt: new Date().toISOString() };
+  const tStart = now();
+  // Count round trips: every statement goes through pg.Client#query (the pool's too).
+  let statements = 0;
+  const clientQuery = pgLib.Client.prototype.query;
+  pgLib.Client.prototype.query = function (this: unknown, ...a: unknown[]) {
+    statements++;
+    return (clientQuery as (...x: unknown[]) => unknown).apply(this, a);
+  } as typeof clientQuery;
   try {
     const db = await pg.createDatabase('bench');
     await pg.createRole('alice');
@@ -132,13 +146,34 @@ async function main() {
       b.embedder = indexer.embedder;
       return b;
     }));
-    const teamW = await writersRun('team (3 daemons)', (w, p) => backends[w].upsert(p), (w, ns, key) => backends[w].get({ namespace: ns, key }));
+    // Round trips per upsert (creates, then updates of the same keys), each path.
+    const roundTrips: Record<string, { create: number; update: number }> = {};
+    for (const path of ['locked', 'fast'] as const) {
+      const b = backends[0];
+      b.writePath = path;
+      const n = 100;
+      let s0 = statements;
+      for (let i = 0; i < n; i++) await b.upsert({ namespace: `team.bench.rt.${path}`, key: `k${i}`, value: `round trip ${i}` });
+      const create = (statements - s0) / n;
+      s0 = statements;
+      for (let i = 0; i < n; i++) await b.upsert({ namespace: `team.bench.rt.${path}`, key: `k${i}`, value: `round trip ${i}, changed` });
+      roundTrips[path] = { create, update: (statements - s0) / n };
+      console.log(`round trips per upsert, ${path}: create ${fmt(create, 1)}, update ${fmt(roundTrips[path].update, 1)} (the vector's own statement included when it is separate)`);
+    }
+    out.roundTripsPerUpsert = roundTrips;
+    const teamRun = async (path: 'locked' | 'fast') => {
+      for (const b of backends) b.writePath = path;
+      return writersRun(`team, ${path} write path (3 daemons)`, (w, p) => backends[w].upsert({ ...p, namespace: p.namespace.replace(/^team\.bench/, `team.bench.${path}`) }), (w, ns, key) => backends[w].get({ namespace: ns.replace(/^team\.bench/, `team.bench.${path}`), key }));
+    };
+    const teamLocked = await teamRun('locked');
+    const teamW = await teamRun('fast');
     const localW = await writersRun('sqlite (3 clients of 1 daemon)', (_w, p) => core.call(R.upsert, { ...p, namespace: p.namespace.replace(/^team\./, 'project.') }), (_w, ns, key) => core.call(R.get, { namespace: ns.replace(/^team\./, 'project.'), key }));
-    out.writers = { team: teamW, sqlite: localW };
+    out.writers = { team: teamW, teamLockedPath: teamLocked, sqlite: localW, fastVsLocked: Math.round((teamW.writesPerSec / Math.max(1, teamLocked.writesPerSec)) * 100) / 100 };
     for (const b of backends) await b.close();
     out.teamStatus = await team.backend.status();
     await team.close();
     await d.stop();
+    out.totalSeconds = Math.round((now() - tStart) / 1000);
   } finally {
     await pg.stop();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -72,6 +72,22 @@ describe('team memory: two daemons, two database roles', () => {
     assert.equal((await alice.client.call(R.get, { id: secret.memory.id })).value, 'Hiring budget is frozen until Q3');
   });
 
+  it('a batch reports a refusal by the database per item and stores the rest', async () => {
+    const r = await bob.client.call(R.upsertBatch, {
+      items: [
+        { namespace: 'team.shared.batch', key: 'a', value: 'Batch item a' },
+        { namespace: 'team.docs', key: 'b', value: 'Batch item b (read-only root)' },
+        { namespace: 'team.shared.batch', key: 'c', value: 'Batch item c' },
+        { namespace: 'team.leads.new', key: 'd', value: 'Batch item d (no grant)' },
+      ],
+    });
+    assert.deepEqual(r.results.map((x) => (x.ok ? 'ok' : x.error.code)), ['ok', 1014, 'ok', 1014]);
+    const got = await alice.client.call(R.list, { scope: { root: 'team.shared.batch', includeUser: false } });
+    assert.deepEqual(got.items.map((m) => m.key).sort(), ['a', 'c']);
+    await rejectsWith(alice.client.call(R.get, { namespace: 'team.docs', key: 'b' }), 'NotFound');
+    assert.ok(!(await alice.client.call(R.namespacesList, { root: 'team.leads' })).namespaces.some((n) => n.path === 'team.leads.new'));
+  });
+
   it('the database refuses forged actors and rows outside the grant even to hand-written SQL', async () => {
     const bobPool = new (await import('pg')).default.Pool({ connectionString: pg.url('bob', db), options: '-c search_path=cairn,public', password: (await import('../../daemon/src/store/pg/db')).lookupPassword({ host: '127.0.0.1', port: pg.port, database: db, user: 'bob' }) });
     try {

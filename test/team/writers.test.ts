@@ -88,6 +88,64 @@ describe('team memory: concurrent writers', () => {
     assert.equal(same.filter((s) => s.status === 'fulfilled').length, 1, 'exactly one create wins');
     for (const s of same) if (s.status === 'rejected') assert.equal((s.reason as CairnError).codeName, 'VersionConflict');
   });
+
+  it('the two-round-trip write stores exactly what the locked transaction stores, and returns what it stored', async () => {
+    const fields = { kind: 'decision' as const, tags: ['Build', 'ci'], importance: 0.7, confidence: 0.9, properties: { n: 1, s: 'x' }, anchors: [{ path: 'src/a.ts', startLine: 3, endLine: 5 }], validFrom: '2020-01-01T00:00:00.000Z', actor: 'agent:x', reason: 'why' };
+    const seen: Record<string, unknown>[] = [];
+    for (const path of ['fast', 'locked'] as const) {
+      const w = writers[0];
+      w.writePath = path;
+      try {
+        const ns = `team.paths.${path}`;
+        const a = await w.upsert({ namespace: ns, key: 'k', value: 'The build runs on every push to main', ...fields });
+        const b = await w.upsert({ namespace: ns, key: 'k', value: 'The build runs on every push and every tag', tags: ['build'] });
+        const same = await w.upsert({ namespace: ns, key: 'k', value: 'The build runs on every push and every tag', tags: ['build'] });
+        assert.equal(same.changed, false);
+        assert.equal(same.memory.version, 2);
+        const stored = (await w.list({ scope: { root: ns, includeUser: false } })).items[0];
+        assert.deepEqual(b.memory, stored, `${path}: the returned memory is the stored one`);
+        const h = await w.history({ id: a.memory.id });
+        assert.deepEqual(h.entries.map((e) => [e.op, e.version, e.actor, e.reason]), [['update', 2, 'alice', null], ['create', 1, 'alice', 'why']]);
+        assert.deepEqual(h.entries[0].state, stored, `${path}: history holds the stored state`);
+        assert.deepEqual(h.entries[0].previous, a.memory);
+        assert.equal(h.entries[1].detail?.onBehalfOf, 'agent:x');
+        const del = await w.delete({ namespace: ns, key: 'k' });
+        await assert.rejects(w.upsert({ namespace: ns, key: 'k', value: 'again' }), (e: CairnError) => e.codeName === 'Deleted');
+        const back = await w.upsert({ namespace: ns, key: 'k', value: 'again', restore: true });
+        assert.equal(back.memory.version, del.memory.version + 1);
+        const strip = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => !['id', 'namespace', 'createdAt', 'updatedAt'].includes(k)));
+        seen.push(strip(stored as unknown as Record<string, unknown>), strip(back.memory as unknown as Record<string, unknown>));
+      } finally {
+        w.writePath = 'fast';
+      }
+    }
+    assert.deepEqual(seen[0], seen[2], 'same stored memory on both paths');
+    assert.deepEqual(seen[1], seen[3], 'same restored memory on both paths');
+  });
+
+  it('batches: refusals per item, the same key twice, versions in order; a racing writer loses nothing', async () => {
+    await writers[0].upsert({ namespace: 'team.batch', key: 'gone', value: 'to be deleted' });
+    await writers[0].delete({ namespace: 'team.batch', key: 'gone' });
+    await writers[0].upsert({ namespace: 'team.batch', key: 'bad', value: 'a bad idea' });
+    await writers[0].forget({ namespace: 'team.batch', key: 'bad' });
+    const racing = Promise.all(Array.from({ length: 30 }, (_, i) => writers[1].upsert({ namespace: 'team.batch', key: 'twice', value: `racer ${i}` })));
+    const r = await writers[0].upsertBatch([
+      { namespace: 'team.batch', key: 'twice', value: 'first' },
+      { namespace: 'team.batch', key: 'gone', value: 'back?' },
+      { namespace: 'team.batch', key: 'new', value: 'new', ifVersion: 3 },
+      { namespace: 'team.batch', key: 'again', value: 'a bad idea' },
+      { namespace: 'team.batch', key: 'twice', value: 'second' },
+    ]);
+    await racing;
+    assert.deepEqual(r.results.map((x) => (x.ok ? 'ok' : x.error.code)), ['ok', 'Deleted', 'VersionConflict', 'RejectedValue', 'ok'].map((c) => (c === 'ok' ? 'ok' : new CairnError(c as 'Deleted', '').code)));
+    const [first, , , , second] = r.results;
+    assert.ok(first.ok && second.ok);
+    assert.ok(second.version > first.version && second.position > first.position);
+    const h = await writers[2].history({ namespace: 'team.batch', key: 'twice', limit: 1000 });
+    assert.equal(h.entries.length, 32, 'every acknowledged write is one version');
+    assert.deepEqual(h.entries.map((e) => e.version), Array.from({ length: 32 }, (_, i) => 32 - i));
+    await rejectsWith(writers[2].get({ namespace: 'team.batch', key: 'new' }), 'NotFound');
+  });
 });
 
 describe('team memory: the database goes away and comes back', () => {

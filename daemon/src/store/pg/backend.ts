@@ -69,6 +69,38 @@ export interface PgEmbedder {
   embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
 }
 
+/** The content a write stores (merged from the request and the stored row). */
+interface NextContent {
+  value: string;
+  kind: string;
+  tags: string[];
+  importance: number;
+  confidence: number;
+  source: string;
+  properties: unknown;
+  anchors: Anchor[];
+  validFrom: number | null;
+  validTo: number | null;
+  expiresAt: number | null;
+  status: string;
+}
+
+interface WritePlan {
+  op: HistoryEntry['op'];
+  detail: Record<string, unknown>;
+  next: NextContent;
+  warn: { warnings?: NonNullable<UpsertResult['warnings']> };
+  /** The stored row already holds exactly this: nothing is written. */
+  unchanged: boolean;
+  summary: string | null;
+}
+
+/** A fast write lost a race with another writer (the row moved between its read and its write): read again. */
+const LOST_RACE = Symbol('lost race');
+
+/** Raised inside a batch transaction when the fast path hit a database error: the batch reruns with savepoints. */
+class NeedsSavepoints extends Error {}
+
 const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
 
 export function embeddingText(m: { key: string; value: string; tags: string[] }): string {
@@ -92,6 +124,14 @@ export class PgBackend {
   /** The login role (history's actor), known after open(). */
   user = '';
   schemaVersion = 0;
+  /**
+   * How upserts reach the database. `fast` (default): one read, then one guarded statement that
+   * writes the row (with its vector), its history and its change-log row, retried when another
+   * writer moved the row in between: two round trips, no transaction held open. `locked`: the
+   * transaction with row locks (BEGIN, SELECT ... FOR UPDATE, ..., COMMIT; about ten round trips),
+   * still used for supersedes and after repeated lost races; kept selectable for bench/team.ts.
+   */
+  writePath: 'fast' | 'locked' = 'fast';
 
   constructor(readonly opts: PgOptions & { log?: (m: string) => void }) {
     this.url = redactUrl(opts.url);
@@ -213,7 +253,7 @@ export class PgBackend {
     return (await this.rowBy(c, (q) => `m.rowid = ${q.p(rowid)}`))!;
   }
 
-  private async ensureNamespace(c: C, path: string): Promise<string> {
+  private async ensureNamespace(c: C | pg.Pool, path: string): Promise<string> {
     const id = uuidv7(this.now());
     await c.query(`INSERT INTO namespaces(id, path, created_at) VALUES ($1, $2, $3) ON CONFLICT (path) WHERE deleted_at IS NULL DO NOTHING`, [id, path, this.now()]);
     const r = await c.query(`SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL`, [path]);
@@ -423,32 +463,187 @@ export class PgBackend {
   // writing
   // -------------------------------------------------------------------------
   async upsert(p: UpsertParams): Promise<UpsertResult> {
+    if (this.writePath === 'fast' && p.supersedes === undefined) {
+      const vectors = new Map<string, Float32Array | null>();
+      for (let i = 0; i < 4; i++) {
+        const r = await this.fastUpsert(this.pool, p, vectors).catch(rethrow);
+        if (r !== LOST_RACE) return r;
+      }
+      // Contended: take the row lock instead of racing again.
+    }
     const r = await this.tx((c) => this.upsertInTx(c, p));
     if (r.changed) await this.embedRows([r.memory]);
     return r;
   }
 
-  async upsertBatch(items: UpsertParams[], actor?: string): Promise<UpsertBatchResult> {
-    const done: Memory[] = [];
-    const results = await this.tx(async (c) => {
-      done.length = 0;
-      const out: UpsertBatchResult['results'] = [];
-      for (const it of items) {
-        await c.query('SAVEPOINT item');
+  /**
+   * One upsert in two round trips: (1) read the stored row, the namespace, a rejected-value record
+   * and the change-log position in one statement; decide in TypeScript exactly as upsertInTx does;
+   * (2) one statement whose data-modifying CTEs update (guarded by the version read) or insert
+   * (guarded by the unique key) the row, and, only if that row was written, append its history
+   * and change-log rows. A single statement is atomic, so history, change log and row are never
+   * apart; a guard that matched nothing means another writer got there first (LOST_RACE). A first
+   * write into a new namespace costs one more statement (creating it). `vectors` (when given)
+   * embeds before writing, so the vector lands in the same statement; its cache spares re-embedding
+   * the same text on a retry.
+   */
+  private async fastUpsert(db: C | pg.Pool, p: UpsertParams, vectors: Map<string, Float32Array | null> | null): Promise<UpsertResult | typeof LOST_RACE> {
+    this.validateContent(p);
+    const now = this.now();
+    const claimed = p.actor ?? p.source;
+    const valueHash = normalizedValueHash(p.value);
+    const read = (
+      await db.query(
+        `SELECT (SELECT row_to_json(x) FROM (SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND m.key = $2) x) AS existing,
+           (SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL) AS ns_id,
+           (SELECT json_build_object('actor', r.actor, 'at', r.at) FROM rejected_values r JOIN namespaces n ON n.id = r.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND r.value_hash = $3) AS rejected,
+           (SELECT max(position) FROM changes) AS position`,
+        [p.namespace, p.key, valueHash],
+      )
+    ).rows[0] as { existing: MemoryRow | null; ns_id: string | null; rejected: { actor: string; at: number } | null; position: number | null };
+    const existing = read.existing ?? undefined;
+    const w = this.plan(p, existing, read.rejected ?? undefined, undefined);
+    if (w.unchanged) return { memory: toMemory(existing!), created: false, position: read.position ?? 0, changed: false, ...w.warn };
+    const nsId = existing?.ns_id ?? read.ns_id ?? (await this.ensureNamespace(db, p.namespace));
+    const version = existing ? existing.version + 1 : 1;
+    const id = existing?.id ?? uuidv7(now);
+    const n = w.next;
+    const state: MemoryRow = {
+      rowid: existing?.rowid ?? 0,
+      id,
+      ns_id: nsId,
+      ns_path: p.namespace,
+      key: p.key,
+      value: n.value,
+      value_hash: valueHash,
+      summary: w.summary,
+      kind: n.kind,
+      tags: JSON.stringify(n.tags),
+      importance: n.importance,
+      confidence: n.confidence,
+      source: n.source,
+      properties: JSON.stringify(n.properties),
+      anchors: JSON.stringify(n.anchors),
+      created_at: existing?.created_at ?? now,
+      updated_at: now,
+      valid_from: n.validFrom,
+      valid_to: n.validTo,
+      expires_at: n.expiresAt,
+      last_accessed_at: existing?.last_accessed_at ?? null,
+      access_count: existing?.access_count ?? 0,
+      version,
+      status: n.status,
+      superseded_by: null,
+      deleted_at: null,
+      deleted_by: null,
+      delete_reason: null,
+    };
+    const memory = toMemory(state);
+    let vec: { v: string; model: string; hash: string } | null = null;
+    const e = this.embedder;
+    if (vectors && e) {
+      const text = embeddingText(memory);
+      let v = vectors.get(text);
+      if (v === undefined) {
         try {
-          const r = await this.upsertInTx(c, actor && !it.actor ? { ...it, actor } : it);
-          await c.query('RELEASE SAVEPOINT item');
-          if (r.changed) done.push(r.memory);
-          out.push({ ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version, ...(r.warnings ? { warnings: r.warnings } : {}) });
-        } catch (e) {
-          const err = mapError(e);
-          if (!(err instanceof CairnError) || err.codeName === 'Unavailable') throw e;
-          await c.query('ROLLBACK TO SAVEPOINT item');
-          out.push({ ok: false as const, error: { code: err.code, message: err.message, data: err.data } });
+          v = (await e.embed([text], { priority: true }))[0];
+        } catch (err) {
+          v = null; // written without a vector; full-text finds it and backfill() embeds it later
+          this.log(`team store: embedding before write failed: ${(err as Error).message}`);
         }
+        vectors.set(text, v);
       }
-      return out;
-    });
+      if (v && !v.every((x) => x === 0)) vec = { v: vectorLiteral(v), model: e.info.model, hash: sha256(e.info.model + '\u0000' + text) };
+    }
+    const a = this.actorOf(claimed, Object.keys(w.detail).length ? w.detail : undefined);
+    const FTS = `setweight(to_tsvector('english', $15), 'A') || setweight(to_tsvector('english', $16), 'B') || setweight(to_tsvector('english', $17), 'C') || setweight(to_tsvector('english', $18), 'D')`;
+    const values = [...this.writeValues(p, w), now, version, vec?.v ?? null, vec?.model ?? null, vec?.hash ?? null, id, nsId, p.key, existing?.rowid ?? null, existing?.version ?? null];
+    // $19 now, $20 version, $21-$23 vector, $24 id, $25 ns id, $26 key, $27 rowid, $28 version read; history and change log from $29.
+    const tail = `, h AS (INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
+          SELECT w.id, w.ns_id, $29, $30, $31, $19, $20, $32, $33, $34 FROM w)
+      INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) SELECT w.id, w.ns_id, $35, $26, $29, $19 FROM w RETURNING position`;
+    values.push(w.op, a.actor, p.reason ?? null, existing ? JSON.stringify(toMemory(existing)) : null, JSON.stringify(memory), a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null, p.namespace);
+    const live = `EXISTS (SELECT 1 FROM namespaces WHERE id = $25 AND path = $35 AND deleted_at IS NULL)`;
+    const sql = existing
+      ? `WITH w AS (UPDATE memories SET value = $1, value_hash = $2, summary = $3, kind = $4, tags = $5, importance = $6, confidence = $7, source = $8, properties = $9, anchors = $10,
+             valid_from = $11, valid_to = $12, expires_at = $13, status = $14, fts = ${FTS}, updated_at = $19, version = $20, superseded_by = NULL,
+             deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, embedding = $21::vector, embed_model = $22, embed_hash = $23
+           WHERE rowid = $27 AND version = $28 AND id = $24 AND ns_id = $25 AND key = $26 AND ${live} RETURNING id, ns_id)${tail}`
+      : `WITH w AS (INSERT INTO memories(value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors, valid_from, valid_to, expires_at, status,
+             fts, created_at, updated_at, version, embedding, embed_model, embed_hash, id, ns_id, key)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ${FTS}, $19, $19, $20, $21::vector, $22, $23, $24, $25, $26
+           WHERE $27::bigint IS NULL AND $28::int IS NULL AND ${live}
+           ON CONFLICT ON CONSTRAINT cairn_race_memory_key DO NOTHING RETURNING id, ns_id)${tail}`;
+    const r = (await db.query(sql, values)).rows[0] as { position: number } | undefined;
+    if (!r) return LOST_RACE;
+    if (vectors === null && this.embedder) this.pendingEmbeds?.push(memory);
+    return { memory, created: !existing, position: r.position, changed: true, ...w.warn };
+  }
+
+  /** Memories a batch wrote without vectors (embedded together after its commit). */
+  private pendingEmbeds: Memory[] | null = null;
+
+  async upsertBatch(items: UpsertParams[], actor?: string): Promise<UpsertBatchResult> {
+    const list = items.map((it) => (actor && !it.actor ? { ...it, actor } : it));
+    const done: Memory[] = [];
+    const itemResult = (r: UpsertResult): UpsertBatchResult['results'][number] => ({ ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version, ...(r.warnings ? { warnings: r.warnings } : {}) });
+    const refused = (err: CairnError): UpsertBatchResult['results'][number] => ({ ok: false as const, error: { code: err.code, message: err.message, data: err.data } });
+    let results: UpsertBatchResult['results'] | null = null;
+    if (this.writePath === 'fast') {
+      // One transaction, two statements per item and no savepoints: refusals are decided before any
+      // statement of their item runs, so they never abort the transaction. A database error (say a
+      // row-level-security refusal) aborts it; the batch then reruns below with a savepoint per item.
+      try {
+        results = await this.tx(async (c) => {
+          done.length = 0;
+          this.pendingEmbeds = done;
+          const out: UpsertBatchResult['results'] = [];
+          for (const it of list) {
+            let r: UpsertResult | typeof LOST_RACE = LOST_RACE;
+            try {
+              for (let i = 0; i < 4 && r === LOST_RACE; i++) r = await this.fastUpsert(c, it, null);
+              if (r === LOST_RACE) {
+                r = await this.upsertInTx(c, it); // contended: lock the row (same transaction)
+                if (r.changed) done.push(r.memory);
+              }
+            } catch (e) {
+              if (e instanceof CairnError && e.codeName !== 'Unavailable' && e.codeName !== 'Forbidden') {
+                out.push(refused(e));
+                continue;
+              }
+              throw e instanceof CairnError || isConnectionError(e) ? e : new NeedsSavepoints();
+            }
+            out.push(itemResult(r));
+          }
+          return out;
+        });
+      } catch (e) {
+        if (!(e instanceof NeedsSavepoints) && !(e instanceof CairnError && e.codeName === 'Forbidden')) throw e;
+      } finally {
+        this.pendingEmbeds = null;
+      }
+    }
+    if (results === null) {
+      results = await this.tx(async (c) => {
+        done.length = 0;
+        const out: UpsertBatchResult['results'] = [];
+        for (const it of list) {
+          await c.query('SAVEPOINT item');
+          try {
+            const r = await this.upsertInTx(c, it);
+            await c.query('RELEASE SAVEPOINT item');
+            if (r.changed) done.push(r.memory);
+            out.push(itemResult(r));
+          } catch (e) {
+            const err = mapError(e);
+            if (!(err instanceof CairnError) || err.codeName === 'Unavailable') throw e;
+            await c.query('ROLLBACK TO SAVEPOINT item');
+            out.push(refused(err));
+          }
+        }
+        return out;
+      });
+    }
     await this.embedRows(done);
     return { results, position: results.reduce((m, r) => (r.ok ? Math.max(m, r.position) : m), 0) || (await this.position()) };
   }
@@ -473,14 +668,13 @@ export class PgBackend {
     if (vf !== null && vt !== null && vt <= vf) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
   }
 
-  private async upsertInTx(c: C, p: UpsertParams): Promise<UpsertResult> {
-    this.validateContent(p);
-    const now = this.now();
-    const claimed = p.actor ?? p.source;
-    const existing = await this.rowByKey(c, p.namespace, p.key, true);
-    const valueHash = normalizedValueHash(p.value);
+  /**
+   * What a write does, decided from the stored row (or its absence), the rejected-value
+   * record and the memory it supersedes. Throws the typed refusals (Deleted,
+   * VersionConflict, RejectedValue, supersession errors) before anything is written.
+   */
+  private plan(p: UpsertParams, existing: MemoryRow | undefined, rejected: { actor: string; at: number } | undefined, superseded: MemoryRow | undefined): WritePlan {
     const detail: Record<string, unknown> = {};
-
     let op: HistoryEntry['op'] = existing ? 'update' : 'create';
     if (existing && existing.deleted_at !== null) {
       const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
@@ -501,9 +695,6 @@ export class PgBackend {
       const current = existing && existing.deleted_at === null ? existing.version : 0;
       if (current !== p.ifVersion) throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
     }
-
-    const nsId = existing?.ns_id ?? (await this.ensureNamespace(c, p.namespace));
-    const rejected = (await c.query(`SELECT actor, at FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [nsId, valueHash])).rows[0] as { actor: string; at: number } | undefined;
     if (rejected) {
       if (!p.force) {
         throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
@@ -514,11 +705,7 @@ export class PgBackend {
       }
       detail.forced = true;
     }
-
-    let superseded: MemoryRow | undefined;
     if (p.supersedes !== undefined) {
-      const sid = p.supersedes;
-      superseded = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(sid)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope)), true);
       if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, { field: 'supersedes' });
       if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
       if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
@@ -535,7 +722,7 @@ export class PgBackend {
     }
     const warn = warnings.length > 0 ? { warnings } : {};
     const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
-    const next = {
+    const next: NextContent = {
       value: p.value,
       kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
       tags,
@@ -550,22 +737,49 @@ export class PgBackend {
       status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
     };
     if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
-
-    if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
-      return { memory: toMemory(existing), created: false, position: await this.positionIn(c), changed: false, ...warn };
-    }
-
+    const unchanged = !!existing && op === 'update' && !superseded && sameContent(existing, next);
     let summary: string | null = null;
-    if (p.value.length > Limits.summaryThresholdChars) {
+    if (!unchanged && p.value.length > Limits.summaryThresholdChars) {
       try {
         summary = extractiveSummary(p.value);
       } catch {
         summary = null;
       }
     }
-    const fts = ftsDocument(p.key, next.value, summary, next.tags);
+    return { op, detail, next, warn, unchanged, summary };
+  }
+
+  /** The column values of a planned write ($1..$18 of the write statements: 14 columns, then the four full-text parts). */
+  private writeValues(p: UpsertParams, w: WritePlan): unknown[] {
+    const n = w.next;
+    const fts = ftsDocument(p.key, n.value, w.summary, n.tags);
+    return [n.value, normalizedValueHash(p.value), w.summary, n.kind, JSON.stringify(n.tags), n.importance, n.confidence, n.source, JSON.stringify(n.properties), JSON.stringify(n.anchors), n.validFrom, n.validTo, n.expiresAt, n.status, ...fts];
+  }
+
+  private async upsertInTx(c: C, p: UpsertParams): Promise<UpsertResult> {
+    this.validateContent(p);
+    const now = this.now();
+    const claimed = p.actor ?? p.source;
+    const existing = await this.rowByKey(c, p.namespace, p.key, true);
+    const valueHash = normalizedValueHash(p.value);
+    if (existing && existing.deleted_at !== null && !p.restore && existing.deleted_by !== SYSTEM_EXPIRE) this.plan(p, existing, undefined, undefined); // throws Deleted
+    if (p.ifVersion !== undefined) {
+      const current = existing && existing.deleted_at === null ? existing.version : 0;
+      if (current !== p.ifVersion) throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
+    }
+    const nsId = existing?.ns_id ?? (await this.ensureNamespace(c, p.namespace));
+    const rejected = (await c.query(`SELECT actor, at FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [nsId, valueHash])).rows[0] as { actor: string; at: number } | undefined;
+    let superseded: MemoryRow | undefined;
+    if (p.supersedes !== undefined) {
+      const sid = p.supersedes;
+      superseded = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(sid)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope)), true);
+    }
+    const w = this.plan(p, existing, rejected, superseded);
+    const { op, detail, warn } = w;
+    if (w.unchanged) return { memory: toMemory(existing!), created: false, position: await this.positionIn(c), changed: false, ...warn };
+
     const previous = existing ? toMemory(existing) : null;
-    const cols = [next.value, valueHash, summary, next.kind, JSON.stringify(next.tags), next.importance, next.confidence, next.source, JSON.stringify(next.properties), JSON.stringify(next.anchors), next.validFrom, next.validTo, next.expiresAt, next.status];
+    const cols = this.writeValues(p, w);
     const FTS = `setweight(to_tsvector('english', $15), 'A') || setweight(to_tsvector('english', $16), 'B') || setweight(to_tsvector('english', $17), 'C') || setweight(to_tsvector('english', $18), 'D')`;
     let rowid: number;
     let id: string;
@@ -578,7 +792,7 @@ export class PgBackend {
         `UPDATE memories SET value = $1, value_hash = $2, summary = $3, kind = $4, tags = $5, importance = $6, confidence = $7, source = $8, properties = $9, anchors = $10,
            valid_from = $11, valid_to = $12, expires_at = $13, status = $14, fts = ${FTS}, updated_at = $19, version = $20, superseded_by = NULL,
            deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, embedding = NULL, embed_model = NULL, embed_hash = NULL WHERE rowid = $21`,
-        [...cols, ...fts, now, version, rowid],
+        [...cols, now, version, rowid],
       );
     } else {
       id = uuidv7(now);
@@ -588,7 +802,7 @@ export class PgBackend {
           `INSERT INTO memories(value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors, valid_from, valid_to, expires_at, status,
              fts, created_at, updated_at, version, id, ns_id, key)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ${FTS}, $19, $19, $20, $21, $22, $23) RETURNING rowid`,
-          [...cols, ...fts, now, version, id, nsId, p.key],
+          [...cols, now, version, id, nsId, p.key],
         )
       ).rows[0].rowid;
     }
@@ -843,10 +1057,7 @@ function stripUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-function sameContent(
-  r: MemoryRow,
-  n: { value: string; kind: string; tags: string[]; importance: number; confidence: number; source: string; properties: unknown; anchors: unknown; validFrom: number | null; validTo: number | null; expiresAt: number | null; status: string },
-): boolean {
+function sameContent(r: MemoryRow, n: NextContent): boolean {
   return (
     r.value === n.value &&
     r.kind === n.kind &&
