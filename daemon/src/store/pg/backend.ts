@@ -477,8 +477,8 @@ export class PgBackend {
   }
 
   /**
-   * One upsert in two round trips: (1) read the stored row, the namespace, a rejected-value record
-   * and the change-log position in one statement; decide in TypeScript exactly as upsertInTx does;
+   * One upsert in two round trips: (1) read the stored row, the namespace and a rejected-value
+   * record in one statement; decide in TypeScript exactly as upsertInTx does;
    * (2) one statement whose data-modifying CTEs update (guarded by the version read) or insert
    * (guarded by the unique key) the row, and, only if that row was written, append its history
    * and change-log rows. A single statement is atomic, so history, change log and row are never
@@ -496,14 +496,14 @@ export class PgBackend {
       await db.query(
         `SELECT (SELECT row_to_json(x) FROM (SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND m.key = $2) x) AS existing,
            (SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL) AS ns_id,
-           (SELECT json_build_object('actor', r.actor, 'at', r.at) FROM rejected_values r JOIN namespaces n ON n.id = r.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND r.value_hash = $3) AS rejected,
-           (SELECT max(position) FROM changes) AS position`,
+           (SELECT json_build_object('actor', r.actor, 'at', r.at) FROM rejected_values r JOIN namespaces n ON n.id = r.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND r.value_hash = $3) AS rejected`,
         [p.namespace, p.key, valueHash],
       )
-    ).rows[0] as { existing: MemoryRow | null; ns_id: string | null; rejected: { actor: string; at: number } | null; position: number | null };
+    ).rows[0] as { existing: MemoryRow | null; ns_id: string | null; rejected: { actor: string; at: number } | null };
     const existing = read.existing ?? undefined;
     const w = this.plan(p, existing, read.rejected ?? undefined, undefined);
-    if (w.unchanged) return { memory: toMemory(existing!), created: false, position: read.position ?? 0, changed: false, ...w.warn };
+    // (The position is read only for a write that changes nothing: under row-level security max(position) scans the log.)
+    if (w.unchanged) return { memory: toMemory(existing!), created: false, position: await this.positionIn(db), changed: false, ...w.warn };
     const nsId = existing?.ns_id ?? read.ns_id ?? (await this.ensureNamespace(db, p.namespace));
     const version = existing ? existing.version + 1 : 1;
     const id = existing?.id ?? uuidv7(now);
@@ -820,7 +820,7 @@ export class PgBackend {
     return { memory: toMemory(await this.refetch(c, rowid)), created: !existing, position, changed: true, ...warn };
   }
 
-  private async positionIn(c: C): Promise<number> {
+  private async positionIn(c: C | pg.Pool): Promise<number> {
     return ((await c.query('SELECT max(position) AS p FROM changes')).rows[0].p as number | null) ?? 0;
   }
 
