@@ -1,6 +1,6 @@
 /**
- * The built-in model through the production path: Embedder -> worker thread -> transformers.js,
- * loaded from daemon/models/cairn-glove-100d with remote loading off.
+ * The built-in model through the production path: Embedder -> worker thread -> the static-model
+ * runtime (plain JavaScript), loaded from daemon/models/cairn-minilm-static with remote loading off.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,6 +8,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BUILTIN_MODEL_ID, Embedder, builtinModelPath, isBuiltinModelId, isZeroVector } from '../../daemon/src/embed';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { spawnDaemon } from '../helpers';
+
+const DIM = JSON.parse(fs.readFileSync(path.join(builtinModelPath(), 'config.json'), 'utf8')).cairn.dimension as number;
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
 const norm = (a: Float32Array) => Math.sqrt(dot(a, a));
@@ -33,40 +37,41 @@ async function sim(a: string, b: string): Promise<number> {
 describe('built-in model', () => {
   it('is found next to the sources, is small, and is named consistently', () => {
     const dir = builtinModelPath();
-    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model_quantized.onnx', '1_Pooling/config.json', 'README.md']) {
+    for (const f of ['config.json', 'vocab.txt', 'vectors.i8', 'scales.f32', 'README.md']) {
       assert.ok(fs.existsSync(path.join(dir, f)), `${f} missing in ${dir}`);
     }
     let total = 0;
     const walk = (d: string) => fs.readdirSync(d, { withFileTypes: true }).forEach((x) => (x.isDirectory() ? walk(path.join(d, x.name)) : (total += fs.statSync(path.join(d, x.name)).size)));
     walk(dir);
-    assert.ok(total < 8 * 2 ** 20, `model folder is ${(total / 2 ** 20).toFixed(1)} MiB`);
-    assert.ok(isBuiltinModelId('builtin') && isBuiltinModelId(BUILTIN_MODEL_ID) && isBuiltinModelId('cairn-glove-100d'));
+    assert.ok(total <= 32 * 2 ** 20, `model folder is ${(total / 2 ** 20).toFixed(1)} MiB`);
+    assert.ok(isBuiltinModelId('builtin') && isBuiltinModelId(BUILTIN_MODEL_ID) && isBuiltinModelId('cairn-minilm-static'));
     assert.ok(!isBuiltinModelId('Xenova/all-MiniLM-L6-v2'));
   });
 
-  it('loads offline with config-driven mean pooling, 100 dimensions, 512 tokens', () => {
+  it('loads offline as a static model (weighted token mean, int8), 512 tokens', () => {
     assert.equal(e.info.model, BUILTIN_MODEL_ID);
     assert.equal(e.info.configuredModel, 'builtin');
     assert.equal(e.info.builtin, true);
     assert.equal(e.info.fallbackReason, null);
-    assert.equal(e.info.dimension, 100);
-    assert.equal(e.info.pooling, 'mean');
-    assert.match(e.info.poolingSource, /1_Pooling\/config\.json$/);
+    assert.equal(e.info.dimension, DIM);
+    assert.ok(DIM >= 64 && DIM <= 512);
+    assert.equal(e.info.pooling, 'weightedmean');
+    assert.equal(e.info.dtype, 'int8');
     assert.equal(e.info.maxTokens, 512);
     assert.ok(fs.readdirSync(cache).length === 0, 'nothing written to the download cache');
   });
 
-  it('gives unit vectors of dimension 100', async () => {
+  it('gives unit vectors of the model dimension', async () => {
     const vs = await e.embed(['The SQLite store uses WAL mode.', 'getUserById returns null', 'Bought flour and eggs']);
     assert.equal(vs.length, 3);
     for (const v of vs) {
       assert.ok(v instanceof Float32Array);
-      assert.equal(v.length, 100);
+      assert.equal(v.length, DIM);
       assert.ok(Math.abs(norm(v) - 1) < 1e-4, `norm ${norm(v)}`);
     }
     // each vector owns its buffer (safe to hand to a store as-is)
     assert.equal(vs[0].byteOffset, 0);
-    assert.equal(vs[0].buffer.byteLength, 400);
+    assert.equal(vs[0].buffer.byteLength, DIM * 4);
   });
 
   it('ranks related texts above unrelated ones', async () => {
@@ -91,17 +96,20 @@ describe('built-in model', () => {
   });
 
   it('gives the zero vector, never NaN, for empty, blank and all-unknown texts', async () => {
-    const texts = ['', '   ', '\n\t ', '___', 'qwxzzy vbnmqq', '?!.;:{}()', '12345 67890'];
+    // WordPiece spells out any Latin word, so "unknown" means characters outside the vocabulary;
+    // punctuation carries weight 0
+    const texts = ['', '   ', '\n\t ', '___', '?!.;:{}()', '🦜🦜 🧀', '?! 🦜 ...'];
     const vs = await e.embed(texts);
     vs.forEach((v, i) => {
-      assert.equal(v.length, 100);
+      assert.equal(v.length, DIM);
       assert.ok(noNaN(v), `NaN for ${JSON.stringify(texts[i])}`);
       assert.ok(isZeroVector(v), `not zero for ${JSON.stringify(texts[i])}`);
     });
   });
 
-  it('lets unknown words (zero [UNK] vector) not pull the mean', async () => {
-    assert.ok((await sim('database index', 'database qwxzzy index vbnmqq')) > 0.999);
+  it('lets unknown words ([UNK], left out) and punctuation not pull the mean', async () => {
+    assert.ok((await sim('database index', 'database 🦜 index 🧀')) > 0.999);
+    assert.ok((await sim('database index', 'database, index!')) > 0.999);
   });
 
   it('truncates long texts to the first 512 tokens', async () => {
@@ -123,7 +131,7 @@ describe('built-in model', () => {
     assert.equal(batched.length, texts.length);
     for (const i of [0, 1, 7, 8, 50, 151, 299, 301]) {
       const [single] = await e.embed([texts[i]]);
-      for (let d = 0; d < 100; d++) assert.ok(Math.abs(single[d] - batched[i][d]) < 1e-5, `text ${i} dim ${d}`);
+      for (let d = 0; d < DIM; d++) assert.ok(Math.abs(single[d] - batched[i][d]) < 1e-5, `text ${i} dim ${d}`);
     }
   });
 
@@ -141,6 +149,28 @@ describe('built-in model', () => {
     assert.deepEqual(await e.embed([]), []);
     await assert.rejects(e.embed('text' as unknown as string[]), TypeError);
     await assert.rejects(e.embed(['ok', null as unknown as string]), /item 1 is null/);
-    assert.equal((await e.embedOne('hello world')).length, 100);
+    assert.equal((await e.embedOne('hello world')).length, DIM);
+  });
+
+  it('a daemon on the built-in model never loads a neural runtime (no onnxruntime in its address space)', async (t) => {
+    if (process.platform !== 'linux') return t.skip('reads /proc/<pid>/maps');
+    const d = await spawnDaemon({ args: [], env: { CAIRN_MODEL: 'builtin', CAIRN_ALLOW_REMOTE_MODELS: '0' } });
+    try {
+      const c = await d.client();
+      let st = await c.call(R.status, {});
+      for (const deadline = Date.now() + 60_000; st.embeddings.state === 'loading' && Date.now() < deadline; st = await c.call(R.status, {})) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(st.embeddings.state, 'ready');
+      assert.equal(st.embeddings.model, BUILTIN_MODEL_ID);
+      const a = await c.call(R.upsert, { namespace: 'project.rt', key: 'k', value: 'sessions live in redis' });
+      assert.equal((await c.call(R.indexWait, { position: a.position, timeoutMs: 30_000 })).reached, true);
+      assert.equal((await c.call(R.search, { query: 'where are sessions kept', mode: 'vector', scope: { root: 'project.rt', includeUser: false } })).hits[0]?.memory.key, 'k');
+      const maps = fs.readFileSync(`/proc/${d.proc.pid}/maps`, 'utf8');
+      assert.ok(maps.includes('better_sqlite3'), 'the check sees native modules (better-sqlite3 is mapped)');
+      assert.ok(!/onnxruntime/i.test(maps), 'onnxruntime is mapped into the daemon');
+    } finally {
+      await d.stop();
+    }
   });
 });

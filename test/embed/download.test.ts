@@ -90,7 +90,7 @@ describe('hub download', () => {
   it('falls back to the built-in model when the hub has no such model', async () => {
     const e = await Embedder.start({ model: 'test/missing-model', allowRemote: true, remoteHost: host, cacheDir: path.join(tmp, 'cache2') });
     try {
-      assert.equal(e.info.model, 'cairn/glove-100d');
+      assert.equal(e.info.model, 'cairn/minilm-static');
       assert.match(e.info.fallbackReason ?? '', /^Embedding model "test\/missing-model" could not be loaded \(.+\); using the built-in offline model/);
     } finally {
       await e.close();
@@ -100,7 +100,7 @@ describe('hub download', () => {
   it('falls back with a network sentence when the hub is unreachable', async () => {
     const e = await Embedder.start({ model: 'test/hub-model', allowRemote: true, remoteHost: 'http://127.0.0.1:9/', cacheDir: path.join(tmp, 'cache3') });
     try {
-      assert.equal(e.info.model, 'cairn/glove-100d');
+      assert.equal(e.info.model, 'cairn/minilm-static');
       assert.match(e.info.fallbackReason ?? '', /could not be downloaded, the network seems unavailable/);
     } finally {
       await e.close();

@@ -117,6 +117,8 @@ describe('all-MiniLM-L6-v2 from the PyPI wheel', () => {
         const r = await c.call(R.search, { query, mode: 'vector', limit: 3, scope: { root: 'project.m', includeUser: false } });
         assert.equal(r.hits[0]?.memory.key, key, `"${query}" → ${r.hits.map((h) => h.memory.key).join(', ')}`);
       }
+      // the counterpart of builtin.test.ts's check: a transformer model does map onnxruntime
+      if (process.platform === 'linux') assert.match(fs.readFileSync(`/proc/${d.proc.pid}/maps`, 'utf8'), /onnxruntime/i);
     } finally {
       await d.stop();
     }

@@ -7,8 +7,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { BUILTIN_MODEL_ID, Embedder, isZeroVector, type EmbedderOptions } from '../../daemon/src/embed';
+import { BUILTIN_MODEL_ID, Embedder, builtinModelPath, isZeroVector, type EmbedderOptions } from '../../daemon/src/embed';
 import { writePoolingOnlyRepo, writeStandinModel } from './standin';
+
+const builtinDimension = () => JSON.parse(fs.readFileSync(path.join(builtinModelPath(), 'config.json'), 'utf8')).cairn.dimension as number;
 
 let tmp: string;
 let models: string; // a local models folder: <models>/<org>/<name>/...
@@ -105,11 +107,11 @@ describe('fallback to the built-in model', () => {
       assert.equal(e.info.configuredModel, 'Xenova/all-MiniLM-L6-v2');
       assert.equal(e.info.model, BUILTIN_MODEL_ID);
       assert.equal(e.info.builtin, true);
-      assert.equal(e.info.dimension, 100);
+      assert.equal(e.info.dimension, builtinDimension());
       const reason = e.info.fallbackReason ?? '';
       assert.match(reason, /^Embedding model "Xenova\/all-MiniLM-L6-v2" is not available locally/);
       assert.match(reason, /downloading models is turned off/);
-      assert.match(reason, /using the built-in offline model cairn\/glove-100d instead\.$/);
+      assert.match(reason, /using the built-in offline model cairn\/minilm-static instead\.$/);
       assert.ok(logs.includes(reason), 'the reason is logged');
       const [v] = await e.embed(['still works']);
       assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-4);
@@ -126,9 +128,9 @@ describe('fallback to the built-in model', () => {
   it('without the options meant for the configured model (dtype, pooling)', async () => {
     await withEmbedder({ model: 'Xenova/bge-small-en-v1.5', dtype: 'fp16', pooling: 'cls' }, async (e) => {
       assert.equal(e.info.model, BUILTIN_MODEL_ID);
-      assert.equal(e.info.dtype, 'q8');
-      assert.equal(e.info.pooling, 'mean');
-      assert.match(e.info.poolingSource, /1_Pooling\/config\.json$/);
+      assert.equal(e.info.dtype, 'int8');
+      assert.equal(e.info.pooling, 'weightedmean');
+      assert.match(e.info.poolingSource, /^static model/);
     });
   });
 
@@ -142,7 +144,7 @@ describe('fallback to the built-in model', () => {
   it('start fails clearly when not even the built-in model can be loaded', async () => {
     await assert.rejects(
       Embedder.start({ model: 'Xenova/all-MiniLM-L6-v2', allowRemote: false, cacheDir: cache, builtinPath: path.join(tmp, 'no-builtin') }),
-      /embedding model could not be loaded: built-in model cairn\/glove-100d not found at .*no-builtin/,
+      /embedding model could not be loaded: built-in model cairn\/minilm-static not found at .*no-builtin/,
     );
   });
 });

@@ -5,7 +5,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { threadId } from 'node:worker_threads';
-import { Embedder, resolveWorkerPath } from '../../daemon/src/embed';
+import { Embedder, builtinModelPath, resolveWorkerPath } from '../../daemon/src/embed';
+
+const builtinDimension = () => JSON.parse(fs.readFileSync(path.join(builtinModelPath(), 'config.json'), 'utf8')).cairn.dimension as number;
 
 const cache = path.join(os.tmpdir(), 'cairn-embed-worker-test-cache');
 const start = (extra: Parameters<typeof Embedder.start>[0] = {}) => Embedder.start({ model: 'builtin', allowRemote: false, cacheDir: cache, ...extra });
@@ -52,7 +54,7 @@ describe('embedding worker', () => {
 
       const info = await e.restart();
       assert.equal(e.alive, true);
-      assert.equal(info.dimension, 100);
+      assert.equal(info.dimension, builtinDimension());
       const [v] = await e.embed(['back to work']);
       assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-4);
     } finally {
@@ -76,7 +78,7 @@ describe('embedding worker', () => {
     const e = await start();
     try {
       await new Promise((r) => setTimeout(r, 50));
-      assert.equal((await e.embed(['still there']))[0].length, 100);
+      assert.equal((await e.embed(['still there']))[0].length, builtinDimension());
     } finally {
       await e.close();
     }
@@ -97,8 +99,8 @@ describe('embedding worker', () => {
     }
     const e = await start({ workerPath: bundled });
     try {
-      assert.equal(e.info.dimension, 100);
-      assert.equal((await e.embed(['bundled worker']))[0].length, 100);
+      assert.equal(e.info.dimension, builtinDimension());
+      assert.equal((await e.embed(['bundled worker']))[0].length, builtinDimension());
     } finally {
       await e.close();
     }

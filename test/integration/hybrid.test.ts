@@ -186,13 +186,13 @@ describe('hybrid retrieval', () => {
     assert.equal(s2.hits.length, 0);
     const st = core.status();
     assert.equal(st.embeddings.state, 'ready');
-    assert.equal(st.embeddings.model, 'cairn/glove-100d');
+    assert.equal(st.embeddings.model, 'cairn/minilm-static');
   });
 
   it('status reports the model, vectors and the vector watermark', async () => {
     const st = core.status();
     assert.ok(st.embeddings.vectors > 400);
-    assert.ok(st.indexes.some((i) => i.name === 'vec:cairn/glove-100d'));
+    assert.ok(st.indexes.some((i) => i.name === 'vec:cairn/minilm-static'));
     assert.equal(st.embeddings.vectorExtension, true);
   });
 
@@ -229,7 +229,7 @@ describe('degraded and switching', () => {
     const { d, indexer, dir } = await startDaemon('Xenova/not-downloaded-model');
     try {
       const st = d.core.status();
-      assert.equal(st.embeddings.model, 'cairn/glove-100d');
+      assert.equal(st.embeddings.model, 'cairn/minilm-static');
       assert.equal(st.embeddings.configuredModel, 'Xenova/not-downloaded-model');
       assert.ok(st.embeddings.fallbackReason && st.embeddings.fallbackReason.length > 10);
       assert.equal(indexer.state, 'ready');

@@ -28,7 +28,7 @@
  *   `embedder.simulateCrash(code?)` (tests).
  * - `prepareText(text, isKnownWord?)`: identifier splitting (`getUserById` -> `get User By Id`,
  *   `snake_case` -> `snake case`), applied in the worker before every model's tokenizer.
- * - `isZeroVector(v)`, `BUILTIN_MODEL_ID` (`cairn/glove-100d`), `DEFAULT_MODEL_ID`,
+ * - `isZeroVector(v)`, `BUILTIN_MODEL_ID` (`cairn/minilm-static`), `DEFAULT_MODEL_ID`,
  *   `isBuiltinModelId(id)`, `builtinModelPath()`, `resolveWorkerPath(explicit?)`, `modelCacheDir()`.
  *
  * Vectors
@@ -47,14 +47,16 @@
  *
  * Models
  * - `model`: a hub id (transformers.js feature-extraction ONNX model, e.g.
- *   `Xenova/all-MiniLM-L6-v2`, `Xenova/bge-small-en-v1.5`), `builtin` / `cairn/glove-100d`, or a
+ *   `Xenova/all-MiniLM-L6-v2`, `Xenova/bge-small-en-v1.5`), `builtin` / `cairn/minilm-static`, or a
  *   path to a model folder. Hub models are looked up in `modelPath/<id>/`, then in the download
  *   cache `cacheDir/<id>/` (default `<cacheDir()>/models`, never node_modules), then downloaded
  *   into the cache if `allowRemote` (from `remoteHost`, default $HF_ENDPOINT or huggingface.co).
  *   A cached model loads offline. Weights: the model config's `transformers.js_config.dtype`,
  *   else `q8` (onnx/model_quantized.onnx), else `fp32`; `opts.dtype` overrides.
- * - The built-in model (`daemon/models/cairn-glove-100d`, static GloVe 100-d, see its README) is
- *   loaded through the same transformers.js path, from its folder, with remote loading off.
+ * - The built-in model (`daemon/models/cairn-minilm-static`, a static model distilled from
+ *   all-MiniLM-L6-v2, see its README) and any other `cairn-static-1` folder run in plain
+ *   JavaScript (static-model.ts: tokenize, look up, weighted mean, normalize); transformers.js and
+ *   onnxruntime are loaded only for a transformer model.
  *
  * Worker crashes: pending calls reject with an Error naming the exit code; `alive` turns false,
  * `opts.onCrash` is called, and later calls reject until `restart()`.

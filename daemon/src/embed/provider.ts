@@ -1,16 +1,16 @@
 /**
- * Embedding providers, run inside the embedding worker (never import this from the main
- * thread: it loads transformers.js and onnxruntime).
+ * Embedding providers, run inside the embedding worker.
  *
- * One implementation, `TransformersProvider`, loads any transformers.js feature-extraction
- * ONNX model: a Hugging Face hub id (downloaded once into the user cache), a model under a
- * local models folder, or a model folder path. The built-in static model is loaded through
- * the same code path from its local folder with remote loading off. `loadWithFallback` falls
- * back to the built-in model when the configured one cannot be loaded.
+ * `TransformersProvider` loads any transformers.js feature-extraction ONNX model: a Hugging Face
+ * hub id (downloaded once into the user cache), a model under a local models folder, or a model
+ * folder path. transformers.js (and onnxruntime) is loaded only then, on first use.
+ * `StaticProvider` (static-model.ts) runs static models such as the built-in one in plain
+ * JavaScript, without any neural runtime. `loadWithFallback` falls back to the built-in model
+ * when the configured one cannot be loaded.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { AutoConfig, env, pipeline } from '@huggingface/transformers';
+import { readStaticConfig, StaticProvider } from './static-model';
 import { normalizeInPlace, parseModulesJson, parsePoolingConfig, pool, poolingName, POOLING_MODES, type PoolingMode, type PoolingSpec } from './pooling';
 import { isBlank, prepareText } from './prepare';
 import { BUILTIN_MODEL_ID, isBuiltinModelId, type EmbedderInfo } from './shared';
@@ -95,7 +95,19 @@ function locate(opts: ProviderOptions, builtin: boolean): Located {
   return { id: m, root, dir: local ? path.join(local, m) : null, remote: opts.allowRemote, builtin: false };
 }
 
-const DEFAULT_REMOTE_HOST = env.remoteHost;
+type Transformers = typeof import('@huggingface/transformers');
+let transformersModule: Transformers | null = null;
+let DEFAULT_REMOTE_HOST = 'https://huggingface.co/';
+/** transformers.js, loaded on first use (a daemon on the built-in static model never loads it). */
+function transformers(): Transformers {
+  if (!transformersModule) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    transformersModule = require('@huggingface/transformers') as Transformers;
+    DEFAULT_REMOTE_HOST = transformersModule.env.remoteHost;
+  }
+  return transformersModule;
+}
+
 function remoteHost(opts: Pick<ProviderOptions, 'remoteHost'>): string {
   const host = opts.remoteHost || readEnv('HF_ENDPOINT') || DEFAULT_REMOTE_HOST;
   return host.endsWith('/') ? host : host + '/';
@@ -125,7 +137,7 @@ async function modelJson(opts: ProviderOptions, loc: Located, repo: string, file
   const absentList = path.join(opts.cacheDir, repo, '.cairn-absent.json');
   const absent = (readJsonFile(absentList) as string[] | null) ?? [];
   if (Array.isArray(absent) && absent.includes(file)) return null;
-  const url = remoteHost(opts) + env.remotePathTemplate.replaceAll('{model}', repo).replaceAll('{revision}', 'main') + file;
+  const url = remoteHost(opts) + transformers().env.remotePathTemplate.replaceAll('{model}', repo).replaceAll('{revision}', 'main') + file;
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(15_000) });
     if (res.status === 404 || res.status === 401) {
@@ -223,7 +235,9 @@ export class TransformersProvider implements EmbeddingProvider {
     if (loc.dir && !fs.existsSync(path.join(loc.dir, 'config.json'))) {
       throw new Error(`${builtin ? `built-in model ${BUILTIN_MODEL_ID} not found` : 'no model'} at ${loc.dir} (config.json missing)`);
     }
+    if (loc.dir && readStaticConfig(loc.dir)) throw new Error(`${loc.dir} is a static model: load it with loadProvider`);
 
+    const { AutoConfig, env, pipeline } = transformers();
     env.allowLocalModels = true;
     env.allowRemoteModels = loc.remote;
     env.remoteHost = remoteHost(opts);
@@ -361,6 +375,19 @@ export function fallbackSentence(model: string, err: unknown, opts: Pick<Provide
 }
 
 /**
+ * Loads `opts.model` (or the built-in model): a static model folder (config.json
+ * `cairn.format: cairn-static-1`, the built-in model among them) in plain JavaScript, anything
+ * else through transformers.js. Throws when it cannot.
+ */
+export async function loadProvider(opts: ProviderOptions, builtin = isBuiltinModelId(opts.model)): Promise<EmbeddingProvider> {
+  const loc = locate(opts, builtin);
+  if (loc.dir && fs.existsSync(path.join(loc.dir, 'config.json')) && readStaticConfig(loc.dir)) {
+    return StaticProvider.load(loc.dir, builtin ? BUILTIN_MODEL_ID : opts.model, builtin);
+  }
+  return TransformersProvider.load(opts, builtin);
+}
+
+/**
  * Loads the configured model; if that fails, the built-in model, with a human sentence saying
  * why. Throws only when the built-in model cannot be loaded either.
  */
@@ -368,18 +395,18 @@ export async function loadWithFallback(opts: ProviderOptions): Promise<{ provide
   if (!isBuiltinModelId(opts.model)) {
     try {
       const loadMs = opts.loadTimeoutMs ?? 300_000;
-      const provider = await withTimeout(TransformersProvider.load(opts, false), loadMs, () => {
+      const provider = await withTimeout(loadProvider(opts, false), loadMs, () => {
         throw new Error(`loading ${opts.model} timed out after ${Math.round(loadMs / 1000)} s`);
       });
       return { provider, fallbackReason: null };
     } catch (err) {
       const fallbackReason = fallbackSentence(opts.model, err, opts);
       opts.log?.(fallbackReason);
-      const provider = await TransformersProvider.load(fallbackOptions(opts), true);
+      const provider = await loadProvider(fallbackOptions(opts), true);
       return { provider, fallbackReason };
     }
   }
-  return { provider: await TransformersProvider.load(opts, true), fallbackReason: null };
+  return { provider: await loadProvider(opts, true), fallbackReason: null };
 }
 
 /** Options meant for the configured model (dtype, pooling, batch size) do not apply to the fallback. */

@@ -4,21 +4,21 @@
  */
 import type { ProviderOptions } from './provider';
 
-/** Model id of the built-in offline model (daemon/models/cairn-glove-100d). */
-export const BUILTIN_MODEL_ID = 'cairn/glove-100d';
+/** Model id of the built-in offline model (daemon/models/cairn-minilm-static: static, distilled from all-MiniLM-L6-v2). */
+export const BUILTIN_MODEL_ID = 'cairn/minilm-static';
 /** Folder name of the built-in model under daemon/models. */
-export const BUILTIN_MODEL_DIR = 'cairn-glove-100d';
+export const BUILTIN_MODEL_DIR = 'cairn-minilm-static';
 /** Default model for users (downloaded on first use when remote loading is allowed). */
 export const DEFAULT_MODEL_ID = 'Xenova/all-MiniLM-L6-v2';
 
-/** `builtin`, `cairn/glove-100d` and `cairn-glove-100d` all name the built-in model. */
+/** `builtin`, `cairn/minilm-static` and `cairn-minilm-static` all name the built-in model. */
 export function isBuiltinModelId(model: string | undefined): boolean {
   const m = (model ?? '').trim().toLowerCase();
   return m === 'builtin' || m === BUILTIN_MODEL_ID || m === BUILTIN_MODEL_DIR;
 }
 
 export interface EmbedderInfo {
-  /** Model id in use, after any fallback (`cairn/glove-100d` for the built-in model). */
+  /** Model id in use, after any fallback (`cairn/minilm-static` for the built-in model). */
   model: string;
   /** Model id that was asked for. */
   configuredModel: string;
@@ -34,7 +34,7 @@ export interface EmbedderInfo {
   poolingSource: string;
   /** Tokens per text the model sees; longer texts are truncated. */
   maxTokens: number;
-  /** transformers.js dtype of the loaded weights (`q8` = onnx/model_quantized.onnx). */
+  /** transformers.js dtype of the loaded weights (`q8` = onnx/model_quantized.onnx); `int8` for static models. */
   dtype: string;
   /** Time to load the model in the worker, ms. */
   loadMs: number;

@@ -24,7 +24,7 @@ export const Settings = {
   'cairn.daemon.nodePath': { type: 'string', default: '', env: 'CAIRN_NODE', description: 'Node.js executable used to start the daemon. Empty: `node` on PATH.' },
   'cairn.scope.projectNamespace': { type: 'string', default: '', description: 'Namespace of this workspace. Empty: derived as project.<slug> from the git remote or the folder name.' },
   'cairn.scope.includeUser': { type: 'boolean', default: true, description: 'Always include the `user` namespace tree in searches and injection.' },
-  'cairn.embeddings.model': { type: 'string', default: 'Xenova/all-MiniLM-L6-v2', env: 'CAIRN_MODEL', description: 'Embedding model id (transformers.js, feature-extraction) or "builtin" for the offline GloVe model.' },
+  'cairn.embeddings.model': { type: 'string', default: 'Xenova/all-MiniLM-L6-v2', env: 'CAIRN_MODEL', description: 'Embedding model id (transformers.js, feature-extraction) or "builtin" for the built-in offline model (static, distilled from all-MiniLM-L6-v2).' },
   'cairn.embeddings.modelPath': { type: 'string', default: '', env: 'CAIRN_MODEL_PATH', description: 'Local folder holding models (<folder>/<model id>/...). Empty: the user cache directory.' },
   'cairn.embeddings.allowRemote': { type: 'boolean', default: true, env: 'CAIRN_ALLOW_REMOTE_MODELS', description: 'Allow downloading the configured model on first use. Off: local folders and the built-in model only.' },
   'cairn.hover.enabled': { type: 'boolean', default: true, description: 'Show memories anchored to code on hover.' },
