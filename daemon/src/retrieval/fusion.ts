@@ -4,21 +4,25 @@
  * Normalized reciprocal-rank fusion: an arm contributes (K+1)/(K+rank) for a
  * candidate at 1-based `rank`, so rank 1 scores 1.0; the fused score is the
  * weighted mean over arms (a candidate missing from an arm gets 0 there), so it
- * lies in [0, 1]. K = 5 (not the customary 60): with K = 60, rank 1 and rank 6
- * differ by 8% and any vector-arm signal overturns a decisive full-text match;
- * measured on LoCoMo (bench/locomo.ts), K = 5 ranks best.
+ * lies in [0, 1].
  *
- * Arm weights: full text 1.0; vector 1.0 for transformer models, 0.5 for the
- * built-in static word-vector model, whose ranking is weaker (LoCoMo turn R@5:
- * vector alone 0.36 vs full text 0.56) — the vector arm's weight comes from
- * the model in use (VectorSearcher.weight()).
+ * K = 2 (not the customary 60), full-text weight 1.0, vector weight 1.0 for
+ * transformer models and 0.5 for the built-in static model (the vector arm's
+ * weight comes from the model in use, VectorSearcher.weight()). Chosen by the
+ * protocol in bench/README.md: `bench/locomo.ts --grid` on LoCoMo conversations
+ * 0-2 only; K is shared, so it is the K with the best sum of turn R@5 over both
+ * model kinds (built-in cairn/minilm-static and all-MiniLM-L6-v2), then each
+ * kind's best weight at that K. Selection set (0-2), turn R@5: built-in 0.562,
+ * MiniLM 0.574, full text alone 0.555. With K = 60, rank 1 and rank 6 differ by
+ * 8% and the vector arm overturns decisive full-text matches (0.519 / 0.547).
+ * Conversations 3-4 confirm (figures in bench/README.md).
  *
  * Then a bounded adjustment: fused × (1 + a), with
  *   a = 0.06·(2·importance − 1) + 0.04·(2·confidence − 1) + 0.05·recency,
  *   recency = exp(−age_days / 90) of updatedAt,
  * so a ∈ [−0.10, +0.15]: these nudge ties and near-ties, never overturn relevance.
  */
-export const RRF_K = 5;
+export const RRF_K = 2;
 export const FTS_WEIGHT = 1.0;
 export const VECTOR_WEIGHT = { transformer: 1.0, builtin: 0.5 } as const;
 export const RECENCY_DAYS = 90;
