@@ -124,9 +124,11 @@ describe('hybrid retrieval', () => {
   });
 
   it('warns about near-duplicates under another key in the same namespace', async () => {
-    const a = await core.call(R.upsert, { namespace: 'project.dup', key: 'orig', value: 'The staging database is refreshed from production every Sunday night' });
+    // The key is part of the embedded text: keys an agent would write for the same fact twice, not 'orig'/'copy' (the
+    // built-in static model weighs a rare word such as 'orig' heavily, which hides the duplicate: cosine 0.90 < 0.93).
+    const a = await core.call(R.upsert, { namespace: 'project.dup', key: 'staging-refresh', value: 'The staging database is refreshed from production every Sunday night' });
     await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });
-    const b = await core.call(R.upsert, { namespace: 'project.dup', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
+    const b = await core.call(R.upsert, { namespace: 'project.dup', key: 'staging-db-refresh', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
     assert.equal(b.duplicateCheck, 'done');
     assert.ok(b.possibleDuplicates && b.possibleDuplicates.length === 1, JSON.stringify(b.possibleDuplicates));
     assert.equal(b.possibleDuplicates![0].id, a.memory.id);
@@ -134,7 +136,7 @@ describe('hybrid retrieval', () => {
     const c = await core.call(R.upsert, { namespace: 'project.dup', key: 'other', value: 'Frontend tests run in headless Chromium', waitForDuplicates: true });
     assert.equal(c.duplicateCheck, 'done');
     assert.equal(c.possibleDuplicates, undefined);
-    const other = await core.call(R.upsert, { namespace: 'project.elsewhere', key: 'copy', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
+    const other = await core.call(R.upsert, { namespace: 'project.elsewhere', key: 'staging-db-refresh', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
     assert.equal(other.duplicateCheck, 'done');
     assert.equal(other.possibleDuplicates, undefined, 'other namespaces do not count');
   });
@@ -147,10 +149,10 @@ describe('hybrid retrieval', () => {
       return notifyAll(method, params);
     }) as typeof d.notifyAll;
     try {
-      const a = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'orig', value: 'Release builds are signed with the hardware key in the vault' });
+      const a = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'release-signing', value: 'Release builds are signed with the hardware key in the vault' });
       assert.equal(a.duplicateCheck, 'pending');
       assert.equal(a.possibleDuplicates, undefined);
-      const b = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'copy', value: 'Release builds are signed with the hardware key kept in the vault' });
+      const b = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'release-signing-key', value: 'Release builds are signed with the hardware key kept in the vault' });
       assert.equal(b.duplicateCheck, 'pending');
       const early = await core.call(R.duplicates, { id: b.memory.id });
       assert.ok(early.duplicateCheck === 'pending' || early.duplicateCheck === 'done');
@@ -161,7 +163,7 @@ describe('hybrid retrieval', () => {
       assert.deepEqual(r.possibleDuplicates.map((x) => x.id), [a.memory.id]);
       const note = sent.find((n) => n.method === 'memory/possibleDuplicates' && n.params.id === b.memory.id);
       assert.ok(note, 'memory/possibleDuplicates was broadcast');
-      assert.equal(note!.params.key, 'copy');
+      assert.equal(note!.params.key, 'release-signing-key');
       assert.equal(note!.params.possibleDuplicates[0].id, a.memory.id);
       // Embedded in the same batch, the first write may be reported too: then it names the second.
       for (const n of sent.filter((x) => x.method === 'memory/possibleDuplicates' && x.params.id === a.memory.id)) assert.deepEqual(n.params.possibleDuplicates.map((x: { id: string }) => x.id), [b.memory.id]);
@@ -178,9 +180,10 @@ describe('hybrid retrieval', () => {
   });
 
   it('text the model cannot read yields no vector hits, never NaN', async () => {
-    const r = await core.call(R.upsert, { namespace: 'project.nan', key: 'x', value: 'qqqzx vvvkk zzzqq' });
-    await core.call(R.indexWait, { position: r.position, timeoutMs: 10000 });
-    const s = await core.call(R.search, { query: 'xqzzv kkkqq', mode: 'vector', scope: { root: 'project.nan', includeUser: false } });
+    // the built-in model spells any Latin word out in WordPiece pieces; characters outside its vocabulary it cannot read
+    const r = await core.call(R.upsert, { namespace: 'project.nan', key: 'x', value: '🦜🦜 🧀 🦜' });
+    await core.call(R.indexWait, { position: r.position, timeoutMs: 60000 });
+    const s = await core.call(R.search, { query: '🧀🧀 🦜', mode: 'vector', scope: { root: 'project.nan', includeUser: false } });
     assert.equal(s.hits.length, 0);
     const s2 = await core.call(R.search, { query: '', mode: 'hybrid' });
     assert.equal(s2.hits.length, 0);

@@ -10,7 +10,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { readStaticConfig, StaticProvider } from './static-model';
+import { StaticProvider, staticConfigOf } from './static-model';
 import { normalizeInPlace, parseModulesJson, parsePoolingConfig, pool, poolingName, POOLING_MODES, type PoolingMode, type PoolingSpec } from './pooling';
 import { isBlank, prepareText } from './prepare';
 import { BUILTIN_MODEL_ID, isBuiltinModelId, type EmbedderInfo } from './shared';
@@ -225,7 +225,8 @@ export class TransformersProvider implements EmbeddingProvider {
   ) {}
 
   /** Loads `opts.model` (or the built-in model when `builtin`). Throws when it cannot. */
-  static async load(opts: ProviderOptions, builtin = isBuiltinModelId(opts.model)): Promise<TransformersProvider> {
+  /** `localConfig`: the local folder's config.json, already read by loadProvider (else it is read here). */
+  static async load(opts: ProviderOptions, builtin = isBuiltinModelId(opts.model), localConfig?: Record<string, unknown>): Promise<TransformersProvider> {
     const t0 = Date.now();
     const loc = locate(opts, builtin);
     if ((builtin || !loc.remote) && !loc.dir) {
@@ -235,9 +236,8 @@ export class TransformersProvider implements EmbeddingProvider {
     if (loc.dir && !fs.existsSync(path.join(loc.dir, 'config.json'))) {
       throw new Error(`${builtin ? `built-in model ${BUILTIN_MODEL_ID} not found` : 'no model'} at ${loc.dir} (config.json missing)`);
     }
-    if (loc.dir && readStaticConfig(loc.dir)) throw new Error(`${loc.dir} is a static model: load it with loadProvider`);
 
-    const { AutoConfig, env, pipeline } = transformers();
+    const { AutoConfig, PretrainedConfig, env, pipeline } = transformers();
     env.allowLocalModels = true;
     env.allowRemoteModels = loc.remote;
     env.remoteHost = remoteHost(opts);
@@ -247,7 +247,9 @@ export class TransformersProvider implements EmbeddingProvider {
     env.useBrowserCache = false;
 
     const localOnly = !loc.remote;
-    const config = (await AutoConfig.from_pretrained(loc.id, { local_files_only: localOnly, cache_dir: opts.cacheDir })) as unknown as Record<string, unknown>;
+    const config = (
+      localConfig && loc.dir ? new PretrainedConfig(localConfig) : await AutoConfig.from_pretrained(loc.id, { local_files_only: localOnly, cache_dir: opts.cacheDir })
+    ) as unknown as Record<string, unknown>;
     const configDtype = (config['transformers.js_config'] as { dtype?: unknown } | undefined)?.dtype;
     const dtypes = opts.dtype ? [opts.dtype] : typeof configDtype === 'string' ? [configDtype] : ['q8', 'fp32'];
     let extractor: ExtractorLike | null = null;
@@ -381,10 +383,26 @@ export function fallbackSentence(model: string, err: unknown, opts: Pick<Provide
  */
 export async function loadProvider(opts: ProviderOptions, builtin = isBuiltinModelId(opts.model)): Promise<EmbeddingProvider> {
   const loc = locate(opts, builtin);
-  if (loc.dir && fs.existsSync(path.join(loc.dir, 'config.json')) && readStaticConfig(loc.dir)) {
-    return StaticProvider.load(loc.dir, builtin ? BUILTIN_MODEL_ID : opts.model, builtin);
+  // config.json is read once (it may be a pipe, or change under us); a folder whose config is not JSON cannot load.
+  let config: Record<string, unknown> | undefined;
+  const file = loc.dir ? path.join(loc.dir, 'config.json') : null;
+  if (loc.dir && file && fs.existsSync(file)) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new Error(`cannot read ${file}: ${err instanceof Error ? err.message : err}`);
+    }
+    try {
+      config = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      throw new Error(`${file} is not valid JSON`);
+    }
+    if (config === null || typeof config !== 'object' || Array.isArray(config)) throw new Error(`${file} is not a JSON object`);
+    const staticConfig = staticConfigOf(config, loc.dir);
+    if (staticConfig) return StaticProvider.load(loc.dir, builtin ? BUILTIN_MODEL_ID : opts.model, builtin, staticConfig);
   }
-  return TransformersProvider.load(opts, builtin);
+  return TransformersProvider.load(opts, builtin, config);
 }
 
 /**

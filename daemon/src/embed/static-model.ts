@@ -41,6 +41,11 @@ export function readStaticConfig(dir: string): StaticConfig | null {
   } catch {
     return null;
   }
+  return staticConfigOf(cfg, dir);
+}
+
+/** The `cairn` block of a parsed config.json (of the folder `dir`) when it is a static model of our format, else null. */
+export function staticConfigOf(cfg: unknown, dir: string): StaticConfig | null {
   const c = (cfg as { cairn?: Partial<StaticConfig> } | null)?.cairn;
   if (!c || c.kind !== 'static' || c.format !== STATIC_FORMAT) return null;
   if (!Number.isInteger(c.dimension) || c.dimension! <= 0 || !Number.isInteger(c.vocabSize) || c.vocabSize! <= 0) {
@@ -108,8 +113,9 @@ export class StaticModel {
     private readonly scales: Float32Array,
   ) {}
 
-  static load(dir: string): StaticModel {
-    const config = readStaticConfig(dir);
+  /** `config`: the folder's config block when the caller has already read config.json. */
+  static load(dir: string, known?: StaticConfig): StaticModel {
+    const config = known ?? readStaticConfig(dir);
     if (!config) throw new Error(`${dir} is not a ${STATIC_FORMAT} static model (config.json cairn.format)`);
     const { dimension: D, vocabSize: N } = config;
     const tokens = fs.readFileSync(path.join(dir, 'vocab.txt'), 'utf8').split('\n');
@@ -215,9 +221,9 @@ const YIELD_EVERY = 128;
 export class StaticProvider implements EmbeddingProvider {
   private constructor(readonly info: EmbeddingProvider['info'], private readonly model: StaticModel) {}
 
-  static load(dir: string, id: string, builtin: boolean): StaticProvider {
+  static load(dir: string, id: string, builtin: boolean, config?: StaticConfig): StaticProvider {
     const t0 = Date.now();
-    const model = StaticModel.load(dir);
+    const model = StaticModel.load(dir, config);
     const info: Omit<EmbedderInfo, 'configuredModel' | 'fallbackReason'> = {
       model: id,
       dimension: model.dimension,
