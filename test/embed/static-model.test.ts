@@ -83,6 +83,23 @@ describe('static model runtime', () => {
     assert.deepEqual([...c.embed('up down')], [0, 0]);
   });
 
+  it('reads vector rows from disk on first use, and fails clearly when the file shrank or the model is closed', () => {
+    const dir = makeModel(ROWS);
+    const m = StaticModel.load(dir);
+    // nothing read yet: the rows used first are the ones on disk at that moment
+    fs.writeFileSync(path.join(dir, 'vectors.i8'), Buffer.from(Int8Array.from(ROWS.flatMap((r) => (r[0] === 'get' ? [5, 0] : r[1]))).buffer));
+    assert.deepEqual([...m.embed('get')], [1, 0]);
+    fs.truncateSync(path.join(dir, 'vectors.i8'), 0);
+    assert.deepEqual([...m.embed('get')], [1, 0], 'a block read once stays in memory');
+    const fresh = StaticModel.load(makeModel(ROWS));
+    fs.truncateSync(path.join(fresh.dir, 'vectors.i8'), 0);
+    assert.throws(() => fresh.embed('user'), /vectors.i8: the file shrank while in use/);
+    const closed = StaticModel.load(makeModel(ROWS));
+    closed.close();
+    assert.throws(() => closed.embed('user'), /closed/);
+    assert.deepEqual([...closed.embed('zzz')], [0, 0], 'text with no known token needs no row');
+  });
+
   it('refuses broken folders with a message naming the problem', () => {
     const broken = (mutate: (dir: string) => void) => {
       const dir = makeModel(ROWS);

@@ -102,6 +102,47 @@ export function basicTokens(text: string): string[] {
   return out;
 }
 
+/** Rows of an N x D int8 file, read from disk a block (about one memory page) at a time on first use. */
+class LazyRows {
+  private readonly data: Int8Array;
+  private readonly loaded: Uint8Array;
+  private readonly rowsPerBlock: number;
+  private fd: number | null;
+
+  constructor(private readonly file: string, private readonly n: number, private readonly d: number) {
+    this.data = new Int8Array(n * d);
+    this.rowsPerBlock = Math.max(1, Math.floor(4096 / d));
+    this.loaded = new Uint8Array(Math.ceil(n / this.rowsPerBlock));
+    this.fd = fs.openSync(file, 'r');
+  }
+
+  /** The whole array, with row `id` (and its block) read in. */
+  row(id: number): Int8Array {
+    const b = Math.floor(id / this.rowsPerBlock);
+    if (!this.loaded[b]) this.load(b);
+    return this.data;
+  }
+
+  private load(b: number): void {
+    if (this.fd === null) throw new Error(`static model ${this.file}: closed`);
+    const first = b * this.rowsPerBlock;
+    const bytes = (Math.min(this.n, first + this.rowsPerBlock) - first) * this.d;
+    const off = first * this.d;
+    let got = 0;
+    while (got < bytes) {
+      const r = fs.readSync(this.fd, this.data, off + got, bytes - got, off + got);
+      if (r <= 0) throw new Error(`static model ${this.file}: the file shrank while in use`);
+      got += r;
+    }
+    this.loaded[b] = 1;
+  }
+
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
 export class StaticModel {
   private readonly wordCache = new Map<string, number[]>();
 
@@ -109,9 +150,14 @@ export class StaticModel {
     readonly dir: string,
     readonly config: StaticConfig,
     readonly vocab: Map<string, number>,
-    private readonly vectors: Int8Array,
+    private readonly vectors: LazyRows,
     private readonly scales: Float32Array,
   ) {}
+
+  /** Closes the vector file. */
+  close(): void {
+    this.vectors.close();
+  }
 
   /** `config`: the folder's config block when the caller has already read config.json. */
   static load(dir: string, known?: StaticConfig): StaticModel {
@@ -125,16 +171,20 @@ export class StaticModel {
     tokens.forEach((t, i) => {
       if (!vocab.has(t)) vocab.set(t, i);
     });
-    const vbuf = fs.readFileSync(path.join(dir, 'vectors.i8'));
-    if (vbuf.length !== N * D) throw new Error(`static model at ${dir}: vectors.i8 has ${vbuf.length} bytes, expected ${N} x ${D}`);
+    // vectors.i8 is read a block of rows at a time, when a token of the block is first used: the memory of
+    // rows never used (most of a 59k vocabulary, for a store of one project) is never touched, so it stays out
+    // of the resident set (a zero-filled array of this size is mapped lazily by the allocator).
+    const vfile = path.join(dir, 'vectors.i8');
+    const vsize = fs.statSync(vfile).size;
+    if (vsize !== N * D) throw new Error(`static model at ${dir}: vectors.i8 has ${vsize} bytes, expected ${N} x ${D}`);
     const sbuf = fs.readFileSync(path.join(dir, 'scales.f32'));
     if (sbuf.length !== N * 4) throw new Error(`static model at ${dir}: scales.f32 has ${sbuf.length} bytes, expected ${N} x 4`);
-    const vectors = new Int8Array(vbuf.buffer, vbuf.byteOffset, vbuf.length);
     const scales = new Float32Array(N);
     for (let i = 0; i < N; i++) {
       const s = sbuf.readFloatLE(i * 4);
       scales[i] = Number.isFinite(s) ? s : 0;
     }
+    const vectors = new LazyRows(vfile, N, D);
     return new StaticModel(dir, config, vocab, vectors, scales);
   }
 
@@ -201,8 +251,9 @@ export class StaticModel {
       const s = this.scales[id];
       if (s === 0) continue;
       used++;
+      const rows = this.vectors.row(id);
       const base = id * D;
-      for (let j = 0; j < D; j++) acc[j] += s * this.vectors[base + j];
+      for (let j = 0; j < D; j++) acc[j] += s * rows[base + j];
     }
     if (!used) return acc;
     let n = 0;
@@ -250,5 +301,7 @@ export class StaticProvider implements EmbeddingProvider {
     return out;
   }
 
-  async dispose(): Promise<void> {}
+  async dispose(): Promise<void> {
+    this.model.close();
+  }
 }
