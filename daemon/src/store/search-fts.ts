@@ -123,6 +123,47 @@ export function planQuery(db: DB, query: string): FtsPlan {
   };
 }
 
+/** Candidates taken by BM25 alone per wanted hit before visibility, scope and filter are checked (see ranked). */
+export const FTS_INNER_FACTOR = 2;
+/** Past this many BM25 candidates, `ranked` falls back to one query joining every match. */
+export const FTS_INNER_MAX = 8192;
+
+/**
+ * The `limit` best matches of `expr` that the WHERE fragment (visibility, scope, filter; aliases `m`, `n`)
+ * admits, ordered by BM25, then own scope over `user`, newer, id — exactly what one query joining every match
+ * to its memory row and sorting them returns, but cheaper: FTS5 ranks its matches alone (no row lookups) and
+ * hands over the best L; only those are joined and checked. Rows the WHERE refuses are dropped before the cut,
+ * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
+ * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
+ */
+function ranked(db: DB, expr: string, limit: number, where: { sql: string; params: unknown[] }, own: { sql: string; params: unknown[] } | null): { rowid: number; bm: number }[] {
+  const check = stmt(
+    db,
+    `SELECT m.rowid AS rowid, ${own ? own.sql : '0'} AS own, m.updated_at AS updated, m.id AS id
+       FROM memories m JOIN namespaces n ON n.id = m.ns_id
+      WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
+  );
+  for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
+    const top = stmt(db, `SELECT rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm ASC LIMIT ?`).all(expr, inner) as { rowid: number; bm: number }[];
+    const exhausted = top.length < inner;
+    if (top.length === 0) return [];
+    const bm = new Map(top.map((r) => [r.rowid, r.bm]));
+    const ok = (check.all(...(own?.params ?? []), JSON.stringify(top.map((r) => r.rowid)), ...where.params) as { rowid: number; own: number; updated: number; id: string }[])
+      .map((r) => ({ ...r, bm: bm.get(r.rowid)! }))
+      .sort((a, b) => a.bm - b.bm || a.own - b.own || b.updated - a.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // Exact when every match not fetched ranks strictly below the last admitted row kept.
+    if (exhausted || (ok.length >= limit && ok[limit - 1].bm < top[top.length - 1].bm)) return ok.slice(0, limit).map((r) => ({ rowid: r.rowid, bm: r.bm }));
+  }
+  return stmt(
+    db,
+    `SELECT f.rowid AS rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm
+       FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
+       WHERE memories_fts MATCH ? AND ${where.sql}
+       ORDER BY bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
+       LIMIT ?`,
+  ).all(expr, ...where.params, ...(own?.params ?? []), limit) as { rowid: number; bm: number }[];
+}
+
 export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
@@ -140,15 +181,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   }
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);
-  const run = (expr: string, limit: number) =>
-    stmt(
-      db,
-      `SELECT f.rowid AS rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm
-       FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
-       WHERE memories_fts MATCH ? AND ${where.sql}
-       ORDER BY bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
-       LIMIT ?`,
-    ).all(expr, ...where.params, ...(own?.params ?? []), limit) as { rowid: number; bm: number }[];
+  const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
   if (plan.all) for (const r of run(plan.all, q.limit)) {

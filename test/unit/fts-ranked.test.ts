@@ -1,0 +1,95 @@
+/**
+ * The full-text arm ranks with FTS5 alone and joins only its best matches (store/search-fts.ts, `ranked`).
+ * Its result must equal the plain query that joins every match to its memory row, filters and sorts:
+ * same rows, same order (ties: own scope over `user`, newer, id), with refused rows (deleted, superseded,
+ * out of scope, filtered out) crowding the top BM25 places so the candidate set has to grow.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import type { Filter, Include, Scope } from '../../daemon/src/protocol/types';
+import { and, visibility } from '../../daemon/src/store/rows';
+import { ownScopeRank, scopePredicate } from '../../daemon/src/store/scope';
+import { compileFilter } from '../../daemon/src/store/filter';
+import { BM25_WEIGHTS, ftsArm, planQuery } from '../../daemon/src/store/search-fts';
+import { tempCore } from '../helpers';
+
+const c = tempCore();
+
+/** The reference: one query over every match (what the arm ran before), conjunctive pass then disjunctive fill. */
+function reference(query: string, q: { scope?: Scope; filter?: Filter; include?: Include; limit: number; now: number }): number[] {
+  const plan = planQuery(c.store.db, query);
+  const scopeSql = scopePredicate(q.scope, 'path');
+  if (scopeSql) {
+    const ids = c.store.db.prepare(`SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql}`).all(...scopeSql.params);
+    if (ids.length === 0) return [];
+  }
+  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
+  const own = ownScopeRank(q.scope);
+  const run = (expr: string, limit: number) =>
+    (
+      c.store.db
+        .prepare(
+          `SELECT f.rowid AS rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
+            WHERE memories_fts MATCH ? AND ${where.sql}
+            ORDER BY bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC LIMIT ?`,
+        )
+        .all(expr, ...where.params, ...(own?.params ?? []), limit) as { rowid: number }[]
+    ).map((r) => r.rowid);
+  const out: number[] = [];
+  if (plan.all) out.push(...run(plan.all, q.limit));
+  if (out.length < q.limit && plan.any) for (const r of run(plan.any, q.limit + out.length)) if (!out.includes(r) && out.length < q.limit) out.push(r);
+  return out;
+}
+
+before(async () => {
+  const items: { namespace: string; key: string; value: string; kind?: string; tags?: string[] }[] = [];
+  // The best BM25 matches for "kestrel": 400 short values, all deleted below (they crowd the top places).
+  for (let i = 0; i < 400; i++) items.push({ namespace: 'project.alpha', key: `gone${i}`, value: 'kestrel kestrel kestrel' });
+  // Ties: identical values in two projects and the user tree (same BM25), some of kind "decision".
+  for (let i = 0; i < 120; i++) items.push({ namespace: i % 3 === 0 ? 'project.alpha' : i % 3 === 1 ? 'project.beta' : 'user.notes', key: `tie${i}`, value: 'kestrel falcon nest', kind: i % 4 === 0 ? 'decision' : 'fact' });
+  // Weaker matches with more words.
+  for (let i = 0; i < 300; i++) items.push({ namespace: i % 2 ? 'project.alpha.sub' : 'project.beta', key: `long${i}`, value: `kestrel seen near the river on day ${i} with falcon ${i % 7} and other birds`, tags: i % 5 === 0 ? ['birds'] : [] });
+  for (let i = 0; i < items.length; i += 200) {
+    const r = await c.core.call(R.upsertBatch, { items: items.slice(i, i + 200) });
+    assert.ok(r.results.every((x) => x.ok));
+  }
+  for (let i = 0; i < 400; i++) await c.core.call(R.delete, { namespace: 'project.alpha', key: `gone${i}` });
+  // A superseded memory among the ties.
+  const sup = await c.core.call(R.get, { namespace: 'project.beta', key: 'tie1' });
+  await c.core.call(R.upsert, { namespace: 'project.beta', key: 'tie1-new', value: 'replacement text', supersedes: sup.id });
+});
+after(() => c.close());
+
+describe('full-text arm: ranking with FTS5 first equals the joined query', () => {
+  const now = () => c.store.now();
+  const cases: [string, string, { scope?: Scope; filter?: Filter; include?: Include; limit: number }][] = [
+    ['whole store, deleted rows crowd the top', 'kestrel', { limit: 25 }],
+    ['whole store, small limit inside a tie', 'kestrel', { limit: 7 }],
+    ['include deleted', 'kestrel', { include: { deleted: true }, limit: 30 }],
+    ['include superseded', 'kestrel falcon', { include: { superseded: true }, limit: 50 }],
+    ['scoped with the user tree (own scope wins ties)', 'kestrel falcon', { scope: { root: 'project.alpha' }, limit: 40 }],
+    ['scoped without the user tree', 'kestrel', { scope: { root: 'project.beta', includeUser: false }, limit: 100 }],
+    ['explicit namespaces', 'falcon', { scope: { namespaces: ['project.alpha.sub', 'user.notes'], includeUser: false }, limit: 20 }],
+    ['filter refuses most of the top', 'kestrel', { filter: { field: 'kind', op: 'eq', value: 'decision' }, limit: 10 }],
+    ['filter on tags', 'kestrel river', { filter: { field: 'tags', op: 'has', value: 'birds' }, limit: 15 }],
+    ['disjunctive fill', 'kestrel zebra', { limit: 60 }],
+    ['more wanted than exist', 'falcon nest', { limit: 500 }],
+    ['nothing in scope', 'kestrel', { scope: { root: 'project.none', includeUser: false }, limit: 10 }],
+  ];
+  for (const [name, query, q] of cases) {
+    it(name, () => {
+      const want = reference(query, { ...q, now: now() });
+      const got = ftsArm(c.store.db, query, { ...q, now: now() }).map((h) => h.rowid);
+      assert.deepEqual(got, want);
+      if (name !== 'nothing in scope') assert.ok(want.length > 0, 'the case has results');
+    });
+  }
+
+  it('a deleted memory never takes a place (the top 400 BM25 matches are deleted)', () => {
+    const hits = ftsArm(c.store.db, 'kestrel', { limit: 25, now: now() });
+    assert.equal(hits.length, 25);
+    const keys = c.store.db.prepare(`SELECT key FROM memories WHERE rowid IN (${hits.map((h) => h.rowid).join(',')})`).all() as { key: string }[];
+    assert.ok(keys.every((k) => !k.key.startsWith('gone')));
+  });
+});
