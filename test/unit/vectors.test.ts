@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import { hammingBound, quantize } from '../../daemon/src/store/quantize';
+import { hammingBound, hyperplanes, quantize, SIG_BITS } from '../../daemon/src/store/quantize';
 import type { VecModel } from '../../daemon/src/store/vectors';
 import { tempCore } from '../helpers';
 
@@ -126,6 +126,24 @@ describe('vector store', () => {
     await c.core.call(R.purge, { id: vecs.get(purge)!.id });
     const after = check(q, new Set([del, purge]));
     assert.equal(after.length, before.length - 2);
+  });
+
+  it('computes every SimHash bit exactly as one plane at a time (stored signatures stay comparable)', () => {
+    for (const dim of [37, 100, 256, 384]) {
+      const p = hyperplanes(dim);
+      const rand = rng(dim);
+      for (let t = 0; t < 200; t++) {
+        const v = new Float32Array(dim).map(() => rand());
+        if (t % 50 === 0) v.fill(0, 0, dim >> 1); // half zeros: sums near zero
+        const want = new Int32Array(SIG_BITS / 32);
+        for (let b = 0; b < SIG_BITS; b++) {
+          let d = 0;
+          for (let i = 0; i < dim; i++) d += p[b * dim + i] * v[i];
+          if (d >= 0) want[b >>> 5] |= 1 << (b & 31);
+        }
+        assert.deepEqual([...quantize(v).sig], [...want], `dim ${dim}, vector ${t}`);
+      }
+    }
   });
 
   it('quantizes zero vectors to no signature and keeps the Hamming bound generous', () => {

@@ -85,18 +85,23 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     e.fused += (vw * rrf(i + 1)) / wsum;
     fused.set(h.rowid, e);
   });
-  const rows = store.byRowids([...fused.keys()]);
+  // Rank on the few facts fusion needs; read whole rows (values, JSON fields) only for the hits returned.
+  const facts = store.rankFacts([...fused.keys()]);
   const ranked = [...fused.entries()]
     .flatMap(([rowid, e]) => {
-      const r = rows.get(rowid);
+      const r = facts.get(rowid);
       if (!r) return [];
       const boost = adjustment(r.importance, r.confidence, r.updated_at, now);
-      return [{ r, e, boost, score: e.fused * (1 + boost) }];
+      return [{ rowid, r, e, boost, score: e.fused * (1 + boost) }];
     })
     .sort((a, b) => b.score - a.score || b.r.updated_at - a.r.updated_at || (a.r.id < b.r.id ? -1 : 1))
     .slice(0, limit);
+  const rows = store.byRowids(ranked.map((x) => x.rowid));
   return {
-    hits: ranked.map((x) => hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)),
+    hits: ranked.flatMap((x) => {
+      const r = rows.get(x.rowid);
+      return r ? [hit(r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)] : [];
+    }),
     mode,
   };
 }

@@ -8,7 +8,7 @@ export const SIG_WORDS = SIG_BITS / 32;
 
 /** Fixed random hyperplanes of a dimension (seeded, so every process computes the same signatures). */
 const planes = new Map<number, Float32Array>();
-function hyperplanes(dim: number): Float32Array {
+export function hyperplanes(dim: number): Float32Array {
   let p = planes.get(dim);
   if (p) return p;
   p = new Float32Array(SIG_BITS * dim);
@@ -53,11 +53,26 @@ export function quantize(v: Float32Array): Quantized {
   const sig = new Int32Array(SIG_WORDS);
   if (ss > 0) {
     const p = hyperplanes(dim);
-    for (let b = 0; b < SIG_BITS; b++) {
-      let d = 0;
-      const o = b * dim;
-      for (let i = 0; i < dim; i++) d += p[o + i] * v[i];
-      if (d >= 0) sig[b >>> 5] |= 1 << (b & 31);
+    // Four planes per pass over v (each component loaded once for four products). Each plane's sum still
+    // runs over i in order, so every bit is exactly what one plane at a time computes (stored signatures match).
+    for (let b = 0; b < SIG_BITS; b += 4) {
+      let d0 = 0,
+        d1 = 0,
+        d2 = 0,
+        d3 = 0;
+      const o0 = b * dim,
+        o1 = o0 + dim,
+        o2 = o1 + dim,
+        o3 = o2 + dim;
+      for (let i = 0; i < dim; i++) {
+        const x = v[i];
+        d0 += p[o0 + i] * x;
+        d1 += p[o1 + i] * x;
+        d2 += p[o2 + i] * x;
+        d3 += p[o3 + i] * x;
+      }
+      const s = b & 31;
+      sig[b >>> 5] |= (d0 >= 0 ? 1 << s : 0) | (d1 >= 0 ? 1 << (s + 1) : 0) | (d2 >= 0 ? 1 << (s + 2) : 0) | (d3 >= 0 ? 1 << (s + 3) : 0);
     }
   }
   return { q, sig, inv: ss > 0 ? 1 / Math.sqrt(ss) : 0 };

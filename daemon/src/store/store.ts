@@ -473,6 +473,18 @@ export class Store {
   }
 
   /** Memories by rowid (for search arms), in the order given. */
+  /** What ranking a fused candidate needs (search fusion), without reading its value and JSON fields. */
+  rankFacts(rowids: number[]): Map<number, { id: string; importance: number; confidence: number; updated_at: number }> {
+    const rows = stmt(this.db, 'SELECT rowid, id, importance, confidence, updated_at FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(rowids)) as {
+      rowid: number;
+      id: string;
+      importance: number;
+      confidence: number;
+      updated_at: number;
+    }[];
+    return new Map(rows.map((r) => [r.rowid, r]));
+  }
+
   byRowids(rowids: number[]): Map<number, MemoryRow> {
     const out = new Map<number, MemoryRow>();
     if (rowids.length === 0) return out;
