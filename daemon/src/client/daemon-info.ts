@@ -5,7 +5,8 @@
  */
 import * as fs from 'node:fs';
 import * as net from 'node:net';
-import { daemonInfoPath } from '../paths';
+import * as path from 'node:path';
+import { daemonInfoPath, identityLockDir } from '../paths';
 import { unsafeSocketReason } from '../private-files';
 
 export interface DaemonInfo {
@@ -26,10 +27,9 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-/** The info file of the daemon that owns `dbPath` (it may be stale: check pidAlive). */
-export function readDaemonInfo(dbPath: string): DaemonInfo | null {
+function readInfoFile(file: string): DaemonInfo | null {
   try {
-    const info = JSON.parse(fs.readFileSync(daemonInfoPath(dbPath), 'utf8')) as DaemonInfo;
+    const info = JSON.parse(fs.readFileSync(file, 'utf8')) as DaemonInfo;
     if (typeof info.pid !== 'number') return null;
     return { ...info, socket: typeof info.socket === 'string' ? info.socket : null };
   } catch {
@@ -37,10 +37,36 @@ export function readDaemonInfo(dbPath: string): DaemonInfo | null {
   }
 }
 
-/** The running daemon (another process) that owns `dbPath`, if any. */
+/**
+ * The info file a daemon also writes under the identity of its store file (device and inode), next to its
+ * identity lock (server/lock.ts), or null when the file does not exist (yet). A client that names the store
+ * through a hard link (or another mount) finds the daemon through it: path spellings differ, the identity not.
+ */
+export function identityInfoPath(dbPath: string): string | null {
+  if (process.platform === 'win32') return null;
+  try {
+    const st = fs.statSync(dbPath);
+    return path.join(identityLockDir(), `${st.dev}-${st.ino}.json`);
+  } catch {
+    return null;
+  }
+}
+
+/** The info file of the daemon that owns `dbPath` (it may be stale: check pidAlive). */
+export function readDaemonInfo(dbPath: string): DaemonInfo | null {
+  return readInfoFile(daemonInfoPath(dbPath));
+}
+
+/**
+ * The running daemon (another process) that owns `dbPath`, if any: named by the info file next to that path,
+ * else by the one kept under the store file's identity (the daemon was started under another spelling).
+ */
 export function runningDaemon(dbPath: string): DaemonInfo | null {
-  const info = readDaemonInfo(dbPath);
-  return info && info.pid !== process.pid && pidAlive(info.pid) ? info : null;
+  const live = (info: DaemonInfo | null) => (info && info.pid !== process.pid && pidAlive(info.pid) ? info : null);
+  const byPath = live(readDaemonInfo(dbPath));
+  if (byPath) return byPath;
+  const idFile = identityInfoPath(dbPath);
+  return idFile ? live(readInfoFile(idFile)) : null;
 }
 
 /** A socket that another user could have put there: never connected to, nothing is sent. */

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { daemonInfoPath, identityLockDir } from '../paths';
 import { createPrivateFile, ensurePrivateDir } from '../private-files';
-import { pidAlive, readDaemonInfo, type DaemonInfo } from '../client/daemon-info';
+import { identityInfoPath, pidAlive, readDaemonInfo, type DaemonInfo } from '../client/daemon-info';
 import { holdExclusiveLock, type HeldLock } from '../store/lock';
 
 export { pidAlive, readDaemonInfo, runningDaemon, type DaemonInfo } from '../client/daemon-info';
@@ -64,12 +64,26 @@ export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>)
     }
     throw new StoreLockedError(owner && pidAlive(owner.pid) ? owner : { pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath });
   }
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify({ pid: process.pid, ...info }, null, 1), { mode: 0o600 });
-  fs.renameSync(tmp, file); // atomic: readers never see a half-written file
+  const body = JSON.stringify({ pid: process.pid, ...info }, null, 1);
+  const publish = (to: string) => {
+    const tmp = `${to}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, body, { mode: 0o600 });
+    fs.renameSync(tmp, to); // atomic: readers never see a half-written file
+  };
+  publish(file);
+  // The same info under the file's identity, for clients that name the store through a hard link.
+  const idFile = identity !== 'unsupported' ? identityInfoPath(dbPath) : null;
+  if (idFile) publish(idFile);
   return () => {
     const cur = readDaemonInfo(dbPath);
     if (cur?.pid === process.pid) fs.rmSync(file, { force: true });
+    if (idFile) {
+      try {
+        if ((JSON.parse(fs.readFileSync(idFile, 'utf8')) as DaemonInfo).pid === process.pid) fs.rmSync(idFile, { force: true });
+      } catch {
+        /* gone already */
+      }
+    }
     lock.release();
   };
 }
