@@ -47,6 +47,12 @@ export const ErrorCodes = {
   Forbidden: 1014,
   /** The daemon is at a documented capacity limit (connections, unread output); `data.limit`. Retry later. */
   Overloaded: 1015,
+  /**
+   * The request ran past the per-request time limit (`data.limit`, ms; docs/protocol.md#limits) and was stopped at
+   * a chunk boundary. Each chunk is atomic: `data.progress` says what was done (an import can be sent again: what
+   * it already wrote is skipped). Not the retired `Timeout`.
+   */
+  RequestTimeLimit: 1016,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCodes;
@@ -86,6 +92,7 @@ export const errorDescriptions: Record<ErrorCodeName, string> = {
   Unavailable: 'no daemon could be reached or the connection closed before the reply (client side; data.sent says whether the request was written), or the team database cannot be reached (data.store: team; nothing was written)',
   Forbidden: "the team database refused the change: the caller's role was not granted this namespace root",
   Overloaded: 'the daemon is at a documented capacity limit (connections, unread output); data.limit; retry later',
+  RequestTimeLimit: 'the request ran past the per-request time limit (data.limit ms) and stopped at a chunk boundary; data.progress says what was done',
 };
 
 /** The error type thrown by the store and handlers; the RPC layer turns it into a ResponseError once. */

@@ -52,6 +52,13 @@ export const Limits = {
   frameIdleMs: 30_000,
   /** Values longer than this many characters get an extractive summary at write time. */
   summaryThresholdChars: 600,
+  /**
+   * Per-request time limit (ms). Long work (import, whole export) runs in chunks that yield to other requests
+   * between them; past this limit it stops at the next chunk boundary with RequestTimeLimit (`data.progress`).
+   */
+  requestTimeMs: 60_000,
+  /** Records a store/import applies per chunk (one transaction each), and store/export reads per chunk. */
+  chunkRecords: 256,
 } as const;
 
 /** Namespace grammar: lowercase segments `[a-z0-9][a-z0-9_-]*` joined by '.'. */
@@ -592,7 +599,7 @@ export const BackupResult = z.object({
   ms: z.number().int(),
 });
 export type BackupResult = z.infer<typeof BackupResult>;
-export const ProgressParams = z.object({ operation: z.enum(['backup']), done: z.number().int(), total: z.number().int() });
+export const ProgressParams = z.object({ operation: z.enum(['backup', 'import', 'export']), done: z.number().int(), total: z.number().int() });
 export type ProgressParams = z.infer<typeof ProgressParams>;
 export const ImportParams = z.object({ records: z.array(z.unknown()).max(200_000), actor: Actor.optional() }).strict();
 export type ImportParams = z.infer<typeof ImportParams>;

@@ -9,7 +9,7 @@ import { CairnError, fromZodError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
-import { checkParamsShape } from './limits';
+import { checkParamsShape, requestContext, type RequestContext } from './limits';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
@@ -23,7 +23,7 @@ import type { Store } from '../store/store';
 import type { TeamRouter } from '../team/router';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- params are validated against the method's schema before a handler runs
-export type Handler = (params: any) => unknown | Promise<unknown>;
+export type Handler = (params: any, ctx: RequestContext) => unknown | Promise<unknown>;
 
 export interface CoreHooks {
   /** Vector arm, once an embedding model is loaded. */
@@ -56,6 +56,8 @@ export class Core {
   readonly tasks: Tasks;
   /** Team memory: namespaces under the team roots are served by the team database (daemon/src/team/). */
   team?: TeamRouter;
+  /** Per-request time limit (ms) for chunked work (server/limits.ts `pace`); Limits.requestTimeMs unless set. */
+  requestTimeMs: number = T.Limits.requestTimeMs;
 
   constructor(
     readonly store: Store,
@@ -63,7 +65,7 @@ export class Core {
   ) {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
-    const on = <P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>) =>
+    const on = <P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>, ctx: RequestContext) => z.infer<R> | Promise<z.infer<R>>) =>
       this.handlers.set(def.method, fn as Handler);
 
     on(Requests.upsert, async (p) => {
@@ -114,10 +116,11 @@ export class Core {
     });
     on(Requests.retention, (p) => configureRetention(s, p));
     on(Requests.audit, (p) => auditPage(s, p));
-    on(Requests.exportRecords, (p) => ({ records: exportRecords(s, p) }));
+    const progress = (operation: T.ProgressParams['operation']) => (done: number, total: number) => this.hooks.progress?.({ operation, done, total });
+    on(Requests.exportRecords, async (p, ctx) => ({ records: await exportRecords(s, p, ctx, progress('export')) }));
     on(Requests.exportPage, (p) => exportPage(s, p));
     on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));
-    on(Requests.importRecords, (p) => importRecords(s, p.records, p.actor));
+    on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import')));
     on(Requests.importPreview, (p) => importPreview(s, p));
     on(Requests.overview, (p) => overview(s, p));
     on(Requests.tasksCreate, (p) => tasks.create(p));
@@ -155,8 +158,9 @@ export class Core {
     checkParamsShape(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
     const parsed = def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method);
-    if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p));
-    return fn(parsed.data);
+    const ctx = requestContext(this.requestTimeMs);
+    if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
+    return fn(parsed.data, ctx);
   }
 
   /** Typed convenience for in-process callers. */

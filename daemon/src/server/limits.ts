@@ -64,3 +64,31 @@ export function checkParamsShape(params: unknown): void {
     }
   }
 }
+
+/**
+ * What a long handler needs to share the daemon's one thread: its deadline (Limits.requestTimeMs from the
+ * request's start) and where to report progress.
+ */
+export interface RequestContext {
+  /** Epoch ms after which the work stops at its next chunk boundary. */
+  deadline: number;
+  /** The limit it was given, for the error. */
+  limitMs: number;
+}
+
+/** A context for a request starting now. */
+export function requestContext(limitMs: number = Limits.requestTimeMs): RequestContext {
+  return { deadline: Date.now() + limitMs, limitMs };
+}
+
+/**
+ * Between two chunks of a long request: let the event loop run (other connections' requests are read and
+ * answered), then stop with RequestTimeLimit when the request is past its deadline. `progress` goes into the
+ * error's data so the caller knows what was done.
+ */
+export async function pace(ctx: RequestContext | undefined, progress: Record<string, number>): Promise<void> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  if (ctx && Date.now() > ctx.deadline) {
+    throw new CairnError('RequestTimeLimit', `the request ran past its time limit of ${ctx.limitMs} ms and stopped; what it did so far stands (data.progress)`, { limit: ctx.limitMs, progress });
+  }
+}

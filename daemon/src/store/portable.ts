@@ -7,12 +7,13 @@
  */
 import { openDatabase, stmt, type DB } from './db';
 import { CairnError } from '../protocol/errors';
-import { ExportRecord, type ExportPageParams, type ExportPageResult, type ExportParams, type ImportResult } from '../protocol/types';
+import { ExportRecord, Limits, type ExportPageParams, type ExportPageResult, type ExportParams, type ImportResult } from '../protocol/types';
 import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
 import { normalizedValueHash, uuidv7 } from '../text/hash';
 import { findRejection, rejectionHash } from './rejected';
+import { pace, type RequestContext } from '../server/limits';
 
 type HistoryRow = Parameters<typeof historyEntry>[0];
 type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'done';
@@ -134,12 +135,29 @@ export class ExportWalker {
   }
 }
 
-/** The whole export at once (store/export): fine for small stores; large ones use exportPage. */
-export function exportRecords(store: Store, p: ExportParams): ExportRecord[] {
-  const w = new ExportWalker(store.db, p, store.schemaVersion, store.now());
-  const out: ExportRecord[] = [];
-  while (!w.finished) for (const r of w.page(10_000, Infinity)) out.push(r);
-  return out;
+/**
+ * The whole export in one reply (store/export): fine for small stores; large ones use exportPage. Read in chunks
+ * of Limits.chunkRecords from one read transaction (one snapshot), yielding to other requests between chunks.
+ */
+export async function exportRecords(store: Store, p: ExportParams, ctx?: RequestContext, progress?: (done: number, total: number) => void): Promise<ExportRecord[]> {
+  const snapshot = store.path === ':memory:' || store.db.inTransaction ? null : openDatabase(store.path, { readonly: true, loadVec: false }).db;
+  const db = snapshot ?? store.db;
+  try {
+    if (snapshot) snapshot.exec('BEGIN');
+    const w = new ExportWalker(db, p, store.schemaVersion, store.now());
+    const out: ExportRecord[] = [];
+    while (!w.finished) {
+      if (out.length > 0) await pace(ctx, { records: out.length, memories: w.done, total: w.total });
+      for (const r of w.page(Limits.chunkRecords, Infinity)) out.push(r);
+      progress?.(w.done, w.total);
+    }
+    return out;
+  } finally {
+    if (snapshot) {
+      if (snapshot.inTransaction) snapshot.exec('COMMIT');
+      snapshot.close();
+    }
+  }
 }
 
 /**
@@ -228,15 +246,43 @@ function importedBy(store: Store): Set<string> {
   return set;
 }
 
-export function importRecords(store: Store, raw: unknown[], actor = 'import'): ImportResult {
-  const records = raw.map((r, i) => {
-    const parsed = ExportRecord.safeParse(r);
+/**
+ * Import records in chunks of Limits.chunkRecords, each in its own transaction, yielding to the event loop
+ * between chunks (server/limits.ts `pace`) so other clients are served while a large import runs. Every record
+ * is validated (yielding too) before the first is written. Past the request's deadline it stops at a chunk
+ * boundary with RequestTimeLimit; what was written stands, and sending the same records again skips it.
+ */
+export async function importRecords(
+  store: Store,
+  raw: unknown[],
+  actor = 'import',
+  ctx?: RequestContext,
+  progress?: (done: number, total: number) => void,
+): Promise<ImportResult> {
+  const chunk = Limits.chunkRecords;
+  const records: ExportRecord[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const parsed = ExportRecord.safeParse(raw[i]);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new CairnError('InvalidParams', `records[${i}]: ${issue.message}`, { field: `records[${i}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}` });
     }
-    return parsed.data;
-  });
+    records.push(parsed.data);
+    // Validation yields too, but is bounded by the message size: the deadline is checked between written chunks.
+    if ((i + 1) % (chunk * 4) === 0 && i + 1 < raw.length) await pace(undefined, {});
+  }
+  const counts = { memories: 0, history: 0, links: 0, skipped: 0 };
+  let position = 0;
+  for (let at = 0; at < records.length; at += chunk) {
+    if (at > 0) await pace(ctx, { records: at, total: records.length, ...counts });
+    position = applyRecords(store, records.slice(at, at + chunk), actor, counts) || position;
+    progress?.(Math.min(at + chunk, records.length), records.length);
+  }
+  return { ...counts, position: position || store.position() };
+}
+
+/** Apply some records in one transaction; adds to `counts`; returns the position of the last change (0: none). */
+function applyRecords(store: Store, records: ExportRecord[], actor: string, counts: { memories: number; history: number; links: number; skipped: number }): number {
   const db = store.db;
   let memories = 0, history = 0, links = 0, skipped = 0;
   const position = store.transaction(() => {
@@ -310,7 +356,11 @@ export function importRecords(store: Store, raw: unknown[], actor = 'import'): I
         }
       }
     }
-    return last || store.position();
+    return last;
   });
-  return { memories, history, links, skipped, position };
+  counts.memories += memories;
+  counts.history += history;
+  counts.links += links;
+  counts.skipped += skipped;
+  return position;
 }
