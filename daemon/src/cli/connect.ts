@@ -6,7 +6,9 @@
  * A daemon that serves stdio only, or one that holds the store but does not answer, is `Unavailable`: the CLI
  * never opens the file behind a daemon's back unasked.
  */
+import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
+import { CairnError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import type { SearchResult, UpsertResult } from '../protocol/types';
 import { resolveDbPath } from '../paths';
@@ -80,4 +82,32 @@ export async function connect(opts: ConnectOptions): Promise<CairnClient> {
     throw unavailable(`cannot reach the Cairn daemon of ${db}: ${(e as Error).message}`, false);
   }
   return StreamClient.connect(socket);
+}
+
+/**
+ * Send a write with a fresh idempotency key, and once more with the same key when the daemon could not be reached
+ * or the connection closed before the reply (`Unavailable`; `data.sent: true` means it may have been applied). The
+ * daemon applies a keyed write at most once and answers the retry with the first result (`replayed: true`), so the
+ * retry is safe either way (docs/protocol.md#idempotency).
+ */
+export async function callWriteOnce<P extends z.ZodType, R extends z.ZodType>(
+  c: CairnClient,
+  reconnect: () => Promise<CairnClient>,
+  def: RequestDef<P, R>,
+  params: z.input<P>,
+  log: (msg: string) => void = () => undefined,
+): Promise<z.infer<R>> {
+  const keyed = { ...(params as object), idempotencyKey: randomUUID() } as z.input<P>;
+  try {
+    return await c.call(def, keyed);
+  } catch (e) {
+    if (!(e instanceof CairnError) || e.codeName !== 'Unavailable') throw e;
+    log(`${e.message}; sending it again with the same idempotency key (it is applied at most once)`);
+    const again = await reconnect();
+    try {
+      return await again.call(def, keyed);
+    } finally {
+      await again.close();
+    }
+  }
 }

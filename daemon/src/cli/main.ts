@@ -15,7 +15,7 @@ import { readEnv } from '../protocol/settings';
 import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
 import { VERSION } from '../version';
-import { connect } from './connect';
+import { callWriteOnce, connect } from './connect';
 import { printHistory, printMemories, printMemory, printSearch, printStatus } from './format';
 
 export class UsageError extends Error {}
@@ -203,22 +203,25 @@ export async function run(argv: string[]): Promise<number> {
   }
   const known = ['audit', 'retention', 'backup', 'erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
-  const client = await connect({
-    db: o.db,
-    socket: o.socket,
-    direct: o.direct,
-    noStart: cmd === 'status', // asking for status has no side effects: it never starts a daemon
-    daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined,
-    log: (m) => process.stderr.write(`cairn: ${m}\n`),
-  });
+  const open = () =>
+    connect({
+      db: o.db,
+      socket: o.socket,
+      direct: o.direct,
+      noStart: cmd === 'status', // asking for status has no side effects: it never starts a daemon
+      daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined,
+      log: (m) => process.stderr.write(`cairn: ${m}\n`),
+    });
+  const client = await open();
   try {
-    return await command(client, cmd, pos, o);
+    return await command(client, cmd, pos, o, open);
   } finally {
     await client.close();
   }
 }
 
-async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Promise<number> {
+async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reconnect: () => Promise<CairnClient>): Promise<number> {
+  const note = (m: string) => process.stderr.write(`cairn: ${m}\n`);
   const actor = o.actor ?? readEnv('CAIRN_ACTOR') ?? 'user';
   const json = !!o.json;
   const emit = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
@@ -226,7 +229,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
       const value = pos[2] === '-' ? await readStdin() : pos[2];
-      const r = await c.call(Requests.upsert, {
+      const r = await callWriteOnce(c, reconnect, Requests.upsert, {
         namespace: pos[0],
         key: pos[1],
         value,
@@ -247,9 +250,10 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
         ...(o.force ? { force: true } : {}),
         ...(o.proposed ? { status: 'proposed' as const } : {}),
         ...(o.reason ? { reason: o.reason } : {}),
-      });
+      }, note);
       emit(r, () => {
         out(`${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version} (${r.memory.id}) at position ${r.position}`);
+        if (r.replayed) out('  (the connection closed before the first reply; this is its recorded result, applied once)');
         for (const d of r.possibleDuplicates ?? []) out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
         if (r.duplicatesSkipped) out(`  duplicate check skipped: ${r.duplicatesSkipped}`);
       });
@@ -295,7 +299,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts): Pro
     case 'forget':
     case 'purge': {
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
-      const r = await c.call(def as typeof Requests.delete, { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) });
+      const r = await callWriteOnce(c, reconnect, def as typeof Requests.delete, { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) }, note);
       emit(r, () => out(`${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key} (${r.memory.id})` : (r as { id: string }).id} at position ${r.position}`));
       return 0;
     }

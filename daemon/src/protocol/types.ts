@@ -218,6 +218,12 @@ export type InitializeResult = z.infer<typeof InitializeResult>;
 // ---------------------------------------------------------------------------
 // Memories
 // ---------------------------------------------------------------------------
+/**
+ * A client-chosen key (8–128 of `A-Z a-z 0-9 _ . : -`, e.g. a UUID) that makes a write safe to send again after
+ * `Unavailable` with `data.sent: true`: the daemon applies it once and answers a retry with the first result
+ * (`replayed: true`). See docs/protocol.md#idempotency.
+ */
+export const IdempotencyKey = z.string().min(8).max(128).regex(/^[A-Za-z0-9_.:-]+$/, 'use 8-128 characters of A-Z a-z 0-9 _ . : -');
 export const UpsertParams = z
   .object({
     namespace: NamespacePath,
@@ -253,6 +259,8 @@ export const UpsertParams = z
      * `possibleDuplicates`. Without it the duplicate check runs in the background (`duplicateCheck: "pending"`).
      */
     waitForDuplicates: z.boolean().optional(),
+    /** Apply this write once: a retry with the same key gets the first result (docs/protocol.md#idempotency). */
+    idempotencyKey: IdempotencyKey.optional(),
   })
   .strict();
 export type UpsertParams = z.infer<typeof UpsertParams>;
@@ -281,6 +289,8 @@ export const UpsertResult = z.object({
   warnings: z.array(WriteWarning).optional(),
   /** State of the duplicate check of this write (absent when the write changed nothing). */
   duplicateCheck: DuplicateCheck.optional(),
+  /** True when this is the recorded result of an earlier request with the same idempotencyKey (nothing was applied now). */
+  replayed: z.literal(true).optional(),
 });
 export type UpsertResult = z.infer<typeof UpsertResult>;
 
@@ -290,7 +300,7 @@ export const DuplicatesResult = z.object({ id: z.string(), version: z.number().i
 export type DuplicatesResult = z.infer<typeof DuplicatesResult>;
 
 export const UpsertBatchParams = z
-  .object({ items: z.array(UpsertParams).min(1).max(Limits.batchItems), actor: Actor.optional() })
+  .object({ items: z.array(UpsertParams.omit({ idempotencyKey: true })).min(1).max(Limits.batchItems), actor: Actor.optional(), idempotencyKey: IdempotencyKey.optional() })
   .strict();
 export type UpsertBatchParams = z.infer<typeof UpsertBatchParams>;
 export const UpsertBatchResult = z.object({
@@ -299,6 +309,7 @@ export const UpsertBatchResult = z.object({
     z.object({ ok: z.literal(false), error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown() }) }),
   ])),
   position: z.number().int(),
+  replayed: z.literal(true).optional(),
 });
 export type UpsertBatchResult = z.infer<typeof UpsertBatchResult>;
 
@@ -330,6 +341,8 @@ const target = {
   reason: Reason.optional(),
   /** The caller's scope: the memory (by id or key) must lie inside it, else NotFound. */
   scope: Scope.optional(),
+  /** Apply this write once: a retry with the same key gets the first result (docs/protocol.md#idempotency). */
+  idempotencyKey: IdempotencyKey.optional(),
 };
 export const DeleteParams = z.object(target).strict();
 export type DeleteParams = z.infer<typeof DeleteParams>;
@@ -339,9 +352,9 @@ export const ForgetParams = z.object(target).strict();
 export type ForgetParams = z.infer<typeof ForgetParams>;
 export const PurgeParams = z.object(target).strict();
 export type PurgeParams = z.infer<typeof PurgeParams>;
-export const WriteResult = z.object({ memory: Memory, position: z.number().int() });
+export const WriteResult = z.object({ memory: Memory, position: z.number().int(), replayed: z.literal(true).optional() });
 export type WriteResult = z.infer<typeof WriteResult>;
-export const PurgeResult = z.object({ id: z.string(), position: z.number().int() });
+export const PurgeResult = z.object({ id: z.string(), position: z.number().int(), replayed: z.literal(true).optional() });
 export type PurgeResult = z.infer<typeof PurgeResult>;
 
 // Erasure (memory/erase): removal with proof. See docs/protocol.md#erasure.

@@ -19,6 +19,7 @@ import { configureRetention, enforceRetention } from '../store/retention';
 import { auditPage } from '../store/audit';
 import { importPreview } from '../store/import-preview';
 import { overview } from '../store/overview';
+import { dropIdempotencyRecords, onceByKey } from '../store/idempotency';
 import type { Store } from '../store/store';
 import type { TeamRouter } from '../team/router';
 
@@ -69,8 +70,8 @@ export class Core {
       this.handlers.set(def.method, fn as Handler);
 
     on(Requests.upsert, async (p) => {
-      const r = s.upsert(p);
-      if (!r.changed) return r;
+      const r = onceByKey(s, 'memory/upsert', p, () => s.upsert(p));
+      if (!r.changed || 'replayed' in r) return r;
       if (!this.hooks.duplicates) return { ...r, duplicateCheck: 'unavailable' as const };
       const d = await this.hooks
         .duplicates(r.memory, r.position, p.waitForDuplicates === true)
@@ -87,13 +88,19 @@ export class Core {
       const d = this.hooks.duplicatesOf ? this.hooks.duplicatesOf(m.id) : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
       return { id: m.id, version: m.version, ...d };
     });
-    on(Requests.upsertBatch, (p) => s.upsertBatch(p.items, p.actor));
+    on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
     on(Requests.get, (p) => s.get(p));
     on(Requests.list, (p) => s.list(p));
-    on(Requests.delete, (p) => s.delete(p));
-    on(Requests.restore, (p) => s.restore(p));
-    on(Requests.forget, (p) => s.forget(p));
-    on(Requests.purge, (p) => s.purge(p));
+    on(Requests.delete, (p) => onceByKey(s, 'memory/delete', p, () => s.delete(p)));
+    on(Requests.restore, (p) => onceByKey(s, 'memory/restore', p, () => s.restore(p)));
+    on(Requests.forget, (p) => onceByKey(s, 'memory/forget', p, () => s.forget(p)));
+    on(Requests.purge, (p) =>
+      onceByKey(s, 'memory/purge', p, () => {
+        const r = s.purge(p);
+        dropIdempotencyRecords(s.db, [r.id]); // recorded results of earlier writes hold the purged text
+        return r;
+      }),
+    );
     on(Requests.erase, (p) => erase(s, p));
     on(Requests.history, (p) => s.history(p));
     on(Requests.link, (p) => s.link(p));

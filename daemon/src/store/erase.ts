@@ -20,6 +20,7 @@ import { uuidv7 } from '../text/hash';
 import { stmt } from './db';
 import { contentHash, newSalt, signReceipt, type ErasedContent } from './receipt';
 import { scopePredicate } from './scope';
+import { dropIdempotencyRecords } from './idempotency';
 import { ftsCompact, ftsSecureDelete, type Store } from './store';
 
 interface Row {
@@ -103,6 +104,8 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       stmt(db, `DELETE FROM namespaces WHERE id IN (SELECT value FROM json_each(?))`).run(JSON.stringify(ids));
       removed.namespaces = ids.length;
     }
+    // Recorded results of idempotent writes hold the memories' text.
+    dropIdempotencyRecords(db, t.rows.map((r) => r.id));
     // Older segments may still hold terms of earlier versions (each update replaced the row): merge them away.
     ftsCompact(db);
     let last = store.position();

@@ -1,0 +1,76 @@
+/**
+ * Idempotency keys for writes (docs/protocol.md#idempotency). A client that lost its connection before the reply
+ * (`Unavailable` with `data.sent: true`) cannot know whether its write was applied; sending it again with the same
+ * `idempotencyKey` is safe: the first time, the write and the key → result record commit in one transaction (so the
+ * record survives a daemon crash exactly when the write does); a retry with the same key and the same request gets
+ * the recorded result back (`replayed: true`) and applies nothing. The same key with a different request is
+ * `InvalidState`. Records are kept for a bounded window (age and count), pruned on every recorded write, and removed
+ * with the memory by `memory/erase` (a recorded result holds the memory's text).
+ */
+import { createHash } from 'node:crypto';
+import { CairnError } from '../protocol/errors';
+import { stmt, type DB } from './db';
+import type { Store } from './store';
+
+/** How long and how many key → result records are kept. */
+export const IdempotencyWindow = { maxAgeMs: 24 * 60 * 60 * 1000, maxKeys: 10_000 };
+
+const ready = new WeakSet<DB>();
+function ensureTable(db: DB): void {
+  if (ready.has(db)) return;
+  db.exec(`CREATE TABLE IF NOT EXISTS idempotency_keys (
+    key TEXT PRIMARY KEY, method TEXT NOT NULL, fingerprint TEXT NOT NULL, result TEXT NOT NULL, memory_id TEXT, at INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS idempotency_keys_at ON idempotency_keys(at);
+    CREATE INDEX IF NOT EXISTS idempotency_keys_memory ON idempotency_keys(memory_id)`);
+  ready.add(db);
+}
+
+/** The request without its key, as a stable hash: the same key must come with the same request. */
+function fingerprint(method: string, params: Record<string, unknown>): string {
+  const { idempotencyKey: _k, ...rest } = params;
+  return createHash('sha256').update(method).update('\0').update(JSON.stringify(rest)).digest('hex');
+}
+
+/**
+ * Run a write once per idempotency key. Without a key, just runs it. A write that fails records nothing (it was
+ * rolled back), so a retry runs it again.
+ */
+export function onceByKey<R extends object>(store: Store, method: string, params: { idempotencyKey?: string }, run: () => R): R | (R & { replayed: true }) {
+  const key = params.idempotencyKey;
+  if (key === undefined) return run();
+  const db = store.db;
+  ensureTable(db);
+  const fp = fingerprint(method, params as Record<string, unknown>);
+  return store.transaction(() => {
+    const seen = stmt(db, 'SELECT method, fingerprint, result FROM idempotency_keys WHERE key = ?').get(key) as { method: string; fingerprint: string; result: string } | undefined;
+    if (seen) {
+      if (seen.method !== method || seen.fingerprint !== fp) {
+        throw new CairnError('InvalidState', `idempotency key ${key} was already used for a different request (${seen.method}); use a new key for a new request`, { field: 'idempotencyKey' });
+      }
+      return { ...(JSON.parse(seen.result) as R), replayed: true as const };
+    }
+    const r = run();
+    const memoryId = (r as { memory?: { id?: unknown } }).memory?.id ?? (r as { id?: unknown }).id;
+    const now = store.now();
+    stmt(db, 'INSERT INTO idempotency_keys(key, method, fingerprint, result, memory_id, at) VALUES (?, ?, ?, ?, ?, ?)').run(key, method, fp, JSON.stringify(r), typeof memoryId === 'string' ? memoryId : null, now);
+    stmt(db, 'DELETE FROM idempotency_keys WHERE at < ?').run(now - IdempotencyWindow.maxAgeMs);
+    stmt(db, 'DELETE FROM idempotency_keys WHERE rowid <= (SELECT max(rowid) FROM idempotency_keys) - ?').run(IdempotencyWindow.maxKeys);
+    return r;
+  });
+}
+
+/** Forget the recorded results of writes to these memories (they hold its text): memory/erase calls it. */
+export function dropIdempotencyRecords(db: DB, memoryIds: readonly string[]): number {
+  const exists = stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'").get();
+  if (!exists || memoryIds.length === 0) return 0;
+  let n = 0;
+  const del = stmt(db, 'DELETE FROM idempotency_keys WHERE memory_id = ?');
+  for (const id of memoryIds) n += del.run(id).changes;
+  return n;
+}
+
+/** How many key records are kept (status, tests). */
+export function idempotencyRecords(db: DB): number {
+  const exists = stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'").get();
+  return exists ? (stmt(db, 'SELECT count(*) AS c FROM idempotency_keys').get() as { c: number }).c : 0;
+}
