@@ -9,10 +9,12 @@
  * 2. --writers socket clients writing 3,000 upserts each through one daemon.
  * 3. --writers processes writing 500 upserts each directly to the store (no daemon).
  * 4. 2 and 4 daemons started at once on one store, --race-trials times each: exactly one serves.
- * Exits 1 when any check fails.
+ * 5. Stall: the longest wait of a small request on one connection while another imports, then exports,
+ *    --stall-memories memories (a figure, no pass/fail: timing belongs to benchmarks, not tests).
+ * Exits 1 when any check fails. A check whose harness throws is reported as failed; the others still run.
  */
 import * as fs from 'node:fs';
-import { crashLoop, daemonRace, directWriters, socketWriters } from './reliability';
+import { crashLoop, daemonRace, directWriters, socketWriters, stallProbe } from './reliability';
 import { arg } from './stats';
 
 async function main() {
@@ -40,10 +42,21 @@ async function main() {
   out.directWriters = { ...direct, lost: direct.lost.length };
 
   for (const n of [2, 4]) {
-    const race = await daemonRace({ daemons: n, trials });
+    const race = await daemonRace({ daemons: n, trials }).catch((e: Error) => ({ trials, exactlyOne: 0, failures: [`harness: ${e?.stack ?? e}`] }));
     say(`${n} daemons at once: exactly one served in ${race.exactlyOne}/${race.trials} trials${race.failures.length ? `; ${race.failures.join('; ')}` : ''}`);
     ok &&= race.exactlyOne === race.trials;
     out[`race${n}`] = race;
+  }
+
+  const stallMemories = Number(arg('stall-memories', '20000'));
+  try {
+    const st = await stallProbe({ memories: stallMemories });
+    const f = (x: { probes: number; maxMs: number; p99Ms: number }) => `${x.probes} answered, max ${x.maxMs.toFixed(1)} ms, p99 ${x.p99Ms.toFixed(1)} ms`;
+    say(`stall: small requests on another connection while importing ${st.memories} memories (${(st.duringImport.bigMs / 1000).toFixed(1)} s): ${f(st.duringImport)}; while exporting them (${(st.duringExport.bigMs / 1000).toFixed(1)} s): ${f(st.duringExport)}; idle: ${f(st.idle)}`);
+    out.stall = st;
+  } catch (e) {
+    say(`stall probe failed: ${(e as Error)?.stack ?? e}`);
+    ok = false;
   }
   const json = arg('json', '');
   if (json) fs.writeFileSync(json, JSON.stringify(out, null, 2));
@@ -51,4 +64,8 @@ async function main() {
   process.exitCode = ok ? 0 : 1;
 }
 
+process.on('unhandledRejection', (e) => {
+  process.stdout.write(`unhandled rejection in the harness: ${(e as Error)?.stack ?? e}\n`);
+  process.exitCode = 1;
+});
 void main();

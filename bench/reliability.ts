@@ -9,6 +9,8 @@
  * - socketWriters: N clients write at once through one daemon; all acked present.
  * - directWriters: N processes write the store directly (no daemon) at once.
  * - daemonRace: N daemons started at the same instant on one store: exactly one serves.
+ * - stallProbe: while one connection imports (then exports) a large store, another sends small requests one
+ *   after another; the longest wait for one of them is the stall a big request causes the others.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -16,7 +18,8 @@ import * as path from 'node:path';
 import { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { Store } from '../daemon/src/store/store';
-import { CAIRN_BIN, ROOT, tempDir } from '../test/helpers';
+import type { ExportRecord } from '../daemon/src/protocol/types';
+import { CAIRN_BIN, ROOT, tempCore, tempDir } from '../test/helpers';
 
 export interface Verdict {
   acked: number;
@@ -231,6 +234,9 @@ export async function daemonRace(opts: { daemons: number; trials: number }): Pro
     const procs = Array.from({ length: opts.daemons }, (_, i) => startDaemon(db, path.join(dir, `d${i}.sock`)));
     const errs = procs.map(() => '');
     procs.forEach((p, i) => p.stderr!.on('data', (d) => (errs[i] += d)));
+    // A failure inside one trial (a socket error, a daemon dying mid-probe) is that trial's failure, never the
+    // harness's: the full-count run used to die before printing anything.
+    procs.forEach((p) => p.on('error', (e) => failures.push(`trial ${t + 1}: spawn failed: ${e.message}`)));
     try {
       // Losers exit on their own (the lock is taken); wait until only survivors remain and one of them serves.
       const deadline = Date.now() + 30_000;
@@ -254,6 +260,8 @@ export async function daemonRace(opts: { daemons: number; trials: number }): Pro
       const stillAlive = procs.filter((p) => p.exitCode === null).length;
       if (serving.length === 1 && stillAlive === 1) exactlyOne++;
       else failures.push(`trial ${t + 1}: ${serving.length} serving, ${stillAlive} alive; exits ${procs.map((p) => p.exitCode).join(',')}; ${errs.join(' | ').slice(0, 400)}`);
+    } catch (e) {
+      failures.push(`trial ${t + 1}: the harness failed: ${(e as Error)?.stack ?? String(e)}`);
     } finally {
       for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
       await Promise.all(procs.map(exited));
@@ -261,4 +269,73 @@ export async function daemonRace(opts: { daemons: number; trials: number }): Pro
     }
   }
   return { trials: opts.trials, exactlyOne, failures };
+}
+
+export interface StallResult {
+  memories: number;
+  /** Small requests answered while the big one ran, and the longest / 99th-percentile wait for one (ms). */
+  duringImport: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
+  duringExport: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
+  /** The same small request on an idle daemon. */
+  idle: { probes: number; maxMs: number; p99Ms: number };
+}
+
+/** Records of a store holding `memories` memories (built in-process). */
+async function exportOf(memories: number): Promise<ExportRecord[]> {
+  const t = tempCore();
+  try {
+    for (let b = 0; b < memories; b += 2000) {
+      const items = Array.from({ length: Math.min(2000, memories - b) }, (_, i) => ({ namespace: 'project.stall', key: `k${b + i}`, value: `bulk memory ${b + i} for the stall probe, with some words to index` }));
+      await t.core.call(R.upsertBatch, { items });
+    }
+    return (await t.core.call(R.exportRecords, { includeHistory: true })).records;
+  } finally {
+    t.close();
+  }
+}
+
+/**
+ * While one connection runs a large store/import (then a whole-store store/export), another sends memory/get
+ * requests one after another and times each: the longest wait is the stall the big request causes.
+ */
+export async function stallProbe(opts: { memories: number }): Promise<StallResult> {
+  const records = await exportOf(opts.memories);
+  const dir = tempDir('cairn-stall-');
+  const db = path.join(dir, 'cairn.db');
+  const socket = path.join(dir, 'd.sock');
+  const proc = startDaemon(db, socket);
+  try {
+    await waitServing(socket, proc);
+    const small = await StreamClient.connect(socket);
+    const big = await StreamClient.connect(socket);
+    await small.call(R.upsert, { namespace: 'project.probe', key: 'p', value: 'probe' });
+    const probeWhile = async (running: () => boolean, min = 0) => {
+      const waits: number[] = [];
+      while (running() || waits.length < min) {
+        const t0 = performance.now();
+        await small.call(R.get, { namespace: 'project.probe', key: 'p' });
+        waits.push(performance.now() - t0);
+      }
+      waits.sort((a, b) => a - b);
+      return { probes: waits.length, maxMs: waits.at(-1) ?? 0, p99Ms: waits[Math.floor(waits.length * 0.99)] ?? 0 };
+    };
+    const idle = await probeWhile(() => false, 200);
+    const timed = async <T>(p: Promise<T>) => {
+      const t0 = performance.now();
+      let done = false;
+      const run = p.then((v) => ((done = true), v));
+      const probes = await probeWhile(() => !done);
+      await run;
+      return { ...probes, bigMs: performance.now() - t0 };
+    };
+    const duringImport = await timed(big.call(R.importRecords, { records, actor: 'stall-probe' }));
+    const duringExport = await timed(big.call(R.exportRecords, { includeHistory: true }));
+    await small.close();
+    await big.close();
+    return { memories: opts.memories, duringImport, duringExport, idle };
+  } finally {
+    proc.kill('SIGKILL');
+    await exited(proc);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }

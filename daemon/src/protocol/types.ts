@@ -367,6 +367,8 @@ export const EraseParams = z
     root: NamespacePath.optional(),
     actor: Actor.optional(),
     reason: Reason.optional(),
+    /** The caller's scope: the memory, or the root and its whole subtree, must lie inside it, else NotFound. */
+    scope: Scope.optional(),
   })
   .strict();
 export type EraseParams = z.infer<typeof EraseParams>;
@@ -614,7 +616,14 @@ export const BackupResult = z.object({
 export type BackupResult = z.infer<typeof BackupResult>;
 export const ProgressParams = z.object({ operation: z.enum(['backup', 'import', 'export']), done: z.number().int(), total: z.number().int() });
 export type ProgressParams = z.infer<typeof ProgressParams>;
-export const ImportParams = z.object({ records: z.array(z.unknown()).max(200_000), actor: Actor.optional() }).strict();
+export const ImportParams = z
+  .object({
+    records: z.array(z.unknown()).max(200_000),
+    actor: Actor.optional(),
+    /** The caller's scope: a namespace or memory record outside it is refused (InvalidParams naming the record). */
+    scope: Scope.optional(),
+  })
+  .strict();
 export type ImportParams = z.infer<typeof ImportParams>;
 export const ImportResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });
 export type ImportResult = z.infer<typeof ImportResult>;
@@ -809,7 +818,13 @@ export const IMPORT_OUTCOMES = ['new', 'unchanged', 'changed', 'conflicting', 'r
 export const ImportOutcome = z.enum(IMPORT_OUTCOMES);
 export type ImportOutcome = z.infer<typeof ImportOutcome>;
 export const ImportPreviewParams = z
-  .object({ records: z.array(z.unknown()).max(200_000), /** How many per-memory items to return at most (default 200). */ sample: z.number().int().min(0).max(Limits.pageSize).optional() })
+  .object({
+    records: z.array(z.unknown()).max(200_000),
+    /** How many per-memory items to return at most (default 200). */
+    sample: z.number().int().min(0).max(Limits.pageSize).optional(),
+    /** The caller's scope: a namespace or memory record outside it is refused, as store/import does. */
+    scope: Scope.optional(),
+  })
   .strict();
 export type ImportPreviewParams = z.infer<typeof ImportPreviewParams>;
 export const ImportPreviewResult = z.object({

@@ -29,38 +29,68 @@ function at(path: (string | number)[]): string {
   return s;
 }
 
-/** Throws InvalidParams / InvalidFilter when `params` breaks a shape limit; cheap (one iterative pass). */
+/** One node of the walk; the path is rebuilt from parent links only when an error names it. */
+interface Node {
+  v: unknown;
+  parent: Node | null;
+  key: string | number;
+  depth: number;
+  /** Depth inside `filter` (-1 outside it). */
+  fdepth: number;
+}
+
+function pathOf(n: Node | null): (string | number)[] {
+  const out: (string | number)[] = [];
+  for (let x = n; x && x.parent; x = x.parent) out.push(x.key);
+  return out.reverse();
+}
+
+/** Throws InvalidParams / InvalidFilter when `params` breaks a shape limit; cheap (one iterative pass, no copies). */
 export function checkParamsShape(params: unknown): void {
   if (params === null || typeof params !== 'object') return;
-  // Iterative DFS: [value, path, depth, filterDepth (-1 outside `filter`)]
-  const stack: [unknown, (string | number)[], number, number][] = [[params, [], 0, -1]];
+  const stack: Node[] = [{ v: params, parent: null, key: '', depth: 0, fdepth: -1 }];
   let filterNodes = 0;
   while (stack.length > 0) {
-    const [v, path, depth, fdepth] = stack.pop()!;
+    const n = stack.pop()!;
+    const v = n.v;
     if (typeof v === 'string') {
-      if (!wellFormed(v)) throw new CairnError('InvalidParams', `${at(path) || 'params'}: string holds an unpaired UTF-16 surrogate (not representable as UTF-8)`, { field: at(path) });
+      if (!wellFormed(v)) {
+        const f = at(pathOf(n));
+        throw new CairnError('InvalidParams', `${f || 'params'}: string holds an unpaired UTF-16 surrogate (not representable as UTF-8)`, { field: f });
+      }
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
-    if (depth > Limits.paramsDepth) {
-      throw new CairnError('InvalidParams', `params are nested deeper than ${Limits.paramsDepth} levels`, { field: at(path), limit: Limits.paramsDepth });
+    if (n.depth > Limits.paramsDepth) {
+      throw new CairnError('InvalidParams', `params are nested deeper than ${Limits.paramsDepth} levels`, { field: at(pathOf(n)), limit: Limits.paramsDepth });
     }
-    if (fdepth >= 0 && !Array.isArray(v)) {
-      if (++filterNodes > Limits.filterNodes) throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at(path), limit: Limits.filterNodes });
-      if (fdepth > Limits.filterDepth) throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at(path), limit: Limits.filterDepth });
+    if (n.fdepth >= 0 && !Array.isArray(v)) {
+      if (++filterNodes > Limits.filterNodes) throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at(pathOf(n)), limit: Limits.filterNodes });
+      if (n.fdepth > Limits.filterDepth) throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at(pathOf(n)), limit: Limits.filterDepth });
     }
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], [...path, i], depth + 1, fdepth]);
+      for (let i = v.length - 1; i >= 0; i--) {
+        const x = v[i];
+        // Numbers, booleans and null need no visit: skip the node allocation.
+        if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push({ v: x, parent: n, key: i, depth: n.depth + 1, fdepth: n.fdepth });
+      }
       continue;
     }
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i >= 0; i--) {
       const k = keys[i];
-      if (FORBIDDEN_KEYS.has(k)) throw new CairnError('InvalidParams', `${at([...path, k])}: "${k}" is not allowed as a property name`, { field: at([...path, k]) });
-      if (!wellFormed(k)) throw new CairnError('InvalidParams', `${at(path) || 'params'}: a property name holds an unpaired UTF-16 surrogate`, { field: at(path) });
-      const isFilterRoot = depth === 0 && k === 'filter';
-      const nextF = fdepth >= 0 ? (k === 'and' || k === 'or' || k === 'not' ? fdepth + 1 : fdepth) : isFilterRoot ? 0 : -1;
-      stack.push([(v as Record<string, unknown>)[k], [...path, k], depth + 1, nextF]);
+      if (FORBIDDEN_KEYS.has(k)) {
+        const f = at([...pathOf(n), k]);
+        throw new CairnError('InvalidParams', `${f}: "${k}" is not allowed as a property name`, { field: f });
+      }
+      if (!wellFormed(k)) {
+        const f = at(pathOf(n));
+        throw new CairnError('InvalidParams', `${f || 'params'}: a property name holds an unpaired UTF-16 surrogate`, { field: f });
+      }
+      const isFilterRoot = n.depth === 0 && k === 'filter';
+      const nextF = n.fdepth >= 0 ? (k === 'and' || k === 'or' || k === 'not' ? n.fdepth + 1 : n.fdepth) : isFilterRoot ? 0 : -1;
+      const x = (v as Record<string, unknown>)[k];
+      if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push({ v: x, parent: n, key: k, depth: n.depth + 1, fdepth: nextF });
     }
   }
 }

@@ -19,7 +19,7 @@ import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types
 import { uuidv7 } from '../text/hash';
 import { stmt } from './db';
 import { contentHash, newSalt, signReceipt, type ErasedContent } from './receipt';
-import { scopePredicate } from './scope';
+import { pathInScope, scopePredicate } from './scope';
 import { dropIdempotencyRecords } from './idempotency';
 import { ftsCompact, ftsSecureDelete, type Store } from './store';
 
@@ -35,7 +35,22 @@ interface Row {
 
 const ROW_SQL = 'SELECT m.rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.version FROM memories m JOIN namespaces n ON n.id = m.ns_id';
 
+/**
+ * What to erase, inside the caller's scope: a memory (by id or key) outside it is NotFound, as on every by-id path;
+ * a subtree is erased only when the root and every namespace under it lie inside the scope (else NotFound too, so
+ * nothing about out-of-scope namespaces is revealed).
+ */
 function targets(store: Store, p: EraseParams): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
+  if (p.root !== undefined && p.scope && !pathInScope(p.root, p.scope)) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
+  const t = unscopedTargets(store, p);
+  if (p.scope && (t.rows.some((r) => !pathInScope(r.ns_path, p.scope)) || t.namespaces.some((n) => !pathInScope(n.path, p.scope)))) {
+    if (p.root !== undefined) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
+    throw p.id !== undefined ? new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' }) : new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+  }
+  return t;
+}
+
+function unscopedTargets(store: Store, p: EraseParams): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
   const db = store.db;
   const byId = p.id !== undefined;
   const byKey = p.namespace !== undefined || p.key !== undefined;

@@ -7,6 +7,7 @@ import { stmt } from './db';
 import { CairnError } from '../protocol/errors';
 import { ExportRecord, type ImportOutcome, type ImportPreviewParams, type ImportPreviewResult } from '../protocol/types';
 import { findRejection } from './rejected';
+import { outOfScope } from './portable';
 import type { Store } from './store';
 
 /** Parse export records, naming the first bad one as importRecords does. */
@@ -30,6 +31,11 @@ interface Existing {
 
 export function importPreview(store: Store, p: ImportPreviewParams): ImportPreviewResult {
   const records = parseExportRecords(p.records);
+  // A scoped caller previews only what it may import: the same refusal as store/import, before any lookup.
+  records.forEach((r, i) => {
+    const refused = outOfScope(r, i, p.scope);
+    if (refused) throw refused;
+  });
   const db = store.db;
   const sample = p.sample ?? 200;
   const nsById = stmt(db, 'SELECT id FROM namespaces WHERE id = ?');

@@ -7,13 +7,16 @@
  */
 import { openDatabase, stmt, type DB } from './db';
 import { CairnError } from '../protocol/errors';
-import { ExportRecord, Limits, type ExportPageParams, type ExportPageResult, type ExportParams, type ImportResult } from '../protocol/types';
+import { ExportRecord, Limits, type Scope, type ExportPageParams, type ExportPageResult, type ExportParams, type ImportResult } from '../protocol/types';
 import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
-import { scopePredicate, type SqlFragment } from './scope';
+import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
 import { normalizedValueHash, uuidv7 } from '../text/hash';
 import { findRejection, rejectionHash } from './rejected';
 import { pace, type RequestContext } from '../server/limits';
+
+/** Work between two yields of a long request: about this many ms (and at most Limits.chunkRecords records). */
+const CHUNK_MS = 20;
 
 type HistoryRow = Parameters<typeof historyEntry>[0];
 type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'done';
@@ -252,38 +255,83 @@ function importedBy(store: Store): Set<string> {
  * is validated (yielding too) before the first is written. Past the request's deadline it stops at a chunk
  * boundary with RequestTimeLimit; what was written stands, and sending the same records again skips it.
  */
+/**
+ * A namespace or memory record outside the caller's scope, as the InvalidParams to refuse the import with (before
+ * anything is written); null when it is inside (or there is no scope). store/importPreview applies the same rule.
+ */
+export function outOfScope(rec: ExportRecord, i: number, scope: Scope | undefined): CairnError | null {
+  if (!scope) return null;
+  const path = rec.type === 'namespace' ? rec.path : rec.type === 'memory' ? rec.memory.namespace : null;
+  if (path === null || pathInScope(path, scope)) return null;
+  return new CairnError('InvalidParams', `records[${i}]: namespace ${path} is outside the caller's scope`, { field: `records[${i}]` });
+}
+
 export async function importRecords(
   store: Store,
   raw: unknown[],
   actor = 'import',
   ctx?: RequestContext,
   progress?: (done: number, total: number) => void,
+  scope?: Scope,
 ): Promise<ImportResult> {
   const chunk = Limits.chunkRecords;
   const records: ExportRecord[] = [];
+  let until = performance.now() + CHUNK_MS;
   for (let i = 0; i < raw.length; i++) {
     const parsed = ExportRecord.safeParse(raw[i]);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new CairnError('InvalidParams', `records[${i}]: ${issue.message}`, { field: `records[${i}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}` });
     }
+    const refused = outOfScope(parsed.data, i, scope);
+    if (refused) throw refused;
     records.push(parsed.data);
     // Validation yields too, but is bounded by the message size: the deadline is checked between written chunks.
-    if ((i + 1) % (chunk * 4) === 0 && i + 1 < raw.length) await pace(undefined, {});
+    if (performance.now() > until && i + 1 < raw.length) {
+      await pace(undefined, {});
+      until = performance.now() + CHUNK_MS;
+    }
   }
   const counts = { memories: 0, history: 0, links: 0, skipped: 0 };
   let position = 0;
-  for (let at = 0; at < records.length; at += chunk) {
+  for (let at = 0; at < records.length; ) {
     if (at > 0) await pace(ctx, { records: at, total: records.length, ...counts });
-    position = applyRecords(store, records.slice(at, at + chunk), actor, counts) || position;
-    progress?.(Math.min(at + chunk, records.length), records.length);
+    const applied = applyRecords(store, records, at, Math.min(at + chunk, records.length), performance.now() + CHUNK_MS, actor, counts, scope);
+    position = applied.position || position;
+    at = applied.next;
+    progress?.(at, records.length);
   }
   return { ...counts, position: position || store.position() };
 }
 
-/** Apply some records in one transaction; adds to `counts`; returns the position of the last change (0: none). */
-function applyRecords(store: Store, records: ExportRecord[], actor: string, counts: { memories: number; history: number; links: number; skipped: number }): number {
+/**
+ * Apply records[from, to) in one transaction, stopping early (after at least one) once `until` (performance.now())
+ * has passed; adds to `counts`. Returns the index of the next record and the position of the last change (0: none).
+ */
+function applyRecords(
+  store: Store,
+  all: ExportRecord[],
+  from: number,
+  to: number,
+  until: number,
+  actor: string,
+  counts: { memories: number; history: number; links: number; skipped: number },
+  scope?: Scope,
+): { next: number; position: number } {
   const db = store.db;
+  let next = from;
+  // With a scope, records that name stored memories or namespaces (history, links, rejected values) apply only to
+  // those inside it; the others are skipped.
+  const memoryInScope = (id: string) => {
+    if (!scope) return true;
+    const row = stmt(db, 'SELECT n.path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = ?').get(id) as { path: string } | undefined;
+    return !!row && pathInScope(row.path, scope);
+  };
+  const namespaceInScope = (id: string) => {
+    if (!scope) return true;
+    const row = stmt(db, 'SELECT path FROM namespaces WHERE id = ?').get(id) as { path: string } | undefined;
+    return !!row && pathInScope(row.path, scope);
+  };
   let memories = 0, history = 0, links = 0, skipped = 0;
   const position = store.transaction(() => {
     const nsById = stmt(db, 'SELECT id FROM namespaces WHERE id = ?');
@@ -297,7 +345,8 @@ function applyRecords(store: Store, records: ExportRecord[], actor: string, coun
     };
     const imported = importedBy(store);
     let last = 0;
-    for (const rec of records) {
+    for (; next < to && (next === from || performance.now() < until); next++) {
+      const rec = all[next];
       switch (rec.type) {
         case 'header':
           if (rec.format !== 'cairn-export') throw new CairnError('InvalidParams', 'not a Cairn export', { field: 'records' });
@@ -331,6 +380,7 @@ function applyRecords(store: Store, records: ExportRecord[], actor: string, coun
         }
         case 'history': {
           const h = rec.entry;
+          if (!memoryInScope(h.memoryId)) { skipped++; break; }
           if (!imported.has(h.memoryId) && stmt(db, 'SELECT 1 FROM memories WHERE id = ?').get(h.memoryId)) break; // history of a memory we kept as it was
           // the same entry again (an import repeated, or resumed): keep one
           if (stmt(db, 'SELECT 1 FROM history WHERE memory_id = ? AND op = ? AND version = ? AND at = ?').get(h.memoryId, h.op, h.version, fromIso(h.at))) break;
@@ -341,13 +391,14 @@ function applyRecords(store: Store, records: ExportRecord[], actor: string, coun
         }
         case 'link': {
           const l = rec.link;
+          if (!memoryInScope(l.from) || !memoryInScope(l.to)) { skipped++; break; }
           const both = stmt(db, 'SELECT count(*) AS c FROM memories WHERE id IN (?, ?)').get(l.from, l.to) as { c: number };
           if (both.c < 2) { skipped++; break; }
           links += stmt(db, 'INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(l.from, l.to, l.type, fromIso(l.createdAt), l.actor).changes;
           break;
         }
         case 'rejected': {
-          if (!nsById.get(rec.namespaceId)) { skipped++; break; }
+          if (!nsById.get(rec.namespaceId) || !namespaceInScope(rec.namespaceId)) { skipped++; break; }
           // Keyed hashes are keyed with the exporting store's secret: re-key from the memory's value when it came along.
           const owner = rec.memoryId !== null && store.keys ? (stmt(db, 'SELECT value FROM memories WHERE id = ? AND ns_id = ?').get(rec.memoryId, rec.namespaceId) as { value: string } | undefined) : undefined;
           const hash = owner ? rejectionHash(store.keys!, owner.value) : rec.valueHash;
@@ -362,5 +413,5 @@ function applyRecords(store: Store, records: ExportRecord[], actor: string, coun
   counts.history += history;
   counts.links += links;
   counts.skipped += skipped;
-  return position;
+  return { next, position };
 }
