@@ -126,6 +126,16 @@ describe('vector store', () => {
     await c.core.call(R.purge, { id: vecs.get(purge)!.id });
     const after = check(q, new Set([del, purge]));
     assert.equal(after.length, before.length - 2);
+    // A new memory takes the purged memory's slot and is found in its namespace, and only there.
+    const w = await c.core.call(R.upsert, { namespace: 'user.notes', key: 'fresh', value: 'fresh memory' });
+    const fresh = c.store.rowidOf(w.memory.id)!;
+    c.store.transaction(() => c.store.vectors.put(model, fresh, q, 1));
+    vecs.set(fresh, { v: q, ns: 'user.notes', id: w.memory.id });
+    const again = check(q, new Set([del, purge]));
+    assert.equal(again.length, after.length + 1);
+    assert.ok(again.some((h) => h.rowid === fresh && h.score > 0.99));
+    const other = (c.store.db.prepare(`SELECT rowid FROM namespaces WHERE path = 'project.a'`).get() as { rowid: number }).rowid;
+    assert.ok(!c.store.vectors.similarInNamespace(model, q, other, -1, 0.2, 1000, Date.now()).some((h) => h.rowid === fresh));
   });
 
   it('computes every SimHash bit exactly as one plane at a time (stored signatures stay comparable)', () => {

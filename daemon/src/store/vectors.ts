@@ -73,8 +73,12 @@ class VectorIndex {
   q: Int8Array = new Int8Array(0);
   sig = new Int32Array(0);
   slotOf = new Map<number, number>();
-  /** The slots of each namespace (by namespace rowid), so a duplicate check visits one namespace, not the store. */
-  nsSlots = new Map<number, Set<number>>();
+  /**
+   * The slots of each namespace (by namespace rowid), packed, so a duplicate check scans one namespace's
+   * signatures, not the store; `nsPos` is each slot's place in its namespace's list (-1: none).
+   */
+  private nsList = new Map<number, { slots: Int32Array; n: number }>();
+  private nsPos = new Int32Array(0);
   free: number[] = [];
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
@@ -100,15 +104,25 @@ class VectorIndex {
     this.inv = g(this.inv, Float32Array);
     this.q = g(this.q, Int8Array, d);
     this.sig = g(this.sig, Int32Array, SIG_WORDS);
+    this.nsPos = g(this.nsPos, Int32Array);
+    this.nsPos.fill(-1, this.cap);
     this.cap = cap;
   }
 
   setMeta(slot: number, m: MetaRow): void {
-    if (this.ns[slot] !== m.ns && this.nsSlots.get(this.ns[slot])?.has(slot)) this.unlist(slot); // moved namespace
-    let set = this.nsSlots.get(m.ns);
-    if (!set) this.nsSlots.set(m.ns, (set = new Set()));
-    set.add(slot);
+    if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) this.unlist(slot); // moved namespace
     this.ns[slot] = m.ns;
+    if (this.nsPos[slot] < 0) {
+      let l = this.nsList.get(m.ns);
+      if (!l) this.nsList.set(m.ns, (l = { slots: new Int32Array(16), n: 0 }));
+      if (l.n === l.slots.length) {
+        const b = new Int32Array(l.n * 2);
+        b.set(l.slots);
+        l.slots = b;
+      }
+      l.slots[l.n] = slot;
+      this.nsPos[slot] = l.n++;
+    }
     this.status[slot] = STATUS[m.status] ?? 1;
     this.deleted[slot] = m.deleted_at === null ? 0 : 1;
     this.expires[slot] = m.expires_at ?? NONE_MAX;
@@ -131,10 +145,20 @@ class VectorIndex {
   }
 
   private unlist(slot: number): void {
-    const set = this.nsSlots.get(this.ns[slot]);
-    if (!set) return;
-    set.delete(slot);
-    if (set.size === 0) this.nsSlots.delete(this.ns[slot]);
+    const pos = this.nsPos[slot];
+    const l = this.nsList.get(this.ns[slot]);
+    if (pos < 0 || !l) return;
+    const last = l.slots[--l.n];
+    l.slots[pos] = last;
+    this.nsPos[last] = pos;
+    this.nsPos[slot] = -1;
+    if (l.n === 0) this.nsList.delete(this.ns[slot]);
+  }
+
+  /** The slots of one namespace (a view: valid until the index changes). */
+  namespaceSlots(ns: number): Int32Array {
+    const l = this.nsList.get(ns);
+    return l ? l.slots.subarray(0, l.n) : new Int32Array(0);
   }
 
   remove(rowid: number): void {
@@ -193,6 +217,14 @@ class VectorIndex {
     }
     for (; i < d; i++) s0 += q[o + i] * v[i];
     return (s0 + s1 + s2 + s3) * this.inv[slot];
+  }
+
+  /** Whether the Hamming distance to `sig` is at most `bound` (stops as soon as it is exceeded). */
+  hammingWithin(slot: number, sig: Int32Array, bound: number): boolean {
+    const o = slot * SIG_WORDS;
+    let h = 0;
+    for (let w = 0; w < SIG_WORDS; w++) if ((h += popcount(this.sig[o + w] ^ sig[w])) > bound) return false;
+    return true;
   }
 
   hamming(slot: number, sig: Int32Array): number {
@@ -468,9 +500,8 @@ export class VectorTables {
     const bound = hammingBound(threshold);
     const out: ArmHit[] = [];
     const inc: Include = {};
-    for (const s of ix.nsSlots.get(nsRowid) ?? []) {
-      if (!ix.visible(s, inc, now)) continue;
-      if (ix.rowid[s] === exclude || ix.hamming(s, sig) > bound) continue;
+    for (const s of ix.namespaceSlots(nsRowid)) {
+      if (ix.rowid[s] === exclude || !ix.hammingWithin(s, sig, bound) || !ix.visible(s, inc, now)) continue;
       const c = ix.cosine(s, v);
       if (c >= threshold) out.push({ rowid: ix.rowid[s], score: c });
     }
