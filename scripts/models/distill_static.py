@@ -21,7 +21,7 @@ write or query time (daemon/src/embed/static-model.ts, which also holds the toke
 Deterministic: same teacher folder, same data files and options give the same bytes (onnxruntime
 runs the teacher pass on fixed-size batches; the teacher outputs are cached by a content hash).
 
-Usage: python distill_static.py TEACHER_DIR OUT_DIR [--dim 256] [--sif 1e-2] [--words 50000]
+Usage: python distill_static.py TEACHER_DIR OUT_DIR [--dim 256] [--sif 1e-2] [--words 50000] [--drop 0]
 """
 import argparse
 import hashlib
@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--sif", type=float, default=1e-2)
     ap.add_argument("--words", type=int, default=50000)
+    ap.add_argument("--drop", type=int, default=0, help="leading principal components left out (all-but-the-top); the model has dim - drop dimensions")
     ap.add_argument("--cache", default=None, help="folder for the teacher pass cache (default: <teacher>/../../.cache)")
     ap.add_argument("--id", default="cairn/minilm-static")
     a = ap.parse_args()
@@ -124,12 +125,13 @@ def main():
     # covariance eigenvectors (384 x 384) are cheaper than an SVD of the whole matrix
     cov = x.T @ x / len(x)
     vals, vecs = np.linalg.eigh(cov)
-    comps = vecs[:, ::-1][:, : a.dim]
+    comps = vecs[:, ::-1][:, a.drop : a.dim]
+    out_dim = a.dim - a.drop
     # fix each component's sign (eigh's is arbitrary): largest-magnitude loading positive
-    signs = np.sign(comps[np.abs(comps).argmax(0), np.arange(a.dim)])
+    signs = np.sign(comps[np.abs(comps).argmax(0), np.arange(out_dim)])
     comps *= signs
     y = x @ comps
-    explained = float(vals[::-1][: a.dim].sum() / vals.sum())
+    explained = float(vals[::-1][a.drop : a.dim].sum() / vals.sum())
 
     # ---- SIF weights from Zipf over the GloVe frequency rank
     n_ranked = len(ranked)
@@ -165,7 +167,7 @@ def main():
             "id": a.id,
             "kind": "static",
             "format": "cairn-static-1",
-            "dimension": a.dim,
+            "dimension": out_dim,
             "vocabSize": len(vocab),
             "maxTokens": 512,
             "lowercase": True,
@@ -182,11 +184,13 @@ def main():
             },
         }
     }
+    if a.drop:
+        config["cairn"]["build"]["pcaComponentsDropped"] = a.drop
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
     digest = hashlib.sha256(q.tobytes() + scales.astype("<f4").tobytes()).hexdigest()[:16]
-    print(json.dumps({"vocab": len(vocab), "dim": a.dim, "explained": explained, "bytes": q.nbytes + 4 * len(scales), "digest": digest}))
+    print(json.dumps({"vocab": len(vocab), "dim": out_dim, "explained": explained, "bytes": q.nbytes + 4 * len(scales), "digest": digest}))
 
 
 if __name__ == "__main__":
