@@ -5,6 +5,7 @@
 # GloVe baseline (scripts/models/glove-baseline.sh: the previous built-in model, from git history),
 # then measures, writing JSON to bench/results/:
 #   - Embedder throughput (batch 1/32/256), query-embedding p50/p95, RSS: built-in model and MiniLM
+#   - daemon idle RSS on the built-in model, empty and at 10k (bench/idle-rss.ts)
 #   - LoCoMo per arm and the fusion grid, for the built-in model, MiniLM and GloVe, on conversations
 #     0-2 (where fusion constants are chosen) and 3-4 (where they are confirmed); see bench/README.md
 #   - hybrid p50/p95 with MiniLM at 10k memories (query embedding included), bulk import until indexed
@@ -24,6 +25,8 @@ DATA=(${LOCOMO_DATA:+--data "$LOCOMO_DATA"})
 echo "== embedding throughput, query latency, RSS"
 node --import tsx bench/embed-throughput.ts builtin 20000 --json bench/results/embed-builtin.json
 node --import tsx bench/embed-throughput.ts "$MINILM" 1000 "$MODELS" --json bench/results/embed-minilm.json
+echo "== daemon idle RSS on the built-in model (empty store, 10k memories)"
+node --import tsx bench/idle-rss.ts --count 10000 --json bench/results/idle-rss.json
 
 for convs in 0-2 3-4; do
   echo "== LoCoMo conversations $convs: built-in model"
