@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { ensureDaemon } from '../../daemon/src/client/ensure-daemon';
 import { identityInfoPath, readDaemonInfo, runningDaemon } from '../../daemon/src/client/daemon-info';
 import { StreamClient } from '../../daemon/src/client/socket-client';
+import { daemonInfoPath } from '../../daemon/src/paths';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { CAIRN_BIN, cleanupAfter, tempDir } from '../helpers';
 
@@ -47,7 +48,8 @@ describe('a hard-link spelling of the store reaches the running daemon', { skip:
 
     const hard = path.join(dir, 'elsewhere.db');
     fs.linkSync(real, hard);
-    assert.equal(readDaemonInfo(hard), null, 'no info file sits next to the hard-link spelling');
+    assert.equal(fs.existsSync(daemonInfoPath(hard)), false, 'no info file sits next to the hard-link spelling');
+    assert.equal(readDaemonInfo(hard)?.pid, p.pid, 'the info is found under the file identity (the extension reads it this way too)');
     const idFile = identityInfoPath(hard);
     assert.ok(idFile && fs.existsSync(idFile), 'the daemon published its info under the file identity');
     assert.equal(idFile, identityInfoPath(real));

@@ -52,9 +52,15 @@ export function identityInfoPath(dbPath: string): string | null {
   }
 }
 
-/** The info file of the daemon that owns `dbPath` (it may be stale: check pidAlive). */
+/**
+ * The info of the daemon that owns `dbPath` (it may be stale: check pidAlive): the info file next to that path,
+ * else, when there is none, the one under the store file's identity (a daemon started under another spelling).
+ */
 export function readDaemonInfo(dbPath: string): DaemonInfo | null {
-  return readInfoFile(daemonInfoPath(dbPath));
+  const byPath = readInfoFile(daemonInfoPath(dbPath));
+  if (byPath) return byPath;
+  const idFile = identityInfoPath(dbPath);
+  return idFile ? readInfoFile(idFile) : null;
 }
 
 /**

@@ -75,8 +75,11 @@ export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>)
   const idFile = identity !== 'unsupported' ? identityInfoPath(dbPath) : null;
   if (idFile) publish(idFile);
   return () => {
-    const cur = readDaemonInfo(dbPath);
-    if (cur?.pid === process.pid) fs.rmSync(file, { force: true });
+    try {
+      if ((JSON.parse(fs.readFileSync(file, 'utf8')) as DaemonInfo).pid === process.pid) fs.rmSync(file, { force: true });
+    } catch {
+      /* gone already */
+    }
     if (idFile) {
       try {
         if ((JSON.parse(fs.readFileSync(idFile, 'utf8')) as DaemonInfo).pid === process.pid) fs.rmSync(idFile, { force: true });
