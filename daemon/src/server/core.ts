@@ -15,7 +15,7 @@ import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
 import { backup } from '../store/backup';
-import { configureRetention, enforceRetention } from '../store/retention';
+import { configureRetention, enforceRetentionPaced } from '../store/retention';
 import { auditPage } from '../store/audit';
 import { importPreview } from '../store/import-preview';
 import { overview } from '../store/overview';
@@ -116,9 +116,9 @@ export class Core {
       if (p.injectAuto !== undefined) tasks.setInjectAuto(p.injectAuto);
       return { historyCap: s.historyCap(), injectAuto: tasks.injectAuto() };
     });
-    on(Requests.sweep, (p) => {
+    on(Requests.sweep, async (p, ctx) => {
       const r = s.sweep(p?.batch);
-      const retention = enforceRetention(s, p?.batch);
+      const retention = await enforceRetentionPaced(s, p?.batch, ctx);
       return { ...r, position: s.position(), retention };
     });
     on(Requests.retention, (p) => configureRetention(s, p));

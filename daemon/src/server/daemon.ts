@@ -15,7 +15,7 @@ import { Limits, type DidChangeParams, type InitializeResult } from '../protocol
 import { canonicalPath, defaultSocketPath } from '../paths';
 import { ensurePrivateDir } from '../private-files';
 import { Store } from '../store/store';
-import { enforceRetention } from '../store/retention';
+import { enforceRetentionPaced } from '../store/retention';
 import { VERSION } from '../version';
 import { Core } from './core';
 import { FramedMessageWriter, GuardedMessageReader } from './framing';
@@ -103,9 +103,9 @@ export class Daemon {
     }
     const every = opts.sweepEveryMs ?? 60_000;
     if (every > 0) {
-      d.sweepTimer = setInterval(() => d.sweepOnce(), every);
+      d.sweepTimer = setInterval(() => void d.sweepOnce(), every);
       d.sweepTimer.unref();
-      setImmediate(() => d.sweepOnce());
+      setImmediate(() => void d.sweepOnce());
     }
     log(`serving ${db}${socket ? ` on ${socket}` : ''} (pid ${process.pid}, schema v${d.store.schemaVersion})`);
     return d;
@@ -125,16 +125,24 @@ export class Daemon {
     }
   }
 
-  private sweepOnce(): void {
+  private sweeping = false;
+
+  private async sweepOnce(): Promise<void> {
+    if (this.sweeping || this.stopping) return;
+    this.sweeping = true;
     this.noticeExternalWrites();
     try {
       const r = this.store.sweep();
-      const kept = enforceRetention(this.store);
+      // In small steps that yield between them: a sweep with much to do never holds the clients' requests.
+      const kept = await enforceRetentionPaced(this.store);
+      if (this.stopping) return;
       this.store.checkpoint();
       if (r.expired || r.purged) this.log(`sweep: expired ${r.expired}, purged ${r.purged}`);
       if (kept.removedVersions || kept.purged || kept.ttlCapped) this.log(`retention: removed ${kept.removedVersions} past versions, purged ${kept.purged} long-deleted memories, capped the lifetime of ${kept.ttlCapped}`);
     } catch (e) {
       this.log(`sweep failed: ${(e as Error).message}`);
+    } finally {
+      this.sweeping = false;
     }
   }
 

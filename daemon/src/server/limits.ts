@@ -118,7 +118,7 @@ export function requestContext(limitMs: number = Limits.requestTimeMs): RequestC
  */
 export async function pace(ctx: RequestContext | undefined, progress: Record<string, number>): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve));
-  if (ctx && Date.now() > ctx.deadline) {
+  if (ctx && Date.now() >= ctx.deadline) {
     throw new CairnError('RequestTimeLimit', `the request ran past its time limit of ${ctx.limitMs} ms and stopped; what it did so far stands (data.progress)`, { limit: ctx.limitMs, progress });
   }
 }

@@ -25,6 +25,7 @@ import { stmt } from './db';
 import { MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
 import { scopePredicate } from './scope';
 import { ftsCompact, type Store } from './store';
+import { pace, type RequestContext } from '../server/limits';
 
 export const RETENTION_ACTOR = 'retention';
 const DAY = 86_400_000;
@@ -67,12 +68,45 @@ export function configureRetention(store: Store, p: RetentionParams): RetentionR
 /** Apply every rule once, at most `batch` memories per action per rule. */
 export function enforceRetention(store: Store, batch = 500): RetentionReport {
   const report: RetentionReport = { removedVersions: 0, purged: 0, ttlCapped: 0, actions: [] };
+  for (const rule of retentionRules(store)) enforceRule(store, rule, batch, report, true);
+  return report;
+}
+
+/**
+ * The same sweep, in steps of at most `step` memories per action (one transaction each), yielding to other
+ * requests between steps (server/limits.ts `pace`) and stopping at the request's deadline; each rule does at most
+ * about `batch` actions per sweep. The daemon's timer sweep and store/sweep run this one.
+ */
+export async function enforceRetentionPaced(store: Store, batch = 500, ctx?: RequestContext, step = 50): Promise<RetentionReport> {
+  const report: RetentionReport = { removedVersions: 0, purged: 0, ttlCapped: 0, actions: [] };
+  const progress = () => ({ removedVersions: report.removedVersions, purged: report.purged, ttlCapped: report.ttlCapped });
+  let first = true;
+  for (const rule of retentionRules(store)) {
+    const purgedBefore = report.purged;
+    for (let done = 0; done < batch; ) {
+      if (!first) await pace(ctx, progress());
+      first = false;
+      const n = enforceRule(store, rule, Math.min(step, batch - done), report, false);
+      if (n === 0) break;
+      done += n;
+    }
+    // Purged text may sit in older full-text segments: merge them once per rule, not once per step.
+    if (report.purged > purgedBefore) store.transaction(() => ftsCompact(store.db));
+  }
+  return report;
+}
+
+/** One rule, at most `batch` memories per action, in one transaction. Returns how many actions it took. */
+function enforceRule(store: Store, rule: StoredRule, batch: number, report: RetentionReport, compact: boolean): number {
   const note = (a: RetentionReport['actions'][number]) => {
     if (report.actions.length < 200) report.actions.push(a);
   };
   const db = store.db;
   const now = store.now();
-  for (const rule of retentionRules(store)) {
+  const purgedStart = report.purged;
+  const ttlStart = report.ttlCapped;
+  let trimmedMemories = 0;
+  {
     const sub = scopePredicate({ root: rule.root, includeUser: false }, 'n.path')!;
     const purgedBefore = report.purged;
     store.transaction(() => {
@@ -114,6 +148,7 @@ export function enforceRetention(store: Store, batch = 500): RetentionReport {
           store.appendHistory(id, 'retention', RETENTION_ACTOR, why, m.version, null, null, { retention: rule.root, removedVersions: removed.map((r) => r.version).sort((a, b) => a - b) });
           store.logChange('retention', id, m.ns_id, m.ns_path, m.key);
           report.removedVersions += removed.length;
+          trimmedMemories++;
           note({ root: rule.root, action: 'versions', memoryId: id, count: removed.length });
         }
       };
@@ -130,8 +165,9 @@ export function enforceRetention(store: Store, batch = 500): RetentionReport {
             GROUP BY h.memory_id LIMIT ?`).all(...sub.params, cutoff, batch) as { id: string }[];
         trim(old, `at < ? AND seq <> (SELECT max(seq) FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS})`, (id) => [cutoff, id], `retention: ${rule.root} keeps ${rule.maxAgeDays} days of history`);
       }
-      if (report.purged > purgedBefore) ftsCompact(db);
+      if (compact && report.purged > purgedBefore) ftsCompact(db);
     });
   }
-  return report;
+  // Memories acted on (a trimmed memory counts once, however many versions went).
+  return report.purged - purgedStart + (report.ttlCapped - ttlStart) + trimmedMemories;
 }
