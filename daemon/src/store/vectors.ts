@@ -85,9 +85,10 @@ class VectorIndex {
 
   constructor(readonly model: VecModel) {}
 
-  private grow(n: number): void {
+  grow(n: number): void {
     if (n <= this.cap) return;
-    const cap = Math.max(n, this.cap * 2, 1024);
+    // Grow by a quarter: at 100k vectors a doubling left up to 30k empty slots (~10 MB with a 256-d model).
+    const cap = Math.max(n, Math.ceil(this.cap * 1.25), 1024);
     const d = this.model.dimension;
     const g = <T extends { length: number; set(a: T): void }>(a: T, C: new (n: number) => T, per = 1): T => {
       const b = new C(cap * per);
@@ -357,6 +358,7 @@ export class VectorTables {
   load(model: VecModel): void {
     const ix = new VectorIndex(model);
     ix.position = this.position();
+    ix.grow(this.count(model)); // sized once for what is stored, not by repeated growth
     const rows = stmt(this.db, `SELECT v.rowid AS rowid, v.q, v.sig, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
       FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id`).iterate() as IterableIterator<MetaRow & { q: Buffer; sig: Buffer }>;
     for (const r of rows) {
