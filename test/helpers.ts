@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { DAEMON_NODE_FLAGS } from '../daemon/src/client/ensure-daemon';
 import { StreamClient } from '../daemon/src/client/socket-client';
 import { Core } from '../daemon/src/server/core';
 import { Store } from '../daemon/src/store/store';
@@ -51,7 +52,7 @@ export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessE
   const db = path.join(dir, 'cairn.db');
   const socket = path.join(dir, 'd.sock');
   let err = '';
-  const proc = spawn(process.execPath, [opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])], {
+  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])], {
     env: { ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
