@@ -173,4 +173,26 @@ describe('built-in model', () => {
       await d.stop();
     }
   });
+
+  it('offline with downloads allowed (the default), the fallback to the built-in model loads no neural runtime either', async (t) => {
+    if (process.platform !== 'linux') return t.skip('reads /proc/<pid>/maps');
+    // port 9 (discard) refuses connections: the hub is unreachable, as on a machine with no network
+    const env = { CAIRN_MODEL: 'Xenova/all-MiniLM-L6-v2', CAIRN_ALLOW_REMOTE_MODELS: '1', HF_ENDPOINT: 'http://127.0.0.1:9/' };
+    const d = await spawnDaemon({ args: [], env });
+    try {
+      const c = await d.client();
+      let st = await c.call(R.status, {});
+      for (const deadline = Date.now() + 60_000; st.embeddings.state === 'loading' && Date.now() < deadline; st = await c.call(R.status, {})) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(st.embeddings.state, 'ready');
+      assert.equal(st.embeddings.model, BUILTIN_MODEL_ID);
+      assert.match(st.embeddings.fallbackReason ?? '', /could not be downloaded, the network seems unavailable/);
+      const maps = fs.readFileSync(`/proc/${d.proc.pid}/maps`, 'utf8');
+      assert.ok(maps.includes('better_sqlite3'), 'the check sees native modules (better-sqlite3 is mapped)');
+      assert.ok(!/onnxruntime/i.test(maps), 'onnxruntime is mapped into the daemon');
+    } finally {
+      await d.stop();
+    }
+  });
 });

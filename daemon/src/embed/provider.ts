@@ -113,6 +113,18 @@ function remoteHost(opts: Pick<ProviderOptions, 'remoteHost'>): string {
   return host.endsWith('/') ? host : host + '/';
 }
 
+/** Throws a network error ("fetch failed ...") when the hub cannot be reached at all; any HTTP answer will do. */
+async function probeHub(opts: Pick<ProviderOptions, 'remoteHost'>, repo: string): Promise<void> {
+  const url = `${remoteHost(opts)}${repo}/resolve/main/config.json`;
+  try {
+    const res = await fetch(url, { method: 'HEAD', signal: AbortSignal.timeout(15_000) });
+    await res.body?.cancel();
+  } catch (err) {
+    const e = err as { message?: string; cause?: { code?: string; message?: string } };
+    throw new Error(`fetch failed: ${url} (${e.cause?.code ?? e.cause?.message ?? e.message ?? String(err)})`);
+  }
+}
+
 function readJsonFile(file: string): unknown {
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -236,6 +248,10 @@ export class TransformersProvider implements EmbeddingProvider {
     if (loc.dir && !fs.existsSync(path.join(loc.dir, 'config.json'))) {
       throw new Error(`${builtin ? `built-in model ${BUILTIN_MODEL_ID} not found` : 'no model'} at ${loc.dir} (config.json missing)`);
     }
+
+    // A model still to be downloaded: see that the hub answers before loading transformers.js, so an offline
+    // start falls back to the built-in model without ever mapping onnxruntime into the daemon.
+    if (loc.remote && !loc.dir) await probeHub(opts, loc.id);
 
     const { AutoConfig, PretrainedConfig, env, pipeline } = transformers();
     env.allowLocalModels = true;
