@@ -145,6 +145,22 @@ describe('team memory: concurrent writers', () => {
     assert.equal(h.entries.length, 32, 'every acknowledged write is one version');
     assert.deepEqual(h.entries.map((e) => e.version), Array.from({ length: 32 }, (_, i) => 32 - i));
     await rejectsWith(writers[2].get({ namespace: 'team.batch', key: 'new' }), 'NotFound');
+    // What a batch writes in one statement is what history records and a read returns.
+    const fresh = await writers[0].upsertBatch([
+      { namespace: 'team.batch.fresh', key: 'a', value: 'Alpha is deployed by the release job', tags: ['Ops'], properties: { tier: 1 }, anchors: [{ path: 'deploy.sh', startLine: 1 }] },
+      { namespace: 'team.batch', key: 'twice', value: 'third', kind: 'decision' },
+      { namespace: 'team.batch.fresh', key: 'b', value: 'Beta waits for the nightly run', validTo: '2999-01-01T00:00:00.000Z', actor: 'agent:y' },
+    ]);
+    assert.ok(fresh.results.every((x) => x.ok), JSON.stringify(fresh.results));
+    for (const x of fresh.results) {
+      if (!x.ok) continue;
+      const stored = (await writers[1].list({ scope: { root: 'team.batch', includeUser: false }, limit: 1000 })).items.find((m) => m.id === x.id);
+      assert.ok(stored);
+      const h = await writers[1].history({ id: x.id, limit: 1 });
+      assert.deepEqual(h.entries[0].state, stored);
+      assert.equal(h.entries[0].version, x.version);
+      assert.equal(h.entries[0].actor, 'alice');
+    }
   });
 });
 

@@ -507,37 +507,7 @@ export class PgBackend {
     const nsId = existing?.ns_id ?? read.ns_id ?? (await this.ensureNamespace(db, p.namespace));
     const version = existing ? existing.version + 1 : 1;
     const id = existing?.id ?? uuidv7(now);
-    const n = w.next;
-    const state: MemoryRow = {
-      rowid: existing?.rowid ?? 0,
-      id,
-      ns_id: nsId,
-      ns_path: p.namespace,
-      key: p.key,
-      value: n.value,
-      value_hash: valueHash,
-      summary: w.summary,
-      kind: n.kind,
-      tags: JSON.stringify(n.tags),
-      importance: n.importance,
-      confidence: n.confidence,
-      source: n.source,
-      properties: JSON.stringify(n.properties),
-      anchors: JSON.stringify(n.anchors),
-      created_at: existing?.created_at ?? now,
-      updated_at: now,
-      valid_from: n.validFrom,
-      valid_to: n.validTo,
-      expires_at: n.expiresAt,
-      last_accessed_at: existing?.last_accessed_at ?? null,
-      access_count: existing?.access_count ?? 0,
-      version,
-      status: n.status,
-      superseded_by: null,
-      deleted_at: null,
-      deleted_by: null,
-      delete_reason: null,
-    };
+    const state = this.stateRow(p, w, existing, nsId, id, version, now);
     const memory = toMemory(state);
     let vec: { v: string; model: string; hash: string } | null = null;
     const e = this.embedder;
@@ -580,6 +550,172 @@ export class PgBackend {
     return { memory, created: !existing, position: r.position, changed: true, ...w.warn };
   }
 
+  /** The row a planned write leaves (what a re-read would return), built without reading it back. */
+  private stateRow(p: UpsertParams, w: WritePlan, existing: MemoryRow | undefined, nsId: string, id: string, version: number, now: number): MemoryRow {
+    const n = w.next;
+    return {
+      rowid: existing?.rowid ?? 0,
+      id,
+      ns_id: nsId,
+      ns_path: p.namespace,
+      key: p.key,
+      value: n.value,
+      value_hash: normalizedValueHash(p.value),
+      summary: w.summary,
+      kind: n.kind,
+      tags: JSON.stringify(n.tags),
+      importance: n.importance,
+      confidence: n.confidence,
+      source: n.source,
+      properties: JSON.stringify(n.properties),
+      anchors: JSON.stringify(n.anchors),
+      created_at: existing?.created_at ?? now,
+      updated_at: now,
+      valid_from: n.validFrom,
+      valid_to: n.validTo,
+      expires_at: n.expiresAt,
+      last_accessed_at: existing?.last_accessed_at ?? null,
+      access_count: existing?.access_count ?? 0,
+      version,
+      status: n.status,
+      superseded_by: null,
+      deleted_at: null,
+      deleted_by: null,
+      delete_reason: null,
+    };
+  }
+
+  /**
+   * A run of batch items with distinct keys and no supersedes, written together: one statement
+   * reads every stored row, namespace and rejected-value record they need; refusals are decided
+   * in TypeScript exactly as for one write (plan()); one statement writes every row with its
+   * history and change-log row. An item whose row another writer moved in between comes back
+   * undefined (the caller writes it alone). Runs inside the batch's transaction.
+   */
+  private async bulkInTx(c: C, list: UpsertParams[]): Promise<(UpsertResult | CairnError | undefined)[]> {
+    const out: (UpsertResult | CairnError | undefined)[] = new Array(list.length).fill(undefined);
+    const todo: number[] = [];
+    list.forEach((p, i) => {
+      try {
+        this.validateContent(p);
+        todo.push(i);
+      } catch (e) {
+        if (!(e instanceof CairnError)) throw e;
+        out[i] = e;
+      }
+    });
+    if (todo.length === 0) return out;
+    const now = this.now();
+    const hashes = todo.map((i) => normalizedValueHash(list[i].value));
+    const read = (
+      await c.query(
+        `SELECT u.ord, (SELECT row_to_json(x) FROM (SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = u.ns AND n.deleted_at IS NULL AND m.key = u.key) x) AS existing,
+           (SELECT id FROM namespaces WHERE path = u.ns AND deleted_at IS NULL) AS ns_id,
+           (SELECT json_build_object('actor', r.actor, 'at', r.at) FROM rejected_values r JOIN namespaces n ON n.id = r.ns_id WHERE n.path = u.ns AND n.deleted_at IS NULL AND r.value_hash = u.h) AS rejected
+         FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(ns, key, h, ord) ORDER BY u.ord`,
+        [todo.map((i) => list[i].namespace), todo.map((i) => list[i].key), hashes],
+      )
+    ).rows as { ord: number; existing: MemoryRow | null; ns_id: string | null; rejected: { actor: string; at: number } | null }[];
+    const nsIds = new Map<string, string>();
+    const rows: Record<string, unknown>[] = [];
+    const written = new Map<string, { i: number; memory: Memory; created: boolean; warn: WritePlan['warn'] }>();
+    let unchangedPosition: number | null = null;
+    for (const r of read) {
+      const i = todo[r.ord - 1];
+      const p = list[i];
+      const existing = r.existing ?? undefined;
+      let w: WritePlan;
+      try {
+        w = this.plan(p, existing, r.rejected ?? undefined, undefined);
+      } catch (e) {
+        if (!(e instanceof CairnError)) throw e;
+        out[i] = e;
+        continue;
+      }
+      if (w.unchanged) {
+        unchangedPosition ??= await this.positionIn(c);
+        out[i] = { memory: toMemory(existing!), created: false, position: unchangedPosition, changed: false, ...w.warn };
+        continue;
+      }
+      let nsId = existing?.ns_id ?? r.ns_id ?? nsIds.get(p.namespace);
+      if (!nsId) {
+        nsId = await this.ensureNamespace(c, p.namespace);
+        nsIds.set(p.namespace, nsId);
+      }
+      const version = existing ? existing.version + 1 : 1;
+      const id = existing?.id ?? uuidv7(now);
+      const state = this.stateRow(p, w, existing, nsId, id, version, now);
+      const memory = toMemory(state);
+      const a = this.actorOf(p.actor ?? p.source, Object.keys(w.detail).length ? w.detail : undefined);
+      const [fa, fb, fc, fd] = ftsDocument(p.key, w.next.value, w.summary, w.next.tags);
+      rows.push({
+        ord: rows.length,
+        rowid: existing?.rowid ?? null,
+        oldver: existing?.version ?? null,
+        id,
+        ns_id: nsId,
+        ns_path: p.namespace,
+        key: p.key,
+        value: state.value,
+        value_hash: state.value_hash,
+        summary: state.summary,
+        kind: state.kind,
+        tags: state.tags,
+        importance: state.importance,
+        confidence: state.confidence,
+        source: state.source,
+        properties: state.properties,
+        anchors: state.anchors,
+        valid_from: state.valid_from,
+        valid_to: state.valid_to,
+        expires_at: state.expires_at,
+        status: state.status,
+        fa,
+        fb,
+        fc,
+        fd,
+        version,
+        op: w.op,
+        actor: a.actor,
+        reason: p.reason ?? null,
+        previous: existing ? JSON.stringify(toMemory(existing)) : null,
+        state: JSON.stringify(memory),
+        detail: a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null,
+      });
+      written.set(id, { i, memory, created: !existing, warn: w.warn });
+    }
+    if (rows.length === 0) return out;
+    const FTS = `setweight(to_tsvector('english', d.fa), 'A') || setweight(to_tsvector('english', d.fb), 'B') || setweight(to_tsvector('english', d.fc), 'C') || setweight(to_tsvector('english', d.fd), 'D')`;
+    const live = `EXISTS (SELECT 1 FROM namespaces n WHERE n.id = d.ns_id AND n.path = d.ns_path AND n.deleted_at IS NULL)`;
+    const res = await c.query(
+      `WITH d AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS d(ord int, rowid bigint, oldver int, id text, ns_id text, ns_path text, key text,
+           value text, value_hash text, summary text, kind text, tags text, importance double precision, confidence double precision, source text,
+           properties text, anchors text, valid_from bigint, valid_to bigint, expires_at bigint, status text, fa text, fb text, fc text, fd text,
+           version int, op text, actor text, reason text, previous text, state text, detail text)),
+       up AS (UPDATE memories m SET value = d.value, value_hash = d.value_hash, summary = d.summary, kind = d.kind, tags = d.tags, importance = d.importance,
+           confidence = d.confidence, source = d.source, properties = d.properties, anchors = d.anchors, valid_from = d.valid_from, valid_to = d.valid_to,
+           expires_at = d.expires_at, status = d.status, fts = ${FTS}, updated_at = $2, version = d.version, superseded_by = NULL,
+           deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, embedding = NULL, embed_model = NULL, embed_hash = NULL
+         FROM d WHERE d.rowid IS NOT NULL AND m.rowid = d.rowid AND m.version = d.oldver AND m.id = d.id AND ${live} RETURNING d.ord),
+       ins AS (INSERT INTO memories(value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors, valid_from, valid_to, expires_at, status,
+           fts, created_at, updated_at, version, id, ns_id, key)
+         SELECT d.value, d.value_hash, d.summary, d.kind, d.tags, d.importance, d.confidence, d.source, d.properties, d.anchors, d.valid_from, d.valid_to, d.expires_at, d.status,
+           ${FTS}, $2, $2, d.version, d.id, d.ns_id, d.key FROM d WHERE d.rowid IS NULL AND ${live} ORDER BY d.ord
+         ON CONFLICT ON CONSTRAINT cairn_race_memory_key DO NOTHING RETURNING id),
+       w AS (SELECT ord FROM up UNION ALL SELECT d.ord FROM ins JOIN d ON d.id = ins.id),
+       h AS (INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
+         SELECT d.id, d.ns_id, d.op, d.actor, d.reason, $2, d.version, d.previous, d.state, d.detail FROM w JOIN d USING (ord) ORDER BY d.ord)
+       INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) SELECT d.id, d.ns_id, d.ns_path, d.key, d.op, $2 FROM w JOIN d USING (ord) ORDER BY d.ord
+       RETURNING position, memory_id`,
+      [JSON.stringify(rows), now],
+    );
+    for (const r of res.rows as { position: number; memory_id: string }[]) {
+      const x = written.get(r.memory_id)!;
+      out[x.i] = { memory: x.memory, created: x.created, position: r.position, changed: true, ...x.warn };
+    }
+    return out;
+  }
+
   /** Memories a batch wrote without vectors (embedded together after its commit). */
   private pendingEmbeds: Memory[] | null = null;
 
@@ -590,30 +726,66 @@ export class PgBackend {
     const refused = (err: CairnError): UpsertBatchResult['results'][number] => ({ ok: false as const, error: { code: err.code, message: err.message, data: err.data } });
     let results: UpsertBatchResult['results'] | null = null;
     if (this.writePath === 'fast') {
-      // One transaction, two statements per item and no savepoints: refusals are decided before any
-      // statement of their item runs, so they never abort the transaction. A database error (say a
-      // row-level-security refusal) aborts it; the batch then reruns below with a savepoint per item.
+      // One transaction, no savepoints, two statements per run of items (bulkInTx; an item alone costs two):
+      // refusals are decided before any statement writes, so they never abort the transaction. A database
+      // error (say a row-level-security refusal) aborts it; the batch then reruns below with a savepoint per item.
       try {
         results = await this.tx(async (c) => {
           done.length = 0;
           this.pendingEmbeds = done;
-          const out: UpsertBatchResult['results'] = [];
-          for (const it of list) {
+          const out: UpsertBatchResult['results'] = new Array(list.length);
+          const one = async (i: number): Promise<void> => {
+            const it = list[i];
             let r: UpsertResult | typeof LOST_RACE = LOST_RACE;
             try {
-              for (let i = 0; i < 4 && r === LOST_RACE; i++) r = await this.fastUpsert(c, it, null);
+              for (let k = 0; k < 4 && r === LOST_RACE; k++) r = await this.fastUpsert(c, it, null);
               if (r === LOST_RACE) {
                 r = await this.upsertInTx(c, it); // contended: lock the row (same transaction)
                 if (r.changed) done.push(r.memory);
               }
             } catch (e) {
               if (e instanceof CairnError && e.codeName !== 'Unavailable' && e.codeName !== 'Forbidden') {
-                out.push(refused(e));
-                continue;
+                out[i] = refused(e);
+                return;
               }
               throw e instanceof CairnError || isConnectionError(e) ? e : new NeedsSavepoints();
             }
-            out.push(itemResult(r));
+            out[i] = itemResult(r);
+          };
+          // Runs of items with distinct keys and no supersedes go together (bulkInTx); an item that
+          // repeats a key of its run starts the next run, so every key's writes keep the batch order.
+          for (let i = 0; i < list.length; ) {
+            if (list[i].supersedes !== undefined) {
+              await one(i++);
+              continue;
+            }
+            const run: number[] = [];
+            const keys = new Set<string>();
+            for (; i < list.length && list[i].supersedes === undefined && !keys.has(`${list[i].namespace}\u0000${list[i].key}`); i++) {
+              keys.add(`${list[i].namespace}\u0000${list[i].key}`);
+              run.push(i);
+            }
+            if (run.length === 1) {
+              await one(run[0]);
+              continue;
+            }
+            let got: (UpsertResult | CairnError | undefined)[];
+            try {
+              got = await this.bulkInTx(c, run.map((j) => list[j]));
+            } catch (e) {
+              throw e instanceof CairnError || isConnectionError(e) ? e : new NeedsSavepoints();
+            }
+            for (let k = 0; k < run.length; k++) {
+              const r = got[k];
+              if (r === undefined) await one(run[k]); // another writer moved the row: alone, retried
+              else if (r instanceof CairnError) {
+                if (r.codeName === 'Forbidden') throw r;
+                out[run[k]] = refused(r);
+              } else {
+                if (r.changed) done.push(r.memory);
+                out[run[k]] = itemResult(r);
+              }
+            }
           }
           return out;
         });
