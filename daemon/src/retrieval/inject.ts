@@ -15,7 +15,7 @@
  * - Escaping: every character of memory-derived text that could open or close markup (<, >, &, and " in
  *   attributes) is replaced by its XML entity, so no value can fake or close a tag of the block.
  */
-import type { Filter, InjectBlockParams, InjectBlockResult, Memory, Scope } from '../protocol/types';
+import type { Filter, InjectBlockParams, InjectBlockResult, Memory, Scope, SearchParams, SearchResult } from '../protocol/types';
 import { Limits } from '../protocol/types';
 import type { Store } from '../store/store';
 import type { Tasks } from '../store/tasks';
@@ -42,7 +42,8 @@ function entry(m: Memory, text: string): string {
   return `<memory namespace="${escapeAttr(m.namespace)}" key="${escapeAttr(m.key)}" kind="${m.kind}">\n${escapeText(text)}\n</memory>\n`;
 }
 
-export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockParams, vectors?: VectorSearcher): Promise<InjectBlockResult> {
+/** `searchAll`: the daemon's routed search (local + team stores, each inside its part of the scope), when team memory is attached. */
+export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockParams, vectors?: VectorSearcher, searchAll?: (p: SearchParams) => Promise<SearchResult>): Promise<InjectBlockResult> {
   const task = p.taskId !== undefined ? tasks.get(p.taskId) : null;
   const promptHash = sha256(p.prompt);
   const skip = (why: NonNullable<InjectBlockResult['skipped']>): InjectBlockResult => ({
@@ -59,7 +60,8 @@ export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockPara
   const budget = Math.min(p.budgetChars ?? INJECT_DEFAULT_BUDGET, p.budgetTokens !== undefined ? p.budgetTokens * 4 : Infinity);
   const scope: Scope | undefined = task ? task.scope : p.scope;
   const noSecrets: Filter | undefined = p.allowSecrets ? undefined : { field: 'tags', op: 'hasNone', value: [SECRET_TAG] };
-  const result = await search(store, { query: p.prompt.slice(0, Limits.queryChars), scope, ...(noSecrets ? { filter: noSecrets } : {}), limit: Math.min(200, k * 3), mode: 'hybrid', explain: true }, vectors);
+  const sp: SearchParams = { query: p.prompt.slice(0, Limits.queryChars), scope, ...(noSecrets ? { filter: noSecrets } : {}), limit: Math.min(200, k * 3), mode: 'hybrid', explain: true };
+  const result = searchAll ? await searchAll(sp) : await search(store, sp, vectors);
   const relevant = result.hits.filter((h) => (p.allowSecrets || !isSecretTagged(h.memory.tags)) && h.explain && (h.explain.fts !== null || (h.explain.vector?.score ?? 0) >= MIN_VECTOR_SIMILARITY));
 
   let used = OPEN.length + CLOSE.length;

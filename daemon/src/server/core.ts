@@ -135,7 +135,7 @@ export class Core {
     on(Requests.tasksGet, (p) => tasks.get(p.id));
     on(Requests.tasksList, (p) => ({ tasks: tasks.list(p.status, p.limit) }));
     on(Requests.tasksDelete, (p) => tasks.delete(p.id));
-    on(Requests.injectBlock, (p) => injectBlock(s, tasks, p, this.hooks.vectors));
+    on(Requests.injectBlock, (p) => injectBlock(s, tasks, p, this.hooks.vectors, this.team ? (sp) => this.request(Requests.search.method, sp) as Promise<T.SearchResult> : undefined));
     on(Requests.injectLog, (p) => tasks.log(p));
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);

@@ -11,6 +11,13 @@
  *   updatedAt with a cursor per store, searches by reciprocal rank;
  * - every search hit says which store it came from (`store`).
  *
+ * Erasure, export and import work on the local store only. A request that
+ * reaches team namespaces (an erase of a team memory or subtree, an export
+ * whose scope covers a team root, an import holding team records) is refused
+ * with `InvalidState` (data.store = 'team') before anything is done, so it is
+ * never carried out for the local half alone; the team database's own tools
+ * (pg_dump, row deletes by its admins) serve the team part.
+ *
  * When the team database cannot be reached, team requests fail at once with
  * `Unavailable`; a search over both stores returns the local part and says so
  * in `degraded` (a list over both fails with `Unavailable`: a page with holes
@@ -34,6 +41,15 @@ export interface VectorSource {
 }
 
 export const DEFAULT_TEAM_ROOTS = ['team'];
+
+/** A request the team store does not serve reached team namespaces: refused before anything is done. */
+function notServed(method: string, field: string, why: string): CairnError {
+  return new CairnError(
+    'InvalidState',
+    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; the team database is exported and erased with PostgreSQL's own tools by its administrators.`,
+    { field, store: 'team' },
+  );
+}
 
 /** `team.*, project.shared` -> ['team', 'project.shared'] (a trailing `.*` is accepted and means the same). */
 export function parseRoots(s: string | string[] | undefined): string[] {
@@ -59,6 +75,12 @@ const ROUTED = new Set([
   'namespaces/rename',
   'namespaces/delete',
   'store/sweep',
+  // Not served by the team store: refused (typed) when they reach team namespaces, never done by halves.
+  'memory/erase',
+  'store/export',
+  'store/exportPage',
+  'store/import',
+  'store/importPreview',
 ]);
 
 type Side = T.Scope | undefined | null; // undefined: whole store; null: nothing in this store
@@ -163,6 +185,28 @@ export class TeamRouter {
       }
       case 'namespaces/delete':
         return this.isTeam(p.path) ? t.deleteNamespace(p.path, p.actor, p.reason) : local(method, p);
+      case 'memory/erase': {
+        const target = p.root ?? (p.id === undefined ? p.namespace : undefined);
+        if (target !== undefined) {
+          if (this.isTeam(target) || (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root)))) throw notServed('memory/erase', `${p.root !== undefined ? 'root' : 'namespace'}`, `${target} is (or holds) team memory`);
+          return local(method, p);
+        }
+        if (await this.localHas(p.id, local)) return local(method, p);
+        await t.history({ id: p.id, limit: 1 }); // NotFound when the team store has no such memory either
+        throw notServed('memory/erase', 'id', `memory ${p.id} is team memory`);
+      }
+      case 'store/export':
+      case 'store/exportPage': {
+        if (method === 'store/exportPage' && p.cursor !== undefined) return local(method, p); // the first page was checked
+        if (this.split(p.scope).team !== null) throw notServed(method, 'scope', p.scope ? 'the scope covers team namespaces' : 'the whole store includes the team namespaces; pass a scope of local namespaces');
+        return local(method, p);
+      }
+      case 'store/import':
+      case 'store/importPreview': {
+        const bad = (p.records as unknown[]).findIndex((r) => this.teamRecord(r));
+        if (bad >= 0) throw notServed(method, `records[${bad}]`, 'the records hold team namespaces');
+        return local(method, p);
+      }
       case 'store/sweep': {
         const l = await local(method, p);
         try {
@@ -175,6 +219,15 @@ export class TeamRouter {
       }
     }
     return local(method, p);
+  }
+
+  /** Does an export record name a team namespace? (Malformed records are left to the local import to refuse.) */
+  private teamRecord(r: unknown): boolean {
+    const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown } };
+    if (!x || typeof x !== 'object') return false;
+    if (x.type === 'namespace' && typeof x.path === 'string') return this.isTeam(x.path);
+    if (x.type === 'memory' && typeof x.memory?.namespace === 'string') return this.isTeam(x.memory.namespace);
+    return false;
   }
 
   /** Is this memory id in the local store? (history rows outlive deletes, so this finds deleted memories too.) */

@@ -1,0 +1,88 @@
+/**
+ * Team memory reaches the rest of the product: injection finds team memories when
+ * the scope covers them; erasure, export and import, which work on the local store
+ * only, refuse (typed, nothing done) whenever they would reach team namespaces, and
+ * keep working for local ones.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { rejectsWith } from '../helpers';
+import { startPg, type PgServer } from './pg-server';
+import { teamDaemon, type TeamDaemon } from './team-daemon';
+
+describe('team memory reaches injection, and export/import/erase refuse team namespaces', () => {
+  let pg: PgServer;
+  let t: TeamDaemon;
+  before(async () => {
+    pg = await startPg();
+    const db = await pg.createDatabase();
+    await pg.createRole('alice');
+    await pg.grant(db, 'alice', 'team', 'admin');
+    await pg.grant(db, 'alice', 'project.shared', 'admin');
+    t = await teamDaemon(pg.url('alice', db), { roots: ['team', 'project.shared'] });
+  });
+  after(async () => {
+    await t?.stop();
+    await pg?.stop();
+  });
+
+  it('injection searches the team store inside the scope and never outside it', async () => {
+    const team = await t.client.call(R.upsert, { namespace: 'project.shared', key: 'deploy', value: 'Deploys go out through the blue-green pipeline on Tuesdays' });
+    const local = await t.client.call(R.upsert, { namespace: 'project.mine', key: 'deploy', value: 'My sandbox deploys through the blue-green pipeline by hand' });
+    await t.client.call(R.upsert, { namespace: 'team.other', key: 'deploy', value: 'The other team deploys through the blue-green pipeline nightly' });
+    const both = await t.client.call(R.injectBlock, { prompt: 'how do blue-green pipeline deploys work', scope: { namespaces: ['project.shared', 'project.mine'], includeUser: false } });
+    assert.deepEqual([...both.memoryIds].sort(), [team.memory.id, local.memory.id].sort());
+    assert.match(both.block, /Tuesdays/);
+    const onlyTeam = await t.client.call(R.injectBlock, { prompt: 'blue-green pipeline deploys', scope: { root: 'project.shared', includeUser: false } });
+    assert.deepEqual(onlyTeam.memoryIds, [team.memory.id]);
+  });
+
+  it('erase refuses team memory and team subtrees, typed, and leaves them in place; local erase still works', async () => {
+    const m = await t.client.call(R.upsert, { namespace: 'team.erase', key: 'k', value: 'A team memory someone wants erased' });
+    let e: Record<string, unknown> = await rejectsWith(t.client.call(R.erase, { id: m.memory.id }), 'InvalidState', 'id');
+    assert.equal(e.store, 'team');
+    e = await rejectsWith(t.client.call(R.erase, { namespace: 'team.erase', key: 'k' }), 'InvalidState', 'namespace');
+    e = await rejectsWith(t.client.call(R.erase, { root: 'team' }), 'InvalidState', 'root');
+    e = await rejectsWith(t.client.call(R.erase, { root: 'project' }), 'InvalidState', 'root'); // holds project.shared
+    await assert.rejects(t.client.call(R.erase, { root: 'team.erase' }), /nothing was done/);
+    assert.equal((await t.client.call(R.get, { id: m.memory.id })).version, 1);
+    await rejectsWith(t.client.call(R.erase, { id: '01900000-0000-7000-8000-000000000000' }), 'NotFound');
+    const l = await t.client.call(R.upsert, { namespace: 'project.mine.tmp', key: 'x', value: 'a local memory to erase' });
+    const r = await t.client.call(R.erase, { id: l.memory.id });
+    assert.equal(r.receipt.format, 'cairn-erasure-receipt');
+    await rejectsWith(t.client.call(R.get, { id: l.memory.id }), 'NotFound');
+  });
+
+  it('export refuses a scope covering team namespaces (and the whole store); a local scope exports', async () => {
+    for (const scope of [undefined, { root: 'team', includeUser: false }, { root: 'project', includeUser: false }, { namespaces: ['project.mine', 'project.shared'], includeUser: false }]) {
+      const e = await rejectsWith(t.client.call(R.exportRecords, scope ? { scope } : {}), 'InvalidState', 'scope');
+      assert.equal(e.store, 'team');
+      await rejectsWith(t.client.call(R.exportPage, scope ? { scope } : {}), 'InvalidState', 'scope');
+    }
+    const ok = await t.client.call(R.exportRecords, { scope: { root: 'project.mine', includeUser: false } });
+    const mems = ok.records.filter((r) => r.type === 'memory');
+    assert.ok(mems.length >= 1 && mems.every((r) => r.type === 'memory' && r.memory.namespace.startsWith('project.mine')));
+    const page = await t.client.call(R.exportPage, { scope: { root: 'project.mine', includeUser: false } });
+    assert.ok(page.records.length > 0);
+  });
+
+  it('import refuses records holding team namespaces before writing any; local records import', async () => {
+    const ok = await t.client.call(R.exportRecords, { scope: { root: 'project.mine', includeUser: false } });
+    const ns = ok.records.find((r) => r.type === 'namespace')!;
+    const mem = ok.records.find((r) => r.type === 'memory')!;
+    assert.ok(ns.type === 'namespace' && mem.type === 'memory');
+    const teamNs = { ...ns, id: 'ns-team-x', path: 'team.imported' };
+    const teamMem = { ...mem, namespaceId: 'ns-team-x', memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000aa', namespace: 'team.imported', key: 'imp' } };
+    const localNs = { ...ns, id: 'ns-local-x', path: 'project.imported' };
+    const localMem = { ...mem, namespaceId: 'ns-local-x', memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000bb', namespace: 'project.imported', key: 'imp' } };
+    for (const m of [R.importRecords, R.importPreview] as const) {
+      const e = await rejectsWith(t.client.call(m, { records: [localNs, localMem, teamNs, teamMem] }), 'InvalidState', 'records[2]');
+      assert.equal(e.store, 'team');
+    }
+    await rejectsWith(t.client.call(R.get, { namespace: 'project.imported', key: 'imp' }), 'NotFound');
+    await rejectsWith(t.client.call(R.get, { namespace: 'team.imported', key: 'imp' }), 'NotFound');
+    await t.client.call(R.importRecords, { records: [localNs, localMem] });
+    assert.equal((await t.client.call(R.get, { namespace: 'project.imported', key: 'imp' })).value, mem.memory.value);
+  });
+});
