@@ -1,6 +1,6 @@
 /**
- * Team memory reaches the rest of the product: injection finds team memories when
- * the scope covers them; erasure, export and import, which work on the local store
+ * Team memory reaches the rest of the product: injection and LSP hovers find team
+ * memories when the scope covers them; erasure, export and import, which work on the local store
  * only, refuse (typed, nothing done) whenever they would reach team namespaces, and
  * keep working for local ones.
  */
@@ -84,5 +84,17 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     await rejectsWith(t.client.call(R.get, { namespace: 'team.imported', key: 'imp' }), 'NotFound');
     await t.client.call(R.importRecords, { records: [localNs, localMem] });
     assert.equal((await t.client.call(R.get, { namespace: 'project.imported', key: 'imp' })).value, mem.memory.value);
+  });
+
+  it('hovers show team memories anchored to the file when the project root is a team root, and no other project\'s', async () => {
+    const root = '/nonexistent-ws';
+    await t.client.connection.sendRequest('initialize', { processId: null, rootUri: `file://${root}`, capabilities: {}, initializationOptions: { projectNamespace: 'project.shared' } });
+    await t.client.call(R.upsert, { namespace: 'project.shared', key: 'retry', value: 'Retries back off exponentially', anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }] });
+    await t.client.call(R.upsert, { namespace: 'team.elsewhere', key: 'retry', value: 'Another team retries linearly', anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }] });
+    const uri = `file://${root}/src/http.ts`;
+    const hit = (await t.client.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 3, character: 0 } })) as { contents: { value: string } } | null;
+    assert.ok(hit && hit.contents.value.includes('back off exponentially'), JSON.stringify(hit));
+    assert.ok(!hit.contents.value.includes('linearly'));
+    assert.equal(await t.client.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 20, character: 0 } }), null);
   });
 });

@@ -187,6 +187,7 @@ export class Daemon {
     const writer = new FramedMessageWriter(output);
     const connection = createMessageConnection(reader, writer, { error: (m) => this.log(m), warn: () => {}, info: () => {}, log: () => {} });
     const client: Client = { id: this.nextClientId++, kind, connection, lsp: new LspDocuments(this.store), initialized: false };
+    client.lsp.teamAnchors = (paths, scope) => this.core.team?.anchoredAt(paths, scope) ?? Promise.resolve([]);
 
     connection.onRequest(Requests.initialize.method, (params: unknown) => {
       client.lsp.initialize(params);

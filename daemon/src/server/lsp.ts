@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
 import { ErrorCodes } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
-import type { Anchor, Scope } from '../protocol/types';
+import type { Anchor, Memory, Scope } from '../protocol/types';
 import { projectNamespaceFor } from '../project';
 import type { Store } from '../store/store';
 import { escapeMarkdown } from '../text/format';
@@ -123,7 +123,7 @@ export class LspDocuments {
         p && typeof p === 'object' && p.textDocument && typeof p.textDocument.uri === 'string' && p.position &&
         Number.isInteger(p.position.line) && p.position.line >= 0 && Number.isInteger(p.position.character) && p.position.character >= 0;
       if (!ok) throw new ResponseError(ErrorCodes.InvalidParams, 'textDocument/hover: params must be {textDocument: {uri}, position: {line, character}}', { name: 'InvalidParams', field: 'textDocument' });
-      return this.hover(p.textDocument.uri, p.position);
+      return this.hoverAll(p.textDocument.uri, p.position);
     });
   }
 
@@ -147,14 +147,28 @@ export class LspDocuments {
     return out;
   }
 
-  hover(uri: string, pos: Position): { contents: { kind: 'markdown'; value: string } } | null {
+  /**
+   * Memories anchored to these paths in the team store (set by the daemon when team memory is
+   * attached; it answers [] when the scope covers no team root).
+   */
+  teamAnchors: ((paths: string[], scope: Scope) => Promise<{ memory: Memory; anchor: Anchor }[]>) | null = null;
+
+  /** hover() with the team store's anchored memories too; a team store that can't answer leaves the local ones. */
+  async hoverAll(uri: string, pos: Position): Promise<{ contents: { kind: 'markdown'; value: string } } | null> {
+    const scope = this.scopeFor(uri);
+    const paths = this.candidates(uri);
+    const team = this.teamAnchors && scope && paths.length ? await this.teamAnchors(paths, scope).catch(() => []) : [];
+    return this.hover(uri, pos, team);
+  }
+
+  hover(uri: string, pos: Position, more: { memory: Memory; anchor: Anchor }[] = []): { contents: { kind: 'markdown'; value: string } } | null {
     const paths = this.candidates(uri);
     if (paths.length === 0) return null;
     const line = pos.line + 1;
     const word = wordAt(this.docs.get(uri), pos);
     const scope = this.scopeFor(uri);
     if (!scope) return null;
-    const matches = this.store.anchoredAt(paths, scope).filter(({ anchor: a }) => {
+    const matches = [...this.store.anchoredAt(paths, scope), ...more].filter(({ anchor: a }) => {
       if (a.stale) return false;
       if (a.startLine !== undefined) return line >= a.startLine && line <= (a.endLine ?? a.startLine);
       if (a.symbol !== undefined) return word !== null && (word === a.symbol || a.symbol.endsWith('.' + word));

@@ -221,6 +221,13 @@ export class TeamRouter {
     return local(method, p);
   }
 
+  /** Team memories anchored to one of `paths`, inside the team part of `scope` (hovers); [] when it covers no team root. */
+  async anchoredAt(paths: string[], scope: T.Scope): Promise<{ memory: T.Memory; anchor: T.Anchor }[]> {
+    const s = this.split(scope);
+    if (s.team === null) return [];
+    return this.team.anchoredAt(paths, s.team ?? undefined);
+  }
+
   /** Does an export record name a team namespace? (Malformed records are left to the local import to refuse.) */
   private teamRecord(r: unknown): boolean {
     const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown } };

@@ -410,6 +410,20 @@ export class PgBackend {
     return { items: page.map(toMemory), nextCursor: more && last ? Buffer.from(`${last.updated_at}:${last.rowid}`).toString('base64url') : null };
   }
 
+  /** Visible memories with an anchor on one of `paths`, each with that anchor (hovers; same order as the SQLite store). */
+  async anchoredAt(paths: string[], scope: Scope | undefined): Promise<{ memory: Memory; anchor: Anchor }[]> {
+    if (paths.length === 0) return [];
+    const q = new Params();
+    const where = andSql(`a.v->>'path' = ANY(${q.p(paths)}::text[])`, visibilitySql(q, undefined, this.now()), scopeSql(q, scope));
+    const rows = await query(this.pool, `SELECT ${MEMORY_COLUMNS}, (a.idx - 1)::int AS anchor_idx FROM memories m JOIN namespaces n ON n.id = m.ns_id
+        CROSS JOIN LATERAL jsonb_array_elements(m.anchors::jsonb) WITH ORDINALITY AS a(v, idx)
+        WHERE ${where} ORDER BY m.importance DESC, m.updated_at DESC, m.id LIMIT 200`, q.values);
+    return rows.map((r) => {
+      const memory = toMemory(r as MemoryRow);
+      return { memory, anchor: memory.anchors[r.anchor_idx] };
+    }).filter((x) => x.anchor !== undefined);
+  }
+
   async byRowids(rowids: number[]): Promise<Map<number, MemoryRow>> {
     const out = new Map<number, MemoryRow>();
     if (rowids.length === 0) return out;
