@@ -10,6 +10,7 @@ import { registerDashboard } from './dashboard';
 import { MEMORY_SCHEME, MemoryFileSystem, VIEW_SCHEME, ViewDocuments } from './documents';
 import { MemoryTree } from './memoryTree';
 import { StatusBar } from './statusBar';
+import { teamMismatch } from '../../daemon/src/team/roots';
 
 let ctx: Ctx | undefined;
 
@@ -37,7 +38,10 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
       c.memoryFs.changed();
       c.views.changed();
     }),
-    c.client.onDidConnect(() => c.metrics.mark('connected')),
+    c.client.onDidConnect(() => {
+      c.metrics.mark('connected');
+      void checkTeam(c);
+    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('cairn')) return;
       reportSettingProblems(c);
@@ -46,12 +50,30 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
         void c.client.start(); // the fix for a daemon that could not start
       }
       if (e.affectsConfiguration('cairn.scope.projectNamespace')) c.tree.refresh();
+      if (e.affectsConfiguration('cairn.team')) void checkTeam(c);
     }),
   );
   reportSettingProblems(c);
   c.metrics.mark('activated');
   void c.client.start();
   return { ctx: c, ...registerAgents(c) }; // + the agent features and the public extension API (agents/api.ts)
+}
+
+/**
+ * The daemon this window uses may not serve the cairn.team.* settings (the CLI or another window started
+ * it, or the settings changed since): say why and offer a restart, which starts it with them.
+ */
+async function checkTeam(c: Ctx): Promise<void> {
+  let why: string | null;
+  try {
+    const status = await c.client.request('status', {});
+    why = teamMismatch({ url: c.config.get('cairn.team.url'), roots: c.config.get('cairn.team.roots') }, status.team);
+  } catch {
+    return; // not connected: checked again on the next connect
+  }
+  if (!why) return;
+  c.output.warn(`team memory: ${why}`);
+  if (await c.ui.warn(`Cairn: ${why}. Restart the daemon with the team settings?`, 'Restart Daemon')) await c.client.restartDaemon();
 }
 
 function reportSettingProblems(c: Ctx): void {

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
+import { teamMismatch } from '../../daemon/src/team/roots';
 import { rejectsWith } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
 import { teamDaemon, type TeamDaemon } from './team-daemon';
@@ -96,5 +97,14 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     assert.ok(hit && hit.contents.value.includes('back off exponentially'), JSON.stringify(hit));
     assert.ok(!hit.contents.value.includes('linearly'));
     assert.equal(await t.client.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 20, character: 0 } }), null);
+  });
+
+  it('store/status names the team database (no password), its roots and role; the extension compares its settings with it', async () => {
+    const st = await t.client.call(R.status, {});
+    assert.ok(st.team);
+    assert.deepEqual({ ...st.team, url: undefined }, { url: undefined, roots: ['team', 'project.shared'], user: 'alice', connected: true });
+    assert.equal(st.team.url, pg.url('alice', st.team.url.split('/').pop()!));
+    assert.equal(teamMismatch({ url: st.team.url, roots: 'project.shared, team' }, st.team), null);
+    assert.match(teamMismatch({ url: st.team.url, roots: 'team' }, st.team) ?? '', /serves team roots/);
   });
 });

@@ -545,6 +545,8 @@ export const StoreStatusResult = z.object({
   historyCap: z.number().int().nullable(),
   embeddings: EmbeddingStatus,
   daemon: z.object({ pid: z.number().int(), version: z.string(), socket: z.string().nullable(), clients: z.number().int(), uptimeMs: z.number().int() }).optional(),
+  /** Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role, whether it opened. */
+  team: z.object({ url: z.string(), roots: z.array(z.string()), user: z.string().nullable(), connected: z.boolean() }).optional(),
 });
 export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
 

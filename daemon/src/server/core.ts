@@ -198,6 +198,7 @@ export class Core {
         vectorExtension: s.vecAvailable,
       },
       ...(this.hooks.daemonInfo ? { daemon: this.hooks.daemonInfo() } : {}),
+      ...(this.team ? { team: this.team.info() } : {}),
     };
   }
 }

@@ -30,6 +30,7 @@ import type * as T from '../protocol/types';
 import { rrf } from '../retrieval/fusion';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
 import { pgSearch } from '../store/pg/search';
+import { DEFAULT_TEAM_ROOTS, parseRoots } from './roots';
 
 export type LocalCall = (method: string, params: any) => Promise<any>;
 
@@ -40,7 +41,7 @@ export interface VectorSource {
   embedder?: PgEmbedder | null;
 }
 
-export const DEFAULT_TEAM_ROOTS = ['team'];
+export { DEFAULT_TEAM_ROOTS, parseRoots };
 
 /** A request the team store does not serve reached team namespaces: refused before anything is done. */
 function notServed(method: string, field: string, why: string): CairnError {
@@ -51,11 +52,6 @@ function notServed(method: string, field: string, why: string): CairnError {
   );
 }
 
-/** `team.*, project.shared` -> ['team', 'project.shared'] (a trailing `.*` is accepted and means the same). */
-export function parseRoots(s: string | string[] | undefined): string[] {
-  const list = (Array.isArray(s) ? s : (s ?? '').split(/[,\s]+/)).map((x) => x.trim().replace(/\.\*$/, '')).filter(Boolean);
-  return list.length ? list : DEFAULT_TEAM_ROOTS;
-}
 
 const ROUTED = new Set([
   'memory/upsert',
@@ -94,6 +90,11 @@ export class TeamRouter {
     readonly roots: string[] = DEFAULT_TEAM_ROOTS,
     private readonly log: (m: string) => void = () => {},
   ) {}
+
+  /** For store/status: the database (password never included), the roots, the login role, whether it opened. */
+  info(): NonNullable<T.StoreStatusResult['team']> {
+    return { url: this.team.url, roots: [...this.roots], user: this.team.user || null, connected: this.team.schemaVersion > 0 };
+  }
 
   claims(method: string): boolean {
     return ROUTED.has(method);
