@@ -1,10 +1,13 @@
 /**
  * The team store: the same memory semantics as the SQLite Store (store.ts),
- * on PostgreSQL + pgvector. Every write is one transaction that locks the
- * memory row it changes (SELECT ... FOR UPDATE), so versions stay monotonic
- * and `ifVersion` conflicts are exact with many daemons writing at once;
- * history and a change-log row are written in the same transaction, and the
- * change-log trigger NOTIFYs every listening daemon on commit.
+ * on PostgreSQL + pgvector. An upsert is one read and one guarded statement
+ * (fastUpsert; a batch: one of each per run of items, bulkInTx) that writes the
+ * row, history and change-log row together, or nothing when another writer
+ * moved the row in between (then it is decided again); other writes are one
+ * transaction that locks the memory row (SELECT ... FOR UPDATE). Either way
+ * versions stay monotonic and `ifVersion` conflicts are exact with many daemons
+ * writing at once, and the change-log trigger NOTIFYs every listening daemon on
+ * commit.
  *
  * Rows are visible only as row-level security allows for the login role;
  * history's actor is that role (the claimed actor is kept as detail.onBehalfOf).
