@@ -37,3 +37,56 @@ export function adjustment(importance: number, confidence: number, updatedAtMs: 
   const recency = Math.exp(-ageDays / RECENCY_DAYS);
   return 0.06 * (2 * importance - 1) + 0.04 * (2 * confidence - 1) + 0.05 * recency;
 }
+
+/** One arm's candidate (a store row id and the arm's own score), in the arm's order, best first. */
+export interface ArmCandidate {
+  rowid: number;
+  score: number;
+}
+
+/** A candidate after fusion: its rank and score in each arm (null where it was absent) and the fused score. */
+export interface FusedCandidate {
+  fts: { rank: number; score: number } | null;
+  vector: { rank: number; score: number } | null;
+  fused: number;
+}
+
+/**
+ * Weighted reciprocal-rank fusion of a full-text and a vector arm, for any store
+ * (retrieval/search.ts on SQLite, store/pg/search.ts on PostgreSQL). A candidate
+ * only the vector arm found is dropped below `minVectorOnly` similarity.
+ */
+export function fuseArms(fts: ArmCandidate[], vec: ArmCandidate[], vectorWeight: number, minVectorOnly: number): Map<number, FusedCandidate> {
+  const fused = new Map<number, FusedCandidate>();
+  const wsum = FTS_WEIGHT + vectorWeight;
+  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
+  vec.forEach((h, i) => {
+    if (!fused.has(h.rowid) && h.score < minVectorOnly) return;
+    const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
+    e.vector = { rank: i + 1, score: h.score };
+    e.fused += (vectorWeight * rrf(i + 1)) / wsum;
+    fused.set(h.rowid, e);
+  });
+  return fused;
+}
+
+/**
+ * The top `limit` fused candidates by fused × (1 + adjustment), ties by the newer
+ * then the smaller id; a candidate whose row is missing from `rows` drops out.
+ */
+export function rankFused<R extends { importance: number; confidence: number; updated_at: number; id: string }>(
+  fused: Map<number, FusedCandidate>,
+  rows: Map<number, R>,
+  now: number,
+  limit: number,
+): { rowid: number; r: R; e: FusedCandidate; boost: number; score: number }[] {
+  return [...fused.entries()]
+    .flatMap(([rowid, e]) => {
+      const r = rows.get(rowid);
+      if (!r) return [];
+      const boost = adjustment(r.importance, r.confidence, r.updated_at, now);
+      return [{ rowid, r, e, boost, score: e.fused * (1 + boost) }];
+    })
+    .sort((a, b) => b.score - a.score || b.r.updated_at - a.r.updated_at || (a.r.id < b.r.id ? -1 : 1))
+    .slice(0, limit);
+}

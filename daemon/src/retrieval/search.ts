@@ -15,7 +15,7 @@ import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
 import { ftsArm, type ArmHit, type ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
-import { adjustment, FTS_WEIGHT, rrf, VECTOR_WEIGHT } from './fusion';
+import { fuseArms, rankFused, VECTOR_WEIGHT } from './fusion';
 import { snippet } from './snippet';
 
 export interface VectorSearcher {
@@ -74,28 +74,9 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     throw e;
   }
   const vec = await pending;
-  const fused = new Map<number, { fts: { rank: number; score: number } | null; vector: { rank: number; score: number } | null; fused: number }>();
-  const vw = vectors!.weight();
-  const wsum = FTS_WEIGHT + vw;
-  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
-  vec.forEach((h, i) => {
-    if (!fused.has(h.rowid) && h.score < HYBRID_MIN_SIMILARITY) return;
-    const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
-    e.vector = { rank: i + 1, score: h.score };
-    e.fused += (vw * rrf(i + 1)) / wsum;
-    fused.set(h.rowid, e);
-  });
+  const fused = fuseArms(fts, vec, vectors!.weight(), HYBRID_MIN_SIMILARITY);
   // Rank on the few facts fusion needs; read whole rows (values, JSON fields) only for the hits returned.
-  const facts = store.rankFacts([...fused.keys()]);
-  const ranked = [...fused.entries()]
-    .flatMap(([rowid, e]) => {
-      const r = facts.get(rowid);
-      if (!r) return [];
-      const boost = adjustment(r.importance, r.confidence, r.updated_at, now);
-      return [{ rowid, r, e, boost, score: e.fused * (1 + boost) }];
-    })
-    .sort((a, b) => b.score - a.score || b.r.updated_at - a.r.updated_at || (a.r.id < b.r.id ? -1 : 1))
-    .slice(0, limit);
+  const ranked = rankFused(fused, store.rankFacts([...fused.keys()]), now, limit);
   const rows = store.byRowids(ranked.map((x) => x.rowid));
   return {
     hits: ranked.flatMap((x) => {

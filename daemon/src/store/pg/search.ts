@@ -1,7 +1,7 @@
 /**
  * memory/search on the team store: a PostgreSQL text-search arm and a
  * pgvector arm, each with scope, visibility and filters inside the query that
- * takes its top-k, fused exactly as retrieval/search.ts fuses the SQLite arms.
+ * takes its top-k, fused by the same code as the SQLite arms (retrieval/fusion.ts).
  *
  * Full text: each memory's tsvector weights key (A), tags (B), value plus
  * split code identifiers (C, text/identifiers.ts) and summary (D). The query
@@ -16,7 +16,7 @@
  * exact; see ARCHITECTURE.md for when to add HNSW with iterative scans.
  */
 import type { SearchHit, SearchParams, SearchResult } from '../../protocol/types';
-import { adjustment, FTS_WEIGHT, rrf } from '../../retrieval/fusion';
+import { fuseArms, rankFused } from '../../retrieval/fusion';
 import { CANDIDATE_FACTOR, DEFAULT_LIMIT, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../../retrieval/search';
 import { snippet } from '../../retrieval/snippet';
 import { splitIdentifier, STOPWORDS } from '../../text/identifiers';
@@ -135,26 +135,8 @@ export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: numb
     return { hits: vec.flatMap((h, i) => (rows.has(h.rowid) ? [hit(rows.get(h.rowid)!, h.score, p.query, p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined)] : [])), mode };
   }
   const fts = await ftsArm(b, p.query, { ...arm, limit: candidates });
-  const fused = new Map<number, { fts: { rank: number; score: number } | null; vector: { rank: number; score: number } | null; fused: number }>();
-  const wsum = FTS_WEIGHT + vectorWeight;
-  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
-  vec.forEach((h, i) => {
-    if (!fused.has(h.rowid) && h.score < HYBRID_MIN_SIMILARITY) return;
-    const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
-    e.vector = { rank: i + 1, score: h.score };
-    e.fused += (vectorWeight * rrf(i + 1)) / wsum;
-    fused.set(h.rowid, e);
-  });
-  const rows = await b.byRowids([...fused.keys()]);
-  const ranked = [...fused.entries()]
-    .flatMap(([rowid, e]) => {
-      const r = rows.get(rowid);
-      if (!r) return [];
-      const boost = adjustment(r.importance, r.confidence, r.updated_at, now);
-      return [{ r, e, boost, score: e.fused * (1 + boost) }];
-    })
-    .sort((x, y) => y.score - x.score || y.r.updated_at - x.r.updated_at || (x.r.id < y.r.id ? -1 : 1))
-    .slice(0, limit);
+  const fused = fuseArms(fts, vec, vectorWeight, HYBRID_MIN_SIMILARITY);
+  const ranked = rankFused(fused, await b.byRowids([...fused.keys()]), now, limit);
   return { hits: ranked.map((x) => hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)), mode };
 }
 
