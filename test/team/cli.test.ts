@@ -1,5 +1,5 @@
 /**
- * `cairn team init|grant|status` and `cairn daemon --team-url` through the
+ * `cairn team init|grant|status|history-cap` and `cairn daemon --team-url` through the
  * built CLI, against a real PostgreSQL + pgvector server. The password (from
  * PGPASSWORD, ~/.pgpass or even the URL) never appears in output or logs.
  */
@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Requests as R } from '../../daemon/src/protocol/methods';
+import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { CAIRN_BIN, spawnDaemon, tempDir, type SpawnedDaemon } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
 
@@ -45,10 +46,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
   it('init creates the schema, a second init only checks it; grant and status', async () => {
     const init = await cairn(['team', 'init', '--team-url', pg.adminUrl(db)]);
     assert.equal(init.code, 0, init.stderr);
-    assert.match(init.stdout, /migrated from schema v0 to v1/);
+    assert.match(init.stdout, /migrated from schema v0 to v2/);
     const again = await cairn(['team', 'init', '--json'], { CAIRN_TEAM_URL: pg.adminUrl(db) });
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(JSON.parse(again.stdout), { url: pg.adminUrl(db), from: 1, to: 1 });
+    assert.deepEqual(JSON.parse(again.stdout), { url: pg.adminUrl(db), from: 2, to: 2 });
     const g = await cairn(['team', 'grant', 'erin', 'team.web', 'write', '--team-url', pg.adminUrl(db)]);
     assert.equal(g.code, 0, g.stderr);
     const bad = await cairn(['team', 'grant', 'erin', 'team.%', 'write', '--team-url', pg.adminUrl(db)]);
@@ -62,13 +63,13 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     const s = await cairn(['team', 'status'], env);
     assert.equal(s.code, 0, s.stderr);
     assert.match(s.stdout, /PostgreSQL 16\.\d+, pgvector 0\.\d+\.\d+/);
-    assert.match(s.stdout, /schema {10}v1/);
+    assert.match(s.stdout, /schema {10}v2/);
     assert.match(s.stdout, /latency {9}[\d.]+ ms/);
     assert.match(s.stdout, /your grants {5}team\.web:write/);
     assert.ok(!s.stdout.includes(password) && !s.stderr.includes(password));
     const js = JSON.parse((await cairn(['team', 'status', '--json'], env)).stdout);
     assert.equal(js.user, 'erin');
-    assert.equal(js.schemaVersion, 1);
+    assert.equal(js.schemaVersion, 2);
     assert.deepEqual(js.roots, ['team']);
     assert.equal(typeof js.counts.memories, 'number');
     // Even a password written into the URL is never shown.
@@ -82,6 +83,33 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     assert.ok(!wrong.stderr.includes('wrong-password'));
     const none = await cairn(['team', 'status'], { CAIRN_TEAM_URL: '' });
     assert.equal(none.code, 2);
+  });
+
+  it('history-cap: the owner caps team history per memory; the versions of every writer are trimmed by the database; off keeps all', async () => {
+    const admin = { CAIRN_TEAM_URL: pg.adminUrl(db) };
+    const env = { CAIRN_TEAM_URL: pg.url('erin', db), PGPASSWORD: password, PGPASSFILE: path.join(dir, 'none') };
+    const bad = await cairn(['team', 'history-cap', '0'], admin);
+    assert.equal(bad.code, 2);
+    const set = await cairn(['team', 'history-cap', '3'], admin);
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(set.stdout, /keeps the newest 3 rows per memory/);
+    const b = await new PgBackend({ url: pg.url('erin', db) }).open(); // erin only writes team.web: she may not delete history herself
+    try {
+      for (let i = 1; i <= 5; i++) await b.upsert({ namespace: 'team.web.cap', key: 'k', value: `version ${i}` });
+      const h = await b.history({ namespace: 'team.web.cap', key: 'k' });
+      assert.deepEqual(h.entries.map((e) => e.version), [5, 4, 3]);
+      assert.equal(h.capped, true);
+      assert.match((await cairn(['team', 'status'], env)).stdout, /capped at 3 per memory/);
+      const off = await cairn(['team', 'history-cap', 'off'], admin);
+      assert.equal(off.code, 0, off.stderr);
+      await b.upsert({ namespace: 'team.web.cap', key: 'k', value: 'version 6' });
+      await b.upsert({ namespace: 'team.web.cap', key: 'k', value: 'version 7' });
+      const all = await b.history({ namespace: 'team.web.cap', key: 'k' });
+      assert.deepEqual(all.entries.map((e) => e.version), [7, 6, 5, 4, 3]);
+      assert.equal(all.capped, false);
+    } finally {
+      await b.close();
+    }
   });
 
   it('a daemon started with --team-url serves team namespaces from the database, tags hits, and never logs the password', async () => {

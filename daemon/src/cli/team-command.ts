@@ -1,5 +1,5 @@
 /**
- * `cairn team init|status|grant`: set up and inspect the team database
+ * `cairn team init|status|grant|history-cap`: set up and inspect the team database
  * directly (no daemon needed). The URL comes from --team-url or CAIRN_TEAM_URL;
  * the password from PGPASSWORD or ~/.pgpass. Nothing printed ever contains the
  * password (the URL is shown redacted).
@@ -8,14 +8,14 @@ import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import { PgBackend } from '../store/pg/backend';
 import { redactUrl } from '../store/pg/db';
-import { grant, LEVELS, migrate, type Level } from '../store/pg/schema';
+import { grant, LEVELS, migrate, setHistoryCap, type Level } from '../store/pg/schema';
 import { teamConfig } from '../team/attach';
 import { UsageError } from './main';
 
 export async function runTeam(pos: string[], o: { url?: string; roots?: string; json: boolean }, out: (s: string) => void): Promise<number> {
   const [sub, ...args] = pos;
   const cfg = teamConfig({ url: o.url, roots: o.roots });
-  if (!sub || !['init', 'status', 'grant'].includes(sub)) throw new UsageError('usage: cairn team init|status|grant ROLE ROOT read|write|admin');
+  if (!sub || !['init', 'status', 'grant', 'history-cap'].includes(sub)) throw new UsageError('usage: cairn team init|status|grant ROLE ROOT read|write|admin|history-cap N|off');
   if (!cfg) throw new UsageError('no team database configured: pass --team-url postgres://user@host:port/db or set CAIRN_TEAM_URL');
   const b = new PgBackend({ url: cfg.url, connectTimeoutMs: 5000 });
   const emit = (v: unknown, human: () => void) => (o.json ? out(JSON.stringify(v, null, 2)) : human());
@@ -38,6 +38,15 @@ export async function runTeam(pos: string[], o: { url?: string; roots?: string; 
       emit({ role, root, level }, () => out(`granted ${level} on ${root} (and everything under it) to ${role}`));
       return 0;
     }
+    if (sub === 'history-cap') {
+      const [v] = args;
+      const cap = v === 'off' ? null : Number(v);
+      if (v === undefined || (cap !== null && !(Number.isInteger(cap) && cap >= 1 && cap <= 1_000_000))) throw new UsageError('usage: cairn team history-cap N|off (N: history rows kept per memory, 1 to 1000000)');
+      await b.open();
+      await setHistoryCap(b.pool, cap);
+      emit({ historyCap: cap }, () => out(cap === null ? 'team history is kept in full' : `team history keeps the newest ${cap} rows per memory`));
+      return 0;
+    }
     await b.open();
     const s = await b.status();
     emit({ ...s, roots: cfg.roots }, () => {
@@ -47,7 +56,7 @@ export async function runTeam(pos: string[], o: { url?: string; roots?: string; 
       out(`latency         ${s.latencyMs} ms (one round trip)`);
       out(`roots           ${cfg.roots.join(', ')}`);
       out(`memories        ${s.counts.memories} (${s.counts.active} active, ${s.counts.deleted} deleted), ${s.counts.vectors} with vectors`);
-      out(`namespaces      ${s.counts.namespaces}; history ${s.counts.history}; links ${s.counts.links}`);
+      out(`namespaces      ${s.counts.namespaces}; history ${s.counts.history}${s.historyCap !== null ? ` (capped at ${s.historyCap} per memory)` : ''}; links ${s.counts.links}`);
       out(`your grants     ${s.grants.length ? s.grants.map((g) => `${g.root}:${['', 'read', 'write', 'admin'][g.level]}`).join(', ') : 'none'}`);
     });
     return 0;

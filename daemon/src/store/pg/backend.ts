@@ -271,6 +271,8 @@ export class PgBackend {
 
   /** The actor recorded: always the login role (or a system actor); a different claimed actor goes to detail. */
   private actorOf(claimed: string | undefined, detail: Record<string, unknown> | undefined): { actor: string; detail?: Record<string, unknown> } {
+    // Before open() has checked the schema and learned the login role, no write may go through (it would have no actor).
+    if (!this.user) throw new CairnError('Unavailable', 'the team database is still being opened; try again in a moment', { store: 'team' });
     if (claimed && claimed.startsWith('system:')) return { actor: claimed, detail };
     if (claimed && claimed !== this.user) return { actor: this.user, detail: { ...(detail ?? {}), onBehalfOf: claimed } };
     return { actor: this.user, detail };
@@ -452,7 +454,7 @@ export class PgBackend {
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
       memoryId = row.id;
     }
-    const rows = await query(this.pool, `SELECT * FROM history WHERE memory_id = $1 ORDER BY seq DESC LIMIT $2`, [memoryId, p.limit ?? 100]);
+    const rows = await query(this.pool, `SELECT *, (SELECT value FROM meta WHERE key = 'history_cap') AS cap FROM history WHERE memory_id = $1 ORDER BY seq DESC LIMIT $2`, [memoryId, p.limit ?? 100]);
     if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
     return {
       entries: rows.map((r) => ({
@@ -467,7 +469,7 @@ export class PgBackend {
         state: r.state ? JSON.parse(r.state) : null,
         detail: r.detail ? JSON.parse(r.detail) : null,
       })),
-      capped: false,
+      capped: rows[0].cap !== null,
     };
   }
 
@@ -1223,13 +1225,14 @@ export class PgBackend {
   }
 
   /** Server facts for `cairn team status` (never the password). */
-  async status(): Promise<{ url: string; user: string; serverVersion: string; pgvectorVersion: string | null; schemaVersion: number; latencyMs: number; counts: Awaited<ReturnType<PgBackend['counts']>>; grants: { root: string; role: string; level: number }[] }> {
+  async status(): Promise<{ url: string; user: string; serverVersion: string; pgvectorVersion: string | null; schemaVersion: number; latencyMs: number; counts: Awaited<ReturnType<PgBackend['counts']>>; grants: { root: string; role: string; level: number }[]; historyCap: number | null }> {
     const t0 = performance.now();
     await query(this.pool, 'SELECT 1');
     const latencyMs = Math.round((performance.now() - t0) * 100) / 100;
     const v = (await query(this.pool, `SELECT current_setting('server_version') AS server, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec, session_user AS u`))[0];
     const grants = await query(this.pool, `SELECT root, role::text AS role, level FROM grants ORDER BY root, role`);
-    return { url: this.url, user: v.u, serverVersion: v.server, pgvectorVersion: v.vec, schemaVersion: await checkSchema(this.pool), latencyMs, counts: await this.counts(), grants };
+    const cap = (await query<{ value: string }>(this.pool, `SELECT value FROM meta WHERE key = 'history_cap'`))[0];
+    return { url: this.url, user: v.u, serverVersion: v.server, pgvectorVersion: v.vec, schemaVersion: await checkSchema(this.pool), latencyMs, counts: await this.counts(), grants, historyCap: cap ? Number(cap.value) : null };
   }
 }
 

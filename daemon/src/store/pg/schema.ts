@@ -19,7 +19,7 @@ import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 
-export const PG_SCHEMA_VERSION = 1;
+export const PG_SCHEMA_VERSION = 2;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
@@ -114,6 +114,23 @@ const MIGRATIONS: string[] = [
   CREATE POLICY meta_read ON cairn.meta FOR SELECT USING (true);
   CREATE POLICY grants_own ON cairn.grants FOR SELECT USING (pg_has_role(session_user, role, 'MEMBER'));
   `,
+  // 2: history cap. meta 'history_cap' (set by the schema owner: `cairn team history-cap N|off`) keeps at most N
+  // history rows per memory; a trigger trims after every insert, as the owner, so every writer's daemon obeys it
+  // whatever its grants (members may not delete history themselves).
+  `
+  CREATE FUNCTION cairn.cap_history() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = cairn, pg_catalog AS $$
+    DECLARE cap int;
+    BEGIN
+      SELECT value::int INTO cap FROM cairn.meta WHERE key = 'history_cap';
+      IF cap IS NOT NULL THEN
+        DELETE FROM cairn.history h WHERE h.memory_id = NEW.memory_id
+          AND h.seq < (SELECT min(seq) FROM (SELECT seq FROM cairn.history WHERE memory_id = NEW.memory_id ORDER BY seq DESC LIMIT cap) keep);
+      END IF;
+      RETURN NULL;
+    END $$;
+  CREATE TRIGGER history_cap AFTER INSERT ON cairn.history FOR EACH ROW EXECUTE FUNCTION cairn.cap_history();
+  `,
 ];
 
 async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
@@ -207,6 +224,16 @@ export async function grant(pool: pg.Pool, role: string, root: string, level: Le
     throw mapError(e);
   } finally {
     c.release();
+  }
+}
+
+/** Owner: keep at most `cap` history rows per memory on the team database (null: keep all), enforced by trigger. */
+export async function setHistoryCap(pool: pg.Pool, cap: number | null): Promise<void> {
+  try {
+    if (cap === null) await pool.query(`DELETE FROM cairn.meta WHERE key = 'history_cap'`);
+    else await pool.query(`INSERT INTO cairn.meta(key, value) VALUES ('history_cap', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(cap)]);
+  } catch (e) {
+    throw mapError(e);
   }
 }
 
