@@ -48,11 +48,16 @@ async function main() {
     out[`race${n}`] = race;
   }
 
-  const stallMemories = Number(arg('stall-memories', '20000'));
+  const stallMemories = Number(arg('stall-memories', '10000'));
   try {
     const st = await stallProbe({ memories: stallMemories });
     const f = (x: { probes: number; maxMs: number; p99Ms: number }) => `${x.probes} answered, max ${x.maxMs.toFixed(1)} ms, p99 ${x.p99Ms.toFixed(1)} ms`;
-    say(`stall: small requests on another connection while importing ${st.memories} memories (${(st.duringImport.bigMs / 1000).toFixed(1)} s): ${f(st.duringImport)}; while exporting them (${(st.duringExport.bigMs / 1000).toFixed(1)} s): ${f(st.duringExport)}; idle: ${f(st.idle)}`);
+    const g = (what: string, x: { probes: number; maxMs: number; p99Ms: number; bigMs: number }) => `${what} (${(x.bigMs / 1000).toFixed(1)} s): ${f(x)}`;
+    say(
+      `stall: small requests on another connection while, with ${st.memories} memories, ` +
+        [g('importing in 1,000-record messages', st.duringImport), g('importing in one message', st.duringImportOneMessage), g('exporting in pages', st.duringExportPages), g('exporting in one reply', st.duringExport)].join('; ') +
+        `; idle: ${f(st.idle)}`,
+    );
     out.stall = st;
   } catch (e) {
     say(`stall probe failed: ${(e as Error)?.stack ?? e}`);

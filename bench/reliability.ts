@@ -273,19 +273,25 @@ export async function daemonRace(opts: { daemons: number; trials: number }): Pro
 
 export interface StallResult {
   memories: number;
-  /** Small requests answered while the big one ran, and the longest / 99th-percentile wait for one (ms). */
+  /**
+   * Small requests answered while the big work ran, and the longest / 99th-percentile wait for one (ms): an import
+   * sent as the CLI sends it (messages of 1,000 records), the same records in one message, a paged export
+   * (store/exportPage, as the CLI exports) and the one-reply store/export.
+   */
   duringImport: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
+  duringImportOneMessage: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
+  duringExportPages: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
   duringExport: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
   /** The same small request on an idle daemon. */
   idle: { probes: number; maxMs: number; p99Ms: number };
 }
 
 /** Records of a store holding `memories` memories (built in-process). */
-async function exportOf(memories: number): Promise<ExportRecord[]> {
+async function exportOf(memories: number, namespace = 'project.stall'): Promise<ExportRecord[]> {
   const t = tempCore();
   try {
     for (let b = 0; b < memories; b += 2000) {
-      const items = Array.from({ length: Math.min(2000, memories - b) }, (_, i) => ({ namespace: 'project.stall', key: `k${b + i}`, value: `bulk memory ${b + i} for the stall probe, with some words to index` }));
+      const items = Array.from({ length: Math.min(2000, memories - b) }, (_, i) => ({ namespace, key: `k${b + i}`, value: `bulk memory ${b + i} for the stall probe, with some words to index` }));
       await t.core.call(R.upsertBatch, { items });
     }
     return (await t.core.call(R.exportRecords, { includeHistory: true })).records;
@@ -299,7 +305,9 @@ async function exportOf(memories: number): Promise<ExportRecord[]> {
  * requests one after another and times each: the longest wait is the stall the big request causes.
  */
 export async function stallProbe(opts: { memories: number }): Promise<StallResult> {
+  // One store/import message must stay under Limits.messageBytes (16 MiB): about 10,000 memories with their history.
   const records = await exportOf(opts.memories);
+  const batched = await exportOf(opts.memories, 'project.stall.batched');
   const dir = tempDir('cairn-stall-');
   const db = path.join(dir, 'cairn.db');
   const socket = path.join(dir, 'd.sock');
@@ -323,16 +331,37 @@ export async function stallProbe(opts: { memories: number }): Promise<StallResul
     const timed = async <T>(p: Promise<T>) => {
       const t0 = performance.now();
       let done = false;
-      const run = p.then((v) => ((done = true), v));
+      // Settled either way ends the probing (a refused request must not leave the probe loop spinning).
+      const run = p.finally(() => (done = true));
       const probes = await probeWhile(() => !done);
       await run;
       return { ...probes, bigMs: performance.now() - t0 };
     };
-    const duringImport = await timed(big.call(R.importRecords, { records, actor: 'stall-probe' }));
+    // Cut at memory boundaries, about 1,000 records a message, as the CLI does.
+    const duringImport = await timed(
+      (async () => {
+        let batch: ExportRecord[] = [];
+        for (const r of batched) {
+          if (batch.length >= 1000 && r.type !== 'history') {
+            await big.call(R.importRecords, { records: batch, actor: 'stall-probe' });
+            batch = [];
+          }
+          batch.push(r);
+        }
+        if (batch.length) await big.call(R.importRecords, { records: batch, actor: 'stall-probe' });
+      })(),
+    );
+    const duringImportOneMessage = await timed(big.call(R.importRecords, { records, actor: 'stall-probe' }));
+    const duringExportPages = await timed(
+      (async () => {
+        let page = await big.call(R.exportPage, { includeHistory: true });
+        while (page.nextCursor) page = await big.call(R.exportPage, { cursor: page.nextCursor });
+      })(),
+    );
     const duringExport = await timed(big.call(R.exportRecords, { includeHistory: true }));
     await small.close();
     await big.close();
-    return { memories: opts.memories, duringImport, duringExport, idle };
+    return { memories: opts.memories, duringImport, duringImportOneMessage, duringExportPages, duringExport, idle };
   } finally {
     proc.kill('SIGKILL');
     await exited(proc);

@@ -17,6 +17,8 @@ import { pace, type RequestContext } from '../server/limits';
 
 /** Work between two yields of a long request: about this many ms (and at most Limits.chunkRecords records). */
 const CHUNK_MS = 20;
+/** Work for one store/exportPage page: pages end early when reading is slow (the reply's serialization adds about as much). */
+const PAGE_MS = 40;
 
 type HistoryRow = Parameters<typeof historyEntry>[0];
 type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'done';
@@ -59,16 +61,20 @@ export class ExportWalker {
     this.after = 0;
   }
 
-  /** Up to `limit` records (a memory's history may run past it) and about `maxBytes` of JSON. */
-  page(limit: number, maxBytes = 4 * 1024 * 1024): ExportRecord[] {
+  /**
+   * Up to `limit` records (a memory's history may run past it), about `maxBytes` of JSON, and about `maxMs` of work
+   * (at least one record), so one page never holds the daemon's thread for long.
+   */
+  page(limit: number, maxBytes = 4 * 1024 * 1024, maxMs = Infinity): ExportRecord[] {
     const out: ExportRecord[] = [];
+    const until = performance.now() + maxMs;
     let bytes = 0;
     const push = (r: ExportRecord) => {
       out.push(r);
       bytes += JSON.stringify(r).length;
     };
     const db = this.db;
-    const full = () => out.length >= limit || bytes >= maxBytes;
+    const full = () => out.length >= limit || bytes >= maxBytes || (out.length > 0 && performance.now() > until);
     while (!this.finished && !full()) {
       const room = Math.max(1, limit - out.length);
       switch (this.phase) {
@@ -221,7 +227,7 @@ export function exportPage(store: Store, p: ExportPageParams): ExportPageResult 
   touch(s);
   let records: ExportRecord[];
   try {
-    records = s.walker.page(limit);
+    records = s.walker.page(limit, 4 * 1024 * 1024, PAGE_MS);
   } catch (e) {
     closeSession(s);
     throw e;
