@@ -105,7 +105,7 @@ async function main() {
     for (const [k, v] of Object.entries(search)) console.log(`scoped ${k}: p50 ${fmt(v.p50)} ms, p95 ${fmt(v.p95)} ms`);
 
     // ---- three writers at once
-    const HOT = 50; // contended keys: read-modify-write with ifVersion
+    const HOT = 5; // contended keys: read-modify-write with ifVersion (few, so writers do collide)
     const writersRun = async (label: string, write: (w: number, p: UpsertParams) => Promise<unknown>, read: (w: number, ns: string, key: string) => Promise<{ value: string; version: number }>) => {
       const ms: number[] = [];
       let conflicts = 0;
