@@ -11,7 +11,7 @@ import { StreamClient } from '../../daemon/src/client/socket-client';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { daemonInfoPath, defaultSocketPath } from '../../daemon/src/paths';
 import { tempDir } from '../helpers';
-import { daemonInfo, isolatedEnv, killAndWait, pidAlive, rmDir, stopDaemon } from './harness';
+import { daemonInfo, isolatedEnv, killAndWait, pidAlive, rmDir, stopDaemonAndRemove } from './harness';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -21,10 +21,7 @@ after(async () => {
 function sandbox(): { dir: string; db: string; env: Record<string, string> } {
   const dir = tempDir('cairn-ensure-');
   const db = path.join(dir, 'store', 'cairn.db');
-  cleanups.push(async () => {
-    await stopDaemon(db);
-    rmDir(dir);
-  });
+  cleanups.push(() => stopDaemonAndRemove(db, dir));
   return { dir, db, env: isolatedEnv(dir) };
 }
 

@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { daemonInfoPath } from '../../daemon/src/paths';
+import { holdExclusiveLock } from '../../daemon/src/store/lock';
 import { ROOT, tempDir } from '../helpers';
 
 export const ENTRY = path.join(__dirname, 'entry.ts');
@@ -137,6 +138,31 @@ export async function killAndWait(pid: number, graceMs = 5000): Promise<void> {
 export async function stopDaemon(db: string): Promise<void> {
   const info = daemonInfo(db);
   if (info && info.pid !== process.pid) await killAndWait(info.pid);
+}
+
+/**
+ * Stop every daemon of `db` for good and remove `dir`. A client that found the owner's socket late may have
+ * spawned a second daemon that is still retrying the store lock; killing the owner alone would hand it the store
+ * (an orphan daemon writing into a folder being removed). So: stop the owner, then take the store lock ourselves
+ * (stopping any daemon that got it first), and remove the folder while holding it.
+ */
+export async function stopDaemonAndRemove(db: string, dir: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    await stopDaemon(db);
+    if (!fs.existsSync(db + '.lock')) break;
+    const held = holdExclusiveLock(db + '.lock', 1);
+    if (held) {
+      try {
+        rmDir(dir);
+      } finally {
+        held.release();
+      }
+      return;
+    }
+    if (i > 200) throw new Error(`the store lock of ${db} is still held after stopping its daemons`);
+    await new Promise((r) => setTimeout(r, 25)); // a daemon is between taking the lock and publishing its info
+  }
+  rmDir(dir);
 }
 
 /** A direct protocol client to the daemon serving `db`, to seed data behind the MCP server's back. */
