@@ -75,6 +75,9 @@ export class Indexer implements VectorSearcher {
   private waiters: Waiter[] = [];
   private backfill: { done: number; total: number } | null = null;
   private stopped = false;
+  /** The indexing pass and the re-embed in progress: stop() waits for both, so neither touches a closed store. */
+  private pass: Promise<void> | null = null;
+  private rebuild: Promise<void> | null = null;
   lastError: string | null = null;
 
   constructor(
@@ -130,9 +133,10 @@ export class Indexer implements VectorSearcher {
     if (needsBackfill) {
       this.state = 'reindexing';
       // In the background: the daemon serves (degraded to full-text) meanwhile.
-      void this.rebuildVectors()
+      this.rebuild = this.rebuildVectors()
         .then(() => this.kick())
         .catch((e) => {
+          if (this.stopped) return; // the daemon is stopping: the model was closed under the re-embed
           this.lastError = (e as Error).message;
           this.state = 'unavailable';
           this.log(`re-embedding failed: ${this.lastError}`);
@@ -155,12 +159,18 @@ export class Indexer implements VectorSearcher {
     return total;
   }
 
+  /**
+   * Stop indexing. Closing the model ends any embedding in flight; the pass or re-embed that was waiting for it
+   * then returns without touching the store, and stop() resolves only after that, so the caller may close the
+   * store next (a pass resuming after the store closed used to throw "The database connection is not open").
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
+    await this.embedder?.close().catch(() => {});
+    await Promise.allSettled([this.pass, this.rebuild]);
     for (const w of this.waiters) w.resolve(this.watermark());
     this.waiters = [];
-    await this.embedder?.close().catch(() => {});
   }
 
   /** Re-embed every memory for the current model in bounded batches, reporting progress. */
@@ -231,7 +241,7 @@ export class Indexer implements VectorSearcher {
     // Write in small transactions and yield in between, so searches are never queued behind a long write.
     const sigs: (Int32Array | null)[] = [];
     for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
-      if (this.model !== model) return []; // switched meanwhile
+      if (this.stopped || this.model !== model) return []; // stopped or switched meanwhile
       this.store.transaction(() => {
         for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++) sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
       });
@@ -264,7 +274,7 @@ export class Indexer implements VectorSearcher {
     }
     if (this.state !== 'ready' || !this.model || this.stopped) return;
     this.running = true;
-    void this.loop().finally(() => {
+    this.pass = this.loop().finally(() => {
       this.running = false;
       if (this.again) {
         this.again = false;
@@ -287,7 +297,7 @@ export class Indexer implements VectorSearcher {
         await this.paced(async () => {
           embedded = await this.embedRows(model, rows);
         });
-        if (this.model !== model) return;
+        if (this.stopped || this.model !== model) return;
         const last = changes[changes.length - 1].position;
         const reports = this.checkDuplicates(model, embedded, last);
         this.store.transaction(() => {
@@ -298,10 +308,11 @@ export class Indexer implements VectorSearcher {
         this.resolveWaiters();
       }
     } catch (e) {
+      if (this.stopped) return; // the model was closed under the pass: nothing failed
       this.lastError = (e as Error).message;
       this.log(`indexer: ${this.lastError}`);
     }
-    this.resolveWaiters();
+    if (!this.stopped) this.resolveWaiters();
   }
 
   private resolveWaiters(): void {
