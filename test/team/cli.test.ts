@@ -44,6 +44,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
   });
 
   it('init creates the schema, a second init only checks it; grant and status', async () => {
+    // grant before init, and grant to a role the database does not have: typed errors saying what to do
+    const early = await cairn(['team', 'grant', 'erin', 'team.web', 'write', '--team-url', pg.adminUrl(db)]);
+    assert.equal(early.code, 1);
+    assert.match(early.stderr, /Unavailable.*run `cairn team init`/);
     const init = await cairn(['team', 'init', '--team-url', pg.adminUrl(db)]);
     assert.equal(init.code, 0, init.stderr);
     assert.match(init.stdout, /migrated from schema v0 to v2/);
@@ -55,6 +59,9 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     const bad = await cairn(['team', 'grant', 'erin', 'team.%', 'write', '--team-url', pg.adminUrl(db)]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /InvalidNamespace/);
+    const nobody = await cairn(['team', 'grant', 'nobody_here', 'team.web', 'write', '--team-url', pg.adminUrl(db)]);
+    assert.equal(nobody.code, 1);
+    assert.match(nobody.stderr, /InvalidParams.*no role "nobody_here": create it first/);
     const usage = await cairn(['team', 'grant', 'erin', 'team.web', 'owner', '--team-url', pg.adminUrl(db)]);
     assert.equal(usage.code, 2);
 

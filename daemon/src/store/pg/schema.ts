@@ -211,6 +211,12 @@ export async function checkSchema(pool: pg.Pool): Promise<number> {
 
 /** Admin: let members of `role` read, write or administer `root` and everything under it. */
 export async function grant(pool: pg.Pool, role: string, root: string, level: Level): Promise<void> {
+  // Said in Cairn's terms, not as PostgreSQL's "role ... does not exist": no schema yet, or no such login role.
+  await checkSchema(pool);
+  const known = await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]).catch((e) => {
+    throw mapError(e);
+  });
+  if (known.rowCount === 0) throw new CairnError('InvalidParams', `the team database has no role ${JSON.stringify(role)}: create it first (CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '…')`, { field: 'role', store: 'team' });
   const c = await pool.connect().catch((e) => {
     throw mapError(e);
   });
