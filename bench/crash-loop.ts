@@ -27,23 +27,35 @@ async function main() {
 
   const crash = await crashLoop({ cycles, writers, upMs: [300, 1500], log: (s) => process.stderr.write(s + '\r') });
   process.stderr.write('\n');
-  say(`crash loop: ${crash.cycles} SIGKILL cycles, ${writers} writers: ${crash.acked} acked writes, ${crash.lost.length} lost, ${crash.inDoubt} in doubt (connection dropped before the reply), integrity ${crash.integrity}, fts ${crash.ftsIntegrity}, read-back after every restart ${crash.perCycle.every((c) => c.readBack)} (${(crash.ms / 1000).toFixed(1)} s)`);
+  say(
+    `crash loop: ${crash.cycles} SIGKILL cycles, ${writers} writers: ${crash.acked} acked writes, ${crash.lost.length} lost, ${crash.inDoubt} in doubt (connection dropped before the reply), integrity ${crash.integrity}, fts ${crash.ftsIntegrity}, read-back after every restart ${crash.perCycle.every((c) => c.readBack)} (${(crash.ms / 1000).toFixed(1)} s)`,
+  );
   ok &&= crash.lost.length === 0 && crash.integrity === 'ok' && crash.ftsIntegrity === 'ok' && crash.perCycle.every((c) => c.readBack);
   out.crashLoop = { ...crash, lost: crash.lost.length };
 
   const sock = await socketWriters({ writers, perWriter: 3000 });
-  say(`concurrent socket writers: ${writers} x 3000: ${sock.acked} acked, ${sock.lost.length} lost, integrity ${sock.integrity} (${(sock.ms / 1000).toFixed(1)} s)`);
+  say(
+    `concurrent socket writers: ${writers} x 3000: ${sock.acked} acked, ${sock.lost.length} lost, integrity ${sock.integrity} (${(sock.ms / 1000).toFixed(1)} s)`,
+  );
   ok &&= sock.lost.length === 0 && sock.acked === writers * 3000 && sock.integrity === 'ok';
   out.socketWriters = { ...sock, lost: sock.lost.length };
 
   const direct = await directWriters({ writers, perWriter: 500 });
-  say(`concurrent direct writers: ${writers} processes x 500: ${direct.acked} acked, ${direct.lost.length} lost, exits ${direct.exitCodes.join(',')}, integrity ${direct.integrity} (${(direct.ms / 1000).toFixed(1)} s)`);
+  say(
+    `concurrent direct writers: ${writers} processes x 500: ${direct.acked} acked, ${direct.lost.length} lost, exits ${direct.exitCodes.join(',')}, integrity ${direct.integrity} (${(direct.ms / 1000).toFixed(1)} s)`,
+  );
   ok &&= direct.lost.length === 0 && direct.integrity === 'ok';
   out.directWriters = { ...direct, lost: direct.lost.length };
 
   for (const n of [2, 4]) {
-    const race = await daemonRace({ daemons: n, trials }).catch((e: Error) => ({ trials, exactlyOne: 0, failures: [`harness: ${e?.stack ?? e}`] }));
-    say(`${n} daemons at once: exactly one served in ${race.exactlyOne}/${race.trials} trials${race.failures.length ? `; ${race.failures.join('; ')}` : ''}`);
+    const race = await daemonRace({ daemons: n, trials }).catch((e: Error) => ({
+      trials,
+      exactlyOne: 0,
+      failures: [`harness: ${e?.stack ?? e}`],
+    }));
+    say(
+      `${n} daemons at once: exactly one served in ${race.exactlyOne}/${race.trials} trials${race.failures.length ? `; ${race.failures.join('; ')}` : ''}`,
+    );
     ok &&= race.exactlyOne === race.trials;
     out[`race${n}`] = race;
   }
@@ -51,11 +63,18 @@ async function main() {
   const stallMemories = Number(arg('stall-memories', '10000'));
   try {
     const st = await stallProbe({ memories: stallMemories });
-    const f = (x: { probes: number; maxMs: number; p99Ms: number }) => `${x.probes} answered, max ${x.maxMs.toFixed(1)} ms, p99 ${x.p99Ms.toFixed(1)} ms`;
-    const g = (what: string, x: { probes: number; maxMs: number; p99Ms: number; bigMs: number }) => `${what} (${(x.bigMs / 1000).toFixed(1)} s): ${f(x)}`;
+    const f = (x: { probes: number; maxMs: number; p99Ms: number }) =>
+      `${x.probes} answered, max ${x.maxMs.toFixed(1)} ms, p99 ${x.p99Ms.toFixed(1)} ms`;
+    const g = (what: string, x: { probes: number; maxMs: number; p99Ms: number; bigMs: number }) =>
+      `${what} (${(x.bigMs / 1000).toFixed(1)} s): ${f(x)}`;
     say(
       `stall: small requests on another connection while, with ${st.memories} memories, ` +
-        [g('importing in 1,000-record messages', st.duringImport), g('importing in one message', st.duringImportOneMessage), g('exporting in pages', st.duringExportPages), g('exporting in one reply', st.duringExport)].join('; ') +
+        [
+          g('importing in 1,000-record messages', st.duringImport),
+          g('importing in one message', st.duringImportOneMessage),
+          g('exporting in pages', st.duringExportPages),
+          g('exporting in one reply', st.duringExport),
+        ].join('; ') +
         `; idle: ${f(st.idle)}`,
     );
     out.stall = st;

@@ -23,13 +23,18 @@ const jsonOut = arg('json', '');
 const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 const N = Number(countArg);
 
-const WORDS = ('the daemon store index sqlite vector search memory agent session commit branch test build worker thread ' +
+const WORDS = (
+  'the daemon store index sqlite vector search memory agent session commit branch test build worker thread ' +
   'embedding model query result cache config file path socket client server request response error retry timeout ' +
   'user project namespace review proposed accepted rejected hover editor extension prompt injection budget token ' +
   'getUserById parseConfigFile http_status_code refactor migration schema watcher event loop latency throughput ' +
-  'decided because instead always never should must prefer avoid when after before during fails works slow fast').split(' ');
+  'decided because instead always never should must prefer avoid when after before during fails works slow fast'
+).split(' ');
 let seed = 42;
-const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed / 0x7fffffff; };
+const rnd = () => {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  return seed / 0x7fffffff;
+};
 const memories = Array.from({ length: N }, (_, i) => {
   const len = 10 + Math.floor(rnd() * 70);
   return `memory ${i}: ` + Array.from({ length: len }, () => WORDS[Math.floor(rnd() * WORDS.length)]).join(' ') + '.';
@@ -57,17 +62,38 @@ async function run(e: Embedder, batch: number, inFlight: number): Promise<[numbe
   const e = await Embedder.start({ model, modelPath, allowRemote: false, log: (m) => console.error(m) });
   const rssLoaded = process.memoryUsage().rss;
   const { info } = e;
-  const report: Record<string, unknown> = { model: info.model, dimension: info.dimension, dtype: info.dtype, loadMs: info.loadMs, count: N, rates: {} };
+  const report: Record<string, unknown> = {
+    model: info.model,
+    dimension: info.dimension,
+    dtype: info.dtype,
+    loadMs: info.loadMs,
+    count: N,
+    rates: {},
+  };
   const avgWords = memories.reduce((s, m) => s + m.split(' ').length, 0) / N;
   console.log(`model ${info.model} (${info.dimension}d, dtype ${info.dtype}, pooling ${info.pooling}, loaded in ${info.loadMs} ms)`);
   console.log(`${N} memories, ${avgWords.toFixed(0)} words on average; node ${process.version}; ${require('node:os').cpus().length} cpus`);
   await e.embed(memories.slice(0, 512)); // warm-up
-  for (const [batch, inFlight] of [[1, 1], [1, 4], [32, 1], [32, 4], [256, 1]] as const) {
+  for (const [batch, inFlight] of [
+    [1, 1],
+    [1, 4],
+    [32, 1],
+    [32, 4],
+    [256, 1],
+  ] as const) {
     const [rate, perCpu] = await run(e, batch, inFlight);
-    (report.rates as Record<string, unknown>)[`batch${batch}x${inFlight}`] = { perSecond: Math.round(rate), perCpuSecond: Math.round(perCpu) };
-    console.log(`batch ${String(batch).padStart(3)}, ${inFlight} in flight: ${Math.round(rate).toLocaleString('en-US').padStart(7)} memories/s (${Math.round(perCpu).toLocaleString('en-US')} per CPU-second)`);
+    (report.rates as Record<string, unknown>)[`batch${batch}x${inFlight}`] = {
+      perSecond: Math.round(rate),
+      perCpuSecond: Math.round(perCpu),
+    };
+    console.log(
+      `batch ${String(batch).padStart(3)}, ${inFlight} in flight: ${Math.round(rate).toLocaleString('en-US').padStart(7)} memories/s (${Math.round(perCpu).toLocaleString('en-US')} per CPU-second)`,
+    );
   }
-  const queries = Array.from({ length: 200 }, (_, i) => `how do we ${WORDS[i % WORDS.length]} the ${WORDS[(i * 7) % WORDS.length]} ${WORDS[(i * 13) % WORDS.length]}`);
+  const queries = Array.from(
+    { length: 200 },
+    (_, i) => `how do we ${WORDS[i % WORDS.length]} the ${WORDS[(i * 7) % WORDS.length]} ${WORDS[(i * 13) % WORDS.length]}`,
+  );
   const ms: number[] = [];
   for (const q of queries) {
     const t = performance.now();
@@ -77,9 +103,16 @@ async function run(e: Embedder, batch: number, inFlight: number): Promise<[numbe
   const lat = summarize(ms);
   const rssAfter = process.memoryUsage().rss;
   report.queryLatencyMs = { p50: lat.p50, p95: lat.p95 };
-  report.rssMiB = { beforeWorker: mib(rssBefore), modelLoaded: mib(rssLoaded), afterRun: mib(rssAfter), workerAndModel: mib(rssAfter - rssBefore) };
+  report.rssMiB = {
+    beforeWorker: mib(rssBefore),
+    modelLoaded: mib(rssLoaded),
+    afterRun: mib(rssAfter),
+    workerAndModel: mib(rssAfter - rssBefore),
+  };
   console.log(`query embedding (one short query at a time): p50 ${lat.p50.toFixed(2)} ms, p95 ${lat.p95.toFixed(2)} ms`);
-  console.log(`process RSS: ${mib(rssBefore)} MiB before the worker, ${mib(rssLoaded)} MiB with the model loaded, ${mib(rssAfter)} MiB after the run`);
+  console.log(
+    `process RSS: ${mib(rssBefore)} MiB before the worker, ${mib(rssLoaded)} MiB with the model loaded, ${mib(rssAfter)} MiB after the run`,
+  );
   if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(report, null, 2));
   await e.close();
 })();

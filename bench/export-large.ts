@@ -34,7 +34,9 @@ function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number;
   let peakRss = 0;
   p.stderr!.on('data', (d) => (err += d));
   const timer = setInterval(() => (peakRss = Math.max(peakRss, rss(p.pid!))), 100);
-  return new Promise((resolve) => p.on('exit', (code) => (clearInterval(timer), resolve({ code: code ?? -1, ms: Date.now() - t0, err: err.slice(-300), peakRss }))));
+  return new Promise((resolve) =>
+    p.on('exit', (code) => (clearInterval(timer), resolve({ code: code ?? -1, ms: Date.now() - t0, err: err.slice(-300), peakRss }))),
+  );
 }
 
 async function main() {
@@ -47,7 +49,13 @@ async function main() {
   const core = new Core(s);
   const filler = 'lorem ipsum dolor sit amet consectetur '.repeat(1260).slice(0, 48 * 1024);
   for (let i = 0; i < n; i += 200) {
-    await core.call(R.upsertBatch, { items: Array.from({ length: Math.min(200, n - i) }, (_, j) => ({ namespace: 'project.large', key: `k${i + j}`, value: `${i + j} ${filler}` })) });
+    await core.call(R.upsertBatch, {
+      items: Array.from({ length: Math.min(200, n - i) }, (_, j) => ({
+        namespace: 'project.large',
+        key: `k${i + j}`,
+        value: `${i + j} ${filler}`,
+      })),
+    });
   }
   s.close();
   const env = { CAIRN_DB: db, XDG_RUNTIME_DIR: dir };
@@ -69,7 +77,9 @@ async function main() {
   clearInterval(t);
   await d.stop();
   const size1 = fs.existsSync(path.join(dir, 'daemon.jsonl')) ? fs.statSync(path.join(dir, 'daemon.jsonl')).size : 0;
-  process.stdout.write(`through the daemon: exit ${viaDaemon.code}, ${(size1 / 2 ** 20).toFixed(0)} MB in ${(viaDaemon.ms / 1000).toFixed(1)} s; daemon RSS ${(daemonIdle / 2 ** 20).toFixed(0)} MB before, peak ${(daemonPeak / 2 ** 20).toFixed(0)} MB (anonymous ${(daemonAnonPeak / 2 ** 20).toFixed(0)} MB), CLI peak RSS ${(viaDaemon.peakRss / 2 ** 20).toFixed(0)} MB\n`);
+  process.stdout.write(
+    `through the daemon: exit ${viaDaemon.code}, ${(size1 / 2 ** 20).toFixed(0)} MB in ${(viaDaemon.ms / 1000).toFixed(1)} s; daemon RSS ${(daemonIdle / 2 ** 20).toFixed(0)} MB before, peak ${(daemonPeak / 2 ** 20).toFixed(0)} MB (anonymous ${(daemonAnonPeak / 2 ** 20).toFixed(0)} MB), CLI peak RSS ${(viaDaemon.peakRss / 2 ** 20).toFixed(0)} MB\n`,
+  );
   out.daemon = { ...viaDaemon, bytes: size1, daemonIdleRss: daemonIdle, daemonPeakRss: daemonPeak, daemonPeakRssAnon: daemonAnonPeak };
   fs.rmSync(path.join(dir, 'daemon.jsonl'), { force: true });
 
@@ -80,7 +90,9 @@ async function main() {
   }
   const direct = await runCli(['export', path.join(dir, 'direct.jsonl'), '--direct'], env);
   const size2 = fs.existsSync(path.join(dir, 'direct.jsonl')) ? fs.statSync(path.join(dir, 'direct.jsonl')).size : 0;
-  process.stdout.write(`--direct: exit ${direct.code}, ${(size2 / 2 ** 20).toFixed(0)} MB in ${(direct.ms / 1000).toFixed(1)} s; peak RSS ${(direct.peakRss / 2 ** 20).toFixed(0)} MB${direct.code ? `; ${direct.err}` : ''}\n`);
+  process.stdout.write(
+    `--direct: exit ${direct.code}, ${(size2 / 2 ** 20).toFixed(0)} MB in ${(direct.ms / 1000).toFixed(1)} s; peak RSS ${(direct.peakRss / 2 ** 20).toFixed(0)} MB${direct.code ? `; ${direct.err}` : ''}\n`,
+  );
   out.direct = { ...direct, bytes: size2 };
   const json = arg('json', '');
   if (json) fs.writeFileSync(json, JSON.stringify(out, null, 2));

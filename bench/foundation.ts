@@ -32,20 +32,29 @@ async function main() {
     const pipeN = 6000;
     t0 = now();
     let issued = 0;
-    await Promise.all(Array.from({ length: 32 }, async () => {
-      while (issued < pipeN) {
-        issued++;
-        await c.call(R.upsert, memoryAt(next++));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (issued < pipeN) {
+          issued++;
+          await c.call(R.upsert, memoryAt(next++));
+        }
+      }),
+    );
     const pipeRate = pipeN / ((now() - t0) / 1000);
     // 3. batch API
     const batchN = 10000;
     t0 = now();
-    for (let done = 0; done < batchN; done += 1000) await c.call(R.upsertBatch, { items: Array.from({ length: 1000 }, () => memoryAt(next++)) });
+    for (let done = 0; done < batchN; done += 1000)
+      await c.call(R.upsertBatch, { items: Array.from({ length: 1000 }, () => memoryAt(next++)) });
     const batchRate = batchN / ((now() - t0) / 1000);
-    results.upserts = { sequentialPerSec: Math.round(seqRate), pipelined32PerSec: Math.round(pipeRate), batch1000PerSec: Math.round(batchRate) };
-    console.log(`upserts/s over one socket: sequential ${fmt(seqRate, 0)}, pipelined(32) ${fmt(pipeRate, 0)}, batch(1000) ${fmt(batchRate, 0)}`);
+    results.upserts = {
+      sequentialPerSec: Math.round(seqRate),
+      pipelined32PerSec: Math.round(pipeRate),
+      batch1000PerSec: Math.round(batchRate),
+    };
+    console.log(
+      `upserts/s over one socket: sequential ${fmt(seqRate, 0)}, pipelined(32) ${fmt(pipeRate, 0)}, batch(1000) ${fmt(batchRate, 0)}`,
+    );
 
     for (const size of sizes) {
       while (next < size) {
@@ -67,7 +76,9 @@ async function main() {
       const scoped = await lat(true);
       const global = await lat(false);
       results[`fts_${size}`] = { memories: st.counts.active, scoped, global, dbBytes: st.sizeBytes };
-      console.log(`FTS search at ${size} memories (${(st.sizeBytes / 1048576).toFixed(0)} MiB): project scope p50 ${fmt(scoped.p50)} ms p95 ${fmt(scoped.p95)} ms; whole store p50 ${fmt(global.p50)} ms p95 ${fmt(global.p95)} ms`);
+      console.log(
+        `FTS search at ${size} memories (${(st.sizeBytes / 1048576).toFixed(0)} MiB): project scope p50 ${fmt(scoped.p50)} ms p95 ${fmt(scoped.p95)} ms; whole store p50 ${fmt(global.p50)} ms p95 ${fmt(global.p95)} ms`,
+      );
     }
   } finally {
     await d.stop();

@@ -32,13 +32,17 @@ async function waitIndexed(c: Awaited<ReturnType<Awaited<ReturnType<typeof spawn
 }
 
 async function main() {
-  const d = await spawnDaemon({ args: ['--model', model], env: { CAIRN_ALLOW_REMOTE_MODELS: '0', ...(modelPath ? { CAIRN_MODEL_PATH: path.resolve(modelPath) } : {}) } });
+  const d = await spawnDaemon({
+    args: ['--model', model],
+    env: { CAIRN_ALLOW_REMOTE_MODELS: '0', ...(modelPath ? { CAIRN_MODEL_PATH: path.resolve(modelPath) } : {}) },
+  });
   const c = await d.client();
   const out: Record<string, unknown> = {};
   let next = 0;
   const load = async (n: number) => {
     let pos = 0;
-    for (let done = 0; done < n; done += 2000) pos = (await c.call(R.upsertBatch, { items: Array.from({ length: Math.min(2000, n - done) }, () => memoryAt(next++)) })).position;
+    for (let done = 0; done < n; done += 2000)
+      pos = (await c.call(R.upsertBatch, { items: Array.from({ length: Math.min(2000, n - done) }, () => memoryAt(next++)) })).position;
     return pos;
   };
   const latency = async (mode: 'hybrid' | 'fts', scoped: boolean, n = 400, offset = 0) => {
@@ -52,7 +56,8 @@ async function main() {
     return summarize(ms);
   };
   try {
-    for (let i = 0; i < 3000 && (await c.call(R.status, {})).embeddings.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 3000 && (await c.call(R.status, {})).embeddings.state !== 'ready'; i++)
+      await new Promise((r) => setTimeout(r, 100));
     const info = (await c.call(R.status, {})).embeddings;
     out.model = { model: info.model, dimension: info.dimension, fallbackReason: info.fallbackReason };
     console.log(`model ${info.model} (${info.dimension}-d)${info.fallbackReason ? `; FELL BACK: ${info.fallbackReason}` : ''}`);
@@ -62,8 +67,15 @@ async function main() {
     const tWrite = now() - t0;
     await waitIndexed(c, pos);
     const tAll = now() - t0;
-    out.embedding = { memories: sizes[0], writeMs: Math.round(tWrite), writeAndEmbedMs: Math.round(tAll), memoriesPerSec: Math.round(sizes[0] / (tAll / 1000)) };
-    console.log(`embedded ${sizes[0]} memories (bulk write + index catch-up) in ${fmt(tAll / 1000)} s: ${fmt(sizes[0] / (tAll / 1000), 0)} memories/s`);
+    out.embedding = {
+      memories: sizes[0],
+      writeMs: Math.round(tWrite),
+      writeAndEmbedMs: Math.round(tAll),
+      memoriesPerSec: Math.round(sizes[0] / (tAll / 1000)),
+    };
+    console.log(
+      `embedded ${sizes[0]} memories (bulk write + index catch-up) in ${fmt(tAll / 1000)} s: ${fmt(sizes[0] / (tAll / 1000), 0)} memories/s`,
+    );
 
     for (const size of sizes) {
       if (next < size) {
@@ -75,7 +87,9 @@ async function main() {
       const hg = await latency('hybrid', false);
       const fs_ = await latency('fts', true);
       out[`hybrid_${size}`] = { projectScope: hs, wholeStore: hg, ftsProjectScope: fs_ };
-      console.log(`${size} memories: hybrid project scope p50 ${fmt(hs.p50)} p95 ${fmt(hs.p95)} ms; whole store p50 ${fmt(hg.p50)} p95 ${fmt(hg.p95)} ms; fts (same queries) p95 ${fmt(fs_.p95)} ms`);
+      console.log(
+        `${size} memories: hybrid project scope p50 ${fmt(hs.p50)} p95 ${fmt(hs.p95)} ms; whole store p50 ${fmt(hg.p50)} p95 ${fmt(hg.p95)} ms; fts (same queries) p95 ${fmt(fs_.p95)} ms`,
+      );
     }
 
     if (skipLoadTests) return;
@@ -86,14 +100,18 @@ async function main() {
     await waitIndexed(c, bulkPos);
     const idle = await latency('hybrid', true, 300, 9000);
     out.duringBulkEmbed = { idle, busy, ratioP95: busy.p95 / idle.p95, pendingWhenMeasured: st.embeddings.pending };
-    console.log(`while embedding a 20k bulk import: hybrid p95 ${fmt(busy.p95)} ms vs ${fmt(idle.p95)} ms idle at the same size (${fmt(busy.p95 / idle.p95)}x; ${st.embeddings.pending} still pending after the measurement)`);
+    console.log(
+      `while embedding a 20k bulk import: hybrid p95 ${fmt(busy.p95)} ms vs ${fmt(idle.p95)} ms idle at the same size (${fmt(busy.p95 / idle.p95)}x; ${st.embeddings.pending} still pending after the measurement)`,
+    );
 
     // search during a full re-embed (index/rebuild): degraded to full text, must stay fast
     await c.call(R.indexRebuild, {});
     const during = await latency('hybrid', true, 300, 9000);
     const st2 = await c.call(R.status, {});
     out.duringRebuild = { during, idleHybrid: idle, ratioP95: during.p95 / idle.p95, state: st2.embeddings.state };
-    console.log(`during index/rebuild (${st2.embeddings.state}, search degraded to full text): p95 ${fmt(during.p95)} ms vs idle hybrid ${fmt(idle.p95)} ms (${fmt(during.p95 / idle.p95)}x)`);
+    console.log(
+      `during index/rebuild (${st2.embeddings.state}, search degraded to full text): p95 ${fmt(during.p95)} ms vs idle hybrid ${fmt(idle.p95)} ms (${fmt(during.p95 / idle.p95)}x)`,
+    );
   } finally {
     await d.stop();
     if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(out, null, 2));

@@ -42,11 +42,22 @@ const GRID = process.argv.includes('--grid');
 const JSON_OUT = arg('json', '');
 const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
 
-interface Turn { speaker: string; dia_id: string; text: string; blip_caption?: string }
-interface Sample { sample_id: string; conversation: Record<string, unknown>; qa: { question: string; evidence?: string[]; category: number }[] }
+interface Turn {
+  speaker: string;
+  dia_id: string;
+  text: string;
+  blip_caption?: string;
+}
+interface Sample {
+  sample_id: string;
+  conversation: Record<string, unknown>;
+  qa: { question: string; evidence?: string[]; category: number }[];
+}
 
 const sessionOf = (dia: string) => Number(/^D(\d+):/.exec(dia)?.[1] ?? -1);
-const evidenceIds = (ev: string[] | undefined) => [...new Set((ev ?? []).flatMap((e) => [...String(e).matchAll(/D\d+:\d+/g)].map((m) => m[0])))];
+const evidenceIds = (ev: string[] | undefined) => [
+  ...new Set((ev ?? []).flatMap((e) => [...String(e).matchAll(/D\d+:\d+/g)].map((m) => m[0]))),
+];
 
 function turns(s: Sample): UpsertParams[] {
   const ns = `locomo.${slugify(s.sample_id)}`;
@@ -58,17 +69,26 @@ function turns(s: Sample): UpsertParams[] {
     for (const t of v as Turn[]) {
       const caption = t.blip_caption ? ` [shares a photo: ${t.blip_caption}]` : '';
       out.push({
-        namespace: ns, key: t.dia_id, kind: 'episode', source: 'import',
+        namespace: ns,
+        key: t.dia_id,
+        kind: 'episode',
+        source: 'import',
         value: `${t.speaker}: ${t.text}${caption}`,
         properties: { speaker: t.speaker, session: Number(m[1]), sessionDate: date },
-
       });
     }
   }
   return out;
 }
 
-interface Acc { n: number; r5: number; r10: number; mrr: number; sr5: number; smrr: number }
+interface Acc {
+  n: number;
+  r5: number;
+  r10: number;
+  mrr: number;
+  sr5: number;
+  smrr: number;
+}
 const zero = (): Acc => ({ n: 0, r5: 0, r10: 0, mrr: 0, sr5: 0, smrr: 0 });
 
 function score(acc: Acc, hits: string[], evidence: string[]): void {
@@ -85,7 +105,14 @@ function score(acc: Acc, hits: string[], evidence: string[]): void {
   acc.sr5 += [...evS].filter((s) => sessions5.has(s)).length / evS.size;
   acc.smrr += firstS >= 0 ? 1 / (firstS + 1) : 0;
 }
-const fin = (a: Acc) => ({ questions: a.n, turnRecall5: a.r5 / a.n, turnRecall10: a.r10 / a.n, turnMRR: a.mrr / a.n, sessionRecall5: a.sr5 / a.n, sessionMRR: a.smrr / a.n });
+const fin = (a: Acc) => ({
+  questions: a.n,
+  turnRecall5: a.r5 / a.n,
+  turnRecall10: a.r10 / a.n,
+  turnMRR: a.mrr / a.n,
+  sessionRecall5: a.sr5 / a.n,
+  sessionMRR: a.smrr / a.n,
+});
 
 /** Offline fusion of the two arms' candidate lists, as search.ts fuses them (without the nudge). */
 function fuse(fts: string[], vec: Array<[string, number]>, K: number, vw: number, floor: number): string[] {
@@ -97,7 +124,10 @@ function fuse(fts: string[], vec: Array<[string, number]>, K: number, vw: number
     if (!score.has(k) && sim < floor) return;
     score.set(k, (score.get(k) ?? 0) + (vw * rrf(i + 1)) / wsum);
   });
-  return [...score.entries()].sort((a, b) => b[1] - a[1]).slice(0, 10).map((e) => e[0]);
+  return [...score.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10)
+    .map((e) => e[0]);
 }
 
 function grid(lists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: string[] }>) {
@@ -113,8 +143,13 @@ function grid(lists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: st
     }
   }
   rows.sort((a, b) => b.turnRecall5 - a.turnRecall5 || b.turnMRR - a.turnMRR);
-  console.log(`\nfusion grid (${lists.length} questions; current: K=${RRF_K}, vector weight ${VECTOR_WEIGHT.builtin} built-in / ${VECTOR_WEIGHT.transformer} transformer, floor ${HYBRID_MIN_SIMILARITY}); top 15 by turn R@5:`);
-  for (const r of rows.slice(0, 15)) console.log(`  K=${String(r.K).padStart(2)} vw=${r.vectorWeight.toFixed(2)} floor=${r.floor.toFixed(1)}  turn R@5 ${fmt(r.turnRecall5, 3)}  MRR ${fmt(r.turnMRR, 3)}  session R@5 ${fmt(r.sessionRecall5, 3)}`);
+  console.log(
+    `\nfusion grid (${lists.length} questions; current: K=${RRF_K}, vector weight ${VECTOR_WEIGHT.builtin} built-in / ${VECTOR_WEIGHT.transformer} transformer, floor ${HYBRID_MIN_SIMILARITY}); top 15 by turn R@5:`,
+  );
+  for (const r of rows.slice(0, 15))
+    console.log(
+      `  K=${String(r.K).padStart(2)} vw=${r.vectorWeight.toFixed(2)} floor=${r.floor.toFixed(1)}  turn R@5 ${fmt(r.turnRecall5, 3)}  MRR ${fmt(r.turnMRR, 3)}  session R@5 ${fmt(r.sessionRecall5, 3)}`,
+    );
   return rows;
 }
 
@@ -127,11 +162,25 @@ async function main() {
   }
   const dir = tempDir('cairn-locomo-');
   let indexer!: Indexer;
-  const d = await Daemon.start({ db: path.join(dir, 'locomo.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model: MODEL, allowRemote: false, ...(MODEL_PATH ? { modelPath: path.resolve(MODEL_PATH) } : {}) }); } });
+  const d = await Daemon.start({
+    db: path.join(dir, 'locomo.db'),
+    socket: null,
+    sweepEveryMs: 0,
+    log: () => {},
+    setup: async (dd) => {
+      indexer = await attachEmbeddings(dd, {
+        model: MODEL,
+        allowRemote: false,
+        ...(MODEL_PATH ? { modelPath: path.resolve(MODEL_PATH) } : {}),
+      });
+    },
+  });
   try {
     for (let i = 0; i < 6000 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
     const info = d.core.status().embeddings;
-    console.log(`model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back from ${info.configuredModel}: ${info.fallbackReason}` : ''}`);
+    console.log(
+      `model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back from ${info.configuredModel}: ${info.fallbackReason}` : ''}`,
+    );
     let t0 = now();
     let total = 0;
     let pos = 0;
@@ -144,7 +193,9 @@ async function main() {
     t0 = now();
     const w = await d.core.call(R.indexWait, { position: pos, timeoutMs: 600_000 });
     if (!w.reached) throw new Error('index did not catch up');
-    console.log(`ingested ${total} turns from ${samples.length} conversations in ${fmt(tIngest / 1000)} s; embedded in ${fmt((now() - t0) / 1000)} s`);
+    console.log(
+      `ingested ${total} turns from ${samples.length} conversations in ${fmt(tIngest / 1000)} s; embedded in ${fmt((now() - t0) / 1000)} s`,
+    );
 
     const modes: SearchMode[] = ['fts', 'vector', 'hybrid'];
     const results: Record<string, { all: Acc; noAdv: Acc; byCat: Record<string, Acc> }> = {};
@@ -177,15 +228,28 @@ async function main() {
         }
       }
     }
-    const report: Record<string, unknown> = { data: path.basename(DATA), conversations: samples.length, turns: total, questions, model: info.model };
+    const report: Record<string, unknown> = {
+      data: path.basename(DATA),
+      conversations: samples.length,
+      turns: total,
+      questions,
+      model: info.model,
+    };
     console.log(`\n${questions} questions with evidence; turn-level R@5 / R@10 / MRR, session-level R@5 / MRR`);
     for (const mode of modes) {
       const all = fin(results[mode].all);
       const noAdv = fin(results[mode].noAdv);
       const sorted = [...lat[mode]].sort((a, b) => a - b);
-      report[mode] = { all, excludingAdversarial: noAdv, byCategory: Object.fromEntries(Object.entries(results[mode].byCat).map(([k, v]) => [k, fin(v)])), latencyMs: { p50: sorted[Math.floor(sorted.length / 2)], p95: sorted[Math.floor(sorted.length * 0.95)] } };
+      report[mode] = {
+        all,
+        excludingAdversarial: noAdv,
+        byCategory: Object.fromEntries(Object.entries(results[mode].byCat).map(([k, v]) => [k, fin(v)])),
+        latencyMs: { p50: sorted[Math.floor(sorted.length / 2)], p95: sorted[Math.floor(sorted.length * 0.95)] },
+      };
       const line = (name: string, x: ReturnType<typeof fin>) =>
-        console.log(`${mode.padEnd(7)} ${name.padEnd(22)} n=${String(x.questions).padStart(4)}  turn R@5 ${fmt(x.turnRecall5, 3)}  R@10 ${fmt(x.turnRecall10, 3)}  MRR ${fmt(x.turnMRR, 3)}  | session R@5 ${fmt(x.sessionRecall5, 3)}  MRR ${fmt(x.sessionMRR, 3)}`);
+        console.log(
+          `${mode.padEnd(7)} ${name.padEnd(22)} n=${String(x.questions).padStart(4)}  turn R@5 ${fmt(x.turnRecall5, 3)}  R@10 ${fmt(x.turnRecall10, 3)}  MRR ${fmt(x.turnMRR, 3)}  | session R@5 ${fmt(x.sessionRecall5, 3)}  MRR ${fmt(x.sessionMRR, 3)}`,
+        );
       line('all', all);
       line('all but adversarial', noAdv);
       for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));

@@ -57,7 +57,8 @@ async function waitServing(socket: string, proc: ChildProcess, timeoutMs = 30_00
   throw new Error(`daemon did not serve within ${timeoutMs} ms: ${err}`);
 }
 
-const exited = (p: ChildProcess) => (p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => p.once('exit', () => r())));
+const exited = (p: ChildProcess) =>
+  p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => p.once('exit', () => r()));
 
 /** Key -> value of every write that got a successful reply. */
 type Acked = Map<string, string>;
@@ -68,7 +69,14 @@ type Acked = Map<string, string>;
  * only when its result arrived; one that failed or whose connection dropped
  * is "in doubt" (it may or may not be stored; never counted as lost).
  */
-async function writer(id: number, socket: string, acked: Acked, stop: () => boolean, inFlight = 4, limit = Infinity): Promise<{ inDoubt: number }> {
+async function writer(
+  id: number,
+  socket: string,
+  acked: Acked,
+  stop: () => boolean,
+  inFlight = 4,
+  limit = Infinity,
+): Promise<{ inDoubt: number }> {
   let seq = 0;
   let inDoubt = 0;
   while (!stop() && seq < limit) {
@@ -107,7 +115,9 @@ async function writer(id: number, socket: string, acked: Acked, stop: () => bool
 export function verify(db: string, acked: Acked): Verdict {
   const s = new Store(db);
   try {
-    const get = s.db.prepare('SELECT m.value FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = ? AND m.key = ? AND m.deleted_at IS NULL');
+    const get = s.db.prepare(
+      'SELECT m.value FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = ? AND m.key = ? AND m.deleted_at IS NULL',
+    );
     const lost: string[] = [];
     for (const [k, v] of acked) {
       const slash = k.indexOf('/');
@@ -136,7 +146,13 @@ export interface CrashLoopResult extends Verdict {
   ms: number;
 }
 
-export async function crashLoop(opts: { cycles: number; writers: number; upMs: [number, number]; dir?: string; log?: (s: string) => void }): Promise<CrashLoopResult> {
+export async function crashLoop(opts: {
+  cycles: number;
+  writers: number;
+  upMs: [number, number];
+  dir?: string;
+  log?: (s: string) => void;
+}): Promise<CrashLoopResult> {
   const dir = opts.dir ?? tempDir('cairn-crash-');
   const db = path.join(dir, 'cairn.db');
   const socket = path.join(dir, 'd.sock');
@@ -165,7 +181,10 @@ export async function crashLoop(opts: { cycles: number; writers: number; upMs: [
       const got = await c.call(R.get, { namespace: last[0].slice(0, slash), key: last[0].slice(slash + 1) }).catch(() => null);
       const st = await c.call(R.status, {});
       await c.close();
-      perCycle.push({ acked: acked.size - before, readBack: got?.value === last[1] && st.indexes.every((i) => i.name !== 'fts' || i.behind === 0) });
+      perCycle.push({
+        acked: acked.size - before,
+        readBack: got?.value === last[1] && st.indexes.every((i) => i.name !== 'fts' || i.behind === 0),
+      });
       opts.log?.(`cycle ${cycle + 1}/${opts.cycles}: ${acked.size - before} acked, read back ${perCycle[perCycle.length - 1].readBack}`);
     }
   } finally {
@@ -207,13 +226,26 @@ export async function directWriters(opts: { writers: number; perWriter: number }
   try {
     new Store(db).close(); // create the schema once, so the writers race on writes, not on the first migration
     const procs = Array.from({ length: opts.writers }, (_, i) => {
-      const p = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'direct-writer.ts'), db, String(i), String(opts.perWriter)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = spawn(
+        process.execPath,
+        ['--import', 'tsx', path.join(ROOT, 'bench', 'direct-writer.ts'), db, String(i), String(opts.perWriter)],
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let out = '';
       let err = '';
       p.stdout!.on('data', (d) => (out += d));
       p.stderr!.on('data', (d) => (err += d));
       return new Promise<{ code: number; acked: [string, string][]; err: string }>((resolve) =>
-        p.on('exit', (code) => resolve({ code: code ?? -1, acked: out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as [string, string]), err })),
+        p.on('exit', (code) =>
+          resolve({
+            code: code ?? -1,
+            acked: out
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l) as [string, string]),
+            err,
+          }),
+        ),
       );
     });
     const results = await Promise.all(procs);
@@ -225,7 +257,10 @@ export async function directWriters(opts: { writers: number; perWriter: number }
 }
 
 /** Start `daemons` daemons on one fresh store at the same instant; count how many serve. */
-export async function daemonRace(opts: { daemons: number; trials: number }): Promise<{ trials: number; exactlyOne: number; failures: string[] }> {
+export async function daemonRace(opts: {
+  daemons: number;
+  trials: number;
+}): Promise<{ trials: number; exactlyOne: number; failures: string[] }> {
   let exactlyOne = 0;
   const failures: string[] = [];
   for (let t = 0; t < opts.trials; t++) {
@@ -259,7 +294,10 @@ export async function daemonRace(opts: { daemons: number; trials: number }): Pro
       }
       const stillAlive = procs.filter((p) => p.exitCode === null).length;
       if (serving.length === 1 && stillAlive === 1) exactlyOne++;
-      else failures.push(`trial ${t + 1}: ${serving.length} serving, ${stillAlive} alive; exits ${procs.map((p) => p.exitCode).join(',')}; ${errs.join(' | ').slice(0, 400)}`);
+      else
+        failures.push(
+          `trial ${t + 1}: ${serving.length} serving, ${stillAlive} alive; exits ${procs.map((p) => p.exitCode).join(',')}; ${errs.join(' | ').slice(0, 400)}`,
+        );
     } catch (e) {
       failures.push(`trial ${t + 1}: the harness failed: ${(e as Error)?.stack ?? String(e)}`);
     } finally {
@@ -291,7 +329,11 @@ async function exportOf(memories: number, namespace = 'project.stall'): Promise<
   const t = tempCore();
   try {
     for (let b = 0; b < memories; b += 2000) {
-      const items = Array.from({ length: Math.min(2000, memories - b) }, (_, i) => ({ namespace, key: `k${b + i}`, value: `bulk memory ${b + i} for the stall probe, with some words to index` }));
+      const items = Array.from({ length: Math.min(2000, memories - b) }, (_, i) => ({
+        namespace,
+        key: `k${b + i}`,
+        value: `bulk memory ${b + i} for the stall probe, with some words to index`,
+      }));
       await t.core.call(R.upsertBatch, { items });
     }
     return (await t.core.call(R.exportRecords, { includeHistory: true })).records;

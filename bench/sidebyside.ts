@@ -67,9 +67,12 @@ interface Query {
 const KINDS: Record<string, string> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
 
 function ensureCorpus(): void {
-  const missing = sizes.some((n) => !fs.existsSync(path.join(corpusDir, `corpus-${n}.jsonl`)) || !fs.existsSync(path.join(corpusDir, `queries-${n}.jsonl`)));
+  const missing = sizes.some(
+    (n) => !fs.existsSync(path.join(corpusDir, `corpus-${n}.jsonl`)) || !fs.existsSync(path.join(corpusDir, `queries-${n}.jsonl`)),
+  );
   if (!missing) return;
-  if (!fs.existsSync(gen)) throw new Error(`no corpus in ${corpusDir} and no generator at ${gen} (pass --gen path/to/gen_corpus.py or --corpus DIR)`);
+  if (!fs.existsSync(gen))
+    throw new Error(`no corpus in ${corpusDir} and no generator at ${gen} (pass --gen path/to/gen_corpus.py or --corpus DIR)`);
   fs.mkdirSync(corpusDir, { recursive: true });
   execFileSync('python3', [gen, '--sizes', sizes.join(','), '--out', corpusDir], { stdio: 'inherit' });
 }
@@ -82,7 +85,14 @@ function readJsonl<T>(file: string): T[] {
     .map((l) => JSON.parse(l) as T);
 }
 
-const toUpsert = (r: Record_) => ({ namespace: r.namespace, key: r.key, value: r.value, tags: r.tags, kind: KINDS[r.kind] ?? 'note', importance: r.importance });
+const toUpsert = (r: Record_) => ({
+  namespace: r.namespace,
+  key: r.key,
+  value: r.value,
+  tags: r.tags,
+  kind: KINDS[r.kind] ?? 'note',
+  importance: r.importance,
+});
 
 // ------------------------------------------------------------------ /proc
 function procStat(pid: number): { cpuMs: number } {
@@ -134,7 +144,10 @@ function diskMiB(db: string): number {
 }
 
 // ------------------------------------------------------------------ daemon
-async function start(bin: string, opts: { embeddings: boolean; env?: NodeJS.ProcessEnv }): Promise<{ d: SpawnedDaemon; c: StreamClient; pid: number; idleRssMiB: number }> {
+async function start(
+  bin: string,
+  opts: { embeddings: boolean; env?: NodeJS.ProcessEnv },
+): Promise<{ d: SpawnedDaemon; c: StreamClient; pid: number; idleRssMiB: number }> {
   const dir = tempDir('cairn-sbs-');
   const env = {
     CAIRN_ALLOW_REMOTE_MODELS: '0',
@@ -167,7 +180,8 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   let dups = 0;
   const t0 = now();
   if (load === 'batch') {
-    for (let i = 0; i < records.length; i += 500) last = (await c.call(R.upsertBatch, { items: records.slice(i, i + 500).map(toUpsert) })).position;
+    for (let i = 0; i < records.length; i += 500)
+      last = (await c.call(R.upsertBatch, { items: records.slice(i, i + 500).map(toUpsert) })).position;
   } else {
     for (const r of records) {
       const t = now();
@@ -236,9 +250,15 @@ async function batch(bin: string, records: Record_[]) {
   resetPeak(s.pid);
   const t0 = now();
   let last = 0;
-  for (let i = 0; i < records.length; i += 100) last = (await s.c.call(R.upsertBatch, { items: records.slice(i, i + 100).map(toUpsert) })).position;
+  for (let i = 0; i < records.length; i += 100)
+    last = (await s.c.call(R.upsertBatch, { items: records.slice(i, i + 100).map(toUpsert) })).position;
   const wallMs = now() - t0;
-  const result = { records: records.length, perSec: Math.round(records.length / (wallMs / 1000)), peakRssMiB: status(s.pid, 'VmHWM'), diskMiBAfterWrites: diskMiB(s.d.db) };
+  const result = {
+    records: records.length,
+    perSec: Math.round(records.length / (wallMs / 1000)),
+    peakRssMiB: status(s.pid, 'VmHWM'),
+    diskMiBAfterWrites: diskMiB(s.d.db),
+  };
   void last;
   await s.d.stop();
   return result;
@@ -259,12 +279,28 @@ async function main() {
         const w = await writes(b.bin, records, { embeddings: true, keep: phases.has('search') });
         r.writes = w.result;
         const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
-        line(key, `writes (${load})`, `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${Object.entries(w.result.daemonCpuMsPerUpsertByThread as Record<string, number>).filter(([, v]) => v >= 0.01).map(([k, v]) => `${k} ${v}`).join(', ')}), disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`);
+        line(
+          key,
+          `writes (${load})`,
+          `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${Object.entries(
+            w.result.daemonCpuMsPerUpsertByThread as Record<string, number>,
+          )
+            .filter(([, v]) => v >= 0.01)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(
+              ', ',
+            )}), disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`,
+        );
         if (w.s) {
           r.search = await searches(w.s, queries, w.last);
           const sr = r.search as Record<string, { p50: number; p95: number }>;
-          for (const k of ['hybrid_whole', 'hybrid_scoped', 'fts_whole', 'fts_scoped']) line(key, k, `p50 ${fmt(sr[k].p50)} p95 ${fmt(sr[k].p95)} ms`);
-          line(key, 'search peak RSS', `${(r.search as { peakRssMiB: number }).peakRssMiB} MiB, disk ${(r.search as { diskMiB: number }).diskMiB} MiB`);
+          for (const k of ['hybrid_whole', 'hybrid_scoped', 'fts_whole', 'fts_scoped'])
+            line(key, k, `p50 ${fmt(sr[k].p50)} p95 ${fmt(sr[k].p95)} ms`);
+          line(
+            key,
+            'search peak RSS',
+            `${(r.search as { peakRssMiB: number }).peakRssMiB} MiB, disk ${(r.search as { diskMiB: number }).diskMiB} MiB`,
+          );
           await w.s.d.stop();
         }
       }
@@ -300,8 +336,20 @@ const PEER: Record<string, string> = {
 };
 
 function table(results: Record<string, Record<string, unknown>>): string {
-  const rows: string[] = ['| what | ' + Object.keys(results).join(' | ') + ' | kube-coder (issue 8) |', '| --- |' + ' --- |'.repeat(Object.keys(results).length + 1)];
-  const cell = (f: (r: any) => string) => Object.values(results).map((r) => { try { return f(r); } catch { return '—'; } }).join(' | ');
+  const rows: string[] = [
+    '| what | ' + Object.keys(results).join(' | ') + ' | kube-coder (issue 8) |',
+    '| --- |' + ' --- |'.repeat(Object.keys(results).length + 1),
+  ];
+  const cell = (f: (r: any) => string) =>
+    Object.values(results)
+      .map((r) => {
+        try {
+          return f(r);
+        } catch {
+          return '—';
+        }
+      })
+      .join(' | ');
   const p = (s: { p50: number; p95: number }) => `${fmt(s.p50, 1)} / ${fmt(s.p95, 1)}`;
   rows.push(`| single upserts/s | ${cell((r) => String(r.writes.perSec))} | ${PEER['single upserts/s']} |`);
   rows.push(`| upsert call p50/p95 ms | ${cell((r) => p(r.writes.call))} | — |`);
@@ -312,8 +360,12 @@ function table(results: Record<string, Record<string, unknown>>): string {
   rows.push(`| whole-store hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_whole))} | ${PEER['whole-store hybrid p50/p95 ms']} |`);
   rows.push(`| scoped fts p50/p95 ms | ${cell((r) => p(r.search.fts_scoped))} | — |`);
   rows.push(`| whole-store fts p50/p95 ms | ${cell((r) => p(r.search.fts_whole))} | — |`);
-  rows.push(`| peak RSS MiB (writes / search), idle | ${cell((r) => `${r.writes.peakRssMiB} / ${r.search.peakRssMiB}, ${r.writes.idleRssMiB}`)} | ${PEER['peak RSS MiB']} |`);
-  rows.push(`| disk MiB after writes / after index | ${cell((r) => `${r.writes.diskMiBAfterWrites} / ${r.writes.diskMiBAfterIndex}`)} | ${PEER['disk MiB']} |`);
+  rows.push(
+    `| peak RSS MiB (writes / search), idle | ${cell((r) => `${r.writes.peakRssMiB} / ${r.search.peakRssMiB}, ${r.writes.idleRssMiB}`)} | ${PEER['peak RSS MiB']} |`,
+  );
+  rows.push(
+    `| disk MiB after writes / after index | ${cell((r) => `${r.writes.diskMiBAfterWrites} / ${r.writes.diskMiBAfterIndex}`)} | ${PEER['disk MiB']} |`,
+  );
   return rows.join('\n');
 }
 

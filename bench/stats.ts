@@ -6,7 +6,13 @@ export function percentile(sorted: number[], p: number): number {
 }
 export function summarize(ms: number[]): { n: number; p50: number; p95: number; p99: number; mean: number } {
   const s = [...ms].sort((a, b) => a - b);
-  return { n: s.length, p50: percentile(s, 50), p95: percentile(s, 95), p99: percentile(s, 99), mean: s.reduce((a, b) => a + b, 0) / s.length };
+  return {
+    n: s.length,
+    p50: percentile(s, 50),
+    p95: percentile(s, 95),
+    p99: percentile(s, 99),
+    mean: s.reduce((a, b) => a + b, 0) / s.length,
+  };
 }
 export const now = () => Number(process.hrtime.bigint()) / 1e6;
 export const fmt = (x: number, d = 2) => x.toFixed(d);

@@ -59,7 +59,15 @@ async function main() {
     await pg.grant(db, 'alice', 'team', 'write');
     const url = pg.url('alice', db);
     let indexer!: Indexer;
-    const d = await Daemon.start({ db: path.join(dir, 'local.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model: 'builtin', allowRemote: false }); } });
+    const d = await Daemon.start({
+      db: path.join(dir, 'local.db'),
+      socket: null,
+      sweepEveryMs: 0,
+      log: () => {},
+      setup: async (dd) => {
+        indexer = await attachEmbeddings(dd, { model: 'builtin', allowRemote: false });
+      },
+    });
     for (let i = 0; i < 400 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
     const team = attachTeam(d.core, { url, roots: ['team'] });
     if (!(await team.ready)) throw new Error('team database did not open');
@@ -83,8 +91,15 @@ async function main() {
     const localLoad = await loadStore('sqlite load', (m) => m);
     const waitT0 = now();
     await core.call(R.indexWait, { position: localLoad.pos, timeoutMs: 600_000 });
-    out.load = { teamPerSec: teamLoad.perSec, sqlitePerSec: localLoad.perSec, sqliteIndexCatchUpMs: Math.round(now() - waitT0), note: 'team: rows, history, change log and vectors in one pass; sqlite: rows first, vectors follow (catch-up shown)' };
-    console.log(`load ${size}: team ${teamLoad.perSec}/s (embedded on write), sqlite ${localLoad.perSec}/s (+${fmt((now() - waitT0) / 1000, 1)} s vector catch-up)`);
+    out.load = {
+      teamPerSec: teamLoad.perSec,
+      sqlitePerSec: localLoad.perSec,
+      sqliteIndexCatchUpMs: Math.round(now() - waitT0),
+      note: 'team: rows, history, change log and vectors in one pass; sqlite: rows first, vectors follow (catch-up shown)',
+    };
+    console.log(
+      `load ${size}: team ${teamLoad.perSec}/s (embedded on write), sqlite ${localLoad.perSec}/s (+${fmt((now() - waitT0) / 1000, 1)} s vector catch-up)`,
+    );
 
     // ---- scoped hybrid search from one daemon
     const lat = async (team: boolean, mode: 'hybrid' | 'fts') => {
@@ -100,52 +115,74 @@ async function main() {
     };
     await lat(true, 'hybrid'); // warm caches on both sides
     await lat(false, 'hybrid');
-    const search = { teamHybrid: await lat(true, 'hybrid'), sqliteHybrid: await lat(false, 'hybrid'), teamFts: await lat(true, 'fts'), sqliteFts: await lat(false, 'fts') };
+    const search = {
+      teamHybrid: await lat(true, 'hybrid'),
+      sqliteHybrid: await lat(false, 'hybrid'),
+      teamFts: await lat(true, 'fts'),
+      sqliteFts: await lat(false, 'fts'),
+    };
     out.search = search;
     for (const [k, v] of Object.entries(search)) console.log(`scoped ${k}: p50 ${fmt(v.p50)} ms, p95 ${fmt(v.p95)} ms`);
 
     // ---- three writers at once
     const HOT = 5; // contended keys: read-modify-write with ifVersion (few, so writers do collide)
-    const writersRun = async (label: string, write: (w: number, p: UpsertParams) => Promise<unknown>, read: (w: number, ns: string, key: string) => Promise<{ value: string; version: number }>) => {
+    const writersRun = async (
+      label: string,
+      write: (w: number, p: UpsertParams) => Promise<unknown>,
+      read: (w: number, ns: string, key: string) => Promise<{ value: string; version: number }>,
+    ) => {
       const ms: number[] = [];
       let conflicts = 0;
       let writes = 0;
       const until = now() + seconds * 1000;
-      await Promise.all([0, 1, 2].map(async (w) => {
-        for (let i = 0; now() < until; i++) {
-          const hot = i % 4 === 0;
-          const t = now();
-          try {
-            if (hot) {
-              const key = `hot-${(i * 7 + w) % HOT}`;
-              let cur: { value: string; version: number } | null = null;
-              try {
-                cur = await read(w, 'team.bench.writers', key);
-              } catch (e) {
-                if (!(e instanceof CairnError) || e.codeName !== 'NotFound') throw e;
+      await Promise.all(
+        [0, 1, 2].map(async (w) => {
+          for (let i = 0; now() < until; i++) {
+            const hot = i % 4 === 0;
+            const t = now();
+            try {
+              if (hot) {
+                const key = `hot-${(i * 7 + w) % HOT}`;
+                let cur: { value: string; version: number } | null = null;
+                try {
+                  cur = await read(w, 'team.bench.writers', key);
+                } catch (e) {
+                  if (!(e instanceof CairnError) || e.codeName !== 'NotFound') throw e;
+                }
+                await write(w, {
+                  namespace: 'team.bench.writers',
+                  key,
+                  value: `count ${cur ? Number(cur.value.split(' ')[1]) + 1 : 1}`,
+                  ifVersion: cur?.version ?? 0,
+                });
+              } else {
+                await write(w, {
+                  namespace: `team.bench.writers.w${w}`,
+                  key: `k-${i}`,
+                  value: `Writer ${w} note ${i}: the ${i % 13} cache is warmed by job ${i % 31}`,
+                });
               }
-              await write(w, { namespace: 'team.bench.writers', key, value: `count ${cur ? Number(cur.value.split(' ')[1]) + 1 : 1}`, ifVersion: cur?.version ?? 0 });
-            } else {
-              await write(w, { namespace: `team.bench.writers.w${w}`, key: `k-${i}`, value: `Writer ${w} note ${i}: the ${i % 13} cache is warmed by job ${i % 31}` });
+              writes++;
+              ms.push(now() - t);
+            } catch (e) {
+              if (e instanceof CairnError && e.codeName === 'VersionConflict') conflicts++;
+              else throw e;
             }
-            writes++;
-            ms.push(now() - t);
-          } catch (e) {
-            if (e instanceof CairnError && e.codeName === 'VersionConflict') conflicts++;
-            else throw e;
           }
-        }
-      }));
+        }),
+      );
       const s = summarize(ms);
       const r = { writesPerSec: Math.round(writes / seconds), conflicts, p50: s.p50, p95: s.p95 };
       console.log(`3 writers, ${label}: ${r.writesPerSec} writes/s, ${conflicts} conflicts, p50 ${fmt(r.p50)} ms, p95 ${fmt(r.p95)} ms`);
       return r;
     };
-    const backends = await Promise.all([0, 1, 2].map(async () => {
-      const b = await new PgBackend({ url, poolSize: 4 }).open();
-      b.embedder = indexer.embedder;
-      return b;
-    }));
+    const backends = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const b = await new PgBackend({ url, poolSize: 4 }).open();
+        b.embedder = indexer.embedder;
+        return b;
+      }),
+    );
     // Round trips per upsert (creates, then updates of the same keys), each path.
     const roundTrips: Record<string, { create: number; update: number }> = {};
     for (const path of ['locked', 'fast'] as const) {
@@ -158,17 +195,32 @@ async function main() {
       s0 = statements;
       for (let i = 0; i < n; i++) await b.upsert({ namespace: `team.bench.rt.${path}`, key: `k${i}`, value: `round trip ${i}, changed` });
       roundTrips[path] = { create, update: (statements - s0) / n };
-      console.log(`round trips per upsert, ${path}: create ${fmt(create, 1)}, update ${fmt(roundTrips[path].update, 1)} (the vector's own statement included when it is separate)`);
+      console.log(
+        `round trips per upsert, ${path}: create ${fmt(create, 1)}, update ${fmt(roundTrips[path].update, 1)} (the vector's own statement included when it is separate)`,
+      );
     }
     out.roundTripsPerUpsert = roundTrips;
     const teamRun = async (path: 'locked' | 'fast') => {
       for (const b of backends) b.writePath = path;
-      return writersRun(`team, ${path} write path (3 daemons)`, (w, p) => backends[w].upsert({ ...p, namespace: p.namespace.replace(/^team\.bench/, `team.bench.${path}`) }), (w, ns, key) => backends[w].get({ namespace: ns.replace(/^team\.bench/, `team.bench.${path}`), key }));
+      return writersRun(
+        `team, ${path} write path (3 daemons)`,
+        (w, p) => backends[w].upsert({ ...p, namespace: p.namespace.replace(/^team\.bench/, `team.bench.${path}`) }),
+        (w, ns, key) => backends[w].get({ namespace: ns.replace(/^team\.bench/, `team.bench.${path}`), key }),
+      );
     };
     const teamLocked = await teamRun('locked');
     const teamW = await teamRun('fast');
-    const localW = await writersRun('sqlite (3 clients of 1 daemon)', (_w, p) => core.call(R.upsert, { ...p, namespace: p.namespace.replace(/^team\./, 'project.') }), (_w, ns, key) => core.call(R.get, { namespace: ns.replace(/^team\./, 'project.'), key }));
-    out.writers = { team: teamW, teamLockedPath: teamLocked, sqlite: localW, fastVsLocked: Math.round((teamW.writesPerSec / Math.max(1, teamLocked.writesPerSec)) * 100) / 100 };
+    const localW = await writersRun(
+      'sqlite (3 clients of 1 daemon)',
+      (_w, p) => core.call(R.upsert, { ...p, namespace: p.namespace.replace(/^team\./, 'project.') }),
+      (_w, ns, key) => core.call(R.get, { namespace: ns.replace(/^team\./, 'project.'), key }),
+    );
+    out.writers = {
+      team: teamW,
+      teamLockedPath: teamLocked,
+      sqlite: localW,
+      fastVsLocked: Math.round((teamW.writesPerSec / Math.max(1, teamLocked.writesPerSec)) * 100) / 100,
+    };
     for (const b of backends) await b.close();
     out.teamStatus = await team.backend.status();
     await team.close();

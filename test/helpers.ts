@@ -20,7 +20,15 @@ export function tempCore(): { core: Core; store: Store; dir: string; close: () =
   const dir = tempDir();
   const store = new Store(path.join(dir, 'cairn.db'));
   const core = new Core(store);
-  return { core, store, dir, close: () => { store.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
+  return {
+    core,
+    store,
+    dir,
+    close: () => {
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Assert that a promise rejects with a CairnError of the given code name (and optional field). */
@@ -30,7 +38,8 @@ export async function rejectsWith(p: Promise<unknown>, name: string, field?: str
   } catch (e) {
     const data = (e as { data?: Record<string, unknown> }).data;
     if (!data || data.name !== name) throw new Error(`expected ${name}, got ${(e as Error).message} ${JSON.stringify(data)}`);
-    if (field !== undefined && data.field !== field) throw new Error(`expected field ${field}, got ${String(data.field)}: ${(e as Error).message}`);
+    if (field !== undefined && data.field !== field)
+      throw new Error(`expected field ${field}, got ${String(data.field)}: ${(e as Error).message}`);
     return data;
   }
   throw new Error(`expected ${name}, but it succeeded`);
@@ -47,15 +56,21 @@ export interface SpawnedDaemon {
 }
 
 /** Start the built daemon (daemon/dist) on a temp store and socket; waits until the socket answers. */
-export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string; bin?: string } = {}): Promise<SpawnedDaemon> {
+export async function spawnDaemon(
+  opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string; bin?: string } = {},
+): Promise<SpawnedDaemon> {
   const dir = opts.dir ?? tempDir();
   const db = path.join(dir, 'cairn.db');
   const socket = path.join(dir, 'd.sock');
   let err = '';
-  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])], {
-    env: { ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [...DAEMON_NODE_FLAGS, opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])],
+    {
+      env: { ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   proc.stderr!.on('data', (d) => (err += d.toString()));
   const deadline = Date.now() + 20_000;
   for (;;) {
@@ -89,8 +104,14 @@ export async function spawnDaemon(opts: { args?: string[]; env?: NodeJS.ProcessE
       if (proc.exitCode === null) {
         proc.kill('SIGTERM');
         await new Promise<void>((r) => {
-          const t = setTimeout(() => { proc.kill('SIGKILL'); r(); }, 5000);
-          proc.once('exit', () => { clearTimeout(t); r(); });
+          const t = setTimeout(() => {
+            proc.kill('SIGKILL');
+            r();
+          }, 5000);
+          proc.once('exit', () => {
+            clearTimeout(t);
+            r();
+          });
         });
       }
       if (!opts.dir) fs.rmSync(dir, { recursive: true, force: true });

@@ -12,7 +12,19 @@ import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const out = path.join(here, '..', 'extension', 'out', 'webview');
-const common = { bundle: true, platform: 'browser', target: 'es2022', format: 'iife', minify: true, sourcemap: false, logLevel: 'warning', absWorkingDir: here, jsx: 'automatic', jsxImportSource: 'preact', legalComments: 'none' };
+const common = {
+  bundle: true,
+  platform: 'browser',
+  target: 'es2022',
+  format: 'iife',
+  minify: true,
+  sourcemap: false,
+  logLevel: 'warning',
+  absWorkingDir: here,
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  legalComments: 'none',
+};
 await Promise.all([
   build({ ...common, entryPoints: ['src/main.tsx'], outfile: path.join(out, 'dashboard.js') }),
   build({ ...common, entryPoints: ['src/graph.ts'], outfile: path.join(out, 'graph.js') }),

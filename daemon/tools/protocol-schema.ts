@@ -20,13 +20,16 @@ export function buildProtocolSchema(): Record<string, unknown> {
     methods[def.method] = { description: def.doc, params: schemaOf(def.params, 'input'), result: schemaOf(def.result, 'output') };
   }
   const notifications: Record<string, unknown> = {};
-  for (const def of Object.values(Notifications)) notifications[def.method] = { description: def.doc, params: schemaOf(def.params, 'output') };
+  for (const def of Object.values(Notifications))
+    notifications[def.method] = { description: def.doc, params: schemaOf(def.params, 'output') };
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     title: 'Cairn protocol',
     description: 'JSON-RPC 2.0 over LSP base-protocol framing. Generated from daemon/src/protocol; do not edit by hand.',
     protocolVersion: PROTOCOL_VERSION,
-    errors: Object.fromEntries(Object.entries(ErrorCodes).map(([name, code]) => [name, { code, description: errorDescriptions[name as keyof typeof ErrorCodes] }])),
+    errors: Object.fromEntries(
+      Object.entries(ErrorCodes).map(([name, code]) => [name, { code, description: errorDescriptions[name as keyof typeof ErrorCodes] }]),
+    ),
     filter: schemaOf(Filter, 'input'),
     methods,
     notifications,

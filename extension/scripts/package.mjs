@@ -84,9 +84,11 @@ function keep(name, rel) {
   if (name === 'better-sqlite3') return !['deps', 'src'].includes(parts[0]) && !(parts[0] === 'build' && !rel.endsWith('.node'));
   if (name === 'onnxruntime-node') {
     const i = parts.indexOf('bin');
-    if (i >= 0 && parts[i + 1]?.startsWith('napi-') && parts[i + 2]) return parts[i + 2] === platformDir && (parts[i + 3] === undefined || parts[i + 3] === archDir);
+    if (i >= 0 && parts[i + 1]?.startsWith('napi-') && parts[i + 2])
+      return parts[i + 2] === platformDir && (parts[i + 3] === undefined || parts[i + 3] === archDir);
   }
-  if (name === '@huggingface/transformers') return parts[0] !== 'dist' || /^transformers\.node\.(c|m)js$/.test(parts[1] ?? '') || parts.length === 1;
+  if (name === '@huggingface/transformers')
+    return parts[0] !== 'dist' || /^transformers\.node\.(c|m)js$/.test(parts[1] ?? '') || parts.length === 1;
   return true;
 }
 
@@ -128,7 +130,8 @@ delete manifest.scripts;
 delete manifest.private;
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(manifest, null, 2));
 cpSync(path.join(ext, 'out', 'extension.js'), path.join(stage, 'out', 'extension.js'));
-if (existsSync(path.join(ext, 'out', 'webview'))) cpSync(path.join(ext, 'out', 'webview'), path.join(stage, 'out', 'webview'), { recursive: true, filter: (s) => !s.endsWith('.map') });
+if (existsSync(path.join(ext, 'out', 'webview')))
+  cpSync(path.join(ext, 'out', 'webview'), path.join(stage, 'out', 'webview'), { recursive: true, filter: (s) => !s.endsWith('.map') });
 else fail('dashboard webview not built: run `npm run build -w webview`');
 cpSync(path.join(ext, 'media'), path.join(stage, 'media'), { recursive: true });
 for (const f of ['README.md', 'CHANGELOG.md']) if (existsSync(path.join(ext, f))) cpSync(path.join(ext, f), path.join(stage, f));
@@ -142,10 +145,14 @@ if (withDaemon) {
   if (!existsSync(dist)) fail('daemon not built: run `npm run build -w daemon`');
   const d = path.join(stage, 'daemon');
   for (const sub of ['bin', 'dist', 'models']) {
-    if (existsSync(path.join(daemon, sub))) cpSync(path.join(daemon, sub), path.join(d, sub), { recursive: true, filter: (s) => !s.endsWith('.map') });
+    if (existsSync(path.join(daemon, sub)))
+      cpSync(path.join(daemon, sub), path.join(d, sub), { recursive: true, filter: (s) => !s.endsWith('.map') });
   }
   const dpkg = JSON.parse(readFileSync(path.join(daemon, 'package.json'), 'utf8'));
-  writeFileSync(path.join(d, 'package.json'), JSON.stringify({ name: dpkg.name, version: dpkg.version, private: true, main: dpkg.main }, null, 2));
+  writeFileSync(
+    path.join(d, 'package.json'),
+    JSON.stringify({ name: dpkg.name, version: dpkg.version, private: true, main: dpkg.main }, null, 2),
+  );
   const closure = runtimeClosure();
   for (const { dir, name } of closure) copyFiltered(name, dir, path.join(d, 'node_modules', name));
   // Smoke check: the copied daemon must load its native modules from the stage alone.
@@ -156,7 +163,11 @@ if (withDaemon) {
   }
   const env = { ...process.env, NODE_PATH: '' };
   execFileSync(process.execPath, [path.join(d, 'bin', 'cairn.js'), '--version'], { stdio: 'pipe', cwd: d, env });
-  execFileSync(process.execPath, ['-e', `new (require(${JSON.stringify(req.resolve('better-sqlite3'))}))(':memory:').close()`], { stdio: 'pipe', cwd: d, env });
+  execFileSync(process.execPath, ['-e', `new (require(${JSON.stringify(req.resolve('better-sqlite3'))}))(':memory:').close()`], {
+    stdio: 'pipe',
+    cwd: d,
+    env,
+  });
   console.log(`package: daemon + ${closure.length} runtime packages staged (${(du(d) / 1048576).toFixed(1)} MiB)`);
 }
 
@@ -164,10 +175,14 @@ if (withDaemon) {
 const vsce = path.join(path.dirname(createRequire(import.meta.url).resolve('@vscode/vsce/package.json')), 'vsce');
 mkdirSync(path.dirname(out), { recursive: true });
 try {
-  execFileSync(process.execPath, [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-package-all-secrets', '--allow-package-env-file', '--out', out], {
-    cwd: stage,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  execFileSync(
+    process.execPath,
+    [vsce, 'package', '--no-dependencies', '--skip-license', '--allow-package-all-secrets', '--allow-package-env-file', '--out', out],
+    {
+      cwd: stage,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 } catch (e) {
   // vsce's output only matters when it fails (it always warns that daemon/node_modules is not bundled)
   process.stderr.write(`${e.stdout ?? ''}${e.stderr ?? ''}`);

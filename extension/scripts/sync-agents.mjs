@@ -16,7 +16,15 @@ const toolDefs = path.join(extDir, 'src', 'agents', 'toolDefs.ts');
 const pkgPath = path.join(extDir, 'package.json');
 
 export function loadContribution() {
-  const out = buildSync({ entryPoints: [toolDefs], bundle: true, format: 'cjs', platform: 'node', write: false, logLevel: 'silent', external: ['vscode'] });
+  const out = buildSync({
+    entryPoints: [toolDefs],
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    write: false,
+    logLevel: 'silent',
+    external: ['vscode'],
+  });
   const mod = { exports: {} };
   new Function('module', 'exports', 'require', out.outputFiles[0].text)(mod, mod.exports, createRequire(toolDefs));
   return mod.exports.languageModelToolsContribution();

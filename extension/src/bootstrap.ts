@@ -64,7 +64,9 @@ export function findDaemonScript(setting: string, extensionPath: string, env: No
     return path.resolve(c);
   }
   const where = setting ? 'cairn.daemon.path' : env.CAIRN_DAEMON ? 'CAIRN_DAEMON' : 'the extension folder';
-  throw new BootstrapError(`Cairn daemon script not found (looked in ${where}: ${candidates.join(', ')}). Set "cairn.daemon.path" to daemon/bin/cairn.js.`);
+  throw new BootstrapError(
+    `Cairn daemon script not found (looked in ${where}: ${candidates.join(', ')}). Set "cairn.daemon.path" to daemon/bin/cairn.js.`,
+  );
 }
 
 function onPath(name: string, env: NodeJS.ProcessEnv): string | null {

@@ -136,7 +136,12 @@ export class DaemonClient implements vscode.Disposable {
       const init = lc.initializeResult as unknown as InitializeResult | undefined;
       this._serverInfo = init?.serverInfo;
       const info = readDaemonInfo(target.db);
-      this.setState({ kind: 'connected', socket: ensured.socket, pid: info?.pid ?? null, version: init?.serverInfo?.version ?? info?.version ?? null });
+      this.setState({
+        kind: 'connected',
+        socket: ensured.socket,
+        pid: info?.pid ?? null,
+        version: init?.serverInfo?.version ?? info?.version ?? null,
+      });
       this.connectedEmitter.fire();
     } catch (e) {
       const message = e instanceof BootstrapError || e instanceof Error ? e.message : String(e);
@@ -190,7 +195,10 @@ export class DaemonClient implements vscode.Disposable {
     if (this.drops.length > MAX_RECONNECTS) {
       const message = `the daemon connection dropped ${this.drops.length} times in ${RECONNECT_WINDOW_MS / 60_000} minutes; not reconnecting`;
       this.setState({ kind: 'error', message });
-      void this.o.ui().error(`Cairn: ${message}. See the log for the daemon's output.`, 'Restart Daemon', 'Show Log').then((a) => this.onAction(a));
+      void this.o
+        .ui()
+        .error(`Cairn: ${message}. See the log for the daemon's output.`, 'Restart Daemon', 'Show Log')
+        .then((a) => this.onAction(a));
       return;
     }
     this.setState({ kind: 'starting', detail: 'the daemon connection was lost; reconnecting' });
@@ -199,7 +207,11 @@ export class DaemonClient implements vscode.Disposable {
     await this.start();
     const s = this._state;
     if (s.kind === 'connected') void this.o.ui().info(`Cairn: reconnected to the memory daemon${s.pid ? ` (pid ${s.pid})` : ''}.`);
-    else if (s.kind === 'error') void this.o.ui().error(`Cairn: could not reconnect to the daemon: ${s.message}`, 'Restart Daemon', 'Show Log').then((a) => this.onAction(a));
+    else if (s.kind === 'error')
+      void this.o
+        .ui()
+        .error(`Cairn: could not reconnect to the daemon: ${s.message}`, 'Restart Daemon', 'Show Log')
+        .then((a) => this.onAction(a));
   }
 
   private onAction(action: string | undefined): void {

@@ -45,7 +45,10 @@ async function target(ctx: Ctx, arg: unknown, pick: PickOptions): Promise<Memory
 
 const label = (m: Pick<Memory, 'namespace' | 'key'>) => `${m.namespace} / ${m.key}`;
 
-async function addMemory(ctx: Ctx, a: { namespace?: string; key?: string; value?: string; kind?: MemoryKind; tags?: string[] } = {}): Promise<Memory> {
+async function addMemory(
+  ctx: Ctx,
+  a: { namespace?: string; key?: string; value?: string; kind?: MemoryKind; tags?: string[] } = {},
+): Promise<Memory> {
   const namespace = (
     a.namespace ??
     cancelIfUndefined(
@@ -59,16 +62,41 @@ async function addMemory(ctx: Ctx, a: { namespace?: string; key?: string; value?
   ).trim();
   const problem = namespaceProblem(namespace);
   if (problem) throw new Error(`Invalid namespace "${namespace}": ${problem}.`);
-  const key = (a.key ?? cancelIfUndefined(await ctx.ui.inputBox({ title: 'Add Memory (2/4): key', prompt: 'A short unique key, e.g. db-choice', validateInput: (v) => (v.trim() ? null : 'The key cannot be empty') }))).trim();
+  const key = (
+    a.key ??
+    cancelIfUndefined(
+      await ctx.ui.inputBox({
+        title: 'Add Memory (2/4): key',
+        prompt: 'A short unique key, e.g. db-choice',
+        validateInput: (v) => (v.trim() ? null : 'The key cannot be empty'),
+      }),
+    )
+  ).trim();
   if (!key) throw new Error('The key cannot be empty.');
-  const value = a.value ?? cancelIfUndefined(await ctx.ui.inputBox({ title: 'Add Memory (3/4): value', prompt: 'What should Cairn remember?', validateInput: (v) => (v.trim() ? null : 'The value cannot be empty') }));
+  const value =
+    a.value ??
+    cancelIfUndefined(
+      await ctx.ui.inputBox({
+        title: 'Add Memory (3/4): value',
+        prompt: 'What should Cairn remember?',
+        validateInput: (v) => (v.trim() ? null : 'The value cannot be empty'),
+      }),
+    );
   if (!value.trim()) throw new Error('The value cannot be empty.');
   const kind =
     a.kind ??
-    cancelIfUndefined(await ctx.ui.quickPick(MEMORY_KINDS.map((k) => ({ label: k })), { title: 'Add Memory (4/4): kind', placeHolder: 'note' }))?.label as MemoryKind;
+    (cancelIfUndefined(
+      await ctx.ui.quickPick(
+        MEMORY_KINDS.map((k) => ({ label: k })),
+        { title: 'Add Memory (4/4): kind', placeHolder: 'note' },
+      ),
+    )?.label as MemoryKind);
   const tags =
     a.tags ??
-    (await ctx.ui.inputBox({ title: 'Add Memory: tags (optional)', prompt: 'Comma-separated tags' }))?.split(',').map((t) => t.trim()).filter(Boolean) ??
+    (await ctx.ui.inputBox({ title: 'Add Memory: tags (optional)', prompt: 'Comma-separated tags' }))
+      ?.split(',')
+      .map((t) => t.trim())
+      .filter(Boolean) ??
     [];
   try {
     const res = await ctx.client.request('upsert', { namespace, key, value, kind, tags, source: 'vscode', actor: 'vscode', ifVersion: 0 });
@@ -127,7 +155,11 @@ async function rememberSelection(ctx: Ctx, a: { key?: string; value?: string } =
       }),
     );
   if (!value.trim()) throw new Error('The memory cannot be empty.');
-  const key = a.key ?? cancelIfUndefined(await ctx.ui.inputBox({ title: 'Key', value: suggested, validateInput: (v) => (v.trim() ? null : 'The key cannot be empty') }));
+  const key =
+    a.key ??
+    cancelIfUndefined(
+      await ctx.ui.inputBox({ title: 'Key', value: suggested, validateInput: (v) => (v.trim() ? null : 'The key cannot be empty') }),
+    );
   const res = await ctx.client.request('upsert', {
     namespace: ctx.defaultNamespace,
     key: key.trim(),
@@ -145,14 +177,14 @@ async function exportMemories(ctx: Ctx, a: { uri?: string | vscode.Uri } = {}): 
   const uri =
     typeof a.uri === 'string'
       ? vscode.Uri.file(a.uri)
-      : a.uri ??
+      : (a.uri ??
         cancelIfUndefined(
           await ctx.ui.saveDialog({
             title: 'Export Cairn memories',
             defaultUri: vscode.Uri.file(path.join(os.homedir(), `cairn-export-${new Date().toISOString().slice(0, 10)}.jsonl`)),
             filters: { 'JSON Lines': ['jsonl'] },
           }),
-        );
+        ));
   const res = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Exporting Cairn memories…' }, () =>
     ctx.client.request('exportRecords', { includeHistory: true }, LONG_TIMEOUT_MS),
   );
@@ -183,10 +215,14 @@ async function importMemories(ctx: Ctx, a: { uri?: string | vscode.Uri } = {}) {
   const uri =
     typeof a.uri === 'string'
       ? vscode.Uri.file(a.uri)
-      : a.uri ??
+      : (a.uri ??
         cancelIfUndefined(
-          await ctx.ui.openDialog({ title: 'Import Cairn memories', canSelectMany: false, filters: { 'JSON Lines': ['jsonl'], 'All files': ['*'] } }),
-        )[0];
+          await ctx.ui.openDialog({
+            title: 'Import Cairn memories',
+            canSelectMany: false,
+            filters: { 'JSON Lines': ['jsonl'], 'All files': ['*'] },
+          }),
+        )[0]);
   if (!uri) throw new Cancelled();
   let text: string;
   try {
@@ -220,10 +256,15 @@ async function forget(ctx: Ctx, m: Memory, reason: string): Promise<Memory> {
 export const commands: Record<string, Factory> = {
   'cairn.addMemory': (ctx) => (a?: Parameters<typeof addMemory>[1]) => addMemory(ctx, a ?? {}),
 
-  'cairn.rememberSelection': (ctx) => (a?: { key?: string; value?: string }) => rememberSelection(ctx, a && typeof a === 'object' && !(a instanceof vscode.Uri) ? a : {}),
+  'cairn.rememberSelection': (ctx) => (a?: { key?: string; value?: string }) =>
+    rememberSelection(ctx, a && typeof a === 'object' && !(a instanceof vscode.Uri) ? a : {}),
 
   'cairn.searchMemories': (ctx) => async (query?: string) => {
-    const m = await pickMemory(ctx, { title: 'Search Memories', initialQuery: typeof query === 'string' ? query : '', include: { proposed: true } });
+    const m = await pickMemory(ctx, {
+      title: 'Search Memories',
+      initialQuery: typeof query === 'string' ? query : '',
+      include: { proposed: true },
+    });
     if (m) await vscode.commands.executeCommand('cairn.openMemory', m.id);
     return m;
   },
@@ -242,7 +283,10 @@ export const commands: Record<string, Factory> = {
   },
 
   'cairn.showHistory': (ctx) => async (arg?: unknown) => {
-    const m = await target(ctx, arg, { title: 'Show the history of which memory?', include: { deleted: true, proposed: true, superseded: true } });
+    const m = await target(ctx, arg, {
+      title: 'Show the history of which memory?',
+      include: { deleted: true, proposed: true, superseded: true },
+    });
     await ctx.client.request('history', { id: m.id, limit: 1 }); // fail here, with a message, rather than in the document
     return showView(viewUri('history', m.id, `${m.key} (history)`));
   },
@@ -255,7 +299,9 @@ export const commands: Record<string, Factory> = {
   },
 
   'cairn.restartDaemon': (ctx) => async () => {
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Restarting the Cairn daemon…' }, () => ctx.client.restartDaemon());
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Restarting the Cairn daemon…' }, () =>
+      ctx.client.restartDaemon(),
+    );
     const s = ctx.client.state;
     void ctx.ui.info(`Cairn daemon restarted${s.kind === 'connected' && s.pid ? ` (pid ${s.pid})` : ''}.`);
     return s;
@@ -266,7 +312,9 @@ export const commands: Record<string, Factory> = {
 
   'cairn.rebuildIndex': (ctx) => async (a?: { model?: string }) => {
     const res = await ctx.client.request('indexRebuild', a?.model ? { model: a.model } : {}, LONG_TIMEOUT_MS);
-    void ctx.ui.info(`Cairn is re-embedding ${res.queued} memories${res.model ? ` with ${res.model}` : ''}; progress shows in the status bar.`);
+    void ctx.ui.info(
+      `Cairn is re-embedding ${res.queued} memories${res.model ? ` with ${res.model}` : ''}; progress shows in the status bar.`,
+    );
     return res;
   },
 
@@ -310,7 +358,13 @@ export const commands: Record<string, Factory> = {
     const from = await target(ctx, arg, { title: 'Link which memory?' });
     const to = await target(ctx, toArg, { title: `Link ${from.key} to which memory?`, accept: (x) => x.id !== from.id });
     const type =
-      typeArg ?? (cancelIfUndefined(await ctx.ui.quickPick(LINK_TYPES.map((t) => ({ label: t })), { title: `${from.key} … ${to.key}: link type` })).label as LinkType);
+      typeArg ??
+      (cancelIfUndefined(
+        await ctx.ui.quickPick(
+          LINK_TYPES.map((t) => ({ label: t })),
+          { title: `${from.key} … ${to.key}: link type` },
+        ),
+      ).label as LinkType);
     const res = await ctx.client.request('link', { from: from.id, to: to.id, type, actor: 'vscode' });
     void ctx.ui.info(`Linked ${from.key} —${type}→ ${to.key}.`);
     return res.link;
@@ -353,7 +407,13 @@ export const commands: Record<string, Factory> = {
     const v =
       typeof text === 'string'
         ? text
-        : cancelIfUndefined(await ctx.ui.inputBox({ title: 'Filter memories', prompt: 'Search text (empty clears the filter)', value: ctx.tree.filterText }));
+        : cancelIfUndefined(
+            await ctx.ui.inputBox({
+              title: 'Filter memories',
+              prompt: 'Search text (empty clears the filter)',
+              value: ctx.tree.filterText,
+            }),
+          );
     await ctx.tree.setFilter(v);
     return v;
   },

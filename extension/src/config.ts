@@ -58,7 +58,8 @@ export class Config {
     const env: NodeJS.ProcessEnv = { ...base };
     for (const key of Object.keys(Settings) as SettingKey[]) {
       const def: SettingDef = Settings[key];
-      if (!def.env || !this.isSet(key) || key === 'cairn.store.path' || key === 'cairn.daemon.path' || key === 'cairn.daemon.nodePath') continue;
+      if (!def.env || !this.isSet(key) || key === 'cairn.store.path' || key === 'cairn.daemon.path' || key === 'cairn.daemon.nodePath')
+        continue;
       const v = this.get(key);
       env[def.env] = typeof v === 'boolean' ? (v ? '1' : '0') : String(v);
     }

@@ -237,7 +237,19 @@ export function renderMemory(m: Memory, neighbors: { memory: Memory; type: strin
   return lines.join('\n') + '\n';
 }
 
-const TRACKED_FIELDS = ['namespace', 'key', 'kind', 'tags', 'status', 'importance', 'confidence', 'anchors', 'properties', 'expiresAt', 'supersededBy'];
+const TRACKED_FIELDS = [
+  'namespace',
+  'key',
+  'kind',
+  'tags',
+  'status',
+  'importance',
+  'confidence',
+  'anchors',
+  'properties',
+  'expiresAt',
+  'supersededBy',
+];
 
 export function renderHistory(m: Memory, entries: HistoryEntry[], capped: boolean): string {
   const lines = [`# History of ${m.namespace} / ${m.key}`, '', `${entries.length} recorded operation(s), newest first. id ${m.id}`, ''];
@@ -253,7 +265,7 @@ export function renderHistory(m: Memory, entries: HistoryEntry[], capped: boolea
     for (const c of changes) lines.push(`- ${c}`);
     if (changes.length) lines.push('');
   }
-  if (capped) lines.push('_Older entries were trimmed by the store\'s history cap._');
+  if (capped) lines.push("_Older entries were trimmed by the store's history cap._");
   return lines.join('\n') + '\n';
 }
 

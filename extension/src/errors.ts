@@ -3,7 +3,14 @@
  * `data.name` is the symbolic Cairn code (daemon/src/protocol/errors.ts); everything else is shown with
  * its own message.
  */
-import { CairnError, isWireError, wireErrorName, type CairnErrorData, type ErrorCodeName, type WireError } from '../../daemon/src/protocol/errors';
+import {
+  CairnError,
+  isWireError,
+  wireErrorName,
+  type CairnErrorData,
+  type ErrorCodeName,
+  type WireError,
+} from '../../daemon/src/protocol/errors';
 
 /** A JSON-RPC error as the language client hands it over (the protocol module's WireError). */
 export type RpcErrorLike = WireError;
@@ -25,7 +32,9 @@ export class Cancelled extends Error {}
 /** Raised when a command needs the daemon and the window is not connected to one: `Unavailable`, not sent. */
 export class NotConnectedError extends CairnError {
   constructor(state: string) {
-    super('Unavailable', `Cairn is not connected to its daemon (${state}). Run "Cairn: Restart Daemon" or see "Cairn: Show Log".`, { sent: false });
+    super('Unavailable', `Cairn is not connected to its daemon (${state}). Run "Cairn: Restart Daemon" or see "Cairn: Show Log".`, {
+      sent: false,
+    });
   }
 }
 

@@ -45,8 +45,12 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('cairn')) return;
       reportSettingProblems(c);
-      if (e.affectsConfiguration('cairn.store.path')) void c.client.start(); // a different store means a different daemon
-      else if (c.client.state.kind === 'error' && (e.affectsConfiguration('cairn.daemon.path') || e.affectsConfiguration('cairn.daemon.nodePath'))) {
+      if (e.affectsConfiguration('cairn.store.path'))
+        void c.client.start(); // a different store means a different daemon
+      else if (
+        c.client.state.kind === 'error' &&
+        (e.affectsConfiguration('cairn.daemon.path') || e.affectsConfiguration('cairn.daemon.nodePath'))
+      ) {
         void c.client.start(); // the fix for a daemon that could not start
       }
       if (e.affectsConfiguration('cairn.scope.projectNamespace')) c.tree.refresh();
@@ -81,7 +85,10 @@ function reportSettingProblems(c: Ctx): void {
   for (const p of problems) c.output.warn(`setting ${p.key}: ${p.message}`);
   if (problems.length) {
     void c.ui
-      .warn(`Cairn: ${problems.length === 1 ? 'a setting is' : `${problems.length} settings are`} invalid: ${problems.map((p) => `${p.key} (${p.message})`).join('; ')}`, 'Open Settings')
+      .warn(
+        `Cairn: ${problems.length === 1 ? 'a setting is' : `${problems.length} settings are`} invalid: ${problems.map((p) => `${p.key} (${p.message})`).join('; ')}`,
+        'Open Settings',
+      )
       .then((a) => {
         if (a) void vscode.commands.executeCommand('workbench.action.openSettings', 'cairn.');
       });

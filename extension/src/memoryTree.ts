@@ -12,7 +12,14 @@ import { escapeMarkdown } from '../../daemon/src/text/format';
 
 export type Node =
   | { kind: 'review'; memories: Memory[] }
-  | { kind: 'namespace'; path: string; label: string; own: NamespaceInfo | null; children: Map<string, NamespaceNode>; preloaded?: Memory[] }
+  | {
+      kind: 'namespace';
+      path: string;
+      label: string;
+      own: NamespaceInfo | null;
+      children: Map<string, NamespaceNode>;
+      preloaded?: Memory[];
+    }
   | { kind: 'memory'; memory: Memory; inReview?: boolean }
   | { kind: 'message'; text: string; icon?: string; command?: vscode.Command };
 type NamespaceNode = Extract<Node, { kind: 'namespace' }>;
@@ -116,18 +123,32 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
 
   private async loadRoot(): Promise<Node[]> {
     const nodes = await this.computeRoot();
-    this.ctx.metrics.mark('treePopulated', nodes.some((n) => n.kind !== 'message'));
+    this.ctx.metrics.mark(
+      'treePopulated',
+      nodes.some((n) => n.kind !== 'message'),
+    );
     this.loadedEmitter.fire(nodes);
     return nodes;
   }
 
   private async computeRoot(): Promise<Node[]> {
     const s = this.ctx.client.state;
-    if (s.kind === 'starting' || s.kind === 'stopped') return [{ kind: 'message', text: 'Connecting to the Cairn daemon…', icon: 'sync~spin' }];
+    if (s.kind === 'starting' || s.kind === 'stopped')
+      return [{ kind: 'message', text: 'Connecting to the Cairn daemon…', icon: 'sync~spin' }];
     if (s.kind === 'error') {
       return [
-        { kind: 'message', text: `Not connected: ${s.message.split('\n')[0]}`, icon: 'error', command: { command: 'cairn.showLog', title: 'Show Log' } },
-        { kind: 'message', text: 'Restart Daemon', icon: 'debug-restart', command: { command: 'cairn.restartDaemon', title: 'Restart Daemon' } },
+        {
+          kind: 'message',
+          text: `Not connected: ${s.message.split('\n')[0]}`,
+          icon: 'error',
+          command: { command: 'cairn.showLog', title: 'Show Log' },
+        },
+        {
+          kind: 'message',
+          text: 'Restart Daemon',
+          icon: 'debug-restart',
+          command: { command: 'cairn.restartDaemon', title: 'Restart Daemon' },
+        },
       ];
     }
     try {
@@ -140,7 +161,11 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
   private async namespaceRoot(): Promise<Node[]> {
     const [{ namespaces }, review] = await Promise.all([
       this.ctx.client.request('namespacesList', {}),
-      this.ctx.client.request('list', { filter: { field: 'status', op: 'eq', value: 'proposed' }, include: { proposed: true }, limit: 200 }),
+      this.ctx.client.request('list', {
+        filter: { field: 'status', op: 'eq', value: 'proposed' },
+        include: { proposed: true },
+        limit: 200,
+      }),
     ]);
     const out: Node[] = [];
     if (review.items.length) out.push({ kind: 'review', memories: review.items });
@@ -159,8 +184,16 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
     });
     const byNs = new Map<string, Memory[]>();
     for (const h of res.hits) byNs.set(h.memory.namespace, [...(byNs.get(h.memory.namespace) ?? []), h.memory]);
-    const out: Node[] = [...byNs].map(([path, mems]) => ({ kind: 'namespace', path, label: path, own: null, children: new Map(), preloaded: mems }) as Node);
-    if (!out.length) out.push({ kind: 'message', text: `No memories match "${this.filter}"`, icon: 'search-stop', command: { command: 'cairn.clearFilter', title: 'Clear Filter' } });
+    const out: Node[] = [...byNs].map(
+      ([path, mems]) => ({ kind: 'namespace', path, label: path, own: null, children: new Map(), preloaded: mems }) as Node,
+    );
+    if (!out.length)
+      out.push({
+        kind: 'message',
+        text: `No memories match "${this.filter}"`,
+        icon: 'search-stop',
+        command: { command: 'cairn.clearFilter', title: 'Clear Filter' },
+      });
     if (res.degraded) out.push({ kind: 'message', text: `Full-text only: ${res.degraded}`, icon: 'warning' });
     return out;
   }
@@ -180,7 +213,9 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
         .filter((m) => m.status !== 'proposed')
         .sort((a, b) => a.key.localeCompare(b.key))
         .map((m) => ({ kind: 'memory', memory: m }) as Node);
-      const more: Node[] = res.nextCursor ? [{ kind: 'message', text: `Showing the first ${PAGE}; use Search Memories to find others`, icon: 'info' }] : [];
+      const more: Node[] = res.nextCursor
+        ? [{ kind: 'message', text: `Showing the first ${PAGE}; use Search Memories to find others`, icon: 'info' }]
+        : [];
       return [...children, ...mems, ...more];
     } catch (e) {
       return [...children, { kind: 'message', text: describeError('Loading memories', e), icon: 'error' }];
@@ -258,10 +293,17 @@ export function memoryItem(m: Memory, inReview: boolean): vscode.TreeItem {
   const item = new vscode.TreeItem(m.key, vscode.TreeItemCollapsibleState.None);
   item.id = `${inReview ? 'r' : 'm'}:${m.id}`;
   const tags = m.tags.map((t) => `#${t}`).join(' ');
-  const flags = [m.deletedAt ? 'deleted' : '', m.status !== 'active' ? m.status : '', m.anchors.some((a) => a.stale) ? 'stale anchor' : ''].filter(Boolean);
+  const flags = [
+    m.deletedAt ? 'deleted' : '',
+    m.status !== 'active' ? m.status : '',
+    m.anchors.some((a) => a.stale) ? 'stale anchor' : '',
+  ].filter(Boolean);
   item.description = [inReview ? m.namespace : '', tags, flags.length ? `(${flags.join(', ')})` : ''].filter(Boolean).join('  ');
   const color = m.deletedAt ? 'disabledForeground' : m.status === 'proposed' ? 'list.warningForeground' : undefined;
-  item.iconPath = new vscode.ThemeIcon(m.deletedAt ? 'trash' : KIND_ICONS[m.kind] ?? 'note', color ? new vscode.ThemeColor(color) : undefined);
+  item.iconPath = new vscode.ThemeIcon(
+    m.deletedAt ? 'trash' : (KIND_ICONS[m.kind] ?? 'note'),
+    color ? new vscode.ThemeColor(color) : undefined,
+  );
   item.tooltip = memoryTooltip(m);
   item.contextValue = memoryContext(m);
   item.command = { command: 'cairn.openMemory', title: 'Open Memory', arguments: [m.id] };
@@ -292,4 +334,3 @@ export function anchorLabel(a: Memory['anchors'][number]): string {
   const lines = a.startLine ? `:${a.startLine}${a.endLine && a.endLine !== a.startLine ? `-${a.endLine}` : ''}` : '';
   return `${a.path}${lines}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale]' : ''}`;
 }
-

@@ -25,7 +25,9 @@ interface MemoryItem extends vscode.QuickPickItem {
 
 const scopeButton = (projectOnly: boolean): vscode.QuickInputButton => ({
   iconPath: new vscode.ThemeIcon(projectOnly ? 'folder-active' : 'globe'),
-  tooltip: projectOnly ? 'Searching this project and user memories: click to search all namespaces' : 'Searching all namespaces: click to search only this project and user memories',
+  tooltip: projectOnly
+    ? 'Searching this project and user memories: click to search all namespaces'
+    : 'Searching all namespaces: click to search only this project and user memories',
 });
 const modeButton = (mode: SearchMode): vscode.QuickInputButton => ({
   iconPath: new vscode.ThemeIcon(mode === 'hybrid' ? 'sparkle' : 'whole-word'),
@@ -34,8 +36,10 @@ const modeButton = (mode: SearchMode): vscode.QuickInputButton => ({
 
 export function toItem(m: Memory, snippet?: string): MemoryItem {
   return {
-    label: `$(${m.deletedAt ? 'trash' : KIND_ICONS[m.kind] ?? 'note'}) ${m.key}`,
-    description: [m.namespace, m.tags.map((t) => `#${t}`).join(' '), m.status !== 'active' ? m.status : '', m.deletedAt ? 'deleted' : ''].filter(Boolean).join('  '),
+    label: `$(${m.deletedAt ? 'trash' : (KIND_ICONS[m.kind] ?? 'note')}) ${m.key}`,
+    description: [m.namespace, m.tags.map((t) => `#${t}`).join(' '), m.status !== 'active' ? m.status : '', m.deletedAt ? 'deleted' : '']
+      .filter(Boolean)
+      .join('  '),
     detail: (snippet ?? m.value).replace(/\s+/g, ' ').slice(0, 200),
     alwaysShow: true, // results are ranked by the daemon: keep VS Code from re-filtering them by label
     memory: m,

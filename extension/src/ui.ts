@@ -12,7 +12,10 @@ export interface Ui {
   /** A modal yes/no; resolves true only on `confirmLabel`. */
   confirm(message: string, confirmLabel: string, detail?: string): Thenable<boolean>;
   inputBox(options: vscode.InputBoxOptions): Thenable<string | undefined>;
-  quickPick<T extends vscode.QuickPickItem>(items: readonly T[] | Thenable<readonly T[]>, options: vscode.QuickPickOptions): Thenable<T | undefined>;
+  quickPick<T extends vscode.QuickPickItem>(
+    items: readonly T[] | Thenable<readonly T[]>,
+    options: vscode.QuickPickOptions,
+  ): Thenable<T | undefined>;
   saveDialog(options: vscode.SaveDialogOptions): Thenable<vscode.Uri | undefined>;
   openDialog(options: vscode.OpenDialogOptions): Thenable<vscode.Uri[] | undefined>;
 }

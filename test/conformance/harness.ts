@@ -39,7 +39,11 @@ export interface HarnessOptions {
   embeddings?: boolean;
 }
 
-async function makeDaemon(dir: string, o: HarnessOptions, teamUrl: string | null): Promise<{ d: Daemon; team: AttachedTeam | null; indexer: Indexer | null }> {
+async function makeDaemon(
+  dir: string,
+  o: HarnessOptions,
+  teamUrl: string | null,
+): Promise<{ d: Daemon; team: AttachedTeam | null; indexer: Indexer | null }> {
   let team: AttachedTeam | null = null;
   let indexer: Indexer | null = null;
   const d = await Daemon.start({

@@ -13,7 +13,15 @@ forEachBackend('conformance: memories', {}, (get) => {
   const call: Core['call'] = (def, p) => get().core.call(def, p);
 
   it('versions, history with actor and reason, no-change writes, monotonic positions', async () => {
-    const a = await call(R.upsert, { namespace: 'team.life', key: 'runner', value: 'We use node:test', kind: 'decision', tags: ['testing', 'node', 'node'], importance: 2, confidence: -1 });
+    const a = await call(R.upsert, {
+      namespace: 'team.life',
+      key: 'runner',
+      value: 'We use node:test',
+      kind: 'decision',
+      tags: ['testing', 'node', 'node'],
+      importance: 2,
+      confidence: -1,
+    });
     assert.equal(a.created, true);
     assert.equal(a.memory.version, 1);
     assert.equal(a.memory.namespace, 'team.life');
@@ -21,7 +29,13 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(a.memory.confidence, 0);
     assert.deepEqual(a.memory.tags, ['node', 'testing']);
     assert.match(a.memory.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    const b = await call(R.upsert, { namespace: 'team.life', key: 'runner', value: 'We use node:test with tsx', actor: 'agent:copilot', reason: 'tsx added' });
+    const b = await call(R.upsert, {
+      namespace: 'team.life',
+      key: 'runner',
+      value: 'We use node:test with tsx',
+      actor: 'agent:copilot',
+      reason: 'tsx added',
+    });
     assert.equal(b.created, false);
     assert.equal(b.memory.id, a.memory.id);
     assert.equal(b.memory.version, 2);
@@ -31,7 +45,10 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(same.changed, false);
     assert.equal(same.memory.version, 2);
     const h = await call(R.history, { id: a.memory.id });
-    assert.deepEqual(h.entries.map((e) => e.op), ['update', 'create']);
+    assert.deepEqual(
+      h.entries.map((e) => e.op),
+      ['update', 'create'],
+    );
     assert.equal(h.entries[0].actor, get().actor('agent:copilot'));
     assert.equal(h.entries[0].reason, 'tsx added');
     assert.equal(h.entries[0].previous!.value, 'We use node:test');
@@ -53,8 +70,16 @@ forEachBackend('conformance: memories', {}, (get) => {
     await rejectsWith(call(R.upsert, { namespace: 'team.life', key: 'k', value: '   ' }), 'InvalidParams', 'value');
     await rejectsWith(call(R.upsert, { namespace: 'team.life', key: 'k', value: 'x'.repeat(64 * 1024 + 1) }), 'ValueTooLarge', 'value');
     await rejectsWith(call(R.upsert, { namespace: 'team.Life', key: 'k', value: 'v' }), 'InvalidNamespace', 'namespace');
-    await rejectsWith(call(R.upsert, { namespace: 'team.life', key: 'k', value: 'v', validFrom: '2030-01-02T00:00:00Z', validTo: '2030-01-01T00:00:00Z' }), 'InvalidParams', 'validTo');
-    await rejectsWith(call(R.upsert, { namespace: 'team.life', key: 'k', value: 'v', anchors: [{ path: 'a.ts', startLine: 5, endLine: 2 }] }), 'InvalidParams', 'anchors[0].endLine');
+    await rejectsWith(
+      call(R.upsert, { namespace: 'team.life', key: 'k', value: 'v', validFrom: '2030-01-02T00:00:00Z', validTo: '2030-01-01T00:00:00Z' }),
+      'InvalidParams',
+      'validTo',
+    );
+    await rejectsWith(
+      call(R.upsert, { namespace: 'team.life', key: 'k', value: 'v', anchors: [{ path: 'a.ts', startLine: 5, endLine: 2 }] }),
+      'InvalidParams',
+      'anchors[0].endLine',
+    );
     await rejectsWith(call(R.delete, { namespace: 'team.life' }), 'InvalidParams', 'key');
     await rejectsWith(call(R.delete, { id: 'x', namespace: 'team.life', key: 'k' }), 'InvalidParams', 'id');
   });
@@ -62,7 +87,11 @@ forEachBackend('conformance: memories', {}, (get) => {
   it('ifVersion turns a concurrent edit into a conflict', async () => {
     const a = await call(R.upsert, { namespace: 'team.iv', key: 'k', value: 'v1' });
     await call(R.upsert, { namespace: 'team.iv', key: 'k', value: 'v2', ifVersion: 1 });
-    const d = await rejectsWith(call(R.upsert, { namespace: 'team.iv', key: 'k', value: 'v3', ifVersion: 1 }), 'VersionConflict', 'ifVersion');
+    const d = await rejectsWith(
+      call(R.upsert, { namespace: 'team.iv', key: 'k', value: 'v3', ifVersion: 1 }),
+      'VersionConflict',
+      'ifVersion',
+    );
     assert.equal(d.currentVersion, 2);
     await rejectsWith(call(R.upsert, { namespace: 'team.iv', key: 'new', value: 'x', ifVersion: 3 }), 'VersionConflict');
     await call(R.upsert, { namespace: 'team.iv', key: 'new', value: 'x', ifVersion: 0 });
@@ -86,7 +115,10 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(w.memory.deletedAt, null);
     assert.equal(w.memory.version, 3);
     const h = await call(R.history, { id: a.memory.id });
-    assert.deepEqual(h.entries.map((e) => e.op), ['restore', 'delete', 'create']);
+    assert.deepEqual(
+      h.entries.map((e) => e.op),
+      ['restore', 'delete', 'create'],
+    );
     await call(R.delete, { id: a.memory.id });
     const r = await call(R.restore, { namespace: 'team.del', key: 'k' });
     assert.equal(r.memory.deletedAt, null);
@@ -97,7 +129,10 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(pu.id, a.memory.id);
     await rejectsWith(call(R.get, { id: a.memory.id, includeDeleted: true }), 'NotFound');
     const ph = await call(R.history, { id: a.memory.id });
-    assert.deepEqual(ph.entries.map((e) => [e.op, e.state, e.previous]), [['purge', null, null]]);
+    assert.deepEqual(
+      ph.entries.map((e) => [e.op, e.state, e.previous]),
+      [['purge', null, null]],
+    );
     assert.deepEqual(ph.entries[0].detail, { namespace: 'team.del', key: 'k' });
     const again = await call(R.upsert, { namespace: 'team.del', key: 'k', value: 'fresh start' });
     assert.equal(again.created, true, 'a purged key is free again');
@@ -106,7 +141,11 @@ forEachBackend('conformance: memories', {}, (get) => {
   it('a forgotten value is not re-learned unless forced; restore lifts the rejection', async () => {
     const a = await call(R.upsert, { namespace: 'team.fg', key: 'k', value: 'Deploys happen on Fridays' });
     await call(R.forget, { id: a.memory.id, actor: 'carol' });
-    const e = await rejectsWith(call(R.upsert, { namespace: 'team.fg', key: 'other', value: '  deploys HAPPEN on fridays ' }), 'RejectedValue', 'value');
+    const e = await rejectsWith(
+      call(R.upsert, { namespace: 'team.fg', key: 'other', value: '  deploys HAPPEN on fridays ' }),
+      'RejectedValue',
+      'value',
+    );
     assert.equal(e.rejectedBy, get().actor('carol'));
     await call(R.upsert, { namespace: 'team.fg2', key: 'other', value: 'Deploys happen on Fridays' }); // another namespace: allowed
     const f = await call(R.upsert, { namespace: 'team.fg', key: 'other', value: 'Deploys happen on Fridays', force: true });
@@ -122,7 +161,13 @@ forEachBackend('conformance: memories', {}, (get) => {
 
   it('supersession: the old memory leaves default reads; chains are refused', async () => {
     const old = await call(R.upsert, { namespace: 'team.sup', key: 'db', value: 'We use MySQL' });
-    const nu = await call(R.upsert, { namespace: 'team.sup', key: 'db2', value: 'We use PostgreSQL', supersedes: old.memory.id, reason: 'migrated' });
+    const nu = await call(R.upsert, {
+      namespace: 'team.sup',
+      key: 'db2',
+      value: 'We use PostgreSQL',
+      supersedes: old.memory.id,
+      reason: 'migrated',
+    });
     const o = await call(R.get, { id: old.memory.id });
     assert.equal(o.status, 'superseded');
     assert.equal(o.supersededBy, nu.memory.id);
@@ -130,11 +175,22 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(h.entries[0].op, 'supersede');
     assert.deepEqual(h.entries[0].detail, { supersededBy: nu.memory.id });
     const list = await call(R.list, { scope: { root: 'team.sup', includeUser: false } });
-    assert.deepEqual(list.items.map((m) => m.key), ['db2']);
+    assert.deepEqual(
+      list.items.map((m) => m.key),
+      ['db2'],
+    );
     const all = await call(R.list, { scope: { root: 'team.sup', includeUser: false }, include: { superseded: true } });
     assert.deepEqual(all.items.map((m) => m.key).sort(), ['db', 'db2']);
-    await rejectsWith(call(R.upsert, { namespace: 'team.sup', key: 'db3', value: 'x', supersedes: old.memory.id }), 'InvalidState', 'supersedes');
-    await rejectsWith(call(R.upsert, { namespace: 'team.sup', key: 'db2', value: 'y', supersedes: nu.memory.id }), 'InvalidState', 'supersedes');
+    await rejectsWith(
+      call(R.upsert, { namespace: 'team.sup', key: 'db3', value: 'x', supersedes: old.memory.id }),
+      'InvalidState',
+      'supersedes',
+    );
+    await rejectsWith(
+      call(R.upsert, { namespace: 'team.sup', key: 'db2', value: 'y', supersedes: nu.memory.id }),
+      'InvalidState',
+      'supersedes',
+    );
     await rejectsWith(call(R.upsert, { namespace: 'team.sup', key: 'db4', value: 'y', supersedes: 'missing' }), 'NotFound', 'supersedes');
   });
 
@@ -145,14 +201,40 @@ forEachBackend('conformance: memories', {}, (get) => {
     try {
       await call(R.upsert, { namespace: 'team.time', key: 'future', value: 'Applies next year', validFrom: '2032-01-01T00:00:00Z' });
       await call(R.upsert, { namespace: 'team.time', key: 'past', value: 'Applied last year', validTo: '2031-01-01T00:00:00Z' });
-      await call(R.upsert, { namespace: 'team.time', key: 'now', value: 'Applies now', validFrom: '2031-01-01T00:00:00Z', validTo: '2032-01-01T00:00:00Z' });
+      await call(R.upsert, {
+        namespace: 'team.time',
+        key: 'now',
+        value: 'Applies now',
+        validFrom: '2031-01-01T00:00:00Z',
+        validTo: '2032-01-01T00:00:00Z',
+      });
       const t = await call(R.upsert, { namespace: 'team.time', key: 'ttl', value: 'Short lived note', expiresAt: '2031-06-01T01:00:00Z' });
       const scope = { root: 'team.time', includeUser: false };
       assert.deepEqual((await call(R.list, { scope })).items.map((m) => m.key).sort(), ['now', 'ttl']);
-      assert.deepEqual((await call(R.list, { scope, include: { outOfValidity: true } })).items.map((m) => m.key).sort(), ['future', 'now', 'past', 'ttl']);
-      assert.deepEqual((await call(R.list, { scope, filter: { field: 'validAt', op: 'eq', value: '2032-06-01T00:00:00Z' }, include: { outOfValidity: true } })).items.map((m) => m.key).sort(), ['future', 'ttl'], 'no window: valid at any time');
+      assert.deepEqual((await call(R.list, { scope, include: { outOfValidity: true } })).items.map((m) => m.key).sort(), [
+        'future',
+        'now',
+        'past',
+        'ttl',
+      ]);
+      assert.deepEqual(
+        (
+          await call(R.list, {
+            scope,
+            filter: { field: 'validAt', op: 'eq', value: '2032-06-01T00:00:00Z' },
+            include: { outOfValidity: true },
+          })
+        ).items
+          .map((m) => m.key)
+          .sort(),
+        ['future', 'ttl'],
+        'no window: valid at any time',
+      );
       b.setNow(now + 2 * 3600_000);
-      assert.deepEqual((await call(R.list, { scope })).items.map((m) => m.key), ['now']);
+      assert.deepEqual(
+        (await call(R.list, { scope })).items.map((m) => m.key),
+        ['now'],
+      );
       await rejectsWith(call(R.get, { id: t.memory.id }), 'NotFound', 'id');
       const sw = await call(R.sweep, {});
       assert.ok(sw.expired >= 1);
@@ -180,9 +262,15 @@ forEachBackend('conformance: memories', {}, (get) => {
     await rejectsWith(call(R.link, { from: a.memory.id, to: a.memory.id, type: 'supports' }), 'InvalidState', 'to');
     await rejectsWith(call(R.link, { from: a.memory.id, to: 'missing', type: 'supports' }), 'NotFound', 'to');
     const out = await call(R.neighbors, { id: a.memory.id });
-    assert.deepEqual(out.neighbors.map((n) => [n.memory.key, n.type, n.direction]), [['b', 'depends_on', 'out']]);
+    assert.deepEqual(
+      out.neighbors.map((n) => [n.memory.key, n.type, n.direction]),
+      [['b', 'depends_on', 'out']],
+    );
     const inn = await call(R.neighbors, { id: b.memory.id, direction: 'in' });
-    assert.deepEqual(inn.neighbors.map((n) => n.memory.key), ['a']);
+    assert.deepEqual(
+      inn.neighbors.map((n) => n.memory.key),
+      ['a'],
+    );
     await rejectsWith(call(R.neighbors, { id: a.memory.id, scope: { root: 'team.other', includeUser: false } }), 'NotFound', 'id');
     await call(R.delete, { id: b.memory.id });
     assert.equal((await call(R.neighbors, { id: a.memory.id })).neighbors.length, 0, 'deleted neighbours are hidden');
@@ -197,7 +285,13 @@ forEachBackend('conformance: memories', {}, (get) => {
     await call(R.upsert, { namespace: 'team.ns.a.deep', key: 'k2', value: 'two' });
     await call(R.upsert, { namespace: 'team.nsx', key: 'k3', value: 'sibling' });
     const ls = await call(R.namespacesList, { root: 'team.ns' });
-    assert.deepEqual(ls.namespaces.map((n) => [n.path, n.memoryCount]), [['team.ns.a', 1], ['team.ns.a.deep', 1]]);
+    assert.deepEqual(
+      ls.namespaces.map((n) => [n.path, n.memoryCount]),
+      [
+        ['team.ns.a', 1],
+        ['team.ns.a.deep', 1],
+      ],
+    );
     const r = await call(R.namespacesRename, { from: 'team.ns.a', to: 'team.ns.b' });
     assert.equal(r.renamed, 2);
     assert.equal((await call(R.get, { namespace: 'team.ns.b.deep', key: 'k2' })).value, 'two');
@@ -216,7 +310,7 @@ forEachBackend('conformance: memories', {}, (get) => {
     assert.equal(fresh.created, true, 'a deleted namespace can be created again');
   });
 
-  it('by-id requests honour the caller\'s scope; tags are stored normalized; credentials are tagged secret', async () => {
+  it("by-id requests honour the caller's scope; tags are stored normalized; credentials are tagged secret", async () => {
     const a = await call(R.upsert, { namespace: 'team.sc.a', key: 'k', value: 'Scoped memory', tags: [' Node', 'node', 'CI '] });
     assert.deepEqual(a.memory.tags, ['ci', 'node']);
     const other = { root: 'team.sc.b', includeUser: false };
@@ -224,12 +318,23 @@ forEachBackend('conformance: memories', {}, (get) => {
     await rejectsWith(call(R.delete, { id: a.memory.id, scope: other }), 'NotFound', 'id');
     await rejectsWith(call(R.get, { namespace: 'team.sc.a', key: 'k', scope: other }), 'NotFound', 'key');
     await rejectsWith(call(R.upsert, { namespace: 'team.sc.a', key: 'x', value: 'v', scope: other }), 'InvalidParams', 'namespace');
-    await rejectsWith(call(R.upsert, { namespace: 'team.sc.b', key: 'x', value: 'v', supersedes: a.memory.id, scope: other }), 'NotFound', 'supersedes');
+    await rejectsWith(
+      call(R.upsert, { namespace: 'team.sc.b', key: 'x', value: 'v', supersedes: a.memory.id, scope: other }),
+      'NotFound',
+      'supersedes',
+    );
     assert.equal((await call(R.get, { id: a.memory.id })).deletedAt, null, 'nothing changed');
     assert.equal((await call(R.history, { id: a.memory.id, scope: { root: 'team.sc', includeUser: false } })).entries.length, 1);
     const f = await call(R.list, { scope: { root: 'team.sc', includeUser: false }, filter: { field: 'tags', op: 'has', value: 'NODE' } });
-    assert.deepEqual(f.items.map((m) => m.key), ['k']);
-    const s = await call(R.upsert, { namespace: 'team.sc.a', key: 'token', value: 'The deploy token is ghp_abcdefghijklmnopqrstuvwxyz0123456789' });
+    assert.deepEqual(
+      f.items.map((m) => m.key),
+      ['k'],
+    );
+    const s = await call(R.upsert, {
+      namespace: 'team.sc.a',
+      key: 'token',
+      value: 'The deploy token is ghp_abcdefghijklmnopqrstuvwxyz0123456789',
+    });
     assert.ok(s.memory.tags.includes('secret'), JSON.stringify(s));
     assert.ok((s.warnings ?? []).some((w) => w.code === 'credential'));
   });

@@ -1,7 +1,9 @@
 // Shared by the UI scripts (smoke.js, dashboard.js): headless Debian Chromium with the flags this machine needs, and
 // the few state-waiting helpers every UI check uses. Nothing here waits for a moment: each helper polls a state until
 // its deadline and says what it last saw.
-const fs = require('fs'), os = require('os'), path = require('path');
+const fs = require('fs'),
+  os = require('os'),
+  path = require('path');
 const { chromium } = require('playwright-core');
 
 /** Headless chromium (no GPU, no sandbox as root, no background networking: the network is closed) in a fresh profile. */
@@ -10,7 +12,16 @@ async function launchBrowser(viewport) {
   const ctx = await chromium.launchPersistentContext(udd, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport,
   });
   return { ctx, udd };
@@ -78,7 +89,9 @@ function checkRecorder({ name, art, page, afterEach }) {
     } catch (e) {
       checks.push({ name: title, ok: false, error: firstLine(e) });
       lap(`FAIL ${title}: ${firstLine(e)}`);
-      await page().screenshot({ path: path.join(art, shot.replace('.png', '-FAILED.png')) }).catch(() => {});
+      await page()
+        .screenshot({ path: path.join(art, shot.replace('.png', '-FAILED.png')) })
+        .catch(() => {});
     }
     if (afterEach) await afterEach(page()).catch(() => {});
   }

@@ -30,16 +30,29 @@ const cliJson = (...args) => JSON.parse(cli(...args, '--json'));
 
 /** The dashboard's document (the webview's inner frame); found again each time, as a webview may reload. */
 async function dash(timeout = 30000) {
-  return until('the dashboard webview', async () => {
-    for (const f of page.frames()) {
-      if (f.isDetached()) continue;
-      if (await f.locator('#cairn-dashboard-root').count().catch(() => 0)) return f;
-    }
-    return null;
-  }, timeout);
+  return until(
+    'the dashboard webview',
+    async () => {
+      for (const f of page.frames()) {
+        if (f.isDetached()) continue;
+        if (
+          await f
+            .locator('#cairn-dashboard-root')
+            .count()
+            .catch(() => 0)
+        )
+          return f;
+      }
+      return null;
+    },
+    timeout,
+  );
 }
 
-const exactRow = (label) => page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+const exactRow = (label) =>
+  page.locator('.quick-input-list .monaco-list-row', {
+    has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
+  });
 
 /** Run a palette command; resolves with the time its entry was chosen. */
 async function palette(command) {
@@ -135,7 +148,16 @@ async function axe(f, label) {
       const value = await visible(f.getByLabel('Value'), 'value field');
       const before = cliJson('get', 'project.sample-app', 'rounding-rule');
       await value.fill('Invoice totals round half-even; edited in the dashboard.');
-      cli('add', 'project.sample-app', 'rounding-rule', 'Invoice totals round half-up now (changed from the CLI).', '--kind', 'decision', '--tags', 'billing');
+      cli(
+        'add',
+        'project.sample-app',
+        'rounding-rule',
+        'Invoice totals round half-up now (changed from the CLI).',
+        '--kind',
+        'decision',
+        '--tags',
+        'billing',
+      );
       await visible(f.getByText(/changed elsewhere while you were editing/), 'the "changed elsewhere" notice (live update)');
       await f.getByRole('button', { name: 'Save', exact: true }).click();
       const conflict = await visible(f.getByRole('region', { name: 'Version conflict' }), 'the conflict view');
@@ -146,7 +168,8 @@ async function axe(f, label) {
       await conflict.getByRole('button', { name: 'Keep mine' }).click();
       await visible(f.getByText(`Saved version ${before.version + 2}.`), 'saved confirmation');
       const after = cliJson('get', 'project.sample-app', 'rounding-rule');
-      if (after.value !== 'Invoice totals round half-even; edited in the dashboard.' || after.version !== before.version + 2) throw new Error(`store holds ${after.version}: ${after.value}`);
+      if (after.value !== 'Invoice totals round half-even; edited in the dashboard.' || after.version !== before.version + 2)
+        throw new Error(`store holds ${after.version}: ${after.value}`);
     });
 
     await check('an anchor opens its code; back on the dashboard, its state is restored', 'dash-04b-anchor.png', async () => {
@@ -225,7 +248,8 @@ async function axe(f, label) {
       await f.getByLabel('Choose a file to import').setInputFiles(file);
       const preview = await visible(f.getByRole('table', { name: 'What the import would do' }), 'the preview counts');
       const count = async (outcome) => (await preview.locator(`tr[data-outcome="${outcome}"] td`).textContent()).trim();
-      if ((await count('new')) !== '2' || (await count('conflicting')) !== '1') throw new Error(`preview: new ${await count('new')}, conflicting ${await count('conflicting')}`);
+      if ((await count('new')) !== '2' || (await count('conflicting')) !== '1')
+        throw new Error(`preview: new ${await count('new')}, conflicting ${await count('conflicting')}`);
       let wrote = true;
       try {
         cli('get', 'project.sample-app', 'imported-one');
@@ -245,7 +269,10 @@ async function axe(f, label) {
       if (/different welcome/.test(w.value)) throw new Error('the import overwrote "welcome"');
     });
 
-    const themeIs = (kind) => until(`the ${kind} theme in the webview`, async () => new RegExp(`vscode-${kind}\\b`).test(await (await dash()).locator('body').getAttribute('class')));
+    const themeIs = (kind) =>
+      until(`the ${kind} theme in the webview`, async () =>
+        new RegExp(`vscode-${kind}\\b`).test(await (await dash()).locator('body').getAttribute('class')),
+      );
     await check('light theme: the panel follows it and axe-core finds no serious violations', 'dash-09-light.png', async () => {
       await chooseTheme('Light Modern');
       await themeIs('light');
@@ -271,7 +298,10 @@ async function axe(f, label) {
       await f.getByRole('tab', { name: 'Search' }).click();
       await visible(f.locator('.results li button').first(), 'results in the dark theme');
       // the panel alone, for the documentation
-      await page.locator('iframe.webview').first().screenshot({ path: path.join(ART, 'dashboard-panel.png') });
+      await page
+        .locator('iframe.webview')
+        .first()
+        .screenshot({ path: path.join(ART, 'dashboard-panel.png') });
     });
   } finally {
     await ctx.close().catch(() => {});

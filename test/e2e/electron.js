@@ -40,7 +40,11 @@ async function main() {
     CAIRN_E2E_EXPECT_PROJECT: 'project.sample-app',
     CAIRN_E2E_EXPECT_DB: path.join(home, '.local', 'share', 'cairn', 'cairn.db'),
   };
-  const cli = (...args) => execFileSync(process.execPath, [path.join(repo, 'daemon', 'bin', 'cairn.js'), ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+  const cli = (...args) =>
+    execFileSync(process.execPath, [path.join(repo, 'daemon', 'bin', 'cairn.js'), ...args], {
+      env: { ...process.env, ...env },
+      stdio: 'pipe',
+    });
   cli('add', 'project.sample-app', 'welcome', 'Welcome to Cairn: memories written from the CLI show up in this view.', '--kind', 'fact');
   let code = 0;
   try {
@@ -48,7 +52,12 @@ async function main() {
       extensionDevelopmentPath: path.join(repo, 'extension'),
       extensionTestsPath: path.join(repo, 'extension', 'out', 'test', 'index'),
       extensionTestsEnv: env,
-      launchArgs: [ws, '--disable-workspace-trust', `--user-data-dir=${path.join(work, 'ud')}`, `--extensions-dir=${path.join(work, 'exts')}`],
+      launchArgs: [
+        ws,
+        '--disable-workspace-trust',
+        `--user-data-dir=${path.join(work, 'ud')}`,
+        `--extensions-dir=${path.join(work, 'exts')}`,
+      ],
     });
   } catch (e) {
     console.error(e);

@@ -70,13 +70,23 @@ async function palette(command) {
       const hover = page.locator('.monaco-hover', { hasText: 'banker rounding' });
       // Hover until the memory hover shows: the first moves can land before the language client serves hovers.
       const deadline = Date.now() + 60000;
-      for (let i = 0; !(await hover.first().isVisible().catch(() => false)); i++) {
+      for (
+        let i = 0;
+        !(await hover
+          .first()
+          .isVisible()
+          .catch(() => false));
+        i++
+      ) {
         if (Date.now() > deadline) throw new Error('the memory hover never appeared');
         const box = await (await visible(word, 'the anchored line')).boundingBox();
         if (!box) continue;
         await page.mouse.move(5, 5);
         await page.mouse.move(box.x + 10 + (i % 5) * 3, box.y + box.height / 2);
-        await hover.first().waitFor({ state: 'visible', timeout: 4000 }).catch(() => {});
+        await hover
+          .first()
+          .waitFor({ state: 'visible', timeout: 4000 })
+          .catch(() => {});
       }
       await visible(hover, 'the memory hover');
       await visible(hover.locator('a', { hasText: 'Open' }), 'hover "Open" link');
@@ -105,13 +115,20 @@ async function palette(command) {
     });
 
     await check('a CLI write appears in the open view without a refresh', '05-live-update.png', async () => {
-      execFileSync(process.env.NODE_BIN, [process.env.CLI, 'add', 'project.sample-app', 'live-from-cli', 'Written by the CLI while the editor was open.', '--kind', 'note'], { stdio: 'pipe' });
+      execFileSync(
+        process.env.NODE_BIN,
+        [process.env.CLI, 'add', 'project.sample-app', 'live-from-cli', 'Written by the CLI while the editor was open.', '--kind', 'note'],
+        { stdio: 'pipe' },
+      );
       await visible(treeRow('live-from-cli'), 'memory "live-from-cli" in the tree', 60000);
     });
 
     await check('status bar item opens the Cairn menu', '06-status-menu.png', async () => {
       await (await visible(page.locator('.statusbar-item', { has: page.locator('.codicon-database') }), 'Cairn status bar item')).click();
-      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show Daemon Status' }), 'menu entry "Show Daemon Status"');
+      await visible(
+        page.locator('.quick-input-list .monaco-list-row', { hasText: 'Show Daemon Status' }),
+        'menu entry "Show Daemon Status"',
+      );
       await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: 'Restart Daemon' }), 'menu entry "Restart Daemon"');
     });
   } finally {

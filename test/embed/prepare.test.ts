@@ -32,7 +32,10 @@ describe('prepareText: identifier splitting', () => {
 
   it('keeps runs the model knows as one word', () => {
     const known = new Set(['javascript', 'github']);
-    assert.equal(prepareText('JavaScript on GitHub with TypeScript', (w) => known.has(w)), 'JavaScript on GitHub with Type Script');
+    assert.equal(
+      prepareText('JavaScript on GitHub with TypeScript', (w) => known.has(w)),
+      'JavaScript on GitHub with Type Script',
+    );
     assert.equal(prepareText('JavaScript'), 'Java Script');
   });
 

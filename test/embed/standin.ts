@@ -104,6 +104,10 @@ export function writePoolingOnlyRepo(dir: string, pooling: 'cls' | 'mean'): void
   fs.mkdirSync(path.join(dir, '1_Pooling'), { recursive: true });
   fs.writeFileSync(
     path.join(dir, '1_Pooling', 'config.json'),
-    JSON.stringify({ word_embedding_dimension: 4, pooling_mode_cls_token: pooling === 'cls', pooling_mode_mean_tokens: pooling === 'mean' }),
+    JSON.stringify({
+      word_embedding_dimension: 4,
+      pooling_mode_cls_token: pooling === 'cls',
+      pooling_mode_mean_tokens: pooling === 'mean',
+    }),
   );
 }

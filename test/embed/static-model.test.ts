@@ -18,7 +18,9 @@ after(() => dirs.forEach((d) => fs.rmSync(d, { recursive: true, force: true })))
 function makeModel(rows: Array<[string, [number, number], number]>, over: Partial<Record<string, unknown>> = {}): string {
   const dir = tempDir('cairn-static-');
   dirs.push(dir);
-  const cfg = { cairn: { kind: 'static', format: STATIC_FORMAT, id: 'test/static', dimension: 2, vocabSize: rows.length, maxTokens: 8, ...over } };
+  const cfg = {
+    cairn: { kind: 'static', format: STATIC_FORMAT, id: 'test/static', dimension: 2, vocabSize: rows.length, maxTokens: 8, ...over },
+  };
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg));
   fs.writeFileSync(path.join(dir, 'vocab.txt'), rows.map((r) => r[0]).join('\n') + '\n');
   fs.writeFileSync(path.join(dir, 'vectors.i8'), Buffer.from(Int8Array.from(rows.flatMap((r) => r[1])).buffer));
@@ -57,7 +59,11 @@ describe('static model runtime', () => {
     const id = (t: string) => ROWS.findIndex((r) => r[0] === t);
     assert.deepEqual(m.tokenize('unwanted running'), [id('unwanted'), id('runn'), id('##ing')]);
     assert.deepEqual(m.tokenize('unwant'), [id('un'), id('##want')]);
-    assert.deepEqual(m.tokenize('unzzz running'), [id('runn'), id('##ing')], 'a word that cannot be split is [UNK] as a whole and left out');
+    assert.deepEqual(
+      m.tokenize('unzzz running'),
+      [id('runn'), id('##ing')],
+      'a word that cannot be split is [UNK] as a whole and left out',
+    );
     assert.deepEqual(m.tokenize('getUser'), [id('get'), id('user')], 'identifiers are split before tokenizing');
     assert.equal(m.tokenize('running '.repeat(10)).length, 8, 'at most maxTokens');
   });
@@ -79,7 +85,13 @@ describe('static model runtime', () => {
       assert.deepEqual([...v], [0, 0], JSON.stringify(t));
     }
     // vectors that cancel out exactly: zero, not NaN
-    const c = StaticModel.load(makeModel([['[UNK]', [0, 0], 0], ['up', [5, 5], 1], ['down', [-5, -5], 1]]));
+    const c = StaticModel.load(
+      makeModel([
+        ['[UNK]', [0, 0], 0],
+        ['up', [5, 5], 1],
+        ['down', [-5, -5], 1],
+      ]),
+    );
     assert.deepEqual([...c.embed('up down')], [0, 0]);
   });
 
@@ -87,7 +99,10 @@ describe('static model runtime', () => {
     const dir = makeModel(ROWS);
     const m = StaticModel.load(dir);
     // nothing read yet: the rows used first are the ones on disk at that moment
-    fs.writeFileSync(path.join(dir, 'vectors.i8'), Buffer.from(Int8Array.from(ROWS.flatMap((r) => (r[0] === 'get' ? [5, 0] : r[1]))).buffer));
+    fs.writeFileSync(
+      path.join(dir, 'vectors.i8'),
+      Buffer.from(Int8Array.from(ROWS.flatMap((r) => (r[0] === 'get' ? [5, 0] : r[1]))).buffer),
+    );
     assert.deepEqual([...m.embed('get')], [1, 0]);
     fs.truncateSync(path.join(dir, 'vectors.i8'), 0);
     assert.deepEqual([...m.embed('get')], [1, 0], 'a block read once stays in memory');
@@ -106,9 +121,18 @@ describe('static model runtime', () => {
       mutate(dir);
       return dir;
     };
-    assert.throws(() => StaticModel.load(broken((d) => fs.writeFileSync(path.join(d, 'vocab.txt'), 'a\nb\n'))), /vocab.txt has 2 tokens, config.json says 12/);
-    assert.throws(() => StaticModel.load(broken((d) => fs.writeFileSync(path.join(d, 'vectors.i8'), Buffer.alloc(5)))), /vectors.i8 has 5 bytes, expected 12 x 2/);
-    assert.throws(() => StaticModel.load(broken((d) => fs.writeFileSync(path.join(d, 'scales.f32'), Buffer.alloc(4)))), /scales.f32 has 4 bytes/);
+    assert.throws(
+      () => StaticModel.load(broken((d) => fs.writeFileSync(path.join(d, 'vocab.txt'), 'a\nb\n'))),
+      /vocab.txt has 2 tokens, config.json says 12/,
+    );
+    assert.throws(
+      () => StaticModel.load(broken((d) => fs.writeFileSync(path.join(d, 'vectors.i8'), Buffer.alloc(5)))),
+      /vectors.i8 has 5 bytes, expected 12 x 2/,
+    );
+    assert.throws(
+      () => StaticModel.load(broken((d) => fs.writeFileSync(path.join(d, 'scales.f32'), Buffer.alloc(4)))),
+      /scales.f32 has 4 bytes/,
+    );
     assert.throws(() => StaticModel.load(broken((d) => fs.rmSync(path.join(d, 'scales.f32')))), /ENOENT/);
     assert.throws(() => StaticModel.load(makeModel(ROWS, { dimension: 0 })), /positive integer cairn.dimension/);
     assert.throws(() => StaticModel.load(makeModel(ROWS, { format: 'other' })), /is not a cairn-static-1 static model/);
@@ -117,7 +141,12 @@ describe('static model runtime', () => {
 
   it('loads a static folder given as the model, without falling back, and reports what it is', async () => {
     const dir = makeModel(ROWS);
-    const { provider, fallbackReason } = await loadWithFallback({ model: dir, cacheDir: tempDir(), allowRemote: false, builtinPath: '/nonexistent' });
+    const { provider, fallbackReason } = await loadWithFallback({
+      model: dir,
+      cacheDir: tempDir(),
+      allowRemote: false,
+      builtinPath: '/nonexistent',
+    });
     assert.equal(fallbackReason, null);
     assert.ok(provider instanceof StaticProvider);
     assert.equal(provider.info.dimension, 2);
@@ -130,7 +159,12 @@ describe('static model runtime', () => {
   it('a broken static folder falls back to the built-in model and says why', async () => {
     const dir = makeModel(ROWS);
     fs.writeFileSync(path.join(dir, 'vectors.i8'), Buffer.alloc(3));
-    const { provider, fallbackReason } = await loadWithFallback({ model: dir, cacheDir: tempDir(), allowRemote: false, builtinPath: path.join(__dirname, '..', '..', 'daemon', 'models', 'cairn-minilm-static') });
+    const { provider, fallbackReason } = await loadWithFallback({
+      model: dir,
+      cacheDir: tempDir(),
+      allowRemote: false,
+      builtinPath: path.join(__dirname, '..', '..', 'daemon', 'models', 'cairn-minilm-static'),
+    });
     assert.equal(provider.info.builtin, true);
     assert.match(fallbackReason ?? '', /vectors.i8 has 3 bytes/);
   });

@@ -10,8 +10,13 @@ import { Embedder, builtinModelPath, resolveWorkerPath } from '../../daemon/src/
 const builtinDimension = () => JSON.parse(fs.readFileSync(path.join(builtinModelPath(), 'config.json'), 'utf8')).cairn.dimension as number;
 
 const cache = path.join(os.tmpdir(), 'cairn-embed-worker-test-cache');
-const start = (extra: Parameters<typeof Embedder.start>[0] = {}) => Embedder.start({ model: 'builtin', allowRemote: false, cacheDir: cache, ...extra });
-const texts = (n: number) => Array.from({ length: n }, (_, i) => `memory ${i}: the daemon keeps an sqlite index of notes written by coding agents, ${'with more words '.repeat(i % 20)}`);
+const start = (extra: Parameters<typeof Embedder.start>[0] = {}) =>
+  Embedder.start({ model: 'builtin', allowRemote: false, cacheDir: cache, ...extra });
+const texts = (n: number) =>
+  Array.from(
+    { length: n },
+    (_, i) => `memory ${i}: the daemon keeps an sqlite index of notes written by coding agents, ${'with more words '.repeat(i % 20)}`,
+  );
 
 describe('embedding worker', () => {
   it('runs off the main thread: the event loop stays responsive during a long embed', async () => {

@@ -20,7 +20,13 @@ describe('cairn export, backup and restore', () => {
     try {
       const c = await d.client();
       for (let b = 0; b < 3; b++) {
-        await c.call(R.upsertBatch, { items: Array.from({ length: 1500 }, (_, i) => ({ namespace: 'project.big', key: `k${b}-${i}`, value: `value ${b} ${i} ${'x'.repeat(200)}` })) });
+        await c.call(R.upsertBatch, {
+          items: Array.from({ length: 1500 }, (_, i) => ({
+            namespace: 'project.big',
+            key: `k${b}-${i}`,
+            value: `value ${b} ${i} ${'x'.repeat(200)}`,
+          })),
+        });
       }
       const file = path.join(dir, 'out.jsonl');
       const ex = cli(['export', file], env);
@@ -55,7 +61,11 @@ describe('cairn export, backup and restore', () => {
     assert.match(ok.out, /kept as .*pre-restore-/);
     const gone = cli(['get', 'project.big', 'after', '--direct'], { CAIRN_DB: d.db, XDG_RUNTIME_DIR: dir });
     assert.equal(gone.code, 1, 'the store is the backup again');
-    assert.equal(cli(['restore', '--from', path.join(dir, 'out.jsonl')], { CAIRN_DB: d.db, XDG_RUNTIME_DIR: dir }).code, 1, 'not a database: refused');
+    assert.equal(
+      cli(['restore', '--from', path.join(dir, 'out.jsonl')], { CAIRN_DB: d.db, XDG_RUNTIME_DIR: dir }).code,
+      1,
+      'not a database: refused',
+    );
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });

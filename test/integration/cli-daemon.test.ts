@@ -33,7 +33,11 @@ function sandbox(): { dir: string; db: string; env: NodeJS.ProcessEnv } {
   dirs.push(dir);
   const run = path.join(dir, 'run');
   fs.mkdirSync(run, { mode: 0o700 });
-  return { dir, db: path.join(dir, 'store', 'cairn.db'), env: { CAIRN_DB: path.join(dir, 'store', 'cairn.db'), XDG_RUNTIME_DIR: run, CAIRN_MODEL: 'builtin' } };
+  return {
+    dir,
+    db: path.join(dir, 'store', 'cairn.db'),
+    env: { CAIRN_DB: path.join(dir, 'store', 'cairn.db'), XDG_RUNTIME_DIR: run, CAIRN_MODEL: 'builtin' },
+  };
 }
 
 describe('cli and the shared daemon', () => {
@@ -99,7 +103,10 @@ describe('cli and the shared daemon', () => {
   it('a stdio-only daemon: the CLI does not open the store behind its back (Unavailable)', async () => {
     const { db, env } = sandbox();
     fs.mkdirSync(path.dirname(db), { recursive: true });
-    const d = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--stdio', '--db', db, '--no-embeddings'], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const d = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--stdio', '--db', db, '--no-embeddings'], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     try {
       let err = '';
       d.stderr.on('data', (x) => (err += x));
@@ -137,14 +144,22 @@ describe('a daemon learns of writes other processes make', () => {
       assert.equal(w.reached, true, JSON.stringify(w));
       assert.equal(w.index, 'vector');
       const hits = await c.call(Requests.search, { query: 'deploy pipeline', mode: 'vector' });
-      assert.ok(hits.hits.some((h) => h.memory.key === 'written-directly'), JSON.stringify(hits));
+      assert.ok(
+        hits.hits.some((h) => h.memory.key === 'written-directly'),
+        JSON.stringify(hits),
+      );
       for (let i = 0; i < 200 && !seen.some((s) => s.key === 'written-directly'); i++) await new Promise((r) => setTimeout(r, 25));
-      assert.deepEqual(seen.find((s) => s.key === 'written-directly'), { key: 'written-directly', position: pos });
+      assert.deepEqual(
+        seen.find((s) => s.key === 'written-directly'),
+        { key: 'written-directly', position: pos },
+      );
       const st = await c.call(Requests.status, {});
-      assert.ok(st.indexes.every((i) => i.behind === 0), JSON.stringify(st.indexes));
+      assert.ok(
+        st.indexes.every((i) => i.behind === 0),
+        JSON.stringify(st.indexes),
+      );
     } finally {
       await d.stop();
     }
   });
 });
-

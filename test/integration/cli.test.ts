@@ -22,7 +22,22 @@ describe('cli on a store opened directly (--direct)', () => {
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('adds, gets, searches and lists, in human and JSON form', () => {
-    const add = cliDirect(['add', 'project.cli', 'retryPolicy', 'The HTTP client uses maxRetries of 3', '--kind', 'decision', '--tags', 'http,retry', '--anchor', 'src/http.ts:10-20', '--json'], env);
+    const add = cliDirect(
+      [
+        'add',
+        'project.cli',
+        'retryPolicy',
+        'The HTTP client uses maxRetries of 3',
+        '--kind',
+        'decision',
+        '--tags',
+        'http,retry',
+        '--anchor',
+        'src/http.ts:10-20',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(add.code, 0, add.err);
     const r = JSON.parse(add.out);
     assert.equal(r.created, true);
@@ -70,14 +85,21 @@ describe('cli on a store opened directly (--direct)', () => {
     assert.equal(cliDirect(['forget', 'user', 'bio'], env).code, 0);
     const file = path.join(dir, 'export.jsonl');
     assert.equal(cliDirect(['export', file], env).code, 0);
-    const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = fs
+      .readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(lines[0].type, 'header');
     const env2 = { CAIRN_DB: path.join(dir, 'other.db'), XDG_RUNTIME_DIR: dir };
     const imp = cliDirect(['import', file, '--json'], env2);
     assert.equal(imp.code, 0, imp.err);
     assert.equal(JSON.parse(imp.out).memories, 2);
     const h2 = cliDirect(['history', 'project.cli', 'retryPolicy', '--json'], env2);
-    assert.deepEqual(JSON.parse(h2.out).entries.map((e: { op: string }) => e.op), ['restore', 'delete', 'create']);
+    assert.deepEqual(
+      JSON.parse(h2.out).entries.map((e: { op: string }) => e.op),
+      ['restore', 'delete', 'create'],
+    );
     const rej = cliDirect(['add', 'user', 'again', 'multi\nline value'], env2);
     assert.match(rej.err, /RejectedValue/);
     const bad = path.join(dir, 'bad.jsonl');
@@ -88,7 +110,10 @@ describe('cli on a store opened directly (--direct)', () => {
   });
 
   it('a reader that closes the pipe early (cairn status | true) is not an error', () => {
-    const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${CAIRN_BIN}" status --direct | true`], { encoding: 'utf8', env: { ...process.env, ...env } });
+    const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${CAIRN_BIN}" status --direct | true`], {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /EPIPE|Unhandled/);
   });

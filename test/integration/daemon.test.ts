@@ -79,7 +79,13 @@ describe('daemon over a socket', () => {
     const data = await rejectsWith(c.call(R.upsert, { namespace: 'project.err', key: 'gone', value: 'y' }), 'Deleted', 'key');
     assert.equal(data.deletedBy, 'tester');
     await rejectsWith(c.call(R.upsert, { namespace: 'bad namespace', key: 'k', value: 'v' }), 'InvalidNamespace', 'namespace');
-    await rejectsWith(c.connection.sendRequest('memory/upsert', { namespace: 'a', key: 'k', value: 'v', extra: 1 }).catch((e) => { throw fromErr(e); }), 'InvalidParams', 'extra');
+    await rejectsWith(
+      c.connection.sendRequest('memory/upsert', { namespace: 'a', key: 'k', value: 'v', extra: 1 }).catch((e) => {
+        throw fromErr(e);
+      }),
+      'InvalidParams',
+      'extra',
+    );
     const st = await c.call(R.status, {});
     assert.ok(st.counts.memories >= 1);
   });
@@ -125,13 +131,25 @@ describe('daemon over a socket', () => {
 
   it('serves many clients at once', async () => {
     const clients = await Promise.all(Array.from({ length: 8 }, () => d.client()));
-    await Promise.all(clients.map((c, i) => Promise.all(Array.from({ length: 25 }, (_, j) => c.call(R.upsert, { namespace: 'project.many', key: `c${i}-${j}`, value: `value ${i} ${j}` })))));
+    await Promise.all(
+      clients.map((c, i) =>
+        Promise.all(
+          Array.from({ length: 25 }, (_, j) =>
+            c.call(R.upsert, { namespace: 'project.many', key: `c${i}-${j}`, value: `value ${i} ${j}` }),
+          ),
+        ),
+      ),
+    );
     const list = await clients[0].call(R.list, { scope: { root: 'project.many', includeUser: false }, limit: 1000 });
     assert.equal(list.items.length, 200);
   });
 
   it('refuses a second daemon on the same store, naming the first one’s socket', async () => {
-    const second = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--db', d.db, '--socket', path.join(d.dir, 'other.sock'), '--no-embeddings'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const second = spawn(
+      process.execPath,
+      [CAIRN_BIN, 'daemon', '--db', d.db, '--socket', path.join(d.dir, 'other.sock'), '--no-embeddings'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let err = '';
     second.stderr.on('data', (x) => (err += x));
     const code = await new Promise<number | null>((r) => second.once('exit', r));
@@ -142,22 +160,42 @@ describe('daemon over a socket', () => {
   it('answers LSP hovers for anchored memories and nothing elsewhere', async () => {
     const c = await d.client();
     const root = path.join(d.dir, 'ws');
-    await c.connection.sendRequest('initialize', { processId: null, rootUri: `file://${root}`, capabilities: {}, initializationOptions: { projectNamespace: 'project.hover' } });
-    await c.call(R.upsert, { namespace: 'project.hover', key: 'retry-policy', value: 'Retries use exponential backoff', anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }] });
+    await c.connection.sendRequest('initialize', {
+      processId: null,
+      rootUri: `file://${root}`,
+      capabilities: {},
+      initializationOptions: { projectNamespace: 'project.hover' },
+    });
+    await c.call(R.upsert, {
+      namespace: 'project.hover',
+      key: 'retry-policy',
+      value: 'Retries use exponential backoff',
+      anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }],
+    });
     const uri = `file://${root}/src/http.ts`;
-    const hit = (await c.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 3, character: 0 } })) as { contents: { value: string } } | null;
+    const hit = (await c.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 3, character: 0 } })) as {
+      contents: { value: string };
+    } | null;
     assert.ok(hit && hit.contents.value.includes('retry-policy') && hit.contents.value.includes('exponential backoff'));
     assert.match(hit!.contents.value, /command:cairn\.openMemory\?/);
     const miss = await c.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 10, character: 0 } });
     assert.equal(miss, null);
     // anchors follow a line inserted above them
-    await c.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'typescript', version: 1, text: 'a\nb\nc\nd\ne\nf\n' } });
-    await c.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, text: 'new line\n' }] });
+    await c.connection.sendNotification('textDocument/didOpen', {
+      textDocument: { uri, languageId: 'typescript', version: 1, text: 'a\nb\nc\nd\ne\nf\n' },
+    });
+    await c.connection.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version: 2 },
+      contentChanges: [{ range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, text: 'new line\n' }],
+    });
     await new Promise((r) => setTimeout(r, 100));
     const m = await c.call(R.get, { namespace: 'project.hover', key: 'retry-policy' });
     assert.deepEqual([m.anchors[0].startLine, m.anchors[0].endLine], [4, 6]);
     // deleting the anchored lines marks the anchor stale
-    await c.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version: 3 }, contentChanges: [{ range: { start: { line: 3, character: 0 }, end: { line: 6, character: 0 } }, text: '' }] });
+    await c.connection.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version: 3 },
+      contentChanges: [{ range: { start: { line: 3, character: 0 }, end: { line: 6, character: 0 } }, text: '' }],
+    });
     await new Promise((r) => setTimeout(r, 100));
     const s = await c.call(R.get, { namespace: 'project.hover', key: 'retry-policy' });
     assert.equal(s.anchors[0].stale, true);
@@ -167,7 +205,9 @@ describe('daemon over a socket', () => {
 describe('daemon over stdio', () => {
   it('serves one client on stdin/stdout and exits when it leaves', async () => {
     const dir = tempDir();
-    const proc = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--stdio', '--db', path.join(dir, 'c.db'), '--no-embeddings'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--stdio', '--db', path.join(dir, 'c.db'), '--no-embeddings'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const c = new StreamClient(proc.stdout!, proc.stdin!);
     const init = await c.initialize('stdio-test');
     assert.equal(init.serverInfo.name, 'cairn');

@@ -95,9 +95,29 @@ const GENERIC: string[] = [
   '{"__proto__": {"polluted": true}, "id": "x"}',
   '{"constructor": {"prototype": {"x": 1}}}',
   '{"prototype": 1}',
-  JSON.stringify({ id: 5, namespace: 7, key: [], value: {}, query: 3, scope: 'x', filter: 1, limit: -1, title: false, position: 'p', records: 'r', items: {} }),
+  JSON.stringify({
+    id: 5,
+    namespace: 7,
+    key: [],
+    value: {},
+    query: 3,
+    scope: 'x',
+    filter: 1,
+    limit: -1,
+    title: false,
+    position: 'p',
+    records: 'r',
+    items: {},
+  }),
   '{"id": "\\ud800", "namespace": "a\\udc00", "key": "k", "value": "v", "query": "\\udbff", "title": "\\ud800", "prompt": "\\udfff"}',
-  JSON.stringify({ id: 'x'.repeat(100_000), namespace: 'n'.repeat(100_000), key: 'k'.repeat(100_000), query: 'q'.repeat(100_000), title: 't'.repeat(100_000), prompt: 'p'.repeat(200_000) }),
+  JSON.stringify({
+    id: 'x'.repeat(100_000),
+    namespace: 'n'.repeat(100_000),
+    key: 'k'.repeat(100_000),
+    query: 'q'.repeat(100_000),
+    title: 't'.repeat(100_000),
+    prompt: 'p'.repeat(200_000),
+  }),
 ];
 
 /** Method-specific hostile params. */
@@ -135,9 +155,20 @@ const SPECIFIC: [string, string][] = [
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', tags: Array(65).fill('t') })],
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', tags: ['   '] })],
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', anchors: [{ path: 'a', startLine: 5, endLine: 2 }] })],
-  [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', validFrom: '2026-01-02T00:00:00Z', validTo: '2026-01-01T00:00:00Z' })],
+  [
+    R.upsert.method,
+    JSON.stringify({ namespace: 'p', key: 'k', value: 'v', validFrom: '2026-01-02T00:00:00Z', validTo: '2026-01-01T00:00:00Z' }),
+  ],
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', expiresAt: 'tomorrow' })],
-  [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', properties: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`p${i}`, i])) })],
+  [
+    R.upsert.method,
+    JSON.stringify({
+      namespace: 'p',
+      key: 'k',
+      value: 'v',
+      properties: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`p${i}`, i])),
+    }),
+  ],
   [R.upsert.method, '{"namespace": "p", "key": "k", "value": "v", "properties": {"__proto__": "x"}}'],
   [R.upsert.method, '{"namespace": "p", "key": "k", "value": "v", "properties": {"a": {"nested": 1}}}'],
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', supersedes: 'no-such-id' })],
@@ -146,7 +177,10 @@ const SPECIFIC: [string, string][] = [
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k', value: 'v', scope: { root: 'q' } })],
   [R.upsert.method, JSON.stringify({ namespace: 'a.'.repeat(20) + 'b', key: 'k', value: 'v' })],
   [R.upsert.method, JSON.stringify({ namespace: 'p', key: 'k'.repeat(Limits.keyChars + 1), value: 'v' })],
-  [R.upsertBatch.method, JSON.stringify({ items: Array.from({ length: Limits.batchItems + 1 }, (_, i) => ({ namespace: 'p', key: `k${i}`, value: 'v' })) })],
+  [
+    R.upsertBatch.method,
+    JSON.stringify({ items: Array.from({ length: Limits.batchItems + 1 }, (_, i) => ({ namespace: 'p', key: `k${i}`, value: 'v' })) }),
+  ],
   [R.upsertBatch.method, JSON.stringify({ items: [] })],
   [R.get.method, JSON.stringify({ id: 'x', namespace: 'p', key: 'k' })],
   [R.history.method, JSON.stringify({ id: 'nope', scope: { root: 'p' } })],
@@ -155,7 +189,10 @@ const SPECIFIC: [string, string][] = [
   [R.link.method, JSON.stringify({ from: 'a', to: 'b', type: 'loves' })],
   [R.namespacesRename.method, JSON.stringify({ from: 'p', to: 'p.q' })],
   [R.namespacesDelete.method, JSON.stringify({ path: '' })],
-  [R.importRecords.method, JSON.stringify({ records: [{ type: 'memory', memory: { id: 1 } }, 'junk', null, { type: 'header', format: 'x' }] })],
+  [
+    R.importRecords.method,
+    JSON.stringify({ records: [{ type: 'memory', memory: { id: 1 } }, 'junk', null, { type: 'header', format: 'x' }] }),
+  ],
   [R.importRecords.method, '{"records": [{"type": "namespace", "__proto__": {"path": "user"}}]}'],
   [R.indexWait.method, JSON.stringify({ position: -1 })],
   [R.indexWait.method, JSON.stringify({ position: 1, timeoutMs: 10_000_000 })],
@@ -187,7 +224,11 @@ describe('hostile requests', () => {
     const raw = new Raw(d.socket);
     await raw.ready();
     const cases: { id: number; method: string; params: string }[] = [];
-    const methods = [...Object.values(R).map((r) => r.method).filter((m) => m !== 'shutdown')];
+    const methods = [
+      ...Object.values(R)
+        .map((r) => r.method)
+        .filter((m) => m !== 'shutdown'),
+    ];
     for (const method of methods) for (const params of GENERIC) cases.push({ id: cases.length + 1, method, params });
     for (const [method, params] of SPECIFIC) cases.push({ id: cases.length + 1, method, params });
     assert.ok(cases.length >= 190, `only ${cases.length} hostile requests`);
@@ -197,7 +238,11 @@ describe('hostile requests', () => {
     let flooding = true;
     const background = (async () => {
       while (flooding) {
-        const r = await bystander.call(R.upsert, { namespace: 'project.bystander', key: `k${bystanderCalls}`, value: `still served ${bystanderCalls}` });
+        const r = await bystander.call(R.upsert, {
+          namespace: 'project.bystander',
+          key: `k${bystanderCalls}`,
+          value: `still served ${bystanderCalls}`,
+        });
         assert.equal(r.changed, true);
         bystanderCalls++;
       }
@@ -223,7 +268,8 @@ describe('hostile requests', () => {
       const e = rs[0].error;
       if (!e) continue;
       codes.set(e.code, (codes.get(e.code) ?? 0) + 1);
-      if (!DOCUMENTED.has(e.code)) problems.push(`${c.method} #${c.id} (${c.params.slice(0, 60)}): undocumented code ${e.code}: ${e.message.slice(0, 200)}`);
+      if (!DOCUMENTED.has(e.code))
+        problems.push(`${c.method} #${c.id} (${c.params.slice(0, 60)}): undocumented code ${e.code}: ${e.message.slice(0, 200)}`);
       if (e.code >= 1000 && e.data?.name === undefined) problems.push(`${c.method} #${c.id}: error without data.name`);
     }
     // replies with id null come only from frame-level refusals; none were expected here

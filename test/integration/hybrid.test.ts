@@ -19,9 +19,18 @@ process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
 async function startDaemon(model = 'builtin'): Promise<{ d: Daemon; indexer: Indexer; dir: string }> {
   const dir = tempDir();
   let indexer!: Indexer;
-  const d = await Daemon.start({ db: path.join(dir, 'h.db'), socket: null, sweepEveryMs: 0, log: () => {}, setup: async (dd) => { indexer = await attachEmbeddings(dd, { model, allowRemote: false }); } });
+  const d = await Daemon.start({
+    db: path.join(dir, 'h.db'),
+    socket: null,
+    sweepEveryMs: 0,
+    log: () => {},
+    setup: async (dd) => {
+      indexer = await attachEmbeddings(dd, { model, allowRemote: false });
+    },
+  });
   // Wait for the state, bounded generously: loading takes well under a second alone, many seconds on a loaded machine.
-  for (const deadline = Date.now() + 120_000; indexer.state !== 'ready' && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+  for (const deadline = Date.now() + 120_000; indexer.state !== 'ready' && Date.now() < deadline;)
+    await new Promise((r) => setTimeout(r, 50));
   assert.equal(indexer.state, 'ready', `model did not load: ${indexer.lastError}`);
   return { d, indexer, dir };
 }
@@ -38,7 +47,11 @@ describe('hybrid retrieval', () => {
   });
 
   it('finds a memory by meaning when no word matches, and explains both arms', async () => {
-    const a = await core.call(R.upsert, { namespace: 'project.m', key: 'cache', value: 'We keep user sessions in Redis with a short expiry' });
+    const a = await core.call(R.upsert, {
+      namespace: 'project.m',
+      key: 'cache',
+      value: 'We keep user sessions in Redis with a short expiry',
+    });
     await core.call(R.upsert, { namespace: 'project.m', key: 'style', value: 'Indent TypeScript with two spaces' });
     const w = await core.call(R.indexWait, { position: a.position + 1, timeoutMs: 10000 });
     assert.equal(w.reached, true);
@@ -56,21 +69,46 @@ describe('hybrid retrieval', () => {
   });
 
   it('takes the vector top-k inside the scope: hundreds of out-of-scope near-duplicates cannot crowd it out', async () => {
-    const items = Array.from({ length: 400 }, (_, i) => ({ namespace: 'project.crowd', key: `dup-${i}`, value: `The payment service retries failed credit card charges three times (copy ${i})` }));
+    const items = Array.from({ length: 400 }, (_, i) => ({
+      namespace: 'project.crowd',
+      key: `dup-${i}`,
+      value: `The payment service retries failed credit card charges three times (copy ${i})`,
+    }));
     await core.call(R.upsertBatch, { items });
     const own = [
-      await core.call(R.upsert, { namespace: 'project.mine', key: 'billing', value: 'Billing retries declined card payments with backoff' }),
+      await core.call(R.upsert, {
+        namespace: 'project.mine',
+        key: 'billing',
+        value: 'Billing retries declined card payments with backoff',
+      }),
       await core.call(R.upsert, { namespace: 'project.mine', key: 'invoices', value: 'Invoices are emailed after a successful charge' }),
       await core.call(R.upsert, { namespace: 'project.mine', key: 'unrelated', value: 'The logo uses a teal colour' }),
     ];
     await core.call(R.indexWait, { position: own[2].position, timeoutMs: 20000 });
     for (const filter of [undefined, { field: 'kind', op: 'eq', value: 'note' } as const]) {
-      const r = await core.call(R.search, { query: 'payment service retries failed credit card charges', mode: 'vector', limit: 3, scope: { root: 'project.mine', includeUser: false }, ...(filter ? { filter } : {}) });
-      assert.deepEqual(r.hits.map((x) => x.memory.namespace), ['project.mine', 'project.mine', 'project.mine'], `filter: ${JSON.stringify(filter)}`);
+      const r = await core.call(R.search, {
+        query: 'payment service retries failed credit card charges',
+        mode: 'vector',
+        limit: 3,
+        scope: { root: 'project.mine', includeUser: false },
+        ...(filter ? { filter } : {}),
+      });
+      assert.deepEqual(
+        r.hits.map((x) => x.memory.namespace),
+        ['project.mine', 'project.mine', 'project.mine'],
+        `filter: ${JSON.stringify(filter)}`,
+      );
       assert.equal(r.hits[0].memory.key, 'billing');
     }
-    const hyb = await core.call(R.search, { query: 'payment retries credit card', limit: 2, scope: { root: 'project.mine', includeUser: false } });
-    assert.deepEqual(hyb.hits.map((x) => x.memory.key), ['billing', 'invoices'].slice(0, hyb.hits.length));
+    const hyb = await core.call(R.search, {
+      query: 'payment retries credit card',
+      limit: 2,
+      scope: { root: 'project.mine', includeUser: false },
+    });
+    assert.deepEqual(
+      hyb.hits.map((x) => x.memory.key),
+      ['billing', 'invoices'].slice(0, hyb.hits.length),
+    );
     assert.ok(hyb.hits.every((x) => x.memory.namespace === 'project.mine'));
   });
 
@@ -78,7 +116,10 @@ describe('hybrid retrieval', () => {
     const r = await core.call(R.search, { query: 'payment retries', mode: 'vector', limit: 3 });
     assert.equal(r.hits.length, 3);
     const scores = r.hits.map((h) => h.score);
-    assert.deepEqual(scores, [...scores].sort((a, b) => b - a));
+    assert.deepEqual(
+      scores,
+      [...scores].sort((a, b) => b - a),
+    );
     const wide = await core.call(R.search, { query: 'payment retries', mode: 'vector', limit: 50 });
     assert.ok(wide.hits[0].score >= wide.hits[49].score);
     assert.equal(wide.hits[0].score, r.hits[0].score, 'same best score whatever k (ties may order differently)');
@@ -87,13 +128,23 @@ describe('hybrid retrieval', () => {
   it('deleted, superseded and proposed memories leave the vector arm at once', async () => {
     const a = await core.call(R.upsert, { namespace: 'project.vis', key: 'a', value: 'Kubernetes pods restart on memory pressure' });
     await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });
-    const q = { query: 'containers restarting because RAM is low', mode: 'vector' as const, scope: { root: 'project.vis', includeUser: false } };
+    const q = {
+      query: 'containers restarting because RAM is low',
+      mode: 'vector' as const,
+      scope: { root: 'project.vis', includeUser: false },
+    };
     assert.equal((await core.call(R.search, q)).hits.length, 1);
     await core.call(R.delete, { id: a.memory.id });
     assert.equal((await core.call(R.search, q)).hits.length, 0, 'gone before the indexer runs');
     assert.equal((await core.call(R.search, { ...q, include: { deleted: true } })).hits.length, 1);
     await core.call(R.restore, { id: a.memory.id });
-    const b = await core.call(R.upsert, { namespace: 'project.vis', key: 'b', value: 'Pods restart when nodes run out of memory', supersedes: a.memory.id, status: 'proposed' });
+    const b = await core.call(R.upsert, {
+      namespace: 'project.vis',
+      key: 'b',
+      value: 'Pods restart when nodes run out of memory',
+      supersedes: a.memory.id,
+      status: 'proposed',
+    });
     await core.call(R.indexWait, { position: b.position, timeoutMs: 10000 });
     assert.equal((await core.call(R.search, q)).hits.length, 0, 'a superseded, b proposed');
     assert.equal((await core.call(R.search, { ...q, include: { proposed: true } })).hits.length, 1);
@@ -106,19 +157,40 @@ describe('hybrid retrieval', () => {
     assert.equal((await core.call(R.search, q)).hits[0].memory.namespace, 'project.doomed');
     await core.call(R.namespacesDelete, { path: 'project.doomed' });
     assert.ok((await core.call(R.search, q)).hits.every((h) => h.memory.namespace !== 'project.doomed'));
-    assert.ok((await core.call(R.search, { ...q, include: { deleted: true, expired: true, superseded: true, proposed: true, outOfValidity: true } })).hits.every((h) => h.memory.namespace !== 'project.doomed'));
+    assert.ok(
+      (
+        await core.call(R.search, {
+          ...q,
+          include: { deleted: true, expired: true, superseded: true, proposed: true, outOfValidity: true },
+        })
+      ).hits.every((h) => h.memory.namespace !== 'project.doomed'),
+    );
     d.store.sweep();
     assert.ok((await core.call(R.search, q)).hits.every((h) => h.memory.namespace !== 'project.doomed'));
   });
 
   it('applies the same filter on every arm', async () => {
-    for (const [k, kind] of [['f1', 'decision'], ['f2', 'fact'], ['f3', 'decision']] as const) {
-      const r = await core.call(R.upsert, { namespace: 'project.filt', key: k, value: `Deploy the API gateway with blue green releases ${k}`, kind });
+    for (const [k, kind] of [
+      ['f1', 'decision'],
+      ['f2', 'fact'],
+      ['f3', 'decision'],
+    ] as const) {
+      const r = await core.call(R.upsert, {
+        namespace: 'project.filt',
+        key: k,
+        value: `Deploy the API gateway with blue green releases ${k}`,
+        kind,
+      });
       await core.call(R.indexWait, { position: r.position, timeoutMs: 10000 });
     }
     const filter = { field: 'kind', op: 'eq', value: 'decision' } as const;
     for (const mode of ['fts', 'vector', 'hybrid'] as const) {
-      const r = await core.call(R.search, { query: 'deploy api gateway releases', mode, filter, scope: { root: 'project.filt', includeUser: false } });
+      const r = await core.call(R.search, {
+        query: 'deploy api gateway releases',
+        mode,
+        filter,
+        scope: { root: 'project.filt', includeUser: false },
+      });
       assert.deepEqual(r.hits.map((h) => h.memory.key).sort(), ['f1', 'f3'], mode);
     }
   });
@@ -126,17 +198,36 @@ describe('hybrid retrieval', () => {
   it('warns about near-duplicates under another key in the same namespace', async () => {
     // The key is part of the embedded text: keys an agent would write for the same fact twice, not 'orig'/'copy' (the
     // built-in static model weighs a rare word such as 'orig' heavily, which hides the duplicate: cosine 0.90 < 0.93).
-    const a = await core.call(R.upsert, { namespace: 'project.dup', key: 'staging-refresh', value: 'The staging database is refreshed from production every Sunday night' });
+    const a = await core.call(R.upsert, {
+      namespace: 'project.dup',
+      key: 'staging-refresh',
+      value: 'The staging database is refreshed from production every Sunday night',
+    });
     await core.call(R.indexWait, { position: a.position, timeoutMs: 10000 });
-    const b = await core.call(R.upsert, { namespace: 'project.dup', key: 'staging-db-refresh', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
+    const b = await core.call(R.upsert, {
+      namespace: 'project.dup',
+      key: 'staging-db-refresh',
+      value: 'Every Sunday night the staging database is refreshed from production',
+      waitForDuplicates: true,
+    });
     assert.equal(b.duplicateCheck, 'done');
     assert.ok(b.possibleDuplicates && b.possibleDuplicates.length === 1, JSON.stringify(b.possibleDuplicates));
     assert.equal(b.possibleDuplicates![0].id, a.memory.id);
     assert.ok(b.possibleDuplicates![0].similarity >= 0.93);
-    const c = await core.call(R.upsert, { namespace: 'project.dup', key: 'other', value: 'Frontend tests run in headless Chromium', waitForDuplicates: true });
+    const c = await core.call(R.upsert, {
+      namespace: 'project.dup',
+      key: 'other',
+      value: 'Frontend tests run in headless Chromium',
+      waitForDuplicates: true,
+    });
     assert.equal(c.duplicateCheck, 'done');
     assert.equal(c.possibleDuplicates, undefined);
-    const other = await core.call(R.upsert, { namespace: 'project.elsewhere', key: 'staging-db-refresh', value: 'Every Sunday night the staging database is refreshed from production', waitForDuplicates: true });
+    const other = await core.call(R.upsert, {
+      namespace: 'project.elsewhere',
+      key: 'staging-db-refresh',
+      value: 'Every Sunday night the staging database is refreshed from production',
+      waitForDuplicates: true,
+    });
     assert.equal(other.duplicateCheck, 'done');
     assert.equal(other.possibleDuplicates, undefined, 'other namespaces do not count');
   });
@@ -149,10 +240,18 @@ describe('hybrid retrieval', () => {
       return notifyAll(method, params);
     }) as typeof d.notifyAll;
     try {
-      const a = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'release-signing', value: 'Release builds are signed with the hardware key in the vault' });
+      const a = await core.call(R.upsert, {
+        namespace: 'project.bgdup',
+        key: 'release-signing',
+        value: 'Release builds are signed with the hardware key in the vault',
+      });
       assert.equal(a.duplicateCheck, 'pending');
       assert.equal(a.possibleDuplicates, undefined);
-      const b = await core.call(R.upsert, { namespace: 'project.bgdup', key: 'release-signing-key', value: 'Release builds are signed with the hardware key kept in the vault' });
+      const b = await core.call(R.upsert, {
+        namespace: 'project.bgdup',
+        key: 'release-signing-key',
+        value: 'Release builds are signed with the hardware key kept in the vault',
+      });
       assert.equal(b.duplicateCheck, 'pending');
       const early = await core.call(R.duplicates, { id: b.memory.id });
       assert.ok(early.duplicateCheck === 'pending' || early.duplicateCheck === 'done');
@@ -160,19 +259,30 @@ describe('hybrid retrieval', () => {
       const r = await core.call(R.duplicates, { id: b.memory.id });
       assert.equal(r.duplicateCheck, 'done');
       assert.equal(r.version, 1);
-      assert.deepEqual(r.possibleDuplicates.map((x) => x.id), [a.memory.id]);
+      assert.deepEqual(
+        r.possibleDuplicates.map((x) => x.id),
+        [a.memory.id],
+      );
       const note = sent.find((n) => n.method === 'memory/possibleDuplicates' && n.params.id === b.memory.id);
       assert.ok(note, 'memory/possibleDuplicates was broadcast');
       assert.equal(note!.params.key, 'release-signing-key');
       assert.equal(note!.params.possibleDuplicates[0].id, a.memory.id);
       // Embedded in the same batch, the first write may be reported too: then it names the second.
-      for (const n of sent.filter((x) => x.method === 'memory/possibleDuplicates' && x.params.id === a.memory.id)) assert.deepEqual(n.params.possibleDuplicates.map((x: { id: string }) => x.id), [b.memory.id]);
+      for (const n of sent.filter((x) => x.method === 'memory/possibleDuplicates' && x.params.id === a.memory.id))
+        assert.deepEqual(
+          n.params.possibleDuplicates.map((x: { id: string }) => x.id),
+          [b.memory.id],
+        );
       // The duplicate goes away when the other memory is deleted; a rewrite makes the check pending again.
       await core.call(R.delete, { id: a.memory.id });
       assert.deepEqual((await core.call(R.duplicates, { id: b.memory.id })).possibleDuplicates, []);
       await rejectsWith(core.call(R.duplicates, { id: a.memory.id }), 'NotFound', 'id');
       await rejectsWith(core.call(R.duplicates, { id: 'no-such-id' }), 'NotFound', 'id');
-      await rejectsWith(core.call(R.duplicates, { id: b.memory.id, scope: { root: 'project.elsewhere', includeUser: false } }), 'NotFound', 'id');
+      await rejectsWith(
+        core.call(R.duplicates, { id: b.memory.id, scope: { root: 'project.elsewhere', includeUser: false } }),
+        'NotFound',
+        'id',
+      );
       assert.equal((await core.call(R.duplicates, { id: b.memory.id, scope: { root: 'project.bgdup' } })).id, b.memory.id);
     } finally {
       d.notifyAll = notifyAll;
@@ -211,7 +321,13 @@ describe('degraded and switching', () => {
     const dir = tempDir();
     const d = await Daemon.start({ db: path.join(dir, 'x.db'), socket: null, sweepEveryMs: 0, log: () => {} });
     try {
-      for (let i = 0; i < 30; i++) await d.core.call(R.upsert, { namespace: `project.p${i % 3}`, key: `k${i}`, value: `gateway timeout note ${i} retries ${i % 5}`, importance: (i % 10) / 10 });
+      for (let i = 0; i < 30; i++)
+        await d.core.call(R.upsert, {
+          namespace: `project.p${i % 3}`,
+          key: `k${i}`,
+          value: `gateway timeout note ${i} retries ${i % 5}`,
+          importance: (i % 10) / 10,
+        });
       for (const q of ['gateway retries', 'timeout note 7', 'nothing here']) {
         const fts = await d.core.call(R.search, { query: q, mode: 'fts', limit: 20 });
         const hyb = await d.core.call(R.search, { query: q, limit: 20 });
@@ -246,7 +362,11 @@ describe('degraded and switching', () => {
     const { d, indexer, dir } = await startDaemon();
     try {
       const core = d.core;
-      const items = Array.from({ length: 600 }, (_, i) => ({ namespace: 'project.sw', key: `k${i}`, value: `service ${i} writes structured logs to the central collector` }));
+      const items = Array.from({ length: 600 }, (_, i) => ({
+        namespace: 'project.sw',
+        key: `k${i}`,
+        value: `service ${i} writes structured logs to the central collector`,
+      }));
       const r = await core.call(R.upsertBatch, { items });
       await core.call(R.indexWait, { position: r.position, timeoutMs: 30000 });
       const alt = path.join(dir, 'alt-model');

@@ -20,11 +20,21 @@ describe('idempotency keys (memory writes)', () => {
   it('a retried upsert returns the first result and applies nothing again, even after a later write', async () => {
     const t = tempCore();
     try {
-      const first = await t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'one', idempotencyKey: 'req-0001-upsert' });
+      const first = await t.core.call(Requests.upsert, {
+        namespace: 'project.i',
+        key: 'k',
+        value: 'one',
+        idempotencyKey: 'req-0001-upsert',
+      });
       assert.equal(first.memory.version, 1);
       assert.equal(first.replayed, undefined);
       await t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'two' });
-      const retry = await t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'one', idempotencyKey: 'req-0001-upsert' });
+      const retry = await t.core.call(Requests.upsert, {
+        namespace: 'project.i',
+        key: 'k',
+        value: 'one',
+        idempotencyKey: 'req-0001-upsert',
+      });
       assert.equal(retry.replayed, true);
       assert.equal(retry.memory.version, 1);
       assert.equal(retry.memory.value, 'one');
@@ -55,7 +65,10 @@ describe('idempotency keys (memory writes)', () => {
       assert.equal(f2.replayed, true);
       assert.equal(f2.position, f1.position);
 
-      const items = [{ namespace: 'project.i', key: 'b1', value: 'batch one' }, { namespace: 'project.i', key: 'b2', value: 'batch two' }];
+      const items = [
+        { namespace: 'project.i', key: 'b1', value: 'batch one' },
+        { namespace: 'project.i', key: 'b2', value: 'batch two' },
+      ];
       const b1 = await t.core.call(Requests.upsertBatch, { items, idempotencyKey: 'req-0004-batch' });
       await t.core.call(Requests.upsert, { namespace: 'project.i', key: 'b1', value: 'batch one, edited' });
       const b2 = await t.core.call(Requests.upsertBatch, { items, idempotencyKey: 'req-0004-batch' });
@@ -63,7 +76,11 @@ describe('idempotency keys (memory writes)', () => {
       assert.deepEqual(b2.results, b1.results);
       assert.equal((await t.core.call(Requests.get, { namespace: 'project.i', key: 'b1' })).value, 'batch one, edited');
       // A key inside a batch item is not a thing: the batch has one key.
-      await rejectsWith(t.core.call(Requests.upsertBatch, { items: [{ ...items[0], idempotencyKey: 'req-0005-inner' } as never] }), 'InvalidParams', 'items[0].idempotencyKey');
+      await rejectsWith(
+        t.core.call(Requests.upsertBatch, { items: [{ ...items[0], idempotencyKey: 'req-0005-inner' } as never] }),
+        'InvalidParams',
+        'items[0].idempotencyKey',
+      );
     } finally {
       t.close();
     }
@@ -73,13 +90,32 @@ describe('idempotency keys (memory writes)', () => {
     const t = tempCore();
     try {
       await t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'one', idempotencyKey: 'req-0006-reuse' });
-      const data = await rejectsWith(t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'other', idempotencyKey: 'req-0006-reuse' }), 'InvalidState', 'idempotencyKey');
+      const data = await rejectsWith(
+        t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'other', idempotencyKey: 'req-0006-reuse' }),
+        'InvalidState',
+        'idempotencyKey',
+      );
       assert.ok(data);
-      await rejectsWith(t.core.call(Requests.delete, { namespace: 'project.i', key: 'k', idempotencyKey: 'req-0006-reuse' }), 'InvalidState', 'idempotencyKey');
-      await rejectsWith(t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'x', idempotencyKey: 'short' }), 'InvalidParams', 'idempotencyKey');
-      await rejectsWith(t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'x', idempotencyKey: 'has spaces in it' }), 'InvalidParams', 'idempotencyKey');
+      await rejectsWith(
+        t.core.call(Requests.delete, { namespace: 'project.i', key: 'k', idempotencyKey: 'req-0006-reuse' }),
+        'InvalidState',
+        'idempotencyKey',
+      );
+      await rejectsWith(
+        t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'x', idempotencyKey: 'short' }),
+        'InvalidParams',
+        'idempotencyKey',
+      );
+      await rejectsWith(
+        t.core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'x', idempotencyKey: 'has spaces in it' }),
+        'InvalidParams',
+        'idempotencyKey',
+      );
       // A refused write records nothing (it was rolled back), so its key is still free.
-      await rejectsWith(t.core.call(Requests.upsert, { namespace: 'project.i', key: 'v', value: 'x', ifVersion: 7, idempotencyKey: 'req-0007-failed' }), 'VersionConflict');
+      await rejectsWith(
+        t.core.call(Requests.upsert, { namespace: 'project.i', key: 'v', value: 'x', ifVersion: 7, idempotencyKey: 'req-0007-failed' }),
+        'VersionConflict',
+      );
       const ok = await t.core.call(Requests.upsert, { namespace: 'project.i', key: 'v', value: 'x', idempotencyKey: 'req-0007-failed' });
       assert.equal(ok.created, true);
     } finally {
@@ -92,12 +128,22 @@ describe('idempotency keys (memory writes)', () => {
     const db = path.join(dir, 'cairn.db');
     try {
       let s = new Store(db);
-      const first = await new Core(s).call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'one', idempotencyKey: 'req-0008-persist' });
+      const first = await new Core(s).call(Requests.upsert, {
+        namespace: 'project.i',
+        key: 'k',
+        value: 'one',
+        idempotencyKey: 'req-0008-persist',
+      });
       s.close();
       s = new Store(db);
       const core = new Core(s);
       await core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'two' });
-      const retry = await core.call(Requests.upsert, { namespace: 'project.i', key: 'k', value: 'one', idempotencyKey: 'req-0008-persist' });
+      const retry = await core.call(Requests.upsert, {
+        namespace: 'project.i',
+        key: 'k',
+        value: 'one',
+        idempotencyKey: 'req-0008-persist',
+      });
       assert.equal(retry.replayed, true);
       assert.equal(retry.memory.id, first.memory.id);
       assert.equal((await core.call(Requests.get, { id: first.memory.id })).value, 'two');
@@ -106,7 +152,8 @@ describe('idempotency keys (memory writes)', () => {
       const saved = { ...IdempotencyWindow };
       try {
         IdempotencyWindow.maxKeys = 3;
-        for (let i = 0; i < 6; i++) await core.call(Requests.upsert, { namespace: 'project.i', key: `c${i}`, value: `v${i}`, idempotencyKey: `req-count-${i}` });
+        for (let i = 0; i < 6; i++)
+          await core.call(Requests.upsert, { namespace: 'project.i', key: `c${i}`, value: `v${i}`, idempotencyKey: `req-count-${i}` });
         assert.equal(idempotencyRecords(s.db), 3);
         // Pruned by age: a record older than maxAgeMs is gone after the next keyed write.
         IdempotencyWindow.maxKeys = 1000;
@@ -115,7 +162,12 @@ describe('idempotency keys (memory writes)', () => {
         await core.call(Requests.upsert, { namespace: 'project.i', key: 'late', value: 'late', idempotencyKey: 'req-late-0001' });
         assert.equal(idempotencyRecords(s.db), 1);
         // The pruned key is free again: it writes anew (a new version), it is not a replay.
-        const fresh = await core.call(Requests.upsert, { namespace: 'project.i', key: 'c5', value: 'v5 again', idempotencyKey: 'req-count-5' });
+        const fresh = await core.call(Requests.upsert, {
+          namespace: 'project.i',
+          key: 'c5',
+          value: 'v5 again',
+          idempotencyKey: 'req-count-5',
+        });
         assert.equal(fresh.replayed, undefined);
         assert.equal(fresh.memory.version, 2);
       } finally {
@@ -130,7 +182,12 @@ describe('idempotency keys (memory writes)', () => {
   it('erase removes the recorded results (they hold the text)', async () => {
     const t = tempCore();
     try {
-      const r = await t.core.call(Requests.upsert, { namespace: 'project.e', key: 'k', value: 'secretive text', idempotencyKey: 'req-0009-erase' });
+      const r = await t.core.call(Requests.upsert, {
+        namespace: 'project.e',
+        key: 'k',
+        value: 'secretive text',
+        idempotencyKey: 'req-0009-erase',
+      });
       assert.equal(idempotencyRecords(t.store.db), 1);
       await t.core.call(Requests.erase, { id: r.memory.id });
       assert.equal(idempotencyRecords(t.store.db), 0);
@@ -141,7 +198,9 @@ describe('idempotency keys (memory writes)', () => {
 });
 
 /** Frames of an LSP-framed byte stream. */
-function frames(onMessage: (m: { id?: unknown; method?: string; params?: Record<string, unknown> }, raw: Buffer) => void): (chunk: Buffer) => void {
+function frames(
+  onMessage: (m: { id?: unknown; method?: string; params?: Record<string, unknown> }, raw: Buffer) => void,
+): (chunk: Buffer) => void {
   let buf = Buffer.alloc(0);
   return (chunk) => {
     buf = Buffer.concat([buf, chunk]);
@@ -161,28 +220,38 @@ function frames(onMessage: (m: { id?: unknown; method?: string; params?: Record<
  * A socket in front of the daemon that, the first time it sees `method`, lets the request through but closes the
  * client's connection instead of passing the reply on: the write is applied, the client never learns it.
  */
-async function droppingProxy(socket: string, daemonSocket: string, method: string): Promise<{ seen: Record<string, unknown>[]; close: () => Promise<void> }> {
+async function droppingProxy(
+  socket: string,
+  daemonSocket: string,
+  method: string,
+): Promise<{ seen: Record<string, unknown>[]; close: () => Promise<void> }> {
   const seen: Record<string, unknown>[] = [];
   let dropped = false;
   const server = net.createServer((client) => {
     const upstream = net.connect(daemonSocket);
     const watched = new Set<unknown>();
-    client.on('data', frames((m, raw) => {
-      if (m.method === method) {
-        seen.push(m.params ?? {});
-        if (!dropped) watched.add(m.id);
-      }
-      upstream.write(raw);
-    }));
-    upstream.on('data', frames((m, raw) => {
-      if (m.id !== undefined && watched.has(m.id) && !dropped) {
-        dropped = true;
-        client.destroy();
-        upstream.destroy();
-        return;
-      }
-      if (!client.destroyed) client.write(raw);
-    }));
+    client.on(
+      'data',
+      frames((m, raw) => {
+        if (m.method === method) {
+          seen.push(m.params ?? {});
+          if (!dropped) watched.add(m.id);
+        }
+        upstream.write(raw);
+      }),
+    );
+    upstream.on(
+      'data',
+      frames((m, raw) => {
+        if (m.id !== undefined && watched.has(m.id) && !dropped) {
+          dropped = true;
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        if (!client.destroyed) client.write(raw);
+      }),
+    );
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
     client.on('close', () => upstream.destroy());

@@ -24,7 +24,11 @@ function sandbox(): { dir: string; env: NodeJS.ProcessEnv } {
 const mode = (f: string) => fs.statSync(f).mode & 0o777;
 
 /** Run `cairn daemon ...` until it serves (its info file names a socket that answers) or exits. */
-async function startDaemon(args: string[], env: NodeJS.ProcessEnv, db: string): Promise<{ pid: number; exit: Promise<number | null>; err: () => string }> {
+async function startDaemon(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  db: string,
+): Promise<{ pid: number; exit: Promise<number | null>; err: () => string }> {
   const p = spawn(process.execPath, [CAIRN_BIN, 'daemon', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   p.stderr.on('data', (d) => (err += d));
@@ -60,7 +64,8 @@ describe('private files and a fresh machine', () => {
     await c.close();
     assert.equal(mode(data), 0o700);
     const files = fs.readdirSync(data);
-    for (const f of ['cairn.db', 'cairn.db-wal', 'cairn.db-shm', 'cairn.db.lock', 'cairn.db.daemon.json']) assert.ok(files.includes(f), `${f} in ${files}`);
+    for (const f of ['cairn.db', 'cairn.db-wal', 'cairn.db-shm', 'cairn.db.lock', 'cairn.db.daemon.json'])
+      assert.ok(files.includes(f), `${f} in ${files}`);
     for (const f of files) assert.equal(mode(path.join(data, f)), 0o600, `${f} is ${mode(path.join(data, f)).toString(8)}`);
     assert.equal(mode(info!.socket!), 0o600);
   });
@@ -71,7 +76,10 @@ describe('private files and a fresh machine', () => {
     fs.mkdirSync(data, { recursive: true, mode: 0o755 });
     fs.chmodSync(data, 0o755);
     const db = path.join(data, 'cairn.db');
-    const r = spawnSync(process.execPath, [CAIRN_BIN, 'add', 'project.p', 'k', 'v', '--direct'], { env: { ...env, CAIRN_DB: db }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [CAIRN_BIN, 'add', 'project.p', 'k', 'v', '--direct'], {
+      env: { ...env, CAIRN_DB: db },
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     fs.chmodSync(db, 0o644);
     const d = await startDaemon(['--no-embeddings'], env, db);
@@ -115,7 +123,10 @@ describe('who owns a store', () => {
     // A live process that is not a daemon holds the pid named by the info file (a reused pid).
     const squatter = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     pids.push(squatter.pid!);
-    fs.writeFileSync(daemonInfoPath(db), JSON.stringify({ pid: squatter.pid, socket: path.join(dir, 'run', 'gone.sock'), version: '0', startedAt: '', db }));
+    fs.writeFileSync(
+      daemonInfoPath(db),
+      JSON.stringify({ pid: squatter.pid, socket: path.join(dir, 'run', 'gone.sock'), version: '0', startedAt: '', db }),
+    );
     const t0 = Date.now();
     const r = await ensureDaemon({ db, env, args: ['--no-embeddings'], timeoutMs: 60_000 });
     pids.push(r.pid!);

@@ -18,7 +18,14 @@ describe('reliability (short counts)', () => {
     const db = path.join(t.dir, 'cairn.db');
     await t.core.call(R.upsert, { namespace: 'project.v', key: 'a', value: 'one' });
     t.store.close();
-    const v = verify(db, new Map([['project.v/a', 'one'], ['project.v/b', 'two'], ['project.v/a2', 'x']]));
+    const v = verify(
+      db,
+      new Map([
+        ['project.v/a', 'one'],
+        ['project.v/b', 'two'],
+        ['project.v/a2', 'x'],
+      ]),
+    );
     assert.deepEqual(v.lost, ['project.v/b', 'project.v/a2']);
     assert.equal(verify(db, new Map([['project.v/a', 'changed']])).lost.length, 1);
     assert.equal(v.integrity, 'ok');
@@ -33,7 +40,10 @@ describe('reliability (short counts)', () => {
     assert.equal(r.ftsIntegrity, 'ok');
     assert.equal(r.ftsBehind, 0);
     assert.ok(r.memories >= r.acked);
-    assert.ok(r.perCycle.every((c) => c.readBack && c.acked > 0), JSON.stringify(r.perCycle));
+    assert.ok(
+      r.perCycle.every((c) => c.readBack && c.acked > 0),
+      JSON.stringify(r.perCycle),
+    );
   });
 
   it('4 concurrent socket writers: all acked, none lost', async () => {

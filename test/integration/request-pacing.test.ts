@@ -18,7 +18,11 @@ async function bigExport(): Promise<ExportRecord[]> {
   const t = tempCore();
   try {
     for (let b = 0; b < MEMORIES / 2000; b++) {
-      const items = Array.from({ length: 2000 }, (_, i) => ({ namespace: 'project.big', key: `k${b}-${i}`, value: `bulk memory number ${b}-${i} about pacing and chunks` }));
+      const items = Array.from({ length: 2000 }, (_, i) => ({
+        namespace: 'project.big',
+        key: `k${b}-${i}`,
+        value: `bulk memory number ${b}-${i} about pacing and chunks`,
+      }));
       await t.core.call(Requests.upsertBatch, { items });
     }
     return (await t.core.call(Requests.exportRecords, { includeHistory: true })).records;

@@ -32,8 +32,15 @@ describe('cairn retention and audit export', () => {
       const file = path.join(dir, 'audit.jsonl');
       const ex = cli(['audit', 'export', file, '--root', 'project.ret', '--no-content'], env);
       assert.equal(ex.code, 0, ex.err);
-      const entries = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-      assert.deepEqual(entries.map((e) => e.op), ['update', 'retention']);
+      const entries = fs
+        .readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      assert.deepEqual(
+        entries.map((e) => e.op),
+        ['update', 'retention'],
+      );
       assert.equal(entries[1].actor, 'retention');
       assert.ok(entries.every((e) => e.state === null));
       const future = cli(['audit', 'export', '--from', '2999-01-01T00:00:00Z'], env);

@@ -74,11 +74,27 @@ describe('store/import and store/importPreview honour the caller scope', () => {
   it('history, links and rejected values that name out-of-scope memories or namespaces are skipped', async () => {
     const { t, a, b } = await seeded();
     try {
-      const bNs = (await t.core.call(Requests.exportRecords, {})).records.find((r) => r.type === 'namespace' && r.path === 'project.b') as Extract<ExportRecord, { type: 'namespace' }>;
+      const bNs = (await t.core.call(Requests.exportRecords, {})).records.find(
+        (r) => r.type === 'namespace' && r.path === 'project.b',
+      ) as Extract<ExportRecord, { type: 'namespace' }>;
       const historyBefore = (await t.core.call(Requests.history, { id: b.id })).entries.length;
       const forged: ExportRecord[] = [
         { type: 'header', format: 'cairn-export', version: 1, exportedAt: new Date().toISOString(), schemaVersion: 1 },
-        { type: 'history', entry: { seq: 1, memoryId: b.id, op: 'update', actor: 'intruder', reason: 'forged', at: new Date().toISOString(), version: 9, previous: null, state: null, detail: null } },
+        {
+          type: 'history',
+          entry: {
+            seq: 1,
+            memoryId: b.id,
+            op: 'update',
+            actor: 'intruder',
+            reason: 'forged',
+            at: new Date().toISOString(),
+            version: 9,
+            previous: null,
+            state: null,
+            detail: null,
+          },
+        },
         { type: 'link', link: { from: a.id, to: b.id, type: 'contradicts', createdAt: new Date().toISOString(), actor: 'intruder' } },
         { type: 'rejected', namespaceId: bNs.id, valueHash: 'k1:forged', memoryId: null, actor: 'intruder', at: new Date().toISOString() },
       ];
@@ -112,7 +128,10 @@ describe('guards: the read-only store methods keep to the scope', () => {
       while (page.nextCursor) pages.push((page = await t.core.call(Requests.exportPage, { cursor: page.nextCursor })));
       assert.ok(!text(pages).includes('bravo'), 'exportPage');
       const ov = await t.core.call(Requests.overview, { scope: scopeA });
-      assert.deepEqual(ov.byNamespace.map((n) => n.name), ['project.a']);
+      assert.deepEqual(
+        ov.byNamespace.map((n) => n.name),
+        ['project.a'],
+      );
       const audit = await t.core.call(Requests.audit, { scope: scopeA });
       assert.ok(audit.entries.length > 0);
       assert.ok(!text(audit).includes('bravo'), 'audit');

@@ -26,9 +26,14 @@ describe('read-your-writes while the model loads', { skip: process.platform === 
     try {
       const c = await d.client();
       assert.equal((await c.call(Requests.status, {})).embeddings.state, 'loading', 'the model is held loading');
-      const values = ['The deploy pipeline runs on every merge to main', 'Database migrations run before the new release starts', 'Feature flags live in the config service'];
+      const values = [
+        'The deploy pipeline runs on every merge to main',
+        'Database migrations run before the new release starts',
+        'Feature flags live in the config service',
+      ];
       const writes = [];
-      for (const [i, value] of values.entries()) writes.push(await c.call(Requests.upsert, { namespace: 'project.boot', key: `k${i}`, value }));
+      for (const [i, value] of values.entries())
+        writes.push(await c.call(Requests.upsert, { namespace: 'project.boot', key: `k${i}`, value }));
       assert.match(writes[0].duplicatesSkipped ?? '', /still loading/, 'the write says its duplicate check was skipped');
       const last = writes[writes.length - 1].position;
 

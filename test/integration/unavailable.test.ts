@@ -104,21 +104,25 @@ describe('clients verify the socket before sending anything', () => {
     }
   });
 
-  it('a socket owned by another user is refused', { skip: process.getuid?.() !== 0 && 'needs root to give a socket to another user' }, async () => {
-    const dir = tempDir();
-    const socket = path.join(dir, 'd.sock');
-    const server = await silentServer(socket);
-    try {
-      fs.lchownSync(socket, 65534, 65534);
-      const data = await rejectsWith(StreamClient.connect(socket), 'Unavailable');
-      assert.match(String((await StreamClient.connect(socket).catch((e: Error) => e)).message), /belongs to uid 65534/);
-      assert.equal(data.sent, false);
-      assert.equal(server.received(), 0);
-    } finally {
-      await server.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'a socket owned by another user is refused',
+    { skip: process.getuid?.() !== 0 && 'needs root to give a socket to another user' },
+    async () => {
+      const dir = tempDir();
+      const socket = path.join(dir, 'd.sock');
+      const server = await silentServer(socket);
+      try {
+        fs.lchownSync(socket, 65534, 65534);
+        const data = await rejectsWith(StreamClient.connect(socket), 'Unavailable');
+        assert.match(String((await StreamClient.connect(socket).catch((e: Error) => e)).message), /belongs to uid 65534/);
+        assert.equal(data.sent, false);
+        assert.equal(server.received(), 0);
+      } finally {
+        await server.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('error conversions (protocol/errors.ts)', () => {

@@ -77,7 +77,10 @@ test('a race with different sockets: the loser exits with code 3 and its caller 
 test('an info file left by a dead daemon is ignored and a new daemon starts', async () => {
   const { db, env } = sandbox();
   fs.mkdirSync(path.dirname(db), { recursive: true });
-  fs.writeFileSync(daemonInfoPath(db), JSON.stringify({ pid: 2 ** 22 + 12345, socket: '/nonexistent/cairn.sock', version: '0', startedAt: '', db }));
+  fs.writeFileSync(
+    daemonInfoPath(db),
+    JSON.stringify({ pid: 2 ** 22 + 12345, socket: '/nonexistent/cairn.sock', version: '0', startedAt: '', db }),
+  );
   const r = await ensureDaemon({ db, env, args: ARGS });
   assert.equal(r.started, true);
   assert.notEqual(r.socket, '/nonexistent/cairn.sock');

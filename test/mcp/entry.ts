@@ -11,7 +11,12 @@ const { values } = parseArgs({
   options: { db: { type: 'string' }, socket: { type: 'string' }, root: { type: 'string' }, 'no-embeddings': { type: 'boolean' } },
   strict: true,
 });
-runMcp({ db: values.db, socket: values.socket, root: values.root, daemonArgs: values['no-embeddings'] ? ['--no-embeddings'] : undefined }).then(
+runMcp({
+  db: values.db,
+  socket: values.socket,
+  root: values.root,
+  daemonArgs: values['no-embeddings'] ? ['--no-embeddings'] : undefined,
+}).then(
   (code) => (process.exitCode = code),
   (e) => {
     process.stderr.write(`cairn mcp: ${(e as Error).stack ?? e}\n`);

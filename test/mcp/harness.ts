@@ -85,9 +85,15 @@ export async function startMcp(o: StartOptions = {}): Promise<McpSession> {
   const transport = new StdioClientTransport({ command: process.execPath, args, env, cwd: o.cwd ?? dir, stderr: 'pipe' });
   let err = '';
   transport.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-  const client = new Client({ name: o.clientName ?? 'cairn-test-client', version: '1.0.0' }, o.roots ? { capabilities: { roots: { listChanged: true } } } : {});
+  const client = new Client(
+    { name: o.clientName ?? 'cairn-test-client', version: '1.0.0' },
+    o.roots ? { capabilities: { roots: { listChanged: true } } } : {},
+  );
   const roots = o.roots;
-  if (roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots().map((d) => ({ uri: pathToFileURL(d).href, name: path.basename(d) })) }));
+  if (roots)
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({
+      roots: roots().map((d) => ({ uri: pathToFileURL(d).href, name: path.basename(d) })),
+    }));
   await client.connect(transport);
   return {
     client,
@@ -192,7 +198,13 @@ export async function ok(s: McpSession, name: string, args: Record<string, unkno
 }
 
 /** Call a tool that must fail with the given Cairn error code name (and field). */
-export async function fails(s: McpSession, name: string, args: Record<string, unknown>, code: string, field?: string): Promise<{ error: any; text: string }> {
+export async function fails(
+  s: McpSession,
+  name: string,
+  args: Record<string, unknown>,
+  code: string,
+  field?: string,
+): Promise<{ error: any; text: string }> {
   const r = await call(s, name, args);
   const text = textOf(r);
   if (!r.isError) throw new Error(`${name} should have failed with ${code}, got: ${text}`);

@@ -23,7 +23,10 @@ test('project namespace: origin remote first, then any remote, then the reposito
 
     const b = path.join(dir, 'clone-b');
     fs.mkdirSync(path.join(b, '.git'), { recursive: true });
-    fs.writeFileSync(path.join(b, '.git', 'config'), '[remote "upstream"]\n\turl = https://example.com/u/Upstream-Name.git\n[remote "origin"]\n\turl = https://example.com/me/Fork_Name.git\n');
+    fs.writeFileSync(
+      path.join(b, '.git', 'config'),
+      '[remote "upstream"]\n\turl = https://example.com/u/Upstream-Name.git\n[remote "origin"]\n\turl = https://example.com/me/Fork_Name.git\n',
+    );
     assert.equal(projectNamespaceFor(b).namespace, 'project.fork_name');
 
     const c = fakeRepo(dir, 'No Remote Here');
@@ -51,11 +54,20 @@ test('resolveMcpScope: --root, then CAIRN_SCOPE_ROOT, then the project; malforme
   const dir = tempDir('cairn-scope-');
   try {
     const repo = fakeRepo(dir, 'svc', 'git@h:o/Billing.git');
-    assert.deepEqual(resolveMcpScope({ root: 'team.a', cwd: repo, env: { CAIRN_SCOPE_ROOT: 'team.b' } }), { root: 'team.a', source: 'option' });
+    assert.deepEqual(resolveMcpScope({ root: 'team.a', cwd: repo, env: { CAIRN_SCOPE_ROOT: 'team.b' } }), {
+      root: 'team.a',
+      source: 'option',
+    });
     assert.deepEqual(resolveMcpScope({ cwd: repo, env: { CAIRN_SCOPE_ROOT: 'team.b' } }), { root: 'team.b', source: 'env' });
     assert.deepEqual(resolveMcpScope({ cwd: repo, env: {} }), { root: 'project.billing', source: 'git-remote', dir: repo });
-    assert.throws(() => resolveMcpScope({ root: 'Team A', env: {} }), (e: { data?: { name: string; field: string } }) => e.data?.name === 'InvalidNamespace' && e.data.field === '--root');
-    assert.throws(() => resolveMcpScope({ env: { CAIRN_SCOPE_ROOT: 'a..b' } }), (e: { data?: { name: string; field: string } }) => e.data?.name === 'InvalidNamespace' && e.data.field === 'CAIRN_SCOPE_ROOT');
+    assert.throws(
+      () => resolveMcpScope({ root: 'Team A', env: {} }),
+      (e: { data?: { name: string; field: string } }) => e.data?.name === 'InvalidNamespace' && e.data.field === '--root',
+    );
+    assert.throws(
+      () => resolveMcpScope({ env: { CAIRN_SCOPE_ROOT: 'a..b' } }),
+      (e: { data?: { name: string; field: string } }) => e.data?.name === 'InvalidNamespace' && e.data.field === 'CAIRN_SCOPE_ROOT',
+    );
   } finally {
     rmDir(dir);
   }
@@ -70,13 +82,25 @@ test('the session boundary: the root subtree and user, by segment, never by stri
   assert.ok(!inScope(s, 'project.webapp'));
   assert.ok(!inScope(s, 'project'));
   assert.ok(!inScope(s, 'users'));
-  assert.throws(() => checkNamespace(s, 'project.webapp', 'namespace'), (e: { data?: { name: string } }) => e.data?.name === 'InvalidParams');
-  assert.throws(() => checkNamespace(s, 'project.web.%', 'namespace'), (e: { data?: { name: string } }) => e.data?.name === 'InvalidNamespace');
+  assert.throws(
+    () => checkNamespace(s, 'project.webapp', 'namespace'),
+    (e: { data?: { name: string } }) => e.data?.name === 'InvalidParams',
+  );
+  assert.throws(
+    () => checkNamespace(s, 'project.web.%', 'namespace'),
+    (e: { data?: { name: string } }) => e.data?.name === 'InvalidNamespace',
+  );
 
   assert.deepEqual(boundedScope(s, undefined), { root: 'project.web', includeUser: true });
   assert.deepEqual(boundedScope(s, { includeUser: false }), { root: 'project.web', includeUser: false });
   assert.deepEqual(boundedScope(s, { root: 'project.web.api' }), { root: 'project.web.api' });
   assert.deepEqual(boundedScope(s, { namespaces: ['user', 'project.web'] }), { namespaces: ['user', 'project.web'] });
-  assert.throws(() => boundedScope(s, { root: 'project' }), (e: { data?: { field: string } }) => e.data?.field === 'scope.root');
-  assert.throws(() => boundedScope(s, { namespaces: ['project.web', 'other'] }), (e: { data?: { field: string } }) => e.data?.field === 'scope.namespaces[1]');
+  assert.throws(
+    () => boundedScope(s, { root: 'project' }),
+    (e: { data?: { field: string } }) => e.data?.field === 'scope.root',
+  );
+  assert.throws(
+    () => boundedScope(s, { namespaces: ['project.web', 'other'] }),
+    (e: { data?: { field: string } }) => e.data?.field === 'scope.namespaces[1]',
+  );
 });

@@ -8,9 +8,32 @@ import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { tempDir } from '../helpers';
-import { call, daemonClient, daemonInfo, fails, fakeRepo, killAndWait, ok, pidAlive, rmDir, startMcp, stopDaemon, textOf, type McpSession } from './harness';
+import {
+  call,
+  daemonClient,
+  daemonInfo,
+  fails,
+  fakeRepo,
+  killAndWait,
+  ok,
+  pidAlive,
+  rmDir,
+  startMcp,
+  stopDaemon,
+  textOf,
+  type McpSession,
+} from './harness';
 
-const TOOL_NAMES = ['cairn_search', 'cairn_remember', 'cairn_recall', 'cairn_forget', 'cairn_list', 'cairn_link', 'cairn_neighbors', 'cairn_status'];
+const TOOL_NAMES = [
+  'cairn_search',
+  'cairn_remember',
+  'cairn_recall',
+  'cairn_forget',
+  'cairn_list',
+  'cairn_link',
+  'cairn_neighbors',
+  'cairn_status',
+];
 
 describe('cairn mcp (review off: agent writes are active)', () => {
   let dir: string;
@@ -94,10 +117,18 @@ describe('cairn mcp (review off: agent writes are active)', () => {
     assert.match(kinds.text, /No memories match/);
 
     const listed = await ok(s, 'cairn_list', { tags: ['testing'] });
-    assert.deepEqual(listed.data.items.map((x: { id: string }) => x.id), [m.id]);
+    assert.deepEqual(
+      listed.data.items.map((x: { id: string }) => x.id),
+      [m.id],
+    );
 
     // Same key again: an update, not a duplicate.
-    const upd = await ok(s, 'cairn_remember', { key: 'test-command', value: 'Run `npm run test:integration` (needs Docker).', kind: 'procedure', ifVersion: 1 });
+    const upd = await ok(s, 'cairn_remember', {
+      key: 'test-command',
+      value: 'Run `npm run test:integration` (needs Docker).',
+      kind: 'procedure',
+      ifVersion: 1,
+    });
     assert.equal(upd.data.memory.id, m.id);
     assert.equal(upd.data.memory.version, 2);
     assert.match(upd.text, /Updated memory/);
@@ -105,7 +136,12 @@ describe('cairn mcp (review off: agent writes are active)', () => {
   });
 
   test('user memories are in scope; recall by key falls back to the user namespace', async () => {
-    const r = await ok(s, 'cairn_remember', { namespace: 'user.preferences', key: 'indentation', value: 'The user prefers two-space indentation.', kind: 'preference' });
+    const r = await ok(s, 'cairn_remember', {
+      namespace: 'user.preferences',
+      key: 'indentation',
+      value: 'The user prefers two-space indentation.',
+      kind: 'preference',
+    });
     assert.equal(r.data.memory.namespace, 'user.preferences');
     await ok(s, 'cairn_remember', { namespace: 'user', key: 'editor', value: 'The user edits with vim keybindings.', kind: 'preference' });
     const recalled = await ok(s, 'cairn_recall', { key: 'editor' });
@@ -119,9 +155,21 @@ describe('cairn mcp (review off: agent writes are active)', () => {
   test('search scope isolation: another project’s memories are invisible and out of reach', async () => {
     const direct = await daemonClient(s.db);
     try {
-      const other = await direct.call(Requests.upsert, { namespace: 'project.other', key: 'zebra-secret', value: 'The zebra deployment password rotates weekly.' });
-      const prefix = await direct.call(Requests.upsert, { namespace: 'project.web-app-legacy', key: 'zebra-legacy', value: 'Legacy zebra notes.' });
-      const mine = await direct.call(Requests.upsert, { namespace: `${PROJECT}.infra`, key: 'zebra-infra', value: 'The zebra cluster runs in eu-west-1.' });
+      const other = await direct.call(Requests.upsert, {
+        namespace: 'project.other',
+        key: 'zebra-secret',
+        value: 'The zebra deployment password rotates weekly.',
+      });
+      const prefix = await direct.call(Requests.upsert, {
+        namespace: 'project.web-app-legacy',
+        key: 'zebra-legacy',
+        value: 'Legacy zebra notes.',
+      });
+      const mine = await direct.call(Requests.upsert, {
+        namespace: `${PROJECT}.infra`,
+        key: 'zebra-infra',
+        value: 'The zebra cluster runs in eu-west-1.',
+      });
 
       const found = await ok(s, 'cairn_search', { query: 'zebra' });
       const ids = found.data.hits.map((h: { memory: { id: string } }) => h.memory.id);
@@ -132,7 +180,12 @@ describe('cairn mcp (review off: agent writes are active)', () => {
         assert.ok(!textOf(r).includes('project.other') && !textOf(r).includes('legacy'), `mode ${mode} leaks nothing`);
       }
       const listed = await ok(s, 'cairn_list', { limit: 100 });
-      assert.ok(listed.data.items.every((m: { namespace: string }) => m.namespace === 'user' || m.namespace.startsWith('user.') || m.namespace === PROJECT || m.namespace.startsWith(PROJECT + '.')));
+      assert.ok(
+        listed.data.items.every(
+          (m: { namespace: string }) =>
+            m.namespace === 'user' || m.namespace.startsWith('user.') || m.namespace === PROJECT || m.namespace.startsWith(PROJECT + '.'),
+        ),
+      );
 
       // By id, by namespace, through an explicit scope, through a link: all refused.
       await fails(s, 'cairn_recall', { id: other.memory.id }, 'NotFound');
@@ -144,7 +197,13 @@ describe('cairn mcp (review off: agent writes are active)', () => {
       await fails(s, 'cairn_link', { from: mine.memory.id, to: other.memory.id, type: 'relates_to' }, 'NotFound', 'to');
       await fails(s, 'cairn_neighbors', { id: prefix.memory.id }, 'NotFound', 'id');
       // Superseding a memory of another project through remember's `supersedes` is refused, and nothing is written.
-      await fails(s, 'cairn_remember', { key: 'zebra-replacement', value: 'Replaces the other project’s note.', supersedes: other.memory.id }, 'NotFound', 'supersedes');
+      await fails(
+        s,
+        'cairn_remember',
+        { key: 'zebra-replacement', value: 'Replaces the other project’s note.', supersedes: other.memory.id },
+        'NotFound',
+        'supersedes',
+      );
       await fails(s, 'cairn_recall', { key: 'zebra-replacement' }, 'NotFound');
       // The other project's memory is untouched.
       const still = await direct.call(Requests.get, { id: other.memory.id });
@@ -157,7 +216,13 @@ describe('cairn mcp (review off: agent writes are active)', () => {
   });
 
   test('an invalid namespace is a tool error naming InvalidNamespace and the field', async () => {
-    const { text } = await fails(s, 'cairn_remember', { namespace: 'Project.Web App', key: 'k', value: 'v' }, 'InvalidNamespace', 'namespace');
+    const { text } = await fails(
+      s,
+      'cairn_remember',
+      { namespace: 'Project.Web App', key: 'k', value: 'v' },
+      'InvalidNamespace',
+      'namespace',
+    );
     assert.match(text, /lowercase dotted segments/);
     await fails(s, 'cairn_search', { query: 'x', scope: { root: 'project..x' } }, 'InvalidNamespace', 'scope.root');
     await fails(s, 'cairn_recall', { namespace: 'bad*', key: 'k' }, 'InvalidNamespace', 'namespace');
@@ -178,8 +243,15 @@ describe('cairn mcp (review off: agent writes are active)', () => {
   });
 
   test('link and neighbors', async () => {
-    const a = (await ok(s, 'cairn_remember', { key: 'use-postgres', value: 'We use PostgreSQL 16 for all services.', kind: 'decision' })).data.memory;
-    const b = (await ok(s, 'cairn_remember', { key: 'migrations', value: 'Schema migrations run with sqitch against PostgreSQL.', kind: 'procedure' })).data.memory;
+    const a = (await ok(s, 'cairn_remember', { key: 'use-postgres', value: 'We use PostgreSQL 16 for all services.', kind: 'decision' }))
+      .data.memory;
+    const b = (
+      await ok(s, 'cairn_remember', {
+        key: 'migrations',
+        value: 'Schema migrations run with sqitch against PostgreSQL.',
+        kind: 'procedure',
+      })
+    ).data.memory;
     const l = await ok(s, 'cairn_link', { from: b.id, to: a.id, type: 'depends_on' });
     assert.equal(l.data.created, true);
     assert.match(l.text, /Linked/);
@@ -200,7 +272,13 @@ describe('cairn mcp (review off: agent writes are active)', () => {
     await fails(s, 'cairn_remember', { key: 'k', value: 'v', colour: 'red' }, 'InvalidParams', 'colour');
     await fails(s, 'cairn_remember', { key: 'k', value: 'v', importance: 7 }, 'InvalidParams', 'importance');
     await fails(s, 'cairn_remember', { key: 'k', value: 'v', kind: 'rumour' }, 'InvalidParams', 'kind');
-    await fails(s, 'cairn_remember', { key: 'k', value: 'v', anchors: [{ path: 'a.ts', startLine: 0 }] }, 'InvalidParams', 'anchors[0].startLine');
+    await fails(
+      s,
+      'cairn_remember',
+      { key: 'k', value: 'v', anchors: [{ path: 'a.ts', startLine: 0 }] },
+      'InvalidParams',
+      'anchors[0].startLine',
+    );
     await fails(s, 'cairn_search', { query: 'x', limit: 0 }, 'InvalidParams', 'limit');
     await fails(s, 'cairn_search', { query: 'x', filter: { field: 'importance', op: 'near', value: 1 } }, 'InvalidFilter');
     await fails(s, 'cairn_recall', {}, 'InvalidParams', 'id');
@@ -241,7 +319,11 @@ describe('cairn mcp (default review on)', () => {
   });
 
   test('agent writes are proposed, recorded as agent:<client>, and hidden from search unless asked for', async () => {
-    const r = await ok(s, 'cairn_remember', { key: 'lint', value: 'Run eslint with --max-warnings 0 before committing.', kind: 'procedure' });
+    const r = await ok(s, 'cairn_remember', {
+      key: 'lint',
+      value: 'Run eslint with --max-warnings 0 before committing.',
+      kind: 'procedure',
+    });
     assert.equal(r.data.memory.namespace, 'project.my-service');
     assert.equal(r.data.memory.status, 'proposed');
     assert.equal(r.data.memory.source, 'agent:Claude Code');
@@ -281,7 +363,10 @@ describe('cairn mcp with a client that shares its workspace roots', () => {
       assert.equal(st.data.session.root, 'project.right-project');
       assert.equal(st.data.session.dir, a);
       assert.match(st.text, /git remote of .*clone-a/);
-      assert.equal((await ok(s, 'cairn_remember', { key: 'k', value: 'in the right project' })).data.memory.namespace, 'project.right-project');
+      assert.equal(
+        (await ok(s, 'cairn_remember', { key: 'k', value: 'in the right project' })).data.memory.namespace,
+        'project.right-project',
+      );
 
       roots = [b];
       await s.client.sendRootsListChanged();
@@ -311,7 +396,11 @@ describe('cairn mcp with a client that shares its workspace roots', () => {
 describe('cairn mcp --root', () => {
   test('an explicit root bounds the session and is the default namespace; a malformed root stops the server', async () => {
     const dir = tempDir('cairn-mcp-');
-    const s = await startMcp({ dir, args: ['--root', 'team.platform'], env: { CAIRN_REVIEW_AGENT_WRITES: '0', CAIRN_SCOPE_ROOT: 'ignored.by.flag' } });
+    const s = await startMcp({
+      dir,
+      args: ['--root', 'team.platform'],
+      env: { CAIRN_REVIEW_AGENT_WRITES: '0', CAIRN_SCOPE_ROOT: 'ignored.by.flag' },
+    });
     try {
       const r = await ok(s, 'cairn_remember', { key: 'oncall', value: 'On-call rotates on Mondays.' });
       assert.equal(r.data.memory.namespace, 'team.platform');

@@ -80,7 +80,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     assert.deepEqual(js.roots, ['team']);
     assert.equal(typeof js.counts.memories, 'number');
     // Even a password written into the URL is never shown.
-    const inUrl = await cairn(['team', 'status', '--team-url', `postgres://erin:${encodeURIComponent(password)}@127.0.0.1:${pg.port}/${db}`], { PGPASSFILE: path.join(dir, 'none') });
+    const inUrl = await cairn(
+      ['team', 'status', '--team-url', `postgres://erin:${encodeURIComponent(password)}@127.0.0.1:${pg.port}/${db}`],
+      { PGPASSFILE: path.join(dir, 'none') },
+    );
     assert.equal(inUrl.code, 0, inUrl.stderr);
     assert.ok(!inUrl.stdout.includes(password), inUrl.stdout);
     assert.match(inUrl.stdout, /erin:\*\*\*@/);
@@ -104,7 +107,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     try {
       for (let i = 1; i <= 5; i++) await b.upsert({ namespace: 'team.web.cap', key: 'k', value: `version ${i}` });
       const h = await b.history({ namespace: 'team.web.cap', key: 'k' });
-      assert.deepEqual(h.entries.map((e) => e.version), [5, 4, 3]);
+      assert.deepEqual(
+        h.entries.map((e) => e.version),
+        [5, 4, 3],
+      );
       assert.equal(h.capped, true);
       assert.match((await cairn(['team', 'status'], env)).stdout, /capped at 3 per memory/);
       const off = await cairn(['team', 'history-cap', 'off'], admin);
@@ -112,7 +118,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
       await b.upsert({ namespace: 'team.web.cap', key: 'k', value: 'version 6' });
       await b.upsert({ namespace: 'team.web.cap', key: 'k', value: 'version 7' });
       const all = await b.history({ namespace: 'team.web.cap', key: 'k' });
-      assert.deepEqual(all.entries.map((e) => e.version), [7, 6, 5, 4, 3]);
+      assert.deepEqual(
+        all.entries.map((e) => e.version),
+        [7, 6, 5, 4, 3],
+      );
       assert.equal(all.capped, false);
     } finally {
       await b.close();
@@ -122,7 +131,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
   it('a daemon started with --team-url serves team namespaces from the database, tags hits, and never logs the password', async () => {
     let d: SpawnedDaemon | null = null;
     try {
-      d = await spawnDaemon({ args: ['--no-embeddings', '--team-url', pg.url('erin', db), '--team-roots', 'team.web'], env: { PGPASSWORD: password, PGPASSFILE: path.join(dir, 'none') } });
+      d = await spawnDaemon({
+        args: ['--no-embeddings', '--team-url', pg.url('erin', db), '--team-roots', 'team.web'],
+        env: { PGPASSWORD: password, PGPASSFILE: path.join(dir, 'none') },
+      });
       const c = await d.client();
       let w;
       for (let i = 0; ; i++) {
@@ -136,9 +148,16 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
       }
       await c.call(R.upsert, { namespace: 'project.web', key: 'cdn', value: 'Local note about the CDN edge' });
       const admin = pg.admin(db);
-      assert.equal((await admin.query(`SELECT count(*)::int AS c FROM cairn.memories WHERE id = $1`, [w!.memory.id])).rows[0].c, 1, 'stored in PostgreSQL');
+      assert.equal(
+        (await admin.query(`SELECT count(*)::int AS c FROM cairn.memories WHERE id = $1`, [w!.memory.id])).rows[0].c,
+        1,
+        'stored in PostgreSQL',
+      );
       const s = await c.call(R.search, { query: 'CDN edge', mode: 'fts' });
-      assert.deepEqual(s.hits.map((h) => [h.memory.namespace, h.store]).sort(), [['project.web', 'local'], ['team.web', 'team']]);
+      assert.deepEqual(s.hits.map((h) => [h.memory.namespace, h.store]).sort(), [
+        ['project.web', 'local'],
+        ['team.web', 'team'],
+      ]);
       assert.ok(!d.stderr().includes(password));
       assert.match(d.stderr(), /team memory: postgres:\/\/erin@127\.0\.0\.1:\d+\/\w+ as erin, roots team\.web/);
     } finally {

@@ -61,7 +61,8 @@ export async function startPg(): Promise<PgServer> {
       execFileSync('bash', [SERVER, 'start', dir, String(port)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
       break;
     } catch (e) {
-      if (attempt >= 2) throw new Error(`could not start PostgreSQL: ${(e as { stderr?: Buffer }).stderr?.toString() ?? (e as Error).message}`);
+      if (attempt >= 2)
+        throw new Error(`could not start PostgreSQL: ${(e as { stderr?: Buffer }).stderr?.toString() ?? (e as Error).message}`);
     }
   }
   const passfile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-pgpass-')), 'pgpass');
@@ -93,7 +94,9 @@ export async function startPg(): Promise<PgServer> {
     },
     async createRole(name) {
       const password = `pw-${Math.random().toString(36).slice(2)}-${name}`;
-      await admin('postgres').query(`DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${quoteIdent(name)} LOGIN; END IF; END $$`);
+      await admin('postgres').query(
+        `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${quoteIdent(name)} LOGIN; END IF; END $$`,
+      );
       await admin('postgres').query(`ALTER ROLE ${quoteIdent(name)} PASSWORD '${password}'`);
       fs.appendFileSync(passfile, `127.0.0.1:${port}:*:${name}:${password}\n`);
       return password;

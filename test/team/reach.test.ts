@@ -29,13 +29,31 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
   });
 
   it('injection searches the team store inside the scope and never outside it', async () => {
-    const team = await t.client.call(R.upsert, { namespace: 'project.shared', key: 'deploy', value: 'Deploys go out through the blue-green pipeline on Tuesdays' });
-    const local = await t.client.call(R.upsert, { namespace: 'project.mine', key: 'deploy', value: 'My sandbox deploys through the blue-green pipeline by hand' });
-    await t.client.call(R.upsert, { namespace: 'team.other', key: 'deploy', value: 'The other team deploys through the blue-green pipeline nightly' });
-    const both = await t.client.call(R.injectBlock, { prompt: 'how do blue-green pipeline deploys work', scope: { namespaces: ['project.shared', 'project.mine'], includeUser: false } });
+    const team = await t.client.call(R.upsert, {
+      namespace: 'project.shared',
+      key: 'deploy',
+      value: 'Deploys go out through the blue-green pipeline on Tuesdays',
+    });
+    const local = await t.client.call(R.upsert, {
+      namespace: 'project.mine',
+      key: 'deploy',
+      value: 'My sandbox deploys through the blue-green pipeline by hand',
+    });
+    await t.client.call(R.upsert, {
+      namespace: 'team.other',
+      key: 'deploy',
+      value: 'The other team deploys through the blue-green pipeline nightly',
+    });
+    const both = await t.client.call(R.injectBlock, {
+      prompt: 'how do blue-green pipeline deploys work',
+      scope: { namespaces: ['project.shared', 'project.mine'], includeUser: false },
+    });
     assert.deepEqual([...both.memoryIds].sort(), [team.memory.id, local.memory.id].sort());
     assert.match(both.block, /Tuesdays/);
-    const onlyTeam = await t.client.call(R.injectBlock, { prompt: 'blue-green pipeline deploys', scope: { root: 'project.shared', includeUser: false } });
+    const onlyTeam = await t.client.call(R.injectBlock, {
+      prompt: 'blue-green pipeline deploys',
+      scope: { root: 'project.shared', includeUser: false },
+    });
     assert.deepEqual(onlyTeam.memoryIds, [team.memory.id]);
   });
 
@@ -56,7 +74,12 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
   });
 
   it('export refuses a scope covering team namespaces (and the whole store); a local scope exports', async () => {
-    for (const scope of [undefined, { root: 'team', includeUser: false }, { root: 'project', includeUser: false }, { namespaces: ['project.mine', 'project.shared'], includeUser: false }]) {
+    for (const scope of [
+      undefined,
+      { root: 'team', includeUser: false },
+      { root: 'project', includeUser: false },
+      { namespaces: ['project.mine', 'project.shared'], includeUser: false },
+    ]) {
       const e = await rejectsWith(t.client.call(R.exportRecords, scope ? { scope } : {}), 'InvalidState', 'scope');
       assert.equal(e.store, 'team');
       await rejectsWith(t.client.call(R.exportPage, scope ? { scope } : {}), 'InvalidState', 'scope');
@@ -74,9 +97,17 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     const mem = ok.records.find((r) => r.type === 'memory')!;
     assert.ok(ns.type === 'namespace' && mem.type === 'memory');
     const teamNs = { ...ns, id: 'ns-team-x', path: 'team.imported' };
-    const teamMem = { ...mem, namespaceId: 'ns-team-x', memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000aa', namespace: 'team.imported', key: 'imp' } };
+    const teamMem = {
+      ...mem,
+      namespaceId: 'ns-team-x',
+      memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000aa', namespace: 'team.imported', key: 'imp' },
+    };
     const localNs = { ...ns, id: 'ns-local-x', path: 'project.imported' };
-    const localMem = { ...mem, namespaceId: 'ns-local-x', memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000bb', namespace: 'project.imported', key: 'imp' } };
+    const localMem = {
+      ...mem,
+      namespaceId: 'ns-local-x',
+      memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000bb', namespace: 'project.imported', key: 'imp' },
+    };
     for (const m of [R.importRecords, R.importPreview] as const) {
       const e = await rejectsWith(t.client.call(m, { records: [localNs, localMem, teamNs, teamMem] }), 'InvalidState', 'records[2]');
       assert.equal(e.store, 'team');
@@ -87,16 +118,37 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     assert.equal((await t.client.call(R.get, { namespace: 'project.imported', key: 'imp' })).value, mem.memory.value);
   });
 
-  it('hovers show team memories anchored to the file when the project root is a team root, and no other project\'s', async () => {
+  it("hovers show team memories anchored to the file when the project root is a team root, and no other project's", async () => {
     const root = '/nonexistent-ws';
-    await t.client.connection.sendRequest('initialize', { processId: null, rootUri: `file://${root}`, capabilities: {}, initializationOptions: { projectNamespace: 'project.shared' } });
-    await t.client.call(R.upsert, { namespace: 'project.shared', key: 'retry', value: 'Retries back off exponentially', anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }] });
-    await t.client.call(R.upsert, { namespace: 'team.elsewhere', key: 'retry', value: 'Another team retries linearly', anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }] });
+    await t.client.connection.sendRequest('initialize', {
+      processId: null,
+      rootUri: `file://${root}`,
+      capabilities: {},
+      initializationOptions: { projectNamespace: 'project.shared' },
+    });
+    await t.client.call(R.upsert, {
+      namespace: 'project.shared',
+      key: 'retry',
+      value: 'Retries back off exponentially',
+      anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }],
+    });
+    await t.client.call(R.upsert, {
+      namespace: 'team.elsewhere',
+      key: 'retry',
+      value: 'Another team retries linearly',
+      anchors: [{ path: 'src/http.ts', startLine: 3, endLine: 5 }],
+    });
     const uri = `file://${root}/src/http.ts`;
-    const hit = (await t.client.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 3, character: 0 } })) as { contents: { value: string } } | null;
+    const hit = (await t.client.connection.sendRequest('textDocument/hover', {
+      textDocument: { uri },
+      position: { line: 3, character: 0 },
+    })) as { contents: { value: string } } | null;
     assert.ok(hit && hit.contents.value.includes('back off exponentially'), JSON.stringify(hit));
     assert.ok(!hit.contents.value.includes('linearly'));
-    assert.equal(await t.client.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 20, character: 0 } }), null);
+    assert.equal(
+      await t.client.connection.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 20, character: 0 } }),
+      null,
+    );
   });
 
   it('store/status names the team database (no password), its roots and role; the extension compares its settings with it', async () => {

@@ -34,23 +34,48 @@ describe('team memory: two daemons, two database roles', () => {
   });
 
   it('share a namespace: a write by one is read by the other, with the author as the actor', async () => {
-    const w = await alice.client.call(R.upsert, { namespace: 'team.shared.conventions', key: 'tabs', value: 'Indent with two spaces; no tabs in TypeScript', kind: 'decision', actor: 'agent:claude' });
+    const w = await alice.client.call(R.upsert, {
+      namespace: 'team.shared.conventions',
+      key: 'tabs',
+      value: 'Indent with two spaces; no tabs in TypeScript',
+      kind: 'decision',
+      actor: 'agent:claude',
+    });
     const got = await bob.client.call(R.get, { namespace: 'team.shared.conventions', key: 'tabs' });
     assert.equal(got.id, w.memory.id);
     const h = await bob.client.call(R.history, { id: w.memory.id });
     assert.equal(h.entries[0].actor, 'alice', 'the database user, not the claimed actor');
     assert.equal(h.entries[0].detail?.onBehalfOf, 'agent:claude');
     // A correction by bob fixes it for everybody.
-    const fix = await bob.client.call(R.upsert, { namespace: 'team.shared.conventions', key: 'tabs', value: 'Indent with two spaces; tabs only in Makefiles', ifVersion: 1 });
+    const fix = await bob.client.call(R.upsert, {
+      namespace: 'team.shared.conventions',
+      key: 'tabs',
+      value: 'Indent with two spaces; tabs only in Makefiles',
+      ifVersion: 1,
+    });
     assert.equal(fix.memory.version, 2);
     assert.equal((await alice.client.call(R.get, { id: w.memory.id })).value, 'Indent with two spaces; tabs only in Makefiles');
-    assert.deepEqual((await alice.client.call(R.history, { id: w.memory.id })).entries.map((e) => e.actor), ['bob', 'alice']);
-    const s = await bob.client.call(R.search, { query: 'tabs in makefiles', mode: 'fts', scope: { root: 'team.shared', includeUser: false } });
-    assert.deepEqual(s.hits.map((x) => [x.memory.key, x.store]), [['tabs', 'team']]);
+    assert.deepEqual(
+      (await alice.client.call(R.history, { id: w.memory.id })).entries.map((e) => e.actor),
+      ['bob', 'alice'],
+    );
+    const s = await bob.client.call(R.search, {
+      query: 'tabs in makefiles',
+      mode: 'fts',
+      scope: { root: 'team.shared', includeUser: false },
+    });
+    assert.deepEqual(
+      s.hits.map((x) => [x.memory.key, x.store]),
+      [['tabs', 'team']],
+    );
   });
 
   it('a role cannot write a root it was only granted to read, nor read a root it was not granted', async () => {
-    const doc = await alice.client.call(R.upsert, { namespace: 'team.docs', key: 'runbook', value: 'Restart the queue worker with systemctl restart worker' });
+    const doc = await alice.client.call(R.upsert, {
+      namespace: 'team.docs',
+      key: 'runbook',
+      value: 'Restart the queue worker with systemctl restart worker',
+    });
     assert.equal((await bob.client.call(R.get, { id: doc.memory.id })).value, doc.memory.value, 'bob reads docs');
     await rejectsWith(bob.client.call(R.upsert, { namespace: 'team.docs', key: 'runbook', value: 'Reboot the machine' }), 'Forbidden');
     await rejectsWith(bob.client.call(R.upsert, { namespace: 'team.docs', key: 'new', value: 'Something new' }), 'Forbidden');
@@ -61,10 +86,17 @@ describe('team memory: two daemons, two database roles', () => {
     await rejectsWith(bob.client.call(R.get, { id: secret.memory.id }), 'NotFound');
     await rejectsWith(bob.client.call(R.history, { id: secret.memory.id }), 'NotFound');
     const all = await bob.client.call(R.list, { scope: { root: 'team', includeUser: false }, limit: 1000 });
-    assert.ok(all.items.length >= 2 && all.items.every((m) => m.namespace.startsWith('team.shared') || m.namespace === 'team.docs'), all.items.map((m) => m.namespace).join());
+    assert.ok(
+      all.items.length >= 2 && all.items.every((m) => m.namespace.startsWith('team.shared') || m.namespace === 'team.docs'),
+      all.items.map((m) => m.namespace).join(),
+    );
     const ns = await bob.client.call(R.namespacesList, { root: 'team' });
     assert.ok(!ns.namespaces.some((n) => n.path === 'team.leads'));
-    const found = await bob.client.call(R.search, { query: 'hiring budget frozen', mode: 'fts', scope: { root: 'team', includeUser: false } });
+    const found = await bob.client.call(R.search, {
+      query: 'hiring budget frozen',
+      mode: 'fts',
+      scope: { root: 'team', includeUser: false },
+    });
     assert.equal(found.hits.length, 0);
     await rejectsWith(bob.client.call(R.upsert, { namespace: 'team.leads', key: 'budget', value: 'Budget is unlimited' }), 'Forbidden');
     await rejectsWith(bob.client.call(R.namespacesDelete, { path: 'team.shared' }), 'Forbidden');
@@ -81,7 +113,10 @@ describe('team memory: two daemons, two database roles', () => {
         { namespace: 'team.leads.new', key: 'd', value: 'Batch item d (no grant)' },
       ],
     });
-    assert.deepEqual(r.results.map((x) => (x.ok ? 'ok' : x.error.code)), ['ok', 1014, 'ok', 1014]);
+    assert.deepEqual(
+      r.results.map((x) => (x.ok ? 'ok' : x.error.code)),
+      ['ok', 1014, 'ok', 1014],
+    );
     const got = await alice.client.call(R.list, { scope: { root: 'team.shared.batch', includeUser: false } });
     assert.deepEqual(got.items.map((m) => m.key).sort(), ['a', 'c']);
     await rejectsWith(alice.client.call(R.get, { namespace: 'team.docs', key: 'b' }), 'NotFound');
@@ -89,14 +124,33 @@ describe('team memory: two daemons, two database roles', () => {
   });
 
   it('the database refuses forged actors and rows outside the grant even to hand-written SQL', async () => {
-    const bobPool = new (await import('pg')).default.Pool({ connectionString: pg.url('bob', db), options: '-c search_path=cairn,public', password: (await import('../../daemon/src/store/pg/db')).lookupPassword({ host: '127.0.0.1', port: pg.port, database: db, user: 'bob' }) });
+    const bobPool = new (await import('pg')).default.Pool({
+      connectionString: pg.url('bob', db),
+      options: '-c search_path=cairn,public',
+      password: (await import('../../daemon/src/store/pg/db')).lookupPassword({
+        host: '127.0.0.1',
+        port: pg.port,
+        database: db,
+        user: 'bob',
+      }),
+    });
     try {
       const m = await alice.client.call(R.upsert, { namespace: 'team.shared', key: 'forge', value: 'Original' });
       const ns = (await bobPool.query(`SELECT ns_id FROM memories WHERE id = $1`, [m.memory.id])).rows[0].ns_id;
-      await assert.rejects(bobPool.query(`INSERT INTO history(memory_id, ns_id, op, actor, at, version) VALUES ($1, $2, 'update', 'alice', 0, 9)`, [m.memory.id, ns]), /actor must be the database user/);
-      const leads = await bobPool.query(`SELECT count(*)::int AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = 'team.leads'`);
+      await assert.rejects(
+        bobPool.query(`INSERT INTO history(memory_id, ns_id, op, actor, at, version) VALUES ($1, $2, 'update', 'alice', 0, 9)`, [
+          m.memory.id,
+          ns,
+        ]),
+        /actor must be the database user/,
+      );
+      const leads = await bobPool.query(
+        `SELECT count(*)::int AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = 'team.leads'`,
+      );
       assert.equal(leads.rows[0].c, 0, 'row-level security hides the rows');
-      const upd = await bobPool.query(`UPDATE memories SET value = 'pwned' WHERE ns_id IN (SELECT id FROM cairn.namespaces) AND value LIKE 'Hiring%'`);
+      const upd = await bobPool.query(
+        `UPDATE memories SET value = 'pwned' WHERE ns_id IN (SELECT id FROM cairn.namespaces) AND value LIKE 'Hiring%'`,
+      );
       assert.equal(upd.rowCount, 0);
     } finally {
       await bobPool.end();
@@ -106,7 +160,10 @@ describe('team memory: two daemons, two database roles', () => {
   it('changes reach the other daemon live as memory/didChange (store: team), only for readable roots', async () => {
     const w = await alice.client.call(R.upsert, { namespace: 'team.shared', key: 'live', value: 'Live change feed works' });
     const c = await bob.waitChange((x) => x.id === w.memory.id);
-    assert.deepEqual({ ...c }, { position: w.position, id: w.memory.id, namespace: 'team.shared', key: 'live', op: 'create', store: 'team' });
+    assert.deepEqual(
+      { ...c },
+      { position: w.position, id: w.memory.id, namespace: 'team.shared', key: 'live', op: 'create', store: 'team' },
+    );
     const hidden = await alice.client.call(R.upsert, { namespace: 'team.leads', key: 'live', value: 'Not for bob' });
     const marker = await alice.client.call(R.upsert, { namespace: 'team.shared', key: 'marker', value: 'After the hidden one' });
     await bob.waitChange((x) => x.id === marker.memory.id);
@@ -114,7 +171,7 @@ describe('team memory: two daemons, two database roles', () => {
     await alice.waitChange((x) => x.id === marker.memory.id);
   });
 
-  it('local namespaces stay local: neither daemon sees the other one\'s', async () => {
+  it("local namespaces stay local: neither daemon sees the other one's", async () => {
     const mine = await alice.client.call(R.upsert, { namespace: 'project.alice', key: 'k', value: 'Only on alice machine' });
     await rejectsWith(bob.client.call(R.get, { id: mine.memory.id }), 'NotFound');
     const both = await alice.client.call(R.search, { query: 'alice machine live change', mode: 'fts', limit: 20 });

@@ -20,7 +20,10 @@ export interface TeamDaemon {
   stop(): Promise<void>;
 }
 
-export async function teamDaemon(url: string, o: { roots?: string[]; connectTimeoutMs?: number; waitReady?: boolean } = {}): Promise<TeamDaemon> {
+export async function teamDaemon(
+  url: string,
+  o: { roots?: string[]; connectTimeoutMs?: number; waitReady?: boolean } = {},
+): Promise<TeamDaemon> {
   const dir = tempDir('cairn-team-');
   const logs: string[] = [];
   let team!: AttachedTeam;
@@ -31,7 +34,11 @@ export async function teamDaemon(url: string, o: { roots?: string[]; connectTime
     sweepEveryMs: 0,
     log: (m) => logs.push(m),
     setup: async (dd) => {
-      team = attachTeam(dd.core, { url, roots: o.roots ?? ['team'], connectTimeoutMs: o.connectTimeoutMs ?? 2000, log: (m) => logs.push(m) }, (c) => dd.broadcast(c));
+      team = attachTeam(
+        dd.core,
+        { url, roots: o.roots ?? ['team'], connectTimeoutMs: o.connectTimeoutMs ?? 2000, log: (m) => logs.push(m) },
+        (c) => dd.broadcast(c),
+      );
     },
   });
   if (o.waitReady !== false) await team.ready;
@@ -40,10 +47,11 @@ export async function teamDaemon(url: string, o: { roots?: string[]; connectTime
   const waiters: { pred: (c: DidChangeParams) => boolean; resolve: (c: DidChangeParams) => void }[] = [];
   client.onNotification(Notifications.didChange, (c) => {
     changes.push(c);
-    for (const w of [...waiters]) if (w.pred(c)) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve(c);
-    }
+    for (const w of [...waiters])
+      if (w.pred(c)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(c);
+      }
   });
   if (o.waitReady !== false) await Promise.race([team.backend.listening(), new Promise((r) => setTimeout(r, 10000))]);
   return {

@@ -43,7 +43,11 @@ describe('team memory: concurrent writers', () => {
       }),
     );
     const versions = acked.map((a) => a.version).sort((a, b) => a - b);
-    assert.deepEqual(versions, Array.from({ length: 45 }, (_, i) => i + 1), 'each write got its own version, no gaps, no repeats');
+    assert.deepEqual(
+      versions,
+      Array.from({ length: 45 }, (_, i) => i + 1),
+      'each write got its own version, no gaps, no repeats',
+    );
     assert.equal(new Set(acked.map((a) => a.position)).size, 45, 'distinct change-log positions');
     const h = await writers[0].history({ namespace: 'team.race', key: 'shared', limit: 1000 });
     assert.equal(h.entries.length, 45);
@@ -52,7 +56,8 @@ describe('team memory: concurrent writers', () => {
       assert.equal(e.state!.value, a.value, `version ${a.version} holds what was acknowledged`);
     }
     const byVersion = [...h.entries].sort((a, b) => a.version - b.version);
-    for (let i = 1; i < byVersion.length; i++) assert.equal(byVersion[i].previous!.value, byVersion[i - 1].state!.value, 'each version starts from the one before');
+    for (let i = 1; i < byVersion.length; i++)
+      assert.equal(byVersion[i].previous!.value, byVersion[i - 1].state!.value, 'each version starts from the one before');
   });
 
   it('read-modify-write with ifVersion: conflicts surface as VersionConflict and retries lose no increment', async () => {
@@ -80,17 +85,40 @@ describe('team memory: concurrent writers', () => {
   });
 
   it('creating many keys (and their namespaces) at once from three writers loses none', async () => {
-    await Promise.all(writers.map((w, wi) => Promise.all(Array.from({ length: 20 }, (_, i) => w.upsert({ namespace: `team.burst.n${i % 4}`, key: `w${wi}-k${i}`, value: `burst ${wi} ${i}` })))));
+    await Promise.all(
+      writers.map((w, wi) =>
+        Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            w.upsert({ namespace: `team.burst.n${i % 4}`, key: `w${wi}-k${i}`, value: `burst ${wi} ${i}` }),
+          ),
+        ),
+      ),
+    );
     const all = await writers[2].list({ scope: { root: 'team.burst', includeUser: false }, limit: 1000 });
     assert.equal(all.items.length, 60);
-    assert.deepEqual((await writers[0].listNamespaces('team.burst')).map((n) => [n.path, n.memoryCount]), [0, 1, 2, 3].map((i) => [`team.burst.n${i}`, 15]));
-    const same = await Promise.allSettled(writers.map((w) => w.upsert({ namespace: 'team.burst.once', key: 'only', value: `first ${Math.random()}`, ifVersion: 0 })));
+    assert.deepEqual(
+      (await writers[0].listNamespaces('team.burst')).map((n) => [n.path, n.memoryCount]),
+      [0, 1, 2, 3].map((i) => [`team.burst.n${i}`, 15]),
+    );
+    const same = await Promise.allSettled(
+      writers.map((w) => w.upsert({ namespace: 'team.burst.once', key: 'only', value: `first ${Math.random()}`, ifVersion: 0 })),
+    );
     assert.equal(same.filter((s) => s.status === 'fulfilled').length, 1, 'exactly one create wins');
     for (const s of same) if (s.status === 'rejected') assert.equal((s.reason as CairnError).codeName, 'VersionConflict');
   });
 
   it('the two-round-trip write stores exactly what the locked transaction stores, and returns what it stored', async () => {
-    const fields = { kind: 'decision' as const, tags: ['Build', 'ci'], importance: 0.7, confidence: 0.9, properties: { n: 1, s: 'x' }, anchors: [{ path: 'src/a.ts', startLine: 3, endLine: 5 }], validFrom: '2020-01-01T00:00:00.000Z', actor: 'agent:x', reason: 'why' };
+    const fields = {
+      kind: 'decision' as const,
+      tags: ['Build', 'ci'],
+      importance: 0.7,
+      confidence: 0.9,
+      properties: { n: 1, s: 'x' },
+      anchors: [{ path: 'src/a.ts', startLine: 3, endLine: 5 }],
+      validFrom: '2020-01-01T00:00:00.000Z',
+      actor: 'agent:x',
+      reason: 'why',
+    };
     const seen: Record<string, unknown>[] = [];
     for (const path of ['fast', 'locked'] as const) {
       const w = writers[0];
@@ -105,7 +133,13 @@ describe('team memory: concurrent writers', () => {
         const stored = (await w.list({ scope: { root: ns, includeUser: false } })).items[0];
         assert.deepEqual(b.memory, stored, `${path}: the returned memory is the stored one`);
         const h = await w.history({ id: a.memory.id });
-        assert.deepEqual(h.entries.map((e) => [e.op, e.version, e.actor, e.reason]), [['update', 2, 'alice', null], ['create', 1, 'alice', 'why']]);
+        assert.deepEqual(
+          h.entries.map((e) => [e.op, e.version, e.actor, e.reason]),
+          [
+            ['update', 2, 'alice', null],
+            ['create', 1, 'alice', 'why'],
+          ],
+        );
         assert.deepEqual(h.entries[0].state, stored, `${path}: history holds the stored state`);
         assert.deepEqual(h.entries[0].previous, a.memory);
         assert.equal(h.entries[1].detail?.onBehalfOf, 'agent:x');
@@ -113,7 +147,8 @@ describe('team memory: concurrent writers', () => {
         await assert.rejects(w.upsert({ namespace: ns, key: 'k', value: 'again' }), (e: CairnError) => e.codeName === 'Deleted');
         const back = await w.upsert({ namespace: ns, key: 'k', value: 'again', restore: true });
         assert.equal(back.memory.version, del.memory.version + 1);
-        const strip = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).filter(([k]) => !['id', 'namespace', 'createdAt', 'updatedAt'].includes(k)));
+        const strip = (m: Record<string, unknown>) =>
+          Object.fromEntries(Object.entries(m).filter(([k]) => !['id', 'namespace', 'createdAt', 'updatedAt'].includes(k)));
         seen.push(strip(stored as unknown as Record<string, unknown>), strip(back.memory as unknown as Record<string, unknown>));
       } finally {
         w.writePath = 'fast';
@@ -128,7 +163,9 @@ describe('team memory: concurrent writers', () => {
     await writers[0].delete({ namespace: 'team.batch', key: 'gone' });
     await writers[0].upsert({ namespace: 'team.batch', key: 'bad', value: 'a bad idea' });
     await writers[0].forget({ namespace: 'team.batch', key: 'bad' });
-    const racing = Promise.all(Array.from({ length: 30 }, (_, i) => writers[1].upsert({ namespace: 'team.batch', key: 'twice', value: `racer ${i}` })));
+    const racing = Promise.all(
+      Array.from({ length: 30 }, (_, i) => writers[1].upsert({ namespace: 'team.batch', key: 'twice', value: `racer ${i}` })),
+    );
     const r = await writers[0].upsertBatch([
       { namespace: 'team.batch', key: 'twice', value: 'first' },
       { namespace: 'team.batch', key: 'gone', value: 'back?' },
@@ -137,24 +174,48 @@ describe('team memory: concurrent writers', () => {
       { namespace: 'team.batch', key: 'twice', value: 'second' },
     ]);
     await racing;
-    assert.deepEqual(r.results.map((x) => (x.ok ? 'ok' : x.error.code)), ['ok', 'Deleted', 'VersionConflict', 'RejectedValue', 'ok'].map((c) => (c === 'ok' ? 'ok' : new CairnError(c as 'Deleted', '').code)));
+    assert.deepEqual(
+      r.results.map((x) => (x.ok ? 'ok' : x.error.code)),
+      ['ok', 'Deleted', 'VersionConflict', 'RejectedValue', 'ok'].map((c) => (c === 'ok' ? 'ok' : new CairnError(c as 'Deleted', '').code)),
+    );
     const [first, , , , second] = r.results;
     assert.ok(first.ok && second.ok);
     assert.ok(second.version > first.version && second.position > first.position);
     const h = await writers[2].history({ namespace: 'team.batch', key: 'twice', limit: 1000 });
     assert.equal(h.entries.length, 32, 'every acknowledged write is one version');
-    assert.deepEqual(h.entries.map((e) => e.version), Array.from({ length: 32 }, (_, i) => 32 - i));
+    assert.deepEqual(
+      h.entries.map((e) => e.version),
+      Array.from({ length: 32 }, (_, i) => 32 - i),
+    );
     await rejectsWith(writers[2].get({ namespace: 'team.batch', key: 'new' }), 'NotFound');
     // What a batch writes in one statement is what history records and a read returns.
     const fresh = await writers[0].upsertBatch([
-      { namespace: 'team.batch.fresh', key: 'a', value: 'Alpha is deployed by the release job', tags: ['Ops'], properties: { tier: 1 }, anchors: [{ path: 'deploy.sh', startLine: 1 }] },
+      {
+        namespace: 'team.batch.fresh',
+        key: 'a',
+        value: 'Alpha is deployed by the release job',
+        tags: ['Ops'],
+        properties: { tier: 1 },
+        anchors: [{ path: 'deploy.sh', startLine: 1 }],
+      },
       { namespace: 'team.batch', key: 'twice', value: 'third', kind: 'decision' },
-      { namespace: 'team.batch.fresh', key: 'b', value: 'Beta waits for the nightly run', validTo: '2999-01-01T00:00:00.000Z', actor: 'agent:y' },
+      {
+        namespace: 'team.batch.fresh',
+        key: 'b',
+        value: 'Beta waits for the nightly run',
+        validTo: '2999-01-01T00:00:00.000Z',
+        actor: 'agent:y',
+      },
     ]);
-    assert.ok(fresh.results.every((x) => x.ok), JSON.stringify(fresh.results));
+    assert.ok(
+      fresh.results.every((x) => x.ok),
+      JSON.stringify(fresh.results),
+    );
     for (const x of fresh.results) {
       if (!x.ok) continue;
-      const stored = (await writers[1].list({ scope: { root: 'team.batch', includeUser: false }, limit: 1000 })).items.find((m) => m.id === x.id);
+      const stored = (await writers[1].list({ scope: { root: 'team.batch', includeUser: false }, limit: 1000 })).items.find(
+        (m) => m.id === x.id,
+      );
       assert.ok(stored);
       const h = await writers[1].history({ id: x.id, limit: 1 });
       assert.deepEqual(h.entries[0].state, stored);
@@ -225,7 +286,12 @@ describe('team memory: the database goes away and comes back', () => {
       let seen = false;
       for (let i = 0; i < 100 && !seen; i++) {
         const w = await other.upsert({ namespace: 'team.up', key: `after-${i}`, value: `written after the restart ${i}` });
-        seen = await t.waitChange((c) => c.id === w.memory.id, 300).then(() => true, () => false);
+        seen = await t
+          .waitChange((c) => c.id === w.memory.id, 300)
+          .then(
+            () => true,
+            () => false,
+          );
       }
       assert.ok(seen, 'memory/didChange resumed after the restart');
     } finally {

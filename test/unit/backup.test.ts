@@ -18,8 +18,12 @@ import { Store } from '../../daemon/src/store/store';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
 
 async function seed(core: Core, n: number) {
-  await core.call(R.upsertBatch, { items: Array.from({ length: n }, (_, i) => ({ namespace: i % 2 ? 'project.a' : 'project.b', key: `k${i}`, value: `memory ${i} v1` })) });
-  await core.call(R.upsertBatch, { items: Array.from({ length: n }, (_, i) => ({ namespace: i % 2 ? 'project.a' : 'project.b', key: `k${i}`, value: `memory ${i} v2` })) });
+  await core.call(R.upsertBatch, {
+    items: Array.from({ length: n }, (_, i) => ({ namespace: i % 2 ? 'project.a' : 'project.b', key: `k${i}`, value: `memory ${i} v1` })),
+  });
+  await core.call(R.upsertBatch, {
+    items: Array.from({ length: n }, (_, i) => ({ namespace: i % 2 ? 'project.a' : 'project.b', key: `k${i}`, value: `memory ${i} v2` })),
+  });
   const a = await core.call(R.get, { namespace: 'project.a', key: 'k1' });
   const b = await core.call(R.get, { namespace: 'project.b', key: 'k0' });
   await core.call(R.link, { from: a.id, to: b.id, type: 'relates_to' });
@@ -30,7 +34,11 @@ async function seed(core: Core, n: number) {
   await core.call(R.purge, { id: p.memory.id });
 }
 
-async function allPages(core: Core, first: Parameters<Core['call']>[1] & object, limit: number): Promise<{ records: ExportRecord[]; pages: number; progress: { memories: number; total: number }[] }> {
+async function allPages(
+  core: Core,
+  first: Parameters<Core['call']>[1] & object,
+  limit: number,
+): Promise<{ records: ExportRecord[]; pages: number; progress: { memories: number; total: number }[] }> {
   const records: ExportRecord[] = [];
   const progress: { memories: number; total: number }[] = [];
   let cursor: string | undefined;
@@ -114,7 +122,7 @@ describe('streaming export and import', () => {
     }
   });
 
-  it('imports in any batch size, even cut inside a memory\'s history, exactly', async () => {
+  it("imports in any batch size, even cut inside a memory's history, exactly", async () => {
     const a = tempCore();
     const b = tempCore();
     try {
@@ -123,7 +131,11 @@ describe('streaming export and import', () => {
       for (let i = 0; i < recs.length; i += 7) await b.core.call(R.importRecords, { records: recs.slice(i, i + 7) });
       const again = (await b.core.call(R.exportRecords, {})).records;
       const strip = (rs: ExportRecord[]) =>
-        rs.filter((r) => r.type !== 'header').map((r) => (r.type === 'history' ? { ...r, entry: { ...r.entry, seq: 0 } } : r.type === 'rejected' ? { ...r, valueHash: '' } : r));
+        rs
+          .filter((r) => r.type !== 'header')
+          .map((r) =>
+            r.type === 'history' ? { ...r, entry: { ...r.entry, seq: 0 } } : r.type === 'rejected' ? { ...r, valueHash: '' } : r,
+          );
       assert.deepEqual(strip(again), strip(recs));
       await rejectsWith(b.core.call(R.upsert, { namespace: 'project.a', key: 'x', value: 'forget this value' }), 'RejectedValue');
     } finally {
@@ -189,29 +201,53 @@ describe('backup and restore', () => {
 
       const garbage = path.join(dir, 'garbage.db');
       fs.writeFileSync(garbage, Buffer.alloc(8192, 7));
-      await rejectsWith(Promise.resolve().then(() => restore(db, garbage)), 'InvalidState', 'from');
+      await rejectsWith(
+        Promise.resolve().then(() => restore(db, garbage)),
+        'InvalidState',
+        'from',
+      );
       const corrupt = path.join(dir, 'corrupt.db');
       const buf = fs.readFileSync(good);
       for (let i = 4096 * 3; i < buf.length; i += 4096) buf.fill(0xff, i + 100, i + 600); // damage every page past the first few
       fs.writeFileSync(corrupt, buf);
-      await rejectsWith(Promise.resolve().then(() => restore(db, corrupt)), 'InvalidState', 'from');
+      await rejectsWith(
+        Promise.resolve().then(() => restore(db, corrupt)),
+        'InvalidState',
+        'from',
+      );
       const other = path.join(dir, 'other.db');
       const o = new Database(other);
       o.exec('CREATE TABLE x(a)');
       o.close();
-      await rejectsWith(Promise.resolve().then(() => restore(db, other)), 'InvalidState', 'from');
+      await rejectsWith(
+        Promise.resolve().then(() => restore(db, other)),
+        'InvalidState',
+        'from',
+      );
       const newer = path.join(dir, 'newer.db');
       fs.copyFileSync(good, newer);
       const n = new Database(newer);
       n.pragma('user_version = 999');
       n.close();
-      await rejectsWith(Promise.resolve().then(() => restore(db, newer)), 'InvalidState', 'from');
-      await rejectsWith(Promise.resolve().then(() => restore(db, path.join(dir, 'missing.db'))), 'NotFound', 'from');
+      await rejectsWith(
+        Promise.resolve().then(() => restore(db, newer)),
+        'InvalidState',
+        'from',
+      );
+      await rejectsWith(
+        Promise.resolve().then(() => restore(db, path.join(dir, 'missing.db'))),
+        'NotFound',
+        'from',
+      );
       assert.deepEqual(fs.readFileSync(db), before, 'nothing was replaced');
 
       // a daemon holding the store: refused
       const lock = holdExclusiveLock(db + '.lock', 1)!;
-      await rejectsWith(Promise.resolve().then(() => restore(db, good)), 'InvalidState', 'db');
+      await rejectsWith(
+        Promise.resolve().then(() => restore(db, good)),
+        'InvalidState',
+        'db',
+      );
       lock.release();
 
       const r = restore(db, good);
@@ -227,7 +263,11 @@ describe('backup and restore', () => {
         s.close();
       }
       const prev = new Store(r.previous!);
-      assert.equal(prev.db.prepare(`SELECT count(*) FROM memories WHERE key = 'k' AND value = 'written after the backup'`).pluck().get(), 1, 'the replaced store is kept whole');
+      assert.equal(
+        prev.db.prepare(`SELECT count(*) FROM memories WHERE key = 'k' AND value = 'written after the backup'`).pluck().get(),
+        1,
+        'the replaced store is kept whole',
+      );
       prev.close();
     } finally {
       t.close();

@@ -33,7 +33,10 @@ describe('write durability', () => {
       assert.equal(synchronousSetting(), 'full');
       delete process.env.CAIRN_STORE_SYNCHRONOUS;
       assert.equal(synchronousSetting(), 'normal');
-      assert.throws(() => synchronousSetting('off'), (e: Error & { data?: { name: string } }) => e.data?.name === 'InvalidParams' && /normal.*full/.test(e.message));
+      assert.throws(
+        () => synchronousSetting('off'),
+        (e: Error & { data?: { name: string } }) => e.data?.name === 'InvalidParams' && /normal.*full/.test(e.message),
+      );
     } finally {
       if (saved === undefined) delete process.env.CAIRN_STORE_SYNCHRONOUS;
       else process.env.CAIRN_STORE_SYNCHRONOUS = saved;
@@ -46,7 +49,9 @@ describe('write durability', () => {
     const store = new Store(file);
     try {
       const core = new Core(store);
-      await core.call(R.upsertBatch, { items: Array.from({ length: 300 }, (_, i) => ({ namespace: 'project.w', key: `k${i}`, value: `value number ${i} `.repeat(20) })) });
+      await core.call(R.upsertBatch, {
+        items: Array.from({ length: 300 }, (_, i) => ({ namespace: 'project.w', key: `k${i}`, value: `value number ${i} `.repeat(20) })),
+      });
       assert.ok(fs.statSync(file + '-wal').size > 0, 'the writes went to the WAL');
       store.checkpoint();
       assert.equal(fs.statSync(file + '-wal').size, 0);

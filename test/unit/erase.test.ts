@@ -32,7 +32,13 @@ function copiesOnDisk(db: string, needle = 'kkaxylophon'): Record<string, number
 }
 
 async function fill(core: Core, n: number, ns = 'project.other') {
-  await core.call(R.upsertBatch, { items: Array.from({ length: n }, (_, i) => ({ namespace: ns, key: `k${i}`, value: `unrelated memory number ${i} about parsers and caches` })) });
+  await core.call(R.upsertBatch, {
+    items: Array.from({ length: n }, (_, i) => ({
+      namespace: ns,
+      key: `k${i}`,
+      value: `unrelated memory number ${i} about parsers and caches`,
+    })),
+  });
 }
 
 describe('memory/erase', () => {
@@ -41,13 +47,30 @@ describe('memory/erase', () => {
     const db = path.join(t.dir, 'cairn.db');
     try {
       await fill(t.core, 300);
-      const m = await t.core.call(R.upsert, { namespace: 'project.a', key: `note-${MARK}`, value: `the ${MARK} token is 1234`, tags: [MARK] });
-      for (let v = 0; v < 5; v++) await t.core.call(R.upsert, { namespace: 'project.a', key: `note-${MARK}`, value: `version ${v}: the ${MARK} token is ${v} ${'pad '.repeat(200)}` });
+      const m = await t.core.call(R.upsert, {
+        namespace: 'project.a',
+        key: `note-${MARK}`,
+        value: `the ${MARK} token is 1234`,
+        tags: [MARK],
+      });
+      for (let v = 0; v < 5; v++)
+        await t.core.call(R.upsert, {
+          namespace: 'project.a',
+          key: `note-${MARK}`,
+          value: `version ${v}: the ${MARK} token is ${v} ${'pad '.repeat(200)}`,
+        });
       const other = await t.core.call(R.upsert, { namespace: 'project.a', key: 'plain', value: 'a plain neighbour' });
       await t.core.call(R.link, { from: m.memory.id, to: other.memory.id, type: 'relates_to' });
       if (t.store.vecAvailable) {
         const model = t.store.vectors.ensure('test-model', 4);
-        t.store.transaction(() => t.store.vectors.put(model, t.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').pluck().get(m.memory.id) as number, new Float32Array([1, 0, 0, 0]), 'h'));
+        t.store.transaction(() =>
+          t.store.vectors.put(
+            model,
+            t.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').pluck().get(m.memory.id) as number,
+            new Float32Array([1, 0, 0, 0]),
+            'h',
+          ),
+        );
       }
       t.store.db.pragma('wal_checkpoint(PASSIVE)'); // put copies into the .db file too
       await fill(t.core, 50, 'project.more');
@@ -95,7 +118,11 @@ describe('memory/erase', () => {
       assert.deepEqual(rc.memories, [{ id: a.memory.id, namespace: 'project.x' }]);
       assert.deepEqual(rc.target, { namespace: 'project.x', key: 'k' });
       assert.equal(rc.actor, 'user');
-      assert.equal(rc.contentHash, contentHash(rc.salt, [{ id: a.memory.id, namespace: 'project.x', key: 'k', value: 'secret plan' }]), 'whoever holds the content can recompute the hash');
+      assert.equal(
+        rc.contentHash,
+        contentHash(rc.salt, [{ id: a.memory.id, namespace: 'project.x', key: 'k', value: 'secret plan' }]),
+        'whoever holds the content can recompute the hash',
+      );
       assert.notEqual(rc.contentHash, contentHash(rc.salt, [{ id: a.memory.id, namespace: 'project.x', key: 'k', value: 'another plan' }]));
       assert.ok(!JSON.stringify(rc).includes('secret plan'));
       assert.equal(verifyReceipt(rc, t.store.keys!.publicKeyB64).ok, true);
@@ -132,7 +159,10 @@ describe('memory/erase', () => {
       const r = await t.core.call(R.erase, { root: 'project.x' });
       assert.equal(r.erased, 2);
       assert.equal(r.receipt.removed.namespaces, 2);
-      assert.deepEqual((await t.core.call(R.namespacesList, {})).namespaces.map((n) => n.path), ['project.xy']);
+      assert.deepEqual(
+        (await t.core.call(R.namespacesList, {})).namespaces.map((n) => n.path),
+        ['project.xy'],
+      );
       assert.equal((await t.core.call(R.get, { id: keep.memory.id })).value, 'gamma');
       await rejectsWith(t.core.call(R.erase, { root: 'project.x' }), 'NotFound', 'root');
     } finally {
@@ -199,18 +229,26 @@ describe('rejected values: keyed hashes', () => {
       const ns = t.store.db.prepare(`SELECT id FROM namespaces WHERE path = 'project.p'`).pluck().get() as string;
       // What an older build wrote: bare sha256; one of them for a memory that was purged since.
       t.store.db.prepare('UPDATE rejected_values SET value_hash = ?').run(normalizedValueHash('legacy one'));
-      t.store.db.prepare(`INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, NULL, 'old', 1)`).run(ns, normalizedValueHash('purged value'));
+      t.store.db
+        .prepare(`INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, NULL, 'old', 1)`)
+        .run(ns, normalizedValueHash('purged value'));
       t.store.close();
       const s2 = new Store(file);
       const c2 = new Core(s2);
       try {
-        const rows = s2.db.prepare('SELECT value_hash, memory_id FROM rejected_values ORDER BY memory_id IS NULL').all() as { value_hash: string; memory_id: string | null }[];
+        const rows = s2.db.prepare('SELECT value_hash, memory_id FROM rejected_values ORDER BY memory_id IS NULL').all() as {
+          value_hash: string;
+          memory_id: string | null;
+        }[];
         assert.match(rows[0].value_hash, /^k1:/, 're-keyed at open');
         assert.equal(rows[1].value_hash, normalizedValueHash('purged value'), 'no value to re-key it with: kept as legacy');
         await rejectsWith(c2.call(R.upsert, { namespace: 'project.p', key: 'x', value: 'Legacy  one' }), 'RejectedValue');
         await rejectsWith(c2.call(R.upsert, { namespace: 'project.p', key: 'y', value: 'purged value' }), 'RejectedValue');
         const after = s2.db.prepare('SELECT value_hash FROM rejected_values').pluck().all() as string[];
-        assert.ok(after.every((h) => h.startsWith('k1:')), `the legacy hash was re-keyed when the value came by: ${after}`);
+        assert.ok(
+          after.every((h) => h.startsWith('k1:')),
+          `the legacy hash was re-keyed when the value came by: ${after}`,
+        );
         await rejectsWith(c2.call(R.upsert, { namespace: 'project.p', key: 'y', value: 'purged value' }), 'RejectedValue');
       } finally {
         s2.close();

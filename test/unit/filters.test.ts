@@ -11,11 +11,33 @@ before(async () => {
   let now = Date.parse('2026-03-01T00:00:00Z');
   t.store.now = () => now;
   const put = (key: string, extra: object) => t.core.call(R.upsert, { namespace: 'project.f', key, value: `kiwi note ${key}`, ...extra });
-  await put('a', { kind: 'decision', tags: ['db', 'infra'], importance: 0.9, source: 'agent:copilot', properties: { priority: 3, team: 'core', done: true }, anchors: [{ path: 'src/db.ts', startLine: 3 }] });
+  await put('a', {
+    kind: 'decision',
+    tags: ['db', 'infra'],
+    importance: 0.9,
+    source: 'agent:copilot',
+    properties: { priority: 3, team: 'core', done: true },
+    anchors: [{ path: 'src/db.ts', startLine: 3 }],
+  });
   now += 86_400_000;
-  await put('b', { kind: 'fact', tags: ['db'], importance: 0.2, source: 'user', properties: { priority: 1 }, expiresAt: '2027-01-01T00:00:00Z' });
+  await put('b', {
+    kind: 'fact',
+    tags: ['db'],
+    importance: 0.2,
+    source: 'user',
+    properties: { priority: 1 },
+    expiresAt: '2027-01-01T00:00:00Z',
+  });
   now += 86_400_000;
-  await put('c', { kind: 'preference', tags: [], importance: 0.5, source: 'agent:claude', validFrom: '2026-01-01T00:00:00Z', validTo: '2026-12-31T00:00:00Z', anchors: [{ path: 'test/x.ts' }] });
+  await put('c', {
+    kind: 'preference',
+    tags: [],
+    importance: 0.5,
+    source: 'agent:claude',
+    validFrom: '2026-01-01T00:00:00Z',
+    validTo: '2026-12-31T00:00:00Z',
+    anchors: [{ path: 'test/x.ts' }],
+  });
 });
 after(() => t.close());
 
@@ -37,7 +59,11 @@ describe('filter semantics', () => {
     ['importance gte', { field: 'importance', op: 'gte', value: 0.5 }, ['a', 'c']],
     ['createdAt lt', { field: 'createdAt', op: 'lt', value: '2026-03-02T12:00:00Z' }, ['a', 'b']],
     ['expiresAt exists', { field: 'expiresAt', op: 'exists', value: true }, ['b']],
-    ['not expiresAt lt includes memories without expiry', { not: { field: 'expiresAt', op: 'lt', value: '2030-01-01T00:00:00Z' } }, ['a', 'c']],
+    [
+      'not expiresAt lt includes memories without expiry',
+      { not: { field: 'expiresAt', op: 'lt', value: '2030-01-01T00:00:00Z' } },
+      ['a', 'c'],
+    ],
     ['validAt', { field: 'validAt', op: 'eq', value: '2026-02-01T00:00:00Z' }, ['a', 'b', 'c']],
     ['validAt outside', { field: 'validAt', op: 'eq', value: '2025-06-01T00:00:00Z' }, ['a', 'b']],
     ['anchors.path eq', { field: 'anchors.path', op: 'eq', value: 'src/db.ts' }, ['a']],
@@ -47,7 +73,21 @@ describe('filter semantics', () => {
     ['property string', { property: 'team', op: 'eq', value: 'core' }, ['a']],
     ['property boolean', { property: 'done', op: 'eq', value: true }, ['a']],
     ['property exists', { property: 'priority', op: 'exists', value: true }, ['a', 'b']],
-    ['and/or/not', { and: [{ or: [{ field: 'kind', op: 'eq', value: 'fact' }, { field: 'kind', op: 'eq', value: 'decision' }] }, { not: { field: 'tags', op: 'has', value: 'infra' } }] }, ['b']],
+    [
+      'and/or/not',
+      {
+        and: [
+          {
+            or: [
+              { field: 'kind', op: 'eq', value: 'fact' },
+              { field: 'kind', op: 'eq', value: 'decision' },
+            ],
+          },
+          { not: { field: 'tags', op: 'has', value: 'infra' } },
+        ],
+      },
+      ['b'],
+    ],
   ];
   for (const [name, f, expected] of cases) it(name, async () => assert.deepEqual(await keys(f), expected));
 });
@@ -55,7 +95,16 @@ describe('filter semantics', () => {
 describe('invalid filters name the bad node', () => {
   const bad: [string, unknown, string][] = [
     ['unknown field', { field: 'colour', op: 'eq', value: 'red' }, 'filter'],
-    ['bad op inside and', { and: [{ field: 'kind', op: 'eq', value: 'fact' }, { field: 'kind', op: 'like', value: 'f%' }] }, 'filter.and[1]'],
+    [
+      'bad op inside and',
+      {
+        and: [
+          { field: 'kind', op: 'eq', value: 'fact' },
+          { field: 'kind', op: 'like', value: 'f%' },
+        ],
+      },
+      'filter.and[1]',
+    ],
     ['extra key', { field: 'kind', op: 'eq', value: 'fact', x: 1 }, 'filter'],
     ['empty and', { and: [] }, 'filter.and'],
     ['bad date', { field: 'createdAt', op: 'lt', value: 'yesterday' }, 'filter.value'],

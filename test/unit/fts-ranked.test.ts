@@ -38,7 +38,8 @@ function reference(query: string, q: { scope?: Scope; filter?: Filter; include?:
     ).map((r) => r.rowid);
   const out: number[] = [];
   if (plan.all) out.push(...run(plan.all, q.limit));
-  if (out.length < q.limit && plan.any) for (const r of run(plan.any, q.limit + out.length)) if (!out.includes(r) && out.length < q.limit) out.push(r);
+  if (out.length < q.limit && plan.any)
+    for (const r of run(plan.any, q.limit + out.length)) if (!out.includes(r) && out.length < q.limit) out.push(r);
   return out;
 }
 
@@ -47,9 +48,21 @@ before(async () => {
   // The best BM25 matches for "kestrel": 400 short values, all deleted below (they crowd the top places).
   for (let i = 0; i < 400; i++) items.push({ namespace: 'project.alpha', key: `gone${i}`, value: 'kestrel kestrel kestrel' });
   // Ties: identical values in two projects and the user tree (same BM25), some of kind "decision".
-  for (let i = 0; i < 120; i++) items.push({ namespace: i % 3 === 0 ? 'project.alpha' : i % 3 === 1 ? 'project.beta' : 'user.notes', key: `tie${i}`, value: 'kestrel falcon nest', kind: i % 4 === 0 ? 'decision' : 'fact' });
+  for (let i = 0; i < 120; i++)
+    items.push({
+      namespace: i % 3 === 0 ? 'project.alpha' : i % 3 === 1 ? 'project.beta' : 'user.notes',
+      key: `tie${i}`,
+      value: 'kestrel falcon nest',
+      kind: i % 4 === 0 ? 'decision' : 'fact',
+    });
   // Weaker matches with more words.
-  for (let i = 0; i < 300; i++) items.push({ namespace: i % 2 ? 'project.alpha.sub' : 'project.beta', key: `long${i}`, value: `kestrel seen near the river on day ${i} with falcon ${i % 7} and other birds`, tags: i % 5 === 0 ? ['birds'] : [] });
+  for (let i = 0; i < 300; i++)
+    items.push({
+      namespace: i % 2 ? 'project.alpha.sub' : 'project.beta',
+      key: `long${i}`,
+      value: `kestrel seen near the river on day ${i} with falcon ${i % 7} and other birds`,
+      tags: i % 5 === 0 ? ['birds'] : [],
+    });
   for (let i = 0; i < items.length; i += 200) {
     const r = await c.core.call(R.upsertBatch, { items: items.slice(i, i + 200) });
     assert.ok(r.results.every((x) => x.ok));
@@ -89,7 +102,9 @@ describe('full-text arm: ranking with FTS5 first equals the joined query', () =>
   it('a deleted memory never takes a place (the top 400 BM25 matches are deleted)', () => {
     const hits = ftsArm(c.store.db, 'kestrel', { limit: 25, now: now() });
     assert.equal(hits.length, 25);
-    const keys = c.store.db.prepare(`SELECT key FROM memories WHERE rowid IN (${hits.map((h) => h.rowid).join(',')})`).all() as { key: string }[];
+    const keys = c.store.db.prepare(`SELECT key FROM memories WHERE rowid IN (${hits.map((h) => h.rowid).join(',')})`).all() as {
+      key: string;
+    }[];
     assert.ok(keys.every((k) => !k.key.startsWith('gone')));
   });
 });

@@ -34,7 +34,13 @@ describe('indexer: a failed re-embed', () => {
     const logs: string[] = [];
     let tell: (reason: string) => void = () => {};
     const told = new Promise<string>((resolve) => (tell = resolve));
-    const ix = new Indexer(c.store, (m) => logs.push(m), undefined, undefined, (reason) => tell(reason));
+    const ix = new Indexer(
+      c.store,
+      (m) => logs.push(m),
+      undefined,
+      undefined,
+      (reason) => tell(reason),
+    );
     // fails in the second batch (INDEX_BATCH = 512), after part of the store was embedded
     await ix.use(failingModel(600));
     assert.equal(ix.state, 'reindexing', 'the re-embed runs in the background');
@@ -42,7 +48,10 @@ describe('indexer: a failed re-embed', () => {
     assert.match(reason, /the worker died \(test\)/);
     assert.equal(ix.state, 'unavailable');
     assert.match(String(ix.unavailable()), /the worker died \(test\)/, 'the index states the same reason');
-    assert.ok(logs.some((l) => /re-embedding failed: .*the worker died/.test(l)), `logged: ${logs.join(' | ')}`);
+    assert.ok(
+      logs.some((l) => /re-embedding failed: .*the worker died/.test(l)),
+      `logged: ${logs.join(' | ')}`,
+    );
   });
 });
 
@@ -75,7 +84,11 @@ describe('indexer: stopped while an embedding is in flight', () => {
       await c.core.call(R.upsert, { namespace: 'project.a', key: 'first', value: 'embedded by the backfill' });
       let ready!: () => void;
       const isReady = new Promise<void>((r) => (ready = r));
-      const ix = new Indexer(c.store, (m) => logs.push(m), (p) => p.state === 'ready' && ready());
+      const ix = new Indexer(
+        c.store,
+        (m) => logs.push(m),
+        (p) => p.state === 'ready' && ready(),
+      );
       const held = heldModel();
       await ix.use(held.model);
       await isReady;

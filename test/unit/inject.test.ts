@@ -8,7 +8,8 @@ let t: ReturnType<typeof tempCore>;
 beforeEach(() => (t = tempCore()));
 afterEach(() => t.close());
 
-const put = (namespace: string, key: string, value: string, extra: object = {}) => t.core.call(R.upsert, { namespace, key, value, ...extra });
+const put = (namespace: string, key: string, value: string, extra: object = {}) =>
+  t.core.call(R.upsert, { namespace, key, value, ...extra });
 
 describe('tasks', () => {
   it('create, get, update the toggle, list, delete', async () => {
@@ -19,7 +20,10 @@ describe('tasks', () => {
     assert.equal(u.dontInject, true);
     assert.equal((await t.core.call(R.tasksGet, { id: a.id })).dontInject, true);
     await t.core.call(R.tasksCreate, { title: 'Second' });
-    assert.deepEqual((await t.core.call(R.tasksList, {})).tasks.map((x) => x.title), ['Second', 'Fix login']);
+    assert.deepEqual(
+      (await t.core.call(R.tasksList, {})).tasks.map((x) => x.title),
+      ['Second', 'Fix login'],
+    );
     await t.core.call(R.tasksDelete, { id: a.id });
     await rejectsWith(t.core.call(R.tasksGet, { id: a.id }), 'NotFound', 'id');
     await rejectsWith(t.core.call(R.tasksUpdate, { id: 'nope', dontInject: true }), 'NotFound', 'id');
@@ -111,7 +115,10 @@ describe('inject/block', () => {
     assert.match(r.block, /key="quote&quot;key&lt;x&gt;"/);
     // every tag in the block is one of ours
     const tags = [...r.block.matchAll(/<\/?([a-z_]+)/g)].map((m) => m[1]);
-    assert.ok(tags.every((x) => x === 'workspace_memories' || x === 'memory'), tags.join(','));
+    assert.ok(
+      tags.every((x) => x === 'workspace_memories' || x === 'memory'),
+      tags.join(','),
+    );
   });
 
   it('records every injection and shows which tasks used a memory', async () => {
@@ -129,7 +136,10 @@ describe('inject/block', () => {
     const log2 = await t.core.call(R.injectLog, { taskId: t2.id });
     assert.deepEqual([log2.entries.length, log2.entries[0].skipped], [1, 'disabled']);
     const used = await t.core.call(R.injectLog, { memoryId: m.memory.id });
-    assert.deepEqual(used.usedBy.map((u) => [u.title, u.count]), [['one', 2]]);
+    assert.deepEqual(
+      used.usedBy.map((u) => [u.title, u.count]),
+      [['one', 2]],
+    );
     assert.equal((await t.core.call(R.get, { id: m.memory.id })).accessCount, 3, 'two injections and this get');
   });
 

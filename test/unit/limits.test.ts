@@ -57,7 +57,10 @@ describe('shape limits before schema validation', () => {
   it('params nested deeper than the limit are InvalidParams', async () => {
     let deep: unknown = 1;
     for (let i = 0; i < 5000; i++) deep = [deep];
-    const data = await rejectsWith(t.core.request(R.upsert.method, { namespace: 'project.a', key: 'x', value: 'v', properties: { p: deep } }), 'InvalidParams');
+    const data = await rejectsWith(
+      t.core.request(R.upsert.method, { namespace: 'project.a', key: 'x', value: 'v', properties: { p: deep } }),
+      'InvalidParams',
+    );
     assert.equal(data.limit, Limits.paramsDepth);
   });
 
@@ -75,7 +78,11 @@ describe('shape limits before schema validation', () => {
     for (const bad of ['\ud800', 'a\udc00b', 'x\ud83d']) {
       await rejectsWith(t.core.request(R.upsert.method, { namespace: 'project.a', key: 'lone', value: bad }), 'InvalidParams', 'value');
     }
-    await rejectsWith(t.core.request(R.upsert.method, { namespace: 'project.a', key: 'lone', value: 'v', properties: { ['k\ud800']: 1 } }), 'InvalidParams', 'properties');
+    await rejectsWith(
+      t.core.request(R.upsert.method, { namespace: 'project.a', key: 'lone', value: 'v', properties: { ['k\ud800']: 1 } }),
+      'InvalidParams',
+      'properties',
+    );
     // a paired surrogate (an emoji) is fine and round-trips
     const ok = await t.core.call(R.upsert, { namespace: 'project.a', key: 'emoji', value: 'ship it \ud83d\ude80' });
     assert.equal((await t.core.call(R.get, { id: ok.memory.id })).value, 'ship it 🚀');
@@ -158,7 +165,15 @@ describe('framing reader bounds', () => {
         else cb();
       },
     });
-    return { w, got, text: () => Buffer.concat(got).toString('utf8'), release: () => { stuck = false; release?.(); } };
+    return {
+      w,
+      got,
+      text: () => Buffer.concat(got).toString('utf8'),
+      release: () => {
+        stuck = false;
+        release?.();
+      },
+    };
   }
   const waitFor = async (what: string, ok: () => boolean) => {
     const deadline = Date.now() + 10_000;

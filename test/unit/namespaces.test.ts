@@ -31,12 +31,22 @@ describe('namespaces', () => {
     await t.core.call(R.upsert, { namespace: 'project.gonefishing', key: 'k', value: 'doomed? no, a sibling' });
     const d = await t.core.call(R.namespacesDelete, { path: 'project.gone', reason: 'project archived' });
     assert.deepEqual([d.deleted, d.memories], [2, 6]);
-    assert.deepEqual((await t.core.call(R.search, { query: 'doomed', mode: 'fts' })).hits.map((h) => h.memory.namespace), ['project.gonefishing']);
-    assert.equal((await t.core.call(R.list, { include: { deleted: true } })).items.length, 1, 'even include.deleted does not reach a deleted namespace');
+    assert.deepEqual(
+      (await t.core.call(R.search, { query: 'doomed', mode: 'fts' })).hits.map((h) => h.memory.namespace),
+      ['project.gonefishing'],
+    );
+    assert.equal(
+      (await t.core.call(R.list, { include: { deleted: true } })).items.length,
+      1,
+      'even include.deleted does not reach a deleted namespace',
+    );
     await rejectsWith(t.core.call(R.get, { namespace: 'project.gone', key: 'k0' }), 'NotFound');
     // the name is free again, as a new empty namespace
     await t.core.call(R.upsert, { namespace: 'project.gone', key: 'k0', value: 'fresh start' });
-    assert.deepEqual((await t.core.call(R.list, { scope: { root: 'project.gone', includeUser: false } })).items.map((m) => m.value), ['fresh start']);
+    assert.deepEqual(
+      (await t.core.call(R.list, { scope: { root: 'project.gone', includeUser: false } })).items.map((m) => m.value),
+      ['fresh start'],
+    );
     // purge runs in bounded batches
     const s1 = t.store.sweep(4);
     const s2 = t.store.sweep(4);

@@ -9,7 +9,14 @@ describe('export and import', () => {
     const a = tempCore();
     const b = tempCore();
     try {
-      const m1 = await a.core.call(R.upsert, { namespace: 'project.p', key: 'k1', value: 'first', tags: ['x'], anchors: [{ path: 'a.ts', startLine: 2, endLine: 4 }], properties: { n: 1 } });
+      const m1 = await a.core.call(R.upsert, {
+        namespace: 'project.p',
+        key: 'k1',
+        value: 'first',
+        tags: ['x'],
+        anchors: [{ path: 'a.ts', startLine: 2, endLine: 4 }],
+        properties: { n: 1 },
+      });
       await a.core.call(R.upsert, { namespace: 'project.p', key: 'k1', value: 'first, edited', actor: 'bob' });
       const m2 = await a.core.call(R.upsert, { namespace: 'user', key: 'k2', value: 'second' });
       await a.core.call(R.link, { from: m1.memory.id, to: m2.memory.id, type: 'relates_to' });
@@ -21,7 +28,11 @@ describe('export and import', () => {
       const again = (await b.core.call(R.exportRecords, {})).records;
       // Rejected-value hashes are keyed with each store's own secret, so they differ between stores by design.
       const strip = (rs: typeof exported) =>
-        rs.filter((r) => r.type !== 'header').map((r) => (r.type === 'history' ? { ...r, entry: { ...r.entry, seq: 0 } } : r.type === 'rejected' ? { ...r, valueHash: '' } : r));
+        rs
+          .filter((r) => r.type !== 'header')
+          .map((r) =>
+            r.type === 'history' ? { ...r, entry: { ...r.entry, seq: 0 } } : r.type === 'rejected' ? { ...r, valueHash: '' } : r,
+          );
       assert.deepEqual(strip(again), strip(exported));
       // semantics survive: the forgotten value is still rejected, the deleted key still deleted
       await rejectsWith(b.core.call(R.upsert, { namespace: 'project.p', key: 'new', value: 'rejected thing' }), 'RejectedValue');
@@ -31,7 +42,7 @@ describe('export and import', () => {
       const twice = await b.core.call(R.importRecords, { records: exported });
       assert.equal(twice.memories, 0);
       assert.equal(twice.skipped, 3);
-      assert.equal(twice.history, 0, "history is not duplicated");
+      assert.equal(twice.history, 0, 'history is not duplicated');
     } finally {
       a.close();
       b.close();
@@ -42,7 +53,12 @@ describe('export and import', () => {
     const c = tempCore();
     try {
       await rejectsWith(c.core.call(R.importRecords, { records: [{ type: 'memory', memory: { id: 1 } }] }), 'InvalidParams');
-      const d = await rejectsWith(c.core.call(R.importRecords, { records: [{ type: 'header', format: 'cairn-export', version: 1, exportedAt: 'x', schemaVersion: 1 }, { type: 'bogus' }] }), 'InvalidParams');
+      const d = await rejectsWith(
+        c.core.call(R.importRecords, {
+          records: [{ type: 'header', format: 'cairn-export', version: 1, exportedAt: 'x', schemaVersion: 1 }, { type: 'bogus' }],
+        }),
+        'InvalidParams',
+      );
       assert.match(String(d.field), /^records\[1\]/);
     } finally {
       c.close();

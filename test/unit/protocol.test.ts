@@ -22,8 +22,10 @@ describe('protocol definition', () => {
 
   it('docs/protocol.md documents every method, notification and error code', () => {
     const doc = fs.readFileSync(path.join(ROOT, 'docs', 'protocol.md'), 'utf8');
-    for (const d of [...Object.values(Requests), ...Object.values(Notifications)]) assert.ok(doc.includes(`### ${d.method}\n`), `docs/protocol.md lacks a section "### ${d.method}"`);
-    for (const [name, code] of Object.entries(ErrorCodes)) assert.ok(doc.includes(`| ${code} | \`${name}\` |`), `docs/protocol.md lacks error ${name} (${code})`);
+    for (const d of [...Object.values(Requests), ...Object.values(Notifications)])
+      assert.ok(doc.includes(`### ${d.method}\n`), `docs/protocol.md lacks a section "### ${d.method}"`);
+    for (const [name, code] of Object.entries(ErrorCodes))
+      assert.ok(doc.includes(`| ${code} | \`${name}\` |`), `docs/protocol.md lacks error ${name} (${code})`);
     const documented = [...doc.matchAll(/^### ([a-z]+(?:\/[a-zA-Z]+)?)$/gm)].map((m) => m[1]);
     const declared = new Set([...Object.values(Requests), ...Object.values(Notifications)].map((d) => d.method));
     for (const m of documented) assert.ok(declared.has(m), `docs/protocol.md documents ${m}, which the protocol does not declare`);
@@ -34,8 +36,25 @@ describe('protocol definition', () => {
   });
 
   it('namespace grammar', () => {
-    for (const ok of ['user', 'user.preferences', 'project.cairn.branch.feature-x', 'project.my_app', 'a1.b-2']) assert.equal(namespaceProblem(ok), null, ok);
-    for (const bad of ['', '.', 'a..b', 'a.', '.a', 'A', 'a b', 'a.*', 'a.%', 'a/b', '-a', '_a', 'a'.repeat(65), Array(17).fill('a').join('.')]) assert.notEqual(namespaceProblem(bad), null, bad);
+    for (const ok of ['user', 'user.preferences', 'project.cairn.branch.feature-x', 'project.my_app', 'a1.b-2'])
+      assert.equal(namespaceProblem(ok), null, ok);
+    for (const bad of [
+      '',
+      '.',
+      'a..b',
+      'a.',
+      '.a',
+      'A',
+      'a b',
+      'a.*',
+      'a.%',
+      'a/b',
+      '-a',
+      '_a',
+      'a'.repeat(65),
+      Array(17).fill('a').join('.'),
+    ])
+      assert.notEqual(namespaceProblem(bad), null, bad);
     assert.equal(slugify('My Repo.git'), 'my-repo');
     assert.equal(slugify('***'), 'workspace');
   });

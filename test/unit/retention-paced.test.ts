@@ -15,7 +15,9 @@ const N = 300;
 async function storeWithVersions() {
   const t = tempCore();
   for (let v = 1; v <= 3; v++) {
-    await t.core.call(Requests.upsertBatch, { items: Array.from({ length: N }, (_, i) => ({ namespace: 'project.r', key: `k${i}`, value: `version ${v} of ${i}` })) });
+    await t.core.call(Requests.upsertBatch, {
+      items: Array.from({ length: N }, (_, i) => ({ namespace: 'project.r', key: `k${i}`, value: `version ${v} of ${i}` })),
+    });
   }
   await t.core.call(Requests.retention, { set: { root: 'project.r', maxVersions: 1 } });
   const trimmed = () => (t.store.db.prepare(`SELECT count(*) AS c FROM history WHERE op = 'retention'`).get() as { c: number }).c;

@@ -31,7 +31,14 @@ describe('retention', () => {
       assert.equal(m.value, 'version 6');
       assert.equal(m.version, 6, 'the memory itself is untouched');
       const h = (await t.core.call(R.history, { id: m.id })).entries;
-      assert.deepEqual(h.map((e) => [e.op, e.version]), [['retention', 6], ['update', 6], ['update', 5]]);
+      assert.deepEqual(
+        h.map((e) => [e.op, e.version]),
+        [
+          ['retention', 6],
+          ['update', 6],
+          ['update', 5],
+        ],
+      );
       assert.equal(h[0].actor, 'retention');
       assert.deepEqual(h[0].detail, { retention: 'project.r', removedVersions: [1, 2, 3, 4] });
       assert.equal((await t.core.call(R.history, { namespace: 'project.other', key: 'k' })).entries.length, 2, 'outside the root: kept');
@@ -43,7 +50,7 @@ describe('retention', () => {
     }
   });
 
-  it('maxAgeDays drops old history (keeping each memory\'s newest entry) and purges long-deleted memories, never a live one', async () => {
+  it("maxAgeDays drops old history (keeping each memory's newest entry) and purges long-deleted memories, never a live one", async () => {
     const t = clocked();
     try {
       const old = await t.core.call(R.upsert, { namespace: 'project.r', key: 'old-live', value: 'written long ago, never changed' });
@@ -60,13 +67,24 @@ describe('retention', () => {
       assert.equal(r.purged, 1);
       assert.equal(r.removedVersions, 1, 'only the first version of "edited"');
       assert.deepEqual(r.actions.map((a) => a.action).sort(), ['purge', 'versions']);
-      assert.equal((await t.core.call(R.get, { id: old.memory.id })).value, 'written long ago, never changed', 'a live memory is never removed by age');
+      assert.equal(
+        (await t.core.call(R.get, { id: old.memory.id })).value,
+        'written long ago, never changed',
+        'a live memory is never removed by age',
+      );
       assert.equal((await t.core.call(R.history, { id: old.memory.id })).entries.length, 1, 'its only (newest) history entry stays');
-      assert.deepEqual((await t.core.call(R.history, { id: edited.memory.id })).entries.map((e) => e.op), ['retention', 'update']);
+      assert.deepEqual(
+        (await t.core.call(R.history, { id: edited.memory.id })).entries.map((e) => e.op),
+        ['retention', 'update'],
+      );
       await rejectsWith(t.core.call(R.get, { id: dead.memory.id, includeDeleted: true }), 'NotFound');
       const purgeRow = (await t.core.call(R.history, { id: dead.memory.id })).entries[0];
       assert.deepEqual([purgeRow.op, purgeRow.actor], ['purge', 'retention']);
-      assert.equal((await t.core.call(R.get, { id: recent.memory.id, includeDeleted: true })).key, 'recently-deleted', 'deleted 0 days ago: kept');
+      assert.equal(
+        (await t.core.call(R.get, { id: recent.memory.id, includeDeleted: true })).key,
+        'recently-deleted',
+        'deleted 0 days ago: kept',
+      );
     } finally {
       t.close();
     }
@@ -76,7 +94,12 @@ describe('retention', () => {
     const t = clocked();
     try {
       const a = await t.core.call(R.upsert, { namespace: 'project.r', key: 'forever', value: 'no expiry' });
-      const soon = await t.core.call(R.upsert, { namespace: 'project.r', key: 'soon', value: 'expires sooner', expiresAt: new Date(T0 + DAY).toISOString() });
+      const soon = await t.core.call(R.upsert, {
+        namespace: 'project.r',
+        key: 'soon',
+        value: 'expires sooner',
+        expiresAt: new Date(T0 + DAY).toISOString(),
+      });
       t.at(T0 + 100 * DAY);
       await t.core.call(R.retention, { set: { root: 'project.r', maxTtlDays: 30 } });
       const r = (await t.core.call(R.sweep, {})).retention!;
@@ -105,13 +128,26 @@ describe('retention', () => {
       await t.core.call(R.retention, { set: { root: 'project.b', maxVersions: 3 } });
       await t.core.call(R.retention, { set: { root: 'project.a', maxAgeDays: 7 } });
       const rules = (await t.core.call(R.retention, { set: { root: 'project.b', maxVersions: 5 } })).rules;
-      assert.deepEqual(rules.map((r) => [r.root, r.maxVersions ?? r.maxAgeDays]), [['project.a', 7], ['project.b', 5]]);
-      assert.deepEqual((await t.core.call(R.retention, { clear: 'project.a' })).rules.map((r) => r.root), ['project.b']);
+      assert.deepEqual(
+        rules.map((r) => [r.root, r.maxVersions ?? r.maxAgeDays]),
+        [
+          ['project.a', 7],
+          ['project.b', 5],
+        ],
+      );
+      assert.deepEqual(
+        (await t.core.call(R.retention, { clear: 'project.a' })).rules.map((r) => r.root),
+        ['project.b'],
+      );
       await rejectsWith(t.core.call(R.retention, { clear: 'project.a' }), 'NotFound', 'clear');
       await rejectsWith(t.core.call(R.retention, { set: { root: 'project.c' } }), 'InvalidParams', 'set');
       await rejectsWith(t.core.call(R.retention, { set: { root: 'Bad Root', maxVersions: 1 } }), 'InvalidNamespace', 'set.root');
       await rejectsWith(t.core.call(R.retention, { set: { root: 'project.c', maxVersions: 0 } }), 'InvalidParams', 'set.maxVersions');
-      await rejectsWith(t.core.call(R.retention, { set: { root: 'project.c', maxVersions: 1 }, clear: 'project.b' }), 'InvalidParams', 'clear');
+      await rejectsWith(
+        t.core.call(R.retention, { set: { root: 'project.c', maxVersions: 1 }, clear: 'project.b' }),
+        'InvalidParams',
+        'clear',
+      );
     } finally {
       t.close();
     }
@@ -130,7 +166,10 @@ describe('store/audit', () => {
       const e = await t.core.call(R.upsert, { namespace: 'project.a', key: 'gone', value: 'erase me' });
       await t.core.call(R.erase, { id: e.memory.id, reason: 'asked' });
       const range = await t.core.call(R.audit, { from: new Date(T0 + DAY).toISOString(), to: new Date(T0 + 3 * DAY).toISOString() });
-      assert.deepEqual(range.entries.map((x) => x.state?.key), ['k1', 'k2']);
+      assert.deepEqual(
+        range.entries.map((x) => x.state?.key),
+        ['k1', 'k2'],
+      );
       const bare = await t.core.call(R.audit, { content: false, limit: 3 });
       assert.equal(bare.entries.length, 3);
       assert.ok(bare.entries.every((x) => x.state === null && x.previous === null));

@@ -21,9 +21,23 @@ const A: Scope = { root: 'project.a', includeUser: true };
 
 before(async () => {
   t = tempCore();
-  mine = (await t.core.call(R.upsert, { namespace: 'project.a', key: 'k', value: 'mine', anchors: [{ path: 'src/x.ts', startLine: 2, endLine: 3 }] })).memory;
+  mine = (
+    await t.core.call(R.upsert, {
+      namespace: 'project.a',
+      key: 'k',
+      value: 'mine',
+      anchors: [{ path: 'src/x.ts', startLine: 2, endLine: 3 }],
+    })
+  ).memory;
   mine2 = (await t.core.call(R.upsert, { namespace: 'project.a', key: 'k2', value: 'mine too' })).memory;
-  theirs = (await t.core.call(R.upsert, { namespace: 'other.a', key: 'k', value: 'their secret plan', anchors: [{ path: 'src/x.ts', startLine: 2, endLine: 3 }] })).memory;
+  theirs = (
+    await t.core.call(R.upsert, {
+      namespace: 'other.a',
+      key: 'k',
+      value: 'their secret plan',
+      anchors: [{ path: 'src/x.ts', startLine: 2, endLine: 3 }],
+    })
+  ).memory;
   const d = (await t.core.call(R.upsert, { namespace: 'other.a', key: 'gone', value: 'deleted elsewhere' })).memory;
   theirsDeleted = (await t.core.call(R.delete, { id: d.id })).memory;
 });
@@ -60,13 +74,27 @@ describe('by-id paths honour the caller’s scope', () => {
     await rejectsWith(t.core.call(R.restore, { id: theirsDeleted.id, scope: A }), 'NotFound', 'id');
     await rejectsWith(t.core.call(R.purge, { id: theirsDeleted.id, scope: A }), 'NotFound', 'id');
     await unchanged();
-    assert.ok((await t.core.call(R.get, { id: theirsDeleted.id, includeDeleted: true })).deletedAt, 'still deleted, not restored or purged');
+    assert.ok(
+      (await t.core.call(R.get, { id: theirsDeleted.id, includeDeleted: true })).deletedAt,
+      'still deleted, not restored or purged',
+    );
   });
 
   it('memory/upsert: supersedes and namespace must lie in the scope', async () => {
-    await rejectsWith(t.core.call(R.upsert, { namespace: 'project.a', key: 'new', value: 'replaces theirs', supersedes: theirs.id, scope: A }), 'NotFound', 'supersedes');
-    await rejectsWith(t.core.call(R.upsert, { namespace: 'other.a', key: 'x', value: 'written elsewhere', scope: A }), 'InvalidParams', 'namespace');
-    await rejectsWith(t.core.call(R.upsert, { namespace: 'project.a', key: 'x', value: 'v', scope: { root: 'Bad Ns' } }), 'InvalidNamespace');
+    await rejectsWith(
+      t.core.call(R.upsert, { namespace: 'project.a', key: 'new', value: 'replaces theirs', supersedes: theirs.id, scope: A }),
+      'NotFound',
+      'supersedes',
+    );
+    await rejectsWith(
+      t.core.call(R.upsert, { namespace: 'other.a', key: 'x', value: 'written elsewhere', scope: A }),
+      'InvalidParams',
+      'namespace',
+    );
+    await rejectsWith(
+      t.core.call(R.upsert, { namespace: 'project.a', key: 'x', value: 'v', scope: { root: 'Bad Ns' } }),
+      'InvalidNamespace',
+    );
     await unchanged();
     await rejectsWith(t.core.call(R.get, { namespace: 'project.a', key: 'new' }), 'NotFound');
     // inside the scope it works, including `user`
@@ -76,7 +104,9 @@ describe('by-id paths honour the caller’s scope', () => {
   });
 
   it('memory/upsertBatch items carry their own scope', async () => {
-    const r = await t.core.call(R.upsertBatch, { items: [{ namespace: 'project.a', key: 'b1', value: 'v', supersedes: theirs.id, scope: A }] });
+    const r = await t.core.call(R.upsertBatch, {
+      items: [{ namespace: 'project.a', key: 'b1', value: 'v', supersedes: theirs.id, scope: A }],
+    });
     assert.equal(r.results[0].ok, false);
     await unchanged();
   });
@@ -111,7 +141,10 @@ describe('hover and anchor tracking honour the document’s project', () => {
   it('moves only the project’s anchors on an edit', async () => {
     const lsp = new LspDocuments(t.store);
     lsp.initialize({ rootUri: 'file:///work/space', initializationOptions: { projectNamespace: 'project.a' } });
-    (lsp as unknown as { shiftAnchors(u: string, c: unknown): void }).shiftAnchors(uri, { range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } }, text: 'x\n' });
+    (lsp as unknown as { shiftAnchors(u: string, c: unknown): void }).shiftAnchors(uri, {
+      range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+      text: 'x\n',
+    });
     assert.equal((await t.core.call(R.get, { id: mine.id })).anchors[0].startLine, 3);
     assert.equal((await t.core.call(R.get, { id: theirs.id })).anchors[0].startLine, 2, 'the other project’s anchor moved');
   });

@@ -41,11 +41,19 @@ async function listKeys(scope: Scope | undefined): Promise<string[]> {
 }
 
 const cases: [string, Scope, string[]][] = [
-  ['root covers itself and nested, not prefix siblings', { root: 'project.foo', includeUser: false }, ['project.foo.branch.x/db', 'project.foo/db']],
+  [
+    'root covers itself and nested, not prefix siblings',
+    { root: 'project.foo', includeUser: false },
+    ['project.foo.branch.x/db', 'project.foo/db'],
+  ],
   ['exact namespaces do not nest', { namespaces: ['project.foo'], includeUser: false }, ['project.foo/db']],
   ['a literal underscore matches only itself', { namespaces: ['project.my_app'], includeUser: false }, ['project.my_app/db']],
   ['an underscore root is not a LIKE wildcard', { root: 'project.fo_', includeUser: false }, ['project.fo_/db']],
-  ['user is included by default (user and user.*, not userland)', { root: 'project.foo' }, ['project.foo.branch.x/db', 'project.foo/db', 'user.preferences/editor', 'user/name']],
+  [
+    'user is included by default (user and user.*, not userland)',
+    { root: 'project.foo' },
+    ['project.foo.branch.x/db', 'project.foo/db', 'user.preferences/editor', 'user/name'],
+  ],
   ['a user scope is not widened back to all of user', { root: 'user.preferences' }, ['user.preferences/editor']],
   ['exact user namespace stays exact', { namespaces: ['user'] }, ['user/name']],
   ['an unknown scope yields nothing of its own', { root: 'project.nope', includeUser: false }, []],
@@ -66,15 +74,28 @@ describe('scope on the full-text path and list', () => {
 
   it('wildcards and malformed scope names are rejected, not interpreted', async () => {
     await rejectsWith(t.core.call(R.search, { query: 'zebra', scope: { root: 'project.%' } }), 'InvalidNamespace', 'scope.root');
-    await rejectsWith(t.core.call(R.search, { query: 'zebra', scope: { namespaces: ['project.foo', 'project.*'] } }), 'InvalidNamespace', 'scope.namespaces[1]');
+    await rejectsWith(
+      t.core.call(R.search, { query: 'zebra', scope: { namespaces: ['project.foo', 'project.*'] } }),
+      'InvalidNamespace',
+      'scope.namespaces[1]',
+    );
     await rejectsWith(t.core.call(R.list, { scope: { root: 'project.foo.' } }), 'InvalidNamespace', 'scope.root');
     await rejectsWith(t.core.call(R.list, { scope: { root: '' } }), 'InvalidParams', 'scope.root');
   });
 
   it('the limit is applied after the scope, so in-scope hits are never crowded out', async () => {
-    for (let i = 0; i < 60; i++) await t.core.call(R.upsert, { namespace: 'project.crowd', key: `n${i}`, value: 'zebra zebra zebra crowd' });
-    const r = await t.core.call(R.search, { query: 'zebra', mode: 'fts', limit: 2, scope: { namespaces: ['project.fox'], includeUser: false } });
-    assert.deepEqual(r.hits.map((h) => h.memory.namespace), ['project.fox']);
+    for (let i = 0; i < 60; i++)
+      await t.core.call(R.upsert, { namespace: 'project.crowd', key: `n${i}`, value: 'zebra zebra zebra crowd' });
+    const r = await t.core.call(R.search, {
+      query: 'zebra',
+      mode: 'fts',
+      limit: 2,
+      scope: { namespaces: ['project.fox'], includeUser: false },
+    });
+    assert.deepEqual(
+      r.hits.map((h) => h.memory.namespace),
+      ['project.fox'],
+    );
   });
 
   it('ties go to the caller’s own scope over the user root', async () => {
@@ -104,18 +125,27 @@ describe('scope on the other read paths', () => {
     await t.core.call(R.link, { from: a, to: ids['project.foobar/db'], type: 'relates_to' });
     await t.core.call(R.link, { from: a, to: ids['project.foo.branch.x/db'], type: 'relates_to' });
     const n = await t.core.call(R.neighbors, { id: a, scope: { root: 'project.foo', includeUser: false } });
-    assert.deepEqual(n.neighbors.map((x) => x.memory.namespace), ['project.foo.branch.x']);
+    assert.deepEqual(
+      n.neighbors.map((x) => x.memory.namespace),
+      ['project.foo.branch.x'],
+    );
     await rejectsWith(t.core.call(R.neighbors, { id: ids['project.fox/db'], scope: { root: 'project.foo' } }), 'NotFound', 'id');
   });
 
   it('namespaces/list with a root does not include prefix siblings', async () => {
     const r = await t.core.call(R.namespacesList, { root: 'project.foo' });
-    assert.deepEqual(r.namespaces.map((n) => n.path), ['project.foo', 'project.foo.branch.x']);
+    assert.deepEqual(
+      r.namespaces.map((n) => n.path),
+      ['project.foo', 'project.foo.branch.x'],
+    );
   });
 
   it('export with a scope exports only that scope', async () => {
     const r = await t.core.call(R.exportRecords, { scope: { root: 'project.foo', includeUser: false } });
-    const mems = r.records.filter((x) => x.type === 'memory').map((x) => (x as { memory: { namespace: string } }).memory.namespace).sort();
+    const mems = r.records
+      .filter((x) => x.type === 'memory')
+      .map((x) => (x as { memory: { namespace: string } }).memory.namespace)
+      .sort();
     assert.deepEqual(mems, ['project.foo', 'project.foo.branch.x']);
   });
 });

@@ -65,7 +65,11 @@ describe('tags are normalized on write', () => {
   });
 
   it('refuses a tag that is only whitespace', async () => {
-    await rejectsWith(t.core.call(R.upsert, { namespace: 'project.a', key: 'k2', value: 'v', tags: ['ok', '   '] }), 'InvalidParams', 'tags[1]');
+    await rejectsWith(
+      t.core.call(R.upsert, { namespace: 'project.a', key: 'k2', value: 'v', tags: ['ok', '   '] }),
+      'InvalidParams',
+      'tags[1]',
+    );
   });
 
   it('filters compare tags normalized, also for rows stored before normalization', async () => {
@@ -74,8 +78,14 @@ describe('tags are normalized on write', () => {
     const has = await t.core.call(R.list, { scope: { root: 'project.a' }, filter: { field: 'tags', op: 'has', value: 'SECRET' } });
     assert.deepEqual(has.items.map((x) => x.key).sort(), ['k', 'legacy']);
     const none = await t.core.call(R.list, { scope: { root: 'project.a' }, filter: { field: 'tags', op: 'hasNone', value: ['secret'] } });
-    assert.deepEqual(none.items.map((x) => x.key), []);
-    const all = await t.core.call(R.list, { scope: { root: 'project.a' }, filter: { field: 'tags', op: 'hasAll', value: ['ops', ' SECRET '] } });
+    assert.deepEqual(
+      none.items.map((x) => x.key),
+      [],
+    );
+    const all = await t.core.call(R.list, {
+      scope: { root: 'project.a' },
+      filter: { field: 'tags', op: 'hasAll', value: ['ops', ' SECRET '] },
+    });
     assert.deepEqual(all.items.map((x) => x.key).sort(), ['k', 'legacy']);
   });
 });
@@ -95,7 +105,9 @@ describe('credential-looking values are tagged secret on write', () => {
   });
 
   it('looks at string property values too, and reports in batch results', async () => {
-    const r = await t.core.call(R.upsertBatch, { items: [{ namespace: 'project.a', key: 'p', value: 'the staging database', properties: { dsn: SAMPLES['credentials in a URL'] } }] });
+    const r = await t.core.call(R.upsertBatch, {
+      items: [{ namespace: 'project.a', key: 'p', value: 'the staging database', properties: { dsn: SAMPLES['credentials in a URL'] } }],
+    });
     assert.ok(r.results[0].ok && r.results[0].warnings?.[0].kind === 'credentials in a URL');
     assert.deepEqual((await t.core.call(R.get, { namespace: 'project.a', key: 'p' })).tags, ['secret']);
   });
@@ -117,7 +129,9 @@ describe('secret memories never reach an agent', () => {
     t = tempCore();
     open = (await t.core.call(R.upsert, { namespace: 'project.a', key: 'open', value: 'kumquat deploy notes everyone may read' })).memory;
     for (const [i, tag] of variants.entries()) {
-      const m = (await t.core.call(R.upsert, { namespace: 'project.a', key: `hidden-${i}`, value: `kumquat deploy credential number ${i}` })).memory;
+      const m = (
+        await t.core.call(R.upsert, { namespace: 'project.a', key: `hidden-${i}`, value: `kumquat deploy credential number ${i}` })
+      ).memory;
       // Stored in the variant's own spelling, as a store written before tags were normalized holds it.
       t.store.db.prepare('UPDATE memories SET tags = ? WHERE id = ?').run(JSON.stringify([tag]), m.id);
       secrets.push({ ...m, tags: [tag] });
@@ -139,7 +153,10 @@ describe('secret memories never reach an agent', () => {
 
   it('injection leaves out every spelling (and allowSecrets lets them in)', async () => {
     const r = await t.core.call(R.injectBlock, { prompt: 'kumquat deploy', scope: { root: 'project.a' }, k: 20 });
-    assert.deepEqual(r.memories.map((m) => m.key), ['open']);
+    assert.deepEqual(
+      r.memories.map((m) => m.key),
+      ['open'],
+    );
     assert.deepEqual(hiddenIn(r.block), []);
     const allowed = await t.core.call(R.injectBlock, { prompt: 'kumquat deploy', scope: { root: 'project.a' }, k: 20, allowSecrets: true });
     assert.equal(allowed.memories.length, 1 + variants.length);
@@ -149,7 +166,10 @@ describe('secret memories never reach an agent', () => {
     it(`cairn_search (${mode}) leaves them out`, async () => {
       const r = await run('cairn_search', { query: 'kumquat deploy', mode, limit: 50 });
       assert.deepEqual(hiddenIn(r.text), []);
-      assert.deepEqual((r.structured.hits as { memory: Memory }[]).map((h) => h.memory.key), ['open']);
+      assert.deepEqual(
+        (r.structured.hits as { memory: Memory }[]).map((h) => h.memory.key),
+        ['open'],
+      );
       const allowed = await run('cairn_search', { query: 'kumquat deploy', mode, limit: 50 }, true);
       assert.equal((allowed.structured.hits as unknown[]).length, 1 + variants.length);
     });
@@ -164,7 +184,10 @@ describe('secret memories never reach an agent', () => {
 
   it('cairn_list leaves them out', async () => {
     const r = await run('cairn_list', { limit: 100 });
-    assert.deepEqual((r.structured.items as Memory[]).map((m) => m.key), ['open']);
+    assert.deepEqual(
+      (r.structured.items as Memory[]).map((m) => m.key),
+      ['open'],
+    );
     assert.deepEqual(hiddenIn(r.text), []);
   });
 
@@ -198,6 +221,9 @@ describe('secret memories never reach an agent', () => {
   });
 
   it('an error from a hidden memory is a CairnError', async () => {
-    await assert.rejects(run('cairn_recall', { id: secrets[0].id }), (e) => e instanceof CairnError && /not shown to agents/.test(e.message));
+    await assert.rejects(
+      run('cairn_recall', { id: secrets[0].id }),
+      (e) => e instanceof CairnError && /not shown to agents/.test(e.message),
+    );
   });
 });

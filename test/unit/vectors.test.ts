@@ -13,10 +13,12 @@ import { tempCore } from '../helpers';
 const DIM = 32;
 function rng(seed: number) {
   let s = seed;
-  return () => ((s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff) - 0.5;
+  return () => (s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
 }
 const cos = (a: Float32Array, b: Float32Array) => {
-  let d = 0, na = 0, nb = 0;
+  let d = 0,
+    na = 0,
+    nb = 0;
   for (let i = 0; i < a.length; i++) {
     d += a[i] * b[i];
     na += a[i] * a[i];
@@ -33,7 +35,11 @@ describe('vector store', () => {
   before(async () => {
     model = c.store.transaction(() => c.store.vectors.ensure('test-model', DIM));
     c.store.vectors.load(model);
-    const items = Array.from({ length: 1200 }, (_, i) => ({ namespace: i % 3 === 0 ? 'project.a' : i % 3 === 1 ? 'project.b' : 'user.notes', key: `k${i}`, value: `memory ${i}` }));
+    const items = Array.from({ length: 1200 }, (_, i) => ({
+      namespace: i % 3 === 0 ? 'project.a' : i % 3 === 1 ? 'project.b' : 'user.notes',
+      key: `k${i}`,
+      value: `memory ${i}`,
+    }));
     const res = await c.core.call(R.upsertBatch, { items });
     c.store.transaction(() => {
       res.results.forEach((x, i) => {
@@ -48,7 +54,11 @@ describe('vector store', () => {
   after(() => c.close());
 
   const brute = (q: Float32Array, ok: (e: { ns: string; id: string }) => boolean, k: number) =>
-    [...vecs.entries()].filter(([, e]) => ok(e)).map(([rowid, e]) => ({ rowid, s: cos(q, e.v) })).sort((a, b) => b.s - a.s).slice(0, k);
+    [...vecs.entries()]
+      .filter(([, e]) => ok(e))
+      .map(([rowid, e]) => ({ rowid, s: cos(q, e.v) }))
+      .sort((a, b) => b.s - a.s)
+      .slice(0, k);
 
   it('ranks exactly (up to int8 rounding) inside a scope, never returning an out-of-scope row', () => {
     for (let t = 0; t < 20; t++) {
@@ -88,7 +98,12 @@ describe('vector store', () => {
     await c.core.call(R.delete, { id: e.id });
     const next = c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, now: Date.now(), limit: 1 });
     assert.notEqual(next[0].rowid, rowid, 'the deleted memory left the arm');
-    const withDeleted = c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, include: { deleted: true }, now: Date.now(), limit: 1 });
+    const withDeleted = c.store.vectors.knn(model, q, {
+      scope: { root: 'project.b', includeUser: false },
+      include: { deleted: true },
+      now: Date.now(),
+      limit: 1,
+    });
     assert.equal(withDeleted[0].rowid, rowid);
     await c.core.call(R.namespacesDelete, { path: 'project.b' });
     assert.deepEqual(c.store.vectors.knn(model, q, { scope: { root: 'project.b', includeUser: false }, now: Date.now(), limit: 5 }), []);
@@ -102,7 +117,11 @@ describe('vector store', () => {
     const hits = c.store.vectors.similarInNamespace(model, near, nsRowid, -1, 0.93, 5, Date.now());
     assert.equal(hits[0].rowid, rowid);
     assert.ok(hits.every((h) => h.score >= 0.93));
-    assert.deepEqual(c.store.vectors.similarInNamespace(model, near, nsRowid, rowid, 0.93, 5, Date.now()).filter((h) => h.rowid === rowid), [], 'the memory itself is excluded');
+    assert.deepEqual(
+      c.store.vectors.similarInNamespace(model, near, nsRowid, rowid, 0.93, 5, Date.now()).filter((h) => h.rowid === rowid),
+      [],
+      'the memory itself is excluded',
+    );
   });
 
   it('a duplicate check visits exactly the visible memories of its namespace, after deletes and purges', async () => {
@@ -111,11 +130,24 @@ describe('vector store', () => {
     const check = (q: Float32Array, gone: Set<number>) => {
       const hits = c.store.vectors.similarInNamespace(model, q, nsRowid, -1, 0.2, 1000, Date.now());
       assert.ok(hits.length > 0);
-      assert.ok(hits.every((h) => vecs.get(h.rowid)!.ns === 'user.notes'), 'only rows of the namespace');
-      assert.ok(hits.every((h) => !gone.has(h.rowid)), 'no deleted or purged row');
-      assert.ok(hits.every((h) => cos(q, vecs.get(h.rowid)!.v) > 0.15), 'every hit is (up to int8 rounding) above the threshold');
+      assert.ok(
+        hits.every((h) => vecs.get(h.rowid)!.ns === 'user.notes'),
+        'only rows of the namespace',
+      );
+      assert.ok(
+        hits.every((h) => !gone.has(h.rowid)),
+        'no deleted or purged row',
+      );
+      assert.ok(
+        hits.every((h) => cos(q, vecs.get(h.rowid)!.v) > 0.15),
+        'every hit is (up to int8 rounding) above the threshold',
+      );
       const must = inNs().filter(([rowid, x]) => !gone.has(rowid) && cos(q, x.v) >= 0.25);
-      for (const [rowid] of must) assert.ok(hits.some((h) => h.rowid === rowid), `row ${rowid} (cosine ${cos(q, vecs.get(rowid)!.v).toFixed(3)}) found`);
+      for (const [rowid] of must)
+        assert.ok(
+          hits.some((h) => h.rowid === rowid),
+          `row ${rowid} (cosine ${cos(q, vecs.get(rowid)!.v).toFixed(3)}) found`,
+        );
       return hits;
     };
     const q = inNs()[0][1].v;

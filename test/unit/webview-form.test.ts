@@ -11,10 +11,21 @@ describe('webview edit form', () => {
   it('round-trips every field of a memory through the form and the daemon', async () => {
     const c = tempCore();
     try {
-      const m = (await c.core.call(R.upsert, {
-        namespace: 'project.a', key: 'k', value: 'line one\nline two', kind: 'decision', tags: ['a', 'b'], importance: 0.7, confidence: 0.4,
-        validFrom: '2026-01-01T00:00:00.000Z', expiresAt: '2027-01-01T00:00:00.000Z', anchors: [{ path: 'src/x.ts', startLine: 3, endLine: 9, symbol: 'fn' }], properties: { ticket: 'T-1', n: 2 },
-      })).memory;
+      const m = (
+        await c.core.call(R.upsert, {
+          namespace: 'project.a',
+          key: 'k',
+          value: 'line one\nline two',
+          kind: 'decision',
+          tags: ['a', 'b'],
+          importance: 0.7,
+          confidence: 0.4,
+          validFrom: '2026-01-01T00:00:00.000Z',
+          expiresAt: '2027-01-01T00:00:00.000Z',
+          anchors: [{ path: 'src/x.ts', startLine: 3, endLine: 9, symbol: 'fn' }],
+          properties: { ticket: 'T-1', n: 2 },
+        })
+      ).memory;
       const form = formFromMemory(m);
       assert.equal(form.anchors, 'src/x.ts:3-9#fn');
       const params = upsertFromForm(form, m, m.version);
@@ -41,9 +52,26 @@ describe('webview edit form', () => {
 
   it('reports form-side problems on their field', () => {
     const m = { namespace: 'n', key: 'k' };
-    const base = { value: 'v', kind: 'fact', tags: '', importance: '0.5', confidence: '1', validFrom: '', validTo: '', expiresAt: '', anchors: '', properties: '' };
-    assert.throws(() => upsertFromForm({ ...base, properties: '{oops' }, m, 1), (e: unknown) => e instanceof FormError && e.field === 'properties');
-    assert.throws(() => upsertFromForm({ ...base, properties: '[1]' }, m, 1), (e: unknown) => e instanceof FormError && e.field === 'properties');
+    const base = {
+      value: 'v',
+      kind: 'fact',
+      tags: '',
+      importance: '0.5',
+      confidence: '1',
+      validFrom: '',
+      validTo: '',
+      expiresAt: '',
+      anchors: '',
+      properties: '',
+    };
+    assert.throws(
+      () => upsertFromForm({ ...base, properties: '{oops' }, m, 1),
+      (e: unknown) => e instanceof FormError && e.field === 'properties',
+    );
+    assert.throws(
+      () => upsertFromForm({ ...base, properties: '[1]' }, m, 1),
+      (e: unknown) => e instanceof FormError && e.field === 'properties',
+    );
     assert.equal(formFieldOf('namespace'), undefined);
     assert.equal(formFieldOf(undefined), undefined);
     assert.equal(formFieldOf('properties.ticket'), 'properties');
@@ -52,7 +80,32 @@ describe('webview edit form', () => {
   });
 
   it('lists conflicting fields and merges per-field choices', () => {
-    const theirs = { id: 'i', namespace: 'n', key: 'k', value: 'theirs', summary: null, kind: 'fact' as const, tags: ['t'], importance: 0.5, confidence: 1, source: 's', properties: {}, anchors: [], createdAt: '', updatedAt: '', validFrom: null, validTo: null, expiresAt: null, lastAccessedAt: null, accessCount: 0, version: 3, status: 'active' as const, supersededBy: null, deletedAt: null, deletedBy: null };
+    const theirs = {
+      id: 'i',
+      namespace: 'n',
+      key: 'k',
+      value: 'theirs',
+      summary: null,
+      kind: 'fact' as const,
+      tags: ['t'],
+      importance: 0.5,
+      confidence: 1,
+      source: 's',
+      properties: {},
+      anchors: [],
+      createdAt: '',
+      updatedAt: '',
+      validFrom: null,
+      validTo: null,
+      expiresAt: null,
+      lastAccessedAt: null,
+      accessCount: 0,
+      version: 3,
+      status: 'active' as const,
+      supersededBy: null,
+      deletedAt: null,
+      deletedBy: null,
+    };
     const mine = { ...formFromMemory(theirs), value: 'mine', kind: 'note' };
     assert.deepEqual(conflictingFields(mine, theirs), ['value', 'kind']);
     const merged = mergeForms(mine, theirs, { kind: 'theirs' });
@@ -62,9 +115,16 @@ describe('webview edit form', () => {
 
   it('diffs two versions line by line', () => {
     assert.deepEqual(lineDiff('a\nb\nc', 'a\nB\nc\nd'), [
-      { op: 'same', text: 'a' }, { op: 'del', text: 'b' }, { op: 'add', text: 'B' }, { op: 'same', text: 'c' }, { op: 'add', text: 'd' },
+      { op: 'same', text: 'a' },
+      { op: 'del', text: 'b' },
+      { op: 'add', text: 'B' },
+      { op: 'same', text: 'c' },
+      { op: 'add', text: 'd' },
     ]);
-    assert.deepEqual(lineDiff('', 'x'), [{ op: 'del', text: '' }, { op: 'add', text: 'x' }]);
+    assert.deepEqual(lineDiff('', 'x'), [
+      { op: 'del', text: '' },
+      { op: 'add', text: 'x' },
+    ]);
     assert.equal(describeState(null), '');
     assert.match(describeState({ value: 'v', tags: ['a'] }), /^value: v\nkind: null\ntags: \["a"\]/);
   });

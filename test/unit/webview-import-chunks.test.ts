@@ -31,7 +31,10 @@ describe('dashboard import chunks', () => {
       const parts = [];
       for (const c of chunks) parts.push(await chunked.core.call(R.importRecords, { records: c }));
       const sum = (k: 'memories' | 'history' | 'links' | 'skipped') => parts.reduce((a, p) => a + p[k], 0);
-      assert.deepEqual([sum('memories'), sum('history'), sum('links'), sum('skipped')], [whole.memories, whole.history, whole.links, whole.skipped]);
+      assert.deepEqual(
+        [sum('memories'), sum('history'), sum('links'), sum('skipped')],
+        [whole.memories, whole.history, whole.links, whole.skipped],
+      );
       // Same records; history rows are numbered per chunk, so compare them in a fixed order (each memory's own order is kept).
       const strip = (rs: typeof records) =>
         rs
@@ -41,7 +44,10 @@ describe('dashboard import chunks', () => {
           .map((r) => (r.type === 'rejected' ? { ...r, valueHash: '' } : r))
           .map((r) => JSON.stringify(r))
           .sort();
-      assert.deepEqual(strip((await chunked.core.call(R.exportRecords, {})).records), strip((await one.core.call(R.exportRecords, {})).records));
+      assert.deepEqual(
+        strip((await chunked.core.call(R.exportRecords, {})).records),
+        strip((await one.core.call(R.exportRecords, {})).records),
+      );
       // the forgotten value stays refused after a chunked import
       await rejectsWith(chunked.core.call(R.upsert, { namespace: 'project.a', key: 'again', value: 'value 3, edited' }), 'RejectedValue');
       assert.deepEqual(importChunks([]), [[]]);

@@ -11,7 +11,10 @@ describe('webview request client', () => {
     const rpc = new RpcClient((m) => sent.push(m));
     const a = rpc.request('search', { query: 'a' });
     const b = rpc.request('get', { id: 'm1' });
-    assert.deepEqual(sent.map((m) => m.id), [1, 2]);
+    assert.deepEqual(
+      sent.map((m) => m.id),
+      [1, 2],
+    );
     for (const m of sent) assert.ok(WebviewRequestMessage.safeParse(m).success, 'the host schema accepts what the webview sends');
     assert.equal(rpc.inFlight, 2);
     assert.equal(rpc.handle({ type: 'response', id: 2, result: { id: 'm1' } }), true);
@@ -25,10 +28,26 @@ describe('webview request client', () => {
   it('rejects with a typed error carrying the field the daemon names', async () => {
     const rpc = new RpcClient(() => undefined);
     const p = rpc.request('upsert', { namespace: 'project.a', key: 'k', value: 'v', validFrom: 'tomorrow' });
-    rpc.handle({ type: 'error', id: 1, error: { code: 1001, name: 'InvalidParams', message: 'memory/upsert: validFrom: Invalid ISO datetime', data: { name: 'InvalidParams', field: 'validFrom' } } });
-    await assert.rejects(p, (e: unknown) => e instanceof RequestError && e.errorName === 'InvalidParams' && e.field === 'validFrom' && e.error.code === 1001);
+    rpc.handle({
+      type: 'error',
+      id: 1,
+      error: {
+        code: 1001,
+        name: 'InvalidParams',
+        message: 'memory/upsert: validFrom: Invalid ISO datetime',
+        data: { name: 'InvalidParams', field: 'validFrom' },
+      },
+    });
+    await assert.rejects(
+      p,
+      (e: unknown) => e instanceof RequestError && e.errorName === 'InvalidParams' && e.field === 'validFrom' && e.error.code === 1001,
+    );
     const q = rpc.request('status', {});
-    rpc.handle({ type: 'error', id: 2, error: { code: 1013, name: 'Unavailable', message: 'not connected', data: { name: 'Unavailable', sent: false } } });
+    rpc.handle({
+      type: 'error',
+      id: 2,
+      error: { code: 1013, name: 'Unavailable', message: 'not connected', data: { name: 'Unavailable', sent: false } },
+    });
     await assert.rejects(q, (e: unknown) => e instanceof RequestError && e.errorName === 'Unavailable' && e.field === undefined);
   });
 
@@ -43,6 +62,9 @@ describe('webview request client', () => {
     assert.equal(rpc.handle({ type: 'connection', connected: false, state: 'error' }), false);
     rpc.handle({ type: 'response', id: 1, result: { memories: 2 } });
     assert.deepEqual(await p, { memories: 2 });
-    assert.deepEqual(seen, [[0, 2], [2, 2]]);
+    assert.deepEqual(seen, [
+      [0, 2],
+      [2, 2],
+    ]);
   });
 });

@@ -3,7 +3,21 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Filter, SearchParams } from '../../daemon/src/protocol/types';
 import {
-  changeEffects, debounce, realTimers, emptyChips, filterFor, includeFor, initialState, pageCount, pageOf, restoreState, scopeFor, searchParams, splitList, splitSnippet, toggle,
+  changeEffects,
+  debounce,
+  realTimers,
+  emptyChips,
+  filterFor,
+  includeFor,
+  initialState,
+  pageCount,
+  pageOf,
+  restoreState,
+  scopeFor,
+  searchParams,
+  splitList,
+  splitSnippet,
+  toggle,
 } from '../../webview/src/state';
 
 describe('webview state', () => {
@@ -18,7 +32,14 @@ describe('webview state', () => {
   it('turns filter chips into a filter tree the protocol accepts', () => {
     assert.equal(filterFor(emptyChips()), undefined);
     assert.deepEqual(filterFor({ ...emptyChips(), kinds: ['decision'] }), { field: 'kind', op: 'in', value: ['decision'] });
-    const all = filterFor({ kinds: ['fact', 'note'], statuses: ['proposed'], sources: ['cli'], tags: ['billing'], from: '2026-01-01', to: '2026-01-31' });
+    const all = filterFor({
+      kinds: ['fact', 'note'],
+      statuses: ['proposed'],
+      sources: ['cli'],
+      tags: ['billing'],
+      from: '2026-01-01',
+      to: '2026-01-31',
+    });
     assert.deepEqual(all, {
       and: [
         { field: 'kind', op: 'in', value: ['fact', 'note'] },
@@ -37,7 +58,14 @@ describe('webview state', () => {
   it('builds search params that validate against the protocol', () => {
     const s = { ...initialState(), query: '  rounding ', mode: 'fts' as const, explain: true, chips: { ...emptyChips(), tags: ['x'] } };
     const p = searchParams(s, { projectNamespace: 'project.app' });
-    assert.deepEqual(p, { query: 'rounding', mode: 'fts', limit: 100, scope: { root: 'project.app' }, filter: { field: 'tags', op: 'hasAny', value: ['x'] }, explain: true });
+    assert.deepEqual(p, {
+      query: 'rounding',
+      mode: 'fts',
+      limit: 100,
+      scope: { root: 'project.app' },
+      filter: { field: 'tags', op: 'hasAny', value: ['x'] },
+      explain: true,
+    });
     assert.ok(SearchParams.safeParse(p).success);
     const everything = searchParams({ ...initialState(), scope: 'all' }, { projectNamespace: null });
     assert.equal('scope' in everything, false);
@@ -47,7 +75,16 @@ describe('webview state', () => {
   it('restores any saved state into a valid one', () => {
     assert.deepEqual(restoreState(undefined), initialState());
     assert.deepEqual(restoreState('garbage'), initialState());
-    const r = restoreState({ tab: 'review', query: 'q', mode: 'vector', scope: 'nowhere', page: -1, selectedId: 7, explain: 'yes', chips: { kinds: ['fact', 3], from: 'yesterday', to: '2026-02-03' } });
+    const r = restoreState({
+      tab: 'review',
+      query: 'q',
+      mode: 'vector',
+      scope: 'nowhere',
+      page: -1,
+      selectedId: 7,
+      explain: 'yes',
+      chips: { kinds: ['fact', 3], from: 'yesterday', to: '2026-02-03' },
+    });
     assert.equal(r.tab, 'review');
     assert.equal(r.query, 'q');
     assert.equal(r.mode, 'hybrid', 'an unknown mode falls back');
@@ -62,9 +99,17 @@ describe('webview state', () => {
 
   it('splits snippets into highlighted and plain text segments', () => {
     assert.deepEqual(splitSnippet('round «half» even, «banker» rule'), [
-      { text: 'round ', hit: false }, { text: 'half', hit: true }, { text: ' even, ', hit: false }, { text: 'banker', hit: true }, { text: ' rule', hit: false },
+      { text: 'round ', hit: false },
+      { text: 'half', hit: true },
+      { text: ' even, ', hit: false },
+      { text: 'banker', hit: true },
+      { text: ' rule', hit: false },
     ]);
-    assert.deepEqual(splitSnippet('<img src=x onerror=alert(1)>'), [{ text: '<img src=x onerror=alert(1)>', hit: false }], 'markup stays text');
+    assert.deepEqual(
+      splitSnippet('<img src=x onerror=alert(1)>'),
+      [{ text: '<img src=x onerror=alert(1)>', hit: false }],
+      'markup stays text',
+    );
     assert.deepEqual(splitSnippet(''), []);
   });
 
@@ -95,7 +140,11 @@ describe('webview state', () => {
     const pending = new Map<number, () => void>();
     let next = 1;
     const timers = {
-      set: (fn: () => void) => { const id = next++; pending.set(id, fn); return id; },
+      set: (fn: () => void) => {
+        const id = next++;
+        pending.set(id, fn);
+        return id;
+      },
       clear: (id: unknown) => void pending.delete(id as number),
     };
     const calls: string[] = [];
@@ -120,7 +169,10 @@ describe('webview state', () => {
     const set = t.set;
     const clear = t.clear;
     await new Promise<void>((resolve) => set.call(undefined, resolve, 1));
-    clear.call(undefined, set.call(undefined, () => assert.fail('cleared timer fired'), 1));
+    clear.call(
+      undefined,
+      set.call(undefined, () => assert.fail('cleared timer fired'), 1),
+    );
     const fired: number[] = [];
     const d = debounce((n: number) => fired.push(n), 5);
     d(1);

@@ -23,15 +23,24 @@ describe('store/overview', () => {
 
       const o = await c.core.call(R.overview, { scope: { root: 'project.a', includeUser: false }, days: 7 });
       assert.deepEqual(o.byNamespace, [{ name: 'project.a', count: 2 }]);
-      assert.deepEqual(o.byKind, [{ name: 'decision', count: 1 }, { name: 'note', count: 1 }]);
-      assert.deepEqual(o.byStatus, [{ name: 'active', count: 1 }, { name: 'proposed', count: 1 }, { name: 'deleted', count: 1 }]);
+      assert.deepEqual(o.byKind, [
+        { name: 'decision', count: 1 },
+        { name: 'note', count: 1 },
+      ]);
+      assert.deepEqual(o.byStatus, [
+        { name: 'active', count: 1 },
+        { name: 'proposed', count: 1 },
+        { name: 'deleted', count: 1 },
+      ]);
       assert.deepEqual(o.writesPerDay, [
         { day: '2026-03-10', source: 'agent', count: 1 },
         { day: '2026-03-10', source: 'cli', count: 1 },
         { day: '2026-03-11', source: 'cli', count: 2 },
       ]);
       // one day back only sees today's writes; the whole store sees every namespace
-      assert.deepEqual((await c.core.call(R.overview, { scope: { root: 'project.a', includeUser: false }, days: 1 })).writesPerDay, [{ day: '2026-03-11', source: 'cli', count: 2 }]);
+      assert.deepEqual((await c.core.call(R.overview, { scope: { root: 'project.a', includeUser: false }, days: 1 })).writesPerDay, [
+        { day: '2026-03-11', source: 'cli', count: 2 },
+      ]);
       const all = await c.core.call(R.overview, {});
       assert.deepEqual(all.byNamespace.map((n) => n.name).sort(), ['project.a', 'project.ab', 'user']);
       assert.equal(all.days, 30);
@@ -55,7 +64,9 @@ describe('store/importPreview', () => {
       await src.core.call(R.upsert, { namespace: 'project.p', key: 'gone', value: 'deleted in the target' });
       await src.core.call(R.upsert, { namespace: 'project.p', key: 'other-key', value: 'A forgotten claim' });
       // the target starts as a copy of the first two, then diverges
-      const first = (await src.core.call(R.exportRecords, {})).records.filter((r) => r.type !== 'memory' || ['same', 'changed'].includes(r.memory.key));
+      const first = (await src.core.call(R.exportRecords, {})).records.filter(
+        (r) => r.type !== 'memory' || ['same', 'changed'].includes(r.memory.key),
+      );
       await dst.core.call(R.importRecords, { records: first });
       await src.core.call(R.upsert, { namespace: 'project.p', key: 'changed', value: 'v2', ifVersion: ch.memory.version });
       await dst.core.call(R.upsert, { namespace: 'project.p', key: 'clash', value: 'store side' });

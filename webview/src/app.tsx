@@ -30,11 +30,17 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
   const set = (p: Partial<PersistedState>) => setS((old) => ({ ...old, ...p }));
   useEffect(() => persist(s), [s]);
   useEffect(() => {
-    rpc.request('host/init', {}).then((i) => {
-      setInit(i);
-      setConnected(i.connected);
-    }, (e) => setError(errorText(e)));
-    rpc.request('namespacesList', { root: 'team' }).then((r) => setHasTeam(r.namespaces.length > 0), () => undefined);
+    rpc.request('host/init', {}).then(
+      (i) => {
+        setInit(i);
+        setConnected(i.connected);
+      },
+      (e) => setError(errorText(e)),
+    );
+    rpc.request('namespacesList', { root: 'team' }).then(
+      (r) => setHasTeam(r.namespaces.length > 0),
+      () => undefined,
+    );
   }, []);
   const bump = useMemo(() => debounce(() => setTick((t) => t + 1), 150), []);
   useEffect(() => {
@@ -68,7 +74,15 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
         <div class="pane">
           <div role="tablist" aria-label="Dashboard sections" class="tabs" onKeyDown={onKey}>
             {TABS.map((t) => (
-              <button type="button" role="tab" id={`tab-${t}`} aria-selected={s.tab === t} aria-controls={`panel-${t}`} tabIndex={s.tab === t ? 0 : -1} onClick={() => set({ tab: t })}>
+              <button
+                type="button"
+                role="tab"
+                id={`tab-${t}`}
+                aria-selected={s.tab === t}
+                aria-controls={`panel-${t}`}
+                tabIndex={s.tab === t ? 0 : -1}
+                onClick={() => set({ tab: t })}
+              >
                 {TAB_LABEL[t]}
               </button>
             ))}

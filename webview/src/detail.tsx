@@ -6,12 +6,28 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { HistoryEntry, Memory, NeighborsResult } from '../../daemon/src/protocol/types';
 import { describeState, lineDiff } from './diff';
-import { conflictingFields, FORM_FIELDS, formFieldOf, FormError, formFromMemory, mergeForms, upsertFromForm, type Choice, type Form, type FormField } from './form';
+import {
+  conflictingFields,
+  FORM_FIELDS,
+  formFieldOf,
+  FormError,
+  formFromMemory,
+  mergeForms,
+  upsertFromForm,
+  type Choice,
+  type Form,
+  type FormField,
+} from './form';
 import { RequestError } from './rpc';
 import { ErrorLine, errorText, label, useEnv, when } from './ui';
 
 type Sub = 'edit' | 'history' | 'relations' | 'usedBy';
-const SUBS: [Sub, string][] = [['edit', 'Details'], ['history', 'History'], ['relations', 'Relations'], ['usedBy', 'Used by']];
+const SUBS: [Sub, string][] = [
+  ['edit', 'Details'],
+  ['history', 'History'],
+  ['relations', 'Relations'],
+  ['usedBy', 'Used by'],
+];
 
 export function Detail({ id }: { id: string }) {
   const env = useEnv();
@@ -38,7 +54,10 @@ export function Detail({ id }: { id: string }) {
   useEffect(() => {
     if (!memory || env.changeTick === 0) return;
     if (dirty.current) {
-      void env.rpc.request('get', { id, includeDeleted: true }).then((m) => m.version !== memory.version && setChangedElsewhere(true), () => undefined);
+      void env.rpc.request('get', { id, includeDeleted: true }).then(
+        (m) => m.version !== memory.version && setChangedElsewhere(true),
+        () => undefined,
+      );
     } else void load();
   }, [env.changeTick]);
 
@@ -71,25 +90,59 @@ export function Detail({ id }: { id: string }) {
         ) : null}
         <div class="row">
           {memory.anchors.map((a) => (
-            <button type="button" title={`Open ${a.path} in an editor`} onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}>
+            <button
+              type="button"
+              title={`Open ${a.path} in an editor`}
+              onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
+            >
               {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}`}
             </button>
           ))}
           {memory.status === 'proposed' && !memory.deletedAt ? (
-            <button type="button" onClick={() => act(() => env.rpc.request('upsert', { namespace: memory.namespace, key: memory.key, value: memory.value, status: 'active', ifVersion: memory.version, actor: 'dashboard', reason: 'approved in the dashboard' }))}>
+            <button
+              type="button"
+              onClick={() =>
+                act(() =>
+                  env.rpc.request('upsert', {
+                    namespace: memory.namespace,
+                    key: memory.key,
+                    value: memory.value,
+                    status: 'active',
+                    ifVersion: memory.version,
+                    actor: 'dashboard',
+                    reason: 'approved in the dashboard',
+                  }),
+                )
+              }
+            >
               Approve
             </button>
           ) : null}
           {memory.deletedAt ? (
-            <button type="button" onClick={() => act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))}>
+            <button
+              type="button"
+              onClick={() =>
+                act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))
+              }
+            >
               Restore
             </button>
           ) : (
             <>
-              <button type="button" onClick={() => act(() => env.rpc.request('delete', { id: memory.id, actor: 'dashboard', reason: 'deleted in the dashboard' }))}>
+              <button
+                type="button"
+                onClick={() =>
+                  act(() => env.rpc.request('delete', { id: memory.id, actor: 'dashboard', reason: 'deleted in the dashboard' }))
+                }
+              >
                 Delete
               </button>
-              <button type="button" onClick={() => act(() => env.rpc.request('forget', { id: memory.id, actor: 'dashboard', reason: 'forgotten in the dashboard' }))}>
+              <button
+                type="button"
+                onClick={() =>
+                  act(() => env.rpc.request('forget', { id: memory.id, actor: 'dashboard', reason: 'forgotten in the dashboard' }))
+                }
+              >
                 Forget
               </button>
             </>
@@ -112,8 +165,25 @@ export function Detail({ id }: { id: string }) {
         ))}
       </div>
       <div role="tabpanel">
-        {sub === 'edit' ? <EditForm memory={memory} onDirty={(d) => (dirty.current = d)} onSaved={(m) => { dirty.current = false; setMemory(m); setChangedElsewhere(false); }} /> : null}
-        {sub === 'history' ? <History memory={memory} onRestore={() => act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))} /> : null}
+        {sub === 'edit' ? (
+          <EditForm
+            memory={memory}
+            onDirty={(d) => (dirty.current = d)}
+            onSaved={(m) => {
+              dirty.current = false;
+              setMemory(m);
+              setChangedElsewhere(false);
+            }}
+          />
+        ) : null}
+        {sub === 'history' ? (
+          <History
+            memory={memory}
+            onRestore={() =>
+              act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))
+            }
+          />
+        ) : null}
         {sub === 'relations' ? <Relations memory={memory} /> : null}
         {sub === 'usedBy' ? <UsedBy memory={memory} /> : null}
       </div>
@@ -122,11 +192,29 @@ export function Detail({ id }: { id: string }) {
 }
 
 const FIELD_LABEL: Record<FormField, string> = {
-  value: 'Value', kind: 'Kind', tags: 'Tags (comma separated)', importance: 'Importance (0–1)', confidence: 'Confidence (0–1)',
-  validFrom: 'Valid from (ISO-8601)', validTo: 'Valid to (ISO-8601)', expiresAt: 'Expires at (ISO-8601)', anchors: 'Anchors (path:start-end#symbol, one a line)', properties: 'Properties (JSON object)',
+  value: 'Value',
+  kind: 'Kind',
+  tags: 'Tags (comma separated)',
+  importance: 'Importance (0–1)',
+  confidence: 'Confidence (0–1)',
+  validFrom: 'Valid from (ISO-8601)',
+  validTo: 'Valid to (ISO-8601)',
+  expiresAt: 'Expires at (ISO-8601)',
+  anchors: 'Anchors (path:start-end#symbol, one a line)',
+  properties: 'Properties (JSON object)',
 };
 
-export function EditForm({ memory, onSaved, onDirty, approve }: { memory: Memory; onSaved: (m: Memory) => void; onDirty?: (d: boolean) => void; approve?: boolean }) {
+export function EditForm({
+  memory,
+  onSaved,
+  onDirty,
+  approve,
+}: {
+  memory: Memory;
+  onSaved: (m: Memory) => void;
+  onDirty?: (d: boolean) => void;
+  approve?: boolean;
+}) {
   const env = useEnv();
   const [form, setForm] = useState<Form>(() => formFromMemory(memory));
   const [base, setBase] = useState(memory.version);
@@ -150,7 +238,10 @@ export function EditForm({ memory, onSaved, onDirty, approve }: { memory: Memory
     setErrors({});
     setError(null);
     try {
-      const params = upsertFromForm(toSave, memory, ifVersion, { reason: approve ? 'approved after editing in the dashboard' : 'edited in the dashboard', ...(approve ? { status: 'active' as const } : {}) });
+      const params = upsertFromForm(toSave, memory, ifVersion, {
+        reason: approve ? 'approved after editing in the dashboard' : 'edited in the dashboard',
+        ...(approve ? { status: 'active' as const } : {}),
+      });
       const r = await env.rpc.request('upsert', params);
       setConflict(null);
       setSaved(r.changed ? `Saved version ${r.memory.version}.` : 'Nothing changed.');
@@ -194,13 +285,25 @@ export function EditForm({ memory, onSaved, onDirty, approve }: { memory: Memory
                 <th scope="row">{f}</th>
                 <td>
                   <label class="choice">
-                    <input type="radio" name={`pick-${f}`} checked={(choices[f] ?? 'mine') === 'mine'} onChange={() => setChoices({ ...choices, [f]: 'mine' })} aria-label={`Use your ${f}`} />
+                    <input
+                      type="radio"
+                      name={`pick-${f}`}
+                      checked={(choices[f] ?? 'mine') === 'mine'}
+                      onChange={() => setChoices({ ...choices, [f]: 'mine' })}
+                      aria-label={`Use your ${f}`}
+                    />
                     <pre>{form[f]}</pre>
                   </label>
                 </td>
                 <td>
                   <label class="choice">
-                    <input type="radio" name={`pick-${f}`} checked={choices[f] === 'theirs'} onChange={() => setChoices({ ...choices, [f]: 'theirs' })} aria-label={`Use stored ${f}`} />
+                    <input
+                      type="radio"
+                      name={`pick-${f}`}
+                      checked={choices[f] === 'theirs'}
+                      onChange={() => setChoices({ ...choices, [f]: 'theirs' })}
+                      aria-label={`Use stored ${f}`}
+                    />
                     <pre>{theirs[f]}</pre>
                   </label>
                 </td>
@@ -212,7 +315,14 @@ export function EditForm({ memory, onSaved, onDirty, approve }: { memory: Memory
           <button type="button" onClick={() => save(form, conflict.version)}>
             Keep mine
           </button>
-          <button type="button" onClick={() => { setConflict(null); onDirty?.(false); onSaved(conflict); }}>
+          <button
+            type="button"
+            onClick={() => {
+              setConflict(null);
+              onDirty?.(false);
+              onSaved(conflict);
+            }}
+          >
             Take stored
           </button>
           <button type="button" onClick={() => save(mergeForms(form, conflict, choices), conflict.version)}>
@@ -245,9 +355,22 @@ export function EditForm({ memory, onSaved, onDirty, approve }: { memory: Memory
                 ))}
               </select>
             ) : f === 'value' || f === 'anchors' || f === 'properties' ? (
-              <textarea id={id} rows={f === 'value' ? 5 : 3} value={form[f]} aria-invalid={!!err} aria-describedby={err ? `${id}-error` : undefined} onInput={(e) => change(f, (e.target as HTMLTextAreaElement).value)} />
+              <textarea
+                id={id}
+                rows={f === 'value' ? 5 : 3}
+                value={form[f]}
+                aria-invalid={!!err}
+                aria-describedby={err ? `${id}-error` : undefined}
+                onInput={(e) => change(f, (e.target as HTMLTextAreaElement).value)}
+              />
             ) : (
-              <input id={id} value={form[f]} aria-invalid={!!err} aria-describedby={err ? `${id}-error` : undefined} onInput={(e) => change(f, (e.target as HTMLInputElement).value)} />
+              <input
+                id={id}
+                value={form[f]}
+                aria-invalid={!!err}
+                aria-describedby={err ? `${id}-error` : undefined}
+                onInput={(e) => change(f, (e.target as HTMLInputElement).value)}
+              />
             )}
             {err ? (
               <span class="field-error" id={`${id}-error`} role="alert">
@@ -272,7 +395,13 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
   const [picked, setPicked] = useState<number[]>([]);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    env.rpc.request('history', { id: memory.id, limit: 200 }).then((r) => { setEntries(r.entries); setError(null); }, (e) => setError(errorText(e)));
+    env.rpc.request('history', { id: memory.id, limit: 200 }).then(
+      (r) => {
+        setEntries(r.entries);
+        setError(null);
+      },
+      (e) => setError(errorText(e)),
+    );
   }, [memory.id, memory.version, env.changeTick]);
   if (error) return <ErrorLine error={error} />;
   if (!entries) return <p class="meta">Loading…</p>;
@@ -305,7 +434,12 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
           {entries.map((e) => (
             <tr key={e.seq}>
               <td>
-                <input type="checkbox" aria-label={`Compare version ${e.version} (${e.op})`} checked={picked.includes(e.seq)} onChange={() => pick(e.seq)} />
+                <input
+                  type="checkbox"
+                  aria-label={`Compare version ${e.version} (${e.op})`}
+                  checked={picked.includes(e.seq)}
+                  onChange={() => pick(e.seq)}
+                />
               </td>
               <td>{e.version}</td>
               <td>{e.op}</td>
@@ -319,7 +453,17 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
       {chain.length ? (
         <p class="meta">{`Supersession: ${chain.map((e) => `${e.op} at version ${e.version}${e.detail?.supersededBy ? ` → ${String(e.detail.supersededBy)}` : ''}`).join('; ')}`}</p>
       ) : null}
-      {chosen.length ? <Diff from={chosen.length === 2 ? chosen[0].state : chosen[0].previous} to={chosen.length === 2 ? chosen[1].state : chosen[0].state} title={chosen.length === 2 ? `Version ${chosen[0].version} → ${chosen[1].version}` : `Before → after ${chosen[0].op} (version ${chosen[0].version})`} /> : null}
+      {chosen.length ? (
+        <Diff
+          from={chosen.length === 2 ? chosen[0].state : chosen[0].previous}
+          to={chosen.length === 2 ? chosen[1].state : chosen[0].state}
+          title={
+            chosen.length === 2
+              ? `Version ${chosen[0].version} → ${chosen[1].version}`
+              : `Before → after ${chosen[0].op} (version ${chosen[0].version})`
+          }
+        />
+      ) : null}
     </section>
   );
 }
@@ -341,7 +485,12 @@ function Diff({ from, to, title }: { from: Memory | null; to: Memory | null; tit
 }
 
 interface GraphApi {
-  draw(container: HTMLElement, nodes: { id: string; label: string; center?: boolean }[], edges: { from: string; to: string; type: string }[], onSelect: (id: string) => void): { destroy(): void };
+  draw(
+    container: HTMLElement,
+    nodes: { id: string; label: string; center?: boolean }[],
+    edges: { from: string; to: string; type: string }[],
+    onSelect: (id: string) => void,
+  ): { destroy(): void };
 }
 let graphLoad: Promise<GraphApi> | null = null;
 /** Loads the graph bundle once, as a script with this page's nonce (the CSP allows nothing else). */
@@ -372,7 +521,14 @@ function Relations({ memory }: { memory: Memory }) {
   const [target, setTarget] = useState('');
   const [type, setType] = useState(env.init.linkTypes[0] ?? 'relates_to');
   const box = useRef<HTMLDivElement>(null);
-  const load = () => env.rpc.request('neighbors', { id: memory.id, direction: 'both' }).then((r) => { setN(r.neighbors); setError(null); }, (e) => setError(errorText(e)));
+  const load = () =>
+    env.rpc.request('neighbors', { id: memory.id, direction: 'both' }).then(
+      (r) => {
+        setN(r.neighbors);
+        setError(null);
+      },
+      (e) => setError(errorText(e)),
+    );
   useEffect(() => void load(), [memory.id, memory.version, env.changeTick]);
   useEffect(() => {
     if (!n || !box.current) return;
@@ -381,8 +537,15 @@ function Relations({ memory }: { memory: Memory }) {
     loadGraph().then(
       (api) => {
         if (gone || !box.current) return;
-        const nodes = [{ id: memory.id, label: memory.key, center: true }, ...n.filter((x, i, a) => a.findIndex((y) => y.memory.id === x.memory.id) === i).map((x) => ({ id: x.memory.id, label: x.memory.key }))];
-        const edges = n.map((x) => (x.direction === 'out' ? { from: memory.id, to: x.memory.id, type: x.type } : { from: x.memory.id, to: memory.id, type: x.type }));
+        const nodes = [
+          { id: memory.id, label: memory.key, center: true },
+          ...n
+            .filter((x, i, a) => a.findIndex((y) => y.memory.id === x.memory.id) === i)
+            .map((x) => ({ id: x.memory.id, label: x.memory.key })),
+        ];
+        const edges = n.map((x) =>
+          x.direction === 'out' ? { from: memory.id, to: x.memory.id, type: x.type } : { from: x.memory.id, to: memory.id, type: x.type },
+        );
         g = api.draw(box.current, nodes, edges, (id) => id !== memory.id && env.select(id));
         box.current.dataset.ready = 'true';
       },
@@ -408,7 +571,10 @@ function Relations({ memory }: { memory: Memory }) {
     if (!t) return setError('Name the memory to link to: its id, or namespace/key.');
     const slash = t.lastIndexOf('/');
     try {
-      const other = slash > 0 ? await env.rpc.request('get', { namespace: t.slice(0, slash), key: t.slice(slash + 1) }) : await env.rpc.request('get', { id: t });
+      const other =
+        slash > 0
+          ? await env.rpc.request('get', { namespace: t.slice(0, slash), key: t.slice(slash + 1) })
+          : await env.rpc.request('get', { id: t });
       await link('link', other.id, type);
     } catch (e) {
       setError(errorText(e));
@@ -416,7 +582,12 @@ function Relations({ memory }: { memory: Memory }) {
   };
   return (
     <section aria-label="Relations">
-      <div class="graph" ref={box} role="img" aria-label={`Graph of ${memory.key} and ${n?.length ?? 0} linked memories; the list below holds the same links`} />
+      <div
+        class="graph"
+        ref={box}
+        role="img"
+        aria-label={`Graph of ${memory.key} and ${n?.length ?? 0} linked memories; the list below holds the same links`}
+      />
       <ul class="neighbors" aria-label="Linked memories">
         {(n ?? []).map((x) => (
           <li key={`${x.memory.id}-${x.type}-${x.direction}`}>
@@ -432,7 +603,12 @@ function Relations({ memory }: { memory: Memory }) {
       </ul>
       {n && !n.length ? <p class="meta">No links yet.</p> : null}
       <div class="row">
-        <input aria-label="Memory to link (id or namespace/key)" placeholder="namespace/key or id" value={target} onInput={(e) => setTarget((e.target as HTMLInputElement).value)} />
+        <input
+          aria-label="Memory to link (id or namespace/key)"
+          placeholder="namespace/key or id"
+          value={target}
+          onInput={(e) => setTarget((e.target as HTMLInputElement).value)}
+        />
         <select aria-label="Link type" value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
           {env.init.linkTypes.map((t) => (
             <option value={t}>{t}</option>

@@ -5,7 +5,18 @@
  */
 import type { Anchor, Memory, UpsertParams } from '../../daemon/src/protocol/types';
 
-export const FORM_FIELDS = ['value', 'kind', 'tags', 'importance', 'confidence', 'validFrom', 'validTo', 'expiresAt', 'anchors', 'properties'] as const;
+export const FORM_FIELDS = [
+  'value',
+  'kind',
+  'tags',
+  'importance',
+  'confidence',
+  'validFrom',
+  'validTo',
+  'expiresAt',
+  'anchors',
+  'properties',
+] as const;
 export type FormField = (typeof FORM_FIELDS)[number];
 export type Form = Record<FormField, string>;
 
@@ -54,7 +65,12 @@ const num = (s: string): number | string => (s.trim() !== '' && Number.isFinite(
 const date = (s: string): string | null => (s.trim() ? s.trim() : null);
 
 /** The form as upsert params for `m`, saved only if the store still holds `ifVersion`. */
-export function upsertFromForm(form: Form, m: Pick<Memory, 'namespace' | 'key'>, ifVersion: number, extra: Partial<UpsertParams> = {}): UpsertParams {
+export function upsertFromForm(
+  form: Form,
+  m: Pick<Memory, 'namespace' | 'key'>,
+  ifVersion: number,
+  extra: Partial<UpsertParams> = {},
+): UpsertParams {
   let properties: UpsertParams['properties'] = {};
   if (form.properties.trim()) {
     try {
@@ -62,21 +78,28 @@ export function upsertFromForm(form: Form, m: Pick<Memory, 'namespace' | 'key'>,
     } catch (e) {
       throw new FormError('properties', `not JSON: ${(e as Error).message}`);
     }
-    if (!properties || typeof properties !== 'object' || Array.isArray(properties)) throw new FormError('properties', 'must be a JSON object');
+    if (!properties || typeof properties !== 'object' || Array.isArray(properties))
+      throw new FormError('properties', 'must be a JSON object');
   }
   return {
     namespace: m.namespace,
     key: m.key,
     value: form.value,
     kind: form.kind as UpsertParams['kind'],
-    tags: form.tags.split(',').map((t) => t.trim()).filter(Boolean),
+    tags: form.tags
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
     // Not-a-number text goes to the daemon as it is, so its validation error names the field.
     importance: num(form.importance) as number,
     confidence: num(form.confidence) as number,
     validFrom: date(form.validFrom),
     validTo: date(form.validTo),
     expiresAt: date(form.expiresAt),
-    anchors: form.anchors.split('\n').filter((l) => l.trim()).map(parseAnchor),
+    anchors: form.anchors
+      .split('\n')
+      .filter((l) => l.trim())
+      .map(parseAnchor),
     properties,
     ifVersion,
     actor: 'dashboard',

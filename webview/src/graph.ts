@@ -32,7 +32,13 @@ const api: GraphApi = {
         ...edges.map((e) => ({ data: { id: `${e.from}>${e.to}:${e.type}`, source: e.from, target: e.to, label: e.type } })),
       ],
       style: themed(),
-      layout: { name: 'concentric', concentric: (n: cytoscape.NodeSingular) => (n.hasClass('center') ? 2 : 1), levelWidth: () => 1, minNodeSpacing: 40, animate: false },
+      layout: {
+        name: 'concentric',
+        concentric: (n: cytoscape.NodeSingular) => (n.hasClass('center') ? 2 : 1),
+        levelWidth: () => 1,
+        minNodeSpacing: 40,
+        animate: false,
+      },
       userZoomingEnabled: true,
       boxSelectionEnabled: false,
     });
@@ -57,9 +63,25 @@ function themed(): cytoscape.StylesheetJson {
   const accent = color('--vscode-focusBorder', '#0078d4');
   const node = color('--vscode-button-background', '#0e639c');
   return [
-    { selector: 'node', style: { 'background-color': node, label: 'data(label)', color: fg, 'font-size': 11, 'text-valign': 'bottom', 'text-margin-y': 4 } },
+    {
+      selector: 'node',
+      style: { 'background-color': node, label: 'data(label)', color: fg, 'font-size': 11, 'text-valign': 'bottom', 'text-margin-y': 4 },
+    },
     { selector: 'node.center', style: { 'border-width': 3, 'border-color': accent, width: 36, height: 36 } },
-    { selector: 'edge', style: { width: 1.5, 'line-color': fg, 'target-arrow-color': fg, 'target-arrow-shape': 'triangle', 'curve-style': 'bezier', label: 'data(label)', 'font-size': 9, color: fg, 'text-rotation': 'autorotate' } },
+    {
+      selector: 'edge',
+      style: {
+        width: 1.5,
+        'line-color': fg,
+        'target-arrow-color': fg,
+        'target-arrow-shape': 'triangle',
+        'curve-style': 'bezier',
+        label: 'data(label)',
+        'font-size': 9,
+        color: fg,
+        'text-rotation': 'autorotate',
+      },
+    },
   ];
 }
 

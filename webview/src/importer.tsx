@@ -48,7 +48,9 @@ export function ImportTab() {
     setError(null);
     setProgress({ done: 0, total: 0 });
     try {
-      setResult(await env.rpc.request('host/importApply', { token: preview.token }, { onProgress: (done, total) => setProgress({ done, total }) }));
+      setResult(
+        await env.rpc.request('host/importApply', { token: preview.token }, { onProgress: (done, total) => setProgress({ done, total }) }),
+      );
       setPreview(null);
     } catch (e) {
       setError(errorText(e));
@@ -74,7 +76,12 @@ export function ImportTab() {
       <h2>Import</h2>
       <label class="row">
         {'JSON Lines file from a Cairn export: '}
-        <input type="file" accept=".jsonl,.json,application/jsonl,application/json" aria-label="Choose a file to import" onChange={(e) => void pickFile(e.target as HTMLInputElement)} />
+        <input
+          type="file"
+          accept=".jsonl,.json,application/jsonl,application/json"
+          aria-label="Choose a file to import"
+          onChange={(e) => void pickFile(e.target as HTMLInputElement)}
+        />
       </label>
       {preview && c ? (
         <div class="preview" aria-label="Import preview">
@@ -93,7 +100,9 @@ export function ImportTab() {
             <summary>{`Memories in the file${preview.preview.truncated ? ' (first ones)' : ''}`}</summary>
             <ul>
               {preview.preview.items.map((i) => (
-                <li key={i.id}>{`${i.namespace}/${i.key}: ${OUTCOME_LABEL[i.outcome] ?? i.outcome} (file v${i.fileVersion}${i.storeVersion !== null ? `, store v${i.storeVersion}` : ''})`}</li>
+                <li
+                  key={i.id}
+                >{`${i.namespace}/${i.key}: ${OUTCOME_LABEL[i.outcome] ?? i.outcome} (file v${i.fileVersion}${i.storeVersion !== null ? `, store v${i.storeVersion}` : ''})`}</li>
               ))}
             </ul>
           </details>
@@ -108,7 +117,9 @@ export function ImportTab() {
         </div>
       ) : null}
       {progress ? <progress aria-label="Import progress" max={Math.max(1, progress.total)} value={progress.done} /> : null}
-      {result ? <p role="status">{`Imported ${result.memories} memories, ${result.history} history entries, ${result.links} links; ${result.skipped} skipped.`}</p> : null}
+      {result ? (
+        <p role="status">{`Imported ${result.memories} memories, ${result.history} history entries, ${result.links} links; ${result.skipped} skipped.`}</p>
+      ) : null}
       <ErrorLine error={error} />
     </section>
   );

@@ -7,7 +7,9 @@ import { ErrorLine, errorText, useEnv } from './ui';
 const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
 
 /** Per-day totals stacked by source, for the chart. */
-export function stackByDay(rows: OverviewResult['writesPerDay']): { day: string; parts: { source: string; count: number }[]; total: number }[] {
+export function stackByDay(
+  rows: OverviewResult['writesPerDay'],
+): { day: string; parts: { source: string; count: number }[]; total: number }[] {
   const days = new Map<string, { source: string; count: number }[]>();
   for (const r of rows) days.set(r.day, [...(days.get(r.day) ?? []), { source: r.source, count: r.count }]);
   return [...days].map(([day, parts]) => ({ day, parts, total: parts.reduce((a, p) => a + p.count, 0) }));
@@ -36,14 +38,22 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     const sc = scopeFor(scope, env.init.projectNamespace);
-    Promise.all([env.rpc.request('overview', { ...(sc ? { scope: sc } : {}), days: 30 }), env.rpc.request('status', {})]).then(([a, b]) => { setO(a); setSt(b); setError(null); }, (e) => setError(errorText(e)));
+    Promise.all([env.rpc.request('overview', { ...(sc ? { scope: sc } : {}), days: 30 }), env.rpc.request('status', {})]).then(
+      ([a, b]) => {
+        setO(a);
+        setSt(b);
+        setError(null);
+      },
+      (e) => setError(errorText(e)),
+    );
   }, [scope, env.changeTick]);
   if (error) return <ErrorLine error={error} />;
   if (!o || !st) return <p class="meta">Loading…</p>;
   const stacks = stackByDay(o.writesPerDay);
   const sources = [...new Set(o.writesPerDay.map((r) => r.source))];
   const max = Math.max(1, ...stacks.map((s) => s.total));
-  const W = 24, H = 120;
+  const W = 24,
+    H = 120;
   return (
     <section aria-label="Overview" class="overview">
       <p class="meta">
@@ -56,7 +66,12 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
       </div>
       <figure>
         <figcaption>{`Memories written per day by source (last ${o.days} days)`}</figcaption>
-        <svg width={Math.max(W * stacks.length, 200)} height={H + 20} role="img" aria-label={stacks.map((s) => `${s.day}: ${s.total}`).join('; ') || 'no writes'}>
+        <svg
+          width={Math.max(W * stacks.length, 200)}
+          height={H + 20}
+          role="img"
+          aria-label={stacks.map((s) => `${s.day}: ${s.total}`).join('; ') || 'no writes'}
+        >
           {stacks.map((s, i) => {
             let y = H;
             return (
@@ -64,9 +79,15 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
                 {s.parts.map((p) => {
                   const h = (p.count / max) * H;
                   y -= h;
-                  return <rect x={i * W + 2} y={y} width={W - 4} height={h} class={`bar src-${sources.indexOf(p.source) % 6}`}><title>{`${s.day} ${p.source}: ${p.count}`}</title></rect>;
+                  return (
+                    <rect x={i * W + 2} y={y} width={W - 4} height={h} class={`bar src-${sources.indexOf(p.source) % 6}`}>
+                      <title>{`${s.day} ${p.source}: ${p.count}`}</title>
+                    </rect>
+                  );
                 })}
-                <text x={i * W + W / 2} y={H + 14} text-anchor="middle" class="axis">{s.day.slice(8)}</text>
+                <text x={i * W + W / 2} y={H + 14} text-anchor="middle" class="axis">
+                  {s.day.slice(8)}
+                </text>
               </g>
             );
           })}

@@ -15,14 +15,31 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
   const load = () => {
     const sc = scopeFor(scope, env.init.projectNamespace);
     return env.rpc
-      .request('list', { ...(sc ? { scope: sc } : {}), filter: { field: 'status', op: 'eq', value: 'proposed' }, include: { proposed: true }, limit: 200 })
-      .then((r) => {
-        setItems(r.items);
-        setPicked((p) => p.filter((id) => r.items.some((m) => m.id === id)));
-      }, (e) => setError(errorText(e)));
+      .request('list', {
+        ...(sc ? { scope: sc } : {}),
+        filter: { field: 'status', op: 'eq', value: 'proposed' },
+        include: { proposed: true },
+        limit: 200,
+      })
+      .then(
+        (r) => {
+          setItems(r.items);
+          setPicked((p) => p.filter((id) => r.items.some((m) => m.id === id)));
+        },
+        (e) => setError(errorText(e)),
+      );
   };
   useEffect(() => void load(), [scope, env.changeTick]);
-  const approve = (m: Memory) => env.rpc.request('upsert', { namespace: m.namespace, key: m.key, value: m.value, status: 'active', ifVersion: m.version, actor: 'dashboard', reason: 'approved in review' });
+  const approve = (m: Memory) =>
+    env.rpc.request('upsert', {
+      namespace: m.namespace,
+      key: m.key,
+      value: m.value,
+      status: 'active',
+      ifVersion: m.version,
+      actor: 'dashboard',
+      reason: 'approved in review',
+    });
   const reject = (m: Memory) => env.rpc.request('forget', { id: m.id, actor: 'dashboard', reason: 'rejected in review' });
   const run = async (what: 'Approved' | 'Rejected', list: Memory[]) => {
     setError(null);
@@ -51,7 +68,13 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
       {items.length ? (
         <div class="row">
           <label>
-            <input type="checkbox" aria-label="Select all proposed memories" checked={chosen.length === items.length} onChange={(e) => setPicked((e.target as HTMLInputElement).checked ? items.map((m) => m.id) : [])} /> All
+            <input
+              type="checkbox"
+              aria-label="Select all proposed memories"
+              checked={chosen.length === items.length}
+              onChange={(e) => setPicked((e.target as HTMLInputElement).checked ? items.map((m) => m.id) : [])}
+            />{' '}
+            All
           </label>
           <button type="button" disabled={!chosen.length} onClick={() => run('Approved', chosen)}>
             {`Approve ${chosen.length} selected`}
@@ -65,7 +88,12 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
         {items.map((m) => (
           <li key={m.id}>
             <div class="row">
-              <input type="checkbox" aria-label={`Select ${label(m)}`} checked={picked.includes(m.id)} onChange={() => setPicked(picked.includes(m.id) ? picked.filter((x) => x !== m.id) : [...picked, m.id])} />
+              <input
+                type="checkbox"
+                aria-label={`Select ${label(m)}`}
+                checked={picked.includes(m.id)}
+                onChange={() => setPicked(picked.includes(m.id) ? picked.filter((x) => x !== m.id) : [...picked, m.id])}
+              />
               <button type="button" class="link key" onClick={() => env.select(m.id)}>
                 {label(m)}
               </button>
@@ -83,7 +111,16 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
                 Reject
               </button>
             </div>
-            {editing === m.id ? <EditForm memory={m} approve onSaved={() => { setEditing(null); void load(); }} /> : null}
+            {editing === m.id ? (
+              <EditForm
+                memory={m}
+                approve
+                onSaved={() => {
+                  setEditing(null);
+                  void load();
+                }}
+              />
+            ) : null}
           </li>
         ))}
       </ul>

@@ -31,7 +31,11 @@ export class RpcClient {
 
   constructor(private readonly post: (m: ToHost) => void) {}
 
-  request<M extends WebviewMethod>(method: M, params: WebviewParams<M>, opts: { onProgress?: (done: number, total: number) => void } = {}): Promise<WebviewResult<M>> {
+  request<M extends WebviewMethod>(
+    method: M,
+    params: WebviewParams<M>,
+    opts: { onProgress?: (done: number, total: number) => void } = {},
+  ): Promise<WebviewResult<M>> {
     const id = this.nextId++;
     return new Promise<WebviewResult<M>>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, onProgress: opts.onProgress });

@@ -23,8 +23,16 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
         const request: Promise<SearchResult> = params.query
           ? env.rpc.request('search', params)
           : env.rpc
-              .request('list', { ...(params.scope ? { scope: params.scope } : {}), ...(params.filter ? { filter: params.filter } : {}), ...(params.include ? { include: params.include } : {}), limit: params.limit })
-              .then((l) => ({ mode: params.mode ?? 'hybrid', hits: l.items.map((memory) => ({ memory, score: 0, snippet: memory.summary ?? memory.value.slice(0, 200) })) }));
+              .request('list', {
+                ...(params.scope ? { scope: params.scope } : {}),
+                ...(params.filter ? { filter: params.filter } : {}),
+                ...(params.include ? { include: params.include } : {}),
+                limit: params.limit,
+              })
+              .then((l) => ({
+                mode: params.mode ?? 'hybrid',
+                hits: l.items.map((memory) => ({ memory, score: 0, snippet: memory.summary ?? memory.value.slice(0, 200) })),
+              }));
         request
           .then((r) => {
             if (mine !== seq.current) return;
@@ -54,11 +62,19 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
           value={s.query}
           onInput={(e) => set({ query: (e.target as HTMLInputElement).value, page: 0 })}
         />
-        <select aria-label="Search mode" value={s.mode} onChange={(e) => set({ mode: (e.target as HTMLSelectElement).value as PersistedState['mode'], page: 0 })}>
+        <select
+          aria-label="Search mode"
+          value={s.mode}
+          onChange={(e) => set({ mode: (e.target as HTMLSelectElement).value as PersistedState['mode'], page: 0 })}
+        >
           <option value="hybrid">Hybrid</option>
           <option value="fts">Full text</option>
         </select>
-        <select aria-label="Scope" value={s.scope} onChange={(e) => set({ scope: (e.target as HTMLSelectElement).value as ScopeKey, page: 0 })}>
+        <select
+          aria-label="Scope"
+          value={s.scope}
+          onChange={(e) => set({ scope: (e.target as HTMLSelectElement).value as ScopeKey, page: 0 })}
+        >
           {SCOPES.filter((k) => k !== 'team' || teamScope).map((k) => (
             <option value={k}>{SCOPE_LABEL[k]}</option>
           ))}
@@ -66,28 +82,60 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
       </div>
       <div class="chips" role="group" aria-label="Filters">
         {env.init.kinds.map((k) => (
-          <button type="button" class="chip" aria-pressed={s.chips.kinds.includes(k)} onClick={() => set({ chips: { ...s.chips, kinds: toggle(s.chips.kinds, k) }, page: 0 })}>
+          <button
+            type="button"
+            class="chip"
+            aria-pressed={s.chips.kinds.includes(k)}
+            onClick={() => set({ chips: { ...s.chips, kinds: toggle(s.chips.kinds, k) }, page: 0 })}
+          >
             {k}
           </button>
         ))}
         {env.init.statuses.map((k) => (
-          <button type="button" class="chip status" aria-pressed={s.chips.statuses.includes(k)} onClick={() => set({ chips: { ...s.chips, statuses: toggle(s.chips.statuses, k) }, page: 0 })}>
+          <button
+            type="button"
+            class="chip status"
+            aria-pressed={s.chips.statuses.includes(k)}
+            onClick={() => set({ chips: { ...s.chips, statuses: toggle(s.chips.statuses, k) }, page: 0 })}
+          >
             {k}
           </button>
         ))}
       </div>
       <div class="row small">
         <label>
-          Tags <input aria-label="Tags (comma separated)" value={s.chips.tags.join(', ')} onChange={(e) => set({ chips: { ...s.chips, tags: splitList((e.target as HTMLInputElement).value) }, page: 0 })} />
+          Tags{' '}
+          <input
+            aria-label="Tags (comma separated)"
+            value={s.chips.tags.join(', ')}
+            onChange={(e) => set({ chips: { ...s.chips, tags: splitList((e.target as HTMLInputElement).value) }, page: 0 })}
+          />
         </label>
         <label>
-          Source <input aria-label="Sources (comma separated)" value={s.chips.sources.join(', ')} onChange={(e) => set({ chips: { ...s.chips, sources: splitList((e.target as HTMLInputElement).value) }, page: 0 })} />
+          Source{' '}
+          <input
+            aria-label="Sources (comma separated)"
+            value={s.chips.sources.join(', ')}
+            onChange={(e) => set({ chips: { ...s.chips, sources: splitList((e.target as HTMLInputElement).value) }, page: 0 })}
+          />
         </label>
         <label>
-          From <input type="date" aria-label="Updated from" value={s.chips.from} onChange={(e) => set({ chips: { ...s.chips, from: (e.target as HTMLInputElement).value }, page: 0 })} />
+          From{' '}
+          <input
+            type="date"
+            aria-label="Updated from"
+            value={s.chips.from}
+            onChange={(e) => set({ chips: { ...s.chips, from: (e.target as HTMLInputElement).value }, page: 0 })}
+          />
         </label>
         <label>
-          To <input type="date" aria-label="Updated to" value={s.chips.to} onChange={(e) => set({ chips: { ...s.chips, to: (e.target as HTMLInputElement).value }, page: 0 })} />
+          To{' '}
+          <input
+            type="date"
+            aria-label="Updated to"
+            value={s.chips.to}
+            onChange={(e) => set({ chips: { ...s.chips, to: (e.target as HTMLInputElement).value }, page: 0 })}
+          />
         </label>
         <label>
           <input type="checkbox" checked={s.explain} onChange={(e) => set({ explain: (e.target as HTMLInputElement).checked })} /> Explain
@@ -95,7 +143,11 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
       </div>
       <ErrorLine error={error} />
       <p class="meta" role="status" aria-live="polite" data-testid="result-count">
-        {result ? `${hits.length} result${hits.length === 1 ? '' : 's'} in ${result.ms} ms (${result.mode}${result.degraded ? `, degraded: ${result.degraded}` : ''})` : busy ? 'Searching…' : ''}
+        {result
+          ? `${hits.length} result${hits.length === 1 ? '' : 's'} in ${result.ms} ms (${result.mode}${result.degraded ? `, degraded: ${result.degraded}` : ''})`
+          : busy
+            ? 'Searching…'
+            : ''}
       </p>
       <ul class="results" aria-label="Search results">
         {pageOf(hits, page).map((h) => (

@@ -36,7 +36,16 @@ export interface PersistedState {
 }
 
 export const emptyChips = (): Chips => ({ kinds: [], statuses: [], sources: [], tags: [], from: '', to: '' });
-export const initialState = (): PersistedState => ({ tab: 'search', query: '', mode: 'hybrid', scope: 'project', chips: emptyChips(), page: 0, selectedId: null, explain: false });
+export const initialState = (): PersistedState => ({
+  tab: 'search',
+  query: '',
+  mode: 'hybrid',
+  scope: 'project',
+  chips: emptyChips(),
+  page: 0,
+  selectedId: null,
+  explain: false,
+});
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string').slice(0, 64) : []);
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -54,7 +63,14 @@ export function restoreState(raw: unknown): PersistedState {
   if (typeof r.selectedId === 'string') s.selectedId = r.selectedId;
   if (typeof r.explain === 'boolean') s.explain = r.explain;
   const c = (r.chips ?? {}) as Record<string, unknown>;
-  s.chips = { kinds: strings(c.kinds), statuses: strings(c.statuses), sources: strings(c.sources), tags: strings(c.tags), from: typeof c.from === 'string' && DAY.test(c.from) ? c.from : '', to: typeof c.to === 'string' && DAY.test(c.to) ? c.to : '' };
+  s.chips = {
+    kinds: strings(c.kinds),
+    statuses: strings(c.statuses),
+    sources: strings(c.sources),
+    tags: strings(c.tags),
+    from: typeof c.from === 'string' && DAY.test(c.from) ? c.from : '',
+    to: typeof c.to === 'string' && DAY.test(c.to) ? c.to : '',
+  };
   return s;
 }
 
@@ -97,7 +113,15 @@ export function searchParams(s: PersistedState, init: Pick<WebviewInit, 'project
   const scope = scopeFor(s.scope, init.projectNamespace);
   const filter = filterFor(s.chips);
   const include = includeFor(s.chips);
-  return { query: s.query.trim(), mode: s.mode, limit: SEARCH_LIMIT, ...(scope ? { scope } : {}), ...(filter ? { filter } : {}), ...(include ? { include } : {}), ...(s.explain ? { explain: true } : {}) };
+  return {
+    query: s.query.trim(),
+    mode: s.mode,
+    limit: SEARCH_LIMIT,
+    ...(scope ? { scope } : {}),
+    ...(filter ? { filter } : {}),
+    ...(include ? { include } : {}),
+    ...(s.explain ? { explain: true } : {}),
+  };
 }
 
 /** Chip toggling: adds the value when absent, removes it when present. */
@@ -107,7 +131,14 @@ export function toggle(list: string[], value: string): string[] {
 
 /** "a, b ,,c" -> ["a", "b", "c"] */
 export function splitList(text: string): string[] {
-  return [...new Set(text.split(',').map((t) => t.trim()).filter(Boolean))];
+  return [
+    ...new Set(
+      text
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean),
+    ),
+  ];
 }
 
 export interface Segment {

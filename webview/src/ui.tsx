@@ -25,9 +25,7 @@ export function errorText(e: unknown): string {
 
 export function Snippet({ text }: { text: string }) {
   return (
-    <span class="snippet">
-      {splitSnippet(text).map((s, i) => (s.hit ? <mark key={i}>{s.text}</mark> : <span key={i}>{s.text}</span>))}
-    </span>
+    <span class="snippet">{splitSnippet(text).map((s, i) => (s.hit ? <mark key={i}>{s.text}</mark> : <span key={i}>{s.text}</span>))}</span>
   );
 }
 

@@ -46,7 +46,11 @@ export class DirectClient implements CairnClient {
     }
     if ((def as unknown) === Requests.upsert) {
       const u = r as UpsertResult;
-      if (u.changed) return { ...u, duplicatesSkipped: `the store was opened directly (${this.why}): no embeddings, so no duplicate check` } as z.infer<R>;
+      if (u.changed)
+        return {
+          ...u,
+          duplicatesSkipped: `the store was opened directly (${this.why}): no embeddings, so no duplicate check`,
+        } as z.infer<R>;
     }
     return r;
   }
@@ -72,7 +76,8 @@ export async function connect(opts: ConnectOptions): Promise<CairnClient> {
   let socket: string;
   try {
     const ensured = await ensureDaemon({ db, env, args: opts.daemonArgs, log: () => undefined });
-    if (ensured.started) log(`started the Cairn daemon (pid ${ensured.pid}) for ${ensured.db}; it keeps running for other clients (log ${ensured.logFile})`);
+    if (ensured.started)
+      log(`started the Cairn daemon (pid ${ensured.pid}) for ${ensured.db}; it keeps running for other clients (log ${ensured.logFile})`);
     socket = ensured.socket;
   } catch (e) {
     if (e instanceof EnsureDaemonError && e.kind === 'not-started') {

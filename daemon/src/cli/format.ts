@@ -13,7 +13,10 @@ export function printMemory(out: Out, m: Memory): void {
   if (m.validFrom || m.validTo) out(`valid:      ${m.validFrom ?? '…'} → ${m.validTo ?? '…'}`);
   if (m.expiresAt) out(`expires:    ${m.expiresAt}`);
   if (m.supersededBy) out(`superseded by ${m.supersededBy}`);
-  for (const a of m.anchors) out(`anchor:     ${a.path}${a.startLine ? `:${a.startLine}${a.endLine ? `-${a.endLine}` : ''}` : ''}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale]' : ''}`);
+  for (const a of m.anchors)
+    out(
+      `anchor:     ${a.path}${a.startLine ? `:${a.startLine}${a.endLine ? `-${a.endLine}` : ''}` : ''}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale]' : ''}`,
+    );
   if (m.summary) out(`summary:    ${m.summary}`);
   out('');
   out(m.value);
@@ -21,7 +24,13 @@ export function printMemory(out: Out, m: Memory): void {
 
 export function printMemories(out: Out, items: Memory[]): void {
   if (items.length === 0) return out('no memories');
-  const rows = items.map((m) => [`${m.namespace}/${m.key}`, m.kind, `v${m.version}`, m.updatedAt.slice(0, 19).replace('T', ' '), oneLine(m.summary ?? m.value, 60)]);
+  const rows = items.map((m) => [
+    `${m.namespace}/${m.key}`,
+    m.kind,
+    `v${m.version}`,
+    m.updatedAt.slice(0, 19).replace('T', ' '),
+    oneLine(m.summary ?? m.value, 60),
+  ]);
   table(out, ['MEMORY', 'KIND', 'VER', 'UPDATED', 'VALUE'], rows);
 }
 
@@ -29,15 +38,22 @@ export function printSearch(out: Out, r: SearchResult): void {
   if (r.degraded) out(`(${r.mode} only: ${r.degraded})`);
   if (r.hits.length === 0) return out('no matches');
   r.hits.forEach((h, i) => {
-    out(`${String(i + 1).padStart(2)}. ${h.memory.namespace}/${h.memory.key}  [${h.memory.kind}] score ${h.score.toFixed(4)}  ${h.memory.id}`);
+    out(
+      `${String(i + 1).padStart(2)}. ${h.memory.namespace}/${h.memory.key}  [${h.memory.kind}] score ${h.score.toFixed(4)}  ${h.memory.id}`,
+    );
     out(`    ${h.snippet}`);
-    if (h.explain) out(`    fts ${h.explain.fts ? `#${h.explain.fts.rank} ${h.explain.fts.score.toFixed(3)}` : '-'}  vector ${h.explain.vector ? `#${h.explain.vector.rank} ${h.explain.vector.score.toFixed(3)}` : '-'}  fused ${h.explain.fused.toFixed(4)}  boost ${h.explain.boost.toFixed(3)}`);
+    if (h.explain)
+      out(
+        `    fts ${h.explain.fts ? `#${h.explain.fts.rank} ${h.explain.fts.score.toFixed(3)}` : '-'}  vector ${h.explain.vector ? `#${h.explain.vector.rank} ${h.explain.vector.score.toFixed(3)}` : '-'}  fused ${h.explain.fused.toFixed(4)}  boost ${h.explain.boost.toFixed(3)}`,
+      );
   });
 }
 
 export function printHistory(out: Out, r: HistoryResult): void {
   for (const e of r.entries) {
-    out(`#${e.seq} v${e.version} ${e.op.padEnd(9)} ${e.at}  by ${e.actor}${e.reason ? ` — ${e.reason}` : ''}${e.detail ? ` ${JSON.stringify(e.detail)}` : ''}`);
+    out(
+      `#${e.seq} v${e.version} ${e.op.padEnd(9)} ${e.at}  by ${e.actor}${e.reason ? ` — ${e.reason}` : ''}${e.detail ? ` ${JSON.stringify(e.detail)}` : ''}`,
+    );
     if (e.previous && e.state && e.previous.value !== e.state.value) {
       out(`    - ${oneLine(e.previous.value, 100)}`);
       out(`    + ${oneLine(e.state.value, 100)}`);
@@ -48,14 +64,23 @@ export function printHistory(out: Out, r: HistoryResult): void {
 
 export function printStatus(out: Out, s: StoreStatusResult, via: string): void {
   out(`store:      ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB, schema v${s.schemaVersion}) via ${via}`);
-  if (s.daemon) out(`daemon:     pid ${s.daemon.pid}, v${s.daemon.version}, ${s.daemon.clients} client(s), socket ${s.daemon.socket ?? '-'}`);
+  if (s.daemon)
+    out(`daemon:     pid ${s.daemon.pid}, v${s.daemon.version}, ${s.daemon.clients} client(s), socket ${s.daemon.socket ?? '-'}`);
   else if (via === 'direct') out('daemon:     not running (read from the store directly; commands that need one start it)');
   const c = s.counts;
-  out(`memories:   ${c.active} active, ${c.proposed} proposed, ${c.superseded} superseded, ${c.deleted} deleted (${c.namespaces} namespaces)`);
-  out(`history:    ${c.history} entries${s.historyCap ? `, capped at ${s.historyCap} per memory` : ', complete'}; ${c.links} links; ${c.rejectedValues} rejected values`);
-  out(`changes:    position ${s.position}; ${s.indexes.map((i) => `${i.name} at ${i.watermark}${i.behind ? ` (${i.behind} behind)` : ''}`).join(', ')}`);
+  out(
+    `memories:   ${c.active} active, ${c.proposed} proposed, ${c.superseded} superseded, ${c.deleted} deleted (${c.namespaces} namespaces)`,
+  );
+  out(
+    `history:    ${c.history} entries${s.historyCap ? `, capped at ${s.historyCap} per memory` : ', complete'}; ${c.links} links; ${c.rejectedValues} rejected values`,
+  );
+  out(
+    `changes:    position ${s.position}; ${s.indexes.map((i) => `${i.name} at ${i.watermark}${i.behind ? ` (${i.behind} behind)` : ''}`).join(', ')}`,
+  );
   const e = s.embeddings;
-  out(`embeddings: ${e.state}${e.model ? ` — ${e.model} (${e.dimension}-d)` : ''}; ${e.vectors} vectors, ${e.pending} pending${e.vectorExtension ? '' : '; sqlite-vec unavailable'}`);
+  out(
+    `embeddings: ${e.state}${e.model ? ` — ${e.model} (${e.dimension}-d)` : ''}; ${e.vectors} vectors, ${e.pending} pending${e.vectorExtension ? '' : '; sqlite-vec unavailable'}`,
+  );
   if (e.fallbackReason) out(`            fell back from ${e.configuredModel}: ${e.fallbackReason}`);
 }
 

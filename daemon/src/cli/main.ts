@@ -150,7 +150,11 @@ function jsonArg<T>(v: string | undefined, name: string): T | undefined {
 
 function scopeOf(o: Opts): Scope | undefined {
   if (o.root === undefined && !o.namespace && !o['no-user']) return undefined;
-  return { ...(o.root !== undefined ? { root: o.root } : {}), ...(o.namespace ? { namespaces: o.namespace } : {}), ...(o['no-user'] ? { includeUser: false } : {}) };
+  return {
+    ...(o.root !== undefined ? { root: o.root } : {}),
+    ...(o.namespace ? { namespaces: o.namespace } : {}),
+    ...(o['no-user'] ? { includeUser: false } : {}),
+  };
 }
 
 /** `<id>` or `<namespace> <key>` */
@@ -186,7 +190,16 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (cmd === 'daemon') {
     const { runDaemon } = await import('./daemon-command');
-    return runDaemon({ db: o.db, socket: o.socket, stdio: !!o.stdio, model: o.model, modelPath: o['model-path'], embeddings: !o['no-embeddings'], teamUrl: o['team-url'], teamRoots: o['team-roots'] });
+    return runDaemon({
+      db: o.db,
+      socket: o.socket,
+      stdio: !!o.stdio,
+      model: o.model,
+      modelPath: o['model-path'],
+      embeddings: !o['no-embeddings'],
+      teamUrl: o['team-url'],
+      teamRoots: o['team-roots'],
+    });
   }
   if (cmd === 'team') {
     const { runTeam } = await import('./team-command');
@@ -198,10 +211,36 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (cmd === 'verify-receipt') return verifyReceiptCommand(pos, o);
   if (cmd === 'restore' && o.from !== undefined) {
-    if (pos.length > 0) throw new UsageError('usage: cairn restore --from <backup FILE> (or cairn restore <id> | <namespace> <key> for a deleted memory)');
+    if (pos.length > 0)
+      throw new UsageError('usage: cairn restore --from <backup FILE> (or cairn restore <id> | <namespace> <key> for a deleted memory)');
     return restoreCommand(o.from, o);
   }
-  const known = ['audit', 'retention', 'backup', 'erase', 'add', 'get', 'search', 'list', 'delete', 'restore', 'forget', 'purge', 'history', 'link', 'unlink', 'neighbors', 'namespaces', 'export', 'import', 'status', 'sweep', 'config', 'wait', 'rebuild-index'];
+  const known = [
+    'audit',
+    'retention',
+    'backup',
+    'erase',
+    'add',
+    'get',
+    'search',
+    'list',
+    'delete',
+    'restore',
+    'forget',
+    'purge',
+    'history',
+    'link',
+    'unlink',
+    'neighbors',
+    'namespaces',
+    'export',
+    'import',
+    'status',
+    'sweep',
+    'config',
+    'wait',
+    'rebuild-index',
+  ];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
   const open = () =>
     connect({
@@ -229,32 +268,48 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
       const value = pos[2] === '-' ? await readStdin() : pos[2];
-      const r = await callWriteOnce(c, reconnect, Requests.upsert, {
-        namespace: pos[0],
-        key: pos[1],
-        value,
-        actor,
-        waitForDuplicates: true, // one interactive write: show its possible duplicates
-        ...(o.kind ? { kind: o.kind as never } : {}),
-        ...(o.tags !== undefined ? { tags: o.tags.split(',').map((t) => t.trim()).filter(Boolean) } : {}),
-        ...(o.importance !== undefined ? { importance: num(o.importance, 'importance') } : {}),
-        ...(o.confidence !== undefined ? { confidence: num(o.confidence, 'confidence') } : {}),
-        ...(o.source ? { source: o.source } : {}),
-        ...(o.anchor ? { anchors: o.anchor.map(parseAnchor) } : {}),
-        ...(o.expires !== undefined ? { expiresAt: o.expires } : {}),
-        ...(o['valid-from'] !== undefined ? { validFrom: o['valid-from'] } : {}),
-        ...(o['valid-to'] !== undefined ? { validTo: o['valid-to'] } : {}),
-        ...(o.supersedes ? { supersedes: o.supersedes } : {}),
-        ...(o['if-version'] !== undefined ? { ifVersion: num(o['if-version'], 'if-version') } : {}),
-        ...(o.restore ? { restore: true } : {}),
-        ...(o.force ? { force: true } : {}),
-        ...(o.proposed ? { status: 'proposed' as const } : {}),
-        ...(o.reason ? { reason: o.reason } : {}),
-      }, note);
+      const r = await callWriteOnce(
+        c,
+        reconnect,
+        Requests.upsert,
+        {
+          namespace: pos[0],
+          key: pos[1],
+          value,
+          actor,
+          waitForDuplicates: true, // one interactive write: show its possible duplicates
+          ...(o.kind ? { kind: o.kind as never } : {}),
+          ...(o.tags !== undefined
+            ? {
+                tags: o.tags
+                  .split(',')
+                  .map((t) => t.trim())
+                  .filter(Boolean),
+              }
+            : {}),
+          ...(o.importance !== undefined ? { importance: num(o.importance, 'importance') } : {}),
+          ...(o.confidence !== undefined ? { confidence: num(o.confidence, 'confidence') } : {}),
+          ...(o.source ? { source: o.source } : {}),
+          ...(o.anchor ? { anchors: o.anchor.map(parseAnchor) } : {}),
+          ...(o.expires !== undefined ? { expiresAt: o.expires } : {}),
+          ...(o['valid-from'] !== undefined ? { validFrom: o['valid-from'] } : {}),
+          ...(o['valid-to'] !== undefined ? { validTo: o['valid-to'] } : {}),
+          ...(o.supersedes ? { supersedes: o.supersedes } : {}),
+          ...(o['if-version'] !== undefined ? { ifVersion: num(o['if-version'], 'if-version') } : {}),
+          ...(o.restore ? { restore: true } : {}),
+          ...(o.force ? { force: true } : {}),
+          ...(o.proposed ? { status: 'proposed' as const } : {}),
+          ...(o.reason ? { reason: o.reason } : {}),
+        },
+        note,
+      );
       emit(r, () => {
-        out(`${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version} (${r.memory.id}) at position ${r.position}`);
+        out(
+          `${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version} (${r.memory.id}) at position ${r.position}`,
+        );
         if (r.replayed) out('  (the connection closed before the first reply; this is its recorded result, applied once)');
-        for (const d of r.possibleDuplicates ?? []) out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
+        for (const d of r.possibleDuplicates ?? [])
+          out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
         if (r.duplicatesSkipped) out(`  duplicate check skipped: ${r.duplicatesSkipped}`);
       });
       return 0;
@@ -278,7 +333,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'list': {
-      const items: import("../protocol/types").Memory[] = [];
+      const items: import('../protocol/types').Memory[] = [];
       let cursor: string | undefined;
       const limit = num(o.limit, 'limit') ?? (o.all ? undefined : 50);
       do {
@@ -299,19 +354,36 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'forget':
     case 'purge': {
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
-      const r = await callWriteOnce(c, reconnect, def as typeof Requests.delete, { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) }, note);
-      emit(r, () => out(`${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key} (${r.memory.id})` : (r as { id: string }).id} at position ${r.position}`));
+      const r = await callWriteOnce(
+        c,
+        reconnect,
+        def as typeof Requests.delete,
+        { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) },
+        note,
+      );
+      emit(r, () =>
+        out(
+          `${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key} (${r.memory.id})` : (r as { id: string }).id} at position ${r.position}`,
+        ),
+      );
       return 0;
     }
     case 'erase': {
       if (pos.length === 0 && o.root === undefined) throw new UsageError('usage: cairn erase <id> | <namespace> <key> | --root NS');
       if (pos.length > 0 && o.root !== undefined) throw new UsageError('give either <id>, <namespace> <key>, or --root NS');
-      const r = await c.call(Requests.erase, { ...(o.root !== undefined ? { root: o.root } : target(pos, o)), actor, ...(o.reason ? { reason: o.reason } : {}) });
+      const r = await c.call(Requests.erase, {
+        ...(o.root !== undefined ? { root: o.root } : target(pos, o)),
+        actor,
+        ...(o.reason ? { reason: o.reason } : {}),
+      });
       const receiptText = JSON.stringify(r.receipt, null, 2) + '\n';
       if (o.receipt) fs.writeFileSync(o.receipt, receiptText, { mode: 0o600 });
       emit(r, () => {
-        out(`erased ${r.erased} memor${r.erased === 1 ? 'y' : 'ies'} (${r.receipt.removed.history} history rows, ${r.receipt.removed.links} links, ${r.receipt.removed.vectors} vectors, ${r.receipt.removed.namespaces} namespaces) at position ${r.position}`);
-        if (!r.receipt.walTruncated) out('warning: another connection held an old snapshot, so the WAL was not truncated; erase again once it is gone');
+        out(
+          `erased ${r.erased} memor${r.erased === 1 ? 'y' : 'ies'} (${r.receipt.removed.history} history rows, ${r.receipt.removed.links} links, ${r.receipt.removed.vectors} vectors, ${r.receipt.removed.namespaces} namespaces) at position ${r.position}`,
+        );
+        if (!r.receipt.walTruncated)
+          out('warning: another connection held an old snapshot, so the WAL was not truncated; erase again once it is gone');
         if (o.receipt) out(`receipt ${r.receipt.id} written to ${o.receipt}`);
         else out(receiptText.trimEnd());
       });
@@ -327,7 +399,11 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (pos.length !== 3) throw new UsageError(`usage: cairn ${cmd} <from-id> <to-id> <type>`);
       const p = { from: pos[0], to: pos[1], type: pos[2] as never, actor };
       const r = cmd === 'link' ? await c.call(Requests.link, p) : await c.call(Requests.unlink, p);
-      emit(r, () => out(`${cmd === 'link' ? ('created' in r && r.created ? 'linked' : 'already linked') : 'unlinked'} ${pos[0]} -${pos[2]}-> ${pos[1]}`));
+      emit(r, () =>
+        out(
+          `${cmd === 'link' ? ('created' in r && r.created ? 'linked' : 'already linked') : 'unlinked'} ${pos[0]} -${pos[2]}-> ${pos[1]}`,
+        ),
+      );
       return 0;
     }
     case 'neighbors': {
@@ -335,7 +411,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       const r = await c.call(Requests.neighbors, { id: pos[0] });
       emit(r, () => {
         if (r.neighbors.length === 0) out('no linked memories');
-        for (const n of r.neighbors) out(`${n.direction === 'out' ? '->' : '<-'} ${n.type.padEnd(13)} ${n.memory.namespace}/${n.memory.key} (${n.memory.id})`);
+        for (const n of r.neighbors)
+          out(`${n.direction === 'out' ? '->' : '<-'} ${n.type.padEnd(13)} ${n.memory.namespace}/${n.memory.key} (${n.memory.id})`);
       });
       return 0;
     }
@@ -364,7 +441,10 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       let cursor: string | undefined;
       let records = 0;
       do {
-        const page = await c.call(Requests.exportPage, cursor ? { cursor } : { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) });
+        const page = await c.call(
+          Requests.exportPage,
+          cursor ? { cursor } : { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) },
+        );
         if (page.records.length) await write(page.records.map((x) => JSON.stringify(x)).join('\n') + '\n');
         records += page.records.length;
         cursor = page.nextCursor ?? undefined;
@@ -381,13 +461,17 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       const file = path.resolve(pos[0]);
       const progress = !json && process.stderr.isTTY !== false;
       if ('onNotification' in c && progress) {
-        (c as unknown as { onNotification: (d: typeof Notifications.progress, f: (p: { done: number; total: number }) => void) => void }).onNotification(Notifications.progress, (p) =>
-          process.stderr.write(`\rbackup: ${p.done}/${p.total} pages…`),
-        );
+        (
+          c as unknown as { onNotification: (d: typeof Notifications.progress, f: (p: { done: number; total: number }) => void) => void }
+        ).onNotification(Notifications.progress, (p) => process.stderr.write(`\rbackup: ${p.done}/${p.total} pages…`));
       }
       const r = await c.call(Requests.backup, { path: file, ...(o.force ? { overwrite: true } : {}) });
       if (progress) process.stderr.write('\n');
-      emit(r, () => out(`backed up ${r.pages} pages (${r.bytes} bytes, schema v${r.schemaVersion}) to ${r.path} in ${r.ms} ms${r.keys ? `; keys in ${r.keys}` : ''}`));
+      emit(r, () =>
+        out(
+          `backed up ${r.pages} pages (${r.bytes} bytes, schema v${r.schemaVersion}) to ${r.path} in ${r.ms} ms${r.keys ? `; keys in ${r.keys}` : ''}`,
+        ),
+      );
       return 0;
     }
     case 'retention': {
@@ -405,12 +489,17 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           },
         });
       } else if (sub === 'clear' && root !== undefined) r = await c.call(Requests.retention, { clear: root });
-      else throw new UsageError('usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] | clear ROOT]');
+      else
+        throw new UsageError('usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] | clear ROOT]');
       const rules = r.rules;
       emit(r, () => {
         if (rules.length === 0) out('no retention rules (everything is kept)');
         for (const x of rules) {
-          const parts = [x.maxVersions !== undefined ? `max ${x.maxVersions} versions` : '', x.maxAgeDays !== undefined ? `max age ${x.maxAgeDays} days` : '', x.maxTtlDays !== undefined ? `max lifetime ${x.maxTtlDays} days` : ''].filter(Boolean);
+          const parts = [
+            x.maxVersions !== undefined ? `max ${x.maxVersions} versions` : '',
+            x.maxAgeDays !== undefined ? `max age ${x.maxAgeDays} days` : '',
+            x.maxTtlDays !== undefined ? `max lifetime ${x.maxTtlDays} days` : '',
+          ].filter(Boolean);
           out(`${x.root.padEnd(30)} ${parts.join(', ')} (since ${x.setAt})`);
         }
       });
@@ -418,7 +507,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     }
     case 'audit': {
       const [sub, file, ...extra] = pos;
-      if (sub !== 'export' || extra.length) throw new UsageError('usage: cairn audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]');
+      if (sub !== 'export' || extra.length)
+        throw new UsageError('usage: cairn audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]');
       const toFile = file !== undefined && file !== '-';
       const sink = toFile ? fs.createWriteStream(file) : process.stdout;
       const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
@@ -476,7 +566,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       }
       await flush();
       if (!json) process.stderr.write('\n');
-      emit(totals, () => out(`imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links; skipped ${totals.skipped}`));
+      emit(totals, () =>
+        out(`imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links; skipped ${totals.skipped}`),
+      );
       return 0;
     }
     case 'status': {
@@ -489,8 +581,14 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       emit(r, () => {
         out(`expired ${r.expired}, purged ${r.purged}`);
         const k = r.retention;
-        if (k) out(`retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}`);
-        for (const a of k?.actions ?? []) out(`  ${a.root}: ${a.action === 'versions' ? `removed ${a.count} past versions of` : a.action === 'purge' ? 'purged' : 'set an expiry on'} ${a.memoryId}`);
+        if (k)
+          out(
+            `retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}`,
+          );
+        for (const a of k?.actions ?? [])
+          out(
+            `  ${a.root}: ${a.action === 'versions' ? `removed ${a.count} past versions of` : a.action === 'purge' ? 'purged' : 'set an expiry on'} ${a.memoryId}`,
+          );
       });
       return 0;
     }
@@ -503,7 +601,10 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     }
     case 'wait': {
       if (pos.length !== 1) throw new UsageError('usage: cairn wait <position> [--timeout MS]');
-      const r = await c.call(Requests.indexWait, { position: num(pos[0], 'position')!, ...(o.timeout ? { timeoutMs: num(o.timeout, 'timeout') } : {}) });
+      const r = await c.call(Requests.indexWait, {
+        position: num(pos[0], 'position')!,
+        ...(o.timeout ? { timeoutMs: num(o.timeout, 'timeout') } : {}),
+      });
       emit(r, () => out(r.reached ? `index reached ${r.watermark}` : `index at ${r.watermark}, not yet ${pos[0]}`));
       return r.reached ? 0 : 1;
     }
@@ -522,14 +623,20 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   const { runningDaemon } = await import('../server/lock');
   const db = resolveDbPath(o.db);
   const owner = runningDaemon(db);
-  if (owner) throw new CairnError('InvalidState', `a daemon (pid ${owner.pid}) serves ${db}; stop it (and close editors using it) before restoring`, { field: 'db' });
+  if (owner)
+    throw new CairnError(
+      'InvalidState',
+      `a daemon (pid ${owner.pid}) serves ${db}; stop it (and close editors using it) before restoring`,
+      { field: 'db' },
+    );
   const { restore } = await import('../store/backup');
   const r = restore(db, path.resolve(file));
   if (o.json) out(JSON.stringify(r, null, 2));
   else {
     out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
     if (r.previous) out(`the replaced store is kept as ${r.previous}`);
-    if (r.keys === 'missing') out('warning: the backup has no .keys file beside it; forgotten values can no longer be matched (a new key is made)');
+    if (r.keys === 'missing')
+      out('warning: the backup has no .keys file beside it; forgotten values can no longer be matched (a new key is made)');
   }
   return 0;
 }
@@ -553,12 +660,14 @@ async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
     const { loadStoreKeys } = await import('../store/keys');
     const { resolveDbPath } = await import('../paths');
     trusted = loadStoreKeys(resolveDbPath(o.db), { create: false })?.publicKeyB64;
-    if (trusted === undefined) throw new CairnError('NotFound', 'this store has no signing key yet; pass --public-key', { field: 'public-key' });
+    if (trusted === undefined)
+      throw new CairnError('NotFound', 'this store has no signing key yet; pass --public-key', { field: 'public-key' });
   }
   const check = verifyReceipt(receipt, trusted);
   const r = receipt as { id?: string; erasedAt?: string; actor?: string; memories?: unknown[] };
   if (o.json) out(JSON.stringify({ ...check, id: r?.id ?? null }, null, 2));
-  else if (check.ok) out(`valid: receipt ${r.id}, ${r.memories?.length ?? 0} memories erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
+  else if (check.ok)
+    out(`valid: receipt ${r.id}, ${r.memories?.length ?? 0} memories erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
   else process.stderr.write(`cairn: invalid receipt: ${check.problem}\n`);
   return check.ok ? 0 : 1;
 }

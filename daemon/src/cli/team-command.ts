@@ -12,10 +12,15 @@ import { grant, LEVELS, migrate, setHistoryCap, type Level } from '../store/pg/s
 import { teamConfig } from '../team/attach';
 import { UsageError } from './main';
 
-export async function runTeam(pos: string[], o: { url?: string; roots?: string; json: boolean }, out: (s: string) => void): Promise<number> {
+export async function runTeam(
+  pos: string[],
+  o: { url?: string; roots?: string; json: boolean },
+  out: (s: string) => void,
+): Promise<number> {
   const [sub, ...args] = pos;
   const cfg = teamConfig({ url: o.url, roots: o.roots });
-  if (!sub || !['init', 'status', 'grant', 'history-cap'].includes(sub)) throw new UsageError('usage: cairn team init|status|grant ROLE ROOT read|write|admin|history-cap N|off');
+  if (!sub || !['init', 'status', 'grant', 'history-cap'].includes(sub))
+    throw new UsageError('usage: cairn team init|status|grant ROLE ROOT read|write|admin|history-cap N|off');
   if (!cfg) throw new UsageError('no team database configured: pass --team-url postgres://user@host:port/db or set CAIRN_TEAM_URL');
   const b = new PgBackend({ url: cfg.url, connectTimeoutMs: 5000 });
   const emit = (v: unknown, human: () => void) => (o.json ? out(JSON.stringify(v, null, 2)) : human());
@@ -24,7 +29,11 @@ export async function runTeam(pos: string[], o: { url?: string; roots?: string; 
       const r = await migrate(b.pool);
       await b.open();
       emit({ url: redactUrl(cfg.url), ...r }, () =>
-        out(r.from === r.to ? `team database ${redactUrl(cfg.url)} is at schema v${r.to}; invariants checked` : `team database ${redactUrl(cfg.url)} migrated from schema v${r.from} to v${r.to}`),
+        out(
+          r.from === r.to
+            ? `team database ${redactUrl(cfg.url)} is at schema v${r.to}; invariants checked`
+            : `team database ${redactUrl(cfg.url)} migrated from schema v${r.from} to v${r.to}`,
+        ),
       );
       return 0;
     }
@@ -41,10 +50,13 @@ export async function runTeam(pos: string[], o: { url?: string; roots?: string; 
     if (sub === 'history-cap') {
       const [v] = args;
       const cap = v === 'off' ? null : Number(v);
-      if (v === undefined || (cap !== null && !(Number.isInteger(cap) && cap >= 1 && cap <= 1_000_000))) throw new UsageError('usage: cairn team history-cap N|off (N: history rows kept per memory, 1 to 1000000)');
+      if (v === undefined || (cap !== null && !(Number.isInteger(cap) && cap >= 1 && cap <= 1_000_000)))
+        throw new UsageError('usage: cairn team history-cap N|off (N: history rows kept per memory, 1 to 1000000)');
       await b.open();
       await setHistoryCap(b.pool, cap);
-      emit({ historyCap: cap }, () => out(cap === null ? 'team history is kept in full' : `team history keeps the newest ${cap} rows per memory`));
+      emit({ historyCap: cap }, () =>
+        out(cap === null ? 'team history is kept in full' : `team history keeps the newest ${cap} rows per memory`),
+      );
       return 0;
     }
     await b.open();
@@ -55,9 +67,15 @@ export async function runTeam(pos: string[], o: { url?: string; roots?: string; 
       out(`schema          v${s.schemaVersion}`);
       out(`latency         ${s.latencyMs} ms (one round trip)`);
       out(`roots           ${cfg.roots.join(', ')}`);
-      out(`memories        ${s.counts.memories} (${s.counts.active} active, ${s.counts.deleted} deleted), ${s.counts.vectors} with vectors`);
-      out(`namespaces      ${s.counts.namespaces}; history ${s.counts.history}${s.historyCap !== null ? ` (capped at ${s.historyCap} per memory)` : ''}; links ${s.counts.links}`);
-      out(`your grants     ${s.grants.length ? s.grants.map((g) => `${g.root}:${['', 'read', 'write', 'admin'][g.level]}`).join(', ') : 'none'}`);
+      out(
+        `memories        ${s.counts.memories} (${s.counts.active} active, ${s.counts.deleted} deleted), ${s.counts.vectors} with vectors`,
+      );
+      out(
+        `namespaces      ${s.counts.namespaces}; history ${s.counts.history}${s.historyCap !== null ? ` (capped at ${s.historyCap} per memory)` : ''}; links ${s.counts.links}`,
+      );
+      out(
+        `your grants     ${s.grants.length ? s.grants.map((g) => `${g.root}:${['', 'read', 'write', 'admin'][g.level]}`).join(', ') : 'none'}`,
+      );
     });
     return 0;
   } finally {

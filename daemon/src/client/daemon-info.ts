@@ -77,8 +77,13 @@ export function runningDaemon(dbPath: string): DaemonInfo | null {
 
 /** A socket that another user could have put there: never connected to, nothing is sent. */
 export class UntrustedSocketError extends Error {
-  constructor(readonly socketPath: string, reason: string) {
-    super(`refusing to connect to ${socketPath}: ${reason}; another user may have planted it. Remove it, or use a private XDG_RUNTIME_DIR or --socket`);
+  constructor(
+    readonly socketPath: string,
+    reason: string,
+  ) {
+    super(
+      `refusing to connect to ${socketPath}: ${reason}; another user may have planted it. Remove it, or use a private XDG_RUNTIME_DIR or --socket`,
+    );
     this.name = 'UntrustedSocketError';
   }
 }

@@ -78,7 +78,11 @@ export type EnsureDaemonFailure = 'stdio-only' | 'not-started' | 'timeout';
 
 export class EnsureDaemonError extends Error {
   /** Pid of the daemon process this call started, when it started one (it may still be running after a timeout). */
-  constructor(message: string, readonly pid: number | null = null, readonly kind: EnsureDaemonFailure = 'not-started') {
+  constructor(
+    message: string,
+    readonly pid: number | null = null,
+    readonly kind: EnsureDaemonFailure = 'not-started',
+  ) {
     super(message);
     this.name = 'EnsureDaemonError';
   }
@@ -111,7 +115,8 @@ export function findDaemonScript(env?: Env, from: string = __dirname): string {
     tried.push(candidate);
     if (fs.existsSync(candidate) && fs.existsSync(path.join(dir, 'package.json'))) {
       const bundle = path.join(dir, 'dist', 'cairn.js');
-      if (!fs.existsSync(bundle)) throw new EnsureDaemonError(`the Cairn daemon at ${candidate} is not built (missing ${bundle}); run "npm run build"`);
+      if (!fs.existsSync(bundle))
+        throw new EnsureDaemonError(`the Cairn daemon at ${candidate} is not built (missing ${bundle}); run "npm run build"`);
       return candidate;
     }
     const parent = path.dirname(dir);
@@ -133,7 +138,6 @@ function tail(file: string, lines = 12): string {
     return '';
   }
 }
-
 
 function stdioOnly(owner: Owner, db: string): EnsureDaemonError {
   return new EnsureDaemonError(
@@ -206,7 +210,12 @@ export async function ensureDaemon(o: EnsureDaemonOptions = {}): Promise<Ensured
     }
     if (exitCode !== undefined && !lostRace) {
       if (spawnError) throw new EnsureDaemonError(`cannot start the Cairn daemon with ${node}: ${spawnError.message}`, pid, 'not-started');
-      if (exitCode !== 3) throw new EnsureDaemonError(`the Cairn daemon exited with code ${exitCode} while starting (log ${logFile}):\n${tail(logFile)}`, pid, 'not-started');
+      if (exitCode !== 3)
+        throw new EnsureDaemonError(
+          `the Cairn daemon exited with code ${exitCode} while starting (log ${logFile}):\n${tail(logFile)}`,
+          pid,
+          'not-started',
+        );
       // The store lock is held by a live daemon: wait for it to answer (or learn it serves stdio only).
       lostRace = true;
     }

@@ -4,7 +4,14 @@
  * native modules, so any process may load it.
  */
 import type { Readable, Writable } from 'node:stream';
-import { ConnectionError, createMessageConnection, ErrorCodes as RpcErrorCodes, ResponseError, StreamMessageReader, type MessageConnection } from 'vscode-jsonrpc/node';
+import {
+  ConnectionError,
+  createMessageConnection,
+  ErrorCodes as RpcErrorCodes,
+  ResponseError,
+  StreamMessageReader,
+  type MessageConnection,
+} from 'vscode-jsonrpc/node';
 import { connectSocket } from './daemon-info';
 import { FramedMessageWriter } from './framed-writer';
 import type { z } from 'zod';
@@ -35,13 +42,18 @@ export class StreamClient implements CairnClient {
   /** Requests written and not yet answered: failed with Unavailable when the connection ends. */
   private readonly pending = new Set<(e: CairnError) => void>();
 
-  constructor(input: Readable, output: Writable, private readonly onClose?: () => void) {
+  constructor(
+    input: Readable,
+    output: Writable,
+    private readonly onClose?: () => void,
+  ) {
     this.connection = createMessageConnection(new StreamMessageReader(input), new FramedMessageWriter(output));
     const ended = () => {
       this.closed = true;
       const waiting = [...this.pending];
       this.pending.clear();
-      for (const fail of waiting) fail(unavailable('the connection to the daemon closed before it answered; the request may or may not have been applied', true));
+      for (const fail of waiting)
+        fail(unavailable('the connection to the daemon closed before it answered; the request may or may not have been applied', true));
     };
     this.connection.onClose(ended);
     input.once('close', ended);
@@ -77,7 +89,8 @@ export class StreamClient implements CairnClient {
       if (e instanceof CairnError) throw e;
       // vscode-jsonrpc refuses to write on a closed connection (not sent), and rejects pending requests when disposed.
       if (e instanceof ConnectionError) throw unavailable(`the connection to the daemon is closed: ${e.message}`, false);
-      if (e instanceof ResponseError && e.code === RpcErrorCodes.PendingResponseRejected) throw unavailable(`the connection to the daemon closed before it answered: ${e.message}`, true);
+      if (e instanceof ResponseError && e.code === RpcErrorCodes.PendingResponseRejected)
+        throw unavailable(`the connection to the daemon closed before it answered: ${e.message}`, true);
       throw toCairnError(e);
     } finally {
       this.pending.delete(fail);

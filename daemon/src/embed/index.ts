@@ -148,7 +148,9 @@ function createWorker(workerPath: string, init: WorkerInit): Worker {
   try {
     tsxCjs = require.resolve('tsx/cjs', { paths: [__dirname, process.cwd()] });
   } catch {
-    throw new Error(`the embedding worker ${workerPath} is TypeScript and needs tsx (run under \`node --import tsx\`, or build the daemon)`);
+    throw new Error(
+      `the embedding worker ${workerPath} is TypeScript and needs tsx (run under \`node --import tsx\`, or build the daemon)`,
+    );
   }
   const bootstrap = `require(${JSON.stringify(tsxCjs)}); require(${JSON.stringify(workerPath)});`;
   return new Worker(bootstrap, { eval: true, workerData: init });
@@ -270,7 +272,9 @@ export class Embedder {
             : `embedding worker exited unexpectedly (exit code ${code})${lastError ? `: ${lastError.message}` : ''}`,
         );
         if (!settled) {
-          settle(lastError ? new Error(`embedding worker failed to start (${workerPath}): ${lastError.message}`, { cause: lastError }) : err);
+          settle(
+            lastError ? new Error(`embedding worker failed to start (${workerPath}): ${lastError.message}`, { cause: lastError }) : err,
+          );
         }
         if (!expected && this.state !== 'starting') {
           this.state = 'crashed';
@@ -298,9 +302,15 @@ export class Embedder {
   embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]> {
     if (!Array.isArray(texts)) return Promise.reject(new TypeError('embed expects an array of strings'));
     const bad = texts.findIndex((t) => typeof t !== 'string');
-    if (bad >= 0) return Promise.reject(new TypeError(`embed expects strings (item ${bad} is ${texts[bad] === null ? 'null' : typeof texts[bad]})`));
+    if (bad >= 0)
+      return Promise.reject(new TypeError(`embed expects strings (item ${bad} is ${texts[bad] === null ? 'null' : typeof texts[bad]})`));
     if (this.state !== 'ready' || !this.worker) {
-      const why = this.state === 'crashed' ? `the embedding worker crashed (${this.crashError?.message}); call restart()` : this.state === 'closed' ? 'Embedder closed' : 'Embedder is not started';
+      const why =
+        this.state === 'crashed'
+          ? `the embedding worker crashed (${this.crashError?.message}); call restart()`
+          : this.state === 'closed'
+            ? 'Embedder closed'
+            : 'Embedder is not started';
       return Promise.reject(new Error(why));
     }
     if (texts.length === 0) return Promise.resolve([]);

@@ -32,8 +32,19 @@ export function parsePoolingConfig(json: unknown): PoolingMode[] | null {
   if (!json || typeof json !== 'object') return null;
   const cfg = json as Record<string, unknown>;
   if (typeof cfg.pooling_mode === 'string') {
-    const m = cfg.pooling_mode.toLowerCase().replace(/_token(s)?$/, '').replace(/^mean_tokens$/, 'mean');
-    const alias: Record<string, PoolingMode> = { cls: 'cls', mean: 'mean', max: 'max', mean_sqrt_len: 'mean_sqrt_len', weightedmean: 'weightedmean', lasttoken: 'lasttoken', last: 'lasttoken' };
+    const m = cfg.pooling_mode
+      .toLowerCase()
+      .replace(/_token(s)?$/, '')
+      .replace(/^mean_tokens$/, 'mean');
+    const alias: Record<string, PoolingMode> = {
+      cls: 'cls',
+      mean: 'mean',
+      max: 'max',
+      mean_sqrt_len: 'mean_sqrt_len',
+      weightedmean: 'weightedmean',
+      lasttoken: 'lasttoken',
+      last: 'lasttoken',
+    };
     return alias[m] ? [alias[m]] : null;
   }
   const modes = ST_KEYS.filter(([k]) => cfg[k] === true).map(([, m]) => m);
@@ -63,9 +74,15 @@ export function poolingName(spec: PoolingSpec): string {
  * (transformers.js tokenizers pad right by default); `lasttoken` uses the last unmasked token.
  * A row with no unmasked token pools to zeros.
  */
-export function pool(data: Float32Array, dims: readonly number[], mask: ArrayLike<number | bigint>, modes: readonly PoolingMode[]): Float32Array[] {
+export function pool(
+  data: Float32Array,
+  dims: readonly number[],
+  mask: ArrayLike<number | bigint>,
+  modes: readonly PoolingMode[],
+): Float32Array[] {
   const [B, S, H] = dims;
-  if (dims.length !== 3 || data.length !== B * S * H) throw new Error(`pool: expected [batch, seq, hidden] data, got dims ${JSON.stringify(dims)}`);
+  if (dims.length !== 3 || data.length !== B * S * H)
+    throw new Error(`pool: expected [batch, seq, hidden] data, got dims ${JSON.stringify(dims)}`);
   if (mask.length !== B * S) throw new Error(`pool: attention mask has ${mask.length} entries, expected ${B * S}`);
   const m = new Uint8Array(B * S);
   for (let i = 0; i < m.length; i++) m[i] = Number(mask[i]) !== 0 ? 1 : 0;
@@ -74,14 +91,29 @@ export function pool(data: Float32Array, dims: readonly number[], mask: ArrayLik
     const v = new Float32Array(H * modes.length);
     let count = 0;
     let last = -1;
-    for (let s = 0; s < S; s++) if (m[b * S + s]) { count++; last = s; }
+    for (let s = 0; s < S; s++)
+      if (m[b * S + s]) {
+        count++;
+        last = s;
+      }
     if (count > 0) for (let k = 0; k < modes.length; k++) poolOne(data, m, b, S, H, modes[k], count, last, v, k * H);
     out.push(v);
   }
   return out;
 }
 
-function poolOne(data: Float32Array, m: Uint8Array, b: number, S: number, H: number, mode: PoolingMode, count: number, last: number, v: Float32Array, o: number): void {
+function poolOne(
+  data: Float32Array,
+  m: Uint8Array,
+  b: number,
+  S: number,
+  H: number,
+  mode: PoolingMode,
+  count: number,
+  last: number,
+  v: Float32Array,
+  o: number,
+): void {
   const base = b * S * H;
   switch (mode) {
     case 'cls':

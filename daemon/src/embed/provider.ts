@@ -11,7 +11,16 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StaticProvider, staticConfigOf } from './static-model';
-import { normalizeInPlace, parseModulesJson, parsePoolingConfig, pool, poolingName, POOLING_MODES, type PoolingMode, type PoolingSpec } from './pooling';
+import {
+  normalizeInPlace,
+  parseModulesJson,
+  parsePoolingConfig,
+  pool,
+  poolingName,
+  POOLING_MODES,
+  type PoolingMode,
+  type PoolingSpec,
+} from './pooling';
 import { isBlank, prepareText } from './prepare';
 import { BUILTIN_MODEL_ID, isBuiltinModelId, type EmbedderInfo } from './shared';
 import { readEnv } from '../protocol/settings';
@@ -66,7 +75,12 @@ interface Located {
 }
 
 // Minimal shapes of the transformers.js objects used here (its typings are very wide).
-interface TensorLike { data: ArrayLike<number | bigint>; dims: number[]; type?: string; to?(type: string): TensorLike }
+interface TensorLike {
+  data: ArrayLike<number | bigint>;
+  dims: number[];
+  type?: string;
+  to?(type: string): TensorLike;
+}
 interface TokenizerLike {
   (texts: string[], opts: { padding: boolean; truncation: boolean; max_length: number }): Record<string, TensorLike>;
   get_vocab?(): Map<string, number>;
@@ -201,7 +215,12 @@ async function resolvePooling(opts: ProviderOptions, loc: Located, config: Recor
  * repository), else the tokenizer's model_max_length, else 512; never more than the model's
  * position embeddings, and at most MAX_TOKENS_CAP.
  */
-async function resolveMaxTokens(opts: ProviderOptions, loc: Located, config: Record<string, unknown>, tokenizer: TokenizerLike): Promise<number> {
+async function resolveMaxTokens(
+  opts: ProviderOptions,
+  loc: Located,
+  config: Record<string, unknown>,
+  tokenizer: TokenizerLike,
+): Promise<number> {
   let st: { max_seq_length?: unknown } | null = null;
   for (const repo of sourceRepos(loc, config)) {
     st = (await modelJson(opts, loc, repo, 'sentence_bert_config.json')) as { max_seq_length?: unknown } | null;
@@ -216,7 +235,10 @@ async function resolveMaxTokens(opts: ProviderOptions, loc: Located, config: Rec
 
 /** The model is not on disk and may not be downloaded. */
 export class ModelNotLocalError extends Error {
-  constructor(message: string, readonly searched: string) {
+  constructor(
+    message: string,
+    readonly searched: string,
+  ) {
     super(message);
     this.name = 'ModelNotLocalError';
   }
@@ -238,12 +260,19 @@ export class TransformersProvider implements EmbeddingProvider {
 
   /** Loads `opts.model` (or the built-in model when `builtin`). Throws when it cannot. */
   /** `localConfig`: the local folder's config.json, already read by loadProvider (else it is read here). */
-  static async load(opts: ProviderOptions, builtin = isBuiltinModelId(opts.model), localConfig?: Record<string, unknown>): Promise<TransformersProvider> {
+  static async load(
+    opts: ProviderOptions,
+    builtin = isBuiltinModelId(opts.model),
+    localConfig?: Record<string, unknown>,
+  ): Promise<TransformersProvider> {
     const t0 = Date.now();
     const loc = locate(opts, builtin);
     if ((builtin || !loc.remote) && !loc.dir) {
       const where = builtin ? loc.root : [opts.modelPath, opts.cacheDir].filter(Boolean).join(' and ');
-      throw new ModelNotLocalError(`model "${builtin ? BUILTIN_MODEL_ID : opts.model}" is not available locally (looked in ${where})`, where);
+      throw new ModelNotLocalError(
+        `model "${builtin ? BUILTIN_MODEL_ID : opts.model}" is not available locally (looked in ${where})`,
+        where,
+      );
     }
     if (loc.dir && !fs.existsSync(path.join(loc.dir, 'config.json'))) {
       throw new Error(`${builtin ? `built-in model ${BUILTIN_MODEL_ID} not found` : 'no model'} at ${loc.dir} (config.json missing)`);
@@ -263,9 +292,12 @@ export class TransformersProvider implements EmbeddingProvider {
     env.useBrowserCache = false;
 
     const localOnly = !loc.remote;
-    const config = (
-      localConfig && loc.dir ? new PretrainedConfig(localConfig) : await AutoConfig.from_pretrained(loc.id, { local_files_only: localOnly, cache_dir: opts.cacheDir })
-    ) as unknown as Record<string, unknown>;
+    const config = (localConfig && loc.dir
+      ? new PretrainedConfig(localConfig)
+      : await AutoConfig.from_pretrained(loc.id, { local_files_only: localOnly, cache_dir: opts.cacheDir })) as unknown as Record<
+      string,
+      unknown
+    >;
     const configDtype = (config['transformers.js_config'] as { dtype?: unknown } | undefined)?.dtype;
     const dtypes = opts.dtype ? [opts.dtype] : typeof configDtype === 'string' ? [configDtype] : ['q8', 'fp32'];
     let extractor: ExtractorLike | null = null;
@@ -342,7 +374,9 @@ export class TransformersProvider implements EmbeddingProvider {
     for (let k = 0; k < todo.length; k += this.batchSize) {
       const chunk = todo.slice(k, k + this.batchSize);
       const vecs = await this.run(chunk.map((c) => c.text));
-      chunk.forEach((c, j) => { out[c.i] = vecs[j]; });
+      chunk.forEach((c, j) => {
+        out[c.i] = vecs[j];
+      });
     }
     return out;
   }
@@ -352,7 +386,8 @@ export class TransformersProvider implements EmbeddingProvider {
     const inputs = this.extractor.tokenizer(texts, { padding: true, truncation: true, max_length: this.info.maxTokens });
     const outputs = await this.extractor.model(inputs);
     let hidden = outputs.last_hidden_state ?? outputs.token_embeddings ?? outputs.logits;
-    if (!hidden) throw new Error(`model gave none of last_hidden_state, token_embeddings, logits (outputs: ${Object.keys(outputs).join(', ')})`);
+    if (!hidden)
+      throw new Error(`model gave none of last_hidden_state, token_embeddings, logits (outputs: ${Object.keys(outputs).join(', ')})`);
     if (!(hidden.data instanceof Float32Array) && hidden.to) hidden = hidden.to('float32'); // fp16 models
     if (hidden.dims.length === 2) {
       // already pooled ([batch, hidden]): only normalize

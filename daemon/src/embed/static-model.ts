@@ -65,8 +65,14 @@ function isPunct(cp: number): boolean {
 }
 function isCjk(cp: number): boolean {
   return (
-    (cp >= 0x4e00 && cp <= 0x9fff) || (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x20000 && cp <= 0x2a6df) || (cp >= 0x2a700 && cp <= 0x2b73f) ||
-    (cp >= 0x2b740 && cp <= 0x2b81f) || (cp >= 0x2b820 && cp <= 0x2ceaf) || (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0x2f800 && cp <= 0x2fa1f)
+    (cp >= 0x4e00 && cp <= 0x9fff) ||
+    (cp >= 0x3400 && cp <= 0x4dbf) ||
+    (cp >= 0x20000 && cp <= 0x2a6df) ||
+    (cp >= 0x2a700 && cp <= 0x2b73f) ||
+    (cp >= 0x2b740 && cp <= 0x2b81f) ||
+    (cp >= 0x2b820 && cp <= 0x2ceaf) ||
+    (cp >= 0xf900 && cp <= 0xfaff) ||
+    (cp >= 0x2f800 && cp <= 0x2fa1f)
   );
 }
 
@@ -85,7 +91,10 @@ export function basicTokens(text: string): string[] {
     else if (isCjk(cp)) s += ` ${ch} `;
     else s += ch;
   }
-  s = s.toLowerCase().normalize('NFD').replace(/\p{Mn}/gu, '');
+  s = s
+    .toLowerCase()
+    .normalize('NFD')
+    .replace(/\p{Mn}/gu, '');
   const out: string[] = [];
   for (const word of s.split(' ')) {
     if (!word) continue;
@@ -109,7 +118,11 @@ class LazyRows {
   private readonly rowsPerBlock: number;
   private fd: number | null;
 
-  constructor(private readonly file: string, private readonly n: number, private readonly d: number) {
+  constructor(
+    private readonly file: string,
+    private readonly n: number,
+    private readonly d: number,
+  ) {
     this.data = new Int8Array(n * d);
     this.rowsPerBlock = Math.max(1, Math.floor(4096 / d));
     this.loaded = new Uint8Array(Math.ceil(n / this.rowsPerBlock));
@@ -270,7 +283,10 @@ const CHARS_PER_TOKEN_CAP = 32;
 const YIELD_EVERY = 128;
 
 export class StaticProvider implements EmbeddingProvider {
-  private constructor(readonly info: EmbeddingProvider['info'], private readonly model: StaticModel) {}
+  private constructor(
+    readonly info: EmbeddingProvider['info'],
+    private readonly model: StaticModel,
+  ) {}
 
   static load(dir: string, id: string, builtin: boolean, config?: StaticConfig): StaticProvider {
     const t0 = Date.now();

@@ -57,7 +57,9 @@ port.on('message', (msg: ToWorker) => {
       void (async () => {
         try {
           await provider?.dispose();
-        } catch { /* exiting anyway */ }
+        } catch {
+          /* exiting anyway */
+        }
         send({ type: 'closed' });
         process.exit(0);
       })();

@@ -68,7 +68,15 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     (r) => {
       const m = d.store.byRowids([r.rowid]).get(r.rowid);
       const dups = possibleDuplicates(d.store, r.duplicates);
-      if (m && dups.length) d.notifyAll(Notifications.possibleDuplicates.method, { id: r.id, namespace: m.ns_path, key: m.key, version: r.version, position: r.position, possibleDuplicates: dups });
+      if (m && dups.length)
+        d.notifyAll(Notifications.possibleDuplicates.method, {
+          id: r.id,
+          namespace: m.ns_path,
+          key: m.key,
+          version: r.version,
+          position: r.position,
+          possibleDuplicates: dups,
+        });
     },
     settled, // a failed re-embed ends the wait too: index/wait answers at once with the reason
   );
@@ -98,7 +106,11 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       return { watermark, reached: false, index: 'vector' as const, reason: busy() ? why : `no vector index can exist: ${why}` };
     }
     const r = await indexer.waitFor(p.position, Math.max(0, deadline - Date.now()));
-    return { ...r, index: 'vector' as const, ...(r.reached ? {} : { reason: `the vector index reached ${r.watermark}, not yet ${p.position}` }) };
+    return {
+      ...r,
+      index: 'vector' as const,
+      ...(r.reached ? {} : { reason: `the vector index reached ${r.watermark}, not yet ${p.position}` }),
+    };
   };
   hooks.indexRebuild = async (p) => {
     if (p.model && p.model !== indexer.embedder?.info.model) {

@@ -93,7 +93,8 @@ export class Indexer implements VectorSearcher {
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
     if (this.state === 'loading') return 'the embedding model is still loading';
-    if (this.state === 'reindexing') return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
+    if (this.state === 'reindexing')
+      return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
     if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
     return null;
   }
@@ -227,7 +228,10 @@ export class Indexer implements VectorSearcher {
    */
   private async embedRows(model: VecModel, rows: EmbedRow[]): Promise<Embedded[]> {
     const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
-    const have = this.store.vectors.textHashes(model, rows.map((r) => r.rowid));
+    const have = this.store.vectors.textHashes(
+      model,
+      rows.map((r) => r.rowid),
+    );
     for (const r of rows) {
       const text = embeddingText(r);
       const hash = hashKey(sha256(model.model + '\u0000' + text));
@@ -243,7 +247,8 @@ export class Indexer implements VectorSearcher {
     for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
       if (this.stopped || this.model !== model) return []; // stopped or switched meanwhile
       this.store.transaction(() => {
-        for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++) sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
+        for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++)
+          sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
       });
       await new Promise((r) => setImmediate(r));
     }
@@ -376,7 +381,9 @@ export class Indexer implements VectorSearcher {
         position,
         duplicates: isZero(e.vector)
           ? []
-          : this.store.vectors.similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, DUPLICATE_THRESHOLD, DUPLICATE_LIMIT, now, e.sig).map((h) => ({ rowid: h.rowid, similarity: h.score })),
+          : this.store.vectors
+              .similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, DUPLICATE_THRESHOLD, DUPLICATE_LIMIT, now, e.sig)
+              .map((h) => ({ rowid: h.rowid, similarity: h.score })),
       }));
   }
 
@@ -384,10 +391,16 @@ export class Indexer implements VectorSearcher {
    * The duplicate check of a memory: `pending` while the indexer has not yet
    * embedded its latest change, `unavailable` while no vector index runs.
    */
-  duplicatesOf(memory: { id: string; rowid: number }): { state: 'done' | 'pending' | 'unavailable'; duplicates: { rowid: number; similarity: number }[] } {
+  duplicatesOf(memory: { id: string; rowid: number }): {
+    state: 'done' | 'pending' | 'unavailable';
+    duplicates: { rowid: number; similarity: number }[];
+  } {
     if (this.unavailable() || !this.model) return { state: 'unavailable', duplicates: [] };
     if (this.store.feed.changedAfter(memory.id, this.watermark())) return { state: 'pending', duplicates: [] };
-    return { state: 'done', duplicates: this.store.feed.duplicates(memory.rowid).map((d) => ({ rowid: d.other_rowid, similarity: d.similarity })) };
+    return {
+      state: 'done',
+      duplicates: this.store.feed.duplicates(memory.rowid).map((d) => ({ rowid: d.other_rowid, similarity: d.similarity })),
+    };
   }
 }
 

@@ -17,7 +17,8 @@ function anchorText(a: Memory['anchors'][number]): string {
 /** `namespace/key` plus the facts in one line. */
 export function memoryHeading(m: Memory): string {
   const facts = [m.kind, `importance ${m.importance}`];
-  if (m.status !== 'active') facts.push(m.status === 'proposed' ? 'proposed (awaiting the user’s review)' : `superseded by ${m.supersededBy}`);
+  if (m.status !== 'active')
+    facts.push(m.status === 'proposed' ? 'proposed (awaiting the user’s review)' : `superseded by ${m.supersededBy}`);
   if (m.deletedAt) facts.push(`deleted ${m.deletedAt}`);
   return `${m.namespace}/${m.key} — ${facts.join(', ')} — id ${m.id}`;
 }
@@ -53,19 +54,27 @@ export function scopeText(s: { root?: string; namespaces?: string[]; includeUser
 }
 
 export function searchText(query: string, r: SearchResult, scope: string): string {
-  const head = r.hits.length === 0 ? `No memories match "${oneLine(query, 80)}" in ${scope}.` : `${r.hits.length} memor${r.hits.length === 1 ? 'y' : 'ies'} for "${oneLine(query, 80)}" in ${scope}, best first:`;
+  const head =
+    r.hits.length === 0
+      ? `No memories match "${oneLine(query, 80)}" in ${scope}.`
+      : `${r.hits.length} memor${r.hits.length === 1 ? 'y' : 'ies'} for "${oneLine(query, 80)}" in ${scope}, best first:`;
   const lines = [head];
   if (r.degraded) lines.push(`(search mode ${r.mode}: ${r.degraded})`);
   r.hits.forEach((h, i) => {
     const m = h.memory;
-    const text = m.value.length > LIST_VALUE_CHARS ? `${m.summary ?? h.snippet}\n(value shortened: cairn_recall id ${m.id} for all of it)` : m.value;
+    const text =
+      m.value.length > LIST_VALUE_CHARS ? `${m.summary ?? h.snippet}\n(value shortened: cairn_recall id ${m.id} for all of it)` : m.value;
     lines.push('', `${i + 1}. ${memoryBrief(m, text)}`);
   });
   return lines.join('\n');
 }
 
 export function listText(items: Memory[], nextCursor: string | null, scope: string): string {
-  const lines = [items.length === 0 ? `No memories in ${scope}.` : `${items.length} memor${items.length === 1 ? 'y' : 'ies'} in ${scope}, most recently updated first:`];
+  const lines = [
+    items.length === 0
+      ? `No memories in ${scope}.`
+      : `${items.length} memor${items.length === 1 ? 'y' : 'ies'} in ${scope}, most recently updated first:`,
+  ];
   items.forEach((m, i) => lines.push('', `${i + 1}. ${memoryBrief(m)}`));
   if (nextCursor) lines.push('', `More memories follow: call cairn_list again with cursor "${nextCursor}".`);
   return lines.join('\n');
@@ -75,10 +84,15 @@ export function rememberText(r: UpsertResult): string {
   const m = r.memory;
   const verb = r.created ? 'Saved new memory' : r.changed ? 'Updated memory' : 'Memory unchanged (same content)';
   const lines = [`${verb} ${m.namespace}/${m.key} (id ${m.id}, version ${m.version}).`];
-  if (m.status === 'proposed') lines.push('Its status is proposed: the user reviews it in the Cairn view before it is used in prompts; it is not returned by cairn_search unless includeProposed is true.');
+  if (m.status === 'proposed')
+    lines.push(
+      'Its status is proposed: the user reviews it in the Cairn view before it is used in prompts; it is not returned by cairn_search unless includeProposed is true.',
+    );
   for (const w of r.warnings ?? []) lines.push(`Warning: ${w.message}. Do not store credentials in memories.`);
   for (const d of r.possibleDuplicates ?? []) {
-    lines.push(`Possible duplicate: ${d.namespace}/${d.key} (id ${d.id}, similarity ${d.similarity}). If it says the same thing, update that memory instead (same namespace and key) and forget this one.`);
+    lines.push(
+      `Possible duplicate: ${d.namespace}/${d.key} (id ${d.id}, similarity ${d.similarity}). If it says the same thing, update that memory instead (same namespace and key) and forget this one.`,
+    );
   }
   return lines.join('\n');
 }
@@ -92,7 +106,10 @@ export function neighborsText(id: string, r: NeighborsResult): string {
   return lines.join('\n');
 }
 
-export function statusText(s: StoreStatusResult, session: { root: string; rootSource: string; dir: string | null; review: boolean; actor: string }): string {
+export function statusText(
+  s: StoreStatusResult,
+  session: { root: string; rootSource: string; dir: string | null; review: boolean; actor: string },
+): string {
   const c = s.counts;
   const e = s.embeddings;
   return [

@@ -39,7 +39,11 @@ export function isExplicit(scope: McpScope): boolean {
  */
 export function resolveMcpScope(o: { root?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): McpScope {
   const fromEnv = readEnv('CAIRN_SCOPE_ROOT', o.env);
-  const explicit = o.root ? { root: o.root, source: 'option' as const, field: '--root' } : fromEnv ? { root: fromEnv, source: 'env' as const, field: 'CAIRN_SCOPE_ROOT' } : null;
+  const explicit = o.root
+    ? { root: o.root, source: 'option' as const, field: '--root' }
+    : fromEnv
+      ? { root: fromEnv, source: 'env' as const, field: 'CAIRN_SCOPE_ROOT' }
+      : null;
   if (explicit) {
     const problem = namespaceProblem(explicit.root);
     if (problem) throw new CairnError('InvalidNamespace', `${explicit.field}: ${problem}`, { field: explicit.field });
@@ -65,7 +69,11 @@ export function checkNamespace(scope: McpScope, namespace: string, field: string
   const problem = namespaceProblem(namespace);
   if (problem) throw new CairnError('InvalidNamespace', problem, { field });
   if (!inScope(scope, namespace)) {
-    throw new CairnError('InvalidParams', `namespace "${namespace}" is outside this session's scope (${scope.root} and ${USER_ROOT}); start the server with --root or CAIRN_SCOPE_ROOT to work elsewhere`, { field });
+    throw new CairnError(
+      'InvalidParams',
+      `namespace "${namespace}" is outside this session's scope (${scope.root} and ${USER_ROOT}); start the server with --root or CAIRN_SCOPE_ROOT to work elsewhere`,
+      { field },
+    );
   }
 }
 

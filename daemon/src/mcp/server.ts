@@ -11,7 +11,13 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, RootsListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  RootsListChangedNotificationSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -131,7 +137,11 @@ export function inputJsonSchema(t: CairnTool): Tool['inputSchema'] {
 
 /** A zod failure of tool arguments as the CairnError the daemon would give (InvalidParams / InvalidFilter, naming the field). */
 export function argumentsError(tool: string, err: z.ZodError): CairnError {
-  return fromZodError(err, tool, () => `${tool} accepts ${Object.keys((TOOLS.find((t) => t.name === tool)?.input.shape ?? {}) as object).join(', ')}`);
+  return fromZodError(
+    err,
+    tool,
+    () => `${tool} accepts ${Object.keys((TOOLS.find((t) => t.name === tool)?.input.shape ?? {}) as object).join(', ')}`,
+  );
 }
 
 function toolError(e: unknown): CallToolResult {
@@ -208,12 +218,23 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
   const byName = new Map(TOOLS.map((t) => [t.name, t]));
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: TOOLS.map((t) => ({ name: t.name, title: t.annotations.title, description: t.description, inputSchema: inputJsonSchema(t), annotations: t.annotations })),
+    tools: TOOLS.map((t) => ({
+      name: t.name,
+      title: t.annotations.title,
+      description: t.description,
+      inputSchema: inputJsonSchema(t),
+      annotations: t.annotations,
+    })),
   }));
 
   server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
     const t = byName.get(req.params.name);
-    if (!t) return toolError(new CairnError('NotFound', `no tool named ${req.params.name}; the Cairn tools are ${TOOLS.map((x) => x.name).join(', ')}`, { field: 'name' }));
+    if (!t)
+      return toolError(
+        new CairnError('NotFound', `no tool named ${req.params.name}; the Cairn tools are ${TOOLS.map((x) => x.name).join(', ')}`, {
+          field: 'name',
+        }),
+      );
     try {
       await rootsRead;
       const parsed = t.input.safeParse(req.params.arguments ?? {});

@@ -49,7 +49,13 @@ function tool<S extends z.ZodObject>(t: CairnTool<S>): CairnTool<S> {
   return t;
 }
 
-const ro = (title: string): ToolAnnotations => ({ title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+const ro = (title: string): ToolAnnotations => ({
+  title,
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+});
 
 // ---------------------------------------------------------------------------
 // Shared argument schemas (the protocol's, with descriptions for a model)
@@ -65,12 +71,23 @@ const filterArg = z
     'Advanced filter tree (Cairn filter grammar), e.g. {"field":"importance","op":"gte","value":0.7}, {"field":"anchors.path","op":"prefix","value":"src/auth/"}, {"field":"updatedAt","op":"gt","value":"2025-01-01T00:00:00Z"}, {"property":"ticket","op":"eq","value":"ABC-1"}; combine with {"and":[...]}, {"or":[...]}, {"not":{...}}.',
   );
 const kindsArg = z.array(T.MemoryKind).min(1).max(6).optional().describe('Only memories of these kinds.');
-const tagsArg = z.array(z.string().min(1).max(T.Limits.tagChars)).min(1).max(64).optional().describe('Only memories carrying at least one of these tags.');
-const includeProposedArg = z.boolean().optional().describe('Also return proposed memories (written by agents, not yet reviewed by the user). Default false.');
+const tagsArg = z
+  .array(z.string().min(1).max(T.Limits.tagChars))
+  .min(1)
+  .max(64)
+  .optional()
+  .describe('Only memories carrying at least one of these tags.');
+const includeProposedArg = z
+  .boolean()
+  .optional()
+  .describe('Also return proposed memories (written by agents, not yet reviewed by the user). Default false.');
 const idArg = T.MemoryId;
 
 /** kinds/tags conveniences AND-ed with a raw filter, and (unless the user allows it) "no `secret` tag". */
-function combinedFilter(a: { kinds?: string[]; tags?: string[]; filter?: Record<string, unknown> }, ctx: ToolContext): T.Filter | undefined {
+function combinedFilter(
+  a: { kinds?: string[]; tags?: string[]; filter?: Record<string, unknown> },
+  ctx: ToolContext,
+): T.Filter | undefined {
   const parts: unknown[] = [];
   if (!ctx.allowSecrets) parts.push({ field: 'tags', op: 'hasNone', value: [SECRET_TAG] });
   if (a.kinds) parts.push({ field: 'kind', op: 'in', value: a.kinds });
@@ -82,27 +99,42 @@ function combinedFilter(a: { kinds?: string[]; tags?: string[]; filter?: Record<
 
 /** Resolve `id` or `namespace`+`key` arguments; with neither, or both, say so. */
 function target(a: { id?: string; namespace?: string; key?: string }): { id: string } | { namespace?: string; key: string } {
-  if (a.id !== undefined && a.key !== undefined) throw new CairnError('InvalidParams', 'give either id, or key (with an optional namespace), not both', { field: 'id' });
+  if (a.id !== undefined && a.key !== undefined)
+    throw new CairnError('InvalidParams', 'give either id, or key (with an optional namespace), not both', { field: 'id' });
   if (a.id !== undefined) return { id: a.id };
   if (a.key !== undefined) return { ...(a.namespace !== undefined ? { namespace: a.namespace } : {}), key: a.key };
-  throw new CairnError('InvalidParams', 'give the memory’s id, or its key (with an optional namespace)', { field: a.namespace !== undefined ? 'key' : 'id' });
+  throw new CairnError('InvalidParams', 'give the memory’s id, or its key (with an optional namespace)', {
+    field: a.namespace !== undefined ? 'key' : 'id',
+  });
 }
 
 /** A memory an agent may see: secret memories are NotFound to agents unless the user allows them. */
 function visibleToAgent(ctx: ToolContext, m: T.Memory): T.Memory {
   if (!ctx.allowSecrets && isSecretTagged(m.tags)) {
-    throw new CairnError('NotFound', `memory ${m.id} is tagged "${SECRET_TAG}" and is not shown to agents (the user can allow it with cairn.agents.allowSecrets)`, { field: 'id' });
+    throw new CairnError(
+      'NotFound',
+      `memory ${m.id} is tagged "${SECRET_TAG}" and is not shown to agents (the user can allow it with cairn.agents.allowSecrets)`,
+      { field: 'id' },
+    );
   }
   return m;
 }
 
 /** Read one memory in scope that the agent may see (see findMemoryAny). */
-async function findMemory(ctx: ToolContext, t: { id: string } | { namespace?: string; key: string }, includeDeleted = false): Promise<T.Memory> {
+async function findMemory(
+  ctx: ToolContext,
+  t: { id: string } | { namespace?: string; key: string },
+  includeDeleted = false,
+): Promise<T.Memory> {
   return visibleToAgent(ctx, await findMemoryAny(ctx, t, includeDeleted));
 }
 
 /** Read one memory in scope: by id (scope-checked by the daemon), or by key in the given namespace, else the project root then `user`. */
-async function findMemoryAny(ctx: ToolContext, t: { id: string } | { namespace?: string; key: string }, includeDeleted = false): Promise<T.Memory> {
+async function findMemoryAny(
+  ctx: ToolContext,
+  t: { id: string } | { namespace?: string; key: string },
+  includeDeleted = false,
+): Promise<T.Memory> {
   const scope = defaultScope(ctx.scope);
   if ('id' in t) return ctx.call(Requests.get, { id: t.id, scope, ...(includeDeleted ? { includeDeleted } : {}) });
   if (t.namespace !== undefined) {
@@ -135,7 +167,9 @@ export const searchTool = tool({
     'Ranked hybrid search (keywords + meaning). Returns each memory’s namespace/key, id, kind and value.',
   input: z
     .object({
-      query: T.SearchParams.shape.query.min(1).describe('What to look for, in natural language or keywords, e.g. "how do we run the integration tests".'),
+      query: T.SearchParams.shape.query
+        .min(1)
+        .describe('What to look for, in natural language or keywords, e.g. "how do we run the integration tests".'),
       scope: scopeArg,
       kinds: kindsArg,
       tags: tagsArg,
@@ -170,14 +204,29 @@ export const rememberTool = tool({
     'Never store secrets (passwords, tokens, keys). Depending on the user’s settings, new memories may wait for the user’s review (status proposed).',
   input: z
     .object({
-      namespace: Up.namespace.optional().describe('Dotted lowercase namespace, e.g. "project.web.api" or "user.preferences". Default: this project’s namespace.'),
-      key: Up.key.describe('Short stable identifier, unique in the namespace, e.g. "test-command" or "auth-token-refresh-decision". Reusing a key updates that memory.'),
+      namespace: Up.namespace
+        .optional()
+        .describe('Dotted lowercase namespace, e.g. "project.web.api" or "user.preferences". Default: this project’s namespace.'),
+      key: Up.key.describe(
+        'Short stable identifier, unique in the namespace, e.g. "test-command" or "auth-token-refresh-decision". Reusing a key updates that memory.',
+      ),
       value: Up.value.min(1).describe('The memory itself: clear, specific, self-contained text (markdown allowed).'),
       kind: Up.kind.describe('fact, preference, decision, procedure, episode (something that happened) or note (the default).'),
       tags: Up.tags.describe('Tags for filtering, e.g. ["testing","ci"].'),
-      importance: z.number().min(0).max(1).optional().describe('0..1, how much this matters (default 0.5). Use 0.8+ for rules that must not be broken.'),
+      importance: z
+        .number()
+        .min(0)
+        .max(1)
+        .optional()
+        .describe('0..1, how much this matters (default 0.5). Use 0.8+ for rules that must not be broken.'),
       confidence: z.number().min(0).max(1).optional().describe('0..1, how sure you are (default 1). Lower it for guesses and inferences.'),
-      anchors: z.array(T.Anchor.omit({ stale: true })).max(T.Limits.anchors).optional().describe('Code locations this memory is about: workspace-relative path, optional symbol and 1-based line range. Shown when the user hovers that code.'),
+      anchors: z
+        .array(T.Anchor.omit({ stale: true }))
+        .max(T.Limits.anchors)
+        .optional()
+        .describe(
+          'Code locations this memory is about: workspace-relative path, optional symbol and 1-based line range. Shown when the user hovers that code.',
+        ),
       properties: Up.properties.describe('Extra key/value facts, e.g. {"ticket":"ABC-123"}.'),
       supersedes: Up.supersedes.describe('Id of an older memory that this one replaces (it is marked superseded).'),
       expiresAt: Up.expiresAt.describe('ISO-8601 time after which the memory is dropped, for temporary facts.'),
@@ -242,8 +291,16 @@ export const forgetTool = tool({
   async run(a, ctx) {
     // Resolve (and scope-check) first: a forget by id has no scope of its own.
     const m = await findMemory(ctx, target(a));
-    const r = await ctx.call(Requests.forget, { id: m.id, scope: defaultScope(ctx.scope), actor: ctx.actor(), ...(a.reason ? { reason: a.reason } : {}) });
-    return { text: `Forgot ${r.memory.namespace}/${r.memory.key} (id ${r.memory.id}); its value will be refused if written again in ${r.memory.namespace}.`, structured: r };
+    const r = await ctx.call(Requests.forget, {
+      id: m.id,
+      scope: defaultScope(ctx.scope),
+      actor: ctx.actor(),
+      ...(a.reason ? { reason: a.reason } : {}),
+    });
+    return {
+      text: `Forgot ${r.memory.namespace}/${r.memory.key} (id ${r.memory.id}); its value will be refused if written again in ${r.memory.namespace}.`,
+      structured: r,
+    };
   },
 });
 
@@ -285,7 +342,9 @@ export const linkTool = tool({
     .object({
       from: T.LinkParams.shape.from.describe('Id of the memory the link starts from.'),
       to: T.LinkParams.shape.to.describe('Id of the memory it points to.'),
-      type: T.LinkType.describe('relates_to, contradicts, depends_on (from needs to), derived_from, supports or refines (from refines to).'),
+      type: T.LinkType.describe(
+        'relates_to, contradicts, depends_on (from needs to), derived_from, supports or refines (from refines to).',
+      ),
     })
     .strict(),
   annotations: { title: 'Link memories', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -303,7 +362,8 @@ export const linkTool = tool({
 
 export const neighborsTool = tool({
   name: 'cairn_neighbors',
-  description: 'Show the memories linked to a memory (what it depends on, supports, contradicts, refines...), to follow related knowledge from a search result.',
+  description:
+    'Show the memories linked to a memory (what it depends on, supports, contradicts, refines...), to follow related knowledge from a search result.',
   input: z
     .object({
       id: T.NeighborsParams.shape.id.describe('Id of the memory.'),
@@ -322,14 +382,30 @@ export const neighborsTool = tool({
 
 export const statusTool = tool({
   name: 'cairn_status',
-  description: 'Show the state of Cairn: memory counts, whether meaning-based (vector) search is ready, the daemon, and this session’s scope and review mode. Use it when search results look wrong or memory seems unavailable.',
+  description:
+    'Show the state of Cairn: memory counts, whether meaning-based (vector) search is ready, the daemon, and this session’s scope and review mode. Use it when search results look wrong or memory seems unavailable.',
   input: z.object({}).strict(),
   annotations: ro('Memory status'),
   async run(_a, ctx) {
     const r = await ctx.call(Requests.status, {});
-    const session = { root: ctx.scope.root, rootSource: ctx.scope.source, dir: ctx.scope.dir ?? null, review: ctx.reviewAgentWrites, actor: ctx.actor() };
+    const session = {
+      root: ctx.scope.root,
+      rootSource: ctx.scope.source,
+      dir: ctx.scope.dir ?? null,
+      review: ctx.reviewAgentWrites,
+      actor: ctx.actor(),
+    };
     return { text: statusText(r, session), structured: { ...r, session } };
   },
 });
 
-export const TOOLS: CairnTool[] = [searchTool, rememberTool, recallTool, forgetTool, listTool, linkTool, neighborsTool, statusTool] as unknown as CairnTool[];
+export const TOOLS: CairnTool[] = [
+  searchTool,
+  rememberTool,
+  recallTool,
+  forgetTool,
+  listTool,
+  linkTool,
+  neighborsTool,
+  statusTool,
+] as unknown as CairnTool[];

@@ -89,10 +89,12 @@ export const errorDescriptions: Record<ErrorCodeName, string> = {
   InvalidFilter: 'malformed filter tree; data.field is the path of the bad node',
   InvalidState: 'the request conflicts with the current state',
   Timeout: 'deprecated, never sent (reserved): index/wait answers reached: false instead',
-  Unavailable: 'no daemon could be reached or the connection closed before the reply (client side; data.sent says whether the request was written), or the team database cannot be reached (data.store: team; nothing was written)',
+  Unavailable:
+    'no daemon could be reached or the connection closed before the reply (client side; data.sent says whether the request was written), or the team database cannot be reached (data.store: team; nothing was written)',
   Forbidden: "the team database refused the change: the caller's role was not granted this namespace root",
   Overloaded: 'the daemon is at a documented capacity limit (connections, unread output); data.limit; retry later',
-  RequestTimeLimit: 'the request ran past the per-request time limit (data.limit ms) and stopped at a chunk boundary; data.progress says what was done',
+  RequestTimeLimit:
+    'the request ran past the per-request time limit (data.limit ms) and stopped at a chunk boundary; data.progress says what was done',
 };
 
 /** The error type thrown by the store and handlers; the RPC layer turns it into a ResponseError once. */
@@ -134,7 +136,12 @@ export function wireErrorName(e: unknown): ErrorCodeName | undefined {
 }
 
 /** JSON-RPC's own codes a Cairn client may meet, as the Cairn code closest in meaning. */
-const jsonRpcCodes: Record<number, ErrorCodeName> = { [-32700]: 'InvalidParams', [-32600]: 'InvalidParams', [-32601]: 'NotFound', [-32602]: 'InvalidParams' };
+const jsonRpcCodes: Record<number, ErrorCodeName> = {
+  [-32700]: 'InvalidParams',
+  [-32600]: 'InvalidParams',
+  [-32601]: 'NotFound',
+  [-32602]: 'InvalidParams',
+};
 
 /**
  * Anything a call can throw, as a CairnError: a CairnError as is; a wire reply with its code, message and data
@@ -203,9 +210,17 @@ export function fromZodError(err: { issues: readonly unknown[] }, context: strin
     const path = [...issue.path, issue.keys[0]];
     const at = formatFieldPath(path);
     const hint = unknownField?.(at);
-    return new CairnError(path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams', `${context}: unknown field ${at}${hint ? `; ${hint}` : ''}`, { field: at });
+    return new CairnError(
+      path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams',
+      `${context}: unknown field ${at}${hint ? `; ${hint}` : ''}`,
+      { field: at },
+    );
   }
   const d = deepest(issue);
   const field = formatFieldPath(d.path);
-  return new CairnError(d.path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams', `${context}: ${field ? field + ': ' : ''}${d.message}`, { field });
+  return new CairnError(
+    d.path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams',
+    `${context}: ${field ? field + ': ' : ''}${d.message}`,
+    { field },
+  );
 }

@@ -16,8 +16,10 @@ export function namespaceProblem(path: unknown): string | null {
   if (segments.length > Limits.namespaceSegments) return `namespace has more than ${Limits.namespaceSegments} segments`;
   for (const s of segments) {
     if (s.length === 0) return `namespace "${path}" has an empty segment`;
-    if (s.length > Limits.namespaceSegmentChars) return `namespace segment "${s.slice(0, 20)}…" is longer than ${Limits.namespaceSegmentChars} characters`;
-    if (!NAMESPACE_SEGMENT.test(s)) return `namespace segment "${s}" must match [a-z0-9][a-z0-9_-]* (no wildcards, whitespace or uppercase)`;
+    if (s.length > Limits.namespaceSegmentChars)
+      return `namespace segment "${s.slice(0, 20)}…" is longer than ${Limits.namespaceSegmentChars} characters`;
+    if (!NAMESPACE_SEGMENT.test(s))
+      return `namespace segment "${s}" must match [a-z0-9][a-z0-9_-]* (no wildcards, whitespace or uppercase)`;
   }
   return null;
 }

@@ -66,7 +66,18 @@ export const NAMESPACE_SEGMENT = /^[a-z0-9][a-z0-9_-]*$/;
 
 export const MEMORY_KINDS = ['fact', 'preference', 'decision', 'procedure', 'episode', 'note'] as const;
 export const MEMORY_STATUSES = ['active', 'proposed', 'superseded'] as const;
-export const HISTORY_OPS = ['create', 'update', 'delete', 'restore', 'supersede', 'expire', 'purge', 'forget', 'erase', 'retention'] as const;
+export const HISTORY_OPS = [
+  'create',
+  'update',
+  'delete',
+  'restore',
+  'supersede',
+  'expire',
+  'purge',
+  'forget',
+  'erase',
+  'retention',
+] as const;
 export const LINK_TYPES = ['relates_to', 'contradicts', 'depends_on', 'derived_from', 'supports', 'refines'] as const;
 export const SEARCH_MODES = ['hybrid', 'fts', 'vector'] as const;
 
@@ -166,15 +177,35 @@ const timeField = z.enum(['createdAt', 'updatedAt', 'expiresAt', 'validFrom', 'v
 /** Leaf comparisons. Every leaf is a strict object; see docs/protocol.md#filters. */
 export const FilterLeaf = z.union([
   z.object({ field: z.enum(['kind', 'source', 'status', 'namespace', 'key']), op: z.enum(['eq', 'ne']), value: z.string() }).strict(),
-  z.object({ field: z.enum(['kind', 'source', 'status', 'namespace', 'key']), op: z.literal('in'), value: z.array(z.string()).min(1).max(256) }).strict(),
+  z
+    .object({
+      field: z.enum(['kind', 'source', 'status', 'namespace', 'key']),
+      op: z.literal('in'),
+      value: z.array(z.string()).min(1).max(256),
+    })
+    .strict(),
   z.object({ field: z.literal('source'), op: z.literal('prefix'), value: z.string().min(1) }).strict(),
-  z.object({ field: z.literal('tags'), op: z.enum(['has', 'hasAny', 'hasAll', 'hasNone']), value: z.union([z.string(), z.array(z.string()).min(1).max(256)]) }).strict(),
+  z
+    .object({
+      field: z.literal('tags'),
+      op: z.enum(['has', 'hasAny', 'hasAll', 'hasNone']),
+      value: z.union([z.string(), z.array(z.string()).min(1).max(256)]),
+    })
+    .strict(),
   z.object({ field: timeField, op: cmp, value: isoDate }).strict(),
   z.object({ field: timeField, op: z.literal('exists'), value: z.boolean() }).strict(),
   z.object({ field: z.literal('validAt'), op: z.literal('eq'), value: isoDate }).strict(),
   z.object({ field: z.enum(['importance', 'confidence']), op: cmp, value: unit }).strict(),
-  z.object({ field: z.literal('anchors.path'), op: z.enum(['eq', 'prefix', 'exists']), value: z.union([z.string().min(1), z.boolean()]) }).strict(),
-  z.object({ property: z.string().min(1).max(Limits.propertyKeyChars), op: cmp, value: z.union([z.string(), z.number().finite(), z.boolean()]) }).strict(),
+  z
+    .object({ field: z.literal('anchors.path'), op: z.enum(['eq', 'prefix', 'exists']), value: z.union([z.string().min(1), z.boolean()]) })
+    .strict(),
+  z
+    .object({
+      property: z.string().min(1).max(Limits.propertyKeyChars),
+      op: cmp,
+      value: z.union([z.string(), z.number().finite(), z.boolean()]),
+    })
+    .strict(),
   z.object({ property: z.string().min(1).max(Limits.propertyKeyChars), op: z.literal('exists'), value: z.boolean() }).strict(),
 ]);
 export type FilterLeaf = z.infer<typeof FilterLeaf>;
@@ -223,7 +254,11 @@ export type InitializeResult = z.infer<typeof InitializeResult>;
  * `Unavailable` with `data.sent: true`: the daemon applies it once and answers a retry with the first result
  * (`replayed: true`). See docs/protocol.md#idempotency.
  */
-export const IdempotencyKey = z.string().min(8).max(128).regex(/^[A-Za-z0-9_.:-]+$/, 'use 8-128 characters of A-Z a-z 0-9 _ . : -');
+export const IdempotencyKey = z
+  .string()
+  .min(8)
+  .max(128)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'use 8-128 characters of A-Z a-z 0-9 _ . : -');
 export const UpsertParams = z
   .object({
     namespace: NamespacePath,
@@ -294,20 +329,43 @@ export const UpsertResult = z.object({
 });
 export type UpsertResult = z.infer<typeof UpsertResult>;
 
-export const DuplicatesParams = z.object({ id: MemoryId, /** The caller's scope: a memory outside it is NotFound. */ scope: Scope.optional() }).strict();
+export const DuplicatesParams = z
+  .object({ id: MemoryId, /** The caller's scope: a memory outside it is NotFound. */ scope: Scope.optional() })
+  .strict();
 export type DuplicatesParams = z.infer<typeof DuplicatesParams>;
-export const DuplicatesResult = z.object({ id: z.string(), version: z.number().int(), duplicateCheck: DuplicateCheck, possibleDuplicates: z.array(PossibleDuplicate) });
+export const DuplicatesResult = z.object({
+  id: z.string(),
+  version: z.number().int(),
+  duplicateCheck: DuplicateCheck,
+  possibleDuplicates: z.array(PossibleDuplicate),
+});
 export type DuplicatesResult = z.infer<typeof DuplicatesResult>;
 
 export const UpsertBatchParams = z
-  .object({ items: z.array(UpsertParams.omit({ idempotencyKey: true })).min(1).max(Limits.batchItems), actor: Actor.optional(), idempotencyKey: IdempotencyKey.optional() })
+  .object({
+    items: z
+      .array(UpsertParams.omit({ idempotencyKey: true }))
+      .min(1)
+      .max(Limits.batchItems),
+    actor: Actor.optional(),
+    idempotencyKey: IdempotencyKey.optional(),
+  })
   .strict();
 export type UpsertBatchParams = z.infer<typeof UpsertBatchParams>;
 export const UpsertBatchResult = z.object({
-  results: z.array(z.union([
-    z.object({ ok: z.literal(true), id: z.string(), created: z.boolean(), position: z.number().int(), version: z.number().int(), warnings: z.array(WriteWarning).optional() }),
-    z.object({ ok: z.literal(false), error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown() }) }),
-  ])),
+  results: z.array(
+    z.union([
+      z.object({
+        ok: z.literal(true),
+        id: z.string(),
+        created: z.boolean(),
+        position: z.number().int(),
+        version: z.number().int(),
+        warnings: z.array(WriteWarning).optional(),
+      }),
+      z.object({ ok: z.literal(false), error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown() }) }),
+    ]),
+  ),
   position: z.number().int(),
   replayed: z.literal(true).optional(),
 });
@@ -315,7 +373,14 @@ export type UpsertBatchResult = z.infer<typeof UpsertBatchResult>;
 
 export const GetParams = z.union([
   z.object({ id: MemoryId, includeDeleted: z.boolean().optional(), scope: Scope.optional() }).strict(),
-  z.object({ namespace: NamespacePath, key: z.string().min(1).max(Limits.keyChars), includeDeleted: z.boolean().optional(), scope: Scope.optional() }).strict(),
+  z
+    .object({
+      namespace: NamespacePath,
+      key: z.string().min(1).max(Limits.keyChars),
+      includeDeleted: z.boolean().optional(),
+      scope: Scope.optional(),
+    })
+    .strict(),
 ]);
 export type GetParams = z.infer<typeof GetParams>;
 
@@ -382,11 +447,15 @@ export const ErasureReceipt = z
     actor: z.string(),
     reason: z.string().nullable(),
     /** What was asked: one memory (id, or namespace and key) or a namespace subtree (root). */
-    target: z.object({ id: z.string().optional(), namespace: z.string().optional(), key: z.string().optional(), root: z.string().optional() }).strict(),
+    target: z
+      .object({ id: z.string().optional(), namespace: z.string().optional(), key: z.string().optional(), root: z.string().optional() })
+      .strict(),
     /** Ids and namespaces of the erased memories (keys and values are not repeated here). */
     memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
     /** Rows removed besides the memories. */
-    removed: z.object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() }).strict(),
+    removed: z
+      .object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() })
+      .strict(),
     /** sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]. */
     contentHash: z.string(),
     salt: z.string(),
@@ -474,9 +543,7 @@ export const SearchHit = z.object({
   snippet: z.string(),
   /** Which store the hit came from: `local` (this machine's SQLite) or `team` (the shared PostgreSQL database). */
   store: z.enum(['local', 'team']).optional(),
-  explain: z
-    .object({ fts: ArmExplain.nullable(), vector: ArmExplain.nullable(), fused: z.number(), boost: z.number() })
-    .optional(),
+  explain: z.object({ fts: ArmExplain.nullable(), vector: ArmExplain.nullable(), fused: z.number(), boost: z.number() }).optional(),
 });
 export type SearchHit = z.infer<typeof SearchHit>;
 export const SearchResult = z.object({
@@ -544,13 +611,23 @@ export const StoreStatusResult = z.object({
   indexes: z.array(IndexWatermark),
   historyCap: z.number().int().nullable(),
   embeddings: EmbeddingStatus,
-  daemon: z.object({ pid: z.number().int(), version: z.string(), socket: z.string().nullable(), clients: z.number().int(), uptimeMs: z.number().int() }).optional(),
+  daemon: z
+    .object({
+      pid: z.number().int(),
+      version: z.string(),
+      socket: z.string().nullable(),
+      clients: z.number().int(),
+      uptimeMs: z.number().int(),
+    })
+    .optional(),
   /** Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role, whether it opened. */
   team: z.object({ url: z.string(), roots: z.array(z.string()), user: z.string().nullable(), connected: z.boolean() }).optional(),
 });
 export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
 
-export const IndexWaitParams = z.object({ position: z.number().int().min(0), timeoutMs: z.number().int().min(0).max(600_000).optional() }).strict();
+export const IndexWaitParams = z
+  .object({ position: z.number().int().min(0), timeoutMs: z.number().int().min(0).max(600_000).optional() })
+  .strict();
 export type IndexWaitParams = z.infer<typeof IndexWaitParams>;
 export const IndexWaitResult = z.object({
   watermark: z.number().int(),
@@ -568,12 +645,32 @@ export type IndexRebuildResult = z.infer<typeof IndexRebuildResult>;
 
 /** One JSON Lines record of an export. */
 export const ExportRecord = z.union([
-  z.object({ type: z.literal('header'), format: z.literal('cairn-export'), version: z.literal(1), exportedAt: z.string(), schemaVersion: z.number().int() }),
-  z.object({ type: z.literal('namespace'), id: z.string(), path: z.string(), createdAt: z.string(), deletedAt: z.string().nullable(), deletedBy: z.string().nullable() }),
+  z.object({
+    type: z.literal('header'),
+    format: z.literal('cairn-export'),
+    version: z.literal(1),
+    exportedAt: z.string(),
+    schemaVersion: z.number().int(),
+  }),
+  z.object({
+    type: z.literal('namespace'),
+    id: z.string(),
+    path: z.string(),
+    createdAt: z.string(),
+    deletedAt: z.string().nullable(),
+    deletedBy: z.string().nullable(),
+  }),
   z.object({ type: z.literal('memory'), memory: Memory, namespaceId: z.string(), deleteReason: z.string().nullable() }),
   z.object({ type: z.literal('history'), entry: HistoryEntry }),
   z.object({ type: z.literal('link'), link: Link }),
-  z.object({ type: z.literal('rejected'), namespaceId: z.string(), valueHash: z.string(), memoryId: z.string().nullable(), actor: z.string(), at: z.string() }),
+  z.object({
+    type: z.literal('rejected'),
+    namespaceId: z.string(),
+    valueHash: z.string(),
+    memoryId: z.string().nullable(),
+    actor: z.string(),
+    at: z.string(),
+  }),
 ]);
 export type ExportRecord = z.infer<typeof ExportRecord>;
 export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: z.boolean().optional() }).strict();
@@ -616,7 +713,11 @@ export const BackupResult = z.object({
   ms: z.number().int(),
 });
 export type BackupResult = z.infer<typeof BackupResult>;
-export const ProgressParams = z.object({ operation: z.enum(['backup', 'import', 'export']), done: z.number().int(), total: z.number().int() });
+export const ProgressParams = z.object({
+  operation: z.enum(['backup', 'import', 'export']),
+  done: z.number().int(),
+  total: z.number().int(),
+});
 export type ProgressParams = z.infer<typeof ProgressParams>;
 export const ImportParams = z
   .object({
@@ -627,7 +728,13 @@ export const ImportParams = z
   })
   .strict();
 export type ImportParams = z.infer<typeof ImportParams>;
-export const ImportResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });
+export const ImportResult = z.object({
+  memories: z.number().int(),
+  history: z.number().int(),
+  links: z.number().int(),
+  skipped: z.number().int(),
+  position: z.number().int(),
+});
 export type ImportResult = z.infer<typeof ImportResult>;
 
 export const ConfigureParams = z
@@ -664,7 +771,9 @@ export const RetentionReport = z.object({
   purged: z.number().int(),
   ttlCapped: z.number().int(),
   /** What was done, per memory (the first 200). */
-  actions: z.array(z.object({ root: z.string(), action: z.enum(['versions', 'purge', 'ttl']), memoryId: z.string(), count: z.number().int() })),
+  actions: z.array(
+    z.object({ root: z.string(), action: z.enum(['versions', 'purge', 'ttl']), memoryId: z.string(), count: z.number().int() }),
+  ),
 });
 export type RetentionReport = z.infer<typeof RetentionReport>;
 
@@ -685,8 +794,16 @@ export type AuditParams = z.infer<typeof AuditParams>;
 export const AuditResult = z.object({ entries: z.array(HistoryEntry), nextCursor: z.string().nullable() });
 export type AuditResult = z.infer<typeof AuditResult>;
 
-export const SweepParams = z.object({ batch: z.number().int().min(1).max(10_000).optional() }).strict().optional();
-export const SweepResult = z.object({ expired: z.number().int(), purged: z.number().int(), position: z.number().int(), retention: RetentionReport.optional() });
+export const SweepParams = z
+  .object({ batch: z.number().int().min(1).max(10_000).optional() })
+  .strict()
+  .optional();
+export const SweepResult = z.object({
+  expired: z.number().int(),
+  purged: z.number().int(),
+  position: z.number().int(),
+  retention: RetentionReport.optional(),
+});
 export type SweepResult = z.infer<typeof SweepResult>;
 
 // ---------------------------------------------------------------------------
@@ -708,12 +825,20 @@ export const TaskCreateParams = z
   .strict();
 export type TaskCreateParams = z.infer<typeof TaskCreateParams>;
 export const TaskUpdateParams = z
-  .object({ id: MemoryId, title: z.string().min(1).max(500).optional(), scope: Scope.optional(), dontInject: z.boolean().optional(), status: z.enum(TASK_STATUSES).optional() })
+  .object({
+    id: MemoryId,
+    title: z.string().min(1).max(500).optional(),
+    scope: Scope.optional(),
+    dontInject: z.boolean().optional(),
+    status: z.enum(TASK_STATUSES).optional(),
+  })
   .strict();
 export type TaskUpdateParams = z.infer<typeof TaskUpdateParams>;
 export const TaskGetParams = z.object({ id: MemoryId }).strict();
 export type TaskGetParams = z.infer<typeof TaskGetParams>;
-export const TaskListParams = z.object({ status: z.enum(TASK_STATUSES).optional(), limit: z.number().int().min(1).max(Limits.pageSize).optional() }).strict();
+export const TaskListParams = z
+  .object({ status: z.enum(TASK_STATUSES).optional(), limit: z.number().int().min(1).max(Limits.pageSize).optional() })
+  .strict();
 export type TaskListParams = z.infer<typeof TaskListParams>;
 export const TaskListResult = z.object({ tasks: z.array(Task) });
 export type TaskListResult = z.infer<typeof TaskListResult>;
@@ -765,7 +890,10 @@ export const InjectLogEntry = z.object({
   skipped: InjectSkip.nullable(),
 });
 export type InjectLogEntry = z.infer<typeof InjectLogEntry>;
-export const InjectLogResult = z.object({ entries: z.array(InjectLogEntry), usedBy: z.array(z.object({ taskId: z.string(), title: z.string().nullable(), count: z.number().int(), lastAt: z.string() })) });
+export const InjectLogResult = z.object({
+  entries: z.array(InjectLogEntry),
+  usedBy: z.array(z.object({ taskId: z.string(), title: z.string().nullable(), count: z.number().int(), lastAt: z.string() })),
+});
 export type InjectLogResult = z.infer<typeof InjectLogResult>;
 
 // ---------------------------------------------------------------------------
@@ -791,14 +919,22 @@ export const PossibleDuplicatesParams = z.object({
   possibleDuplicates: z.array(PossibleDuplicate),
 });
 export type PossibleDuplicatesParams = z.infer<typeof PossibleDuplicatesParams>;
-export const IndexProgressParams = z.object({ model: z.string(), done: z.number().int(), total: z.number().int(), state: z.enum(['reindexing', 'ready']) });
+export const IndexProgressParams = z.object({
+  model: z.string(),
+  done: z.number().int(),
+  total: z.number().int(),
+  state: z.enum(['reindexing', 'ready']),
+});
 export type IndexProgressParams = z.infer<typeof IndexProgressParams>;
 
 // ---------------------------------------------------------------------------
 // Dashboard: overview and import preview
 // ---------------------------------------------------------------------------
 export const OverviewParams = z
-  .object({ scope: Scope.optional(), /** Days of write activity to report (default 30). */ days: z.number().int().min(1).max(366).optional() })
+  .object({
+    scope: Scope.optional(),
+    /** Days of write activity to report (default 30). */ days: z.number().int().min(1).max(366).optional(),
+  })
   .strict()
   .optional();
 export type OverviewParams = z.infer<typeof OverviewParams>;
@@ -841,7 +977,16 @@ export const ImportPreviewResult = z.object({
   }),
   /** Non-memory records in the file. */
   records: z.object({ namespaces: z.number().int(), history: z.number().int(), links: z.number().int(), rejected: z.number().int() }),
-  items: z.array(z.object({ id: z.string(), namespace: z.string(), key: z.string(), outcome: ImportOutcome, fileVersion: z.number().int(), storeVersion: z.number().int().nullable() })),
+  items: z.array(
+    z.object({
+      id: z.string(),
+      namespace: z.string(),
+      key: z.string(),
+      outcome: ImportOutcome,
+      fileVersion: z.number().int(),
+      storeVersion: z.number().int().nullable(),
+    }),
+  ),
   /** True when there are more memory records than items returned. */
   truncated: z.boolean(),
 });

@@ -16,8 +16,22 @@ import * as T from './types';
 
 /** Daemon requests the dashboard may send; the extension forwards them unchanged. */
 export const WEBVIEW_DAEMON_REQUESTS = [
-  'search', 'get', 'list', 'upsert', 'delete', 'restore', 'forget', 'history', 'link', 'unlink', 'neighbors',
-  'namespacesList', 'status', 'overview', 'injectLog', 'tasksList',
+  'search',
+  'get',
+  'list',
+  'upsert',
+  'delete',
+  'restore',
+  'forget',
+  'history',
+  'link',
+  'unlink',
+  'neighbors',
+  'namespacesList',
+  'status',
+  'overview',
+  'injectLog',
+  'tasksList',
 ] as const;
 export type WebviewDaemonRequest = (typeof WEBVIEW_DAEMON_REQUESTS)[number];
 
@@ -33,7 +47,13 @@ export const WebviewInit = z.object({
 });
 export type WebviewInit = z.infer<typeof WebviewInit>;
 
-export const ImportApplyResult = z.object({ memories: z.number().int(), history: z.number().int(), links: z.number().int(), skipped: z.number().int(), position: z.number().int() });
+export const ImportApplyResult = z.object({
+  memories: z.number().int(),
+  history: z.number().int(),
+  links: z.number().int(),
+  skipped: z.number().int(),
+  position: z.number().int(),
+});
 
 /** Requests the extension answers itself: params and result schemas. */
 export const HostRequests = {
@@ -41,7 +61,10 @@ export const HostRequests = {
   /** Open the anchored code location in an editor. */
   'host/openAnchor': { params: z.object({ anchor: T.Anchor }).strict(), result: z.object({ opened: z.boolean() }) },
   /** Export a scope to a JSON Lines file the user picks; file is null when the user cancelled. */
-  'host/export': { params: z.object({ scope: T.Scope.optional() }).strict(), result: z.object({ file: z.string().nullable(), records: z.number().int() }) },
+  'host/export': {
+    params: z.object({ scope: T.Scope.optional() }).strict(),
+    result: z.object({ file: z.string().nullable(), records: z.number().int() }),
+  },
   /** Parse a JSON Lines export (the file's text, read in the webview) and preview it; the records stay in the extension under `token`. */
   'host/importPreview': {
     params: z.object({ name: z.string().max(1000), text: z.string().max(T.Limits.messageBytes) }).strict(),
@@ -53,11 +76,21 @@ export const HostRequests = {
 export type HostMethod = keyof typeof HostRequests;
 
 export type WebviewMethod = WebviewDaemonRequest | HostMethod;
-export type WebviewParams<M extends WebviewMethod> = M extends WebviewDaemonRequest ? ParamsOf<M> : M extends HostMethod ? z.input<(typeof HostRequests)[M]['params']> : never;
-export type WebviewResult<M extends WebviewMethod> = M extends WebviewDaemonRequest ? ResultOf<M> : M extends HostMethod ? z.infer<(typeof HostRequests)[M]['result']> : never;
+export type WebviewParams<M extends WebviewMethod> = M extends WebviewDaemonRequest
+  ? ParamsOf<M>
+  : M extends HostMethod
+    ? z.input<(typeof HostRequests)[M]['params']>
+    : never;
+export type WebviewResult<M extends WebviewMethod> = M extends WebviewDaemonRequest
+  ? ResultOf<M>
+  : M extends HostMethod
+    ? z.infer<(typeof HostRequests)[M]['result']>
+    : never;
 
 /** webview → extension */
-export const WebviewRequestMessage = z.object({ type: z.literal('request'), id: z.number().int().min(0), method: z.string().min(1).max(100), params: z.unknown() }).strict();
+export const WebviewRequestMessage = z
+  .object({ type: z.literal('request'), id: z.number().int().min(0), method: z.string().min(1).max(100), params: z.unknown() })
+  .strict();
 export type WebviewRequestMessage = z.infer<typeof WebviewRequestMessage>;
 export type ToHost = WebviewRequestMessage;
 

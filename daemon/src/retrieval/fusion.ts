@@ -56,10 +56,17 @@ export interface FusedCandidate {
  * (retrieval/search.ts on SQLite, store/pg/search.ts on PostgreSQL). A candidate
  * only the vector arm found is dropped below `minVectorOnly` similarity.
  */
-export function fuseArms(fts: ArmCandidate[], vec: ArmCandidate[], vectorWeight: number, minVectorOnly: number): Map<number, FusedCandidate> {
+export function fuseArms(
+  fts: ArmCandidate[],
+  vec: ArmCandidate[],
+  vectorWeight: number,
+  minVectorOnly: number,
+): Map<number, FusedCandidate> {
   const fused = new Map<number, FusedCandidate>();
   const wsum = FTS_WEIGHT + vectorWeight;
-  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }));
+  fts.forEach((h, i) =>
+    fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }),
+  );
   vec.forEach((h, i) => {
     if (!fused.has(h.rowid) && h.score < minVectorOnly) return;
     const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };

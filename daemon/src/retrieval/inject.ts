@@ -35,7 +35,9 @@ export function escapeText(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 export function escapeAttr(s: string): string {
-  return escapeText(s).replace(/"/g, '&quot;').replace(/[\r\n]/g, ' ');
+  return escapeText(s)
+    .replace(/"/g, '&quot;')
+    .replace(/[\r\n]/g, ' ');
 }
 
 function entry(m: Memory, text: string): string {
@@ -43,7 +45,13 @@ function entry(m: Memory, text: string): string {
 }
 
 /** `searchAll`: the daemon's routed search (local + team stores, each inside its part of the scope), when team memory is attached. */
-export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockParams, vectors?: VectorSearcher, searchAll?: (p: SearchParams) => Promise<SearchResult>): Promise<InjectBlockResult> {
+export async function injectBlock(
+  store: Store,
+  tasks: Tasks,
+  p: InjectBlockParams,
+  vectors?: VectorSearcher,
+  searchAll?: (p: SearchParams) => Promise<SearchResult>,
+): Promise<InjectBlockResult> {
   const task = p.taskId !== undefined ? tasks.get(p.taskId) : null;
   const promptHash = sha256(p.prompt);
   const skip = (why: NonNullable<InjectBlockResult['skipped']>): InjectBlockResult => ({
@@ -60,9 +68,21 @@ export async function injectBlock(store: Store, tasks: Tasks, p: InjectBlockPara
   const budget = Math.min(p.budgetChars ?? INJECT_DEFAULT_BUDGET, p.budgetTokens !== undefined ? p.budgetTokens * 4 : Infinity);
   const scope: Scope | undefined = task ? task.scope : p.scope;
   const noSecrets: Filter | undefined = p.allowSecrets ? undefined : { field: 'tags', op: 'hasNone', value: [SECRET_TAG] };
-  const sp: SearchParams = { query: p.prompt.slice(0, Limits.queryChars), scope, ...(noSecrets ? { filter: noSecrets } : {}), limit: Math.min(200, k * 3), mode: 'hybrid', explain: true };
+  const sp: SearchParams = {
+    query: p.prompt.slice(0, Limits.queryChars),
+    scope,
+    ...(noSecrets ? { filter: noSecrets } : {}),
+    limit: Math.min(200, k * 3),
+    mode: 'hybrid',
+    explain: true,
+  };
   const result = searchAll ? await searchAll(sp) : await search(store, sp, vectors);
-  const relevant = result.hits.filter((h) => (p.allowSecrets || !isSecretTagged(h.memory.tags)) && h.explain && (h.explain.fts !== null || (h.explain.vector?.score ?? 0) >= MIN_VECTOR_SIMILARITY));
+  const relevant = result.hits.filter(
+    (h) =>
+      (p.allowSecrets || !isSecretTagged(h.memory.tags)) &&
+      h.explain &&
+      (h.explain.fts !== null || (h.explain.vector?.score ?? 0) >= MIN_VECTOR_SIMILARITY),
+  );
 
   let used = OPEN.length + CLOSE.length;
   let block = OPEN;

@@ -61,7 +61,16 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     const rows = store.byRowids(vec.map((h) => h.rowid));
     const hits = vec.flatMap((h, i) => {
       const r = rows.get(h.rowid);
-      return r ? [hit(r, h.score, p.query, p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined)] : [];
+      return r
+        ? [
+            hit(
+              r,
+              h.score,
+              p.query,
+              p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined,
+            ),
+          ]
+        : [];
     });
     return { hits, mode };
   }
@@ -81,7 +90,9 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   return {
     hits: ranked.flatMap((x) => {
       const r = rows.get(x.rowid);
-      return r ? [hit(r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)] : [];
+      return r
+        ? [hit(r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)]
+        : [];
     }),
     mode,
   };
@@ -92,7 +103,9 @@ function ftsOnly(store: Store, p: SearchParams, arm: ArmQuery): SearchResult {
   const rows = store.byRowids(fts.map((h) => h.rowid));
   const hits = fts.flatMap((h, i) => {
     const r = rows.get(h.rowid);
-    return r ? [hit(r, h.score, p.query, p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined)] : [];
+    return r
+      ? [hit(r, h.score, p.query, p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined)]
+      : [];
   });
   return { hits, mode: 'fts' };
 }

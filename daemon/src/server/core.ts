@@ -33,7 +33,11 @@ export interface CoreHooks {
    * After each upsert that changed something: the state of its duplicate check (waiting for it when asked);
    * `skipped` says why no check could run.
    */
-  duplicates?: (memory: T.Memory, position: number, wait: boolean) => Promise<{ duplicateCheck: T.DuplicateCheck; possibleDuplicates: T.PossibleDuplicate[]; skipped?: string }>;
+  duplicates?: (
+    memory: T.Memory,
+    position: number,
+    wait: boolean,
+  ) => Promise<{ duplicateCheck: T.DuplicateCheck; possibleDuplicates: T.PossibleDuplicate[]; skipped?: string }>;
   /** memory/duplicates: the recorded check of a memory's current version. */
   duplicatesOf?: (id: string) => { duplicateCheck: T.DuplicateCheck; possibleDuplicates: T.PossibleDuplicate[] };
   /** Embedding status for store/status. */
@@ -66,16 +70,20 @@ export class Core {
   ) {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
-    const on = <P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>, ctx: RequestContext) => z.infer<R> | Promise<z.infer<R>>) =>
-      this.handlers.set(def.method, fn as Handler);
+    const on = <P extends z.ZodType, R extends z.ZodType>(
+      def: RequestDef<P, R>,
+      fn: (p: z.infer<P>, ctx: RequestContext) => z.infer<R> | Promise<z.infer<R>>,
+    ) => this.handlers.set(def.method, fn as Handler);
 
     on(Requests.upsert, async (p) => {
       const r = onceByKey(s, 'memory/upsert', p, () => s.upsert(p));
       if (!r.changed || 'replayed' in r) return r;
       if (!this.hooks.duplicates) return { ...r, duplicateCheck: 'unavailable' as const };
-      const d = await this.hooks
-        .duplicates(r.memory, r.position, p.waitForDuplicates === true)
-        .catch((e: Error) => ({ duplicateCheck: 'unavailable' as const, possibleDuplicates: [], skipped: `the duplicate check failed: ${e?.message ?? String(e)}` }));
+      const d = await this.hooks.duplicates(r.memory, r.position, p.waitForDuplicates === true).catch((e: Error) => ({
+        duplicateCheck: 'unavailable' as const,
+        possibleDuplicates: [],
+        skipped: `the duplicate check failed: ${e?.message ?? String(e)}`,
+      }));
       return {
         ...r,
         duplicateCheck: d.duplicateCheck,
@@ -85,7 +93,9 @@ export class Core {
     });
     on(Requests.duplicates, (p) => {
       const m = s.peek(p.id, p.scope);
-      const d = this.hooks.duplicatesOf ? this.hooks.duplicatesOf(m.id) : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
+      const d = this.hooks.duplicatesOf
+        ? this.hooks.duplicatesOf(m.id)
+        : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
       return { id: m.id, version: m.version, ...d };
     });
     on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
@@ -123,7 +133,8 @@ export class Core {
     });
     on(Requests.retention, (p) => configureRetention(s, p));
     on(Requests.audit, (p) => auditPage(s, p));
-    const progress = (operation: T.ProgressParams['operation']) => (done: number, total: number) => this.hooks.progress?.({ operation, done, total });
+    const progress = (operation: T.ProgressParams['operation']) => (done: number, total: number) =>
+      this.hooks.progress?.({ operation, done, total });
     on(Requests.exportRecords, async (p, ctx) => ({ records: await exportRecords(s, p, ctx, progress('export')) }));
     on(Requests.exportPage, (p) => exportPage(s, p));
     on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));
@@ -135,7 +146,15 @@ export class Core {
     on(Requests.tasksGet, (p) => tasks.get(p.id));
     on(Requests.tasksList, (p) => ({ tasks: tasks.list(p.status, p.limit) }));
     on(Requests.tasksDelete, (p) => tasks.delete(p.id));
-    on(Requests.injectBlock, (p) => injectBlock(s, tasks, p, this.hooks.vectors, this.team ? (sp) => this.request(Requests.search.method, sp) as Promise<T.SearchResult> : undefined));
+    on(Requests.injectBlock, (p) =>
+      injectBlock(
+        s,
+        tasks,
+        p,
+        this.hooks.vectors,
+        this.team ? (sp) => this.request(Requests.search.method, sp) as Promise<T.SearchResult> : undefined,
+      ),
+    );
     on(Requests.injectLog, (p) => tasks.log(p));
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
@@ -144,7 +163,8 @@ export class Core {
       return { watermark: wm, reached: wm >= p.position, index: 'fts' as const };
     });
     on(Requests.indexRebuild, async (p) => {
-      if (!this.hooks.indexRebuild) throw new CairnError('InvalidState', 'no embedding index is running in this process (start the daemon)');
+      if (!this.hooks.indexRebuild)
+        throw new CairnError('InvalidState', 'no embedding index is running in this process (start the daemon)');
       return this.hooks.indexRebuild(p);
     });
   }
@@ -178,7 +198,10 @@ export class Core {
   status(): T.StoreStatusResult {
     const s = this.store;
     const pos = s.position();
-    const indexes = [{ name: 'fts', watermark: s.ftsWatermark() }, ...(this.hooks.indexes?.() ?? [])].map((i) => ({ ...i, behind: Math.max(0, pos - i.watermark) }));
+    const indexes = [{ name: 'fts', watermark: s.ftsWatermark() }, ...(this.hooks.indexes?.() ?? [])].map((i) => ({
+      ...i,
+      behind: Math.max(0, pos - i.watermark),
+    }));
     return {
       path: s.path,
       sizeBytes: s.fileSize(),

@@ -65,7 +65,13 @@ export class Daemon {
     this.store = store;
     this.log = log;
     this.core = new Core(store, {
-      daemonInfo: () => ({ pid: process.pid, version: VERSION, socket: this.socketPath, clients: this.clients.size, uptimeMs: Date.now() - this.startedAt }),
+      daemonInfo: () => ({
+        pid: process.pid,
+        version: VERSION,
+        socket: this.socketPath,
+        clients: this.clients.size,
+        uptimeMs: Date.now() - this.startedAt,
+      }),
       progress: (p) => this.notifyAll(Notifications.progress.method, p),
     });
     store.onChange((c) => this.broadcast(c));
@@ -138,7 +144,10 @@ export class Daemon {
       if (this.stopping) return;
       this.store.checkpoint();
       if (r.expired || r.purged) this.log(`sweep: expired ${r.expired}, purged ${r.purged}`);
-      if (kept.removedVersions || kept.purged || kept.ttlCapped) this.log(`retention: removed ${kept.removedVersions} past versions, purged ${kept.purged} long-deleted memories, capped the lifetime of ${kept.ttlCapped}`);
+      if (kept.removedVersions || kept.purged || kept.ttlCapped)
+        this.log(
+          `retention: removed ${kept.removedVersions} past versions, purged ${kept.purged} long-deleted memories, capped the lifetime of ${kept.ttlCapped}`,
+        );
     } catch (e) {
       this.log(`sweep failed: ${(e as Error).message}`);
     } finally {
@@ -152,7 +161,15 @@ export class Daemon {
     const server = net.createServer((sock) => {
       if (this.sockets.size >= Limits.connections) {
         // Over the connection limit: one typed reply, then close (docs/protocol.md#limits).
-        const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCodes.Overloaded, message: `the daemon serves at most ${Limits.connections} connections`, data: { name: 'Overloaded', limit: Limits.connections } } });
+        const body = JSON.stringify({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: ErrorCodes.Overloaded,
+            message: `the daemon serves at most ${Limits.connections} connections`,
+            data: { name: 'Overloaded', limit: Limits.connections },
+          },
+        });
         sock.on('error', () => {});
         sock.end(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
         this.log(`refused a connection: ${this.sockets.size} open (limit ${Limits.connections})`);
@@ -185,7 +202,12 @@ export class Daemon {
   serve(input: Readable, output: Writable, kind: Client['kind']): Client {
     const reader = new GuardedMessageReader(input, output, undefined, (m) => this.log(m));
     const writer = new FramedMessageWriter(output);
-    const connection = createMessageConnection(reader, writer, { error: (m) => this.log(m), warn: () => {}, info: () => {}, log: () => {} });
+    const connection = createMessageConnection(reader, writer, {
+      error: (m) => this.log(m),
+      warn: () => {},
+      info: () => {},
+      log: () => {},
+    });
     const client: Client = { id: this.nextClientId++, kind, connection, lsp: new LspDocuments(this.store), initialized: false };
     client.lsp.teamAnchors = (paths, scope) => this.core.team?.anchoredAt(paths, scope) ?? Promise.resolve([]);
 

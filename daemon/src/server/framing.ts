@@ -139,7 +139,9 @@ export class GuardedMessageReader extends AbstractMessageReader {
     if (!partial || this.paused || this.closed) return;
     this.idleTimer = setTimeout(() => {
       this.log(`closing a connection: a frame stayed incomplete for ${this.limits.frameIdleMs} ms`);
-      this.reply(null, JsonRpcErrors.ParseError, `frame incomplete for ${this.limits.frameIdleMs} ms; closing the connection`, { limit: this.limits.frameIdleMs });
+      this.reply(null, JsonRpcErrors.ParseError, `frame incomplete for ${this.limits.frameIdleMs} ms; closing the connection`, {
+        limit: this.limits.frameIdleMs,
+      });
       this.input.destroy();
       this.shut();
     }, this.limits.frameIdleMs);
@@ -203,7 +205,10 @@ export class GuardedMessageReader extends AbstractMessageReader {
       const rest = buf.subarray(end + HEADER_END.length);
       if (length > this.maxBytes) {
         this.log(`refused a ${length}-byte message (limit ${this.maxBytes})`);
-        this.reply(null, ErrorCodes.ValueTooLarge, `message of ${length} bytes exceeds the ${this.maxBytes}-byte limit`, { name: 'ValueTooLarge', limit: this.maxBytes });
+        this.reply(null, ErrorCodes.ValueTooLarge, `message of ${length} bytes exceeds the ${this.maxBytes}-byte limit`, {
+          name: 'ValueTooLarge',
+          limit: this.maxBytes,
+        });
         this.skipping = length;
         return rest;
       }
@@ -288,4 +293,3 @@ export class GuardedMessageReader extends AbstractMessageReader {
     this.callback?.(m as unknown as Message);
   }
 }
-

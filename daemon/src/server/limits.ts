@@ -56,23 +56,37 @@ export function checkParamsShape(params: unknown): void {
     if (typeof v === 'string') {
       if (!wellFormed(v)) {
         const f = at(pathOf(n));
-        throw new CairnError('InvalidParams', `${f || 'params'}: string holds an unpaired UTF-16 surrogate (not representable as UTF-8)`, { field: f });
+        throw new CairnError('InvalidParams', `${f || 'params'}: string holds an unpaired UTF-16 surrogate (not representable as UTF-8)`, {
+          field: f,
+        });
       }
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
     if (n.depth > Limits.paramsDepth) {
-      throw new CairnError('InvalidParams', `params are nested deeper than ${Limits.paramsDepth} levels`, { field: at(pathOf(n)), limit: Limits.paramsDepth });
+      throw new CairnError('InvalidParams', `params are nested deeper than ${Limits.paramsDepth} levels`, {
+        field: at(pathOf(n)),
+        limit: Limits.paramsDepth,
+      });
     }
     if (n.fdepth >= 0 && !Array.isArray(v)) {
-      if (++filterNodes > Limits.filterNodes) throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at(pathOf(n)), limit: Limits.filterNodes });
-      if (n.fdepth > Limits.filterDepth) throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at(pathOf(n)), limit: Limits.filterDepth });
+      if (++filterNodes > Limits.filterNodes)
+        throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, {
+          field: at(pathOf(n)),
+          limit: Limits.filterNodes,
+        });
+      if (n.fdepth > Limits.filterDepth)
+        throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, {
+          field: at(pathOf(n)),
+          limit: Limits.filterDepth,
+        });
     }
     if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) {
         const x = v[i];
         // Numbers, booleans and null need no visit: skip the node allocation.
-        if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push({ v: x, parent: n, key: i, depth: n.depth + 1, fdepth: n.fdepth });
+        if (x !== null && (typeof x === 'object' || typeof x === 'string'))
+          stack.push({ v: x, parent: n, key: i, depth: n.depth + 1, fdepth: n.fdepth });
       }
       continue;
     }
@@ -90,7 +104,8 @@ export function checkParamsShape(params: unknown): void {
       const isFilterRoot = n.depth === 0 && k === 'filter';
       const nextF = n.fdepth >= 0 ? (k === 'and' || k === 'or' || k === 'not' ? n.fdepth + 1 : n.fdepth) : isFilterRoot ? 0 : -1;
       const x = (v as Record<string, unknown>)[k];
-      if (x !== null && (typeof x === 'object' || typeof x === 'string')) stack.push({ v: x, parent: n, key: k, depth: n.depth + 1, fdepth: nextF });
+      if (x !== null && (typeof x === 'object' || typeof x === 'string'))
+        stack.push({ v: x, parent: n, key: k, depth: n.depth + 1, fdepth: nextF });
     }
   }
 }
@@ -119,6 +134,10 @@ export function requestContext(limitMs: number = Limits.requestTimeMs): RequestC
 export async function pace(ctx: RequestContext | undefined, progress: Record<string, number>): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve));
   if (ctx && Date.now() >= ctx.deadline) {
-    throw new CairnError('RequestTimeLimit', `the request ran past its time limit of ${ctx.limitMs} ms and stopped; what it did so far stands (data.progress)`, { limit: ctx.limitMs, progress });
+    throw new CairnError(
+      'RequestTimeLimit',
+      `the request ran past its time limit of ${ctx.limitMs} ms and stopped; what it did so far stands (data.progress)`,
+      { limit: ctx.limitMs, progress },
+    );
   }
 }

@@ -15,13 +15,16 @@ import { holdExclusiveLock, type HeldLock } from '../store/lock';
 export { pidAlive, readDaemonInfo, runningDaemon, type DaemonInfo } from '../client/daemon-info';
 
 export class StoreLockedError extends Error {
-  constructor(readonly owner: DaemonInfo, under?: string) {
+  constructor(
+    readonly owner: DaemonInfo,
+    under?: string,
+  ) {
     super(
       under
         ? `another Cairn daemon already serves this store file ${under}; use that path, or stop that daemon`
         : owner.pid === 0
-        ? 'another Cairn daemon already holds this store (its lock file is taken, but it has not said where it listens yet)'
-        : `another Cairn daemon (pid ${owner.pid}) already serves this store` +
+          ? 'another Cairn daemon already holds this store (its lock file is taken, but it has not said where it listens yet)'
+          : `another Cairn daemon (pid ${owner.pid}) already serves this store` +
             (owner.socket ? ` on socket ${owner.socket}; connect to it instead (cairn commands do this automatically)` : ' over stdio'),
     );
   }
@@ -50,10 +53,14 @@ export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>)
   fs.mkdirSync(path.dirname(dbPath), { recursive: true, mode: 0o700 });
   const pathLock = holdExclusiveLock(dbPath + '.lock');
   const identity = pathLock ? holdIdentityLock(dbPath) : null;
-  const lock: HeldLock | null = pathLock && identity ? { release: () => (identity !== 'unsupported' && identity.release(), pathLock.release()) } : null;
+  const lock: HeldLock | null =
+    pathLock && identity ? { release: () => (identity !== 'unsupported' && identity.release(), pathLock.release()) } : null;
   if (pathLock && !identity) {
     pathLock.release();
-    throw new StoreLockedError({ pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath }, 'under another path (a hard link or another mount of the same file)');
+    throw new StoreLockedError(
+      { pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath },
+      'under another path (a hard link or another mount of the same file)',
+    );
   }
   if (!lock) {
     // The owner writes its info right after taking the lock: give it a moment.

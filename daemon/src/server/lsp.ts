@@ -54,7 +54,10 @@ export class LspDocuments {
       initializationOptions?: { projectNamespace?: unknown; includeUser?: unknown } | null;
     };
     const folders = Array.isArray(p.workspaceFolders) ? p.workspaceFolders : [];
-    const uris = [...folders.map((f) => (f && typeof f === 'object' ? f.uri : undefined)), ...(typeof p.rootUri === 'string' ? [p.rootUri] : [])].filter((u): u is string => typeof u === 'string');
+    const uris = [
+      ...folders.map((f) => (f && typeof f === 'object' ? f.uri : undefined)),
+      ...(typeof p.rootUri === 'string' ? [p.rootUri] : []),
+    ].filter((u): u is string => typeof u === 'string');
     const roots = uris.map(uriToPath).filter((x): x is string => !!x);
     if (typeof p.rootPath === 'string') roots.push(p.rootPath);
     this.roots = [...new Set(roots)];
@@ -73,10 +76,11 @@ export class LspDocuments {
     const abs = uriToPath(uri);
     if (!abs) return null;
     if (this.project) return { root: this.project, includeUser: this.includeUser };
-    const folder = this.roots.find((r) => {
-      const rel = path.relative(r, abs);
-      return !rel.startsWith('..') && !path.isAbsolute(rel);
-    }) ?? path.dirname(abs);
+    const folder =
+      this.roots.find((r) => {
+        const rel = path.relative(r, abs);
+        return !rel.startsWith('..') && !path.isAbsolute(rel);
+      }) ?? path.dirname(abs);
     let ns = this.derived.get(folder);
     if (!ns) {
       ns = projectNamespaceFor(folder).namespace;
@@ -87,12 +91,23 @@ export class LspDocuments {
   }
 
   register(connection: MessageConnection): void {
-    connection.onNotification('workspace/didChangeWorkspaceFolders', (p: { event?: { added?: { uri: string }[]; removed?: { uri: string }[] } }) => {
-      if (!p?.event || (p.event.added !== undefined && !Array.isArray(p.event.added)) || (p.event.removed !== undefined && !Array.isArray(p.event.removed))) return;
-      if (![...(p.event.added ?? []), ...(p.event.removed ?? [])].every((f) => f && typeof f.uri === 'string')) return;
-      const removed = new Set((p.event?.removed ?? []).map((f) => uriToPath(f.uri)));
-      this.roots = [...this.roots.filter((r) => !removed.has(r)), ...(p.event?.added ?? []).map((f) => uriToPath(f.uri)).filter((x): x is string => !!x)];
-    });
+    connection.onNotification(
+      'workspace/didChangeWorkspaceFolders',
+      (p: { event?: { added?: { uri: string }[]; removed?: { uri: string }[] } }) => {
+        if (
+          !p?.event ||
+          (p.event.added !== undefined && !Array.isArray(p.event.added)) ||
+          (p.event.removed !== undefined && !Array.isArray(p.event.removed))
+        )
+          return;
+        if (![...(p.event.added ?? []), ...(p.event.removed ?? [])].every((f) => f && typeof f.uri === 'string')) return;
+        const removed = new Set((p.event?.removed ?? []).map((f) => uriToPath(f.uri)));
+        this.roots = [
+          ...this.roots.filter((r) => !removed.has(r)),
+          ...(p.event?.added ?? []).map((f) => uriToPath(f.uri)).filter((x): x is string => !!x),
+        ];
+      },
+    );
     connection.onNotification('textDocument/didOpen', (p: { textDocument: { uri: string; text: string } }) => {
       if (typeof p?.textDocument?.uri !== 'string' || typeof p.textDocument.text !== 'string') return;
       this.docs.set(p.textDocument.uri, p.textDocument.text);
@@ -120,9 +135,21 @@ export class LspDocuments {
     connection.onNotification('$/setTrace', () => {});
     connection.onRequest('textDocument/hover', (p: { textDocument: { uri: string }; position: Position }) => {
       const ok =
-        p && typeof p === 'object' && p.textDocument && typeof p.textDocument.uri === 'string' && p.position &&
-        Number.isInteger(p.position.line) && p.position.line >= 0 && Number.isInteger(p.position.character) && p.position.character >= 0;
-      if (!ok) throw new ResponseError(ErrorCodes.InvalidParams, 'textDocument/hover: params must be {textDocument: {uri}, position: {line, character}}', { name: 'InvalidParams', field: 'textDocument' });
+        p &&
+        typeof p === 'object' &&
+        p.textDocument &&
+        typeof p.textDocument.uri === 'string' &&
+        p.position &&
+        Number.isInteger(p.position.line) &&
+        p.position.line >= 0 &&
+        Number.isInteger(p.position.character) &&
+        p.position.character >= 0;
+      if (!ok)
+        throw new ResponseError(
+          ErrorCodes.InvalidParams,
+          'textDocument/hover: params must be {textDocument: {uri}, position: {line, character}}',
+          { name: 'InvalidParams', field: 'textDocument' },
+        );
       return this.hoverAll(p.textDocument.uri, p.position);
     });
   }
@@ -161,7 +188,11 @@ export class LspDocuments {
     return this.hover(uri, pos, team);
   }
 
-  hover(uri: string, pos: Position, more: { memory: Memory; anchor: Anchor }[] = []): { contents: { kind: 'markdown'; value: string } } | null {
+  hover(
+    uri: string,
+    pos: Position,
+    more: { memory: Memory; anchor: Anchor }[] = [],
+  ): { contents: { kind: 'markdown'; value: string } } | null {
     const paths = this.candidates(uri);
     if (paths.length === 0) return null;
     const line = pos.line + 1;
@@ -198,7 +229,7 @@ export class LspDocuments {
     const endLine = c.range.end.line + 1;
     const added = (c.text.match(/\n/g) ?? []).length;
     const delta = added - (endLine - startLine);
-    const removedWhole = c.text.trim() === '' && (c.range.end.line > c.range.start.line) && c.range.start.character === 0;
+    const removedWhole = c.text.trim() === '' && c.range.end.line > c.range.start.line && c.range.start.character === 0;
     const scope = this.scopeFor(uri);
     if (!scope) return;
     for (const { rowid, anchors } of this.store.anchorsByPath(paths, scope)) {
@@ -240,7 +271,8 @@ export class LspDocuments {
       let changed = false;
       const next = anchors.map((a) => {
         if (!paths.includes(a.path) || a.stale) return a;
-        const gone = (a.startLine !== undefined && a.startLine > lineCount) || (a.symbol !== undefined && !text.includes(a.symbol.split('.').pop()!));
+        const gone =
+          (a.startLine !== undefined && a.startLine > lineCount) || (a.symbol !== undefined && !text.includes(a.symbol.split('.').pop()!));
         if (!gone) return a;
         changed = true;
         return { ...a, stale: true };
@@ -251,7 +283,13 @@ export class LspDocuments {
 }
 
 function validRange(r: unknown): r is Range {
-  const pos = (x: unknown) => !!x && typeof x === 'object' && Number.isInteger((x as Position).line) && (x as Position).line >= 0 && Number.isInteger((x as Position).character) && (x as Position).character >= 0;
+  const pos = (x: unknown) =>
+    !!x &&
+    typeof x === 'object' &&
+    Number.isInteger((x as Position).line) &&
+    (x as Position).line >= 0 &&
+    Number.isInteger((x as Position).character) &&
+    (x as Position).character >= 0;
   return !!r && typeof r === 'object' && pos((r as Range).start) && pos((r as Range).end);
 }
 

@@ -26,13 +26,19 @@ export function auditPage(store: Store, p: AuditParams): AuditResult {
   if (to <= from) throw new CairnError('InvalidParams', 'to must be after from', { field: 'to' });
   const live = scopePredicate(p.scope, 'n.path');
   const gone = scopePredicate(p.scope, `json_extract(h.detail, '$.namespace')`);
-  const scopeSql = live && gone
-    ? ` AND (EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = h.memory_id AND ${live.sql})
+  const scopeSql =
+    live && gone
+      ? ` AND (EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = h.memory_id AND ${live.sql})
             OR (NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) AND ${gone.sql}))`
-    : '';
+      : '';
   const params = live && gone ? [...live.params, ...gone.params] : [];
-  const rows = stmt(store.db, `SELECT * FROM history h WHERE h.seq > ? AND h.at >= ? AND h.at < ?${scopeSql} ORDER BY h.seq LIMIT ?`)
-    .all(after, from, to, ...params, limit + 1) as Parameters<typeof historyEntry>[0][];
+  const rows = stmt(store.db, `SELECT * FROM history h WHERE h.seq > ? AND h.at >= ? AND h.at < ?${scopeSql} ORDER BY h.seq LIMIT ?`).all(
+    after,
+    from,
+    to,
+    ...params,
+    limit + 1,
+  ) as Parameters<typeof historyEntry>[0][];
   const more = rows.length > limit;
   const page = rows.slice(0, limit).map(historyEntry);
   const entries = p.content === false ? page.map((e) => ({ ...e, previous: null, state: null })) : page;

@@ -29,10 +29,13 @@ const PAGES_PER_STEP = 256;
 export async function backup(store: Store, p: BackupParams, progress?: (p: ProgressParams) => void): Promise<BackupResult> {
   if (store.path === ':memory:') throw new CairnError('InvalidState', 'an in-memory store cannot be backed up to a file');
   const dest = p.path;
-  if (!path.isAbsolute(dest)) throw new CairnError('InvalidParams', 'path must be absolute (the daemon may run in another folder)', { field: 'path' });
+  if (!path.isAbsolute(dest))
+    throw new CairnError('InvalidParams', 'path must be absolute (the daemon may run in another folder)', { field: 'path' });
   if (path.resolve(dest) === path.resolve(store.path)) throw new CairnError('InvalidParams', 'path is the store itself', { field: 'path' });
-  if (fs.existsSync(dest) && !p.overwrite) throw new CairnError('InvalidState', `${dest} exists; pass overwrite: true (--force) to replace it`, { field: 'path' });
-  if (!fs.existsSync(path.dirname(dest))) throw new CairnError('NotFound', `folder ${path.dirname(dest)} does not exist`, { field: 'path' });
+  if (fs.existsSync(dest) && !p.overwrite)
+    throw new CairnError('InvalidState', `${dest} exists; pass overwrite: true (--force) to replace it`, { field: 'path' });
+  if (!fs.existsSync(path.dirname(dest)))
+    throw new CairnError('NotFound', `folder ${path.dirname(dest)} does not exist`, { field: 'path' });
   const tmp = `${dest}.partial-${process.pid}`;
   const t0 = Date.now();
   fs.rmSync(tmp, { force: true });
@@ -95,9 +98,11 @@ export function verifyCopy(file: string, opts: { full: boolean } = { full: true 
     }
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version < 1) return bad('not a Cairn store (schema version 0)');
-    if (version > SCHEMA_VERSION) return bad(`schema version ${version} is newer than this Cairn build supports (${SCHEMA_VERSION})`, version);
-    const tables = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[]));
-    for (const t of ['namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'meta']) if (!tables.has(t)) return bad(`not a Cairn store (no ${t} table)`, version);
+    if (version > SCHEMA_VERSION)
+      return bad(`schema version ${version} is newer than this Cairn build supports (${SCHEMA_VERSION})`, version);
+    const tables = new Set(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[]);
+    for (const t of ['namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'meta'])
+      if (!tables.has(t)) return bad(`not a Cairn store (no ${t} table)`, version);
     const fk = db.pragma('foreign_key_check') as unknown[];
     if (fk.length > 0) return bad(`${fk.length} rows break foreign keys`, version);
     return { problem: null, schemaVersion: version, memories: db.prepare('SELECT count(*) FROM memories').pluck().get() as number };
@@ -124,9 +129,13 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
   if (!fs.existsSync(from)) throw new CairnError('NotFound', `no backup at ${from}`, { field: 'from' });
   if (path.resolve(from) === path.resolve(db)) throw new CairnError('InvalidParams', 'the backup is the store itself', { field: 'from' });
   const check = verifyCopy(from, { full: true });
-  if (check.problem) throw new CairnError('InvalidState', `the backup failed verification, nothing was replaced: ${check.problem}`, { field: 'from' });
+  if (check.problem)
+    throw new CairnError('InvalidState', `the backup failed verification, nothing was replaced: ${check.problem}`, { field: 'from' });
   const lock = holdExclusiveLock(db + '.lock', 3);
-  if (!lock) throw new CairnError('InvalidState', 'a daemon serves this store; stop it (or close the editors using it) before restoring', { field: 'db' });
+  if (!lock)
+    throw new CairnError('InvalidState', 'a daemon serves this store; stop it (or close the editors using it) before restoring', {
+      field: 'db',
+    });
   try {
     const stamp = new Date(now).toISOString().replace(/[:.]/g, '-');
     const tmp = `${db}.restoring-${process.pid}`;

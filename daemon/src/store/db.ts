@@ -38,7 +38,8 @@ export type Synchronous = NonNullable<OpenOptions['synchronous']>;
 export function synchronousSetting(opt?: string): Synchronous {
   const def = Settings['cairn.store.synchronous'];
   const v = (opt ?? readEnv('CAIRN_STORE_SYNCHRONOUS') ?? def.default).toLowerCase();
-  if (v !== 'normal' && v !== 'full') throw new CairnError('InvalidParams', `${def.env} must be "normal" or "full", not "${v}"`, { field: 'synchronous' });
+  if (v !== 'normal' && v !== 'full')
+    throw new CairnError('InvalidParams', `${def.env} must be "normal" or "full", not "${v}"`, { field: 'synchronous' });
   return v;
 }
 

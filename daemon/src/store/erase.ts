@@ -33,36 +33,48 @@ interface Row {
   version: number;
 }
 
-const ROW_SQL = 'SELECT m.rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.version FROM memories m JOIN namespaces n ON n.id = m.ns_id';
+const ROW_SQL =
+  'SELECT m.rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.version FROM memories m JOIN namespaces n ON n.id = m.ns_id';
 
 /**
  * What to erase, inside the caller's scope: a memory (by id or key) outside it is NotFound, as on every by-id path;
  * a subtree is erased only when the root and every namespace under it lie inside the scope (else NotFound too, so
  * nothing about out-of-scope namespaces is revealed).
  */
-function targets(store: Store, p: EraseParams): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
-  if (p.root !== undefined && p.scope && !pathInScope(p.root, p.scope)) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
+function targets(
+  store: Store,
+  p: EraseParams,
+): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
+  if (p.root !== undefined && p.scope && !pathInScope(p.root, p.scope))
+    throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
   const t = unscopedTargets(store, p);
   if (p.scope && (t.rows.some((r) => !pathInScope(r.ns_path, p.scope)) || t.namespaces.some((n) => !pathInScope(n.path, p.scope)))) {
     if (p.root !== undefined) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
-    throw p.id !== undefined ? new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' }) : new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+    throw p.id !== undefined
+      ? new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' })
+      : new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
   }
   return t;
 }
 
-function unscopedTargets(store: Store, p: EraseParams): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
+function unscopedTargets(
+  store: Store,
+  p: EraseParams,
+): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
   const db = store.db;
   const byId = p.id !== undefined;
   const byKey = p.namespace !== undefined || p.key !== undefined;
   const byRoot = p.root !== undefined;
-  if (Number(byId) + Number(byKey) + Number(byRoot) !== 1) throw new CairnError('InvalidParams', 'give exactly one of id, namespace+key, or root', { field: byRoot ? 'root' : 'id' });
+  if (Number(byId) + Number(byKey) + Number(byRoot) !== 1)
+    throw new CairnError('InvalidParams', 'give exactly one of id, namespace+key, or root', { field: byRoot ? 'root' : 'id' });
   if (byId) {
     const rows = stmt(db, `${ROW_SQL} WHERE m.id = ?`).all(p.id) as Row[];
     if (rows.length === 0) throw new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' });
     return { rows, namespaces: [], target: { id: p.id } };
   }
   if (byKey) {
-    if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'namespace and key go together', { field: p.namespace === undefined ? 'namespace' : 'key' });
+    if (p.namespace === undefined || p.key === undefined)
+      throw new CairnError('InvalidParams', 'namespace and key go together', { field: p.namespace === undefined ? 'namespace' : 'key' });
     const problem = namespaceProblem(p.namespace);
     if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'namespace' });
     // Every memory ever stored at this (namespace path, key): the live one and any left in deleted namespaces of that path.
@@ -74,7 +86,10 @@ function unscopedTargets(store: Store, p: EraseParams): { rows: Row[]; namespace
   const problem = namespaceProblem(root);
   if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'root' });
   const sub = scopePredicate({ root, includeUser: false }, 'n.path')!;
-  const namespaces = stmt(db, `SELECT n.id, n.path FROM namespaces n WHERE ${sub.sql}`).all(...sub.params) as { id: string; path: string }[];
+  const namespaces = stmt(db, `SELECT n.id, n.path FROM namespaces n WHERE ${sub.sql}`).all(...sub.params) as {
+    id: string;
+    path: string;
+  }[];
   if (namespaces.length === 0) throw new CairnError('NotFound', `no namespace ${root}`, { field: 'root' });
   const rows = stmt(db, `${ROW_SQL} WHERE ${sub.sql} ORDER BY m.rowid`).all(...sub.params) as Row[];
   return { rows, namespaces, target: { root } };
@@ -109,9 +124,15 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       stmt(db, 'DELETE FROM memories WHERE rowid = ?').run(r.rowid);
     }
     // Purge rows of memories purged earlier name their namespace and key: remove those of the erased keys or subtree.
-    const purged = stmt(db, `SELECT seq, json_extract(detail, '$.namespace') AS ns, json_extract(detail, '$.key') AS key FROM history WHERE op = 'purge'`).all() as { seq: number; ns: string | null; key: string | null }[];
+    const purged = stmt(
+      db,
+      `SELECT seq, json_extract(detail, '$.namespace') AS ns, json_extract(detail, '$.key') AS key FROM history WHERE op = 'purge'`,
+    ).all() as { seq: number; ns: string | null; key: string | null }[];
     for (const h of purged) {
-      const hit = p.root !== undefined ? h.ns !== null && (h.ns === p.root || h.ns.startsWith(p.root + '.')) : t.rows.some((r) => r.ns_path === h.ns && r.key === h.key);
+      const hit =
+        p.root !== undefined
+          ? h.ns !== null && (h.ns === p.root || h.ns.startsWith(p.root + '.'))
+          : t.rows.some((r) => r.ns_path === h.ns && r.key === h.key);
       if (hit) removed.history += stmt(db, 'DELETE FROM history WHERE seq = ?').run(h.seq).changes;
     }
     if (t.namespaces.length > 0) {
@@ -120,7 +141,10 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       removed.namespaces = ids.length;
     }
     // Recorded results of idempotent writes hold the memories' text.
-    dropIdempotencyRecords(db, t.rows.map((r) => r.id));
+    dropIdempotencyRecords(
+      db,
+      t.rows.map((r) => r.id),
+    );
     // Older segments may still hold terms of earlier versions (each update replaced the row): merge them away.
     ftsCompact(db);
     let last = store.position();

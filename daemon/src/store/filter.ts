@@ -27,8 +27,10 @@ export function compileFilter(filter: Filter | undefined): SqlFragment | null {
   if (!filter) return null;
   let nodes = 0;
   const walk = (f: Filter, at: string, depth: number): SqlFragment => {
-    if (++nodes > Limits.filterNodes) throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at });
-    if (depth > Limits.filterDepth) throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at });
+    if (++nodes > Limits.filterNodes)
+      throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at });
+    if (depth > Limits.filterDepth)
+      throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at });
     if ('and' in f || 'or' in f) {
       const list = 'and' in f ? f.and : (f as { or: Filter[] }).or;
       const word = 'and' in f ? 'and' : 'or';
@@ -80,7 +82,8 @@ function compileLeaf(f: FilterLeaf, at: string): SqlFragment {
     const inList = `(SELECT 1 FROM json_each(m.tags) t WHERE ${TAG_SQL} IN (${list.map(() => '?').join(', ')}))`;
     switch (f.op) {
       case 'has':
-        if (list.length !== 1) throw new CairnError('InvalidFilter', 'tags "has" takes one tag; use hasAny or hasAll for a list', { field: `${at}.value` });
+        if (list.length !== 1)
+          throw new CairnError('InvalidFilter', 'tags "has" takes one tag; use hasAny or hasAll for a list', { field: `${at}.value` });
         return { sql: `EXISTS ${inList}`, params: list };
       case 'hasAny':
         return { sql: `EXISTS ${inList}`, params: list };
@@ -88,7 +91,10 @@ function compileLeaf(f: FilterLeaf, at: string): SqlFragment {
         return { sql: `NOT EXISTS ${inList}`, params: list };
       case 'hasAll': {
         const uniq = [...new Set(list)];
-        return { sql: `(SELECT count(DISTINCT ${TAG_SQL}) FROM json_each(m.tags) t WHERE ${TAG_SQL} IN (${uniq.map(() => '?').join(', ')})) = ?`, params: [...uniq, uniq.length] };
+        return {
+          sql: `(SELECT count(DISTINCT ${TAG_SQL}) FROM json_each(m.tags) t WHERE ${TAG_SQL} IN (${uniq.map(() => '?').join(', ')})) = ?`,
+          params: [...uniq, uniq.length],
+        };
       }
     }
   }
@@ -106,11 +112,17 @@ function compileLeaf(f: FilterLeaf, at: string): SqlFragment {
   }
   if (field === 'anchors.path') {
     if (f.op === 'exists') {
-      if (typeof f.value !== 'boolean') throw new CairnError('InvalidFilter', 'anchors.path exists takes true or false', { field: `${at}.value` });
+      if (typeof f.value !== 'boolean')
+        throw new CairnError('InvalidFilter', 'anchors.path exists takes true or false', { field: `${at}.value` });
       return { sql: `EXISTS (SELECT 1 FROM anchors a WHERE a.memory_rowid = m.rowid) = ?`, params: [f.value ? 1 : 0] };
     }
-    if (typeof f.value !== 'string') throw new CairnError('InvalidFilter', `anchors.path ${f.op} takes a path string`, { field: `${at}.value` });
-    if (f.op === 'prefix') return { sql: `EXISTS (SELECT 1 FROM anchors a WHERE a.memory_rowid = m.rowid AND substr(a.path, 1, ?) = ?)`, params: [f.value.length, f.value] };
+    if (typeof f.value !== 'string')
+      throw new CairnError('InvalidFilter', `anchors.path ${f.op} takes a path string`, { field: `${at}.value` });
+    if (f.op === 'prefix')
+      return {
+        sql: `EXISTS (SELECT 1 FROM anchors a WHERE a.memory_rowid = m.rowid AND substr(a.path, 1, ?) = ?)`,
+        params: [f.value.length, f.value],
+      };
     return { sql: `EXISTS (SELECT 1 FROM anchors a WHERE a.memory_rowid = m.rowid AND a.path = ?)`, params: [f.value] };
   }
   throw new CairnError('InvalidFilter', `unknown filter field`, { field: at });

@@ -50,7 +50,8 @@ function template(row: RowFacts): Record<string, unknown> {
   };
 }
 
-const same = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b));
+const same = (a: unknown, b: unknown): boolean =>
+  a === b || (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b));
 
 /** The row's own facts a state is encoded against. */
 export interface RowFacts {

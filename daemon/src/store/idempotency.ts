@@ -35,24 +35,41 @@ function fingerprint(method: string, params: Record<string, unknown>): string {
  * Run a write once per idempotency key. Without a key, just runs it. A write that fails records nothing (it was
  * rolled back), so a retry runs it again.
  */
-export function onceByKey<R extends object>(store: Store, method: string, params: { idempotencyKey?: string }, run: () => R): R | (R & { replayed: true }) {
+export function onceByKey<R extends object>(
+  store: Store,
+  method: string,
+  params: { idempotencyKey?: string },
+  run: () => R,
+): R | (R & { replayed: true }) {
   const key = params.idempotencyKey;
   if (key === undefined) return run();
   const db = store.db;
   ensureTable(db);
   const fp = fingerprint(method, params as Record<string, unknown>);
   return store.transaction(() => {
-    const seen = stmt(db, 'SELECT method, fingerprint, result FROM idempotency_keys WHERE key = ?').get(key) as { method: string; fingerprint: string; result: string } | undefined;
+    const seen = stmt(db, 'SELECT method, fingerprint, result FROM idempotency_keys WHERE key = ?').get(key) as
+      { method: string; fingerprint: string; result: string } | undefined;
     if (seen) {
       if (seen.method !== method || seen.fingerprint !== fp) {
-        throw new CairnError('InvalidState', `idempotency key ${key} was already used for a different request (${seen.method}); use a new key for a new request`, { field: 'idempotencyKey' });
+        throw new CairnError(
+          'InvalidState',
+          `idempotency key ${key} was already used for a different request (${seen.method}); use a new key for a new request`,
+          { field: 'idempotencyKey' },
+        );
       }
       return { ...(JSON.parse(seen.result) as R), replayed: true as const };
     }
     const r = run();
     const memoryId = (r as { memory?: { id?: unknown } }).memory?.id ?? (r as { id?: unknown }).id;
     const now = store.now();
-    stmt(db, 'INSERT INTO idempotency_keys(key, method, fingerprint, result, memory_id, at) VALUES (?, ?, ?, ?, ?, ?)').run(key, method, fp, JSON.stringify(r), typeof memoryId === 'string' ? memoryId : null, now);
+    stmt(db, 'INSERT INTO idempotency_keys(key, method, fingerprint, result, memory_id, at) VALUES (?, ?, ?, ?, ?, ?)').run(
+      key,
+      method,
+      fp,
+      JSON.stringify(r),
+      typeof memoryId === 'string' ? memoryId : null,
+      now,
+    );
     stmt(db, 'DELETE FROM idempotency_keys WHERE at < ?').run(now - IdempotencyWindow.maxAgeMs);
     stmt(db, 'DELETE FROM idempotency_keys WHERE rowid <= (SELECT max(rowid) FROM idempotency_keys) - ?').run(IdempotencyWindow.maxKeys);
     return r;

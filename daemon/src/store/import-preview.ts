@@ -16,7 +16,9 @@ export function parseExportRecords(raw: unknown[]): ExportRecord[] {
     const parsed = ExportRecord.safeParse(r);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new CairnError('InvalidParams', `records[${i}]: ${issue.message}`, { field: `records[${i}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}` });
+      throw new CairnError('InvalidParams', `records[${i}]: ${issue.message}`, {
+        field: `records[${i}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}`,
+      });
     }
     return parsed.data;
   });
@@ -43,16 +45,31 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
   const cols = `m.id, m.version, m.value, (m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL) AS deleted FROM memories m JOIN namespaces n ON n.id = m.ns_id`;
   const byId = stmt(db, `SELECT ${cols} WHERE m.id = ?`);
   const byKey = stmt(db, `SELECT ${cols} WHERE m.ns_id = ? AND m.key = ?`);
-  const counts: ImportPreviewResult['counts'] = { new: 0, unchanged: 0, changed: 0, conflicting: 0, refusedDeleted: 0, refusedForgotten: 0 };
+  const counts: ImportPreviewResult['counts'] = {
+    new: 0,
+    unchanged: 0,
+    changed: 0,
+    conflicting: 0,
+    refusedDeleted: 0,
+    refusedForgotten: 0,
+  };
   const other = { namespaces: 0, history: 0, links: 0, rejected: 0 };
   const items: ImportPreviewResult['items'] = [];
   let memories = 0;
   for (const rec of records) {
     switch (rec.type) {
-      case 'namespace': other.namespaces++; continue;
-      case 'history': other.history++; continue;
-      case 'link': other.links++; continue;
-      case 'rejected': other.rejected++; continue;
+      case 'namespace':
+        other.namespaces++;
+        continue;
+      case 'history':
+        other.history++;
+        continue;
+      case 'link':
+        other.links++;
+        continue;
+      case 'rejected':
+        other.rejected++;
+        continue;
       case 'header':
         continue;
     }
@@ -74,7 +91,15 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
     }
     counts[outcome]++;
     memories++;
-    if (items.length < sample) items.push({ id: m.id, namespace: m.namespace, key: m.key, outcome, fileVersion: m.version, storeVersion: existing ? existing.version : null });
+    if (items.length < sample)
+      items.push({
+        id: m.id,
+        namespace: m.namespace,
+        key: m.key,
+        outcome,
+        fileVersion: m.version,
+        storeVersion: existing ? existing.version : null,
+      });
   }
   return { counts, records: other, items, truncated: memories > items.length };
 }

@@ -35,12 +35,10 @@ export class IndexFeed {
   }
 
   setWatermark(model: VecModel, position: number): void {
-    stmt(this.db, `INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`).run(
-      `vec:${model.model}`,
-      position,
-      model.model,
-      model.dimension,
-    );
+    stmt(
+      this.db,
+      `INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`,
+    ).run(`vec:${model.model}`, position, model.model, model.dimension);
   }
 
   activeModel(): string | null {
@@ -48,7 +46,10 @@ export class IndexFeed {
   }
 
   setActiveModel(model: string): void {
-    stmt(this.db, 'INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(ACTIVE_MODEL_KEY, model);
+    stmt(this.db, 'INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(
+      ACTIVE_MODEL_KEY,
+      model,
+    );
   }
 
   /** Every memory row (what a full re-embed queues). */
@@ -58,20 +59,31 @@ export class IndexFeed {
 
   /** Memories of live namespaces (what a backfill embeds). */
   liveMemoryCount(): number {
-    return (stmt(this.db, 'SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL').get() as { c: number }).c;
+    return (
+      stmt(this.db, 'SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL').get() as {
+        c: number;
+      }
+    ).c;
   }
 
-  private static readonly COLS = 'm.rowid, m.id, m.key, m.value, m.tags, m.version, n.rowid AS ns_rowid, (m.deleted_at IS NOT NULL) AS deleted';
+  private static readonly COLS =
+    'm.rowid, m.id, m.key, m.value, m.tags, m.version, n.rowid AS ns_rowid, (m.deleted_at IS NOT NULL) AS deleted';
 
   /** A page of memories of live namespaces after `afterRowid`, in rowid order (backfill). */
   pageAfter(afterRowid: number, limit: number): EmbedRow[] {
-    return stmt(this.db, `SELECT ${IndexFeed.COLS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ? ORDER BY m.rowid LIMIT ?`).all(afterRowid, limit) as EmbedRow[];
+    return stmt(
+      this.db,
+      `SELECT ${IndexFeed.COLS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ? ORDER BY m.rowid LIMIT ?`,
+    ).all(afterRowid, limit) as EmbedRow[];
   }
 
   /** The memories of these ids that still exist. */
   byIds(ids: string[]): EmbedRow[] {
     if (ids.length === 0) return [];
-    return stmt(this.db, `SELECT ${IndexFeed.COLS} FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as EmbedRow[];
+    return stmt(
+      this.db,
+      `SELECT ${IndexFeed.COLS} FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.id IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(ids)) as EmbedRow[];
   }
 
   /** Replace the possible duplicates recorded for a memory (call inside a write transaction). */
@@ -83,9 +95,12 @@ export class IndexFeed {
 
   /** Possible duplicates recorded for a memory whose candidates are still live, most similar first. */
   duplicates(rowid: number): DuplicateRow[] {
-    return stmt(this.db, `SELECT d.memory_rowid, d.other_rowid, d.similarity, d.version FROM duplicate_candidates d
+    return stmt(
+      this.db,
+      `SELECT d.memory_rowid, d.other_rowid, d.similarity, d.version FROM duplicate_candidates d
       JOIN memories o ON o.rowid = d.other_rowid JOIN namespaces n ON n.id = o.ns_id
-      WHERE d.memory_rowid = ? AND o.deleted_at IS NULL AND n.deleted_at IS NULL ORDER BY d.similarity DESC, d.other_rowid`).all(rowid) as DuplicateRow[];
+      WHERE d.memory_rowid = ? AND o.deleted_at IS NULL AND n.deleted_at IS NULL ORDER BY d.similarity DESC, d.other_rowid`,
+    ).all(rowid) as DuplicateRow[];
   }
 
   /** Whether the change log holds a change of this memory after `position` (its duplicate check is then still pending). */

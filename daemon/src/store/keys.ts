@@ -31,7 +31,12 @@ export const keysPath = (db: string) => `${db}.keys`;
 
 function generate(): KeyFile {
   const { privateKey } = generateKeyPairSync('ed25519');
-  return { format: 'cairn-keys', version: 1, hmac: randomBytes(32).toString('base64'), ed25519: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  return {
+    format: 'cairn-keys',
+    version: 1,
+    hmac: randomBytes(32).toString('base64'),
+    ed25519: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  };
 }
 
 function fromFile(k: KeyFile): StoreKeys {
@@ -52,7 +57,8 @@ export function publicKeyFromRaw(b64: string): KeyObject {
 
 function parse(text: string, file: string): KeyFile {
   const k = JSON.parse(text) as KeyFile;
-  if (k.format !== 'cairn-keys' || typeof k.hmac !== 'string' || typeof k.ed25519 !== 'string') throw new Error(`${file} is not a Cairn key file`);
+  if (k.format !== 'cairn-keys' || typeof k.hmac !== 'string' || typeof k.ed25519 !== 'string')
+    throw new Error(`${file} is not a Cairn key file`);
   return k;
 }
 

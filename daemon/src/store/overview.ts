@@ -17,12 +17,19 @@ export function overview(store: Store, p: OverviewParams): OverviewResult {
   const params = scope ? scope.params : [];
   const live = `FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL ${where}`;
   const counted = (col: string) =>
-    stmt(db, `SELECT ${col} AS name, count(*) AS count ${live} GROUP BY ${col} ORDER BY count DESC, name`).all(...params) as { name: string; count: number }[];
+    stmt(db, `SELECT ${col} AS name, count(*) AS count ${live} GROUP BY ${col} ORDER BY count DESC, name`).all(...params) as {
+      name: string;
+      count: number;
+    }[];
   const byStatus = counted('m.status');
-  const deleted = stmt(db, `SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE (m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL) ${where}`).get(...params) as { c: number };
+  const deleted = stmt(
+    db,
+    `SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE (m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL) ${where}`,
+  ).get(...params) as { c: number };
   if (deleted.c > 0) byStatus.push({ name: 'deleted', count: deleted.c });
   const since = Math.floor(store.now() / DAY_MS) * DAY_MS - (days - 1) * DAY_MS;
-  const writesPerDay = stmt(db,
+  const writesPerDay = stmt(
+    db,
     `SELECT strftime('%Y-%m-%d', h.at / 1000, 'unixepoch') AS day, m.source AS source, count(*) AS count
        FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
       WHERE h.op IN ('create', 'update', 'restore') AND h.at >= ? ${where}

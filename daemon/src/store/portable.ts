@@ -7,7 +7,15 @@
  */
 import { openDatabase, stmt, type DB } from './db';
 import { CairnError } from '../protocol/errors';
-import { ExportRecord, Limits, type Scope, type ExportPageParams, type ExportPageResult, type ExportParams, type ImportResult } from '../protocol/types';
+import {
+  ExportRecord,
+  Limits,
+  type Scope,
+  type ExportPageParams,
+  type ExportPageResult,
+  type ExportParams,
+  type ImportResult,
+} from '../protocol/types';
 import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
@@ -49,7 +57,11 @@ export class ExportWalker {
     this.scope = scopePredicate(p.scope, 'n.path');
     this.inScope = this.scope ? this.scope.sql : '1';
     this.params = this.scope ? this.scope.params : [];
-    this.total = (stmt(db, `SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope}`).get(...this.params) as { c: number }).c;
+    this.total = (
+      stmt(db, `SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope}`).get(...this.params) as {
+        c: number;
+      }
+    ).c;
   }
 
   get finished(): boolean {
@@ -79,24 +91,50 @@ export class ExportWalker {
       const room = Math.max(1, limit - out.length);
       switch (this.phase) {
         case 'header':
-          push({ type: 'header', format: 'cairn-export', version: 1, exportedAt: new Date(this.now).toISOString(), schemaVersion: this.schemaVersion });
+          push({
+            type: 'header',
+            format: 'cairn-export',
+            version: 1,
+            exportedAt: new Date(this.now).toISOString(),
+            schemaVersion: this.schemaVersion,
+          });
           this.next();
           break;
         case 'namespaces': {
-          const rows = stmt(db, `SELECT n.rowid AS r, n.* FROM namespaces n WHERE ${this.inScope} AND n.rowid > ? ORDER BY n.rowid LIMIT ?`).all(...this.params, this.after, room) as {
-            r: number; id: string; path: string; created_at: number; deleted_at: number | null; deleted_by: string | null;
+          const rows = stmt(
+            db,
+            `SELECT n.rowid AS r, n.* FROM namespaces n WHERE ${this.inScope} AND n.rowid > ? ORDER BY n.rowid LIMIT ?`,
+          ).all(...this.params, this.after, room) as {
+            r: number;
+            id: string;
+            path: string;
+            created_at: number;
+            deleted_at: number | null;
+            deleted_by: string | null;
           }[];
-          for (const n of rows) push({ type: 'namespace', id: n.id, path: n.path, createdAt: isoReq(n.created_at), deletedAt: iso(n.deleted_at), deletedBy: n.deleted_by });
+          for (const n of rows)
+            push({
+              type: 'namespace',
+              id: n.id,
+              path: n.path,
+              createdAt: isoReq(n.created_at),
+              deletedAt: iso(n.deleted_at),
+              deletedBy: n.deleted_by,
+            });
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].r;
           break;
         }
         case 'memories': {
-          const rows = stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope} AND m.rowid > ? ORDER BY m.rowid LIMIT ?`).all(...this.params, this.after, room) as MemoryRow[];
+          const rows = stmt(
+            db,
+            `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope} AND m.rowid > ? ORDER BY m.rowid LIMIT ?`,
+          ).all(...this.params, this.after, room) as MemoryRow[];
           for (const r of rows) {
             push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
             if (this.p.includeHistory !== false) {
-              for (const h of stmt(db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq').all(r.id) as HistoryRow[]) push({ type: 'history', entry: historyEntry(h) });
+              for (const h of stmt(db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq').all(r.id) as HistoryRow[])
+                push({ type: 'history', entry: historyEntry(h) });
             }
             this.after = r.rowid;
             this.done++;
@@ -110,28 +148,63 @@ export class ExportWalker {
             this.next();
             break;
           }
-          const rows = stmt(db, 'SELECT * FROM history h WHERE h.seq > ? AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) ORDER BY h.seq LIMIT ?').all(this.after, room) as HistoryRow[];
+          const rows = stmt(
+            db,
+            'SELECT * FROM history h WHERE h.seq > ? AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) ORDER BY h.seq LIMIT ?',
+          ).all(this.after, room) as HistoryRow[];
           for (const h of rows) push({ type: 'history', entry: historyEntry(h) });
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].seq;
           break;
         }
         case 'links': {
-          const end = (col: string) => (this.scope ? ` AND EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = l.${col} AND ${this.inScope})` : '');
-          const rows = stmt(db, `SELECT l.rowid AS r, l.* FROM links l WHERE l.rowid > ?${end('src')}${end('dst')} ORDER BY l.rowid LIMIT ?`).all(this.after, ...(this.scope ? [...this.params, ...this.params] : []), room) as {
-            r: number; src: string; dst: string; type: string; created_at: number; actor: string;
+          const end = (col: string) =>
+            this.scope
+              ? ` AND EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = l.${col} AND ${this.inScope})`
+              : '';
+          const rows = stmt(
+            db,
+            `SELECT l.rowid AS r, l.* FROM links l WHERE l.rowid > ?${end('src')}${end('dst')} ORDER BY l.rowid LIMIT ?`,
+          ).all(this.after, ...(this.scope ? [...this.params, ...this.params] : []), room) as {
+            r: number;
+            src: string;
+            dst: string;
+            type: string;
+            created_at: number;
+            actor: string;
           }[];
-          for (const l of rows) push({ type: 'link', link: { from: l.src, to: l.dst, type: l.type as never, createdAt: isoReq(l.created_at), actor: l.actor } });
+          for (const l of rows)
+            push({
+              type: 'link',
+              link: { from: l.src, to: l.dst, type: l.type as never, createdAt: isoReq(l.created_at), actor: l.actor },
+            });
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].r;
           break;
         }
         case 'rejected': {
           const ns = this.scope ? ` AND r.ns_id IN (SELECT n.id FROM namespaces n WHERE ${this.inScope})` : '';
-          const rows = stmt(db, `SELECT r.rowid AS rr, r.* FROM rejected_values r WHERE r.rowid > ?${ns} ORDER BY r.rowid LIMIT ?`).all(this.after, ...this.params, room) as {
-            rr: number; ns_id: string; value_hash: string; memory_id: string | null; actor: string; at: number;
+          const rows = stmt(db, `SELECT r.rowid AS rr, r.* FROM rejected_values r WHERE r.rowid > ?${ns} ORDER BY r.rowid LIMIT ?`).all(
+            this.after,
+            ...this.params,
+            room,
+          ) as {
+            rr: number;
+            ns_id: string;
+            value_hash: string;
+            memory_id: string | null;
+            actor: string;
+            at: number;
           }[];
-          for (const r of rows) push({ type: 'rejected', namespaceId: r.ns_id, valueHash: r.value_hash, memoryId: r.memory_id, actor: r.actor, at: isoReq(r.at) });
+          for (const r of rows)
+            push({
+              type: 'rejected',
+              namespaceId: r.ns_id,
+              valueHash: r.value_hash,
+              memoryId: r.memory_id,
+              actor: r.actor,
+              at: isoReq(r.at),
+            });
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].rr;
           break;
@@ -148,8 +221,14 @@ export class ExportWalker {
  * The whole export in one reply (store/export): fine for small stores; large ones use exportPage. Read in chunks
  * of Limits.chunkRecords from one read transaction (one snapshot), yielding to other requests between chunks.
  */
-export async function exportRecords(store: Store, p: ExportParams, ctx?: RequestContext, progress?: (done: number, total: number) => void): Promise<ExportRecord[]> {
-  const snapshot = store.path === ':memory:' || store.db.inTransaction ? null : openDatabase(store.path, { readonly: true, loadVec: false }).db;
+export async function exportRecords(
+  store: Store,
+  p: ExportParams,
+  ctx?: RequestContext,
+  progress?: (done: number, total: number) => void,
+): Promise<ExportRecord[]> {
+  const snapshot =
+    store.path === ':memory:' || store.db.inTransaction ? null : openDatabase(store.path, { readonly: true, loadVec: false }).db;
   const db = snapshot ?? store.db;
   try {
     if (snapshot) snapshot.exec('BEGIN');
@@ -208,7 +287,10 @@ export function exportPage(store: Store, p: ExportPageParams): ExportPageResult 
   if (p.cursor !== undefined) {
     const id = Buffer.from(p.cursor, 'base64url').toString('utf8');
     s = sessions.get(id);
-    if (!s) throw new CairnError('InvalidState', 'this export cursor has expired or was never issued; start the export again', { field: 'cursor' });
+    if (!s)
+      throw new CairnError('InvalidState', 'this export cursor has expired or was never issued; start the export again', {
+        field: 'cursor',
+      });
   } else {
     if (sessions.size >= MAX_SESSIONS) {
       const oldest = sessions.values().next().value as Session;
@@ -221,7 +303,12 @@ export function exportPage(store: Store, p: ExportPageParams): ExportPageResult 
       db.exec('BEGIN');
     }
     const id = uuidv7(store.now());
-    s = { id, db, walker: new ExportWalker(db, { scope: p.scope, includeHistory: p.includeHistory }, store.schemaVersion, store.now()), timer: setTimeout(() => {}, 0) };
+    s = {
+      id,
+      db,
+      walker: new ExportWalker(db, { scope: p.scope, includeHistory: p.includeHistory }, store.schemaVersion, store.now()),
+      timer: setTimeout(() => {}, 0),
+    };
     sessions.set(id, s);
   }
   touch(s);
@@ -287,7 +374,9 @@ export async function importRecords(
     const parsed = ExportRecord.safeParse(raw[i]);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new CairnError('InvalidParams', `records[${i}]: ${issue.message}`, { field: `records[${i}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}` });
+      throw new CairnError('InvalidParams', `records[${i}]: ${issue.message}`, {
+        field: `records[${i}]${issue.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('')}`,
+      });
     }
     const refused = outOfScope(parsed.data, i, scope);
     if (refused) throw refused;
@@ -300,9 +389,18 @@ export async function importRecords(
   }
   const counts = { memories: 0, history: 0, links: 0, skipped: 0 };
   let position = 0;
-  for (let at = 0; at < records.length; ) {
+  for (let at = 0; at < records.length;) {
     if (at > 0) await pace(ctx, { records: at, total: records.length, ...counts });
-    const applied = applyRecords(store, records, at, Math.min(at + chunk, records.length), performance.now() + CHUNK_MS, actor, counts, scope);
+    const applied = applyRecords(
+      store,
+      records,
+      at,
+      Math.min(at + chunk, records.length),
+      performance.now() + CHUNK_MS,
+      actor,
+      counts,
+      scope,
+    );
     position = applied.position || position;
     at = applied.next;
     progress?.(at, records.length);
@@ -330,7 +428,8 @@ function applyRecords(
   // those inside it; the others are skipped.
   const memoryInScope = (id: string) => {
     if (!scope) return true;
-    const row = stmt(db, 'SELECT n.path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = ?').get(id) as { path: string } | undefined;
+    const row = stmt(db, 'SELECT n.path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = ?').get(id) as
+      { path: string } | undefined;
     return !!row && pathInScope(row.path, scope);
   };
   const namespaceInScope = (id: string) => {
@@ -338,7 +437,10 @@ function applyRecords(
     const row = stmt(db, 'SELECT path FROM namespaces WHERE id = ?').get(id) as { path: string } | undefined;
     return !!row && pathInScope(row.path, scope);
   };
-  let memories = 0, history = 0, links = 0, skipped = 0;
+  let memories = 0,
+    history = 0,
+    links = 0,
+    skipped = 0;
   const position = store.transaction(() => {
     const nsById = stmt(db, 'SELECT id FROM namespaces WHERE id = ?');
     const nsLive = stmt(db, 'SELECT id FROM namespaces WHERE path = ? AND deleted_at IS NULL');
@@ -346,7 +448,13 @@ function applyRecords(
       if (nsById.get(id)) return id;
       const live = nsLive.get(path) as { id: string } | undefined;
       if (live && !deleted) return live.id;
-      stmt(db, 'INSERT INTO namespaces(id, path, created_at, deleted_at, deleted_by) VALUES (?, ?, ?, ?, ?)').run(id, path, store.now(), deleted ? store.now() : null, deleted ? actor : null);
+      stmt(db, 'INSERT INTO namespaces(id, path, created_at, deleted_at, deleted_by) VALUES (?, ?, ?, ?, ?)').run(
+        id,
+        path,
+        store.now(),
+        deleted ? store.now() : null,
+        deleted ? actor : null,
+      );
       return id;
     };
     const imported = importedBy(store);
@@ -361,23 +469,63 @@ function applyRecords(
           if (nsById.get(rec.id)) break;
           const live = nsLive.get(rec.path);
           if (live && rec.deletedAt === null) break; // memories map onto the live namespace by path
-          stmt(db, 'INSERT INTO namespaces(id, path, created_at, deleted_at, deleted_by) VALUES (?, ?, ?, ?, ?)').run(rec.id, rec.path, fromIso(rec.createdAt), fromIso(rec.deletedAt), rec.deletedBy);
+          stmt(db, 'INSERT INTO namespaces(id, path, created_at, deleted_at, deleted_by) VALUES (?, ?, ?, ?, ?)').run(
+            rec.id,
+            rec.path,
+            fromIso(rec.createdAt),
+            fromIso(rec.deletedAt),
+            rec.deletedBy,
+          );
           break;
         }
         case 'memory': {
           const m = rec.memory;
           const nsId = localNs(rec.namespaceId, m.namespace, false);
           const clash = stmt(db, 'SELECT 1 FROM memories WHERE id = ? OR (ns_id = ? AND key = ?)').get(m.id, nsId, m.key);
-          if (clash) { skipped++; break; }
+          if (clash) {
+            skipped++;
+            break;
+          }
           // A value forgotten in this namespace is not re-learned by an import either.
-          if (m.deletedAt === null && findRejection(db, store.keys, nsId, m.value, () => undefined)) { skipped++; break; }
-          const rowid = Number(stmt(db, 
-            `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
+          if (m.deletedAt === null && findRejection(db, store.keys, nsId, m.value, () => undefined)) {
+            skipped++;
+            break;
+          }
+          const rowid = Number(
+            stmt(
+              db,
+              `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
                created_at, updated_at, valid_from, valid_to, expires_at, last_accessed_at, access_count, version, status, superseded_by, deleted_at, deleted_by, delete_reason)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          ).run(m.id, nsId, m.key, m.value, normalizedValueHash(m.value), m.summary, m.kind, JSON.stringify(m.tags), m.importance, m.confidence, m.source,
-            JSON.stringify(m.properties), JSON.stringify(m.anchors), fromIso(m.createdAt), fromIso(m.updatedAt), fromIso(m.validFrom), fromIso(m.validTo),
-            fromIso(m.expiresAt), fromIso(m.lastAccessedAt), m.accessCount, m.version, m.status, m.supersededBy, fromIso(m.deletedAt), m.deletedBy, rec.deleteReason).lastInsertRowid);
+            ).run(
+              m.id,
+              nsId,
+              m.key,
+              m.value,
+              normalizedValueHash(m.value),
+              m.summary,
+              m.kind,
+              JSON.stringify(m.tags),
+              m.importance,
+              m.confidence,
+              m.source,
+              JSON.stringify(m.properties),
+              JSON.stringify(m.anchors),
+              fromIso(m.createdAt),
+              fromIso(m.updatedAt),
+              fromIso(m.validFrom),
+              fromIso(m.validTo),
+              fromIso(m.expiresAt),
+              fromIso(m.lastAccessedAt),
+              m.accessCount,
+              m.version,
+              m.status,
+              m.supersededBy,
+              fromIso(m.deletedAt),
+              m.deletedBy,
+              rec.deleteReason,
+            ).lastInsertRowid,
+          );
           store.reindexImported(rowid);
           imported.add(m.id);
           last = store.logImport(m.id, nsId, m.namespace, m.key);
@@ -386,29 +534,77 @@ function applyRecords(
         }
         case 'history': {
           const h = rec.entry;
-          if (!memoryInScope(h.memoryId)) { skipped++; break; }
+          if (!memoryInScope(h.memoryId)) {
+            skipped++;
+            break;
+          }
           if (!imported.has(h.memoryId) && stmt(db, 'SELECT 1 FROM memories WHERE id = ?').get(h.memoryId)) break; // history of a memory we kept as it was
           // the same entry again (an import repeated, or resumed): keep one
-          if (stmt(db, 'SELECT 1 FROM history WHERE memory_id = ? AND op = ? AND version = ? AND at = ?').get(h.memoryId, h.op, h.version, fromIso(h.at))) break;
-          stmt(db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-            .run(h.memoryId, h.op, h.actor, h.reason, fromIso(h.at), h.version, h.previous ? JSON.stringify(h.previous) : null, h.state ? JSON.stringify(h.state) : null, h.detail ? JSON.stringify(h.detail) : null);
+          if (
+            stmt(db, 'SELECT 1 FROM history WHERE memory_id = ? AND op = ? AND version = ? AND at = ?').get(
+              h.memoryId,
+              h.op,
+              h.version,
+              fromIso(h.at),
+            )
+          )
+            break;
+          stmt(
+            db,
+            'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+          ).run(
+            h.memoryId,
+            h.op,
+            h.actor,
+            h.reason,
+            fromIso(h.at),
+            h.version,
+            h.previous ? JSON.stringify(h.previous) : null,
+            h.state ? JSON.stringify(h.state) : null,
+            h.detail ? JSON.stringify(h.detail) : null,
+          );
           history++;
           break;
         }
         case 'link': {
           const l = rec.link;
-          if (!memoryInScope(l.from) || !memoryInScope(l.to)) { skipped++; break; }
+          if (!memoryInScope(l.from) || !memoryInScope(l.to)) {
+            skipped++;
+            break;
+          }
           const both = stmt(db, 'SELECT count(*) AS c FROM memories WHERE id IN (?, ?)').get(l.from, l.to) as { c: number };
-          if (both.c < 2) { skipped++; break; }
-          links += stmt(db, 'INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(l.from, l.to, l.type, fromIso(l.createdAt), l.actor).changes;
+          if (both.c < 2) {
+            skipped++;
+            break;
+          }
+          links += stmt(db, 'INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(
+            l.from,
+            l.to,
+            l.type,
+            fromIso(l.createdAt),
+            l.actor,
+          ).changes;
           break;
         }
         case 'rejected': {
-          if (!nsById.get(rec.namespaceId) || !namespaceInScope(rec.namespaceId)) { skipped++; break; }
+          if (!nsById.get(rec.namespaceId) || !namespaceInScope(rec.namespaceId)) {
+            skipped++;
+            break;
+          }
           // Keyed hashes are keyed with the exporting store's secret: re-key from the memory's value when it came along.
-          const owner = rec.memoryId !== null && store.keys ? (stmt(db, 'SELECT value FROM memories WHERE id = ? AND ns_id = ?').get(rec.memoryId, rec.namespaceId) as { value: string } | undefined) : undefined;
+          const owner =
+            rec.memoryId !== null && store.keys
+              ? (stmt(db, 'SELECT value FROM memories WHERE id = ? AND ns_id = ?').get(rec.memoryId, rec.namespaceId) as
+                  { value: string } | undefined)
+              : undefined;
           const hash = owner ? rejectionHash(store.keys!, owner.value) : rec.valueHash;
-          stmt(db, 'INSERT OR IGNORE INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?)').run(rec.namespaceId, hash, rec.memoryId, rec.actor, fromIso(rec.at));
+          stmt(db, 'INSERT OR IGNORE INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?)').run(
+            rec.namespaceId,
+            hash,
+            rec.memoryId,
+            rec.actor,
+            fromIso(rec.at),
+          );
           break;
         }
       }

@@ -15,7 +15,11 @@ export function canonicalJson(v: unknown): string {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   const o = v as Record<string, unknown>;
-  return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+  return `{${Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+    .join(',')}}`;
 }
 
 export interface ErasedContent {
@@ -31,7 +35,12 @@ export interface ErasedContent {
  */
 export function contentHash(salt: string, items: ErasedContent[]): string {
   const rows = [...items].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((m) => [m.id, m.namespace, m.key, m.value]);
-  return 'sha256:' + createHash('sha256').update(canonicalJson([salt, rows])).digest('hex');
+  return (
+    'sha256:' +
+    createHash('sha256')
+      .update(canonicalJson([salt, rows]))
+      .digest('hex')
+  );
 }
 
 export const newSalt = () => randomBytes(16).toString('base64');
@@ -52,7 +61,13 @@ export interface ReceiptCheck {
 /** Check a receipt's signature against the key it names, and (optionally) that the key is the one you trust. */
 export function verifyReceipt(r: unknown, trustedPublicKeyB64?: string): ReceiptCheck {
   const rec = r as Partial<ErasureReceipt> | null;
-  if (!rec || typeof rec !== 'object' || rec.format !== 'cairn-erasure-receipt' || typeof rec.signature !== 'string' || typeof rec.publicKey !== 'string') {
+  if (
+    !rec ||
+    typeof rec !== 'object' ||
+    rec.format !== 'cairn-erasure-receipt' ||
+    typeof rec.signature !== 'string' ||
+    typeof rec.publicKey !== 'string'
+  ) {
     return { ok: false, problem: 'not a Cairn erasure receipt', trustedKey: null };
   }
   const { signature, ...unsigned } = rec;
@@ -62,8 +77,13 @@ export function verifyReceipt(r: unknown, trustedPublicKeyB64?: string): Receipt
   } catch (e) {
     return { ok: false, problem: `bad key or signature: ${(e as Error).message}`, trustedKey: null };
   }
-  if (!good) return { ok: false, problem: 'the signature does not match the receipt (it was altered, or signed by another key)', trustedKey: null };
+  if (!good)
+    return { ok: false, problem: 'the signature does not match the receipt (it was altered, or signed by another key)', trustedKey: null };
   if (trustedPublicKeyB64 === undefined) return { ok: true, problem: null, trustedKey: null };
   const trusted = rec.publicKey === trustedPublicKeyB64;
-  return { ok: trusted, problem: trusted ? null : 'the signature is valid but the key is not the one expected (this store\'s key or --public-key)', trustedKey: trusted };
+  return {
+    ok: trusted,
+    problem: trusted ? null : "the signature is valid but the key is not the one expected (this store's key or --public-key)",
+    trustedKey: trusted,
+  };
 }

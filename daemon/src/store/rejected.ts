@@ -25,7 +25,13 @@ export function rejectionHash(keys: StoreKeys, value: string): string {
  * through `later`, which runs it in its own transaction after the caller's
  * (the refused write rolls back).
  */
-export function findRejection(db: DB, keys: StoreKeys | null, nsId: string, value: string, later: (f: () => void) => void): { actor: string; at: number } | undefined {
+export function findRejection(
+  db: DB,
+  keys: StoreKeys | null,
+  nsId: string,
+  value: string,
+  later: (f: () => void) => void,
+): { actor: string; at: number } | undefined {
   // Most namespaces have no rejected value: one index probe instead of hashing the value twice.
   if (!stmt(db, 'SELECT 1 FROM rejected_values WHERE ns_id = ? LIMIT 1').get(nsId)) return undefined;
   const q = stmt(db, 'SELECT actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?');
@@ -43,13 +49,18 @@ export function findRejection(db: DB, keys: StoreKeys | null, nsId: string, valu
 }
 
 function rekey(db: DB, nsId: string, legacy: string, keyed: string): void {
-  stmt(db, 'INSERT OR IGNORE INTO rejected_values(ns_id, value_hash, memory_id, actor, at) SELECT ns_id, ?, memory_id, actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(keyed, nsId, legacy);
+  stmt(
+    db,
+    'INSERT OR IGNORE INTO rejected_values(ns_id, value_hash, memory_id, actor, at) SELECT ns_id, ?, memory_id, actor, at FROM rejected_values WHERE ns_id = ? AND value_hash = ?',
+  ).run(keyed, nsId, legacy);
   stmt(db, 'DELETE FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(nsId, legacy);
 }
 
 export function rejectValue(db: DB, keys: StoreKeys, nsId: string, value: string, memoryId: string, actor: string, at: number): void {
-  stmt(db, 'INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id')
-    .run(nsId, rejectionHash(keys, value), memoryId, actor, at);
+  stmt(
+    db,
+    'INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id',
+  ).run(nsId, rejectionHash(keys, value), memoryId, actor, at);
   stmt(db, 'DELETE FROM rejected_values WHERE ns_id = ? AND value_hash = ?').run(nsId, normalizedValueHash(value)); // a legacy twin is superseded
 }
 
@@ -62,8 +73,11 @@ export function liftRejection(db: DB, keys: StoreKeys | null, nsId: string, valu
 
 /** Re-key every legacy rejection whose memory still holds its value. Returns [re-keyed, legacy rows left]. */
 export function rekeyLegacy(db: DB, keys: StoreKeys): [number, number] {
-  const rows = stmt(db, `SELECT r.ns_id, r.value_hash, m.value FROM rejected_values r JOIN memories m ON m.id = r.memory_id
-                         WHERE length(r.value_hash) = 64 AND r.value_hash NOT LIKE 'k1:%'`).all() as { ns_id: string; value_hash: string; value: string }[];
+  const rows = stmt(
+    db,
+    `SELECT r.ns_id, r.value_hash, m.value FROM rejected_values r JOIN memories m ON m.id = r.memory_id
+                         WHERE length(r.value_hash) = 64 AND r.value_hash NOT LIKE 'k1:%'`,
+  ).all() as { ns_id: string; value_hash: string; value: string }[];
   let done = 0;
   for (const r of rows) {
     if (!isLegacyHash(r.value_hash) || normalizedValueHash(r.value) !== r.value_hash) continue; // the memory was edited since: not the rejected value

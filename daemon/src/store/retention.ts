@@ -57,9 +57,14 @@ export function configureRetention(store: Store, p: RetentionParams): RetentionR
       if (!rules.some((r) => r.root === p.clear)) throw new CairnError('NotFound', `no retention rule for ${p.clear}`, { field: 'clear' });
       rules = rules.filter((r) => r.root !== p.clear);
     }
-    if (p.set) rules = [...rules.filter((r) => r.root !== p.set!.root), { ...p.set, setAt: new Date(store.now()).toISOString() }].sort((a, b) => (a.root < b.root ? -1 : 1));
+    if (p.set)
+      rules = [...rules.filter((r) => r.root !== p.set!.root), { ...p.set, setAt: new Date(store.now()).toISOString() }].sort((a, b) =>
+        a.root < b.root ? -1 : 1,
+      );
     if (p.set || p.clear !== undefined) {
-      stmt(store.db, `INSERT INTO meta(key, value) VALUES ('retention', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(JSON.stringify(rules));
+      stmt(store.db, `INSERT INTO meta(key, value) VALUES ('retention', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(
+        JSON.stringify(rules),
+      );
     }
   });
   return { rules: retentionRules(store) };
@@ -83,7 +88,7 @@ export async function enforceRetentionPaced(store: Store, batch = 500, ctx?: Req
   let first = true;
   for (const rule of retentionRules(store)) {
     const purgedBefore = report.purged;
-    for (let done = 0; done < batch; ) {
+    for (let done = 0; done < batch;) {
       if (!first) await pace(ctx, progress());
       first = false;
       const n = enforceRule(store, rule, Math.min(step, batch - done), report, false);
@@ -114,15 +119,30 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
       if (rule.maxTtlDays !== undefined) {
         const ttl = rule.maxTtlDays * DAY;
         const since = Date.parse(rule.setAt);
-        const rows = stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id
-            WHERE ${sub.sql} AND n.deleted_at IS NULL AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > max(m.updated_at, ?) + ?) LIMIT ?`)
-          .all(...sub.params, since, ttl, batch) as MemoryRow[];
+        const rows = stmt(
+          db,
+          `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id
+            WHERE ${sub.sql} AND n.deleted_at IS NULL AND m.deleted_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > max(m.updated_at, ?) + ?) LIMIT ?`,
+        ).all(...sub.params, since, ttl, batch) as MemoryRow[];
         for (const r of rows) {
           const expires = Math.max(r.updated_at, since) + ttl;
           const before = toMemory(r);
           stmt(db, 'UPDATE memories SET expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, r.rowid);
-          const after = toMemory(stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?`).get(r.rowid) as MemoryRow);
-          store.appendHistory(r.id, 'update', RETENTION_ACTOR, `retention: ${rule.root} caps lifetime at ${rule.maxTtlDays} days`, after.version, before, after, { retention: rule.root, expiresAt: after.expiresAt });
+          const after = toMemory(
+            stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?`).get(
+              r.rowid,
+            ) as MemoryRow,
+          );
+          store.appendHistory(
+            r.id,
+            'update',
+            RETENTION_ACTOR,
+            `retention: ${rule.root} caps lifetime at ${rule.maxTtlDays} days`,
+            after.version,
+            before,
+            after,
+            { retention: rule.root, expiresAt: after.expiresAt },
+          );
           store.logChange('update', r.id, r.ns_id, r.ns_path, r.key);
           report.ttlCapped++;
           note({ root: rule.root, action: 'ttl', memoryId: r.id, count: 1 });
@@ -131,8 +151,11 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
       // 2. Purge memories deleted (or expired) longer ago than maxAgeDays.
       if (rule.maxAgeDays !== undefined) {
         const cutoff = now - rule.maxAgeDays * DAY;
-        const dead = stmt(db, `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id
-            WHERE ${sub.sql} AND m.deleted_at IS NOT NULL AND m.deleted_at < ? LIMIT ?`).all(...sub.params, cutoff, batch) as Parameters<Store['purgeRow']>[0][];
+        const dead = stmt(
+          db,
+          `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id
+            WHERE ${sub.sql} AND m.deleted_at IS NOT NULL AND m.deleted_at < ? LIMIT ?`,
+        ).all(...sub.params, cutoff, batch) as Parameters<Store['purgeRow']>[0][];
         for (const d of dead) {
           store.purgeRow(d, RETENTION_ACTOR, `retention: ${rule.root} purges memories deleted more than ${rule.maxAgeDays} days ago`);
           report.purged++;
@@ -142,10 +165,19 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
       // 3. Trim past versions (history), never the newest entry of a memory.
       const trim = (candidates: { id: string }[], condition: string, params: (id: string) => unknown[], why: string) => {
         for (const { id } of candidates) {
-          const removed = stmt(db, `DELETE FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} AND ${condition} RETURNING version`).all(id, ...params(id)) as { version: number }[];
+          const removed = stmt(
+            db,
+            `DELETE FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} AND ${condition} RETURNING version`,
+          ).all(id, ...params(id)) as { version: number }[];
           if (removed.length === 0) continue;
-          const m = stmt(db, 'SELECT m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = ?').get(id) as { ns_id: string; key: string; version: number; ns_path: string };
-          store.appendHistory(id, 'retention', RETENTION_ACTOR, why, m.version, null, null, { retention: rule.root, removedVersions: removed.map((r) => r.version).sort((a, b) => a - b) });
+          const m = stmt(
+            db,
+            'SELECT m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = ?',
+          ).get(id) as { ns_id: string; key: string; version: number; ns_path: string };
+          store.appendHistory(id, 'retention', RETENTION_ACTOR, why, m.version, null, null, {
+            retention: rule.root,
+            removedVersions: removed.map((r) => r.version).sort((a, b) => a - b),
+          });
           store.logChange('retention', id, m.ns_id, m.ns_path, m.key);
           report.removedVersions += removed.length;
           trimmedMemories++;
@@ -153,17 +185,33 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
         }
       };
       if (rule.maxVersions !== undefined) {
-        const over = stmt(db, `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
-            WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} GROUP BY h.memory_id HAVING count(*) > ? LIMIT ?`).all(...sub.params, rule.maxVersions, batch) as { id: string }[];
-        trim(over, `seq NOT IN (SELECT seq FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} ORDER BY seq DESC LIMIT ?)`, (id) => [id, rule.maxVersions], `retention: ${rule.root} keeps ${rule.maxVersions} versions`);
+        const over = stmt(
+          db,
+          `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
+            WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} GROUP BY h.memory_id HAVING count(*) > ? LIMIT ?`,
+        ).all(...sub.params, rule.maxVersions, batch) as { id: string }[];
+        trim(
+          over,
+          `seq NOT IN (SELECT seq FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} ORDER BY seq DESC LIMIT ?)`,
+          (id) => [id, rule.maxVersions],
+          `retention: ${rule.root} keeps ${rule.maxVersions} versions`,
+        );
       }
       if (rule.maxAgeDays !== undefined) {
         const cutoff = now - rule.maxAgeDays * DAY;
-        const old = stmt(db, `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
+        const old = stmt(
+          db,
+          `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
             WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} AND h.at < ?
               AND h.seq <> (SELECT max(h2.seq) FROM history h2 WHERE h2.memory_id = h.memory_id AND h2.op NOT IN ${KEEP_OPS})
-            GROUP BY h.memory_id LIMIT ?`).all(...sub.params, cutoff, batch) as { id: string }[];
-        trim(old, `at < ? AND seq <> (SELECT max(seq) FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS})`, (id) => [cutoff, id], `retention: ${rule.root} keeps ${rule.maxAgeDays} days of history`);
+            GROUP BY h.memory_id LIMIT ?`,
+        ).all(...sub.params, cutoff, batch) as { id: string }[];
+        trim(
+          old,
+          `at < ? AND seq <> (SELECT max(seq) FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS})`,
+          (id) => [cutoff, id],
+          `retention: ${rule.root} keeps ${rule.maxAgeDays} days of history`,
+        );
       }
       if (compact && report.purged > purgedBefore) ftsCompact(db);
     });

@@ -149,20 +149,27 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 3,
-    description: 'each vector stored once (int8 + SimHash, vq_N) instead of a vec0 index plus a float copy; possible duplicates found by the indexer',
+    description:
+      'each vector stored once (int8 + SimHash, vq_N) instead of a vec0 index plus a float copy; possible duplicates found by the indexer',
     up(db) {
-      const models = db.prepare('SELECT model, dimension, table_name FROM vec_models').all() as { model: string; dimension: number; table_name: string }[];
+      const models = db.prepare('SELECT model, dimension, table_name FROM vec_models').all() as {
+        model: string;
+        dimension: number;
+        table_name: string;
+      }[];
       for (const m of models) {
         const n = Number(m.table_name.slice(4));
         const table = `vq_${n}`;
         db.exec(`CREATE TABLE ${table} (rowid INTEGER PRIMARY KEY, q BLOB NOT NULL, sig BLOB NOT NULL, text_hash INTEGER NOT NULL)`);
         const ins = db.prepare(`INSERT INTO ${table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?)`);
         const page = db.prepare(`SELECT rowid, embedding, text_hash FROM vecb_${n} WHERE rowid > ? ORDER BY rowid LIMIT 5000`);
-        for (let after = 0; ; ) {
+        for (let after = 0; ;) {
           const rows = page.all(after) as { rowid: number; embedding: Buffer; text_hash: string }[];
           if (rows.length === 0) break;
           for (const r of rows) {
-            const z = quantize(new Float32Array(r.embedding.buffer.slice(r.embedding.byteOffset, r.embedding.byteOffset + r.embedding.byteLength)));
+            const z = quantize(
+              new Float32Array(r.embedding.buffer.slice(r.embedding.byteOffset, r.embedding.byteOffset + r.embedding.byteLength)),
+            );
             ins.run(r.rowid, Buffer.from(z.q.buffer), Buffer.from(z.sig.buffer), hashKey(r.text_hash));
           }
           after = rows[rows.length - 1].rowid;
@@ -238,7 +245,9 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
     db.exec('CREATE INDEX IF NOT EXISTS duplicate_candidates_other ON duplicate_candidates(other_rowid)');
     // vec0 tables left by schema 2 (dropping a virtual table needs its module, so this waits for sqlite-vec).
     const hasVec0 = !!db.prepare(`SELECT 1 FROM pragma_module_list WHERE name = 'vec0'`).get();
-    const stale = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'`).all() as { name: string }[];
+    const stale = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vec_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'`)
+      .all() as { name: string }[];
     if (hasVec0) for (const t of stale) db.exec(`DROP TABLE IF EXISTS "${t.name}"`);
   }
   // Document frequencies of (stemmed) terms, the fast path of full-text query planning (see search-fts.ts).

@@ -88,7 +88,13 @@ export function planQuery(db: DB, query: string): FtsPlan {
     const cached = dfCache.get(t);
     if (cached && cached.docCount * 1.1 >= docCount && cached.docCount <= docCount * 1.1) return cached.df;
     const v = stmt(db, 'SELECT doc FROM memories_fts_vocab WHERE term = ?').get(t) as { doc: number } | undefined;
-    const d = v ? Math.min(v.doc, cap) : (stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(quote(t), cap) as { c: number }).c;
+    const d = v
+      ? Math.min(v.doc, cap)
+      : (
+          stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(quote(t), cap) as {
+            c: number;
+          }
+        ).c;
     if (dfCache.size >= 10_000) dfCache.clear();
     dfCache.set(t, { df: d, docCount });
     return d;
@@ -110,7 +116,8 @@ export function planQuery(db: DB, query: string): FtsPlan {
     } else {
       const d = df(lower);
       const last = i === use.length - 1 && /[\p{L}\p{N}]$/u.test(query) && lower.length >= 3;
-      if (last && d === 0) terms.push({ expr: `${quote(lower)}*` }); // still being typed
+      if (last && d === 0)
+        terms.push({ expr: `${quote(lower)}*` }); // still being typed
       else terms.push({ expr: quote(lower), df: d });
     }
   });
@@ -136,7 +143,13 @@ export const FTS_INNER_MAX = 8192;
  * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
  * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
  */
-function ranked(db: DB, expr: string, limit: number, where: { sql: string; params: unknown[] }, own: { sql: string; params: unknown[] } | null): { rowid: number; bm: number }[] {
+function ranked(
+  db: DB,
+  expr: string,
+  limit: number,
+  where: { sql: string; params: unknown[] },
+  own: { sql: string; params: unknown[] } | null,
+): { rowid: number; bm: number }[] {
   const check = stmt(
     db,
     `SELECT m.rowid AS rowid, ${own ? own.sql : '0'} AS own, m.updated_at AS updated, m.id AS id
@@ -144,15 +157,26 @@ function ranked(db: DB, expr: string, limit: number, where: { sql: string; param
       WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
   );
   for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
-    const top = stmt(db, `SELECT rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm ASC LIMIT ?`).all(expr, inner) as { rowid: number; bm: number }[];
+    const top = stmt(
+      db,
+      `SELECT rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm ASC LIMIT ?`,
+    ).all(expr, inner) as { rowid: number; bm: number }[];
     const exhausted = top.length < inner;
     if (top.length === 0) return [];
     const bm = new Map(top.map((r) => [r.rowid, r.bm]));
-    const ok = (check.all(...(own?.params ?? []), JSON.stringify(top.map((r) => r.rowid)), ...where.params) as { rowid: number; own: number; updated: number; id: string }[])
+    const ok = (
+      check.all(...(own?.params ?? []), JSON.stringify(top.map((r) => r.rowid)), ...where.params) as {
+        rowid: number;
+        own: number;
+        updated: number;
+        id: string;
+      }[]
+    )
       .map((r) => ({ ...r, bm: bm.get(r.rowid)! }))
       .sort((a, b) => a.bm - b.bm || a.own - b.own || b.updated - a.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     // Exact when every match not fetched ranks strictly below the last admitted row kept.
-    if (exhausted || (ok.length >= limit && ok[limit - 1].bm < top[top.length - 1].bm)) return ok.slice(0, limit).map((r) => ({ rowid: r.rowid, bm: r.bm }));
+    if (exhausted || (ok.length >= limit && ok[limit - 1].bm < top[top.length - 1].bm))
+      return ok.slice(0, limit).map((r) => ({ rowid: r.rowid, bm: r.bm }));
   }
   return stmt(
     db,
@@ -169,7 +193,10 @@ export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   if (!plan.any && !plan.all) return [];
   const scopeSql = scopePredicate(q.scope, 'path');
   if (scopeSql) {
-    const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(...scopeSql.params, FTS_MAX_NS_TOKENS + 1) as { id: string }[];
+    const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
+      ...scopeSql.params,
+      FTS_MAX_NS_TOKENS + 1,
+    ) as { id: string }[];
     if (ids.length === 0) return [];
     // A scope of many namespaces is left to the SQL scope predicate below (same query, before the LIMIT):
     // an OR of tens of thousands of tokens inside MATCH costs seconds.
@@ -184,10 +211,11 @@ export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
-  if (plan.all) for (const r of run(plan.all, q.limit)) {
-    seen.add(r.rowid);
-    out.push({ rowid: r.rowid, score: -r.bm });
-  }
+  if (plan.all)
+    for (const r of run(plan.all, q.limit)) {
+      seen.add(r.rowid);
+      out.push({ rowid: r.rowid, score: -r.bm });
+    }
   if (out.length < q.limit && plan.any) {
     for (const r of run(plan.any, q.limit + out.length)) {
       if (seen.has(r.rowid) || out.length >= q.limit) continue;

@@ -173,13 +173,14 @@ export class Store {
   }
 
   private fire(events: DidChangeParams[]): void {
-    for (const ev of events) for (const l of this.listeners) {
-      try {
-        l(ev);
-      } catch {
-        /* a listener's failure must not affect the store */
+    for (const ev of events)
+      for (const l of this.listeners) {
+        try {
+          l(ev);
+        } catch {
+          /* a listener's failure must not affect the store */
+        }
       }
-    }
   }
 
   // -------------------------------------------------------------------------
@@ -188,7 +189,9 @@ export class Store {
   /** @internal (store modules): append a change-log row; listeners hear of it after commit. */
   logChange(op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): number {
     const at = this.now();
-    const position = Number(stmt(this.db, 'INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid);
+    const position = Number(
+      stmt(this.db, 'INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid,
+    );
     // The vector arm applies the change log before its next query (VectorTables.refresh), so it sees this change at once.
     stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(position);
     this.pending.push({ position, id: memoryId, namespace: nsPath, key, op });
@@ -243,17 +246,24 @@ export class Store {
 
   /** Changes after `position`, oldest first (the indexer's feed). */
   changesSince(position: number, limit: number): { position: number; memoryId: string | null; op: string }[] {
-    return (stmt(this.db, 'SELECT position, memory_id AS memoryId, op FROM changes WHERE position > ? ORDER BY position LIMIT ?').all(position, limit) as {
+    return stmt(this.db, 'SELECT position, memory_id AS memoryId, op FROM changes WHERE position > ? ORDER BY position LIMIT ?').all(
+      position,
+      limit,
+    ) as {
       position: number;
       memoryId: string | null;
       op: string;
-    }[]);
+    }[];
   }
 
   // -------------------------------------------------------------------------
   // full-text index maintenance
   // -------------------------------------------------------------------------
-  private ftsPut(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[]; nsId: string }, fresh = false): void {
+  private ftsPut(
+    rowid: number,
+    m: { key: string; value: string; summary: string | null; tags: string[]; nsId: string },
+    fresh = false,
+  ): void {
     if (!fresh) stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     const idents = identifierWords(`${m.key} ${m.value}`);
     stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
@@ -277,10 +287,18 @@ export class Store {
     writeTx(this.db, () => {
       stmt(this.db, 'DELETE FROM memories_fts').run();
       const page = stmt(this.db, 'SELECT rowid, key, value, summary, tags, ns_id FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
-      for (let after = 0; ; ) {
-        const rows = page.all(after) as { rowid: number; key: string; value: string; summary: string | null; tags: string; ns_id: string }[];
+      for (let after = 0; ;) {
+        const rows = page.all(after) as {
+          rowid: number;
+          key: string;
+          value: string;
+          summary: string | null;
+          tags: string;
+          ns_id: string;
+        }[];
         if (rows.length === 0) break;
-        for (const r of rows) this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id });
+        for (const r of rows)
+          this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id });
         after = rows[rows.length - 1].rowid;
       }
       stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
@@ -296,7 +314,8 @@ export class Store {
   }
 
   private liveNamespace(path: string): { id: string; path: string } | undefined {
-    return stmt(this.db, 'SELECT id, path FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(path) as { id: string; path: string } | undefined;
+    return stmt(this.db, 'SELECT id, path FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(path) as
+      { id: string; path: string } | undefined;
   }
 
   private ensureNamespace(path: string): string {
@@ -312,12 +331,12 @@ export class Store {
     const pred = root !== undefined ? scopePredicate({ root, includeUser: false }, 'n.path')! : { sql: '1', params: [] };
     const now = this.now();
     const vis = visibility(undefined, now);
-    const rows = stmt(this.db, 
-        `SELECT n.id, n.path, n.created_at,
+    const rows = stmt(
+      this.db,
+      `SELECT n.id, n.path, n.created_at,
            (SELECT count(*) FROM memories m WHERE m.ns_id = n.id AND ${vis.sql}) AS cnt
          FROM namespaces n WHERE n.deleted_at IS NULL AND ${pred.sql} ORDER BY n.path`,
-      )
-      .all(...vis.params, ...pred.params) as { id: string; path: string; created_at: number; cnt: number }[];
+    ).all(...vis.params, ...pred.params) as { id: string; path: string; created_at: number; cnt: number }[];
     return rows.map((r) => ({ id: r.id, path: r.path, createdAt: isoReq(r.created_at), memoryCount: r.cnt }));
   }
 
@@ -328,14 +347,18 @@ export class Store {
     if (isUnder(to, from)) throw new CairnError('InvalidState', `cannot move ${from} inside itself (${to})`, { field: 'to' });
     return this.write(() => {
       const sub = scopePredicate({ root: from, includeUser: false }, 'path')!;
-      const rows = stmt(this.db, `SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string; path: string }[];
+      const rows = stmt(this.db, `SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as {
+        id: string;
+        path: string;
+      }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${from}`, { field: 'from' });
       for (const r of rows) {
         const target = to + r.path.slice(from.length);
         const problem = namespaceProblem(target);
         if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'to' });
         const clash = this.liveNamespace(target);
-        if (clash && !rows.some((x) => x.id === clash.id)) throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
+        if (clash && !rows.some((x) => x.id === clash.id))
+          throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
       }
       // Two steps so intermediate states never collide on the unique live path index.
       const upd = stmt(this.db, 'UPDATE namespaces SET path = ? WHERE id = ?');
@@ -351,13 +374,22 @@ export class Store {
     this.checkNamespace(path, 'path');
     return this.write(() => {
       const sub = scopePredicate({ root: path, includeUser: false }, 'path')!;
-      const rows = stmt(this.db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as { id: string }[];
+      const rows = stmt(this.db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub.sql}`).all(...sub.params) as {
+        id: string;
+      }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${path}`, { field: 'path' });
       const now = this.now();
       const ids = rows.map((r) => r.id);
       const ph = ids.map(() => '?').join(',');
-      const memories = (stmt(this.db, `SELECT count(*) AS c FROM memories WHERE ns_id IN (${ph}) AND deleted_at IS NULL`).get(...ids) as { c: number }).c;
-      stmt(this.db, `UPDATE namespaces SET deleted_at = ?, deleted_by = ?, delete_reason = ? WHERE id IN (${ph})`).run(now, actor, reason ?? null, ...ids);
+      const memories = (
+        stmt(this.db, `SELECT count(*) AS c FROM memories WHERE ns_id IN (${ph}) AND deleted_at IS NULL`).get(...ids) as { c: number }
+      ).c;
+      stmt(this.db, `UPDATE namespaces SET deleted_at = ?, deleted_by = ?, delete_reason = ? WHERE id IN (${ph})`).run(
+        now,
+        actor,
+        reason ?? null,
+        ...ids,
+      );
       const position = this.logChange('namespace_delete', null, ids[0], path, null);
       return { deleted: ids.length, memories, position };
     });
@@ -367,7 +399,8 @@ export class Store {
   // reading memories
   // -------------------------------------------------------------------------
   private rowBy(where: string, ...params: unknown[]): MemoryRow | undefined {
-    return stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`).get(...params) as MemoryRow | undefined;
+    return stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`).get(...params) as
+      MemoryRow | undefined;
   }
 
   private rowByKey(namespace: string, key: string): MemoryRow | undefined {
@@ -377,14 +410,21 @@ export class Store {
   private resolveTarget(t: Target): MemoryRow {
     let row: MemoryRow | undefined;
     if (t.id !== undefined) {
-      if (t.namespace !== undefined || t.key !== undefined) throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
+      if (t.namespace !== undefined || t.key !== undefined)
+        throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
       const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [t.id] }, scopePredicate(t.scope));
       row = this.rowBy(where.sql, ...where.params);
       if (!row) throw new CairnError('NotFound', `no memory ${t.id}${t.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
-      if (t.namespace === undefined || t.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: t.namespace === undefined ? 'namespace' : 'key' });
+      if (t.namespace === undefined || t.key === undefined)
+        throw new CairnError('InvalidParams', 'id or namespace+key is required', {
+          field: t.namespace === undefined ? 'namespace' : 'key',
+        });
       this.checkNamespace(t.namespace);
-      const where = and({ sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [t.namespace, t.key] }, scopePredicate(t.scope));
+      const where = and(
+        { sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [t.namespace, t.key] },
+        scopePredicate(t.scope),
+      );
       row = this.rowBy(where.sql, ...where.params);
       if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}${t.scope ? ' in scope' : ''}`, { field: 'key' });
     }
@@ -405,7 +445,10 @@ export class Store {
       if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
       this.checkNamespace(p.namespace);
-      const where = and({ sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [p.namespace, p.key] }, scopePredicate(p.scope));
+      const where = and(
+        { sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [p.namespace, p.key] },
+        scopePredicate(p.scope),
+      );
       row = this.rowBy(where.sql, ...where.params);
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
     }
@@ -417,7 +460,11 @@ export class Store {
           deletedBy: row.deleted_by,
         });
       }
-      if (this.isExpired(row, now)) throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, { field: 'id' in p ? 'id' : 'key', expiresAt: iso(row.expires_at) });
+      if (this.isExpired(row, now))
+        throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, {
+          field: 'id' in p ? 'id' : 'key',
+          expiresAt: iso(row.expires_at),
+        });
     }
     this.touch([row.rowid]);
     row.access_count += 1;
@@ -461,8 +508,10 @@ export class Store {
       cursorSql = { sql: '(m.updated_at < ? OR (m.updated_at = ? AND m.rowid < ?))', params: [Number(m[1]), Number(m[1]), Number(m[2])] };
     }
     const where = and(visibility(p.include, now), scopePredicate(p.scope), compileFilter(p.filter), cursorSql);
-    const rows = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`)
-      .all(...where.params, limit + 1) as MemoryRow[];
+    const rows = stmt(
+      this.db,
+      `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`,
+    ).all(...where.params, limit + 1) as MemoryRow[];
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
@@ -475,7 +524,10 @@ export class Store {
   /** Memories by rowid (for search arms), in the order given. */
   /** What ranking a fused candidate needs (search fusion), without reading its value and JSON fields. */
   rankFacts(rowids: number[]): Map<number, { id: string; importance: number; confidence: number; updated_at: number }> {
-    const rows = stmt(this.db, 'SELECT rowid, id, importance, confidence, updated_at FROM memories WHERE rowid IN (SELECT value FROM json_each(?))').all(JSON.stringify(rowids)) as {
+    const rows = stmt(
+      this.db,
+      'SELECT rowid, id, importance, confidence, updated_at FROM memories WHERE rowid IN (SELECT value FROM json_each(?))',
+    ).all(JSON.stringify(rowids)) as {
       rowid: number;
       id: string;
       importance: number;
@@ -489,7 +541,10 @@ export class Store {
     const out = new Map<number, MemoryRow>();
     if (rowids.length === 0) return out;
     // CROSS JOIN keeps memories as the outer loop (a rowid lookup each); one statement for any list length.
-    const rows = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as MemoryRow[];
+    const rows = stmt(
+      this.db,
+      `SELECT ${MEMORY_COLUMNS} FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(rowids)) as MemoryRow[];
     for (const r of rows) out.set(r.rowid, r);
     return out;
   }
@@ -512,7 +567,10 @@ export class Store {
   ): void {
     const at = when ?? this.now();
     const facts = { memoryId, version, at };
-    stmt(this.db, 'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+    stmt(
+      this.db,
+      'INSERT INTO history(memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
       memoryId,
       op,
       actor,
@@ -525,8 +583,10 @@ export class Store {
     );
     const cap = this.historyCap();
     if (cap !== null) {
-      stmt(this.db, 'DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)')
-        .run(memoryId, memoryId, cap);
+      stmt(
+        this.db,
+        'DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)',
+      ).run(memoryId, memoryId, cap);
     }
   }
 
@@ -538,7 +598,10 @@ export class Store {
   setHistoryCap(cap: number | null): void {
     this.write(() => {
       if (cap === null) stmt(this.db, `DELETE FROM meta WHERE key = 'history_cap'`).run();
-      else stmt(this.db, `INSERT INTO meta(key, value) VALUES ('history_cap', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(String(cap));
+      else
+        stmt(this.db, `INSERT INTO meta(key, value) VALUES ('history_cap', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(
+          String(cap),
+        );
     });
   }
 
@@ -553,14 +616,21 @@ export class Store {
       if (!row) throw new CairnError('NotFound', `no memory ${p.id} in scope`, { field: 'id' });
       memoryId = row.id;
     } else {
-      if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
+      if (p.namespace === undefined || p.key === undefined)
+        throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
       this.checkNamespace(p.namespace);
-      const where = and({ sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [p.namespace, p.key] }, scopePredicate(p.scope));
+      const where = and(
+        { sql: 'n.path = ? AND n.deleted_at IS NULL AND m.key = ?', params: [p.namespace, p.key] },
+        scopePredicate(p.scope),
+      );
       const row = this.rowBy(where.sql, ...where.params);
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
       memoryId = row.id;
     }
-    const rows = stmt(this.db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(memoryId, p.limit ?? 100) as HistoryRow[];
+    const rows = stmt(this.db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(
+      memoryId,
+      p.limit ?? 100,
+    ) as HistoryRow[];
     if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
     const cap = this.historyCap();
     return { entries: rows.map(historyEntry), capped: cap !== null };
@@ -578,7 +648,14 @@ export class Store {
       const results: UpsertBatchResult['results'] = items.map((it) => {
         try {
           const r = writeTx(this.db, () => this.upsertInTx(actor && !it.actor ? { ...it, actor } : it));
-          return { ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version, ...(r.warnings ? { warnings: r.warnings } : {}) };
+          return {
+            ok: true as const,
+            id: r.memory.id,
+            created: r.created,
+            position: r.position,
+            version: r.memory.version,
+            ...(r.warnings ? { warnings: r.warnings } : {}),
+          };
         } catch (e) {
           if (e instanceof CairnError) return { ok: false as const, error: { code: e.code, message: e.message, data: e.data } };
           throw e;
@@ -592,22 +669,31 @@ export class Store {
     this.checkNamespace(p.namespace);
     if (p.scope) {
       scopePredicate(p.scope); // validates the scope's own paths (InvalidNamespace)
-      if (!pathInScope(p.namespace, p.scope)) throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
+      if (!pathInScope(p.namespace, p.scope))
+        throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
     }
     const bytes = utf8Bytes(p.value);
-    if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
+    if (bytes > Limits.valueBytes)
+      throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, {
+        field: 'value',
+        limit: Limits.valueBytes,
+      });
     if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
     p.tags?.forEach((t, i) => {
       if (t.trim().length === 0) throw new CairnError('InvalidParams', 'a tag is empty or only whitespace', { field: `tags[${i}]` });
     });
-    if (p.properties && Object.keys(p.properties).length > Limits.properties) throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
+    if (p.properties && Object.keys(p.properties).length > Limits.properties)
+      throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
     p.anchors?.forEach((a, i) => {
-      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine) throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
-      if (a.endLine !== undefined && a.startLine === undefined) throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
+      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine)
+        throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
+      if (a.endLine !== undefined && a.startLine === undefined)
+        throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
     });
     const vf = fromIso(p.validFrom);
     const vt = fromIso(p.validTo);
-    if (vf !== null && vt !== null && vt <= vf) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    if (vf !== null && vt !== null && vt <= vf)
+      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
   }
 
   private upsertInTx(p: UpsertParams): UpsertResult {
@@ -624,13 +710,17 @@ export class Store {
     if (existing && existing.deleted_at !== null) {
       const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
       if (!p.restore && !expiredOnly) {
-        throw new CairnError('Deleted', `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`, {
-          field: 'key',
-          id: existing.id,
-          deletedAt: iso(existing.deleted_at),
-          deletedBy: existing.deleted_by,
-          reason: existing.delete_reason,
-        });
+        throw new CairnError(
+          'Deleted',
+          `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`,
+          {
+            field: 'key',
+            id: existing.id,
+            deletedAt: iso(existing.deleted_at),
+            deletedBy: existing.deleted_by,
+            reason: existing.delete_reason,
+          },
+        );
       }
       op = 'restore';
       if (expiredOnly) detail.afterExpire = true;
@@ -640,7 +730,11 @@ export class Store {
     if (p.ifVersion !== undefined) {
       const current = existing && existing.deleted_at === null ? existing.version : 0;
       if (current !== p.ifVersion) {
-        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
+        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
+          field: 'ifVersion',
+          currentVersion: current,
+          id: existing?.id,
+        });
       }
     }
 
@@ -649,11 +743,15 @@ export class Store {
     const rejected = findRejection(this.db, this.keys, nsId, p.value, (f) => this.afterWrite.push(f));
     if (rejected) {
       if (!p.force) {
-        throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
-          field: 'value',
-          rejectedAt: isoReq(rejected.at),
-          rejectedBy: rejected.actor,
-        });
+        throw new CairnError(
+          'RejectedValue',
+          `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`,
+          {
+            field: 'value',
+            rejectedAt: isoReq(rejected.at),
+            rejectedBy: rejected.actor,
+          },
+        );
       }
       detail.forced = true;
     }
@@ -663,9 +761,16 @@ export class Store {
     if (p.supersedes !== undefined) {
       const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.supersedes] }, scopePredicate(p.scope));
       superseded = this.rowBy(where.sql, ...where.params);
-      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, { field: 'supersedes' });
-      if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
-      if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
+      if (!superseded || superseded.deleted_at !== null)
+        throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, {
+          field: 'supersedes',
+        });
+      if (existing && superseded.id === existing.id)
+        throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
+      if (superseded.status === 'superseded')
+        throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, {
+          field: 'supersedes',
+        });
     }
 
     // 5. Merge: omitted fields keep their stored values; null clears a nullable field.
@@ -673,29 +778,41 @@ export class Store {
     // Tags are stored normalized (trimmed, lowercased); a value that looks like a credential is tagged `secret`
     // so it never reaches an agent unless the user allows it (docs/protocol.md#secrets).
     let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);
-    const credentials = detectCredentials([p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'));
-    const warnings = credentials.map((c) => ({ code: 'credential' as const, kind: c.kind, message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents` }));
+    const credentials = detectCredentials(
+      [p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'),
+    );
+    const warnings = credentials.map((c) => ({
+      code: 'credential' as const,
+      kind: c.kind,
+      message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents`,
+    }));
     if (credentials.length > 0 && !tags.includes(SECRET_TAG)) {
       tags = normalizeTags([...tags, SECRET_TAG]);
       detail.autoSecret = credentials.map((c) => c.kind);
     }
     const warn = warnings.length > 0 ? { warnings } : {};
-    const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => ({ ...a, stale: undefined })).map(stripUndefined) : base ? JSON.parse(base.anchors) : [];
+    const anchors: Anchor[] =
+      p.anchors !== undefined
+        ? p.anchors.map((a) => ({ ...a, stale: undefined })).map(stripUndefined)
+        : base
+          ? JSON.parse(base.anchors)
+          : [];
     const next = {
       value: p.value,
       kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
       tags,
-      importance: p.importance !== undefined ? clamp01(p.importance) : base?.importance ?? 0.5,
-      confidence: p.confidence !== undefined ? clamp01(p.confidence) : base?.confidence ?? 1,
+      importance: p.importance !== undefined ? clamp01(p.importance) : (base?.importance ?? 0.5),
+      confidence: p.confidence !== undefined ? clamp01(p.confidence) : (base?.confidence ?? 1),
       source: p.source ?? base?.source ?? 'user',
       properties: p.properties !== undefined ? p.properties : base ? JSON.parse(base.properties) : {},
       anchors,
-      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : base?.valid_from ?? null,
-      validTo: p.validTo !== undefined ? fromIso(p.validTo) : base?.valid_to ?? null,
-      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : base?.expires_at ?? null,
+      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : (base?.valid_from ?? null),
+      validTo: p.validTo !== undefined ? fromIso(p.validTo) : (base?.valid_to ?? null),
+      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : (base?.expires_at ?? null),
       status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
     };
-    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom)
+      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
 
     // 6. Nothing changed: no new version, no history, no change-log row.
     if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
@@ -715,27 +832,42 @@ export class Store {
     let rowid: number;
     let id: string;
     let version: number;
-    const cols = [next.value, valueHash, summary, next.kind, JSON.stringify(next.tags), next.importance, next.confidence, next.source, JSON.stringify(next.properties), JSON.stringify(next.anchors), next.validFrom, next.validTo, next.expiresAt, next.status];
+    const cols = [
+      next.value,
+      valueHash,
+      summary,
+      next.kind,
+      JSON.stringify(next.tags),
+      next.importance,
+      next.confidence,
+      next.source,
+      JSON.stringify(next.properties),
+      JSON.stringify(next.anchors),
+      next.validFrom,
+      next.validTo,
+      next.expiresAt,
+      next.status,
+    ];
     if (existing) {
       id = existing.id;
       rowid = existing.rowid;
       version = existing.version + 1;
-      stmt(this.db, 
-          `UPDATE memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?, properties = ?, anchors = ?,
+      stmt(
+        this.db,
+        `UPDATE memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?, properties = ?, anchors = ?,
              valid_from = ?, valid_to = ?, expires_at = ?, status = ?, updated_at = ?, version = ?, superseded_by = NULL,
              deleted_at = NULL, deleted_by = NULL, delete_reason = NULL WHERE rowid = ?`,
-        )
-        .run(...cols, now, version, rowid);
+      ).run(...cols, now, version, rowid);
     } else {
       id = uuidv7(now);
       version = 1;
       rowid = Number(
-        stmt(this.db, 
-            `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
+        stmt(
+          this.db,
+          `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
                valid_from, valid_to, expires_at, status, created_at, updated_at, version)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(id, nsId, p.key, ...cols, now, now, version).lastInsertRowid,
+        ).run(id, nsId, p.key, ...cols, now, now, version).lastInsertRowid,
       );
     }
     const anchorsJson = cols[9] as string;
@@ -777,9 +909,21 @@ export class Store {
 
     if (superseded) {
       const before = toMemory(superseded);
-      stmt(this.db, `UPDATE memories SET status = 'superseded', superseded_by = ?, version = version + 1, updated_at = ? WHERE rowid = ?`).run(id, now, superseded.rowid);
+      stmt(
+        this.db,
+        `UPDATE memories SET status = 'superseded', superseded_by = ?, version = version + 1, updated_at = ? WHERE rowid = ?`,
+      ).run(id, now, superseded.rowid);
       const after = toMemory(this.rowBy('m.rowid = ?', superseded.rowid)!);
-      this.appendHistory(superseded.id, 'supersede', actor, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
+      this.appendHistory(
+        superseded.id,
+        'supersede',
+        actor,
+        p.reason ?? `superseded by ${p.namespace}/${p.key}`,
+        after.version,
+        before,
+        after,
+        { supersededBy: id },
+      );
       position = this.logChange('supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
     }
     return { memory: state, created: !existing, position, changed: true, ...warn };
@@ -787,7 +931,10 @@ export class Store {
 
   private writeAnchors(rowid: number, anchors: Anchor[]): void {
     stmt(this.db, 'DELETE FROM anchors WHERE memory_rowid = ?').run(rowid);
-    const ins = stmt(this.db, 'INSERT INTO anchors(memory_rowid, idx, path, symbol, start_line, end_line, stale) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    const ins = stmt(
+      this.db,
+      'INSERT INTO anchors(memory_rowid, idx, path, symbol, start_line, end_line, stale) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     anchors.forEach((a, i) => ins.run(rowid, i, a.path, a.symbol ?? null, a.startLine ?? null, a.endLine ?? null, a.stale ? 1 : 0));
   }
 
@@ -811,12 +958,19 @@ export class Store {
         // Forgetting an already-deleted memory still rejects its value.
         return { memory: toMemory(row), position: this.logChange('forget', row.id, row.ns_id, row.ns_path, row.key) };
       }
-      throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, { field: t.id !== undefined ? 'id' : 'key', deletedAt: iso(row.deleted_at), deletedBy: row.deleted_by });
+      throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, {
+        field: t.id !== undefined ? 'id' : 'key',
+        deletedAt: iso(row.deleted_at),
+        deletedBy: row.deleted_by,
+      });
     }
     const now = this.now();
-    const actor = op === 'expire' ? SYSTEM_EXPIRE : t.actor ?? 'user';
+    const actor = op === 'expire' ? SYSTEM_EXPIRE : (t.actor ?? 'user');
     const before = toMemory(row);
-    stmt(this.db, 'UPDATE memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(now, actor, t.reason ?? null, now, row.rowid);
+    stmt(
+      this.db,
+      'UPDATE memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?',
+    ).run(now, actor, t.reason ?? null, now, row.rowid);
     const after = toMemory(this.rowBy('m.rowid = ?', row.rowid)!);
     this.appendHistory(row.id, op, actor, t.reason, after.version, before, after);
     const position = this.logChange(op, row.id, row.ns_id, row.ns_path, row.key);
@@ -826,15 +980,28 @@ export class Store {
   restore(t: Target): WriteResult {
     return this.write(() => {
       const row = this.resolveTarget(t);
-      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
+      if (row.deleted_at === null)
+        throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
       const now = this.now();
       const before = toMemory(row);
       const lifted = liftRejection(this.db, this.keys, row.ns_id, row.value);
       // A memory that expired comes back without its expiry, or it would vanish again at once.
       const expires = row.expires_at !== null && row.expires_at <= now ? null : row.expires_at;
-      stmt(this.db, 'UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, row.rowid);
+      stmt(
+        this.db,
+        'UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?',
+      ).run(expires, now, row.rowid);
       const after = toMemory(this.rowBy('m.rowid = ?', row.rowid)!);
-      this.appendHistory(row.id, 'restore', t.actor ?? 'user', t.reason, after.version, before, after, lifted ? { unrejected: true } : undefined);
+      this.appendHistory(
+        row.id,
+        'restore',
+        t.actor ?? 'user',
+        t.reason,
+        after.version,
+        before,
+        after,
+        lifted ? { unrejected: true } : undefined,
+      );
       const position = this.logChange('restore', row.id, row.ns_id, row.ns_path, row.key);
       return { memory: after, position };
     });
@@ -844,7 +1011,10 @@ export class Store {
   purge(t: Target): PurgeResult {
     return this.write(() => {
       const row = this.resolveTarget(t);
-      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, { field: t.id !== undefined ? 'id' : 'key' });
+      if (row.deleted_at === null)
+        throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, {
+          field: t.id !== undefined ? 'id' : 'key',
+        });
       const position = this.purgeRow(row, t.actor ?? 'user', t.reason);
       ftsCompact(this.db);
       return { id: row.id, position };
@@ -852,7 +1022,11 @@ export class Store {
   }
 
   /** @internal (store modules): remove a memory from every table, leaving one contentless purge row. */
-  purgeRow(row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null }, actor: string, reason?: string): number {
+  purgeRow(
+    row: Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string | null },
+    actor: string,
+    reason?: string,
+  ): number {
     ftsSecureDelete(this.db, row.rowid);
     this.deleteVectors(row.rowid);
     stmt(this.db, 'DELETE FROM links WHERE src = ? OR dst = ?').run(row.id, row.id);
@@ -871,23 +1045,27 @@ export class Store {
   anchoredAt(paths: string[], scope?: Scope): { memory: Memory; anchor: Anchor }[] {
     if (paths.length === 0) return [];
     const vis = and(visibility(undefined, this.now()), scopePredicate(scope));
-    const rows = stmt(this.db, 
-        `SELECT ${MEMORY_COLUMNS}, a.idx AS anchor_idx FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id
+    const rows = stmt(
+      this.db,
+      `SELECT ${MEMORY_COLUMNS}, a.idx AS anchor_idx FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id
          WHERE a.path IN (${paths.map(() => '?').join(',')}) AND ${vis.sql} ORDER BY m.importance DESC, m.updated_at DESC, m.id`,
-      )
-      .all(...paths, ...vis.params) as (MemoryRow & { anchor_idx: number })[];
-    return rows.map((r) => {
-      const memory = toMemory(r);
-      return { memory, anchor: memory.anchors[r.anchor_idx] };
-    }).filter((x) => x.anchor !== undefined);
+    ).all(...paths, ...vis.params) as (MemoryRow & { anchor_idx: number })[];
+    return rows
+      .map((r) => {
+        const memory = toMemory(r);
+        return { memory, anchor: memory.anchors[r.anchor_idx] };
+      })
+      .filter((x) => x.anchor !== undefined);
   }
 
   /** Live memories anchored to one of `paths`, with all their anchors (for line tracking). */
   anchorsByPath(paths: string[], scope?: Scope): { rowid: number; anchors: Anchor[] }[] {
     if (paths.length === 0) return [];
     const sc = scopePredicate(scope) ?? { sql: '1', params: [] };
-    const rows = stmt(this.db, `SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL AND n.deleted_at IS NULL AND ${sc.sql}`)
-      .all(...paths, ...sc.params) as { rowid: number; anchors: string }[];
+    const rows = stmt(
+      this.db,
+      `SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL AND n.deleted_at IS NULL AND ${sc.sql}`,
+    ).all(...paths, ...sc.params) as { rowid: number; anchors: string }[];
     return rows.map((r) => ({ rowid: r.rowid, anchors: JSON.parse(r.anchors) as Anchor[] }));
   }
 
@@ -920,16 +1098,20 @@ export class Store {
     let expired = 0;
     let purged = 0;
     this.write(() => {
-      const due = stmt(this.db, `SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= ? AND n.deleted_at IS NULL LIMIT ?`)
-        .all(now, batch) as { id: string }[];
+      const due = stmt(
+        this.db,
+        `SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= ? AND n.deleted_at IS NULL LIMIT ?`,
+      ).all(now, batch) as { id: string }[];
       for (const d of due) {
         this.softDelete({ id: d.id, reason: 'expired' }, 'expire');
         expired++;
       }
     });
     this.write(() => {
-      const dead = stmt(this.db, `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`)
-        .all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string })[];
+      const dead = stmt(
+        this.db,
+        `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`,
+      ).all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string })[];
       for (const d of dead) {
         this.purgeRow(d, 'system:namespace-delete', 'namespace deleted');
         purged++;
@@ -957,7 +1139,14 @@ export class Store {
       this.liveInScope(p.to, p.scope, 'to');
       const actor = p.actor ?? 'user';
       const now = this.now();
-      const created = stmt(this.db, 'INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(p.from, p.to, p.type, now, actor).changes > 0;
+      const created =
+        stmt(this.db, 'INSERT OR IGNORE INTO links(src, dst, type, created_at, actor) VALUES (?, ?, ?, ?, ?)').run(
+          p.from,
+          p.to,
+          p.type,
+          now,
+          actor,
+        ).changes > 0;
       const row = stmt(this.db, 'SELECT * FROM links WHERE src = ? AND dst = ? AND type = ?').get(p.from, p.to, p.type) as LinkRow;
       const position = created ? this.logChange('link', a.id, a.ns_id, a.ns_path, a.key) : this.position();
       return { link: toLink(row), created, position };
@@ -983,8 +1172,10 @@ export class Store {
     const typeParams = p.type ? [p.type] : [];
     const out: NeighborsResult['neighbors'] = [];
     const q = (join: string, match: string, direction: 'out' | 'in') => {
-      const rows = stmt(this.db, `SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE l.${match} = ?${typeSql} AND ${where.sql} ORDER BY l.created_at, m.id`)
-        .all(p.id, ...typeParams, ...where.params) as (MemoryRow & { link_type: Link['type'] })[];
+      const rows = stmt(
+        this.db,
+        `SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE l.${match} = ?${typeSql} AND ${where.sql} ORDER BY l.created_at, m.id`,
+      ).all(p.id, ...typeParams, ...where.params) as (MemoryRow & { link_type: Link['type'] })[];
       for (const r of rows) out.push({ memory: toMemory(r), type: r.link_type, direction });
     };
     if (dir !== 'in') q('dst', 'src', 'out');
@@ -996,15 +1187,15 @@ export class Store {
   // status
   // -------------------------------------------------------------------------
   counts() {
-    const c = stmt(this.db, 
-        `SELECT count(*) AS memories,
+    const c = stmt(
+      this.db,
+      `SELECT count(*) AS memories,
            coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'active'), 0) AS active,
            coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'proposed'), 0) AS proposed,
            coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'superseded'), 0) AS superseded,
            coalesce(sum(m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL), 0) AS deleted
          FROM memories m JOIN namespaces n ON n.id = m.ns_id`,
-      )
-      .get() as { memories: number; active: number; proposed: number; superseded: number; deleted: number };
+    ).get() as { memories: number; active: number; proposed: number; superseded: number; deleted: number };
     const one = (sql: string) => (stmt(this.db, sql).get() as { c: number }).c;
     return {
       ...c,
@@ -1117,7 +1308,20 @@ function stripUndefined<T extends object>(o: T): T {
 
 function sameContent(
   r: MemoryRow,
-  n: { value: string; kind: string; tags: string[]; importance: number; confidence: number; source: string; properties: unknown; anchors: unknown; validFrom: number | null; validTo: number | null; expiresAt: number | null; status: string },
+  n: {
+    value: string;
+    kind: string;
+    tags: string[];
+    importance: number;
+    confidence: number;
+    source: string;
+    properties: unknown;
+    anchors: unknown;
+    validFrom: number | null;
+    validTo: number | null;
+    expiresAt: number | null;
+    status: string;
+  },
 ): boolean {
   return (
     r.value === n.value &&

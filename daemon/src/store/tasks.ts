@@ -49,7 +49,10 @@ export class Tasks {
     const now = this.store.now();
     const id = uuidv7(now);
     this.store.transaction(() =>
-      stmt(this.store.db, 'INSERT INTO tasks(id, title, scope, dont_inject, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(id, p.title, JSON.stringify(p.scope ?? {}), p.dontInject ? 1 : 0, 'open', now, now),
+      stmt(
+        this.store.db,
+        'INSERT INTO tasks(id, title, scope, dont_inject, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ).run(id, p.title, JSON.stringify(p.scope ?? {}), p.dontInject ? 1 : 0, 'open', now, now),
     );
     const t = this.get(id);
     this.emit({ id, op: 'create', task: t });
@@ -65,9 +68,22 @@ export class Tasks {
   update(p: TaskUpdateParams): Task {
     this.checkScope(p.scope);
     const cur = this.get(p.id);
-    const next = { ...cur, ...(p.title !== undefined ? { title: p.title } : {}), ...(p.scope !== undefined ? { scope: p.scope } : {}), ...(p.dontInject !== undefined ? { dontInject: p.dontInject } : {}), ...(p.status !== undefined ? { status: p.status } : {}) };
+    const next = {
+      ...cur,
+      ...(p.title !== undefined ? { title: p.title } : {}),
+      ...(p.scope !== undefined ? { scope: p.scope } : {}),
+      ...(p.dontInject !== undefined ? { dontInject: p.dontInject } : {}),
+      ...(p.status !== undefined ? { status: p.status } : {}),
+    };
     this.store.transaction(() =>
-      stmt(this.store.db, 'UPDATE tasks SET title = ?, scope = ?, dont_inject = ?, status = ?, updated_at = ? WHERE id = ?').run(next.title, JSON.stringify(next.scope), next.dontInject ? 1 : 0, next.status, this.store.now(), p.id),
+      stmt(this.store.db, 'UPDATE tasks SET title = ?, scope = ?, dont_inject = ?, status = ?, updated_at = ? WHERE id = ?').run(
+        next.title,
+        JSON.stringify(next.scope),
+        next.dontInject ? 1 : 0,
+        next.status,
+        this.store.now(),
+        p.id,
+      ),
     );
     const t = this.get(p.id);
     this.emit({ id: p.id, op: 'update', task: t });
@@ -75,9 +91,11 @@ export class Tasks {
   }
 
   list(status?: Task['status'], limit = 200): Task[] {
-    const rows = (status
-      ? stmt(this.store.db, 'SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(status, limit)
-      : stmt(this.store.db, 'SELECT * FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?').all(limit)) as TaskRow[];
+    const rows = (
+      status
+        ? stmt(this.store.db, 'SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(status, limit)
+        : stmt(this.store.db, 'SELECT * FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?').all(limit)
+    ) as TaskRow[];
     return rows.map(toTask);
   }
 
@@ -91,13 +109,23 @@ export class Tasks {
   /** Record one inject/block call (also the skipped ones) and count the injected memories as accessed. */
   logInjection(taskId: string | null, memoryIds: string[], promptHash: string, skipped: string | null): number {
     const seq = this.store.transaction(() => {
-      const s = Number(stmt(this.store.db, 'INSERT INTO injections(task_id, memory_ids, prompt_hash, at, skipped) VALUES (?, ?, ?, ?, ?)').run(taskId, JSON.stringify(memoryIds), promptHash, this.store.now(), skipped).lastInsertRowid);
+      const s = Number(
+        stmt(this.store.db, 'INSERT INTO injections(task_id, memory_ids, prompt_hash, at, skipped) VALUES (?, ?, ?, ?, ?)').run(
+          taskId,
+          JSON.stringify(memoryIds),
+          promptHash,
+          this.store.now(),
+          skipped,
+        ).lastInsertRowid,
+      );
       const ins = stmt(this.store.db, 'INSERT OR IGNORE INTO injection_members(injection_seq, memory_id) VALUES (?, ?)');
       for (const id of memoryIds) ins.run(s, id);
       return s;
     });
     if (memoryIds.length) {
-      const rows = stmt(this.store.db, `SELECT rowid FROM memories WHERE id IN (${memoryIds.map(() => '?').join(',')})`).all(...memoryIds) as { rowid: number }[];
+      const rows = stmt(this.store.db, `SELECT rowid FROM memories WHERE id IN (${memoryIds.map(() => '?').join(',')})`).all(
+        ...memoryIds,
+      ) as { rowid: number }[];
       this.store.touch(rows.map((r) => r.rowid));
     }
     return seq;
@@ -114,15 +142,33 @@ export class Tasks {
       where.push('EXISTS (SELECT 1 FROM injection_members im WHERE im.injection_seq = i.seq AND im.memory_id = ?)');
       params.push(p.memoryId);
     }
-    const rows = stmt(this.store.db, `SELECT * FROM injections i ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq DESC LIMIT ?`)
-      .all(...params, p.limit ?? 100) as { seq: number; task_id: string | null; memory_ids: string; prompt_hash: string; at: number; skipped: string | null }[];
-    const entries: InjectLogEntry[] = rows.map((r) => ({ seq: r.seq, taskId: r.task_id, memoryIds: JSON.parse(r.memory_ids), promptHash: r.prompt_hash, at: isoReq(r.at), skipped: r.skipped as InjectLogEntry['skipped'] }));
+    const rows = stmt(
+      this.store.db,
+      `SELECT * FROM injections i ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq DESC LIMIT ?`,
+    ).all(...params, p.limit ?? 100) as {
+      seq: number;
+      task_id: string | null;
+      memory_ids: string;
+      prompt_hash: string;
+      at: number;
+      skipped: string | null;
+    }[];
+    const entries: InjectLogEntry[] = rows.map((r) => ({
+      seq: r.seq,
+      taskId: r.task_id,
+      memoryIds: JSON.parse(r.memory_ids),
+      promptHash: r.prompt_hash,
+      at: isoReq(r.at),
+      skipped: r.skipped as InjectLogEntry['skipped'],
+    }));
     const usedBy = p.memoryId
-      ? (stmt(this.store.db, 
+      ? (
+          stmt(
+            this.store.db,
             `SELECT i.task_id AS taskId, t.title AS title, count(*) AS count, max(i.at) AS lastAt FROM injection_members im JOIN injections i ON i.seq = im.injection_seq
              LEFT JOIN tasks t ON t.id = i.task_id WHERE im.memory_id = ? AND i.task_id IS NOT NULL GROUP BY i.task_id ORDER BY lastAt DESC`,
-          )
-          .all(p.memoryId) as { taskId: string; title: string | null; count: number; lastAt: number }[]).map((u) => ({ ...u, lastAt: isoReq(u.lastAt) }))
+          ).all(p.memoryId) as { taskId: string; title: string | null; count: number; lastAt: number }[]
+        ).map((u) => ({ ...u, lastAt: isoReq(u.lastAt) }))
       : [];
     return { entries, usedBy };
   }
@@ -133,6 +179,11 @@ export class Tasks {
   }
 
   setInjectAuto(on: boolean): void {
-    this.store.transaction(() => stmt(this.store.db, `INSERT INTO meta(key, value) VALUES ('inject_auto', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(on ? '1' : '0'));
+    this.store.transaction(() =>
+      stmt(
+        this.store.db,
+        `INSERT INTO meta(key, value) VALUES ('inject_auto', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+      ).run(on ? '1' : '0'),
+    );
   }
 }

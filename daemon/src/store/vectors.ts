@@ -254,9 +254,7 @@ class VectorIndex {
     const scores = new Float32Array(pool.length);
     for (let i = 0; i < pool.length; i++) scores[i] = this.cosine(pool[i], v);
     const order = topK(scores, Math.min(limit, pool.length));
-    return order
-      .map((i) => ({ rowid: this.rowid[pool[i]], score: scores[i] }))
-      .sort((a, b) => b.score - a.score || a.rowid - b.rowid);
+    return order.map((i) => ({ rowid: this.rowid[pool[i]], score: scores[i] })).sort((a, b) => b.score - a.score || a.rowid - b.rowid);
   }
 }
 
@@ -280,7 +278,7 @@ function topK(scores: Float32Array, k: number): number[] {
   for (let i = 0; i < scores.length; i++) {
     if (heap.length < k) {
       heap.push(i);
-      for (let j = heap.length - 1; j > 0; ) {
+      for (let j = heap.length - 1; j > 0;) {
         const p = (j - 1) >> 1;
         if (!less(heap[j], heap[p])) break;
         [heap[j], heap[p]] = [heap[p], heap[j]];
@@ -304,7 +302,6 @@ function normalized(v: Float32Array): Float32Array {
   return out;
 }
 
-
 // ------------------------------------------------------------------ tables
 export class VectorTables {
   private cached: VecModel[] | null = null;
@@ -322,7 +319,10 @@ export class VectorTables {
   ) {}
 
   models(): VecModel[] {
-    return (this.cached ??= stmt(this.db, 'SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at').all() as VecModel[]);
+    return (this.cached ??= stmt(
+      this.db,
+      'SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at',
+    ).all() as VecModel[]);
   }
 
   model(model: string): VecModel | undefined {
@@ -333,13 +333,22 @@ export class VectorTables {
   ensure(model: string, dimension: number): VecModel {
     const found = this.model(model);
     if (found) {
-      if (found.dimension !== dimension) throw new CairnError('InvalidState', `model ${model} was stored with dimension ${found.dimension}, now reports ${dimension}`);
+      if (found.dimension !== dimension)
+        throw new CairnError('InvalidState', `model ${model} was stored with dimension ${found.dimension}, now reports ${dimension}`);
       return found;
     }
-    if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192) throw new CairnError('InvalidParams', `bad embedding dimension ${dimension}`);
-    const n = ((stmt(this.db, 'SELECT coalesce(max(CAST(substr(table_name, 4) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ?? 0) + 1;
+    if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192)
+      throw new CairnError('InvalidParams', `bad embedding dimension ${dimension}`);
+    const n =
+      ((stmt(this.db, 'SELECT coalesce(max(CAST(substr(table_name, 4) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ??
+        0) + 1;
     const table = createVectorTable(this.db, n);
-    stmt(this.db, 'INSERT INTO vec_models(model, dimension, table_name, created_at) VALUES (?, ?, ?, ?)').run(model, dimension, table, Date.now());
+    stmt(this.db, 'INSERT INTO vec_models(model, dimension, table_name, created_at) VALUES (?, ?, ?, ?)').run(
+      model,
+      dimension,
+      table,
+      Date.now(),
+    );
     this.cached = null;
     return { model, dimension, table };
   }
@@ -359,13 +368,21 @@ export class VectorTables {
     const ix = new VectorIndex(model);
     ix.position = this.position();
     ix.grow(this.count(model)); // sized once for what is stored, not by repeated growth
-    const rows = stmt(this.db, `SELECT v.rowid AS rowid, v.q, v.sig, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
-      FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id`).iterate() as IterableIterator<MetaRow & { q: Buffer; sig: Buffer }>;
+    const rows = stmt(
+      this.db,
+      `SELECT v.rowid AS rowid, v.q, v.sig, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
+      FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id`,
+    ).iterate() as IterableIterator<MetaRow & { q: Buffer; sig: Buffer }>;
     for (const r of rows) {
       const q = new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength);
       let ss = 0;
       for (let i = 0; i < q.length; i++) ss += q[i] * q[i];
-      ix.put(r, q, new Int32Array(r.sig.buffer.slice(r.sig.byteOffset, r.sig.byteOffset + r.sig.byteLength)), ss > 0 ? 1 / Math.sqrt(ss) : 0);
+      ix.put(
+        r,
+        q,
+        new Int32Array(r.sig.buffer.slice(r.sig.byteOffset, r.sig.byteOffset + r.sig.byteLength)),
+        ss > 0 ? 1 / Math.sqrt(ss) : 0,
+      );
     }
     this.index = ix;
   }
@@ -382,8 +399,11 @@ export class VectorTables {
   }
 
   private meta(rowids: number[]): MetaRow[] {
-    return stmt(this.db, `SELECT m.rowid, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
-      FROM memories m CROSS JOIN namespaces nn ON nn.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as MetaRow[];
+    return stmt(
+      this.db,
+      `SELECT m.rowid, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
+      FROM memories m CROSS JOIN namespaces nn ON nn.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(rowids)) as MetaRow[];
   }
 
   /**
@@ -397,8 +417,11 @@ export class VectorTables {
     const pos = this.position();
     if (pos <= ix.position) return;
     let purged = false;
-    for (let after = ix.position; after < pos; ) {
-      const ch = stmt(this.db, 'SELECT c.position, m.rowid, c.op FROM changes c LEFT JOIN memories m ON m.id = c.memory_id WHERE c.position > ? ORDER BY c.position LIMIT 2000').all(after) as { position: number; rowid: number | null; op: string }[];
+    for (let after = ix.position; after < pos;) {
+      const ch = stmt(
+        this.db,
+        'SELECT c.position, m.rowid, c.op FROM changes c LEFT JOIN memories m ON m.id = c.memory_id WHERE c.position > ? ORDER BY c.position LIMIT 2000',
+      ).all(after) as { position: number; rowid: number | null; op: string }[];
       if (ch.length === 0) break;
       const rowids = [...new Set(ch.filter((c) => c.rowid !== null && ix.slotOf.has(c.rowid)).map((c) => c.rowid!))];
       for (const m of this.meta(rowids)) {
@@ -424,7 +447,9 @@ export class VectorTables {
 
   /** Hashes of the texts the memories' vectors were computed from (to skip re-embedding unchanged text). */
   textHashes(model: VecModel, rowids: number[]): Map<number, number> {
-    const rows = stmt(this.db, `SELECT rowid, text_hash FROM ${model.table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as { rowid: number; text_hash: number }[];
+    const rows = stmt(this.db, `SELECT rowid, text_hash FROM ${model.table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(
+      JSON.stringify(rowids),
+    ) as { rowid: number; text_hash: number }[];
     return new Map(rows.map((r) => [r.rowid, r.text_hash]));
   }
 
@@ -434,25 +459,32 @@ export class VectorTables {
 
   /** Store a memory's vector; returns its SimHash (for a duplicate check of the same vector), null when the memory is gone. */
   put(model: VecModel, rowid: number, vector: Float32Array, textHash: number): Int32Array | null {
-    if (vector.length !== model.dimension) throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
-    for (let i = 0; i < vector.length; i++) if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
+    if (vector.length !== model.dimension)
+      throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
+    for (let i = 0; i < vector.length; i++)
+      if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
     const [m] = this.meta([rowid]);
     if (!m) return null; // purged meanwhile
     const z = quantize(vector);
-    stmt(this.db, `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`).run(
+    stmt(
+      this.db,
+      `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`,
+    ).run(
       rowid,
       Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength),
       Buffer.from(z.sig.buffer, z.sig.byteOffset, z.sig.byteLength),
       textHash,
     );
-    if (this.index?.model.model === model.model) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
+    if (this.index?.model.model === model.model)
+      this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
     return z.sig;
   }
 
   /** How many models hold a vector of this memory. */
   rowCount(rowid: number): number {
     let n = 0;
-    for (const m of this.models()) n += (stmt(this.db, `SELECT count(*) AS c FROM ${m.table} WHERE rowid = ?`).get(rowid) as { c: number }).c;
+    for (const m of this.models())
+      n += (stmt(this.db, `SELECT count(*) AS c FROM ${m.table} WHERE rowid = ?`).get(rowid) as { c: number }).c;
     return n;
   }
 
@@ -468,7 +500,9 @@ export class VectorTables {
 
   private nsMask(scope: Scope | undefined): Uint8Array | null {
     const pred = scopePredicate(scope, 'path');
-    const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${pred ? pred.sql : '1'}`).all(...(pred ? pred.params : [])) as { rowid: number }[];
+    const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${pred ? pred.sql : '1'}`).all(
+      ...(pred ? pred.params : []),
+    ) as { rowid: number }[];
     let max = 0;
     for (const r of ns) max = Math.max(max, r.rowid);
     const mask = new Uint8Array(max + 1);
@@ -481,12 +515,22 @@ export class VectorTables {
    * visibility, and with a filter the rows the SQL WHERE admits) is built
    * before anything is ranked or cut.
    */
-  knn(model: VecModel, query: Float32Array, q: { scope?: Scope; filter?: Filter; include?: Include; now: number; limit: number }): ArmHit[] {
+  knn(
+    model: VecModel,
+    query: Float32Array,
+    q: { scope?: Scope; filter?: Filter; include?: Include; now: number; limit: number },
+  ): ArmHit[] {
     const ix = this.liveIndex(model);
     let only: Set<number> | null = null;
     if (q.filter) {
       const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
-      only = new Set((stmt(this.db, `SELECT m.rowid AS rowid FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql}`).all(...where.params) as { rowid: number }[]).map((r) => r.rowid));
+      only = new Set(
+        (
+          stmt(this.db, `SELECT m.rowid AS rowid FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql}`).all(
+            ...where.params,
+          ) as { rowid: number }[]
+        ).map((r) => r.rowid),
+      );
     }
     const admitted = ix.admit(this.nsMask(q.scope), q.include, q.now, only);
     const v = normalized(query);
@@ -494,7 +538,16 @@ export class VectorTables {
   }
 
   /** Visible memories of one namespace at least `threshold` cosine-similar to `vector`, best first (duplicate detection). */
-  similarInNamespace(model: VecModel, vector: Float32Array, nsRowid: number, exclude: number, threshold: number, limit: number, now: number, sig?: Int32Array): ArmHit[] {
+  similarInNamespace(
+    model: VecModel,
+    vector: Float32Array,
+    nsRowid: number,
+    exclude: number,
+    threshold: number,
+    limit: number,
+    now: number,
+    sig?: Int32Array,
+  ): ArmHit[] {
     const ix = this.liveIndex(model);
     const v = normalized(vector);
     // The SimHash of `vector` (put() returns it; the signs of projections do not depend on the vector's length).

@@ -52,7 +52,6 @@ function notServed(method: string, field: string, why: string): CairnError {
   );
 }
 
-
 const ROUTED = new Set([
   'memory/upsert',
   'memory/upsertBatch',
@@ -113,11 +112,18 @@ export class TeamRouter {
     const r = scope.root;
     const rootTeam = r !== undefined && this.isTeam(r);
     const rootCoversTeam = r !== undefined && this.roots.some((t) => isUnder(t, r));
-    const local: T.Scope = { ...(localNs !== undefined ? { namespaces: localNs } : {}), ...(r !== undefined && !rootTeam ? { root: r } : {}), ...(scope.includeUser !== undefined ? { includeUser: scope.includeUser } : {}) };
+    const local: T.Scope = {
+      ...(localNs !== undefined ? { namespaces: localNs } : {}),
+      ...(r !== undefined && !rootTeam ? { root: r } : {}),
+      ...(scope.includeUser !== undefined ? { includeUser: scope.includeUser } : {}),
+    };
     if (local.namespaces === undefined && local.root === undefined) local.namespaces = [];
     const localEmpty = local.namespaces?.length === 0 && local.root === undefined && scope.includeUser === false;
     const teamRoot = rootTeam || rootCoversTeam ? r : undefined;
-    const team: T.Scope | null = (teamNs && teamNs.length) || teamRoot !== undefined ? { ...(teamNs?.length ? { namespaces: teamNs } : {}), ...(teamRoot !== undefined ? { root: teamRoot } : {}), includeUser: false } : null;
+    const team: T.Scope | null =
+      (teamNs && teamNs.length) || teamRoot !== undefined
+        ? { ...(teamNs?.length ? { namespaces: teamNs } : {}), ...(teamRoot !== undefined ? { root: teamRoot } : {}), includeUser: false }
+        : null;
     return { local: localEmpty ? null : local, team };
   }
 
@@ -158,7 +164,13 @@ export class TeamRouter {
       case 'memory/forget':
       case 'memory/purge':
       case 'memory/history': {
-        const fn = { 'memory/delete': t.delete, 'memory/restore': t.restore, 'memory/forget': t.forget, 'memory/purge': t.purge, 'memory/history': t.history }[method].bind(t) as (x: any) => Promise<unknown>;
+        const fn = {
+          'memory/delete': t.delete,
+          'memory/restore': t.restore,
+          'memory/forget': t.forget,
+          'memory/purge': t.purge,
+          'memory/history': t.history,
+        }[method].bind(t) as (x: any) => Promise<unknown>;
         if (p.namespace !== undefined && p.id === undefined) return this.isTeam(p.namespace) ? fn(p) : local(method, p);
         return this.byId(method, p, local, () => fn(p));
       }
@@ -176,12 +188,15 @@ export class TeamRouter {
         const wantTeam = root === undefined || this.isTeam(root) || this.roots.some((r) => isUnder(r, root));
         const wantLocal = root === undefined || !this.isTeam(root);
         const [l, tm] = await Promise.all([wantLocal ? local(method, p) : { namespaces: [] }, wantTeam ? t.listNamespaces(root) : []]);
-        const merged = [...(l.namespaces as T.NamespaceInfo[]).filter((n) => !this.isTeam(n.path)), ...tm].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+        const merged = [...(l.namespaces as T.NamespaceInfo[]).filter((n) => !this.isTeam(n.path)), ...tm].sort((a, b) =>
+          a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
+        );
         return { namespaces: merged };
       }
       case 'namespaces/rename': {
         const a = this.isTeam(p.from);
-        if (a !== this.isTeam(p.to)) throw new CairnError('InvalidState', `cannot move ${p.from} between the local and the team store`, { field: 'to' });
+        if (a !== this.isTeam(p.to))
+          throw new CairnError('InvalidState', `cannot move ${p.from} between the local and the team store`, { field: 'to' });
         return a ? t.renameNamespace(p.from, p.to, p.actor) : local(method, p);
       }
       case 'namespaces/delete':
@@ -189,7 +204,8 @@ export class TeamRouter {
       case 'memory/erase': {
         const target = p.root ?? (p.id === undefined ? p.namespace : undefined);
         if (target !== undefined) {
-          if (this.isTeam(target) || (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root)))) throw notServed('memory/erase', `${p.root !== undefined ? 'root' : 'namespace'}`, `${target} is (or holds) team memory`);
+          if (this.isTeam(target) || (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root))))
+            throw notServed('memory/erase', `${p.root !== undefined ? 'root' : 'namespace'}`, `${target} is (or holds) team memory`);
           return local(method, p);
         }
         if (await this.localHas(p.id, local)) return local(method, p);
@@ -199,7 +215,12 @@ export class TeamRouter {
       case 'store/export':
       case 'store/exportPage': {
         if (method === 'store/exportPage' && p.cursor !== undefined) return local(method, p); // the first page was checked
-        if (this.split(p.scope).team !== null) throw notServed(method, 'scope', p.scope ? 'the scope covers team namespaces' : 'the whole store includes the team namespaces; pass a scope of local namespaces');
+        if (this.split(p.scope).team !== null)
+          throw notServed(
+            method,
+            'scope',
+            p.scope ? 'the scope covers team namespaces' : 'the whole store includes the team namespaces; pass a scope of local namespaces',
+          );
         return local(method, p);
       }
       case 'store/import':
@@ -264,7 +285,13 @@ export class TeamRouter {
     p.items.forEach((it, i) => idx[this.isTeam(it.namespace) ? 'team' : 'local'].push(i));
     if (idx.team.length === 0) return local('memory/upsertBatch', p);
     if (idx.local.length === 0) return this.team.upsertBatch(p.items, p.actor);
-    const [l, t] = await Promise.all([local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>, this.team.upsertBatch(idx.team.map((i) => p.items[i]), p.actor)]);
+    const [l, t] = await Promise.all([
+      local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>,
+      this.team.upsertBatch(
+        idx.team.map((i) => p.items[i]),
+        p.actor,
+      ),
+    ]);
     const results: T.UpsertBatchResult['results'] = new Array(p.items.length);
     idx.local.forEach((i, k) => (results[i] = l.results[k]));
     idx.team.forEach((i, k) => (results[i] = t.results[k]));
@@ -297,7 +324,9 @@ export class TeamRouter {
       return side === 'l' ? local('memory/list', q) : this.team.list(q);
     };
     const [l, t] = await Promise.all([page('l', limit), page('t', limit)]);
-    const merged = [...l.items.map((m) => ({ m, side: 'l' as const })), ...t.items.map((m) => ({ m, side: 't' as const }))].sort((a, b) => (a.m.updatedAt < b.m.updatedAt ? 1 : a.m.updatedAt > b.m.updatedAt ? -1 : a.side === 'l' ? -1 : 1));
+    const merged = [...l.items.map((m) => ({ m, side: 'l' as const })), ...t.items.map((m) => ({ m, side: 't' as const }))].sort((a, b) =>
+      a.m.updatedAt < b.m.updatedAt ? 1 : a.m.updatedAt > b.m.updatedAt ? -1 : a.side === 'l' ? -1 : 1,
+    );
     const take = merged.slice(0, limit);
     const next = async (side: 'l' | 't', r: T.ListResult): Promise<string | null | false> => {
       const used = take.filter((x) => x.side === side).length;
@@ -308,7 +337,10 @@ export class TeamRouter {
     const nl = await next('l', l);
     const nt = await next('t', t);
     const done = nl === false && nt === false;
-    return { items: take.map((x) => x.m), nextCursor: done ? null : Buffer.from('2:' + JSON.stringify({ l: nl, t: nt })).toString('base64url') };
+    return {
+      items: take.map((x) => x.m),
+      nextCursor: done ? null : Buffer.from('2:' + JSON.stringify({ l: nl, t: nt })).toString('base64url'),
+    };
   }
 
   private async search(p: T.SearchParams, local: LocalCall, weight: number | null): Promise<T.SearchResult> {
@@ -317,14 +349,20 @@ export class TeamRouter {
     const teamPart = () => pgSearch(this.team, { ...p, scope: s.team ?? undefined }, weight);
     if (s.team === null) return tag(await local('memory/search', p), 'local');
     if (s.local === null) return tag(await teamPart(), 'team');
-    const [l, t] = await Promise.all([local('memory/search', { ...p, scope: s.local ?? undefined }) as Promise<T.SearchResult>, teamPart().catch((e: unknown) => e as Error)]);
+    const [l, t] = await Promise.all([
+      local('memory/search', { ...p, scope: s.local ?? undefined }) as Promise<T.SearchResult>,
+      teamPart().catch((e: unknown) => e as Error),
+    ]);
     if (t instanceof Error) {
       if (!(t instanceof CairnError) || t.codeName !== 'Unavailable') throw t;
       return { ...tag(l, 'local'), degraded: `team store unavailable: ${t.message}` };
     }
     // Reciprocal-rank fusion across the stores: scores of different stores are not on one scale, ranks are.
     const limit = p.limit ?? 10;
-    const all = [...tag(l, 'local').hits.map((h, i) => ({ h, f: rrf(i + 1) })), ...tag(t, 'team').hits.map((h, i) => ({ h, f: rrf(i + 1) }))];
+    const all = [
+      ...tag(l, 'local').hits.map((h, i) => ({ h, f: rrf(i + 1) })),
+      ...tag(t, 'team').hits.map((h, i) => ({ h, f: rrf(i + 1) })),
+    ];
     all.sort((a, b) => b.f - a.f || b.h.score - a.h.score || (a.h.memory.id < b.h.memory.id ? -1 : 1));
     const degraded = [l.degraded, t.degraded && `team: ${t.degraded}`].filter(Boolean).join('; ');
     return { hits: all.slice(0, limit).map((x) => x.h), mode: l.mode, ...(degraded ? { degraded } : {}) };

@@ -43,7 +43,9 @@ export function queryTokens(text: string): string[] {
 
 /** Common English words that match almost every memory and slow an OR query down without helping it. */
 export const STOPWORDS = new Set(
-  ('a an and are as at be but by for from has have he her his i if in into is it its me my not of on or our she so ' +
+  (
+    'a an and are as at be but by for from has have he her his i if in into is it its me my not of on or our she so ' +
     'that the their them then there these they this to was we were what when where which who whom why will with you your ' +
-    'do does did how can could would should about than too very just also been being am any all some such only own same').split(' '),
+    'do does did how can could would should about than too very just also been being am any all some such only own same'
+  ).split(' '),
 );

@@ -58,7 +58,12 @@ export function entropy(s: string): number {
 /** A value that looks random rather than like words: long enough, mixed classes, high entropy. */
 function looksRandom(v: string): boolean {
   if (v.length < 8) return false;
-  if (/^(?:x+|\*+|\.+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%[a-z_]+%|changeme|password|secret|redacted|example|your[-_a-z]*|none|null|true|false)$/i.test(v)) return false;
+  if (
+    /^(?:x+|\*+|\.+|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|%[a-z_]+%|changeme|password|secret|redacted|example|your[-_a-z]*|none|null|true|false)$/i.test(
+      v,
+    )
+  )
+    return false;
   const classes = [/[a-z]/, /[A-Z]/, /[0-9]/, /[^A-Za-z0-9]/].filter((r) => r.test(v)).length;
   return classes >= 2 && entropy(v) >= 3.0;
 }
@@ -71,7 +76,11 @@ const DETECTORS: Detector[] = [
   { kind: 'GitLab token', re: /\bgl(?:pat|dt|ptt|rt|soat|ft|cbt|imt|agent)-[A-Za-z0-9_-]{20,}\b/g },
   { kind: 'Slack token', re: /\bxox[abposr]-[A-Za-z0-9-]{10,}\b/g },
   { kind: 'Slack webhook', re: /https:\/\/hooks\.slack\.com\/services\/T[A-Za-z0-9_]+\/B[A-Za-z0-9_]+\/[A-Za-z0-9_]+/g },
-  { kind: 'OpenAI API key', re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b/g, accept: (m) => /[0-9]/.test(m[0]) && /[A-Za-z]/.test(m[0].slice(3)) },
+  {
+    kind: 'OpenAI API key',
+    re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b/g,
+    accept: (m) => /[0-9]/.test(m[0]) && /[A-Za-z]/.test(m[0].slice(3)),
+  },
   { kind: 'Anthropic API key', re: /\bsk-ant-[A-Za-z0-9_-]{20,}\b/g },
   { kind: 'Stripe key', re: /\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b/g },
   { kind: 'Google API key', re: /\bAIza[0-9A-Za-z_-]{35}\b/g },

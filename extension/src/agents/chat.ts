@@ -47,7 +47,6 @@ export interface CairnChatMetadata {
 
 const MODEL_LOOKUP_MS = 5000;
 
-
 function memoryRef(stream: ChatStreamLike, m: Pick<Memory, 'id' | 'key'>): void {
   stream.reference(viewUri('memory', m.id, m.key));
 }
@@ -73,10 +72,15 @@ export function parseTarget(text: string): { id: string } | { namespace?: string
 
 function searchMarkdown(query: string, hits: SearchHit[], scope: string): string {
   if (!hits.length) return `No memories match **${escapeMarkdown(oneLine(query, 80))}** in ${escapeMarkdown(scope)}.`;
-  const lines = [`${hits.length} memor${hits.length === 1 ? 'y' : 'ies'} for **${escapeMarkdown(oneLine(query, 80))}** in ${escapeMarkdown(scope)}:`, ''];
+  const lines = [
+    `${hits.length} memor${hits.length === 1 ? 'y' : 'ies'} for **${escapeMarkdown(oneLine(query, 80))}** in ${escapeMarkdown(scope)}:`,
+    '',
+  ];
   hits.forEach((h, i) => {
     const m = h.memory;
-    lines.push(`${i + 1}. **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}** _(${m.kind})_ — ${escapeMarkdown(oneLine(m.summary ?? m.value, 300))}`);
+    lines.push(
+      `${i + 1}. **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}** _(${m.kind})_ — ${escapeMarkdown(oneLine(m.summary ?? m.value, 300))}`,
+    );
   });
   return lines.join('\n');
 }
@@ -114,7 +118,12 @@ export async function handleChatRequest(
   }
 }
 
-async function chatSearch(agents: AgentService, prompt: string, stream: ChatStreamLike, meta: CairnChatMetadata): Promise<CairnChatMetadata> {
+async function chatSearch(
+  agents: AgentService,
+  prompt: string,
+  stream: ChatStreamLike,
+  meta: CairnChatMetadata,
+): Promise<CairnChatMetadata> {
   const query = prompt.trim();
   if (!query) {
     stream.markdown('Usage: `@cairn /search <what to look for>` — searches this workspace’s memories (project and user).');
@@ -128,33 +137,59 @@ async function chatSearch(agents: AgentService, prompt: string, stream: ChatStre
   return meta;
 }
 
-async function chatRemember(agents: AgentService, prompt: string, stream: ChatStreamLike, meta: CairnChatMetadata): Promise<CairnChatMetadata> {
+async function chatRemember(
+  agents: AgentService,
+  prompt: string,
+  stream: ChatStreamLike,
+  meta: CairnChatMetadata,
+): Promise<CairnChatMetadata> {
   const parsed = parseRemember(prompt);
   if (!parsed) {
-    stream.markdown('Usage: `@cairn /remember [namespace/]key: value`, or `@cairn /remember <text>` (the key is made from its first words).');
+    stream.markdown(
+      'Usage: `@cairn /remember [namespace/]key: value`, or `@cairn /remember <text>` (the key is made from its first words).',
+    );
     return meta;
   }
   const namespace = parsed.namespace ?? agents.root;
   const problem = namespaceProblem(namespace);
   if (problem) throw new CairnError('InvalidNamespace', `"${namespace}": ${problem}`, { field: 'namespace' });
   // The user asked for it in chat: a user write (active at once), not an agent proposal.
-  const r = await agents.request('upsert', { namespace, key: parsed.key, value: parsed.value, source: 'vscode:chat', actor: 'vscode', reason: 'remembered with @cairn /remember' });
+  const r = await agents.request('upsert', {
+    namespace,
+    key: parsed.key,
+    value: parsed.value,
+    source: 'vscode:chat',
+    actor: 'vscode',
+    reason: 'remembered with @cairn /remember',
+  });
   const m = r.memory;
-  stream.markdown(`${r.created ? 'Remembered' : r.changed ? 'Updated' : 'Already remembered'} **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**: ${escapeMarkdown(oneLine(m.value, 300))}`);
-  for (const d of r.possibleDuplicates ?? []) stream.markdown(`\n\nPossible duplicate: **${escapeMarkdown(d.namespace)}/${escapeMarkdown(d.key)}** (similarity ${d.similarity.toFixed(2)}).`);
+  stream.markdown(
+    `${r.created ? 'Remembered' : r.changed ? 'Updated' : 'Already remembered'} **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**: ${escapeMarkdown(oneLine(m.value, 300))}`,
+  );
+  for (const d of r.possibleDuplicates ?? [])
+    stream.markdown(
+      `\n\nPossible duplicate: **${escapeMarkdown(d.namespace)}/${escapeMarkdown(d.key)}** (similarity ${d.similarity.toFixed(2)}).`,
+    );
   memoryRef(stream, m);
   meta.memoryIds = [m.id];
   return meta;
 }
 
-async function chatForget(agents: AgentService, prompt: string, stream: ChatStreamLike, meta: CairnChatMetadata): Promise<CairnChatMetadata> {
+async function chatForget(
+  agents: AgentService,
+  prompt: string,
+  stream: ChatStreamLike,
+  meta: CairnChatMetadata,
+): Promise<CairnChatMetadata> {
   const target = parseTarget(prompt);
   if (!target) {
     stream.markdown('Usage: `@cairn /forget [namespace/]key` (or a memory id).');
     return meta;
   }
   const m = await agents.forget(target, 'forgotten with @cairn /forget', 'vscode:chat');
-  stream.markdown(`Forgot **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**; Cairn will refuse this value in ${escapeMarkdown(m.namespace)} from now on.`);
+  stream.markdown(
+    `Forgot **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**; Cairn will refuse this value in ${escapeMarkdown(m.namespace)} from now on.`,
+  );
   stream.button({ command: 'cairn.restoreMemory', title: 'Undo (restore it)', arguments: [m.id] });
   meta.memoryIds = [m.id];
   return meta;
@@ -206,7 +241,9 @@ async function chatAnswer(
   meta.taskId = task?.id ?? null;
   let injected: InjectBlockResult | undefined;
   if (task?.dontInject) {
-    stream.markdown(`_"Don't inject memories" is on for the active task **${escapeMarkdown(task.title)}**: answering without memories._\n\n`);
+    stream.markdown(
+      `_"Don't inject memories" is on for the active task **${escapeMarkdown(task.title)}**: answering without memories._\n\n`,
+    );
     meta.skipped = 'disabled';
   } else {
     stream.progress(task ? `Selecting memories for task "${task.title}"…` : 'Selecting memories…');
@@ -235,7 +272,9 @@ async function chatAnswer(
         'Without a model, `@cairn /search`, `/remember` and `/forget` still work.',
     );
     if (injected?.memories.length) {
-      stream.markdown(`\n\nThe memories @cairn would have used:\n\n${injected.memories.map((m, i) => `${i + 1}. **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}** _(${m.kind})_`).join('\n')}`);
+      stream.markdown(
+        `\n\nThe memories @cairn would have used:\n\n${injected.memories.map((m, i) => `${i + 1}. **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}** _(${m.kind})_`).join('\n')}`,
+      );
       for (const m of injected.memories) memoryRef(stream, m);
     }
     return meta;
@@ -263,7 +302,10 @@ async function chatAnswer(
 }
 
 /** Create @cairn (feature-detected: editors without the chat API get no participant and no error). */
-export function registerChatParticipant(agents: AgentService, push: (...d: vscode.Disposable[]) => void): vscode.ChatParticipant | undefined {
+export function registerChatParticipant(
+  agents: AgentService,
+  push: (...d: vscode.Disposable[]) => void,
+): vscode.ChatParticipant | undefined {
   if (typeof vscode.chat?.createChatParticipant !== 'function') {
     agents.ctx.output.warn('this editor has no chat API; @cairn is not available');
     return undefined;

@@ -33,14 +33,14 @@ export interface AgentsInternals {
 
 export type AgentsExports = CairnExtensionApi & { agents: AgentsInternals };
 
-
 /** A task command's target: a tree node, a task, a task id, or the user's pick. */
 async function taskArg(ctx: Ctx, service: AgentService, arg: unknown, title: string): Promise<Task> {
   if (typeof arg === 'string') {
     try {
       return await service.getTask(arg);
     } catch (e) {
-      if (e instanceof CairnError && e.data.name === 'NotFound') throw new Error(`there is no agent task ${arg} (it may have been deleted).`);
+      if (e instanceof CairnError && e.data.name === 'NotFound')
+        throw new Error(`there is no agent task ${arg} (it may have been deleted).`);
       throw e;
     }
   }
@@ -55,7 +55,11 @@ async function taskArg(ctx: Ctx, service: AgentService, arg: unknown, title: str
   if (!tasks.length) throw new Error('There are no agent tasks. Create one with "Cairn: New Agent Task".');
   const active = service.activeTaskId();
   const pick = await ctx.ui.quickPick(
-    tasks.map((task) => ({ label: task.title, description: [task.id === active ? 'active' : '', task.dontInject ? "don't inject" : ''].filter(Boolean).join(' · '), task })),
+    tasks.map((task) => ({
+      label: task.title,
+      description: [task.id === active ? 'active' : '', task.dontInject ? "don't inject" : ''].filter(Boolean).join(' · '),
+      task,
+    })),
     { title },
   );
   if (!pick) throw new Cancelled();
@@ -77,7 +81,11 @@ export function registerAgents(ctx: Ctx): AgentsExports {
       const o = (a && typeof a === 'object' ? a : {}) as { title?: string; dontInject?: boolean; activate?: boolean };
       const title = (
         o.title ??
-        (await ctx.ui.inputBox({ title: 'New Agent Task', prompt: 'What is the agent working on?', validateInput: (v) => (v.trim() ? null : 'The title cannot be empty') }))
+        (await ctx.ui.inputBox({
+          title: 'New Agent Task',
+          prompt: 'What is the agent working on?',
+          validateInput: (v) => (v.trim() ? null : 'The title cannot be empty'),
+        }))
       )?.trim();
       if (title === undefined) throw new Cancelled();
       if (!title) throw new Error('The title cannot be empty.');
@@ -103,7 +111,7 @@ export function registerAgents(ctx: Ctx): AgentsExports {
       return undefined;
     },
     'cairn.toggleDontInject': async (a?: unknown) => {
-      const task = await taskArg(ctx, service, a, "Toggle \"Don't inject memories\" for which task?");
+      const task = await taskArg(ctx, service, a, 'Toggle "Don\'t inject memories" for which task?');
       const updated = await service.setDontInject(task.id, !task.dontInject);
       void ctx.ui.info(`Cairn: "Don't inject memories" is ${updated.dontInject ? 'on' : 'off'} for "${updated.title}".`);
       return updated;
@@ -111,7 +119,10 @@ export function registerAgents(ctx: Ctx): AgentsExports {
     'cairn.refreshTasks': async () => tasksView.refresh(),
   };
   const titles = new Map(
-    ((ctx.extension.extension.packageJSON?.contributes?.commands ?? []) as { command: string; title: string }[]).map((c) => [c.command, c.title]),
+    ((ctx.extension.extension.packageJSON?.contributes?.commands ?? []) as { command: string; title: string }[]).map((c) => [
+      c.command,
+      c.title,
+    ]),
   );
   for (const [id, handler] of Object.entries(commands)) {
     push(

@@ -83,7 +83,9 @@ export class CairnLanguageModelTool implements vscode.LanguageModelTool<Record<s
         }
         if (!m) return { invocationMessage: `Forgetting Cairn memory ${str('key') ?? str('id') ?? ''}` };
         const md = new vscode.MarkdownString();
-        md.appendMarkdown(`Forget **${m.namespace}/${m.key}**? Cairn deletes it and refuses this value in \`${m.namespace}\` from now on.\n\n`);
+        md.appendMarkdown(
+          `Forget **${m.namespace}/${m.key}**? Cairn deletes it and refuses this value in \`${m.namespace}\` from now on.\n\n`,
+        );
         md.appendCodeblock(m.value.length > 500 ? m.value.slice(0, 500) + '…' : m.value, 'text');
         if (str('reason')) md.appendMarkdown(`\nReason given: ${str('reason')}`);
         return {
@@ -94,7 +96,10 @@ export class CairnLanguageModelTool implements vscode.LanguageModelTool<Record<s
     }
   }
 
-  async invoke(options: vscode.LanguageModelToolInvocationOptions<Record<string, unknown>>, _token?: vscode.CancellationToken): Promise<vscode.LanguageModelToolResult> {
+  async invoke(
+    options: vscode.LanguageModelToolInvocationOptions<Record<string, unknown>>,
+    _token?: vscode.CancellationToken,
+  ): Promise<vscode.LanguageModelToolResult> {
     const r = await runForModel(this.agents, this.name, options.input);
     this.agents.ctx.output.info(`lm tool ${this.name}: ${r.ok ? 'ok' : `failed (${r.error})`}`);
     return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(r.text)]);
@@ -102,7 +107,10 @@ export class CairnLanguageModelTool implements vscode.LanguageModelTool<Record<s
 }
 
 /** Register every agent tool; returns them by name (tests call their prepare/invoke directly too). */
-export function registerLanguageModelTools(agents: AgentService, push: (...d: vscode.Disposable[]) => void): Map<AgentToolName, CairnLanguageModelTool> {
+export function registerLanguageModelTools(
+  agents: AgentService,
+  push: (...d: vscode.Disposable[]) => void,
+): Map<AgentToolName, CairnLanguageModelTool> {
   const tools = new Map<AgentToolName, CairnLanguageModelTool>();
   if (typeof vscode.lm?.registerTool !== 'function') {
     agents.ctx.output.warn('this editor has no language-model tools API (vscode.lm.registerTool); Cairn tools are not registered');

@@ -40,7 +40,13 @@ interface McpApi {
     },
   ): vscode.Disposable;
 }
-type McpStdioServerDefinitionCtor = new (label: string, command: string, args?: string[], env?: Record<string, string | number | null>, version?: string) => {
+type McpStdioServerDefinitionCtor = new (
+  label: string,
+  command: string,
+  args?: string[],
+  env?: Record<string, string | number | null>,
+  version?: string,
+) => {
   cwd?: vscode.Uri;
 };
 
@@ -108,7 +114,8 @@ export function registerMcpServer(ctx: Ctx, agents: AgentService, push: (...d: v
       registration,
       changed,
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings'].some((k) => e.affectsConfiguration(k))) changed.fire();
+        if (['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings'].some((k) => e.affectsConfiguration(k)))
+          changed.fire();
       }),
     );
     ctx.output.info('registered the Cairn MCP server definition provider');

@@ -13,10 +13,24 @@ import type { z } from 'zod';
 import type { McpScope } from '../../../daemon/src/mcp/scope';
 import type { CairnTool, ToolContext, ToolOutput } from '../../../daemon/src/mcp/tools';
 import { CairnError, toCairnError as toProtocolCairnError, wireErrorName } from '../../../daemon/src/protocol/errors';
-import { Notifications, Requests, type ParamsOf, type RequestDef, type RequestName, type ResultOf } from '../../../daemon/src/protocol/methods';
+import {
+  Notifications,
+  Requests,
+  type ParamsOf,
+  type RequestDef,
+  type RequestName,
+  type ResultOf,
+} from '../../../daemon/src/protocol/methods';
 import type { InjectBlockResult, Memory, Scope, SearchHit, Task, TaskDidChangeParams } from '../../../daemon/src/protocol/types';
 import type { Ctx } from '../ctx';
-import type { CairnChangeEvent, CairnInjectionOptions, CairnMemoryTarget, CairnRememberInput, CairnSearchOptions, CairnTaskOptions } from './api';
+import type {
+  CairnChangeEvent,
+  CairnInjectionOptions,
+  CairnMemoryTarget,
+  CairnRememberInput,
+  CairnSearchOptions,
+  CairnTaskOptions,
+} from './api';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
 import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
@@ -164,7 +178,8 @@ export class AgentService implements vscode.Disposable {
       throw new CairnError('InvalidParams', `${issue?.message ?? 'invalid input'}${field ? ` (${field})` : ''}`, field ? { field } : {});
     }
     let args = parsed.data as Record<string, unknown>;
-    if (name === 'cairn_search' && args.scope === undefined && !this.ctx.config.includeUser) args = { ...args, scope: { includeUser: false } };
+    if (name === 'cairn_search' && args.scope === undefined && !this.ctx.config.includeUser)
+      args = { ...args, scope: { includeUser: false } };
     const context: ToolContext = {
       call: (async (def: RequestDef<z.ZodType, z.ZodType>, params: unknown) => {
         const req = requestNames.get(def);
@@ -182,7 +197,13 @@ export class AgentService implements vscode.Disposable {
   async search(query: string, o: CairnSearchOptions = {}): Promise<SearchHit[]> {
     const out = await this.runTool(
       'cairn_search',
-      { query, ...(o.limit !== undefined ? { limit: o.limit } : {}), ...(o.mode ? { mode: o.mode } : {}), ...(o.scope ? { scope: o.scope } : {}), ...(o.includeProposed ? { includeProposed: true } : {}) },
+      {
+        query,
+        ...(o.limit !== undefined ? { limit: o.limit } : {}),
+        ...(o.mode ? { mode: o.mode } : {}),
+        ...(o.scope ? { scope: o.scope } : {}),
+        ...(o.includeProposed ? { includeProposed: true } : {}),
+      },
       'agent:extension',
     );
     return (out.structured as { hits: SearchHit[] }).hits;
@@ -215,7 +236,11 @@ export class AgentService implements vscode.Disposable {
   }
 
   async createTask(title: string, o: CairnTaskOptions = {}): Promise<Task> {
-    const task = await this.request('tasksCreate', { title, scope: o.scope ?? this.workspaceScope(), ...(o.dontInject ? { dontInject: true } : {}) });
+    const task = await this.request('tasksCreate', {
+      title,
+      scope: o.scope ?? this.workspaceScope(),
+      ...(o.dontInject ? { dontInject: true } : {}),
+    });
     this.taskEmitter.fire({ id: task.id, op: 'create', task });
     if (o.activate) await this.setActiveTask(task.id);
     return task;

@@ -49,7 +49,11 @@ export class TasksView implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
     private readonly ctx: Ctx,
     private readonly agents: AgentService,
   ) {
-    this.view = vscode.window.createTreeView(TASKS_VIEW_ID, { treeDataProvider: this, showCollapseAll: true, manageCheckboxStateManually: true });
+    this.view = vscode.window.createTreeView(TASKS_VIEW_ID, {
+      treeDataProvider: this,
+      showCollapseAll: true,
+      manageCheckboxStateManually: true,
+    });
     this.disposables.push(
       this.view,
       this.emitter,
@@ -141,12 +145,19 @@ export class TasksView implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
             kind: 'message',
             taskId: task.id,
             icon: 'info',
-            text: skipped ? `No memories injected (${skipped} prompt${skipped === 1 ? '' : 's'} skipped: "Don't inject" was on)` : 'No memories injected yet',
+            text: skipped
+              ? `No memories injected (${skipped} prompt${skipped === 1 ? '' : 's'} skipped: "Don't inject" was on)`
+              : 'No memories injected yet',
           },
         ];
       }
       const memories = await Promise.all(
-        used.map((u) => this.agents.request('get', { id: u.memoryId, includeDeleted: true }).then((m) => m, () => null)),
+        used.map((u) =>
+          this.agents.request('get', { id: u.memoryId, includeDeleted: true }).then(
+            (m) => m,
+            () => null,
+          ),
+        ),
       );
       return used.map((u, i) => ({ kind: 'injected', taskId: task.id, ...u, memory: memories[i] }) as TaskNode);
     } catch (e) {
@@ -164,13 +175,17 @@ export class TasksView implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
           state: t.dontInject ? vscode.TreeItemCheckboxState.Checked : vscode.TreeItemCheckboxState.Unchecked,
           tooltip: "Don't inject memories into this task's prompts",
         };
-        item.description = [node.active ? 'active' : '', t.dontInject ? "don't inject" : '', t.status !== 'open' ? t.status : ''].filter(Boolean).join(' · ');
+        item.description = [node.active ? 'active' : '', t.dontInject ? "don't inject" : '', t.status !== 'open' ? t.status : '']
+          .filter(Boolean)
+          .join(' · ');
         item.iconPath = new vscode.ThemeIcon(node.active ? 'star-full' : 'checklist');
         item.contextValue = node.active ? 'cairnTask.active' : 'cairnTask';
         const md = new vscode.MarkdownString(undefined, true);
         md.appendMarkdown(`**${t.title}**${node.active ? ' (active task)' : ''}\n\n`);
         md.appendMarkdown(`- **Don't inject memories:** ${t.dontInject ? 'on — @cairn and injectionBlock add no memories' : 'off'}\n`);
-        md.appendMarkdown(`- **Scope:** ${scopeLabel(t.scope)}\n- **Status:** ${t.status}\n- **Created:** ${t.createdAt}\n- **Id:** ${t.id}`);
+        md.appendMarkdown(
+          `- **Scope:** ${scopeLabel(t.scope)}\n- **Status:** ${t.status}\n- **Created:** ${t.createdAt}\n- **Id:** ${t.id}`,
+        );
         item.tooltip = md;
         return item;
       }
@@ -178,8 +193,10 @@ export class TasksView implements vscode.TreeDataProvider<TaskNode>, vscode.Disp
         const m = node.memory;
         const item = new vscode.TreeItem(m ? m.key : node.memoryId, vscode.TreeItemCollapsibleState.None);
         item.id = `inj:${node.taskId}:${node.memoryId}`;
-        item.description = [m?.namespace ?? '(purged)', node.count > 1 ? `×${node.count}` : '', m?.deletedAt ? '(deleted)' : ''].filter(Boolean).join('  ');
-        item.iconPath = new vscode.ThemeIcon(m ? (m.deletedAt ? 'trash' : KIND_ICONS[m.kind] ?? 'note') : 'question');
+        item.description = [m?.namespace ?? '(purged)', node.count > 1 ? `×${node.count}` : '', m?.deletedAt ? '(deleted)' : '']
+          .filter(Boolean)
+          .join('  ');
+        item.iconPath = new vscode.ThemeIcon(m ? (m.deletedAt ? 'trash' : (KIND_ICONS[m.kind] ?? 'note')) : 'question');
         if (m) {
           const tip = memoryTooltip(m);
           tip.appendMarkdown(`\n\n_Injected ${node.count} time${node.count === 1 ? '' : 's'}, last ${node.lastAt}_`);

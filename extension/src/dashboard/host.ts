@@ -7,8 +7,23 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { CairnError, ErrorCodes, wireErrorName, type CairnErrorData } from '../../../daemon/src/protocol/errors';
 import { Requests } from '../../../daemon/src/protocol/methods';
-import { LINK_TYPES, MEMORY_KINDS, MEMORY_STATUSES, SEARCH_MODES, type Anchor, type ImportResult } from '../../../daemon/src/protocol/types';
-import { HostRequests, isWebviewMethod, WebviewRequestMessage, type HostMethod, type ToWebview, type WebviewError, type WebviewInit } from '../../../daemon/src/protocol/webview';
+import {
+  LINK_TYPES,
+  MEMORY_KINDS,
+  MEMORY_STATUSES,
+  SEARCH_MODES,
+  type Anchor,
+  type ImportResult,
+} from '../../../daemon/src/protocol/types';
+import {
+  HostRequests,
+  isWebviewMethod,
+  WebviewRequestMessage,
+  type HostMethod,
+  type ToWebview,
+  type WebviewError,
+  type WebviewInit,
+} from '../../../daemon/src/protocol/webview';
 import { LONG_TIMEOUT_MS } from '../client';
 import { parseJsonl } from '../commands';
 import type { Ctx } from '../ctx';
@@ -52,7 +67,12 @@ export class DashboardHost {
     if (!parsed.success) {
       const id = (raw as { id?: unknown } | null)?.id;
       this.ctx.output.warn(`dashboard: ignored a malformed message (${parsed.error.issues[0]?.message ?? 'invalid'})`);
-      if (typeof id === 'number') this.post({ type: 'error', id, error: toWebviewError(new CairnError('InvalidParams', 'malformed dashboard message', { field: 'message' })) });
+      if (typeof id === 'number')
+        this.post({
+          type: 'error',
+          id,
+          error: toWebviewError(new CairnError('InvalidParams', 'malformed dashboard message', { field: 'message' })),
+        });
       return;
     }
     const { id, method, params } = parsed.data;
@@ -116,7 +136,11 @@ export class DashboardHost {
       filters: { 'JSON Lines': ['jsonl'] },
     });
     if (!uri) return { file: null, records: 0 };
-    const res = await this.ctx.client.request('exportRecords', { ...(p.scope ? { scope: p.scope } : {}), includeHistory: true }, LONG_TIMEOUT_MS);
+    const res = await this.ctx.client.request(
+      'exportRecords',
+      { ...(p.scope ? { scope: p.scope } : {}), includeHistory: true },
+      LONG_TIMEOUT_MS,
+    );
     await vscode.workspace.fs.writeFile(uri, Buffer.from(res.records.map((r) => JSON.stringify(r)).join('\n') + '\n', 'utf8'));
     return { file: uri.fsPath, records: res.records.length };
   }

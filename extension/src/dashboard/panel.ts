@@ -50,7 +50,12 @@ export class DashboardPanel implements vscode.Disposable {
       DashboardPanel.current.panel.reveal();
       return DashboardPanel.current;
     }
-    const panel = vscode.window.createWebviewPanel(DASHBOARD_VIEW_TYPE, 'Cairn Dashboard', vscode.ViewColumn.Active, DashboardPanel.options(ctx));
+    const panel = vscode.window.createWebviewPanel(
+      DASHBOARD_VIEW_TYPE,
+      'Cairn Dashboard',
+      vscode.ViewColumn.Active,
+      DashboardPanel.options(ctx),
+    );
     return new DashboardPanel(ctx, panel);
   }
 

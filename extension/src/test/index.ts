@@ -21,7 +21,13 @@ export function run(): Promise<void> {
   return new Promise((resolve, reject) => {
     const runner = mocha.run((failures) => {
       const passed = runner.stats?.passes ?? 0;
-      const summary = { passed, failed: failures, pending: runner.stats?.pending ?? 0, failures: results.failures, metrics: results.metrics };
+      const summary = {
+        passed,
+        failed: failures,
+        pending: runner.stats?.pending ?? 0,
+        failures: results.failures,
+        metrics: results.metrics,
+      };
       console.log(`metrics: ${JSON.stringify(results.metrics)}`);
       console.log(`mocha: ${passed} passed, ${failures} failed`);
       if (process.env.CAIRN_E2E_RESULTS) fs.writeFileSync(process.env.CAIRN_E2E_RESULTS, JSON.stringify(summary, null, 2));

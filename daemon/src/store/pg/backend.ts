@@ -209,8 +209,16 @@ export class PgBackend {
   /** Read a notified change through row-level security; changes in roots this role can't read stay unheard. */
   private async announce(position: number): Promise<void> {
     try {
-      const r = (await this.pool.query(`SELECT position, memory_id, ns_path, key, op FROM changes WHERE position = $1`, [position])).rows[0];
-      if (r) this.events.emit('change', { position: r.position, id: r.memory_id, namespace: r.ns_path, key: r.key, op: r.op } satisfies DidChangeParams);
+      const r = (await this.pool.query(`SELECT position, memory_id, ns_path, key, op FROM changes WHERE position = $1`, [position]))
+        .rows[0];
+      if (r)
+        this.events.emit('change', {
+          position: r.position,
+          id: r.memory_id,
+          namespace: r.ns_path,
+          key: r.key,
+          op: r.op,
+        } satisfies DidChangeParams);
     } catch {
       /* the database went away between the notification and the read: the change is in the log */
     }
@@ -227,7 +235,10 @@ export class PgBackend {
   private async rowBy(c: C | pg.Pool, where: (q: Params) => string, lock = false): Promise<MemoryRow | undefined> {
     const q = new Params();
     const w = where(q);
-    const rows = await c.query(`SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${w}${lock ? ' FOR UPDATE OF m' : ''}`, q.values);
+    const rows = await c.query(
+      `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${w}${lock ? ' FOR UPDATE OF m' : ''}`,
+      q.values,
+    );
     return rows.rows[0] as MemoryRow | undefined;
   }
 
@@ -238,15 +249,23 @@ export class PgBackend {
   private async resolveTarget(c: C, t: Target, lock = true): Promise<MemoryRow> {
     let row: MemoryRow | undefined;
     if (t.id !== undefined) {
-      if (t.namespace !== undefined || t.key !== undefined) throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
+      if (t.namespace !== undefined || t.key !== undefined)
+        throw new CairnError('InvalidParams', 'give either id or namespace+key, not both', { field: 'id' });
       row = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(t.id)} AND n.deleted_at IS NULL`, scopeSql(q, t.scope)), lock);
       if (!row) throw new CairnError('NotFound', `no memory ${t.id}${t.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
-      if (t.namespace === undefined || t.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: t.namespace === undefined ? 'namespace' : 'key' });
+      if (t.namespace === undefined || t.key === undefined)
+        throw new CairnError('InvalidParams', 'id or namespace+key is required', {
+          field: t.namespace === undefined ? 'namespace' : 'key',
+        });
       this.checkNamespace(t.namespace);
       const ns = t.namespace;
       const key = t.key;
-      row = await this.rowBy(c, (q) => andSql(`n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, scopeSql(q, t.scope)), lock);
+      row = await this.rowBy(
+        c,
+        (q) => andSql(`n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, scopeSql(q, t.scope)),
+        lock,
+      );
       if (!row) throw new CairnError('NotFound', `no memory ${t.namespace}/${t.key}${t.scope ? ' in scope' : ''}`, { field: 'key' });
     }
     return row;
@@ -258,41 +277,72 @@ export class PgBackend {
 
   private async ensureNamespace(c: C | pg.Pool, path: string): Promise<string> {
     const id = uuidv7(this.now());
-    await c.query(`INSERT INTO namespaces(id, path, created_at) VALUES ($1, $2, $3) ON CONFLICT (path) WHERE deleted_at IS NULL DO NOTHING`, [id, path, this.now()]);
+    await c.query(
+      `INSERT INTO namespaces(id, path, created_at) VALUES ($1, $2, $3) ON CONFLICT (path) WHERE deleted_at IS NULL DO NOTHING`,
+      [id, path, this.now()],
+    );
     const r = await c.query(`SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL`, [path]);
     if (!r.rows[0]) throw new CairnError('Forbidden', `your database role may not read namespace ${path}`, { field: 'namespace' });
     return r.rows[0].id as string;
   }
 
-  private async logChange(c: C, op: string, memoryId: string | null, nsId: string | null, nsPath: string | null, key: string | null): Promise<number> {
-    const r = await c.query(`INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING position`, [memoryId, nsId, nsPath, key, op, this.now()]);
+  private async logChange(
+    c: C,
+    op: string,
+    memoryId: string | null,
+    nsId: string | null,
+    nsPath: string | null,
+    key: string | null,
+  ): Promise<number> {
+    const r = await c.query(
+      `INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING position`,
+      [memoryId, nsId, nsPath, key, op, this.now()],
+    );
     return r.rows[0].position as number;
   }
 
   /** The actor recorded: always the login role (or a system actor); a different claimed actor goes to detail. */
-  private actorOf(claimed: string | undefined, detail: Record<string, unknown> | undefined): { actor: string; detail?: Record<string, unknown> } {
+  private actorOf(
+    claimed: string | undefined,
+    detail: Record<string, unknown> | undefined,
+  ): { actor: string; detail?: Record<string, unknown> } {
     // Before open() has checked the schema and learned the login role, no write may go through (it would have no actor).
-    if (!this.user) throw new CairnError('Unavailable', 'the team database is still being opened; try again in a moment', { store: 'team' });
+    if (!this.user)
+      throw new CairnError('Unavailable', 'the team database is still being opened; try again in a moment', { store: 'team' });
     if (claimed && claimed.startsWith('system:')) return { actor: claimed, detail };
     if (claimed && claimed !== this.user) return { actor: this.user, detail: { ...(detail ?? {}), onBehalfOf: claimed } };
     return { actor: this.user, detail };
   }
 
-  private async appendHistory(c: C, memoryId: string, nsId: string, op: HistoryEntry['op'], claimed: string | undefined, reason: string | null | undefined, version: number, previous: Memory | null, state: Memory | null, detail?: Record<string, unknown>): Promise<void> {
+  private async appendHistory(
+    c: C,
+    memoryId: string,
+    nsId: string,
+    op: HistoryEntry['op'],
+    claimed: string | undefined,
+    reason: string | null | undefined,
+    version: number,
+    previous: Memory | null,
+    state: Memory | null,
+    detail?: Record<string, unknown>,
+  ): Promise<void> {
     const a = this.actorOf(claimed, detail);
     const d = a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null;
-    await c.query(`INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
-      memoryId,
-      nsId,
-      op,
-      a.actor,
-      reason ?? null,
-      this.now(),
-      version,
-      previous ? JSON.stringify(previous) : null,
-      state ? JSON.stringify(state) : null,
-      d,
-    ]);
+    await c.query(
+      `INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        memoryId,
+        nsId,
+        op,
+        a.actor,
+        reason ?? null,
+        this.now(),
+        version,
+        previous ? JSON.stringify(previous) : null,
+        state ? JSON.stringify(state) : null,
+        d,
+      ],
+    );
   }
 
   private tx<T>(fn: (c: C) => Promise<T>): Promise<T> {
@@ -307,9 +357,13 @@ export class PgBackend {
     const q = new Params();
     const pred = root !== undefined ? scopeSql(q, { root, includeUser: false }, 'n.path') : 'true';
     const vis = visibilitySql(q, undefined, this.now());
-    const rows = await query(this.pool, `SELECT n.id, n.path, n.created_at,
+    const rows = await query(
+      this.pool,
+      `SELECT n.id, n.path, n.created_at,
         (SELECT count(*) FROM memories m WHERE m.ns_id = n.id AND ${vis}) AS cnt
-      FROM namespaces n WHERE n.deleted_at IS NULL AND ${pred} ORDER BY n.path`, q.values);
+      FROM namespaces n WHERE n.deleted_at IS NULL AND ${pred} ORDER BY n.path`,
+      q.values,
+    );
     return rows.map((r) => ({ id: r.id, path: r.path, createdAt: isoReq(r.created_at), memoryCount: Number(r.cnt) }));
   }
 
@@ -322,7 +376,10 @@ export class PgBackend {
     return this.tx(async (c) => {
       const q = new Params();
       const sub = scopeSql(q, { root: from, includeUser: false }, 'path');
-      const rows = (await c.query(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub} ORDER BY path`, q.values)).rows as { id: string; path: string }[];
+      const rows = (await c.query(`SELECT id, path FROM namespaces WHERE deleted_at IS NULL AND ${sub} ORDER BY path`, q.values)).rows as {
+        id: string;
+        path: string;
+      }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${from}`, { field: 'from' });
       // Locking needs admin (the UPDATE policy): fewer rows locked than read means the role may not rename them.
       const locked = (await c.query(`SELECT id FROM namespaces WHERE id = ANY($1::text[]) FOR UPDATE`, [rows.map((r) => r.id)])).rowCount;
@@ -332,7 +389,8 @@ export class PgBackend {
         const problem = namespaceProblem(target);
         if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'to' });
         const clash = (await c.query(`SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL`, [target])).rows[0];
-        if (clash && !rows.some((x) => x.id === clash.id)) throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
+        if (clash && !rows.some((x) => x.id === clash.id))
+          throw new CairnError('InvalidState', `namespace ${target} already exists`, { field: 'to' });
       }
       // Two steps so intermediate states never collide on the unique live path; the parked path stays under
       // its own root, so row-level security judges it like the original.
@@ -354,8 +412,15 @@ export class PgBackend {
       const rows = (await c.query(`SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${sub}`, q.values)).rows as { id: string }[];
       if (rows.length === 0) throw new CairnError('NotFound', `no namespace ${path}`, { field: 'path' });
       const ids = rows.map((r) => r.id);
-      const memories = Number((await c.query(`SELECT count(*) AS c FROM memories WHERE ns_id = ANY($1::text[]) AND deleted_at IS NULL`, [ids])).rows[0].c);
-      const u = await c.query(`UPDATE namespaces SET deleted_at = $1, deleted_by = $2, delete_reason = $3 WHERE id = ANY($4::text[])`, [this.now(), this.actorOf(actor, undefined).actor, reason ?? null, ids]);
+      const memories = Number(
+        (await c.query(`SELECT count(*) AS c FROM memories WHERE ns_id = ANY($1::text[]) AND deleted_at IS NULL`, [ids])).rows[0].c,
+      );
+      const u = await c.query(`UPDATE namespaces SET deleted_at = $1, deleted_by = $2, delete_reason = $3 WHERE id = ANY($4::text[])`, [
+        this.now(),
+        this.actorOf(actor, undefined).actor,
+        reason ?? null,
+        ids,
+      ]);
       if (u.rowCount !== ids.length) throw new CairnError('Forbidden', `your database role may not administer ${path}`, { field: 'path' });
       const position = await this.logChange(c, 'namespace_delete', null, ids[0], path, null);
       return { deleted: ids.length, memories, position };
@@ -377,7 +442,9 @@ export class PgBackend {
       if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
     } else {
       this.checkNamespace(p.namespace);
-      row = await this.rowBy(this.pool, (q) => andSql(`n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`, scopeSql(q, p.scope))).catch(rethrow);
+      row = await this.rowBy(this.pool, (q) =>
+        andSql(`n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`, scopeSql(q, p.scope)),
+      ).catch(rethrow);
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
     }
     if (!p.includeDeleted) {
@@ -388,10 +455,16 @@ export class PgBackend {
           deletedBy: row.deleted_by,
         });
       }
-      if (this.isExpired(row, now)) throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, { field: 'id' in p ? 'id' : 'key', expiresAt: iso(row.expires_at) });
+      if (this.isExpired(row, now))
+        throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, {
+          field: 'id' in p ? 'id' : 'key',
+          expiresAt: iso(row.expires_at),
+        });
     }
     // Access statistics are best effort (a reader without write access still reads).
-    await this.pool.query(`UPDATE memories SET last_accessed_at = $1, access_count = access_count + 1 WHERE rowid = $2`, [now, row.rowid]).catch(() => undefined);
+    await this.pool
+      .query(`UPDATE memories SET last_accessed_at = $1, access_count = access_count + 1 WHERE rowid = $2`, [now, row.rowid])
+      .catch(() => undefined);
     row.access_count += 1;
     row.last_accessed_at = now;
     return toMemory(row);
@@ -408,11 +481,18 @@ export class PgBackend {
       cursor = `(m.updated_at < ${u} OR (m.updated_at = ${u} AND m.rowid < ${q.p(Number(m[2]))}))`;
     }
     const where = andSql(visibilitySql(q, p.include, this.now()), scopeSql(q, p.scope), filterSql(q, p.filter), cursor, extra?.(q));
-    const rows = await query<MemoryRow>(this.pool, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ${q.p(limit + 1)}`, q.values);
+    const rows = await query<MemoryRow>(
+      this.pool,
+      `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ${q.p(limit + 1)}`,
+      q.values,
+    );
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { items: page.map(toMemory), nextCursor: more && last ? Buffer.from(`${last.updated_at}:${last.rowid}`).toString('base64url') : null };
+    return {
+      items: page.map(toMemory),
+      nextCursor: more && last ? Buffer.from(`${last.updated_at}:${last.rowid}`).toString('base64url') : null,
+    };
   }
 
   /** Visible memories with an anchor on one of `paths`, each with that anchor (hovers; same order as the SQLite store). */
@@ -420,19 +500,29 @@ export class PgBackend {
     if (paths.length === 0) return [];
     const q = new Params();
     const where = andSql(`a.v->>'path' = ANY(${q.p(paths)}::text[])`, visibilitySql(q, undefined, this.now()), scopeSql(q, scope));
-    const rows = await query(this.pool, `SELECT ${MEMORY_COLUMNS}, (a.idx - 1)::int AS anchor_idx FROM memories m JOIN namespaces n ON n.id = m.ns_id
+    const rows = await query(
+      this.pool,
+      `SELECT ${MEMORY_COLUMNS}, (a.idx - 1)::int AS anchor_idx FROM memories m JOIN namespaces n ON n.id = m.ns_id
         CROSS JOIN LATERAL jsonb_array_elements(m.anchors::jsonb) WITH ORDINALITY AS a(v, idx)
-        WHERE ${where} ORDER BY m.importance DESC, m.updated_at DESC, m.id LIMIT 200`, q.values);
-    return rows.map((r) => {
-      const memory = toMemory(r as MemoryRow);
-      return { memory, anchor: memory.anchors[r.anchor_idx] };
-    }).filter((x) => x.anchor !== undefined);
+        WHERE ${where} ORDER BY m.importance DESC, m.updated_at DESC, m.id LIMIT 200`,
+      q.values,
+    );
+    return rows
+      .map((r) => {
+        const memory = toMemory(r as MemoryRow);
+        return { memory, anchor: memory.anchors[r.anchor_idx] };
+      })
+      .filter((x) => x.anchor !== undefined);
   }
 
   async byRowids(rowids: number[]): Promise<Map<number, MemoryRow>> {
     const out = new Map<number, MemoryRow>();
     if (rowids.length === 0) return out;
-    const rows = await query<MemoryRow>(this.pool, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ANY($1::bigint[])`, [rowids]);
+    const rows = await query<MemoryRow>(
+      this.pool,
+      `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ANY($1::bigint[])`,
+      [rowids],
+    );
     for (const r of rows) out.set(r.rowid, r);
     return out;
   }
@@ -442,19 +532,28 @@ export class PgBackend {
     if (p.id !== undefined && p.scope === undefined) memoryId = p.id;
     else if (p.id !== undefined) {
       const id = p.id;
-      const row = await this.rowBy(this.pool, (q) => andSql(`m.id = ${q.p(id)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope))).catch(rethrow);
+      const row = await this.rowBy(this.pool, (q) => andSql(`m.id = ${q.p(id)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope))).catch(
+        rethrow,
+      );
       if (!row) throw new CairnError('NotFound', `no memory ${p.id} in scope`, { field: 'id' });
       memoryId = row.id;
     } else {
-      if (p.namespace === undefined || p.key === undefined) throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
+      if (p.namespace === undefined || p.key === undefined)
+        throw new CairnError('InvalidParams', 'id or namespace+key is required', { field: 'id' });
       this.checkNamespace(p.namespace);
       const ns = p.namespace;
       const key = p.key;
-      const row = await this.rowBy(this.pool, (q) => andSql(`n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, scopeSql(q, p.scope))).catch(rethrow);
+      const row = await this.rowBy(this.pool, (q) =>
+        andSql(`n.path = ${q.p(ns)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, scopeSql(q, p.scope)),
+      ).catch(rethrow);
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
       memoryId = row.id;
     }
-    const rows = await query(this.pool, `SELECT *, (SELECT value FROM meta WHERE key = 'history_cap') AS cap FROM history WHERE memory_id = $1 ORDER BY seq DESC LIMIT $2`, [memoryId, p.limit ?? 100]);
+    const rows = await query(
+      this.pool,
+      `SELECT *, (SELECT value FROM meta WHERE key = 'history_cap') AS cap FROM history WHERE memory_id = $1 ORDER BY seq DESC LIMIT $2`,
+      [memoryId, p.limit ?? 100],
+    );
     if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
     return {
       entries: rows.map((r) => ({
@@ -506,7 +605,11 @@ export class PgBackend {
    * embeds before writing, so the vector lands in the same statement; its cache spares re-embedding
    * the same text on a retry.
    */
-  private async fastUpsert(db: C | pg.Pool, p: UpsertParams, vectors: Map<string, Float32Array | null> | null): Promise<UpsertResult | typeof LOST_RACE> {
+  private async fastUpsert(
+    db: C | pg.Pool,
+    p: UpsertParams,
+    vectors: Map<string, Float32Array | null> | null,
+  ): Promise<UpsertResult | typeof LOST_RACE> {
     this.validateContent(p);
     const now = this.now();
     const claimed = p.actor ?? p.source;
@@ -546,12 +649,32 @@ export class PgBackend {
     }
     const a = this.actorOf(claimed, Object.keys(w.detail).length ? w.detail : undefined);
     const FTS = `setweight(to_tsvector('english', $15), 'A') || setweight(to_tsvector('english', $16), 'B') || setweight(to_tsvector('english', $17), 'C') || setweight(to_tsvector('english', $18), 'D')`;
-    const values = [...this.writeValues(p, w), now, version, vec?.v ?? null, vec?.model ?? null, vec?.hash ?? null, id, nsId, p.key, existing?.rowid ?? null, existing?.version ?? null];
+    const values = [
+      ...this.writeValues(p, w),
+      now,
+      version,
+      vec?.v ?? null,
+      vec?.model ?? null,
+      vec?.hash ?? null,
+      id,
+      nsId,
+      p.key,
+      existing?.rowid ?? null,
+      existing?.version ?? null,
+    ];
     // $19 now, $20 version, $21-$23 vector, $24 id, $25 ns id, $26 key, $27 rowid, $28 version read; history and change log from $29.
     const tail = `, h AS (INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
           SELECT w.id, w.ns_id, $29, $30, $31, $19, $20, $32, $33, $34 FROM w)
       INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) SELECT w.id, w.ns_id, $35, $26, $29, $19 FROM w RETURNING position`;
-    values.push(w.op, a.actor, p.reason ?? null, existing ? JSON.stringify(toMemory(existing)) : null, JSON.stringify(memory), a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null, p.namespace);
+    values.push(
+      w.op,
+      a.actor,
+      p.reason ?? null,
+      existing ? JSON.stringify(toMemory(existing)) : null,
+      JSON.stringify(memory),
+      a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null,
+      p.namespace,
+    );
     const live = `EXISTS (SELECT 1 FROM namespaces WHERE id = $25 AND path = $35 AND deleted_at IS NULL)`;
     const sql = existing
       ? `WITH w AS (UPDATE memories SET value = $1, value_hash = $2, summary = $3, kind = $4, tags = $5, importance = $6, confidence = $7, source = $8, properties = $9, anchors = $10,
@@ -570,7 +693,15 @@ export class PgBackend {
   }
 
   /** The row a planned write leaves (what a re-read would return), built without reading it back. */
-  private stateRow(p: UpsertParams, w: WritePlan, existing: MemoryRow | undefined, nsId: string, id: string, version: number, now: number): MemoryRow {
+  private stateRow(
+    p: UpsertParams,
+    w: WritePlan,
+    existing: MemoryRow | undefined,
+    nsId: string,
+    id: string,
+    version: number,
+    now: number,
+  ): MemoryRow {
     const n = w.next;
     return {
       rowid: existing?.rowid ?? 0,
@@ -741,8 +872,18 @@ export class PgBackend {
   async upsertBatch(items: UpsertParams[], actor?: string): Promise<UpsertBatchResult> {
     const list = items.map((it) => (actor && !it.actor ? { ...it, actor } : it));
     const done: Memory[] = [];
-    const itemResult = (r: UpsertResult): UpsertBatchResult['results'][number] => ({ ok: true as const, id: r.memory.id, created: r.created, position: r.position, version: r.memory.version, ...(r.warnings ? { warnings: r.warnings } : {}) });
-    const refused = (err: CairnError): UpsertBatchResult['results'][number] => ({ ok: false as const, error: { code: err.code, message: err.message, data: err.data } });
+    const itemResult = (r: UpsertResult): UpsertBatchResult['results'][number] => ({
+      ok: true as const,
+      id: r.memory.id,
+      created: r.created,
+      position: r.position,
+      version: r.memory.version,
+      ...(r.warnings ? { warnings: r.warnings } : {}),
+    });
+    const refused = (err: CairnError): UpsertBatchResult['results'][number] => ({
+      ok: false as const,
+      error: { code: err.code, message: err.message, data: err.data },
+    });
     let results: UpsertBatchResult['results'] | null = null;
     if (this.writePath === 'fast') {
       // One transaction, no savepoints, two statements per run of items (bulkInTx; an item alone costs two):
@@ -773,7 +914,7 @@ export class PgBackend {
           };
           // Runs of items with distinct keys and no supersedes go together (bulkInTx); an item that
           // repeats a key of its run starts the next run, so every key's writes keep the batch order.
-          for (let i = 0; i < list.length; ) {
+          for (let i = 0; i < list.length;) {
             if (list[i].supersedes !== undefined) {
               await one(i++);
               continue;
@@ -790,13 +931,17 @@ export class PgBackend {
             }
             let got: (UpsertResult | CairnError | undefined)[];
             try {
-              got = await this.bulkInTx(c, run.map((j) => list[j]));
+              got = await this.bulkInTx(
+                c,
+                run.map((j) => list[j]),
+              );
             } catch (e) {
               throw e instanceof CairnError || isConnectionError(e) ? e : new NeedsSavepoints();
             }
             for (let k = 0; k < run.length; k++) {
               const r = got[k];
-              if (r === undefined) await one(run[k]); // another writer moved the row: alone, retried
+              if (r === undefined)
+                await one(run[k]); // another writer moved the row: alone, retried
               else if (r instanceof CairnError) {
                 if (r.codeName === 'Forbidden') throw r;
                 out[run[k]] = refused(r);
@@ -843,20 +988,29 @@ export class PgBackend {
     this.checkNamespace(p.namespace);
     if (p.scope) {
       scopeSql(new Params(), p.scope); // validates the scope's own paths (InvalidNamespace)
-      if (!pathInScope(p.namespace, p.scope)) throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
+      if (!pathInScope(p.namespace, p.scope))
+        throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
     }
     const bytes = Buffer.byteLength(p.value, 'utf8');
-    if (bytes > Limits.valueBytes) throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, { field: 'value', limit: Limits.valueBytes });
+    if (bytes > Limits.valueBytes)
+      throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, {
+        field: 'value',
+        limit: Limits.valueBytes,
+      });
     if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
     if (p.value.includes('\u0000')) throw new CairnError('InvalidParams', 'value contains a NUL character', { field: 'value' });
-    if (p.properties && Object.keys(p.properties).length > Limits.properties) throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
+    if (p.properties && Object.keys(p.properties).length > Limits.properties)
+      throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
     p.anchors?.forEach((a, i) => {
-      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine) throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
-      if (a.endLine !== undefined && a.startLine === undefined) throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
+      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine)
+        throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
+      if (a.endLine !== undefined && a.startLine === undefined)
+        throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
     });
     const vf = fromIso(p.validFrom);
     const vt = fromIso(p.validTo);
-    if (vf !== null && vt !== null && vt <= vf) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    if (vf !== null && vt !== null && vt <= vf)
+      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
   }
 
   /**
@@ -864,19 +1018,28 @@ export class PgBackend {
    * record and the memory it supersedes. Throws the typed refusals (Deleted,
    * VersionConflict, RejectedValue, supersession errors) before anything is written.
    */
-  private plan(p: UpsertParams, existing: MemoryRow | undefined, rejected: { actor: string; at: number } | undefined, superseded: MemoryRow | undefined): WritePlan {
+  private plan(
+    p: UpsertParams,
+    existing: MemoryRow | undefined,
+    rejected: { actor: string; at: number } | undefined,
+    superseded: MemoryRow | undefined,
+  ): WritePlan {
     const detail: Record<string, unknown> = {};
     let op: HistoryEntry['op'] = existing ? 'update' : 'create';
     if (existing && existing.deleted_at !== null) {
       const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
       if (!p.restore && !expiredOnly) {
-        throw new CairnError('Deleted', `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`, {
-          field: 'key',
-          id: existing.id,
-          deletedAt: iso(existing.deleted_at),
-          deletedBy: existing.deleted_by,
-          reason: existing.delete_reason,
-        });
+        throw new CairnError(
+          'Deleted',
+          `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`,
+          {
+            field: 'key',
+            id: existing.id,
+            deletedAt: iso(existing.deleted_at),
+            deletedBy: existing.deleted_by,
+            reason: existing.delete_reason,
+          },
+        );
       }
       op = 'restore';
       if (expiredOnly) detail.afterExpire = true;
@@ -884,50 +1047,74 @@ export class PgBackend {
 
     if (p.ifVersion !== undefined) {
       const current = existing && existing.deleted_at === null ? existing.version : 0;
-      if (current !== p.ifVersion) throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
+      if (current !== p.ifVersion)
+        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
+          field: 'ifVersion',
+          currentVersion: current,
+          id: existing?.id,
+        });
     }
     if (rejected) {
       if (!p.force) {
-        throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`, {
-          field: 'value',
-          rejectedAt: isoReq(rejected.at),
-          rejectedBy: rejected.actor,
-        });
+        throw new CairnError(
+          'RejectedValue',
+          `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`,
+          {
+            field: 'value',
+            rejectedAt: isoReq(rejected.at),
+            rejectedBy: rejected.actor,
+          },
+        );
       }
       detail.forced = true;
     }
     if (p.supersedes !== undefined) {
-      if (!superseded || superseded.deleted_at !== null) throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, { field: 'supersedes' });
-      if (existing && superseded.id === existing.id) throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
-      if (superseded.status === 'superseded') throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, { field: 'supersedes' });
+      if (!superseded || superseded.deleted_at !== null)
+        throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, {
+          field: 'supersedes',
+        });
+      if (existing && superseded.id === existing.id)
+        throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
+      if (superseded.status === 'superseded')
+        throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, {
+          field: 'supersedes',
+        });
     }
 
     const base = existing;
     // Tags stored normalized; a value that looks like a credential is tagged `secret` (as store.ts).
     let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);
-    const credentials = detectCredentials([p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'));
-    const warnings = credentials.map((c) => ({ code: 'credential' as const, kind: c.kind, message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents` }));
+    const credentials = detectCredentials(
+      [p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'),
+    );
+    const warnings = credentials.map((c) => ({
+      code: 'credential' as const,
+      kind: c.kind,
+      message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents`,
+    }));
     if (credentials.length > 0 && !tags.includes(SECRET_TAG)) {
       tags = normalizeTags([...tags, SECRET_TAG]);
       detail.autoSecret = credentials.map((c) => c.kind);
     }
     const warn = warnings.length > 0 ? { warnings } : {};
-    const anchors: Anchor[] = p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
+    const anchors: Anchor[] =
+      p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
     const next: NextContent = {
       value: p.value,
       kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
       tags,
-      importance: p.importance !== undefined ? clamp01(p.importance) : base?.importance ?? 0.5,
-      confidence: p.confidence !== undefined ? clamp01(p.confidence) : base?.confidence ?? 1,
+      importance: p.importance !== undefined ? clamp01(p.importance) : (base?.importance ?? 0.5),
+      confidence: p.confidence !== undefined ? clamp01(p.confidence) : (base?.confidence ?? 1),
       source: p.source ?? base?.source ?? 'user',
       properties: p.properties !== undefined ? p.properties : base ? JSON.parse(base.properties) : {},
       anchors,
-      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : base?.valid_from ?? null,
-      validTo: p.validTo !== undefined ? fromIso(p.validTo) : base?.valid_to ?? null,
-      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : base?.expires_at ?? null,
+      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : (base?.valid_from ?? null),
+      validTo: p.validTo !== undefined ? fromIso(p.validTo) : (base?.valid_to ?? null),
+      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : (base?.expires_at ?? null),
       status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
     };
-    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom) throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom)
+      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
     const unchanged = !!existing && op === 'update' && !superseded && sameContent(existing, next);
     let summary: string | null = null;
     if (!unchanged && p.value.length > Limits.summaryThresholdChars) {
@@ -944,7 +1131,23 @@ export class PgBackend {
   private writeValues(p: UpsertParams, w: WritePlan): unknown[] {
     const n = w.next;
     const fts = ftsDocument(p.key, n.value, w.summary, n.tags);
-    return [n.value, normalizedValueHash(p.value), w.summary, n.kind, JSON.stringify(n.tags), n.importance, n.confidence, n.source, JSON.stringify(n.properties), JSON.stringify(n.anchors), n.validFrom, n.validTo, n.expiresAt, n.status, ...fts];
+    return [
+      n.value,
+      normalizedValueHash(p.value),
+      w.summary,
+      n.kind,
+      JSON.stringify(n.tags),
+      n.importance,
+      n.confidence,
+      n.source,
+      JSON.stringify(n.properties),
+      JSON.stringify(n.anchors),
+      n.validFrom,
+      n.validTo,
+      n.expiresAt,
+      n.status,
+      ...fts,
+    ];
   }
 
   private async upsertInTx(c: C, p: UpsertParams): Promise<UpsertResult> {
@@ -953,13 +1156,20 @@ export class PgBackend {
     const claimed = p.actor ?? p.source;
     const existing = await this.rowByKey(c, p.namespace, p.key, true);
     const valueHash = normalizedValueHash(p.value);
-    if (existing && existing.deleted_at !== null && !p.restore && existing.deleted_by !== SYSTEM_EXPIRE) this.plan(p, existing, undefined, undefined); // throws Deleted
+    if (existing && existing.deleted_at !== null && !p.restore && existing.deleted_by !== SYSTEM_EXPIRE)
+      this.plan(p, existing, undefined, undefined); // throws Deleted
     if (p.ifVersion !== undefined) {
       const current = existing && existing.deleted_at === null ? existing.version : 0;
-      if (current !== p.ifVersion) throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, { field: 'ifVersion', currentVersion: current, id: existing?.id });
+      if (current !== p.ifVersion)
+        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
+          field: 'ifVersion',
+          currentVersion: current,
+          id: existing?.id,
+        });
     }
     const nsId = existing?.ns_id ?? (await this.ensureNamespace(c, p.namespace));
-    const rejected = (await c.query(`SELECT actor, at FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [nsId, valueHash])).rows[0] as { actor: string; at: number } | undefined;
+    const rejected = (await c.query(`SELECT actor, at FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [nsId, valueHash]))
+      .rows[0] as { actor: string; at: number } | undefined;
     let superseded: MemoryRow | undefined;
     if (p.supersedes !== undefined) {
       const sid = p.supersedes;
@@ -1003,9 +1213,23 @@ export class PgBackend {
 
     if (superseded) {
       const before = toMemory(superseded);
-      await c.query(`UPDATE memories SET status = 'superseded', superseded_by = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`, [id, now, superseded.rowid]);
+      await c.query(
+        `UPDATE memories SET status = 'superseded', superseded_by = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`,
+        [id, now, superseded.rowid],
+      );
       const after = toMemory(await this.refetch(c, superseded.rowid));
-      await this.appendHistory(c, superseded.id, superseded.ns_id, 'supersede', claimed, p.reason ?? `superseded by ${p.namespace}/${p.key}`, after.version, before, after, { supersededBy: id });
+      await this.appendHistory(
+        c,
+        superseded.id,
+        superseded.ns_id,
+        'supersede',
+        claimed,
+        p.reason ?? `superseded by ${p.namespace}/${p.key}`,
+        after.version,
+        before,
+        after,
+        { supersededBy: id },
+      );
       position = await this.logChange(c, 'supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
     }
     return { memory: toMemory(await this.refetch(c, rowid)), created: !existing, position, changed: true, ...warn };
@@ -1022,7 +1246,13 @@ export class PgBackend {
     try {
       const texts = ms.map(embeddingText);
       const vs = await e.embed(texts, { priority: true });
-      const values = ms.map((m, i) => ({ id: m.id, version: m.version, v: vectorLiteral(vs[i]), h: sha256(e.info.model + '\u0000' + texts[i]), zero: vs[i].every((x) => x === 0) }));
+      const values = ms.map((m, i) => ({
+        id: m.id,
+        version: m.version,
+        v: vectorLiteral(vs[i]),
+        h: sha256(e.info.model + '\u0000' + texts[i]),
+        zero: vs[i].every((x) => x === 0),
+      }));
       for (let i = 0; i < values.length; i += 200) {
         const chunk = values.filter((x) => !x.zero).slice(i, i + 200);
         if (chunk.length === 0) continue;
@@ -1044,12 +1274,20 @@ export class PgBackend {
     if (!e) return 0;
     let total = 0;
     for (;;) {
-      const rows = await query<MemoryRow>(this.pool, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.embed_model IS DISTINCT FROM $1 AND m.rowid > $2 ORDER BY m.rowid LIMIT $3`, [e.info.model, -1, batch]);
+      const rows = await query<MemoryRow>(
+        this.pool,
+        `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.embed_model IS DISTINCT FROM $1 AND m.rowid > $2 ORDER BY m.rowid LIMIT $3`,
+        [e.info.model, -1, batch],
+      );
       if (rows.length === 0) return total;
       const ms = rows.map(toMemory);
       await this.embedRows(ms);
       total += rows.length;
-      const still = await query<{ c: number }>(this.pool, `SELECT count(*)::int AS c FROM memories WHERE id = ANY($1::text[]) AND embed_model IS DISTINCT FROM $2`, [ms.map((m) => m.id), e.info.model]);
+      const still = await query<{ c: number }>(
+        this.pool,
+        `SELECT count(*)::int AS c FROM memories WHERE id = ANY($1::text[]) AND embed_model IS DISTINCT FROM $2`,
+        [ms.map((m) => m.id), e.info.model],
+      );
       if (still[0].c === rows.length) return total; // nothing moved (zero vectors, or no write access): stop
     }
   }
@@ -1074,15 +1312,24 @@ export class PgBackend {
   private async softDelete(c: C, t: Target, op: 'delete' | 'forget' | 'expire'): Promise<WriteResult> {
     const row = await this.resolveTarget(c, t);
     if (row.deleted_at !== null) {
-      if (op === 'forget') return { memory: toMemory(row), position: await this.logChange(c, 'forget', row.id, row.ns_id, row.ns_path, row.key) };
-      throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, { field: t.id !== undefined ? 'id' : 'key', deletedAt: iso(row.deleted_at), deletedBy: row.deleted_by });
+      if (op === 'forget')
+        return { memory: toMemory(row), position: await this.logChange(c, 'forget', row.id, row.ns_id, row.ns_path, row.key) };
+      throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, {
+        field: t.id !== undefined ? 'id' : 'key',
+        deletedAt: iso(row.deleted_at),
+        deletedBy: row.deleted_by,
+      });
     }
     const now = this.now();
     const claimed = op === 'expire' ? SYSTEM_EXPIRE : t.actor;
     const a = this.actorOf(claimed, undefined);
     const before = toMemory(row);
-    const u = await c.query(`UPDATE memories SET deleted_at = $1, deleted_by = $2, delete_reason = $3, version = version + 1, updated_at = $1 WHERE rowid = $4`, [now, a.actor, t.reason ?? null, row.rowid]);
-    if (u.rowCount !== 1) throw new CairnError('Forbidden', `your database role may not change ${row.ns_path}`, { field: t.id !== undefined ? 'id' : 'key' });
+    const u = await c.query(
+      `UPDATE memories SET deleted_at = $1, deleted_by = $2, delete_reason = $3, version = version + 1, updated_at = $1 WHERE rowid = $4`,
+      [now, a.actor, t.reason ?? null, row.rowid],
+    );
+    if (u.rowCount !== 1)
+      throw new CairnError('Forbidden', `your database role may not change ${row.ns_path}`, { field: t.id !== undefined ? 'id' : 'key' });
     const after = toMemory(await this.refetch(c, row.rowid));
     await this.appendHistory(c, row.id, row.ns_id, op, claimed, t.reason, after.version, before, after);
     const position = await this.logChange(c, op, row.id, row.ns_id, row.ns_path, row.key);
@@ -1092,14 +1339,31 @@ export class PgBackend {
   restore(t: Target): Promise<WriteResult> {
     return this.tx(async (c) => {
       const row = await this.resolveTarget(c, t);
-      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
+      if (row.deleted_at === null)
+        throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
       const now = this.now();
       const before = toMemory(row);
-      const lifted = ((await c.query(`DELETE FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [row.ns_id, row.value_hash])).rowCount ?? 0) > 0;
+      const lifted =
+        ((await c.query(`DELETE FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [row.ns_id, row.value_hash])).rowCount ?? 0) >
+        0;
       const expires = row.expires_at !== null && row.expires_at <= now ? null : row.expires_at;
-      await c.query(`UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`, [expires, now, row.rowid]);
+      await c.query(
+        `UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`,
+        [expires, now, row.rowid],
+      );
       const after = toMemory(await this.refetch(c, row.rowid));
-      await this.appendHistory(c, row.id, row.ns_id, 'restore', t.actor, t.reason, after.version, before, after, lifted ? { unrejected: true } : undefined);
+      await this.appendHistory(
+        c,
+        row.id,
+        row.ns_id,
+        'restore',
+        t.actor,
+        t.reason,
+        after.version,
+        before,
+        after,
+        lifted ? { unrejected: true } : undefined,
+      );
       const position = await this.logChange(c, 'restore', row.id, row.ns_id, row.ns_path, row.key);
       return { memory: after, position };
     });
@@ -1108,18 +1372,29 @@ export class PgBackend {
   purge(t: Target): Promise<PurgeResult> {
     return this.tx(async (c) => {
       const row = await this.resolveTarget(c, t);
-      if (row.deleted_at === null) throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, { field: t.id !== undefined ? 'id' : 'key' });
+      if (row.deleted_at === null)
+        throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, {
+          field: t.id !== undefined ? 'id' : 'key',
+        });
       return { id: row.id, position: await this.purgeRow(c, row, t.actor, t.reason) };
     });
   }
 
-  private async purgeRow(c: C, row: { rowid: number; id: string; ns_id: string; key: string; version: number; ns_path: string | null }, actor: string | undefined, reason?: string): Promise<number> {
+  private async purgeRow(
+    c: C,
+    row: { rowid: number; id: string; ns_id: string; key: string; version: number; ns_path: string | null },
+    actor: string | undefined,
+    reason?: string,
+  ): Promise<number> {
     const d = await c.query(`DELETE FROM memories WHERE rowid = $1`, [row.rowid]);
     if (d.rowCount !== 1) throw new CairnError('Forbidden', `purging needs admin on ${row.ns_path}`, { field: 'id' });
     await c.query(`DELETE FROM links WHERE src = $1 OR dst = $1`, [row.id]);
     await c.query(`DELETE FROM history WHERE memory_id = $1`, [row.id]);
     await c.query(`UPDATE rejected_values SET memory_id = NULL WHERE memory_id = $1`, [row.id]);
-    await this.appendHistory(c, row.id, row.ns_id, 'purge', actor, reason, row.version + 1, null, null, { namespace: row.ns_path, key: row.key });
+    await this.appendHistory(c, row.id, row.ns_id, 'purge', actor, reason, row.version + 1, null, null, {
+      namespace: row.ns_path,
+      key: row.key,
+    });
     return this.logChange(c, 'purge', row.id, row.ns_id, row.ns_path, row.key);
   }
 
@@ -1132,7 +1407,12 @@ export class PgBackend {
     let purged = 0;
     await this.tx(async (c) => {
       expired = 0;
-      const due = (await c.query(`SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= $1 AND n.deleted_at IS NULL LIMIT $2 FOR UPDATE OF m SKIP LOCKED`, [now, batch])).rows;
+      const due = (
+        await c.query(
+          `SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= $1 AND n.deleted_at IS NULL LIMIT $2 FOR UPDATE OF m SKIP LOCKED`,
+          [now, batch],
+        )
+      ).rows;
       for (const d of due) {
         await c.query('SAVEPOINT s');
         try {
@@ -1147,7 +1427,12 @@ export class PgBackend {
     });
     await this.tx(async (c) => {
       purged = 0;
-      const dead = (await c.query(`SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL AND m.ns_id IN (SELECT ns_ids(3)) LIMIT $1 FOR UPDATE OF m SKIP LOCKED`, [batch])).rows;
+      const dead = (
+        await c.query(
+          `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL AND m.ns_id IN (SELECT ns_ids(3)) LIMIT $1 FOR UPDATE OF m SKIP LOCKED`,
+          [batch],
+        )
+      ).rows;
       for (const d of dead) {
         await this.purgeRow(c, d, SYSTEM_NS_DELETE, 'namespace deleted');
         purged++;
@@ -1160,7 +1445,9 @@ export class PgBackend {
   // links
   // -------------------------------------------------------------------------
   private async liveInScope(c: C | pg.Pool, id: string, scope: Scope | undefined, field: string): Promise<MemoryRow> {
-    const row = await this.rowBy(c, (q) => andSql(`m.id = ${q.p(id)} AND n.deleted_at IS NULL AND m.deleted_at IS NULL`, scopeSql(q, scope))).catch(rethrow);
+    const row = await this.rowBy(c, (q) =>
+      andSql(`m.id = ${q.p(id)} AND n.deleted_at IS NULL AND m.deleted_at IS NULL`, scopeSql(q, scope)),
+    ).catch(rethrow);
     if (!row) throw new CairnError('NotFound', `no live memory ${id}${scope ? ' in scope' : ''}`, { field });
     if (this.isExpired(row, this.now())) throw new CairnError('NotFound', `memory ${id} has expired`, { field });
     return row;
@@ -1172,10 +1459,20 @@ export class PgBackend {
       const a = await this.liveInScope(c, p.from, p.scope, 'from');
       await this.liveInScope(c, p.to, p.scope, 'to');
       const actor = this.actorOf(p.actor, undefined).actor;
-      const created = ((await c.query(`INSERT INTO links(src, dst, type, ns_id, created_at, actor) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, [p.from, p.to, p.type, a.ns_id, this.now(), actor])).rowCount ?? 0) > 0;
+      const created =
+        ((
+          await c.query(
+            `INSERT INTO links(src, dst, type, ns_id, created_at, actor) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+            [p.from, p.to, p.type, a.ns_id, this.now(), actor],
+          )
+        ).rowCount ?? 0) > 0;
       const row = (await c.query(`SELECT * FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rows[0];
       const position = created ? await this.logChange(c, 'link', a.id, a.ns_id, a.ns_path, a.key) : await this.positionIn(c);
-      return { link: { from: row.src, to: row.dst, type: row.type, createdAt: isoReq(row.created_at), actor: row.actor } as Link, created, position };
+      return {
+        link: { from: row.src, to: row.dst, type: row.type, createdAt: isoReq(row.created_at), actor: row.actor } as Link,
+        created,
+        position,
+      };
     });
   }
 
@@ -1183,7 +1480,8 @@ export class PgBackend {
     return this.tx(async (c) => {
       const a = await this.liveInScope(c, p.from, p.scope, 'from');
       await this.liveInScope(c, p.to, p.scope, 'to');
-      const removed = ((await c.query(`DELETE FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rowCount ?? 0) > 0;
+      const removed =
+        ((await c.query(`DELETE FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rowCount ?? 0) > 0;
       if (!removed) throw new CairnError('NotFound', `no ${p.type} link from ${p.from} to ${p.to}`, { field: 'type' });
       return { removed, position: await this.logChange(c, 'unlink', a.id, a.ns_id, a.ns_path, a.key) };
     });
@@ -1195,8 +1493,17 @@ export class PgBackend {
     const out: NeighborsResult['neighbors'] = [];
     const run = async (join: string, match: string, direction: 'out' | 'in') => {
       const q = new Params();
-      const where = andSql(`l.${match} = ${q.p(p.id)}`, p.type ? `l.type = ${q.p(p.type)}` : null, visibilitySql(q, undefined, this.now()), scopeSql(q, p.scope));
-      const rows = await query(this.pool, `SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE ${where} ORDER BY l.created_at, m.id`, q.values);
+      const where = andSql(
+        `l.${match} = ${q.p(p.id)}`,
+        p.type ? `l.type = ${q.p(p.type)}` : null,
+        visibilitySql(q, undefined, this.now()),
+        scopeSql(q, p.scope),
+      );
+      const rows = await query(
+        this.pool,
+        `SELECT ${MEMORY_COLUMNS}, l.type AS link_type FROM links l JOIN memories m ON m.id = l.${join} JOIN namespaces n ON n.id = m.ns_id WHERE ${where} ORDER BY l.created_at, m.id`,
+        q.values,
+      );
       for (const r of rows) out.push({ memory: toMemory(r as MemoryRow), type: r.link_type, direction });
     };
     if (dir !== 'in') await run('dst', 'src', 'out');
@@ -1207,9 +1514,22 @@ export class PgBackend {
   // -------------------------------------------------------------------------
   // status
   // -------------------------------------------------------------------------
-  async counts(): Promise<{ memories: number; active: number; proposed: number; superseded: number; deleted: number; namespaces: number; history: number; links: number; rejectedValues: number; vectors: number }> {
+  async counts(): Promise<{
+    memories: number;
+    active: number;
+    proposed: number;
+    superseded: number;
+    deleted: number;
+    namespaces: number;
+    history: number;
+    links: number;
+    rejectedValues: number;
+    vectors: number;
+  }> {
     const r = (
-      await query(this.pool, `SELECT count(*)::int AS memories,
+      await query(
+        this.pool,
+        `SELECT count(*)::int AS memories,
         count(*) FILTER (WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'active')::int AS active,
         count(*) FILTER (WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'proposed')::int AS proposed,
         count(*) FILTER (WHERE m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'superseded')::int AS superseded,
@@ -1219,20 +1539,46 @@ export class PgBackend {
         (SELECT count(*)::int FROM history) AS history,
         (SELECT count(*)::int FROM links) AS links,
         (SELECT count(*)::int FROM rejected_values) AS "rejectedValues"
-      FROM memories m JOIN namespaces n ON n.id = m.ns_id`)
+      FROM memories m JOIN namespaces n ON n.id = m.ns_id`,
+      )
     )[0];
     return r;
   }
 
   /** Server facts for `cairn team status` (never the password). */
-  async status(): Promise<{ url: string; user: string; serverVersion: string; pgvectorVersion: string | null; schemaVersion: number; latencyMs: number; counts: Awaited<ReturnType<PgBackend['counts']>>; grants: { root: string; role: string; level: number }[]; historyCap: number | null }> {
+  async status(): Promise<{
+    url: string;
+    user: string;
+    serverVersion: string;
+    pgvectorVersion: string | null;
+    schemaVersion: number;
+    latencyMs: number;
+    counts: Awaited<ReturnType<PgBackend['counts']>>;
+    grants: { root: string; role: string; level: number }[];
+    historyCap: number | null;
+  }> {
     const t0 = performance.now();
     await query(this.pool, 'SELECT 1');
     const latencyMs = Math.round((performance.now() - t0) * 100) / 100;
-    const v = (await query(this.pool, `SELECT current_setting('server_version') AS server, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec, session_user AS u`))[0];
+    const v = (
+      await query(
+        this.pool,
+        `SELECT current_setting('server_version') AS server, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec, session_user AS u`,
+      )
+    )[0];
     const grants = await query(this.pool, `SELECT root, role::text AS role, level FROM grants ORDER BY root, role`);
     const cap = (await query<{ value: string }>(this.pool, `SELECT value FROM meta WHERE key = 'history_cap'`))[0];
-    return { url: this.url, user: v.u, serverVersion: v.server, pgvectorVersion: v.vec, schemaVersion: await checkSchema(this.pool), latencyMs, counts: await this.counts(), grants, historyCap: cap ? Number(cap.value) : null };
+    return {
+      url: this.url,
+      user: v.u,
+      serverVersion: v.server,
+      pgvectorVersion: v.vec,
+      schemaVersion: await checkSchema(this.pool),
+      latencyMs,
+      counts: await this.counts(),
+      grants,
+      historyCap: cap ? Number(cap.value) : null,
+    };
   }
 }
 

@@ -26,7 +26,8 @@ export interface PgOptions {
 
 const BIGINT = 20;
 const types = {
-  getTypeParser: ((oid: number, format?: string) => (oid === BIGINT ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === BIGINT ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
 /**
@@ -35,7 +36,10 @@ const types = {
  * anything, `\:` is a colon); the file is ignored unless only its owner can
  * read it. Undefined when none applies.
  */
-export function lookupPassword(p: { host?: string; port?: number | string; database?: string; user?: string }, env: Env = processEnv()): string | undefined {
+export function lookupPassword(
+  p: { host?: string; port?: number | string; database?: string; user?: string },
+  env: Env = processEnv(),
+): string | undefined {
   const password = readEnv('PGPASSWORD', env);
   if (password) return password;
   const file = readEnv('PGPASSFILE', env) ?? path.join(os.homedir(), '.pgpass');
@@ -77,7 +81,12 @@ export function poolConfig(o: PgOptions): pg.PoolConfig {
   return {
     connectionString: o.url,
     // pg calls this with the connection parameters; undefined means "no password" (its types say otherwise).
-    ...(hasPassword ? {} : { password: (async (cp: { host?: string; port?: number; database?: string; user?: string }) => lookupPassword(cp)) as unknown as () => Promise<string> }),
+    ...(hasPassword
+      ? {}
+      : {
+          password: (async (cp: { host?: string; port?: number; database?: string; user?: string }) =>
+            lookupPassword(cp)) as unknown as () => Promise<string>,
+        }),
     max: o.poolSize ?? 8,
     connectionTimeoutMillis: o.connectTimeoutMs ?? 3000,
     statement_timeout: o.statementTimeoutMs ?? 15000,
@@ -102,25 +111,46 @@ export function redactUrl(url: string): string {
 }
 
 const RETRYABLE = new Set(['40001', '40P01']); // serialization failure, deadlock
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'EAI_AGAIN', 'ENOENT']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOENT',
+]);
 
 export function isConnectionError(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
   if (err?.code && CONNECTION_CODES.has(err.code)) return true;
   if (err?.code && /^(08|57P0[1-3])/.test(err.code)) return true; // connection exception, admin shutdown, cannot connect now
   const m = err?.message ?? '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONN|Query read timeout|Connection ended/i.test(m);
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connect ECONN|Query read timeout|Connection ended/i.test(
+    m,
+  );
 }
 
 /** Map any failure of a PostgreSQL call to a CairnError (CairnErrors pass through). */
 export function mapError(e: unknown): Error {
   if (e instanceof CairnError) return e;
   const err = e as { code?: string; message?: string; table?: string };
-  if (isConnectionError(e)) return new CairnError('Unavailable', `the team database cannot be reached: ${scrub(err.message ?? String(e))}`, { store: 'team' });
-  if (err.code === '42501') return new CairnError('Forbidden', `the team database refused this for your database role: ${scrub(err.message ?? '')}`, { store: 'team' });
-  if (err.code === '57014') return new CairnError('Unavailable', 'the team database did not answer in time (statement timeout)', { store: 'team' });
-  if (err.code === '28P01' || err.code === '28000') return new CairnError('Unavailable', `the team database refused the login: ${scrub(err.message ?? '')}`, { store: 'team' });
-  if (err.code === '3D000' || err.code === '3F000' || err.code === '42P01') return new CairnError('Unavailable', `the team database is not set up (run \`cairn team init\`): ${scrub(err.message ?? '')}`, { store: 'team' });
+  if (isConnectionError(e))
+    return new CairnError('Unavailable', `the team database cannot be reached: ${scrub(err.message ?? String(e))}`, { store: 'team' });
+  if (err.code === '42501')
+    return new CairnError('Forbidden', `the team database refused this for your database role: ${scrub(err.message ?? '')}`, {
+      store: 'team',
+    });
+  if (err.code === '57014')
+    return new CairnError('Unavailable', 'the team database did not answer in time (statement timeout)', { store: 'team' });
+  if (err.code === '28P01' || err.code === '28000')
+    return new CairnError('Unavailable', `the team database refused the login: ${scrub(err.message ?? '')}`, { store: 'team' });
+  if (err.code === '3D000' || err.code === '3F000' || err.code === '42P01')
+    return new CairnError('Unavailable', `the team database is not set up (run \`cairn team init\`): ${scrub(err.message ?? '')}`, {
+      store: 'team',
+    });
   return e instanceof Error ? e : new Error(String(e));
 }
 
@@ -158,7 +188,9 @@ export async function transaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Pr
       broken = isConnectionError(e);
       if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
       const code = (e as { code?: string }).code;
-      const retry = code !== undefined && (RETRYABLE.has(code) || (code === '23505' && (e as { constraint?: string }).constraint?.startsWith('cairn_race_')));
+      const retry =
+        code !== undefined &&
+        (RETRYABLE.has(code) || (code === '23505' && (e as { constraint?: string }).constraint?.startsWith('cairn_race_')));
       if (retry && i + 1 < attempts) {
         await new Promise((r) => setTimeout(r, Math.random() * 10 * (i + 1)));
         continue;

@@ -147,7 +147,9 @@ async function assertGrants(c: pg.ClientBase): Promise<void> {
     // functions the policies call read grants and namespaces as the owner.
     await c.query(`ALTER TABLE cairn.${t} ENABLE ROW LEVEL SECURITY`);
   }
-  await c.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON cairn.memories, cairn.history, cairn.links, cairn.rejected_values, cairn.namespaces, cairn.changes TO ${MEMBER_ROLE}`);
+  await c.query(
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON cairn.memories, cairn.history, cairn.links, cairn.rejected_values, cairn.namespaces, cairn.changes TO ${MEMBER_ROLE}`,
+  );
   await c.query(`GRANT SELECT ON cairn.meta, cairn.grants TO ${MEMBER_ROLE}`);
   await c.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA cairn TO ${MEMBER_ROLE}`);
   await c.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cairn TO ${MEMBER_ROLE}`);
@@ -165,15 +167,25 @@ export async function migrate(pool: pg.Pool): Promise<{ from: number; to: number
     await c.query('BEGIN');
     await c.query(`SELECT pg_advisory_xact_lock(hashtext('cairn.migrate'))`);
     await c.query('CREATE EXTENSION IF NOT EXISTS vector').catch((e) => {
-      throw new CairnError('InvalidState', `cannot create the pgvector extension (needs a role allowed to, e.g. the database owner): ${(e as Error).message}`);
+      throw new CairnError(
+        'InvalidState',
+        `cannot create the pgvector extension (needs a role allowed to, e.g. the database owner): ${(e as Error).message}`,
+      );
     });
     await c.query('CREATE SCHEMA IF NOT EXISTS cairn');
     const has = (await c.query(`SELECT to_regclass('cairn.meta') IS NOT NULL AS ok`)).rows[0].ok as boolean;
     const from = has ? Number((await c.query(`SELECT value FROM cairn.meta WHERE key = 'schema_version'`)).rows[0]?.value ?? 0) : 0;
-    if (from > PG_SCHEMA_VERSION) throw new CairnError('InvalidState', `the team database has schema version ${from}; this Cairn knows up to ${PG_SCHEMA_VERSION} (upgrade Cairn)`);
+    if (from > PG_SCHEMA_VERSION)
+      throw new CairnError(
+        'InvalidState',
+        `the team database has schema version ${from}; this Cairn knows up to ${PG_SCHEMA_VERSION} (upgrade Cairn)`,
+      );
     await ensureMemberRole(c);
     for (let v = from; v < PG_SCHEMA_VERSION; v++) await c.query(MIGRATIONS[v]);
-    await c.query(`INSERT INTO cairn.meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(PG_SCHEMA_VERSION)]);
+    await c.query(
+      `INSERT INTO cairn.meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [String(PG_SCHEMA_VERSION)],
+    );
     await assertGrants(c);
     await c.query('COMMIT');
     return { from, to: PG_SCHEMA_VERSION };
@@ -202,10 +214,22 @@ export async function checkSchema(pool: pg.Pool): Promise<number> {
   const r = rows[0];
   const version = Number(r.version ?? 0);
   if (!version) throw new CairnError('Unavailable', 'the team database has no Cairn schema yet: run `cairn team init`', { store: 'team' });
-  if (version > PG_SCHEMA_VERSION) throw new CairnError('Unavailable', `the team database has schema version ${version}; this Cairn knows up to ${PG_SCHEMA_VERSION}`, { store: 'team' });
-  if (version < PG_SCHEMA_VERSION) throw new CairnError('Unavailable', `the team database has schema version ${version}; run \`cairn team init\` to migrate it to ${PG_SCHEMA_VERSION}`, { store: 'team' });
-  if (!r.vec) throw new CairnError('Unavailable', 'the team database lacks the pgvector extension: run `cairn team init`', { store: 'team' });
-  if (r.unsecured.length) throw new CairnError('Unavailable', `row-level security is off on cairn.${r.unsecured.join(', cairn.')}: run \`cairn team init\``, { store: 'team' });
+  if (version > PG_SCHEMA_VERSION)
+    throw new CairnError('Unavailable', `the team database has schema version ${version}; this Cairn knows up to ${PG_SCHEMA_VERSION}`, {
+      store: 'team',
+    });
+  if (version < PG_SCHEMA_VERSION)
+    throw new CairnError(
+      'Unavailable',
+      `the team database has schema version ${version}; run \`cairn team init\` to migrate it to ${PG_SCHEMA_VERSION}`,
+      { store: 'team' },
+    );
+  if (!r.vec)
+    throw new CairnError('Unavailable', 'the team database lacks the pgvector extension: run `cairn team init`', { store: 'team' });
+  if (r.unsecured.length)
+    throw new CairnError('Unavailable', `row-level security is off on cairn.${r.unsecured.join(', cairn.')}: run \`cairn team init\``, {
+      store: 'team',
+    });
   return version;
 }
 
@@ -216,14 +240,22 @@ export async function grant(pool: pg.Pool, role: string, root: string, level: Le
   const known = await pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]).catch((e) => {
     throw mapError(e);
   });
-  if (known.rowCount === 0) throw new CairnError('InvalidParams', `the team database has no role ${JSON.stringify(role)}: create it first (CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '…')`, { field: 'role', store: 'team' });
+  if (known.rowCount === 0)
+    throw new CairnError(
+      'InvalidParams',
+      `the team database has no role ${JSON.stringify(role)}: create it first (CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '…')`,
+      { field: 'role', store: 'team' },
+    );
   const c = await pool.connect().catch((e) => {
     throw mapError(e);
   });
   try {
     await c.query('BEGIN');
     await c.query(`GRANT ${MEMBER_ROLE} TO ${quoteIdent(role)}`);
-    await c.query(`INSERT INTO cairn.grants(root, role, level) VALUES ($1, $2, $3) ON CONFLICT (root, role) DO UPDATE SET level = excluded.level`, [root, role, LEVELS[level]]);
+    await c.query(
+      `INSERT INTO cairn.grants(root, role, level) VALUES ($1, $2, $3) ON CONFLICT (root, role) DO UPDATE SET level = excluded.level`,
+      [root, role, LEVELS[level]],
+    );
     await c.query('COMMIT');
   } catch (e) {
     await c.query('ROLLBACK').catch(() => undefined);
@@ -237,7 +269,11 @@ export async function grant(pool: pg.Pool, role: string, root: string, level: Le
 export async function setHistoryCap(pool: pg.Pool, cap: number | null): Promise<void> {
   try {
     if (cap === null) await pool.query(`DELETE FROM cairn.meta WHERE key = 'history_cap'`);
-    else await pool.query(`INSERT INTO cairn.meta(key, value) VALUES ('history_cap', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(cap)]);
+    else
+      await pool.query(
+        `INSERT INTO cairn.meta(key, value) VALUES ('history_cap', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        [String(cap)],
+      );
   } catch (e) {
     throw mapError(e);
   }

@@ -48,7 +48,8 @@ function terms(q: Params, text: string): string[] {
     const key = parts.length ? parts.join(' ') : lower;
     if (seen.has(key)) return;
     seen.add(key);
-    if (parts.length > 1 && snake.length === 1) out.push(`(plainto_tsquery('english', ${q.p(lower)}) || phraseto_tsquery('english', ${q.p(parts.join(' '))}))`);
+    if (parts.length > 1 && snake.length === 1)
+      out.push(`(plainto_tsquery('english', ${q.p(lower)}) || phraseto_tsquery('english', ${q.p(parts.join(' '))}))`);
     else if (snake.length > 1) out.push(`phraseto_tsquery('english', ${q.p(snake.join(' '))})`);
     else {
       const typing = i === use.length - 1 && /[\p{L}\p{N}]$/u.test(text) && lower.length >= 3 && /^[a-z0-9]+$/.test(lower);
@@ -100,7 +101,13 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
   if (!b.embedder || v.every((x) => x === 0)) return [];
   const q = new Params();
   const vec = q.p(vectorLiteral(v));
-  const where = andSql(`m.embed_model = ${q.p(b.embedder.info.model)}`, 'm.embedding IS NOT NULL', visibilitySql(q, a.include, a.now), scopeSql(q, a.scope), filterSql(q, a.filter));
+  const where = andSql(
+    `m.embed_model = ${q.p(b.embedder.info.model)}`,
+    'm.embedding IS NOT NULL',
+    visibilitySql(q, a.include, a.now),
+    scopeSql(q, a.scope),
+    filterSql(q, a.filter),
+  );
   const rows = await query<{ rowid: number; d: number }>(
     b.pool,
     `SELECT m.rowid, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
@@ -122,7 +129,21 @@ export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: numb
   const ftsOnly = async (): Promise<SearchResult> => {
     const fts = await ftsArm(b, p.query, arm);
     const rows = await b.byRowids(fts.map((h) => h.rowid));
-    return { hits: fts.flatMap((h, i) => (rows.has(h.rowid) ? [hit(rows.get(h.rowid)!, h.score, p.query, p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined)] : [])), mode: 'fts' };
+    return {
+      hits: fts.flatMap((h, i) =>
+        rows.has(h.rowid)
+          ? [
+              hit(
+                rows.get(h.rowid)!,
+                h.score,
+                p.query,
+                p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined,
+              ),
+            ]
+          : [],
+      ),
+      mode: 'fts',
+    };
   };
   if (mode === 'fts') return ftsOnly();
   if (!b.embedder || vectorWeight === null) return { ...(await ftsOnly()), degraded: 'no embedding model is loaded for the team store' };
@@ -132,12 +153,31 @@ export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: numb
   const vec = await vectorArm(b, qv, { ...arm, limit: mode === 'vector' ? limit : candidates });
   if (mode === 'vector') {
     const rows = await b.byRowids(vec.map((h) => h.rowid));
-    return { hits: vec.flatMap((h, i) => (rows.has(h.rowid) ? [hit(rows.get(h.rowid)!, h.score, p.query, p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined)] : [])), mode };
+    return {
+      hits: vec.flatMap((h, i) =>
+        rows.has(h.rowid)
+          ? [
+              hit(
+                rows.get(h.rowid)!,
+                h.score,
+                p.query,
+                p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined,
+              ),
+            ]
+          : [],
+      ),
+      mode,
+    };
   }
   const fts = await ftsArm(b, p.query, { ...arm, limit: candidates });
   const fused = fuseArms(fts, vec, vectorWeight, HYBRID_MIN_SIMILARITY);
   const ranked = rankFused(fused, await b.byRowids([...fused.keys()]), now, limit);
-  return { hits: ranked.map((x) => hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined)), mode };
+  return {
+    hits: ranked.map((x) =>
+      hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined),
+    ),
+    mode,
+  };
 }
 
 function hit(r: MemoryRow, score: number, text: string, explain?: SearchHit['explain']): SearchHit {

@@ -91,8 +91,10 @@ export function filterSql(q: Params, filter: Filter | undefined): string | null 
   if (!filter) return null;
   let nodes = 0;
   const walk = (f: Filter, at: string, depth: number): string => {
-    if (++nodes > Limits.filterNodes) throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at });
-    if (depth > Limits.filterDepth) throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at });
+    if (++nodes > Limits.filterNodes)
+      throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, { field: at });
+    if (depth > Limits.filterDepth)
+      throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, { field: at });
     if ('and' in f || 'or' in f) {
       const list = 'and' in f ? f.and : (f as { or: Filter[] }).or;
       const word = 'and' in f ? 'and' : 'or';
@@ -132,7 +134,8 @@ function leafSql(q: Params, f: FilterLeaf, at: string): string {
     const tags = `ARRAY(SELECT jsonb_array_elements_text(m.tags::jsonb))`;
     switch (f.op) {
       case 'has':
-        if (list.length !== 1) throw new CairnError('InvalidFilter', 'tags "has" takes one tag; use hasAny or hasAll for a list', { field: `${at}.value` });
+        if (list.length !== 1)
+          throw new CairnError('InvalidFilter', 'tags "has" takes one tag; use hasAny or hasAll for a list', { field: `${at}.value` });
         return `${tags} && ${q.p(list)}::text[]`;
       case 'hasAny':
         return `${tags} && ${q.p(list)}::text[]`;
@@ -155,10 +158,12 @@ function leafSql(q: Params, f: FilterLeaf, at: string): string {
   if (field === 'anchors.path') {
     const paths = `ARRAY(SELECT a->>'path' FROM jsonb_array_elements(m.anchors::jsonb) a)`;
     if (f.op === 'exists') {
-      if (typeof f.value !== 'boolean') throw new CairnError('InvalidFilter', 'anchors.path exists takes true or false', { field: `${at}.value` });
+      if (typeof f.value !== 'boolean')
+        throw new CairnError('InvalidFilter', 'anchors.path exists takes true or false', { field: `${at}.value` });
       return `(jsonb_array_length(m.anchors::jsonb) > 0) = ${q.p(f.value)}`;
     }
-    if (typeof f.value !== 'string') throw new CairnError('InvalidFilter', `anchors.path ${f.op} takes a path string`, { field: `${at}.value` });
+    if (typeof f.value !== 'string')
+      throw new CairnError('InvalidFilter', `anchors.path ${f.op} takes a path string`, { field: `${at}.value` });
     if (f.op === 'prefix') return `EXISTS (SELECT 1 FROM unnest(${paths}) p WHERE left(p, ${q.p(f.value.length)}) = ${q.p(f.value)})`;
     return `${q.p(f.value)} = ANY(${paths})`;
   }

@@ -90,7 +90,12 @@ suite('agents', () => {
 
   test('cairn_remember, then cairn_search and cairn_recall, through vscode.lm.invokeTool', async () => {
     const key = uniq('lm-tool');
-    const saved = await invoke('cairn_remember', { key, value: 'The e2e builds share the zebra lantern cache.', kind: 'fact', tags: ['e2e'] });
+    const saved = await invoke('cairn_remember', {
+      key,
+      value: 'The e2e builds share the zebra lantern cache.',
+      kind: 'fact',
+      tags: ['e2e'],
+    });
     assert.match(saved, new RegExp(`Saved new memory ${ns}/${key}`));
     assert.match(saved, /proposed/, 'agent writes wait for review by default');
     const m = await c.client.request('get', { namespace: ns, key });
@@ -124,8 +129,14 @@ suite('agents', () => {
   });
 
   test('failures come back as tool results naming the Cairn error', async () => {
-    assert.match(await invoke('cairn_remember', { namespace: 'Not A Namespace', key: 'k', value: 'v' }), /^Cairn error InvalidNamespace \(1006\) in field "namespace"/);
-    assert.match(await invoke('cairn_remember', { namespace: 'project.someone-else', key: 'k', value: 'v' }), /^Cairn error InvalidParams \(1001\).*outside this session's scope/s);
+    assert.match(
+      await invoke('cairn_remember', { namespace: 'Not A Namespace', key: 'k', value: 'v' }),
+      /^Cairn error InvalidNamespace \(1006\) in field "namespace"/,
+    );
+    assert.match(
+      await invoke('cairn_remember', { namespace: 'project.someone-else', key: 'k', value: 'v' }),
+      /^Cairn error InvalidParams \(1001\).*outside this session's scope/s,
+    );
     assert.match(await invoke('cairn_forget', { key: uniq('never-stored') }), /^Cairn error NotFound \(1002\)/);
     assert.match(await invoke('cairn_search', {}), /^Cairn error InvalidParams \(1001\) in field "query"/);
   });
@@ -139,7 +150,7 @@ suite('agents', () => {
     const prepared = await tool.prepareInvocation({ input: { key } });
     assert.equal(prepared.confirmationMessages?.title, 'Forget a Cairn memory?');
     const msg = prepared.confirmationMessages?.message;
-    assert.match(typeof msg === 'string' ? msg : msg?.value ?? '', new RegExp(`${ns}/${key}[\\s\\S]*walrus flag`));
+    assert.match(typeof msg === 'string' ? msg : (msg?.value ?? ''), new RegExp(`${ns}/${key}[\\s\\S]*walrus flag`));
     // vscode.lm.invokeTool outside a chat shows that confirmation as a modal dialog, which the extension host
     // cannot answer: invoke the registered tool object itself, as VS Code does once the user confirmed.
     const r = await tool.invoke({ input: { key, reason: 'e2e' }, toolInvocationToken: undefined }, none);
@@ -179,7 +190,10 @@ suite('agents', () => {
     assert.equal(after.block, '');
     assert.deepEqual(after.memoryIds, []);
     const checked = await nodeOf(true);
-    assert.equal((view.getTreeItem(checked).checkboxState as { state: vscode.TreeItemCheckboxState }).state, vscode.TreeItemCheckboxState.Checked);
+    assert.equal(
+      (view.getTreeItem(checked).checkboxState as { state: vscode.TreeItemCheckboxState }).state,
+      vscode.TreeItemCheckboxState.Checked,
+    );
 
     // Uncheck: memories come back.
     await view.onCheckboxChange([[checked, vscode.TreeItemCheckboxState.Unchecked]]);
@@ -195,13 +209,19 @@ suite('agents', () => {
     assert.equal(injItem.label, seeded.key);
     assert.deepEqual(injItem.command?.arguments, [seeded.id]);
     assert.equal(injItem.command?.command, 'cairn.openMemory');
-    const doc = (await vscode.commands.executeCommand(injItem.command.command, ...(injItem.command.arguments ?? []))) as vscode.TextDocument;
+    const doc = (await vscode.commands.executeCommand(
+      injItem.command.command,
+      ...(injItem.command.arguments ?? []),
+    )) as vscode.TextDocument;
     assert.match(doc.getText(), /quokka harbor/);
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
 
     // "Used by": the memory knows the task.
     const log = await c.client.request('injectLog', { memoryId: seeded.id });
-    assert.ok(log.usedBy.some((u) => u.taskId === task.id && u.count === 2), JSON.stringify(log.usedBy));
+    assert.ok(
+      log.usedBy.some((u) => u.taskId === task.id && u.count === 2),
+      JSON.stringify(log.usedBy),
+    );
   });
 
   test('a task change made by another client (tasks/didChange) reaches the view', async () => {
@@ -273,7 +293,10 @@ suite('agents', () => {
     const res = await x.agents.chat({ prompt: 'quokka harbor deployment', command: 'search' }, s.stream);
     assert.ok(s.text().includes(`${ns}/${seeded.key}`), s.text());
     assert.ok(res.metadata.memoryIds.includes(seeded.id));
-    assert.ok(s.out.references.some((r) => r.includes(seeded.id)), JSON.stringify(s.out.references));
+    assert.ok(
+      s.out.references.some((r) => r.includes(seeded.id)),
+      JSON.stringify(s.out.references),
+    );
 
     // A plain question: no model in this editor (the real vscode.lm.selectChatModels), no hang, no crash.
     const task = await x.createTask(uniq('chat task'), { activate: true });
@@ -355,7 +378,8 @@ suite('agents', () => {
 
   test('MCP: the server definition runs `cairn mcp` on the same store (registered where the editor supports it)', async function () {
     this.timeout(60_000);
-    const hasApi = typeof (vscode.lm as unknown as { registerMcpServerDefinitionProvider?: unknown }).registerMcpServerDefinitionProvider === 'function';
+    const hasApi =
+      typeof (vscode.lm as unknown as { registerMcpServerDefinitionProvider?: unknown }).registerMcpServerDefinitionProvider === 'function';
     const m = x.agents.mcp;
     // Without the API: unsupported, no error. With it: registered (an editor may refuse it as a proposal: unsupported).
     if (!hasApi) assert.equal(m.state, 'unsupported', JSON.stringify(m));
@@ -366,7 +390,11 @@ suite('agents', () => {
     assert.deepEqual(spec.args.slice(6), ['--root', ns]);
     assert.equal(spec.env.CAIRN_REVIEW_AGENT_WRITES, '1');
     const defs = (await x.agents.mcpDefinitions()) as { label: string; command: string; args: string[] }[];
-    if (hasApi) assert.deepEqual(defs.map((d) => [d.label, d.command, d.args]), [[spec.label, spec.command, spec.args]]);
+    if (hasApi)
+      assert.deepEqual(
+        defs.map((d) => [d.label, d.command, d.args]),
+        [[spec.label, spec.command, spec.args]],
+      );
     else assert.deepEqual(defs, []);
 
     // Speak MCP to it over stdio, as VS Code would.
@@ -396,7 +424,11 @@ suite('agents', () => {
           });
           child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
         });
-      const init = await rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cairn-e2e', version: '1' } });
+      const init = await rpc('initialize', {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'cairn-e2e', version: '1' },
+      });
       assert.ok(init.result?.serverInfo, JSON.stringify(init));
       child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
       const list = await rpc('tools/list', {});

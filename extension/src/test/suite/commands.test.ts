@@ -18,7 +18,12 @@ async function add(c: Ctx, key: string, value: string, extra: Record<string, unk
 }
 
 /** Run a command with stubbed prompts; returns its result and the captured messages. */
-async function run<T = unknown>(c: Ctx, id: string, args: unknown[], answers: Parameters<typeof stubUi>[1] = {}): Promise<{ result: T; cap: Captured }> {
+async function run<T = unknown>(
+  c: Ctx,
+  id: string,
+  args: unknown[],
+  answers: Parameters<typeof stubUi>[1] = {},
+): Promise<{ result: T; cap: Captured }> {
   const cap = stubUi(c, answers);
   try {
     const result = (await vscode.commands.executeCommand(id, ...args)) as T;
@@ -55,7 +60,10 @@ suite('commands', () => {
 
   test('Add Memory: prompts for namespace, key, value, kind and tags', async () => {
     const key = uniq('added');
-    const { result, cap } = await run<Memory>(c, 'cairn.addMemory', [], { inputs: [NS, key, 'Use pnpm, not npm, in this repo', 'tooling, js'], picks: ['preference'] });
+    const { result, cap } = await run<Memory>(c, 'cairn.addMemory', [], {
+      inputs: [NS, key, 'Use pnpm, not npm, in this repo', 'tooling, js'],
+      picks: ['preference'],
+    });
     assert.deepEqual(cap.error, []);
     assert.equal(result.key, key);
     assert.equal(result.kind, 'preference');
@@ -199,7 +207,10 @@ suite('commands', () => {
     const { result, cap } = await run<Memory>(c, 'cairn.forgetMemory', [m.id], { confirm: true });
     assert.deepEqual(cap.error, []);
     assert.ok(result.deletedAt);
-    await assert.rejects(add(c, uniq('forget-again'), 'Forget this value'), (e: { data?: { name?: string } }) => e.data?.name === 'RejectedValue');
+    await assert.rejects(
+      add(c, uniq('forget-again'), 'Forget this value'),
+      (e: { data?: { name?: string } }) => e.data?.name === 'RejectedValue',
+    );
     const bad = await run(c, 'cairn.forgetMemory', ['no-such-id'], { confirm: true });
     assertFailed(bad.cap, /no such memory|NotFound/i);
   });
@@ -293,11 +304,17 @@ suite('commands', () => {
       assert.deepEqual(cap.error, []);
       assert.ok(result.queued > 0);
       assert.match(cap.info[0], /re-embedding \d+ memories/);
-      await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`no index/progress "ready" (saw ${JSON.stringify(texts)})`)), 45_000))]);
+      await Promise.race([
+        done,
+        new Promise((_, rej) => setTimeout(() => rej(new Error(`no index/progress "ready" (saw ${JSON.stringify(texts)})`)), 45_000)),
+      ]);
     } finally {
       sub.dispose();
     }
-    assert.ok(texts.some((t) => /Cairn \d+%/.test(t)), `status bar showed progress: ${JSON.stringify(texts)}`);
+    assert.ok(
+      texts.some((t) => /Cairn \d+%/.test(t)),
+      `status bar showed progress: ${JSON.stringify(texts)}`,
+    );
     assert.equal(c.statusBar.item.text, '$(database) Cairn');
     const bad = await run(c, 'cairn.rebuildIndex', [{ model: 'x'.repeat(600) }]);
     assertFailed(bad.cap, /Rebuild Index failed/);

@@ -41,9 +41,13 @@ suite('dashboard', () => {
     assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:\/\/(?!.*vscode)/);
     const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
     assert.equal(scripts.length, 1);
-    assert.ok(scripts.every((s) => s[1].includes(`nonce="${nonce}"`) && s[2].trim() === ''), 'every script carries the nonce and none is inline');
+    assert.ok(
+      scripts.every((s) => s[1].includes(`nonce="${nonce}"`) && s[2].trim() === ''),
+      'every script carries the nonce and none is inline',
+    );
     assert.doesNotMatch(html.replace(/<meta http-equiv[^>]+>/, ''), /https?:\/\/(?!.*vscode-(resource|cdn))/, 'no remote resources');
-    for (const f of ['dashboard.js', 'graph.js', 'dashboard.css']) assert.ok(fs.existsSync(path.join(DashboardPanel.root(c).fsPath, f)), `${f} is built`);
+    for (const f of ['dashboard.js', 'graph.js', 'dashboard.css'])
+      assert.ok(fs.existsSync(path.join(DashboardPanel.root(c).fsPath, f)), `${f} is built`);
     p.dispose();
     const fresh = await vscode.commands.executeCommand<DashboardPanel>('cairn.openDashboard');
     assert.notEqual(fresh, p, 'after closing, a new panel opens');
@@ -67,7 +71,9 @@ suite('dashboard', () => {
     await cli(c, 'add', 'e2e.dash', key, 'Dashboard forwarding check: pelican ledger', '--kind', 'fact');
     const found = await waitFor('search through the host', async () => {
       const r = await call('search', { query: 'pelican ledger', mode: 'fts', scope: { root: 'e2e.dash' } });
-      return r.type === 'response' && (r.result as { hits: { memory: { key: string } }[] }).hits.some((h) => h.memory.key === key) ? r : undefined;
+      return r.type === 'response' && (r.result as { hits: { memory: { key: string } }[] }).hits.some((h) => h.memory.key === key)
+        ? r
+        : undefined;
     });
     assert.equal(found.type, 'response');
     const init = await call('host/init', {});
@@ -78,7 +84,11 @@ suite('dashboard', () => {
     assert.equal(forbidden.type, 'error');
     assert.deepEqual(forbidden.type === 'error' && [forbidden.error.name, forbidden.error.data.field], ['NotFound', 'method']);
     const invalid = await call('upsert', { namespace: 'e2e.dash', key, value: 'x', validFrom: 'tomorrow' });
-    assert.deepEqual(invalid.type === 'error' && [invalid.error.name, invalid.error.code, invalid.error.data.field], ['InvalidParams', 1001, 'validFrom']);
+    assert.deepEqual(invalid.type === 'error' && [invalid.error.name, invalid.error.code, invalid.error.data.field], [
+      'InvalidParams',
+      1001,
+      'validFrom',
+    ]);
     const stale = await call('upsert', { namespace: 'e2e.dash', key, value: 'x', ifVersion: 99 });
     assert.deepEqual(stale.type === 'error' && stale.error.name, 'VersionConflict');
     const badHost = await call('host/openAnchor', { anchor: {} });

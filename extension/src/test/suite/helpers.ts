@@ -80,7 +80,10 @@ export interface Captured {
  * Replace the extension's prompts: input boxes answer from `inputs` in order, quick picks choose the
  * item whose label is the next of `picks`, confirmations answer `confirm`. Messages are captured.
  */
-export function stubUi(c: Ctx, o: { inputs?: (string | undefined)[]; picks?: string[]; confirm?: boolean; actions?: string[] } = {}): Captured {
+export function stubUi(
+  c: Ctx,
+  o: { inputs?: (string | undefined)[]; picks?: string[]; confirm?: boolean; actions?: string[] } = {},
+): Captured {
   const saved = c.ui;
   const inputs = [...(o.inputs ?? [])];
   const picks = [...(o.picks ?? [])];

@@ -7,7 +7,8 @@ import { ctx, harnessEnv, record, stubUi, uniq, waitFor, workspaceFile } from '.
 const FILE = 'src/billing.py';
 
 async function hoverText(uri: vscode.Uri, line0: number, character = 4): Promise<string> {
-  const hovers = (await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, new vscode.Position(line0, character))) ?? [];
+  const hovers =
+    (await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, new vscode.Position(line0, character))) ?? [];
   return hovers
     .flatMap((h) => h.contents)
     .map((c) => (typeof c === 'string' ? c : c.value))
@@ -53,7 +54,8 @@ suite('hovers and anchors', () => {
       return t.includes('banker rounding') ? t : undefined;
     });
     assert.ok(text.includes(memory.key), text);
-    for (const cmd of ['cairn.openMemory', 'cairn.editMemory', 'cairn.forgetMemory']) assert.ok(text.includes(`command:${cmd}`), `link to ${cmd}`);
+    for (const cmd of ['cairn.openMemory', 'cairn.editMemory', 'cairn.forgetMemory'])
+      assert.ok(text.includes(`command:${cmd}`), `link to ${cmd}`);
   });
 
   test('no hover where nothing is anchored', async () => {

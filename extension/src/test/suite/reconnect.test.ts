@@ -14,11 +14,18 @@ suite('daemon lifecycle', () => {
     const cap = stubUi(c);
     try {
       process.kill(before.pid, 'SIGKILL');
-      await waitFor('a new daemon', () => {
-        const s = c.client.state;
-        return s.kind === 'connected' && s.pid !== null && s.pid !== before.pid;
-      }, 60_000);
-      assert.ok(cap.warn.some((w) => /lost the connection/.test(w)), JSON.stringify(cap.warn));
+      await waitFor(
+        'a new daemon',
+        () => {
+          const s = c.client.state;
+          return s.kind === 'connected' && s.pid !== null && s.pid !== before.pid;
+        },
+        60_000,
+      );
+      assert.ok(
+        cap.warn.some((w) => /lost the connection/.test(w)),
+        JSON.stringify(cap.warn),
+      );
       await waitFor('the reconnect message', () => cap.info.some((i) => /reconnected/.test(i)));
     } finally {
       cap.restore();
@@ -56,7 +63,10 @@ suite('daemon lifecycle', () => {
       await cfg.update('daemon.path', '/nonexistent/cairn.js', vscode.ConfigurationTarget.Global);
       // Restart Daemon's failure path: the daemon stops and no new one can start.
       await vscode.commands.executeCommand('cairn.restartDaemon');
-      assert.ok(cap.error.some((e) => /Restart Daemon failed.*daemon script not found/s.test(e)), JSON.stringify(cap.error));
+      assert.ok(
+        cap.error.some((e) => /Restart Daemon failed.*daemon script not found/s.test(e)),
+        JSON.stringify(cap.error),
+      );
       assert.equal(c.client.state.kind, 'error');
       assert.equal(c.statusBar.item.text, '$(error) Cairn');
       cap.error.length = 0;

@@ -23,8 +23,14 @@ suite('settings', () => {
       await cfg.update('scope.projectNamespace', 'Not A Namespace', vscode.ConfigurationTarget.Workspace);
       await cfg.update('injection.k', 500, vscode.ConfigurationTarget.Global);
       const problems = c.config.validate();
-      assert.ok(problems.some((p) => p.key === 'cairn.scope.projectNamespace' && /must match/.test(p.message)), JSON.stringify(problems));
-      assert.ok(problems.some((p) => p.key === 'cairn.injection.k' && /maximum 50/.test(p.message)), JSON.stringify(problems));
+      assert.ok(
+        problems.some((p) => p.key === 'cairn.scope.projectNamespace' && /must match/.test(p.message)),
+        JSON.stringify(problems),
+      );
+      assert.ok(
+        problems.some((p) => p.key === 'cairn.injection.k' && /maximum 50/.test(p.message)),
+        JSON.stringify(problems),
+      );
       const warned = await waitFor('a warning naming the settings', () => cap.warn.find((w) => w.includes('cairn.scope.projectNamespace')));
       assert.match(warned, /invalid/);
       // An invalid override is ignored: the namespace is still derived from the workspace.

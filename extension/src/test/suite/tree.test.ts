@@ -10,7 +10,17 @@ suite('memory tree', () => {
     const c = await ctx();
     await treeNodes(c); // the view has loaded once; from here only notifications may refresh it
     const key = uniq('cli');
-    await cli(c, 'add', 'e2e.tree.cli', key, 'Written from the command line while the editor was open', '--kind', 'decision', '--tags', 'alpha,beta');
+    await cli(
+      c,
+      'add',
+      'e2e.tree.cli',
+      key,
+      'Written from the command line while the editor was open',
+      '--kind',
+      'decision',
+      '--tags',
+      'alpha,beta',
+    );
     const m = await waitFor('the CLI memory in the tree', async () => (await treeMemories(c)).find((x) => x.key === key), 15_000);
     assert.equal(m.namespace, 'e2e.tree.cli');
   });
@@ -40,7 +50,10 @@ suite('memory tree', () => {
     const c = await ctx();
     const good = uniq('proposal-good');
     const bad = uniq('proposal-bad');
-    for (const [key, value] of [[good, 'An agent proposed this and it is right'], [bad, 'An agent proposed this and it is wrong']]) {
+    for (const [key, value] of [
+      [good, 'An agent proposed this and it is right'],
+      [bad, 'An agent proposed this and it is wrong'],
+    ]) {
       await c.client.request('upsert', { namespace: 'e2e.review', key, value, status: 'proposed', actor: 'agent:e2e', source: 'agent' });
     }
     const review = await waitFor('review group with both', async () => {
@@ -64,9 +77,18 @@ suite('memory tree', () => {
       const r = (await c.tree.getChildren()).find((n) => n.kind === 'review');
       return !r || (r.kind === 'review' && !r.memories.some((m) => m.key === good || m.key === bad));
     });
-    assert.ok((await treeMemories(c)).some((m) => m.key === good && m.status === 'active'), 'approved memory listed under its namespace');
+    assert.ok(
+      (await treeMemories(c)).some((m) => m.key === good && m.status === 'active'),
+      'approved memory listed under its namespace',
+    );
     await assert.rejects(
-      c.client.request('upsert', { namespace: 'e2e.review', key: uniq('again'), value: 'An agent proposed this and it is wrong', status: 'proposed', actor: 'agent:e2e' }),
+      c.client.request('upsert', {
+        namespace: 'e2e.review',
+        key: uniq('again'),
+        value: 'An agent proposed this and it is wrong',
+        status: 'proposed',
+        actor: 'agent:e2e',
+      }),
       (e: { data?: { name?: string } }) => e.data?.name === 'RejectedValue',
     );
   });
@@ -101,7 +123,9 @@ suite('memory tree', () => {
       await vscode.commands.executeCommand('cairn.deleteMemory', m.id);
       await waitFor('gone from the tree', async () => !(await treeMemories(c)).some((x) => x.key === key));
       await vscode.commands.executeCommand('cairn.showDeleted');
-      const shown = await waitFor('shown as deleted', async () => (await treeNodes(c)).find((n) => n.kind === 'memory' && n.memory.key === key));
+      const shown = await waitFor('shown as deleted', async () =>
+        (await treeNodes(c)).find((n) => n.kind === 'memory' && n.memory.key === key),
+      );
       assert.equal(c.tree.getTreeItem(shown).contextValue, 'memory.deleted');
       await vscode.commands.executeCommand('cairn.restoreMemory', shown);
       await vscode.commands.executeCommand('cairn.hideDeleted');

@@ -33,7 +33,15 @@ suite('agent contributions', () => {
   test('Agent Tasks view, its commands, @cairn with its slash commands, the MCP provider', () => {
     assert.ok((c.views.cairn as { id: string }[]).some((v) => v.id === 'cairn.tasks'));
     const cmds = new Set((c.commands as { command: string }[]).map((x) => x.command));
-    for (const id of ['cairn.newTask', 'cairn.deleteTask', 'cairn.setActiveTask', 'cairn.clearActiveTask', 'cairn.toggleDontInject', 'cairn.refreshTasks']) assert.ok(cmds.has(id), id);
+    for (const id of [
+      'cairn.newTask',
+      'cairn.deleteTask',
+      'cairn.setActiveTask',
+      'cairn.clearActiveTask',
+      'cairn.toggleDontInject',
+      'cairn.refreshTasks',
+    ])
+      assert.ok(cmds.has(id), id);
     const p = (c.chatParticipants as { id: string; name: string; commands: { name: string }[] }[]).find((x) => x.id === 'cairn.chat');
     assert.ok(p);
     assert.equal(p.name, 'cairn');

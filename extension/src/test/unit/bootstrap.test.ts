@@ -3,7 +3,17 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, suite, test } from 'node:test';
-import { BootstrapError, daemonCandidates, ensureDaemon, findDaemonScript, findNode, isAlive, readDaemonInfo, resolveTarget, stopProcess } from '../../bootstrap';
+import {
+  BootstrapError,
+  daemonCandidates,
+  ensureDaemon,
+  findDaemonScript,
+  findNode,
+  isAlive,
+  readDaemonInfo,
+  resolveTarget,
+  stopProcess,
+} from '../../bootstrap';
 
 /** A stand-in daemon: listens on --socket, writes <db>.daemon.json like the real one. */
 const FAKE = `
@@ -49,7 +59,10 @@ suite('bootstrap', { timeout: 60_000 }, () => {
   });
 
   test('missing or unbuilt daemon: a sentence saying what to do', () => {
-    assert.throws(() => findDaemonScript(path.join(tmp, 'nope.js'), tmp, {}), (e: Error) => e instanceof BootstrapError && /cairn\.daemon\.path/.test(e.message));
+    assert.throws(
+      () => findDaemonScript(path.join(tmp, 'nope.js'), tmp, {}),
+      (e: Error) => e instanceof BootstrapError && /cairn\.daemon\.path/.test(e.message),
+    );
     const bin = path.join(tmp, 'unbuilt', 'bin');
     fs.mkdirSync(bin, { recursive: true });
     fs.writeFileSync(path.join(bin, 'cairn.js'), '');
@@ -65,7 +78,14 @@ suite('bootstrap', { timeout: 60_000 }, () => {
 
   test('spawns a daemon once, then connects to the running one', async () => {
     const target = resolveTarget(path.join(tmp, 'store', 'c.db'), env);
-    const o = { target, nodeSetting: process.execPath, daemonSetting: script('fake', FAKE), extensionPath: tmp, logFile: path.join(tmp, 'logs', 'd.log'), env };
+    const o = {
+      target,
+      nodeSetting: process.execPath,
+      daemonSetting: script('fake', FAKE),
+      extensionPath: tmp,
+      logFile: path.join(tmp, 'logs', 'd.log'),
+      env,
+    };
     const first = await ensureDaemon(o);
     assert.ok(first.spawned, 'first call starts the daemon');
     const info = readDaemonInfo(target.db);
@@ -83,7 +103,15 @@ suite('bootstrap', { timeout: 60_000 }, () => {
     fs.mkdirSync(path.dirname(target.db), { recursive: true });
     // The pid is alive (it is this test process) but nothing answers on the socket it names.
     fs.writeFileSync(target.db + '.daemon.json', JSON.stringify({ pid: process.pid, socket: path.join(tmp, 'gone.sock'), version: 'old' }));
-    const r = await ensureDaemon({ target, nodeSetting: process.execPath, daemonSetting: script('fake2', FAKE), extensionPath: tmp, logFile: path.join(tmp, 'logs', 's.log'), env, startTimeoutMs: 20_000 });
+    const r = await ensureDaemon({
+      target,
+      nodeSetting: process.execPath,
+      daemonSetting: script('fake2', FAKE),
+      extensionPath: tmp,
+      logFile: path.join(tmp, 'logs', 's.log'),
+      env,
+      startTimeoutMs: 20_000,
+    });
     assert.ok(r.spawned, 'a new daemon was started');
     pids.push(r.spawned!.pid);
     assert.equal(readDaemonInfo(target.db)?.pid, r.spawned!.pid);
@@ -93,7 +121,14 @@ suite('bootstrap', { timeout: 60_000 }, () => {
   test('a daemon that exits at start-up: its output is in the error', async () => {
     const target = resolveTarget(path.join(tmp, 'store', 'd.db'), env);
     await assert.rejects(
-      ensureDaemon({ target, nodeSetting: process.execPath, daemonSetting: script('failing', FAILING), extensionPath: tmp, logFile: path.join(tmp, 'logs', 'f.log'), env }),
+      ensureDaemon({
+        target,
+        nodeSetting: process.execPath,
+        daemonSetting: script('failing', FAILING),
+        extensionPath: tmp,
+        logFile: path.join(tmp, 'logs', 'f.log'),
+        env,
+      }),
       (e: Error) => e instanceof BootstrapError && /exited with code 7/.test(e.message) && /disk on fire/.test(e.message),
     );
   });

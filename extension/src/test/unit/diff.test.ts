@@ -12,7 +12,9 @@ suite('history diff', () => {
     assert.deepEqual(lineDiff('a\nb', 'c', 1), ['- a', '- b', '+ c']);
   });
   test('field changes', () => {
-    assert.deepEqual(fieldChanges({ kind: 'note', tags: ['a'] }, { kind: 'fact', tags: ['a'] }, ['kind', 'tags']), ['kind: "note" → "fact"']);
+    assert.deepEqual(fieldChanges({ kind: 'note', tags: ['a'] }, { kind: 'fact', tags: ['a'] }, ['kind', 'tags']), [
+      'kind: "note" → "fact"',
+    ]);
     assert.deepEqual(fieldChanges(null, { kind: 'fact' }, ['kind']), []);
   });
 });

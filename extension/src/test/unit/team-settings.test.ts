@@ -15,8 +15,14 @@ suite('team settings vs the running daemon', () => {
   });
   test('a daemon without team memory, another database or user, other roots: says which', () => {
     assert.match(teamMismatch({ url: 'postgres://alice@db.example/cairn', roots: 'team' }, undefined) ?? '', /no team database/);
-    assert.match(teamMismatch({ url: 'postgres://alice@db.example/other', roots: 'team, project.shared' }, running) ?? '', /another team database/);
-    assert.match(teamMismatch({ url: 'postgres://bob@db.example/cairn', roots: 'team, project.shared' }, running) ?? '', /another team database/);
+    assert.match(
+      teamMismatch({ url: 'postgres://alice@db.example/other', roots: 'team, project.shared' }, running) ?? '',
+      /another team database/,
+    );
+    assert.match(
+      teamMismatch({ url: 'postgres://bob@db.example/cairn', roots: 'team, project.shared' }, running) ?? '',
+      /another team database/,
+    );
     const roots = teamMismatch({ url: 'postgres://alice@db.example/cairn', roots: 'team' }, running) ?? '';
     assert.match(roots, /serves team roots project\.shared, team, the settings ask for team/);
   });
