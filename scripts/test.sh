@@ -31,6 +31,9 @@ if npm run typecheck --silent; then passed=$((passed + 1)); else failed=$((faile
 echo "== lint (eslint + typescript-eslint, eslint.config.mjs)"
 if npm run lint --silent; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "lint failed"; fi
 
+echo "== format (prettier --check, .prettierrc)"
+if npm run format:check --silent >"$SANDBOX/format.log" 2>&1; then passed=$((passed + 1)); else failed=$((failed + 1)); grep -F "[warn]" "$SANDBOX/format.log" | head -20; echo "format check failed: run npm run format"; fi
+
 echo "== PostgreSQL + pgvector for the team-memory tests (pip: pgserver; scripts/pg/)"
 bash scripts/pg/install.sh >/dev/null || echo "could not install the pgserver wheel; the team-memory tests will fail"
 
