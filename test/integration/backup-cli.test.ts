@@ -3,14 +3,18 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
+import { readDaemonInfo } from '../../daemon/src/client/daemon-info';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import { CAIRN_BIN, spawnDaemon, tempDir } from '../helpers';
+import { CAIRN_BIN, cleanupAfter, spawnDaemon, tempDir } from '../helpers';
 
 function cli(args: string[], env: NodeJS.ProcessEnv) {
   const r = spawnSync(process.execPath, [CAIRN_BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
+
+// The import into a second store starts that store's shared daemon: stopped after the file, not left running.
+const { pids: started } = cleanupAfter(after);
 
 describe('cairn export, backup and restore', () => {
   it('exports in pages through the daemon, backs up online, and restores only without a daemon', async () => {
@@ -38,6 +42,9 @@ describe('cairn export, backup and restore', () => {
       const env2 = { CAIRN_DB: path.join(dir, 'other.db'), XDG_RUNTIME_DIR: dir };
       const imp = cli(['import', file, '--json'], env2);
       assert.equal(imp.code, 0, imp.err);
+      const otherDaemon = readDaemonInfo(env2.CAIRN_DB);
+      assert.ok(otherDaemon, "the import went through the second store's daemon");
+      started.push(otherDaemon.pid);
       assert.deepEqual([JSON.parse(imp.out).memories, JSON.parse(imp.out).history], [4500, 4500]);
 
       const backupFile = path.join(dir, 'backup.db');
