@@ -8,7 +8,6 @@ import * as fs from 'node:fs';
 import { CairnError } from '../protocol/errors';
 import { isUnder, namespaceProblem } from '../protocol/namespace';
 import {
-  Limits,
   type Anchor,
   type DidChangeParams,
   type GetParams,
@@ -35,12 +34,21 @@ import {
   type WriteResult,
 } from '../protocol/types';
 import { normalizedValueHash, uuidv7 } from '../text/hash';
-import { detectCredentials, normalizeTags, SECRET_TAG } from '../text/secrets';
 import { identifierWords } from '../text/identifiers';
-import { extractiveSummary } from '../text/summary';
+import {
+  mergeContent,
+  refuseBadSupersede,
+  refuseDeleted,
+  refuseRejected,
+  refuseStaleVersion,
+  sameContent,
+  summaryOf,
+  SYSTEM_EXPIRE,
+  validateContent,
+} from './write-rules';
 import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
-import { and, fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
+import { and, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { namespaceToken } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
@@ -61,9 +69,6 @@ interface Target {
   /** When given, the memory must lie in this scope (by id or by key), else NotFound. */
   scope?: Scope;
 }
-
-const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
-const utf8Bytes = (s: string) => Buffer.byteLength(s, 'utf8');
 
 export class Store {
   readonly db: DB;
@@ -672,28 +677,7 @@ export class Store {
       if (!pathInScope(p.namespace, p.scope))
         throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
     }
-    const bytes = utf8Bytes(p.value);
-    if (bytes > Limits.valueBytes)
-      throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, {
-        field: 'value',
-        limit: Limits.valueBytes,
-      });
-    if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
-    p.tags?.forEach((t, i) => {
-      if (t.trim().length === 0) throw new CairnError('InvalidParams', 'a tag is empty or only whitespace', { field: `tags[${i}]` });
-    });
-    if (p.properties && Object.keys(p.properties).length > Limits.properties)
-      throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
-    p.anchors?.forEach((a, i) => {
-      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine)
-        throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
-      if (a.endLine !== undefined && a.startLine === undefined)
-        throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
-    });
-    const vf = fromIso(p.validFrom);
-    const vt = fromIso(p.validTo);
-    if (vf !== null && vt !== null && vt <= vf)
-      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    validateContent(p);
   }
 
   private upsertInTx(p: UpsertParams): UpsertResult {
@@ -704,129 +688,28 @@ export class Store {
     const valueHash = normalizedValueHash(p.value);
     const detail: Record<string, unknown> = {};
 
-    // 1. Deletion sticks: a deleted key is only written again with restore: true
-    //    (except a memory that merely expired: its TTL was not anyone's rejection).
-    let op: HistoryEntry['op'] = existing ? 'update' : 'create';
-    if (existing && existing.deleted_at !== null) {
-      const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
-      if (!p.restore && !expiredOnly) {
-        throw new CairnError(
-          'Deleted',
-          `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`,
-          {
-            field: 'key',
-            id: existing.id,
-            deletedAt: iso(existing.deleted_at),
-            deletedBy: existing.deleted_by,
-            reason: existing.delete_reason,
-          },
-        );
-      }
-      op = 'restore';
-      if (expiredOnly) detail.afterExpire = true;
-    }
-
-    // 2. Optimistic concurrency.
-    if (p.ifVersion !== undefined) {
-      const current = existing && existing.deleted_at === null ? existing.version : 0;
-      if (current !== p.ifVersion) {
-        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
-          field: 'ifVersion',
-          currentVersion: current,
-          id: existing?.id,
-        });
-      }
-    }
-
-    // 3. A forgotten value is not re-learned.
+    // The rules (write-rules.ts), in order, with this store's lookups in between.
+    const op = refuseDeleted(p, existing, detail);
+    refuseStaleVersion(p, existing);
     const nsId = this.ensureNamespace(p.namespace);
-    const rejected = findRejection(this.db, this.keys, nsId, p.value, (f) => this.afterWrite.push(f));
-    if (rejected) {
-      if (!p.force) {
-        throw new CairnError(
-          'RejectedValue',
-          `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`,
-          {
-            field: 'value',
-            rejectedAt: isoReq(rejected.at),
-            rejectedBy: rejected.actor,
-          },
-        );
-      }
-      detail.forced = true;
-    }
-
-    // 4. The memory it supersedes must be live.
+    refuseRejected(
+      p,
+      findRejection(this.db, this.keys, nsId, p.value, (f) => this.afterWrite.push(f)),
+      detail,
+    );
     let superseded: MemoryRow | undefined;
     if (p.supersedes !== undefined) {
       const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.supersedes] }, scopePredicate(p.scope));
       superseded = this.rowBy(where.sql, ...where.params);
-      if (!superseded || superseded.deleted_at !== null)
-        throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, {
-          field: 'supersedes',
-        });
-      if (existing && superseded.id === existing.id)
-        throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
-      if (superseded.status === 'superseded')
-        throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, {
-          field: 'supersedes',
-        });
     }
+    refuseBadSupersede(p, existing, superseded);
+    const { next, warn } = mergeContent(p, existing, op, detail);
 
-    // 5. Merge: omitted fields keep their stored values; null clears a nullable field.
-    const base = existing; // restored memories keep their attributes unless given
-    // Tags are stored normalized (trimmed, lowercased); a value that looks like a credential is tagged `secret`
-    // so it never reaches an agent unless the user allows it (docs/protocol.md#secrets).
-    let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);
-    const credentials = detectCredentials(
-      [p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'),
-    );
-    const warnings = credentials.map((c) => ({
-      code: 'credential' as const,
-      kind: c.kind,
-      message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents`,
-    }));
-    if (credentials.length > 0 && !tags.includes(SECRET_TAG)) {
-      tags = normalizeTags([...tags, SECRET_TAG]);
-      detail.autoSecret = credentials.map((c) => c.kind);
-    }
-    const warn = warnings.length > 0 ? { warnings } : {};
-    const anchors: Anchor[] =
-      p.anchors !== undefined
-        ? p.anchors.map((a) => ({ ...a, stale: undefined })).map(stripUndefined)
-        : base
-          ? JSON.parse(base.anchors)
-          : [];
-    const next = {
-      value: p.value,
-      kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
-      tags,
-      importance: p.importance !== undefined ? clamp01(p.importance) : (base?.importance ?? 0.5),
-      confidence: p.confidence !== undefined ? clamp01(p.confidence) : (base?.confidence ?? 1),
-      source: p.source ?? base?.source ?? 'user',
-      properties: p.properties !== undefined ? p.properties : base ? JSON.parse(base.properties) : {},
-      anchors,
-      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : (base?.valid_from ?? null),
-      validTo: p.validTo !== undefined ? fromIso(p.validTo) : (base?.valid_to ?? null),
-      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : (base?.expires_at ?? null),
-      status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
-    };
-    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom)
-      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
-
-    // 6. Nothing changed: no new version, no history, no change-log row.
+    // Nothing changed: no new version, no history, no change-log row.
     if (existing && op === 'update' && !superseded && sameContent(existing, next)) {
       return { memory: toMemory(existing), created: false, position: this.position(), changed: false, ...warn };
     }
-
-    let summary: string | null = null;
-    if (p.value.length > Limits.summaryThresholdChars) {
-      try {
-        summary = extractiveSummary(p.value);
-      } catch {
-        summary = null; // readers fall back to the value
-      }
-    }
+    const summary = summaryOf(p.value);
 
     const previous = existing ? toMemory(existing) : null;
     let rowid: number;
@@ -1240,7 +1123,7 @@ export class Store {
   static readonly schemaVersion = SCHEMA_VERSION;
 }
 
-export const SYSTEM_EXPIRE = 'system:expire';
+export { SYSTEM_EXPIRE };
 
 /**
  * Merge the full-text index into one segment, which drops every entry of
@@ -1301,42 +1184,5 @@ interface LinkRow {
   actor: string;
 }
 const toLink = (r: LinkRow): Link => ({ from: r.src, to: r.dst, type: r.type, createdAt: isoReq(r.created_at), actor: r.actor });
-
-function stripUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
-function sameContent(
-  r: MemoryRow,
-  n: {
-    value: string;
-    kind: string;
-    tags: string[];
-    importance: number;
-    confidence: number;
-    source: string;
-    properties: unknown;
-    anchors: unknown;
-    validFrom: number | null;
-    validTo: number | null;
-    expiresAt: number | null;
-    status: string;
-  },
-): boolean {
-  return (
-    r.value === n.value &&
-    r.kind === n.kind &&
-    r.tags === JSON.stringify(n.tags) &&
-    r.importance === n.importance &&
-    r.confidence === n.confidence &&
-    r.source === n.source &&
-    r.properties === JSON.stringify(n.properties) &&
-    r.anchors === JSON.stringify(n.anchors) &&
-    r.valid_from === n.validFrom &&
-    r.valid_to === n.validTo &&
-    r.expires_at === n.expiresAt &&
-    r.status === n.status
-  );
-}
 
 export type { Include };

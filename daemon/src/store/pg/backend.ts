@@ -16,7 +16,6 @@ import { EventEmitter } from 'node:events';
 import { CairnError } from '../../protocol/errors';
 import { isUnder, namespaceProblem } from '../../protocol/namespace';
 import {
-  Limits,
   type Anchor,
   type DidChangeParams,
   type GetParams,
@@ -43,15 +42,25 @@ import {
 } from '../../protocol/types';
 import { normalizedValueHash, sha256, uuidv7 } from '../../text/hash';
 import { identifierWords } from '../../text/identifiers';
-import { detectCredentials, normalizeTags, SECRET_TAG } from '../../text/secrets';
 import { pathInScope } from '../scope';
-import { extractiveSummary } from '../../text/summary';
-import { fromIso, iso, isoReq, toMemory, type MemoryRow } from '../rows';
+import { iso, isoReq, toMemory, type MemoryRow } from '../rows';
 import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
 import { checkSchema } from './schema';
+import {
+  mergeContent,
+  refuseBadSupersede,
+  refuseDeleted,
+  refuseRejected,
+  refuseStaleVersion,
+  sameContent,
+  summaryOf,
+  SYSTEM_EXPIRE,
+  validateContent,
+  type NextContent,
+} from '../write-rules';
 import { andSql, filterSql, MEMORY_COLUMNS, Params, scopeSql, visibilitySql } from './sql';
 
-export const SYSTEM_EXPIRE = 'system:expire';
+export { SYSTEM_EXPIRE };
 export const SYSTEM_NS_DELETE = 'system:namespace-delete';
 
 type C = pg.PoolClient;
@@ -72,22 +81,6 @@ export interface PgEmbedder {
   embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
 }
 
-/** The content a write stores (merged from the request and the stored row). */
-interface NextContent {
-  value: string;
-  kind: string;
-  tags: string[];
-  importance: number;
-  confidence: number;
-  source: string;
-  properties: unknown;
-  anchors: Anchor[];
-  validFrom: number | null;
-  validTo: number | null;
-  expiresAt: number | null;
-  status: string;
-}
-
 interface WritePlan {
   op: HistoryEntry['op'];
   detail: Record<string, unknown>;
@@ -103,8 +96,6 @@ const LOST_RACE = Symbol('lost race');
 
 /** Raised inside a batch transaction when the fast path hit a database error: the batch reruns with savepoints. */
 class NeedsSavepoints extends Error {}
-
-const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
 
 export function embeddingText(m: { key: string; value: string; tags: string[] }): string {
   return `${m.key.replace(/[._:/-]+/g, ' ')}\n${m.tags.join(' ')}\n${m.value}`;
@@ -991,26 +982,7 @@ export class PgBackend {
       if (!pathInScope(p.namespace, p.scope))
         throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
     }
-    const bytes = Buffer.byteLength(p.value, 'utf8');
-    if (bytes > Limits.valueBytes)
-      throw new CairnError('ValueTooLarge', `value is ${bytes} bytes; the limit is ${Limits.valueBytes}`, {
-        field: 'value',
-        limit: Limits.valueBytes,
-      });
-    if (p.value.trim().length === 0) throw new CairnError('InvalidParams', 'value is empty', { field: 'value' });
-    if (p.value.includes('\u0000')) throw new CairnError('InvalidParams', 'value contains a NUL character', { field: 'value' });
-    if (p.properties && Object.keys(p.properties).length > Limits.properties)
-      throw new CairnError('InvalidParams', `more than ${Limits.properties} properties`, { field: 'properties' });
-    p.anchors?.forEach((a, i) => {
-      if (a.startLine !== undefined && a.endLine !== undefined && a.endLine < a.startLine)
-        throw new CairnError('InvalidParams', 'endLine is before startLine', { field: `anchors[${i}].endLine` });
-      if (a.endLine !== undefined && a.startLine === undefined)
-        throw new CairnError('InvalidParams', 'endLine needs startLine', { field: `anchors[${i}].startLine` });
-    });
-    const vf = fromIso(p.validFrom);
-    const vt = fromIso(p.validTo);
-    if (vf !== null && vt !== null && vt <= vf)
-      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    validateContent(p);
   }
 
   /**
@@ -1024,107 +996,15 @@ export class PgBackend {
     rejected: { actor: string; at: number } | undefined,
     superseded: MemoryRow | undefined,
   ): WritePlan {
+    // The rules (write-rules.ts) in the same order as the SQLite store, on rows fetched beforehand.
     const detail: Record<string, unknown> = {};
-    let op: HistoryEntry['op'] = existing ? 'update' : 'create';
-    if (existing && existing.deleted_at !== null) {
-      const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
-      if (!p.restore && !expiredOnly) {
-        throw new CairnError(
-          'Deleted',
-          `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`,
-          {
-            field: 'key',
-            id: existing.id,
-            deletedAt: iso(existing.deleted_at),
-            deletedBy: existing.deleted_by,
-            reason: existing.delete_reason,
-          },
-        );
-      }
-      op = 'restore';
-      if (expiredOnly) detail.afterExpire = true;
-    }
-
-    if (p.ifVersion !== undefined) {
-      const current = existing && existing.deleted_at === null ? existing.version : 0;
-      if (current !== p.ifVersion)
-        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
-          field: 'ifVersion',
-          currentVersion: current,
-          id: existing?.id,
-        });
-    }
-    if (rejected) {
-      if (!p.force) {
-        throw new CairnError(
-          'RejectedValue',
-          `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`,
-          {
-            field: 'value',
-            rejectedAt: isoReq(rejected.at),
-            rejectedBy: rejected.actor,
-          },
-        );
-      }
-      detail.forced = true;
-    }
-    if (p.supersedes !== undefined) {
-      if (!superseded || superseded.deleted_at !== null)
-        throw new CairnError('NotFound', `no live memory ${p.supersedes} to supersede${p.scope ? ' in scope' : ''}`, {
-          field: 'supersedes',
-        });
-      if (existing && superseded.id === existing.id)
-        throw new CairnError('InvalidState', 'a memory cannot supersede itself', { field: 'supersedes' });
-      if (superseded.status === 'superseded')
-        throw new CairnError('InvalidState', `memory ${p.supersedes} is already superseded by ${superseded.superseded_by}`, {
-          field: 'supersedes',
-        });
-    }
-
-    const base = existing;
-    // Tags stored normalized; a value that looks like a credential is tagged `secret` (as store.ts).
-    let tags = normalizeTags(p.tags !== undefined ? p.tags : base ? (JSON.parse(base.tags) as string[]) : []);
-    const credentials = detectCredentials(
-      [p.value, ...Object.values(p.properties ?? {}).filter((v): v is string => typeof v === 'string')].join('\n'),
-    );
-    const warnings = credentials.map((c) => ({
-      code: 'credential' as const,
-      kind: c.kind,
-      message: `the value looks like it holds a ${c.kind}; the memory is tagged "${SECRET_TAG}" and kept from agents`,
-    }));
-    if (credentials.length > 0 && !tags.includes(SECRET_TAG)) {
-      tags = normalizeTags([...tags, SECRET_TAG]);
-      detail.autoSecret = credentials.map((c) => c.kind);
-    }
-    const warn = warnings.length > 0 ? { warnings } : {};
-    const anchors: Anchor[] =
-      p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
-    const next: NextContent = {
-      value: p.value,
-      kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
-      tags,
-      importance: p.importance !== undefined ? clamp01(p.importance) : (base?.importance ?? 0.5),
-      confidence: p.confidence !== undefined ? clamp01(p.confidence) : (base?.confidence ?? 1),
-      source: p.source ?? base?.source ?? 'user',
-      properties: p.properties !== undefined ? p.properties : base ? JSON.parse(base.properties) : {},
-      anchors,
-      validFrom: p.validFrom !== undefined ? fromIso(p.validFrom) : (base?.valid_from ?? null),
-      validTo: p.validTo !== undefined ? fromIso(p.validTo) : (base?.valid_to ?? null),
-      expiresAt: p.expiresAt !== undefined ? fromIso(p.expiresAt) : op === 'restore' ? null : (base?.expires_at ?? null),
-      status: p.status ?? (base && base.status !== 'superseded' ? base.status : 'active'),
-    };
-    if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom)
-      throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
+    const op = refuseDeleted(p, existing, detail);
+    refuseStaleVersion(p, existing);
+    refuseRejected(p, rejected, detail);
+    refuseBadSupersede(p, existing, superseded);
+    const { next, warn } = mergeContent(p, existing, op, detail);
     const unchanged = !!existing && op === 'update' && !superseded && sameContent(existing, next);
-    let summary: string | null = null;
-    if (!unchanged && p.value.length > Limits.summaryThresholdChars) {
-      try {
-        summary = extractiveSummary(p.value);
-      } catch {
-        summary = null;
-      }
-    }
-    return { op, detail, next, warn, unchanged, summary };
+    return { op, detail, next, warn, unchanged, summary: unchanged ? null : summaryOf(p.value) };
   }
 
   /** The column values of a planned write ($1..$18 of the write statements: 14 columns, then the four full-text parts). */
@@ -1156,17 +1036,9 @@ export class PgBackend {
     const claimed = p.actor ?? p.source;
     const existing = await this.rowByKey(c, p.namespace, p.key, true);
     const valueHash = normalizedValueHash(p.value);
-    if (existing && existing.deleted_at !== null && !p.restore && existing.deleted_by !== SYSTEM_EXPIRE)
-      this.plan(p, existing, undefined, undefined); // throws Deleted
-    if (p.ifVersion !== undefined) {
-      const current = existing && existing.deleted_at === null ? existing.version : 0;
-      if (current !== p.ifVersion)
-        throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
-          field: 'ifVersion',
-          currentVersion: current,
-          id: existing?.id,
-        });
-    }
+    // Refused before the namespace is created (as the SQLite store does); the full plan runs below.
+    refuseDeleted(p, existing, {});
+    refuseStaleVersion(p, existing);
     const nsId = existing?.ns_id ?? (await this.ensureNamespace(c, p.namespace));
     const rejected = (await c.query(`SELECT actor, at FROM rejected_values WHERE ns_id = $1 AND value_hash = $2`, [nsId, valueHash]))
       .rows[0] as { actor: string; at: number } | undefined;
@@ -1589,27 +1461,6 @@ export function ftsDocument(key: string, value: string, summary: string | null, 
 
 function rethrow(e: unknown): never {
   throw mapError(e);
-}
-
-function stripUndefined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
-function sameContent(r: MemoryRow, n: NextContent): boolean {
-  return (
-    r.value === n.value &&
-    r.kind === n.kind &&
-    r.tags === JSON.stringify(n.tags) &&
-    r.importance === n.importance &&
-    r.confidence === n.confidence &&
-    r.source === n.source &&
-    r.properties === JSON.stringify(n.properties) &&
-    r.anchors === JSON.stringify(n.anchors) &&
-    r.valid_from === n.validFrom &&
-    r.valid_to === n.validTo &&
-    r.expires_at === n.expiresAt &&
-    r.status === n.status
-  );
 }
 
 export { isConnectionError };
