@@ -12,6 +12,19 @@ import { forEachBackend } from './harness';
 forEachBackend('conformance: memories', {}, (get) => {
   const call: Core['call'] = (def, p) => get().core.call(def, p);
 
+  it('content checks are the same on both stores: empty value, NUL in a value, empty tag, reversed validity', async () => {
+    const base = { namespace: 'team.checks', key: 'k' };
+    await rejectsWith(call(R.upsert, { ...base, value: '   ' }), 'InvalidParams', 'value');
+    await rejectsWith(call(R.upsert, { ...base, value: 'a\u0000b' }), 'InvalidParams', 'value');
+    await rejectsWith(call(R.upsert, { ...base, value: 'v', tags: ['ok', '  '] }), 'InvalidParams', 'tags[1]');
+    await rejectsWith(
+      call(R.upsert, { ...base, value: 'v', validFrom: '2026-02-01T00:00:00Z', validTo: '2026-01-01T00:00:00Z' }),
+      'InvalidParams',
+      'validTo',
+    );
+    await rejectsWith(call(R.get, { namespace: 'team.checks', key: 'k' }), 'NotFound', 'key');
+  });
+
   it('versions, history with actor and reason, no-change writes, monotonic positions', async () => {
     const a = await call(R.upsert, {
       namespace: 'team.life',
