@@ -12,6 +12,21 @@
  * coding-agent prose, varied) with one embed() call per batch, awaiting each call before the
  * next (the indexer's pattern), and also with 4 calls in flight for batch size 1 and 32.
  * Remote loading is off: a hub model must already be in the cache or `modelPath`.
+ * Options: --threads N (onnxruntime intra-op threads; 0 = onnxruntime's own defaults),
+ * --worker-batch N (texts per model call in the worker), --dtype q8|fp32.
+ *
+ * --matrix (a transformer model in `modelPath`): the speed diagnosis of bench/README.md
+ * ("Transformer speed"), in one run so the figures compare on a loaded machine:
+ *   1. plain onnxruntime-node on the same ONNX files (no worker, no transformers.js model class;
+ *      the same tokenizer), fp32 and q8, onnxruntime's default threads (one spinning thread per
+ *      core) vs 2 and 1 threads without spinning, model batches of 1 / 8 / 32 length-sorted texts:
+ *      memories per wall second and per CPU-second, tokenizer time, padded tokens per text;
+ *   2. the Embedder (worker, transformers.js pipeline, the production path) with the settings it
+ *      had before (onnxruntime defaults, model batch 32) and with today's defaults (1 thread, no
+ *      spinning, model batch 8), plus fp32 and 2 threads, at caller batches 1 / 64 (the indexer's
+ *      chunk) / 256 and query latency.
+ * Per-CPU-second figures count every thread of this process (getrusage), so they are the honest
+ * comparison when other processes share the cores.
  */
 import * as fs from 'node:fs';
 import { Embedder } from '../daemon/src/embed';
@@ -20,6 +35,10 @@ import { arg, summarize } from './stats';
 const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !(all[i - 1] ?? '').startsWith('--'));
 const [model = 'builtin', countArg = '20000', modelPath] = positional;
 const jsonOut = arg('json', '');
+const threadsArg = arg('threads', '');
+const workerBatchArg = arg('worker-batch', '');
+const dtypeArg = arg('dtype', '');
+const matrix = process.argv.includes('--matrix');
 const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 const N = Number(countArg);
 
@@ -57,9 +76,149 @@ async function run(e: Embedder, batch: number, inFlight: number): Promise<[numbe
   return [N / ((performance.now() - t0) / 1000), N / ((cpu.user + cpu.system) / 1e6)];
 }
 
+const cpuSeconds = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1e6;
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+/** Plain onnxruntime-node on the model's ONNX file: tokenize (same tokenizer), run, mean-pool. */
+async function plainOrt(dir: string, file: string, threads: number, spin: boolean, batches: number[]) {
+   
+  const ort = require('onnxruntime-node') as typeof import('onnxruntime-node');
+   
+  const { AutoTokenizer, env } = require('@huggingface/transformers');
+  env.localModelPath = dir + '/';
+  env.allowRemoteModels = false;
+  const tok = await AutoTokenizer.from_pretrained(model);
+  const flag = spin ? '1' : '0';
+  const opts = {
+    ...(threads ? { intraOpNumThreads: threads, interOpNumThreads: 1 } : {}),
+    ...(spin ? {} : { extra: { session: { intra_op: { allow_spinning: flag }, inter_op: { allow_spinning: flag } } } }),
+  };
+  const session = await ort.InferenceSession.create(`${dir}/${model}/onnx/${file}`, opts);
+  const sorted = [...memories].sort((a, b) => a.length - b.length);
+  const out: Record<string, unknown> = {};
+  for (const batch of batches) {
+    let tokMs = 0;
+    let tokens = 0;
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let k = 0; k < N; k += batch) {
+      const t = performance.now();
+      const enc = tok(sorted.slice(k, k + batch), { padding: true, truncation: true, max_length: 256 });
+      tokMs += performance.now() - t;
+      const feeds: Record<string, import('onnxruntime-node').Tensor> = {};
+      for (const name of session.inputNames) feeds[name] = new ort.Tensor('int64', enc[name].data, enc[name].dims);
+      tokens += enc.input_ids.dims[0] * enc.input_ids.dims[1];
+      const res = await session.run(feeds);
+      const h = res[session.outputNames[0]];
+      const [B, L, H] = h.dims as number[];
+      const data = h.data as Float32Array;
+      const mask = enc.attention_mask.data as BigInt64Array;
+      for (let b = 0; b < B; b++) {
+        const v = new Float32Array(H);
+        for (let l = 0; l < L; l++) if (mask[b * L + l]) for (let j = 0; j < H; j++) v[j] += data[(b * L + l) * H + j];
+      }
+    }
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = cpuSeconds(process.cpuUsage(c0));
+    out[`batch${batch}`] = {
+      perSecond: round1(N / wall),
+      perCpuSecond: round1(N / cpu),
+      tokenizeMsPerText: Math.round((tokMs / N) * 100) / 100,
+      paddedTokensPerText: round1(tokens / N),
+    };
+    console.log(
+      `  plain ORT ${file.padEnd(20)} ${(threads ? `${threads} thread${threads > 1 ? 's' : ''}` : 'ORT default').padEnd(11)} ${spin ? 'spin' : 'no spin'}  batch ${String(batch).padStart(2)}: ${round1(N / wall)} /s wall, ${round1(N / cpu)} per CPU-s (tokenizer ${((tokMs / N) * 1000).toFixed(0)} µs/text, ${round1(tokens / N)} padded tokens/text)`,
+    );
+  }
+  await session.release();
+  return out;
+}
+
+/** The Embedder (production path) with the given options: caller batches, then query latency. */
+async function embedderRun(label: string, opts: { threads?: number; batchSize?: number; dtype?: string }, callerBatches: number[]) {
+  const e = await Embedder.start({ model, modelPath, allowRemote: false, log: (m) => console.error(m), ...opts });
+  const out: Record<string, unknown> = { options: opts, dtype: e.info.dtype };
+  await e.embed(memories.slice(0, 32));
+  for (const batch of callerBatches) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let k = 0; k < N; k += batch) await e.embed(memories.slice(k, k + batch));
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = cpuSeconds(process.cpuUsage(c0));
+    out[`batch${batch}`] = { perSecond: round1(N / wall), perCpuSecond: round1(N / cpu) };
+    console.log(
+      `  Embedder ${label.padEnd(44)} caller batch ${String(batch).padStart(3)}: ${round1(N / wall)} /s wall, ${round1(N / cpu)} per CPU-s`,
+    );
+  }
+  const ms: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const t = performance.now();
+    await e.embed([`how do we ${WORDS[i % WORDS.length]} the ${WORDS[(i * 7) % WORDS.length]} ${WORDS[(i * 13) % WORDS.length]}`], {
+      priority: true,
+    });
+    ms.push(performance.now() - t);
+  }
+  const lat = summarize(ms);
+  out.queryLatencyMs = { p50: round1(lat.p50), p95: round1(lat.p95) };
+  console.log(`  Embedder ${label.padEnd(44)} query p50 ${lat.p50.toFixed(1)} ms, p95 ${lat.p95.toFixed(1)} ms`);
+  await e.close();
+  return out;
+}
+
+async function runMatrix() {
+  if (!modelPath) throw new Error('--matrix needs the models folder (third argument)');
+  const os = await import('node:os');
+  const report: Record<string, unknown> = {
+    model,
+    count: N,
+    cpus: os.cpus().length,
+    loadavgStart: os.loadavg(),
+    plainOrt: {},
+    embedder: {},
+  };
+  console.log(
+    `${model}, ${N} memories per measurement; load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  for (const file of ['model.onnx', 'model_quantized.onnx'])
+    for (const [threads, spin] of [
+      [0, true],
+      [2, false],
+      [1, false],
+    ] as const)
+      (report.plainOrt as Record<string, unknown>)[`${file}/${threads ? `threads${threads}` : 'ortDefault'}${spin ? '' : '/nospin'}`] =
+        await plainOrt(modelPath, file, threads, spin, [1, 8, 32]);
+  const configs: Array<[string, { threads?: number; batchSize?: number; dtype?: string }]> = [
+    ['before (q8, ORT default threads, model batch 32)', { threads: 0, batchSize: 32, dtype: 'q8' }],
+    ['after (defaults: q8, 1 thread no spin, batch 8)', {}],
+    ['after, 2 threads no spin', { threads: 2 }],
+    ['after, fp32', { dtype: 'fp32' }],
+  ];
+  for (const [label, opts] of configs) (report.embedder as Record<string, unknown>)[label] = await embedderRun(label, opts, [1, 64, 256]);
+  report.loadavgEnd = os.loadavg();
+  console.log(
+    `load average at the end ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+  if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(report, null, 2));
+}
+
 (async () => {
+  if (matrix) return runMatrix();
   const rssBefore = process.memoryUsage().rss;
-  const e = await Embedder.start({ model, modelPath, allowRemote: false, log: (m) => console.error(m) });
+  const e = await Embedder.start({
+    model,
+    modelPath,
+    allowRemote: false,
+    log: (m) => console.error(m),
+    ...(threadsArg ? { threads: Number(threadsArg) } : {}),
+    ...(workerBatchArg ? { batchSize: Number(workerBatchArg) } : {}),
+    ...(dtypeArg ? { dtype: dtypeArg } : {}),
+  });
   const rssLoaded = process.memoryUsage().rss;
   const { info } = e;
   const report: Record<string, unknown> = {

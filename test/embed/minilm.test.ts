@@ -91,6 +91,40 @@ describe('all-MiniLM-L6-v2 from the PyPI wheel', () => {
     });
   }
 
+  it('the thread settings change speed, not vectors: defaults (1 thread, no spinning, model batch 8) = onnxruntime defaults (batch 32)', async () => {
+    const { sentences } = reference();
+    const texts = sentences.slice(0, 40);
+    const now = await Embedder.start({ model: MODEL, modelPath: modelsDir, cacheDir: cache, allowRemote: false, dtype: 'fp32' });
+    const before = await Embedder.start({
+      model: MODEL,
+      modelPath: modelsDir,
+      cacheDir: cache,
+      allowRemote: false,
+      dtype: 'fp32',
+      threads: 0,
+      batchSize: 32,
+    });
+    try {
+      assert.equal(now.info.fallbackReason, null);
+      assert.equal(before.info.fallbackReason, null);
+      const [a, b] = await Promise.all([now.embed(texts), before.embed(texts)]);
+      const cos = a.map((v, i) => dot(v, b[i]));
+      assert.ok(Math.min(...cos) >= 0.9999, `min cosine ${Math.min(...cos)}`);
+    } finally {
+      await Promise.all([now.close(), before.close()]);
+    }
+  });
+
+  it('a thread count that is not a whole number >= 0 falls back to the built-in model and says why', async () => {
+    const e = await Embedder.start({ model: MODEL, modelPath: modelsDir, cacheDir: cache, allowRemote: false, threads: -2 });
+    try {
+      assert.equal(e.info.builtin, true);
+      assert.match(e.info.fallbackReason ?? '', /threads must be a whole number >= 0 \(got -2\)/);
+    } finally {
+      await e.close();
+    }
+  });
+
   it('the daemon started with CAIRN_MODEL_PATH and CAIRN_MODEL uses it and finds memories by meaning', async () => {
     const d = await spawnDaemon({
       args: [],

@@ -90,11 +90,11 @@ export interface EmbedderOptions {
   workerPath?: string;
   /** transformers.js dtype. Default: the model's `transformers.js_config.dtype`, else q8 (then fp32 if absent). */
   dtype?: string;
-  /** onnxruntime intra-op threads. Default: onnxruntime's choice (all cores). */
+  /** onnxruntime intra-op threads. Default 1, thread spinning off (measured, see provider.ts DEFAULT_THREADS); 0: onnxruntime's own defaults. */
   threads?: number;
   /** Force a pooling mode instead of the model's configuration. */
   pooling?: 'cls' | 'mean' | 'max' | 'mean_sqrt_len' | 'weightedmean' | 'lasttoken';
-  /** Texts per model call inside the worker (after sorting by length). Default 32, built-in model 256. */
+  /** Texts per model call inside the worker (after sorting by length). Default 8 for a transformer, 256 for a static model. */
   batchSize?: number;
   /** Fall back to the built-in model if the configured one takes longer to load. Default 300 000 ms. */
   loadTimeoutMs?: number;

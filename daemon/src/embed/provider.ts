@@ -47,15 +47,41 @@ export interface ProviderOptions {
   builtinPath: string;
   /** transformers.js dtype (`q8`, `fp32`, ...). Default: the model config's, else `q8` falling back to `fp32`. */
   dtype?: string;
-  /** onnxruntime intra-op threads. Default: onnxruntime's (all cores). */
+  /**
+   * onnxruntime intra-op threads. Default DEFAULT_THREADS (1), with thread spinning off; 0 leaves
+   * every session option to onnxruntime (one spinning thread per core: the behaviour before the
+   * default was measured, kept for the benchmark's comparison).
+   */
   threads?: number;
   /** Overrides the pooling read from the model's configuration. */
   pooling?: PoolingMode;
-  /** Texts per model call (after sorting by length). Default 32 (static models: 256). */
+  /** Texts per model call (after sorting by length). Default TRANSFORMER_BATCH (static models: 256). */
   batchSize?: number;
   /** Give up loading (and fall back) after this long. Default 300 000 ms. */
   loadTimeoutMs?: number;
   log?: (msg: string) => void;
+}
+
+/**
+ * onnxruntime intra-op threads for a transformer model, chosen by measurement (bench/README.md,
+ * "Transformer speed"): on 2 cores shared with the daemon's main thread, one thread without
+ * spinning embedded 2-3x more memories per CPU-second than onnxruntime's default (a spinning
+ * thread per core, which burns a core while waiting), at equal or better wall-clock speed.
+ */
+export const DEFAULT_THREADS = 1;
+/**
+ * Texts per model call for a transformer model (after sorting by length). Larger batches pad more
+ * and leave the CPU cache; per CPU-second, 8 beat 32 (bench/README.md, "Transformer speed").
+ */
+export const TRANSFORMER_BATCH = 8;
+
+/** onnxruntime session options for `threads` (see ProviderOptions.threads). */
+export function sessionOptions(threads: number | undefined): Record<string, unknown> | undefined {
+  const n = threads ?? DEFAULT_THREADS;
+  if (n === 0) return undefined;
+  if (!Number.isInteger(n) || n < 0) throw new Error(`threads must be a whole number >= 0 (got ${threads})`);
+  const noSpin = { allow_spinning: '0' };
+  return { intraOpNumThreads: n, interOpNumThreads: 1, extra: { session: { intra_op: noSpin, inter_op: noSpin } } };
 }
 
 /** Upper bound for any model's token limit (models declaring 1e30 and the like). */
@@ -312,7 +338,7 @@ export class TransformersProvider implements EmbeddingProvider {
           config: config as any,
           local_files_only: localOnly,
           cache_dir: opts.cacheDir,
-          session_options: opts.threads ? { intraOpNumThreads: opts.threads, interOpNumThreads: 1 } : undefined,
+          session_options: sessionOptions(opts.threads),
         })) as unknown as ExtractorLike;
       } catch (err) {
         if (i === dtypes.length - 1 || !isMissingFile(err)) throw err;
@@ -330,7 +356,7 @@ export class TransformersProvider implements EmbeddingProvider {
       vocab = null;
     }
     const isStatic = (config as { cairn?: { kind?: string } }).cairn?.kind === 'static';
-    const batchSize = opts.batchSize ?? (isStatic ? 256 : 32);
+    const batchSize = opts.batchSize ?? (isStatic ? 256 : TRANSFORMER_BATCH);
     const provider = new TransformersProvider(
       {
         model: builtin ? BUILTIN_MODEL_ID : opts.model,
