@@ -8,7 +8,8 @@ every question with evidence a query, turn recall@5 and MRR as bench/locomo.ts c
 Tokenization is the same BERT basic tokenizer + greedy WordPiece over the model's vocabulary
 (the `tokenizers` library, configured like static-model.ts).
 
-Usage: python tune_static.py MODEL_DIR TEACHER_CACHE.npy LOCOMO.json [--convs 0-2]
+Usage: python tune_static.py MODEL_DIR TEACHER_CACHE.npy LOCOMO.json [--convs 0-2] [--dims 256,384]
+       [--whiten 0,0.5,1] [--sifs 1e-3,...] [--drops 0,2]
 """
 import argparse
 import json
@@ -46,6 +47,10 @@ def main():
     ap.add_argument("cache")
     ap.add_argument("data")
     ap.add_argument("--convs", default="0-2")
+    ap.add_argument("--dims", default="256", help="comma-separated PCA dimensions to try")
+    ap.add_argument("--whiten", default="0", help="comma-separated whitening powers to try: component c is scaled by eigenvalue_c^(-w/2) (0: plain PCA, 1: full whitening)")
+    ap.add_argument("--sifs", default="1e-3,3e-3,1e-2,3e-2,1e-1,1")
+    ap.add_argument("--drops", default="0,2")
     a = ap.parse_args()
     lo, hi = (int(x) for x in a.convs.split("-"))
     samples = json.load(open(a.data))[lo:hi + 1]
@@ -80,6 +85,7 @@ def main():
     x = emb.astype(np.float64) - emb.mean(0)
     vals, vecs = np.linalg.eigh(x.T @ x / len(x))
     vecs = vecs[:, ::-1]
+    vals = np.maximum(vals[::-1], 1e-12)
 
     def embed(table, ids_list):
         out = np.zeros((len(ids_list), table.shape[1]))
@@ -90,13 +96,15 @@ def main():
         return out / np.where(n > 0, n, 1)
 
     results = []
-    for dim in (256,):
+    for dim, whiten, drop in [(d, wh, dr) for d in map(int, a.dims.split(",")) for wh in map(float, a.whiten.split(",")) for dr in map(int, a.drops.split(","))]:
         y = x @ vecs[:, :dim]
-        for drop in (0, 2):
+        if whiten:
+            y = y * vals[:dim] ** (-whiten / 2)
+        if True:
             yy = y.copy()
             if drop:
                 yy[:, :drop] = 0  # all-but-the-top: remove the common components
-            for sif in (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 1.0):
+            for sif in map(float, a.sifs.split(",")):
                 w = sif / (sif + p)
                 w[zero] = 0
                 table = yy * w[:, None]
@@ -113,7 +121,7 @@ def main():
                         first = next((i for i, h in enumerate(top) if h in evs), None)
                         mrr += 1 / (first + 1) if first is not None else 0
                         n += 1
-                results.append({"dim": dim, "dropComponents": drop, "sif": sif, "turnRecall5": r5 / n, "turnMRR": mrr / n, "questions": int(n)})
+                results.append({"dim": dim, "whiten": whiten, "dropComponents": drop, "sif": sif, "turnRecall5": r5 / n, "turnMRR": mrr / n, "questions": int(n)})
                 print(json.dumps(results[-1]), file=sys.stderr)
     results.sort(key=lambda z: (-z["turnRecall5"], -z["turnMRR"]))
     print(json.dumps(results, indent=1))
