@@ -71,6 +71,8 @@ before(async () => {
   // A superseded memory among the ties.
   const sup = await c.core.call(R.get, { namespace: 'project.beta', key: 'tie1' });
   await c.core.call(R.upsert, { namespace: 'project.beta', key: 'tie1-new', value: 'replacement text', supersedes: sup.id });
+  // The arm is called directly here (not through store.fullTextArm): index the writes' text first.
+  c.store.catchUpFullText();
 });
 after(() => c.close());
 

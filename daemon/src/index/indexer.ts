@@ -336,7 +336,7 @@ export class Indexer implements VectorSearcher {
   /** Resolve when the vector watermark reaches `position`, or after `timeoutMs`. */
   async waitFor(position: number, timeoutMs = 10_000): Promise<{ watermark: number; reached: boolean }> {
     if (!this.model || this.state === 'unavailable' || this.state === 'disabled') {
-      const wm = this.store.ftsWatermark();
+      const wm = this.store.catchUpFullText();
       return { watermark: wm, reached: wm >= position };
     }
     const wm = this.watermark();

@@ -13,7 +13,7 @@
  */
 import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
-import { ftsArm, type ArmHit, type ArmQuery } from '../store/search-fts';
+import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
 import { fuseArms, rankFused, VECTOR_WEIGHT } from './fusion';
 import { snippet } from './snippet';
@@ -77,7 +77,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
 
   let fts: ArmHit[];
   try {
-    fts = ftsArm(store.db, p.query, { ...arm, limit: candidates });
+    fts = store.fullTextArm(p.query, { ...arm, limit: candidates });
   } catch (e) {
     pending.catch(() => {}); // the full-text error is the one reported
     throw e;
@@ -99,7 +99,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
 }
 
 function ftsOnly(store: Store, p: SearchParams, arm: ArmQuery): SearchResult {
-  const fts = ftsArm(store.db, p.query, arm);
+  const fts = store.fullTextArm(p.query, arm);
   const rows = store.byRowids(fts.map((h) => h.rowid));
   const hits = fts.flatMap((h, i) => {
     const r = rows.get(h.rowid);

@@ -158,8 +158,8 @@ export class Core {
     on(Requests.injectLog, (p) => tasks.log(p));
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
-      // No embedding index runs here: the full-text index is the only one, and it is always current.
-      const wm = s.ftsWatermark();
+      // No embedding index runs here: the full-text index is the only one; it catches up with the log first.
+      const wm = s.catchUpFullText();
       return { watermark: wm, reached: wm >= p.position, index: 'fts' as const };
     });
     on(Requests.indexRebuild, async (p) => {

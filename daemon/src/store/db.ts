@@ -137,7 +137,11 @@ export function withRetry<T>(fn: () => T, attempts = 3): T {
 
 /** Run `fn` inside BEGIN IMMEDIATE (so the write lock is taken up front), retrying on SQLITE_BUSY. */
 export function writeTx<T>(db: DB, fn: () => T): T {
-  if (db.inTransaction) return db.transaction(fn)(); // nested: a savepoint
-  const tx = db.transaction(fn);
-  return withRetry(() => tx.immediate());
+  // One transaction wrapper per connection, given the work as its argument: better-sqlite3 builds a wrapper (and
+  // its BEGIN/COMMIT statements) on every db.transaction() call, which cost as much as a small statement per write.
+  let tx = runners.get(db);
+  if (!tx) runners.set(db, (tx = db.transaction((f: () => unknown) => f())));
+  if (db.inTransaction) return tx(fn) as T; // nested: a savepoint
+  return withRetry(() => tx.immediate(fn) as T);
 }
+const runners = new WeakMap<DB, Database.Transaction<(f: () => unknown) => unknown>>();

@@ -1,8 +1,9 @@
 /**
  * The Store: every read and write of Cairn's SQLite file. Each write runs in one
- * BEGIN IMMEDIATE transaction that updates the memory, appends history and a
- * change-log row, and keeps the full-text index in step; listeners hear about
- * the change only after it committed.
+ * BEGIN IMMEDIATE transaction that updates the memory and appends history and a
+ * change-log row; listeners hear about the change only after it committed. The
+ * full-text index follows the change log in batches (catchUpFullText), and every
+ * full-text search and index/wait catches it up first, so a write is found at once.
  */
 import * as fs from 'node:fs';
 import { CairnError } from '../protocol/errors';
@@ -50,7 +51,7 @@ import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
 import { and, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
-import { namespaceToken } from './search-fts';
+import { ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
 import { decodePrevious, decodeState, encodePrevious, encodeState } from './history-codec';
 import { IndexFeed } from './index-feed';
@@ -59,6 +60,18 @@ import { loadStoreKeys, type StoreKeys } from './keys';
 import { findRejection, liftRejection, rejectValue, rekeyLegacy } from './rejected';
 
 export type ChangeListener = (change: DidChangeParams) => void;
+
+/**
+ * Full text is indexed this long after the first write that leaves it behind, for every write since, in one
+ * transaction: FTS5 writes a new segment (about 7 WAL pages) per committing transaction, so indexing each write
+ * in its own commit cost about half of a single upsert. A search or index/wait does not wait for the timer: it
+ * catches the index up first.
+ */
+export const FTS_DELAY_MS = 25;
+/** Change-log rows read per step while catching the full-text index up. */
+const FTS_STEP = 1000;
+/** Change-log ops that can change a memory's indexed text (the others change state only: deleted, superseded...). */
+const TEXT_OPS = new Set(['create', 'update', 'restore', 'import']);
 
 interface Target {
   id?: string;
@@ -105,7 +118,15 @@ export class Store {
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (this.ftsTimer) clearTimeout(this.ftsTimer);
+    this.ftsTimer = null;
+    if (!this.db.open) return;
+    try {
+      this.catchUpFullText(); // the next opener finds the index current
+    } catch {
+      /* busy: the next writer, search or open catches up */
+    }
+    this.db.close();
   }
 
   onChange(fn: ChangeListener): () => void {
@@ -118,11 +139,10 @@ export class Store {
     return this.write(fn);
   }
 
-  /** For import: index a row inserted as-is (anchors, full text). */
+  /** For import: index a row inserted as-is (anchors; its full text follows its `import` change, see catchUpFullText). */
   reindexImported(rowid: number): void {
     const r = this.rowBy('m.rowid = ?', rowid)!;
     this.writeAnchors(rowid, JSON.parse(r.anchors));
-    this.ftsPut(rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id });
   }
 
   /** For import: one change-log row per imported memory so derived indexes pick it up. */
@@ -178,6 +198,7 @@ export class Store {
   }
 
   private fire(events: DidChangeParams[]): void {
+    if (events.length) this.scheduleFullText();
     for (const ev of events)
       for (const l of this.listeners) {
         try {
@@ -197,8 +218,8 @@ export class Store {
     const position = Number(
       stmt(this.db, 'INSERT INTO changes(memory_id, ns_id, op, at) VALUES (?, ?, ?, ?)').run(memoryId, nsId, op, at).lastInsertRowid,
     );
-    // The vector arm applies the change log before its next query (VectorTables.refresh), so it sees this change at once.
-    stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(position);
+    // The vector arm applies the change log before its next query (VectorTables.refresh), so it sees this change at
+    // once; the full-text index catches up before its next query (catchUpFullText).
     this.pending.push({ position, id: memoryId, namespace: nsPath, key, op });
     return position;
   }
@@ -282,11 +303,83 @@ export class Store {
     );
   }
 
-  /** Rebuild the FTS index when it is behind the change log (interrupted build, older schema, or a fresh FTS table). */
+  private ftsTimer: NodeJS.Timeout | null = null;
+
+  /** Index the full text of recent writes soon, in one batch (FTS_DELAY_MS). */
+  private scheduleFullText(): void {
+    if (this.ftsTimer || this.db.readonly) return;
+    this.ftsTimer = setTimeout(() => {
+      this.ftsTimer = null;
+      try {
+        this.catchUpFullText();
+      } catch {
+        /* busy or closed: the next write, search, index/wait or open catches up */
+      }
+    }, FTS_DELAY_MS);
+    this.ftsTimer.unref?.();
+  }
+
+  /**
+   * Bring the full-text index up to the change log: re-index the text of every memory a change after the `fts`
+   * watermark created, updated, restored or imported, in one transaction, and move the watermark. Cheap when
+   * current. Every full-text query and index/wait runs it first, so a search right after a write finds the write.
+   * Returns the watermark. A read-only connection cannot write the index: it answers from what is indexed.
+   */
+  catchUpFullText(): number {
+    const wm = this.ftsWatermark();
+    if (this.db.readonly || wm >= this.position()) return wm;
+    return writeTx(this.db, () => this.indexFullTextAfter(this.ftsWatermark()));
+  }
+
+  private indexFullTextAfter(wm: number): number {
+    for (;;) {
+      const changes = stmt(this.db, 'SELECT position, memory_id AS id, op FROM changes WHERE position > ? ORDER BY position LIMIT ?').all(
+        wm,
+        FTS_STEP,
+      ) as { position: number; id: string | null; op: string }[];
+      if (changes.length === 0) return wm;
+      // Per memory: whether its text changed, and whether it was created here (no entry of it can be indexed yet).
+      const touched = new Map<string, boolean>();
+      for (const c of changes) if (c.id !== null && TEXT_OPS.has(c.op) && !touched.has(c.id)) touched.set(c.id, c.op === 'create');
+      if (touched.size > 0) {
+        const rows = stmt(
+          this.db,
+          'SELECT id, rowid, key, value, summary, tags, ns_id FROM memories WHERE id IN (SELECT value FROM json_each(?))',
+        ).all(JSON.stringify([...touched.keys()])) as {
+          id: string;
+          rowid: number;
+          key: string;
+          value: string;
+          summary: string | null;
+          tags: string;
+          ns_id: string;
+        }[];
+        // A memory purged since has no row; its entry (if any) was removed with it.
+        for (const r of rows)
+          this.ftsPut(
+            r.rowid,
+            { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id },
+            touched.get(r.id) === true,
+          );
+      }
+      wm = changes[changes.length - 1].position;
+      stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(wm);
+      if (changes.length < FTS_STEP) return wm;
+    }
+  }
+
+  /**
+   * At open: catch the FTS index up with the change log, or rebuild it whole when it was never built or was
+   * dropped (older schema, fresh FTS table: watermark 0).
+   */
   private healFts(): void {
     const wm = (stmt(this.db, `SELECT watermark FROM index_state WHERE name = 'fts'`).get() as { watermark: number }).watermark;
     const pos = this.position();
     if (wm >= pos && pos > 0) return;
+    if (wm > 0) {
+      writeTx(this.db, () => this.indexFullTextAfter(wm));
+      return;
+    }
     const count = (stmt(this.db, 'SELECT count(*) AS c FROM memories').get() as { c: number }).c;
     if (pos === 0 && count === 0) return;
     writeTx(this.db, () => {
@@ -755,7 +848,6 @@ export class Store {
     }
     const anchorsJson = cols[9] as string;
     if (existing ? existing.anchors !== anchorsJson : next.anchors.length > 0) this.writeAnchors(rowid, next.anchors);
-    this.ftsPut(rowid, { key: p.key, value: next.value, summary, tags: next.tags, nsId }, !existing);
     // The row as just written (what a re-read would return), without reading it back.
     const state = toMemory({
       rowid,
@@ -1114,6 +1206,12 @@ export class Store {
     } catch {
       return 0;
     }
+  }
+
+  /** The full-text arm (search-fts.ts), over an index caught up with every write first (read-your-writes). */
+  fullTextArm(query: string, q: ArmQuery): ArmHit[] {
+    this.catchUpFullText();
+    return ftsArm(this.db, query, q);
   }
 
   ftsWatermark(): number {
