@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { Embedder, builtinModelPath, resolveWorkerPath } from '../../daemon/src/embed';
+import { quantize } from '../../daemon/src/store/quantize';
 
 const builtinDimension = () => JSON.parse(fs.readFileSync(path.join(builtinModelPath(), 'config.json'), 'utf8')).cairn.dimension as number;
 
@@ -19,6 +20,29 @@ const texts = (n: number) =>
   );
 
 describe('embedding worker', () => {
+  it("computes each vector's SimHash next to it, identical to the daemon-side quantize()", async () => {
+    const e = await start();
+    try {
+      const input = [...texts(40), '', 'zzzz qqqq xxxx']; // the empty text embeds to the zero vector
+      const { vectors, sigs } = await e.embedWithSignatures(input);
+      assert.equal(vectors.length, input.length);
+      assert.equal(sigs.length, input.length);
+      const plain = await e.embed(input);
+      for (let i = 0; i < input.length; i++) {
+        assert.deepEqual([...vectors[i]], [...plain[i]], `vector ${i} is the one embed() returns`);
+        assert.deepEqual([...sigs[i]], [...quantize(vectors[i]).sig], `signature ${i}`);
+        assert.deepEqual([...quantize(vectors[i], sigs[i]).sig], [...quantize(vectors[i]).sig]);
+      }
+      assert.ok(
+        sigs.slice(0, 40).every((s) => s.some((w) => w !== 0)),
+        'non-zero vectors have signatures',
+      );
+      assert.deepEqual(await e.embedWithSignatures([]), { vectors: [], sigs: [] });
+    } finally {
+      await e.close();
+    }
+  });
+
   it('runs off the main thread: the event loop stays responsive during a long embed', async () => {
     const e = await start();
     try {

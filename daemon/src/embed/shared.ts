@@ -48,7 +48,8 @@ export type WorkerInit = Omit<ProviderOptions, 'log' | 'pooling'> & { pooling?: 
 
 /** Main thread -> worker. */
 export type ToWorker =
-  | { type: 'embed'; id: number; texts: string[]; priority?: boolean }
+  /** `signatures`: also compute each vector's SimHash (store/quantize.ts), so the daemon's event loop does not. */
+  | { type: 'embed'; id: number; texts: string[]; priority?: boolean; signatures?: boolean }
   /** Exit the worker thread with `code` at once (tests use it to simulate a crash). */
   | { type: 'crash'; code: number }
   | { type: 'close' };
@@ -58,7 +59,8 @@ export type FromWorker =
   | { type: 'ready'; info: Omit<EmbedderInfo, 'configuredModel'> }
   | { type: 'fatal'; message: string }
   /** `data` holds `count` vectors of `dimension` floats back to back (transferred, not copied). */
-  | { type: 'result'; id: number; count: number; dimension: number; data: ArrayBuffer }
+  /** `sigs`, when asked for: `count` SimHashes of SIG_WORDS int32 words back to back. */
+  | { type: 'result'; id: number; count: number; dimension: number; data: ArrayBuffer; sigs?: ArrayBuffer }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };

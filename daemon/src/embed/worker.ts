@@ -9,6 +9,7 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { PoolingMode } from './pooling';
 import { loadWithFallback, type EmbeddingProvider } from './provider';
 import type { FromWorker, ToWorker, WorkerInit } from './shared';
+import { signature, SIG_WORDS } from '../store/quantize';
 
 if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
 const port = parentPort;
@@ -31,7 +32,15 @@ async function drain(): Promise<void> {
         const dimension = provider.info.dimension;
         const data = new Float32Array(vectors.length * dimension);
         vectors.forEach((v, i) => data.set(v, i * dimension));
-        send({ type: 'result', id: req.id, count: vectors.length, dimension, data: data.buffer }, [data.buffer]);
+        if (req.signatures) {
+          const sigs = new Int32Array(vectors.length * SIG_WORDS);
+          // From the Float32 copy the daemon receives, so the signature is exactly the one it would compute.
+          for (let i = 0; i < vectors.length; i++) sigs.set(signature(data.subarray(i * dimension, (i + 1) * dimension)), i * SIG_WORDS);
+          send({ type: 'result', id: req.id, count: vectors.length, dimension, data: data.buffer, sigs: sigs.buffer }, [
+            data.buffer,
+            sigs.buffer,
+          ]);
+        } else send({ type: 'result', id: req.id, count: vectors.length, dimension, data: data.buffer }, [data.buffer]);
       } catch (err) {
         send({ type: 'error', id: req.id, message: err instanceof Error ? err.message : String(err) });
       }

@@ -23,6 +23,8 @@ import { isBuiltinModelId } from '../embed';
 export interface EmbeddingModel {
   readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
   embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
+  /** Vectors with their SimHashes computed off the event loop (the Embedder's worker); embed() is used without it. */
+  embedWithSignatures?(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }>;
   close(): Promise<void>;
 }
 
@@ -40,6 +42,8 @@ export const MAX_REST_MS = 250;
 export const KICK_DELAY_MS = 50;
 /** Vectors written per transaction (the daemon yields to requests between them). */
 export const WRITE_CHUNK = 8;
+/** Vectors written per transaction while no search is being served. */
+export const QUIET_WRITE_CHUNK = 128;
 /** Cosine similarity at or above which a live memory of the same namespace is a possible duplicate. */
 export const DUPLICATE_THRESHOLD = 0.93;
 export const DUPLICATE_LIMIT = 5;
@@ -239,16 +243,27 @@ export class Indexer implements VectorSearcher {
     }
     if (todo.length === 0) return [];
     // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
-    const chunks: Promise<Float32Array[]>[] = [];
-    for (let i = 0; i < todo.length; i += EMBED_CHUNK) chunks.push(this.embedder!.embed(todo.slice(i, i + EMBED_CHUNK).map((t) => t.text)));
-    const vectors = (await Promise.all(chunks)).flat();
-    // Write in small transactions and yield in between, so searches are never queued behind a long write.
+    const embedder = this.embedder!;
+    const chunks: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }>[] = [];
+    for (let i = 0; i < todo.length; i += EMBED_CHUNK) {
+      const texts = todo.slice(i, i + EMBED_CHUNK).map((t) => t.text);
+      chunks.push(
+        embedder.embedWithSignatures ? embedder.embedWithSignatures(texts) : embedder.embed(texts).then((vectors) => ({ vectors })),
+      );
+    }
+    const done = await Promise.all(chunks);
+    const vectors = done.flatMap((c) => c.vectors);
+    const given = done.flatMap((c) => c.sigs ?? c.vectors.map(() => undefined));
+    // While searches are served, write in small transactions and yield in between, so a search is never queued
+    // behind a long write; with no search in the last QUIET_MS, in one transaction (one commit instead of one per
+    // WRITE_CHUNK vectors).
+    const chunk = Date.now() - this.lastQueryAt < QUIET_MS ? WRITE_CHUNK : QUIET_WRITE_CHUNK;
     const sigs: (Int32Array | null)[] = [];
-    for (let i = 0; i < todo.length; i += WRITE_CHUNK) {
+    for (let i = 0; i < todo.length; i += chunk) {
       if (this.stopped || this.model !== model) return []; // stopped or switched meanwhile
       this.store.transaction(() => {
-        for (let j = i; j < Math.min(todo.length, i + WRITE_CHUNK); j++)
-          sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash);
+        for (let j = i; j < Math.min(todo.length, i + chunk); j++)
+          sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash, given[j]);
       });
       await new Promise((r) => setImmediate(r));
     }

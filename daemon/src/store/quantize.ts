@@ -38,7 +38,11 @@ export interface Quantized {
   inv: number;
 }
 
-export function quantize(v: Float32Array): Quantized {
+/**
+ * The int8 components, the SimHash and the norm. `sig`: the vector's signature when already computed (the
+ * embedding worker computes it next to the vector, off the daemon's event loop; see signature()).
+ */
+export function quantize(v: Float32Array, sig?: Int32Array): Quantized {
   const dim = v.length;
   let max = 0;
   for (let i = 0; i < dim; i++) max = Math.max(max, Math.abs(v[i]));
@@ -50,8 +54,16 @@ export function quantize(v: Float32Array): Quantized {
       ss += q[i] * q[i];
     }
   }
+  return { q, sig: ss === 0 ? new Int32Array(SIG_WORDS) : (sig ?? signature(v)), inv: ss > 0 ? 1 / Math.sqrt(ss) : 0 };
+}
+
+/** The 256-bit SimHash of a vector: the signs of its products with the fixed hyperplanes (all zero for a zero vector). */
+export function signature(v: Float32Array): Int32Array {
+  const dim = v.length;
   const sig = new Int32Array(SIG_WORDS);
-  if (ss > 0) {
+  let any = false;
+  for (let i = 0; i < dim && !any; i++) any = v[i] !== 0;
+  if (any) {
     const p = hyperplanes(dim);
     // Four planes per pass over v (each component loaded once for four products). Each plane's sum still
     // runs over i in order, so every bit is exactly what one plane at a time computes (stored signatures match).
@@ -75,7 +87,7 @@ export function quantize(v: Float32Array): Quantized {
       sig[b >>> 5] |= (d0 >= 0 ? 1 << s : 0) | (d1 >= 0 ? 1 << (s + 1) : 0) | (d2 >= 0 ? 1 << (s + 2) : 0) | (d3 >= 0 ? 1 << (s + 3) : 0);
     }
   }
-  return { q, sig, inv: ss > 0 ? 1 / Math.sqrt(ss) : 0 };
+  return sig;
 }
 
 export function popcount(x: number): number {

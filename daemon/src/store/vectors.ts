@@ -457,15 +457,18 @@ export class VectorTables {
     return this.textHashes(model, [rowid]).get(rowid);
   }
 
-  /** Store a memory's vector; returns its SimHash (for a duplicate check of the same vector), null when the memory is gone. */
-  put(model: VecModel, rowid: number, vector: Float32Array, textHash: number): Int32Array | null {
+  /**
+   * Store a memory's vector; returns its SimHash (for a duplicate check of the same vector), null when the memory
+   * is gone. `sig`: the vector's SimHash when the embedding worker computed it already.
+   */
+  put(model: VecModel, rowid: number, vector: Float32Array, textHash: number, sig?: Int32Array): Int32Array | null {
     if (vector.length !== model.dimension)
       throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
     for (let i = 0; i < vector.length; i++)
       if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
     const [m] = this.meta([rowid]);
     if (!m) return null; // purged meanwhile
-    const z = quantize(vector);
+    const z = quantize(vector, sig);
     stmt(
       this.db,
       `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`,
