@@ -13,8 +13,10 @@
  * - every phase starts a fresh daemon on a fresh store in private XDG directories, with the built-in
  *   embedding model, remote models off, embeddings and duplicate detection on (`noembed`: off);
  * - writes: one `memory/upsert` per record in corpus order over one socket connection, each awaited;
- *   records/s over the whole load, per-call p50/p95, daemon CPU per upsert; disk (`.db`+`-wal`+`-shm`)
- *   right after the writes and again once the vector index caught up (`index/wait`);
+ *   records/s over the whole load, per-call p50/p95, daemon CPU per upsert (main thread and others), the bench
+ *   client's own CPU per upsert; disk (`.db`+`-wal`+`-shm`) right after the writes and again once the vector
+ *   index caught up (`index/wait`). First, the ceiling of the same socket and client: 2,000 awaited calls of a
+ *   trivial method (`namespaces/list` on the empty store), calls/s and CPU per call on both sides;
  * - search: after `index/wait` on the last position and 10 untimed warm-ups, the 200 queries with
  *   `limit: 25`, unscoped and scoped (`{root: <query scope>, includeUser: false}`), `hybrid` and `fts`;
  *   nearest-rank percentiles of the client-side round trip;
@@ -172,8 +174,21 @@ async function start(
 async function writes(bin: string, records: Record_[], opts: { embeddings: boolean; env?: NodeJS.ProcessEnv; keep?: boolean }) {
   const s = await start(bin, opts);
   const { c, pid } = s;
+  // The ceiling: the same client and socket with a request that does almost nothing.
+  const pings = 2000;
+  const pc0 = threadCpu(pid).main ?? 0;
+  const pu0 = process.cpuUsage();
+  const pt0 = now();
+  for (let i = 0; i < pings; i++) await c.call(R.namespacesList, {});
+  const pu = process.cpuUsage(pu0);
+  const ceiling = {
+    perSec: Math.round(pings / ((now() - pt0) / 1000)),
+    daemonMainCpuMsPerCall: Math.round((((threadCpu(pid).main ?? 0) - pc0) / pings) * 1000) / 1000,
+    clientCpuMsPerCall: Math.round(((pu.user + pu.system) / 1000 / pings) * 1000) / 1000,
+  };
   resetPeak(pid);
   const cpu0 = procStat(pid).cpuMs;
+  const client0 = process.cpuUsage();
   const threads0 = threadCpu(pid);
   const ms: number[] = [];
   let last = 0;
@@ -193,6 +208,7 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   }
   const wallMs = now() - t0;
   const cpuMs = procStat(pid).cpuMs - cpu0;
+  const clientCpu = process.cpuUsage(client0);
   const threads1 = threadCpu(pid);
   const perThread: Record<string, number> = {};
   for (const [k, v] of Object.entries(threads1)) perThread[k] = Math.round(((v - (threads0[k] ?? 0)) / records.length) * 100) / 100;
@@ -204,6 +220,9 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
     daemonCpuMsPerUpsert: Math.round((cpuMs / records.length) * 100) / 100,
     /** The same CPU split: the main (event loop) thread and the other threads. */
     daemonCpuMsPerUpsertByThread: perThread,
+    /** This bench process's CPU per upsert (framing, JSON, awaiting): part of every round trip. */
+    clientCpuMsPerUpsert: Math.round(((clientCpu.user + clientCpu.system) / 1000 / records.length) * 1000) / 1000,
+    ceiling,
     peakRssMiB: status(pid, 'VmHWM'),
     idleRssMiB: s.idleRssMiB,
     diskMiBAfterWrites: diskMiB(s.d.db),
@@ -289,7 +308,7 @@ async function main() {
             .map(([k, v]) => `${k} ${v}`)
             .join(
               ', ',
-            )}), disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`,
+            )}), client ${w.result.clientCpuMsPerUpsert} ms CPU/upsert; ceiling ${JSON.stringify(w.result.ceiling)}; disk ${w.result.diskMiBAfterWrites} MiB (after index ${w.result.diskMiBAfterIndex}), peak RSS ${w.result.peakRssMiB} MiB, idle ${w.result.idleRssMiB} MiB`,
         );
         if (w.s) {
           r.search = await searches(w.s, queries, w.last);
@@ -312,12 +331,20 @@ async function main() {
         const w = await writes(b.bin, records, { embeddings: true, env: { CAIRN_STORE_SYNCHRONOUS: 'FULL' } });
         r.writesSynchronousFull = w.result;
         const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
-        line(key, 'writes synchronous=FULL', `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms`);
+        line(
+          key,
+          'writes synchronous=FULL',
+          `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${JSON.stringify(w.result.daemonCpuMsPerUpsertByThread)})`,
+        );
       }
       if (phases.has('noembed')) {
         const w = await writes(b.bin, records, { embeddings: false });
         r.writesNoEmbeddings = w.result;
-        line(key, 'writes, embeddings off', `${w.result.perSec}/s, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert`);
+        line(
+          key,
+          'writes, embeddings off',
+          `${w.result.perSec}/s, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${JSON.stringify(w.result.daemonCpuMsPerUpsertByThread)})`,
+        );
       }
       if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, results }, null, 2));
     }
@@ -354,7 +381,15 @@ function table(results: Record<string, Record<string, unknown>>): string {
   rows.push(`| single upserts/s | ${cell((r) => String(r.writes.perSec))} | ${PEER['single upserts/s']} |`);
   rows.push(`| upsert call p50/p95 ms | ${cell((r) => p(r.writes.call))} | — |`);
   rows.push(`| daemon CPU ms per upsert | ${cell((r) => String(r.writes.daemonCpuMsPerUpsert))} | 1.4 |`);
+  rows.push(`| daemon main-thread CPU ms per upsert | ${cell((r) => String(r.writes.daemonCpuMsPerUpsertByThread.main))} | — |`);
+  rows.push(`| bench client CPU ms per upsert | ${cell((r) => String(r.writes.clientCpuMsPerUpsert))} | — |`);
+  rows.push(
+    `| ceiling: trivial calls/s (daemon main / client CPU ms per call) | ${cell((r) => `${r.writes.ceiling.perSec} (${r.writes.ceiling.daemonMainCpuMsPerCall} / ${r.writes.ceiling.clientCpuMsPerCall})`)} | — |`,
+  );
   rows.push(`| single upserts/s, synchronous=FULL | ${cell((r) => String(r.writesSynchronousFull.perSec))} | (peer runs FULL) |`);
+  rows.push(
+    `| single upserts/s, embeddings off (main-thread CPU ms) | ${cell((r) => `${r.writesNoEmbeddings.perSec} (${r.writesNoEmbeddings.daemonCpuMsPerUpsertByThread.main})`)} | — |`,
+  );
   rows.push(`| upsertBatch(100) records/s | ${cell((r) => String(r.batch.perSec))} | — |`);
   rows.push(`| scoped hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_scoped))} | ${PEER['scoped hybrid p50/p95 ms']} |`);
   rows.push(`| whole-store hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_whole))} | ${PEER['whole-store hybrid p50/p95 ms']} |`);

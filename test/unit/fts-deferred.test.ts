@@ -41,10 +41,12 @@ describe('full text indexed behind the write, read-your-writes kept', () => {
     const r = await t.core.call(R.indexWait, { position: w.position, timeoutMs: 1000 });
     assert.deepEqual(r, { watermark: w.position, reached: true, index: 'fts' });
     assert.equal(ftsRows(t.store, 'osprey'), 1);
+    await t.core.call(R.upsert, { namespace: 'project.a', key: 'k2', value: 'egret' });
     const st = await t.core.call(R.status, {});
+    assert.equal(ftsRows(t.store, 'egret'), 1, 'store/status caught the index up too');
     assert.deepEqual(
       st.indexes.find((i) => i.name === 'fts'),
-      { name: 'fts', watermark: w.position, behind: 0 },
+      { name: 'fts', watermark: st.position, behind: 0 },
     );
   });
 

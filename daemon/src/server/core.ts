@@ -56,6 +56,11 @@ export function validationError(err: z.ZodError, method: string): CairnError {
   return fromZodError(err, method);
 }
 
+/** Each request's definition by method name (looked up on every request). */
+const REQUEST_DEFS = new Map<string, RequestDef<z.ZodType, z.ZodType>>(
+  Object.values(Requests).map((d) => [d.method, d as unknown as RequestDef<z.ZodType, z.ZodType>]),
+);
+
 export class Core {
   private handlers = new Map<string, Handler>();
   readonly tasks: Tasks;
@@ -179,7 +184,7 @@ export class Core {
 
   /** Validate and run one request. Throws CairnError. */
   async request(method: string, params: unknown): Promise<unknown> {
-    const def = Object.values(Requests).find((d) => d.method === method) as RequestDef<z.ZodType, z.ZodType> | undefined;
+    const def = REQUEST_DEFS.get(method);
     const fn = this.handlers.get(method);
     if (!fn || !def) throw new CairnError('NotFound', `unknown method ${method}`, { field: 'method' });
     checkParamsShape(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
@@ -198,7 +203,8 @@ export class Core {
   status(): T.StoreStatusResult {
     const s = this.store;
     const pos = s.position();
-    const indexes = [{ name: 'fts', watermark: s.ftsWatermark() }, ...(this.hooks.indexes?.() ?? [])].map((i) => ({
+    // The full-text index follows writes in batches; like a search, status first brings it up to the log.
+    const indexes = [{ name: 'fts', watermark: s.catchUpFullText() }, ...(this.hooks.indexes?.() ?? [])].map((i) => ({
       ...i,
       behind: Math.max(0, pos - i.watermark),
     }));
