@@ -12,7 +12,7 @@
  * - stallProbe: while one connection imports (then exports) a large store, another sends small requests one
  *   after another; the longest wait for one of them is the stall a big request causes the others.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StreamClient } from '../daemon/src/client/socket-client';
@@ -32,8 +32,8 @@ export interface Verdict {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function startDaemon(db: string, socket: string): ChildProcess {
-  return spawn(process.execPath, [CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, '--no-embeddings'], {
+function startDaemon(db: string, socket: string, bin = CAIRN_BIN): ChildProcess {
+  return spawn(process.execPath, [bin, 'daemon', '--db', db, '--socket', socket, '--no-embeddings'], {
     env: { ...process.env, XDG_RUNTIME_DIR: path.dirname(socket) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -325,7 +325,7 @@ export interface StallResult {
 }
 
 /** Records of a store holding `memories` memories (built in-process). */
-async function exportOf(memories: number, namespace = 'project.stall'): Promise<ExportRecord[]> {
+export async function exportOf(memories: number, namespace = 'project.stall'): Promise<ExportRecord[]> {
   const t = tempCore();
   try {
     for (let b = 0; b < memories; b += 2000) {
@@ -346,18 +346,31 @@ async function exportOf(memories: number, namespace = 'project.stall'): Promise<
  * While one connection runs a large store/import (then a whole-store store/export), another sends memory/get
  * requests one after another and times each: the longest wait is the stall the big request causes.
  */
-export async function stallProbe(opts: { memories: number }): Promise<StallResult> {
-  // One store/import message must stay under Limits.messageBytes (16 MiB): about 10,000 memories with their history.
-  const records = await exportOf(opts.memories);
-  const batched = await exportOf(opts.memories, 'project.stall.batched');
+export async function stallProbe(opts: {
+  memories: number;
+  /** another build's bin/cairn.js (before/after) */ bin?: string;
+}): Promise<StallResult> {
   const dir = tempDir('cairn-stall-');
   const db = path.join(dir, 'cairn.db');
   const socket = path.join(dir, 'd.sock');
-  const proc = startDaemon(db, socket);
+  const proc = startDaemon(db, socket, opts.bin);
+  // The big requests come from another process (bench/stall-big.ts): building, serializing and parsing a 16 MiB
+  // message there must not count as the daemon's stall (it did, in this process, before).
+  const bigProc = fork(path.join(ROOT, 'bench', 'stall-big.ts'), [socket, String(opts.memories)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const replies: ((m: { ok: boolean; error?: string }) => void)[] = [];
+  bigProc.on('message', (m: { ok: boolean; error?: string }) => replies.shift()?.(m));
+  const ask = (op: string) =>
+    new Promise<void>((resolve, reject) => {
+      replies.push((m) => (m.ok ? resolve() : reject(new Error(`${op}: ${m.error}`))));
+      bigProc.send({ op });
+    });
   try {
     await waitServing(socket, proc);
+    await ask('build'); // the records, built in the other process
     const small = await StreamClient.connect(socket);
-    const big = await StreamClient.connect(socket);
     await small.call(R.upsert, { namespace: 'project.probe', key: 'p', value: 'probe' });
     const probeWhile = async (running: () => boolean, min = 0) => {
       const waits: number[] = [];
@@ -370,41 +383,24 @@ export async function stallProbe(opts: { memories: number }): Promise<StallResul
       return { probes: waits.length, maxMs: waits.at(-1) ?? 0, p99Ms: waits[Math.floor(waits.length * 0.99)] ?? 0 };
     };
     const idle = await probeWhile(() => false, 200);
-    const timed = async <T>(p: Promise<T>) => {
+    const timed = async (op: string) => {
       const t0 = performance.now();
       let done = false;
       // Settled either way ends the probing (a refused request must not leave the probe loop spinning).
-      const run = p.finally(() => (done = true));
+      const run = ask(op).finally(() => (done = true));
       const probes = await probeWhile(() => !done);
       await run;
       return { ...probes, bigMs: performance.now() - t0 };
     };
-    // Cut at memory boundaries, about 1,000 records a message, as the CLI does.
-    const duringImport = await timed(
-      (async () => {
-        let batch: ExportRecord[] = [];
-        for (const r of batched) {
-          if (batch.length >= 1000 && r.type !== 'history') {
-            await big.call(R.importRecords, { records: batch, actor: 'stall-probe' });
-            batch = [];
-          }
-          batch.push(r);
-        }
-        if (batch.length) await big.call(R.importRecords, { records: batch, actor: 'stall-probe' });
-      })(),
-    );
-    const duringImportOneMessage = await timed(big.call(R.importRecords, { records, actor: 'stall-probe' }));
-    const duringExportPages = await timed(
-      (async () => {
-        let page = await big.call(R.exportPage, { includeHistory: true });
-        while (page.nextCursor) page = await big.call(R.exportPage, { cursor: page.nextCursor });
-      })(),
-    );
-    const duringExport = await timed(big.call(R.exportRecords, { includeHistory: true }));
+    const duringImport = await timed('importBatched');
+    const duringImportOneMessage = await timed('importOne');
+    const duringExportPages = await timed('exportPages');
+    const duringExport = await timed('exportOne');
     await small.close();
-    await big.close();
     return { memories: opts.memories, duringImport, duringImportOneMessage, duringExportPages, duringExport, idle };
   } finally {
+    bigProc.kill('SIGKILL');
+    await exited(bigProc);
     proc.kill('SIGKILL');
     await exited(proc);
     fs.rmSync(dir, { recursive: true, force: true });

@@ -2,6 +2,17 @@
 import type { Writable } from 'node:stream';
 import { AbstractMessageWriter, type Message, type MessageWriter } from 'vscode-jsonrpc/node';
 
+/** A result array at least this long is serialized in slices (writeSliced). */
+const BIG_ARRAY = 1024;
+const SLICE_MS = 8;
+
+function bigResult(msg: Message): boolean {
+  const r = (msg as { result?: unknown }).result;
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) return false;
+  for (const v of Object.values(r)) if (Array.isArray(v) && v.length >= BIG_ARRAY) return true;
+  return false;
+}
+
 /**
  * Writes each message as one buffer (header + body) and coalesces every message
  * written in the same tick into one system call (cork until setImmediate). The
@@ -20,6 +31,7 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
   }
 
   async write(msg: Message): Promise<void> {
+    if (bigResult(msg)) return this.writeSliced(msg as Message & { result: Record<string, unknown> });
     const body = Buffer.from(JSON.stringify(msg), 'utf8');
     const frame = Buffer.concat([Buffer.from(`Content-Length: ${body.byteLength}\r\n\r\n`, 'ascii'), body]);
     if (this.output.destroyed || this.output.writableEnded) throw new Error('connection closed');
@@ -34,6 +46,49 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
     this.output.write(frame, (err) => {
       if (err) this.fireError(err, msg, ++this.errors);
     });
+  }
+
+  /**
+   * A reply whose result holds a long array (a one-reply `store/export`): serialized element by element in slices
+   * of about 8 ms that yield to the event loop, so the daemon serves other connections meanwhile, then written as
+   * one frame (frames never interleave).
+   */
+  private async writeSliced(msg: Message & { result: Record<string, unknown> }): Promise<void> {
+    const { result, ...envelope } = msg;
+    const head = JSON.stringify(envelope);
+    const parts: Buffer[] = [Buffer.from(`${head.slice(0, -1)}${head.length > 2 ? ',' : ''}"result":{`, 'utf8')];
+    let until = performance.now() + SLICE_MS;
+    let first = true;
+    for (const [k, v] of Object.entries(result)) {
+      if (v === undefined) continue;
+      const key = `${first ? '' : ','}${JSON.stringify(k)}:`;
+      first = false;
+      if (!Array.isArray(v) || v.length < BIG_ARRAY) {
+        parts.push(Buffer.from(key + JSON.stringify(v), 'utf8'));
+        continue;
+      }
+      let text = key + '[';
+      for (let i = 0; i < v.length; i++) {
+        text += (i > 0 ? ',' : '') + (v[i] === undefined ? 'null' : JSON.stringify(v[i]));
+        if ((i & 63) === 63 && performance.now() > until) {
+          parts.push(Buffer.from(text, 'utf8'));
+          text = '';
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          until = performance.now() + SLICE_MS;
+        }
+      }
+      parts.push(Buffer.from(text + ']', 'utf8'));
+    }
+    parts.push(Buffer.from('}}', 'utf8'));
+    const length = parts.reduce((a, b) => a + b.byteLength, 0);
+    if (this.output.destroyed || this.output.writableEnded) throw new Error('connection closed');
+    this.output.cork();
+    this.output.write(Buffer.from(`Content-Length: ${length}\r\n\r\n`, 'ascii'));
+    for (let i = 0; i < parts.length; i++) {
+      const last = i === parts.length - 1;
+      this.output.write(parts[i], last ? (err) => err && this.fireError(err, msg, ++this.errors) : undefined);
+    }
+    this.output.uncork();
   }
 
   end(): void {

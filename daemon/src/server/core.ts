@@ -9,7 +9,7 @@ import { CairnError, fromZodError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
-import { checkParamsShape, requestContext, type RequestContext } from './limits';
+import { checkParamsShapePaced, requestContext, type RequestContext } from './limits';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
@@ -187,7 +187,7 @@ export class Core {
     const def = REQUEST_DEFS.get(method);
     const fn = this.handlers.get(method);
     if (!fn || !def) throw new CairnError('NotFound', `unknown method ${method}`, { field: 'method' });
-    checkParamsShape(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
+    await checkParamsShapePaced(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
     const parsed = def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method);
     const ctx = requestContext(this.requestTimeMs);

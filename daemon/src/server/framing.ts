@@ -17,6 +17,7 @@ import { AbstractMessageReader, type DataCallback, type Disposable, type Message
 export { FramedMessageWriter } from '../client/framed-writer';
 import { ErrorCodes } from '../protocol/errors';
 import { Limits } from '../protocol/types';
+import { SLICED_PARSE_BYTES, decodeSliced, parseSliced } from './sliced-json';
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 const MAX_HEADER_BYTES = 8 * 1024;
@@ -36,6 +37,8 @@ export class GuardedMessageReader extends AbstractMessageReader {
   private callback: DataCallback | null = null;
   /** Reading stopped until the peer has read the replies waiting for it. */
   private paused = false;
+  /** A large frame is being decoded and parsed in slices: later frames of this connection wait for it (order). */
+  private parsing = false;
   private closed = false;
   private idleTimer: NodeJS.Timeout | null = null;
   private outputTimer: NodeJS.Timeout | null = null;
@@ -114,7 +117,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
   }
 
   private resume(): void {
-    if (!this.paused || this.closed) return;
+    if (!this.paused || this.closed || this.parsing) return;
     if (this.unsent() > this.limits.outputHighWaterBytes) return;
     this.paused = false;
     this.input.resume();
@@ -226,6 +229,23 @@ export class GuardedMessageReader extends AbstractMessageReader {
       this.body = [];
       this.bodyGot = 0;
       this.expected = null;
+      if (full.length >= SLICED_PARSE_BYTES) {
+        // A large frame: decoded and parsed in slices that yield, so other connections are served meanwhile. This
+        // connection's later frames wait (requests are handled in the order they were sent).
+        this.paused = this.parsing = true;
+        this.input.pause();
+        void this.deliverSliced(full).finally(() => {
+          this.parsing = false;
+          this.paused = false;
+          if (this.closed) return;
+          if (this.unsent() > this.limits.outputHighWaterBytes) this.paused = true;
+          else {
+            this.input.resume();
+            this.pump();
+          }
+        });
+        return chunk.subarray(take.length);
+      }
       this.deliver(full);
       // Backpressure: stop reading this connection while its replies wait to be read.
       if (!this.closed && this.unsent() > this.limits.outputHighWaterBytes) {
@@ -243,6 +263,26 @@ export class GuardedMessageReader extends AbstractMessageReader {
     this.shut();
   }
 
+  private async deliverSliced(body: Buffer): Promise<void> {
+    // Let other connections' frames that arrived meanwhile go first: a large frame never runs in the turn it completed.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    let text: string;
+    try {
+      text = await decodeSliced(body);
+    } catch {
+      this.reply(null, JsonRpcErrors.ParseError, 'message body is not valid UTF-8');
+      return;
+    }
+    let msg: unknown;
+    try {
+      msg = await parseSliced(text);
+    } catch (e) {
+      this.reply(null, JsonRpcErrors.ParseError, `invalid JSON: ${(e as Error).message}`);
+      return;
+    }
+    if (!this.closed) this.dispatch(msg);
+  }
+
   private deliver(body: Buffer): void {
     let text: string;
     try {
@@ -258,6 +298,11 @@ export class GuardedMessageReader extends AbstractMessageReader {
       this.reply(null, JsonRpcErrors.ParseError, `invalid JSON: ${(e as Error).message}`);
       return;
     }
+    this.dispatch(msg);
+  }
+
+  /** Check a parsed message's JSON-RPC shape and hand it on. */
+  private dispatch(msg: unknown): void {
     if (Array.isArray(msg)) {
       this.reply(null, JsonRpcErrors.InvalidRequest, 'batch requests are not supported; send one message per frame');
       return;

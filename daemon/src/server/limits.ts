@@ -48,9 +48,42 @@ function pathOf(n: Node | null): (string | number)[] {
 /** Throws InvalidParams / InvalidFilter when `params` breaks a shape limit; cheap (one iterative pass, no copies). */
 export function checkParamsShape(params: unknown): void {
   if (params === null || typeof params !== 'object') return;
-  const stack: Node[] = [{ v: params, parent: null, key: '', depth: 0, fdepth: -1 }];
-  let filterNodes = 0;
-  while (stack.length > 0) {
+  const w: Walk = { stack: [{ v: params, parent: null, key: '', depth: 0, fdepth: -1 }], filterNodes: 0 };
+  walk(w, Infinity);
+}
+
+/** Nodes visited between two clock reads of the paced check. */
+const NODES_PER_CLOCK = 4096;
+/** Work of the paced check between two yields (ms). */
+const SHAPE_SLICE_MS = 8;
+
+/**
+ * checkParamsShape for the daemon: the same pass, but a large params object (a 16 MiB `store/import`) is walked in
+ * slices of about 8 ms that yield to the event loop, so other connections are served meanwhile. Small params finish
+ * within the first slice without yielding.
+ */
+export async function checkParamsShapePaced(params: unknown): Promise<void> {
+  if (params === null || typeof params !== 'object') return;
+  const w: Walk = { stack: [{ v: params, parent: null, key: '', depth: 0, fdepth: -1 }], filterNodes: 0 };
+  let until = performance.now() + SHAPE_SLICE_MS;
+  while (!walk(w, NODES_PER_CLOCK)) {
+    if (performance.now() > until) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      until = performance.now() + SHAPE_SLICE_MS;
+    }
+  }
+}
+
+interface Walk {
+  stack: Node[];
+  filterNodes: number;
+}
+
+/** Visit up to `budget` nodes; true when the walk is complete. Throws on the first broken limit. */
+function walk(w: Walk, budget: number): boolean {
+  const stack = w.stack;
+  for (let visited = 0; stack.length > 0; visited++) {
+    if (visited >= budget) return false;
     const n = stack.pop()!;
     const v = n.v;
     if (typeof v === 'string') {
@@ -70,7 +103,7 @@ export function checkParamsShape(params: unknown): void {
       });
     }
     if (n.fdepth >= 0 && !Array.isArray(v)) {
-      if (++filterNodes > Limits.filterNodes)
+      if (++w.filterNodes > Limits.filterNodes)
         throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, {
           field: at(pathOf(n)),
           limit: Limits.filterNodes,
@@ -108,6 +141,7 @@ export function checkParamsShape(params: unknown): void {
         stack.push({ v: x, parent: n, key: k, depth: n.depth + 1, fdepth: nextF });
     }
   }
+  return true;
 }
 
 /**
