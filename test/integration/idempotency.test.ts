@@ -12,6 +12,8 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { Core } from '../../daemon/src/server/core';
+import { DaemonLink } from '../../daemon/src/mcp/server';
+import { forgetTool, rememberTool } from '../../daemon/src/mcp/tools';
 import { IdempotencyWindow, idempotencyRecords } from '../../daemon/src/store/idempotency';
 import { Store } from '../../daemon/src/store/store';
 import { CAIRN_BIN, rejectsWith, spawnDaemon, tempCore, tempDir, type SpawnedDaemon } from '../helpers';
@@ -179,18 +181,47 @@ describe('idempotency keys (memory writes)', () => {
     }
   });
 
-  it('erase removes the recorded results (they hold the text)', async () => {
+  it('erase and purge blank the recorded results (they hold the text); a retry after them is InvalidState, never a rewrite', async () => {
     const t = tempCore();
     try {
-      const r = await t.core.call(Requests.upsert, {
-        namespace: 'project.e',
-        key: 'k',
-        value: 'secretive text',
-        idempotencyKey: 'req-0009-erase',
-      });
+      const write = { namespace: 'project.e', key: 'k', value: 'secretive text', idempotencyKey: 'req-0009-erase' };
+      const r = await t.core.call(Requests.upsert, write);
       assert.equal(idempotencyRecords(t.store.db), 1);
       await t.core.call(Requests.erase, { id: r.memory.id });
-      assert.equal(idempotencyRecords(t.store.db), 0);
+      const rows = t.store.db.prepare('SELECT result, fingerprint, memory_id FROM idempotency_keys').all() as Record<string, unknown>[];
+      assert.equal(rows.length, 1, 'the key stays taken');
+      assert.doesNotMatch(JSON.stringify(rows), /secretive/);
+      assert.equal(rows[0].memory_id, null);
+      // The retry of the erased write: refused, and the memory stays erased (before, it was written again).
+      const data = await rejectsWith(t.core.call(Requests.upsert, write), 'InvalidState', 'idempotencyKey');
+      assert.equal(data.erased, true);
+      await rejectsWith(t.core.call(Requests.get, { namespace: 'project.e', key: 'k' }), 'NotFound');
+      assert.equal(t.core.status().counts.memories, 0);
+
+      // The same through purge, and for a delete recorded before it.
+      const p = await t.core.call(Requests.upsert, {
+        namespace: 'project.e',
+        key: 'p',
+        value: 'purged text',
+        idempotencyKey: 'req-0010-purge',
+      });
+      await t.core.call(Requests.delete, { id: p.memory.id, idempotencyKey: 'req-0011-delete' });
+      await t.core.call(Requests.purge, { id: p.memory.id });
+      assert.doesNotMatch(JSON.stringify(t.store.db.prepare('SELECT * FROM idempotency_keys').all()), /purged text/);
+      await rejectsWith(
+        t.core.call(Requests.upsert, { namespace: 'project.e', key: 'p', value: 'purged text', idempotencyKey: 'req-0010-purge' }),
+        'InvalidState',
+        'idempotencyKey',
+      );
+      await rejectsWith(
+        t.core.call(Requests.delete, { id: p.memory.id, idempotencyKey: 'req-0011-delete' }),
+        'InvalidState',
+        'idempotencyKey',
+      );
+      await rejectsWith(t.core.call(Requests.get, { namespace: 'project.e', key: 'p', includeDeleted: true }), 'NotFound');
+      // A new key writes the key again, as any new write would (erase frees the key; purge removes the memory).
+      const fresh = await t.core.call(Requests.upsert, { ...write, idempotencyKey: 'req-0012-fresh' });
+      assert.equal(fresh.memory.version, 1);
     } finally {
       t.close();
     }
@@ -270,6 +301,67 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: numbe
     p.on('close', (code) => resolve({ code, out, err }));
   });
 }
+
+describe('an MCP session retries a write whose connection closed after it was applied', () => {
+  let d: SpawnedDaemon;
+  after(async () => d?.stop());
+
+  it('cairn_remember and cairn_forget send an idempotency key per tool call and retry once with it: applied once', async () => {
+    d = await spawnDaemon();
+    const proxySock = path.join(d.dir, 'mcp-proxy.sock');
+    const proxy = await droppingProxy(proxySock, d.socket, 'memory/upsert');
+    const link = new DaemonLink({ db: path.join(d.dir, 'cairn.db'), socket: proxySock });
+    const ctx = {
+      call: link.call.bind(link),
+      scope: { root: 'project.mcp', source: 'option' },
+      actor: () => 'agent:test',
+      reviewAgentWrites: false,
+    };
+    try {
+      const out = await rememberTool.run({ key: 'k', value: 'remembered once' } as never, ctx as never);
+      assert.match(out.text, /project\.mcp/);
+      assert.equal(proxy.seen.length, 2, 'the write was sent twice');
+      assert.equal(typeof proxy.seen[0].idempotencyKey, 'string');
+      assert.equal(proxy.seen[1].idempotencyKey, proxy.seen[0].idempotencyKey);
+      const c = await d.client();
+      assert.equal((await c.call(Requests.history, { namespace: 'project.mcp', key: 'k' })).entries.length, 1, 'applied once');
+      // A second tool call is a new write: a new key.
+      await rememberTool.run({ key: 'k', value: 'remembered twice' } as never, ctx as never);
+      assert.equal(proxy.seen.length, 3);
+      assert.notEqual(proxy.seen[2].idempotencyKey, proxy.seen[0].idempotencyKey);
+      assert.equal((await c.call(Requests.get, { namespace: 'project.mcp', key: 'k' })).version, 2);
+    } finally {
+      await link.close();
+      await proxy.close();
+    }
+
+    const proxy2 = await droppingProxy(path.join(d.dir, 'mcp-proxy2.sock'), d.socket, 'memory/forget');
+    const link2 = new DaemonLink({ db: path.join(d.dir, 'cairn.db'), socket: path.join(d.dir, 'mcp-proxy2.sock') });
+    const ctx2 = {
+      call: link2.call.bind(link2),
+      scope: { root: 'project.mcp', source: 'option' },
+      actor: () => 'agent:test',
+      reviewAgentWrites: false,
+    };
+    try {
+      // Before, the retry was not sent (Unavailable) or, sent without a key, answered "already deleted".
+      const out = await forgetTool.run({ key: 'k' } as never, ctx2 as never);
+      assert.ok(out.text.length > 0);
+      assert.equal(proxy2.seen.length, 2);
+      assert.equal(proxy2.seen[1].idempotencyKey, proxy2.seen[0].idempotencyKey);
+      const c = await d.client();
+      const h = await c.call(Requests.history, { namespace: 'project.mcp', key: 'k' });
+      assert.deepEqual(
+        h.entries.map((e) => e.op),
+        ['forget', 'update', 'create'],
+        'one forget',
+      );
+    } finally {
+      await link2.close();
+      await proxy2.close();
+    }
+  });
+});
 
 describe('the CLI retries a write whose connection closed after it was applied', () => {
   let d: SpawnedDaemon;

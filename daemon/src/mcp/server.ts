@@ -9,6 +9,7 @@
  * the server. The daemon is found or started with ensureDaemon and reconnected
  * if it goes away.
  */
+import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
@@ -23,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
 import { envFlag, processEnv, Settings } from '../protocol/settings';
-import type { RequestDef } from '../protocol/methods';
+import { Requests, type RequestDef } from '../protocol/methods';
 import { StreamClient, unavailable } from '../client/socket-client';
 import { ensureDaemon, type EnsuredDaemon } from '../client/ensure-daemon';
 import { VERSION } from '../version';
@@ -47,6 +48,11 @@ export interface McpOptions {
   stdin?: Readable;
   stdout?: Writable;
 }
+
+/** Writes that take an idempotency key (docs/protocol.md#idempotency): the MCP session sends one per tool call. */
+const KEYED_WRITES = new Set(
+  [Requests.upsert, Requests.upsertBatch, Requests.delete, Requests.restore, Requests.forget, Requests.purge].map((d) => d.method),
+);
 
 const log = (msg: string) => process.stderr.write(`[cairn mcp] ${msg}\n`);
 
@@ -93,16 +99,23 @@ export class DaemonLink {
   }
 
   async call<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, params: z.input<P>): Promise<z.infer<R>> {
+    // A write gets an idempotency key for this tool call (the same key on the retry): the daemon applies it at
+    // most once and answers a retry with the first result (docs/protocol.md#idempotency).
+    const keyed = KEYED_WRITES.has(def.method) && !(params as { idempotencyKey?: unknown }).idempotencyKey;
+    const sent = keyed ? ({ ...(params as object), idempotencyKey: randomUUID() } as z.input<P>) : params;
     for (let attempt = 0; ; attempt++) {
       const c = await this.get();
       try {
-        return await c.call(def, params);
+        return await c.call(def, sent);
       } catch (e) {
         // A reply from the daemon is final. A request that never reached a daemon is retried once on a fresh
-        // connection; one that was sent and got no answer is not (it may have been applied): the caller sees Unavailable.
-        const notSent = e instanceof CairnError && e.codeName === 'Unavailable' && e.data.sent === false;
-        if (!notSent || attempt > 0) throw e;
-        log(`the daemon connection failed (${(e as Error).message}); reconnecting`);
+        // connection; one that was sent and got no answer is retried once only when it carries an idempotency key
+        // (otherwise it may have been applied: the caller sees Unavailable).
+        const lost = e instanceof CairnError && e.codeName === 'Unavailable' && (e.data.sent === false || keyed);
+        if (!lost || attempt > 0) throw e;
+        log(
+          `the daemon connection failed (${(e as Error).message}); reconnecting${keyed ? ' and sending the write again with the same idempotency key (it is applied at most once)' : ''}`,
+        );
         this.drop(c);
       }
     }

@@ -4,8 +4,9 @@
  * `idempotencyKey` is safe: the first time, the write and the key → result record commit in one transaction (so the
  * record survives a daemon crash exactly when the write does); a retry with the same key and the same request gets
  * the recorded result back (`replayed: true`) and applies nothing. The same key with a different request is
- * `InvalidState`. Records are kept for a bounded window (age and count), pruned on every recorded write, and removed
- * with the memory by `memory/erase` (a recorded result holds the memory's text).
+ * `InvalidState`. Records are kept for a bounded window (age and count), pruned on every recorded write; `memory/erase`
+ * and `memory/purge` blank the records of what they remove (a recorded result holds the memory's text), and a retry
+ * with such a key is `InvalidState` (`data.erased: true`): an erased memory is never written again by a retry.
  */
 import { createHash } from 'node:crypto';
 import { CairnError } from '../protocol/errors';
@@ -50,6 +51,13 @@ export function onceByKey<R extends object>(
     const seen = stmt(db, 'SELECT method, fingerprint, result FROM idempotency_keys WHERE key = ?').get(key) as
       { method: string; fingerprint: string; result: string } | undefined;
     if (seen) {
+      if (seen.result === ERASED) {
+        throw new CairnError(
+          'InvalidState',
+          `the write with idempotency key ${key} was applied, and what it wrote has been erased since (memory/erase or memory/purge): it is not applied again`,
+          { field: 'idempotencyKey', erased: true },
+        );
+      }
       if (seen.method !== method || seen.fingerprint !== fp) {
         throw new CairnError(
           'InvalidState',
@@ -76,13 +84,20 @@ export function onceByKey<R extends object>(
   });
 }
 
-/** Forget the recorded results of writes to these memories (they hold its text): memory/erase calls it. */
+/** The result of a record whose memory was erased or purged: the key stays taken, its text is gone. */
+const ERASED = '{"erased":true}';
+
+/**
+ * Memory/erase and memory/purge: the recorded results of writes to these memories hold their text, so it is
+ * dropped; the key itself stays recorded (without the request's fingerprint, which hashes the text) so that a
+ * retry with it is refused (InvalidState, `data.erased: true`) instead of writing the erased memory again.
+ */
 export function dropIdempotencyRecords(db: DB, memoryIds: readonly string[]): number {
   const exists = stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'").get();
   if (!exists || memoryIds.length === 0) return 0;
   let n = 0;
-  const del = stmt(db, 'DELETE FROM idempotency_keys WHERE memory_id = ?');
-  for (const id of memoryIds) n += del.run(id).changes;
+  const blank = stmt(db, "UPDATE idempotency_keys SET result = ?, fingerprint = 'erased', memory_id = NULL WHERE memory_id = ?");
+  for (const id of memoryIds) n += blank.run(ERASED, id).changes;
   return n;
 }
 
