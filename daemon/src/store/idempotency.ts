@@ -16,6 +16,42 @@ import type { Store } from './store';
 /** How long and how many key → result records are kept. */
 export const IdempotencyWindow = { maxAgeMs: 24 * 60 * 60 * 1000, maxKeys: 10_000 };
 
+/** The result of a record whose memory was erased or purged: the key stays taken, its text is gone. */
+export const ERASED = '{"erased":true}';
+
+/**
+ * A key seen before (both stores): the recorded result with `replayed: true`, or InvalidState when the key came with
+ * another request or what it wrote was erased since.
+ */
+export function replayOf<R extends object>(
+  key: string,
+  method: string,
+  fp: string,
+  seen: { method: string; fingerprint: string; result: string },
+): R & { replayed: true } {
+  if (seen.result === ERASED) {
+    throw new CairnError(
+      'InvalidState',
+      `the write with idempotency key ${key} was applied, and what it wrote has been erased since (memory/erase or memory/purge): it is not applied again`,
+      { field: 'idempotencyKey', erased: true },
+    );
+  }
+  if (seen.method !== method || seen.fingerprint !== fp) {
+    throw new CairnError(
+      'InvalidState',
+      `idempotency key ${key} was already used for a different request (${seen.method}); use a new key for a new request`,
+      { field: 'idempotencyKey' },
+    );
+  }
+  return { ...(JSON.parse(seen.result) as R), replayed: true as const };
+}
+
+/** The memory a write's result names (its record is blanked when that memory is erased or purged). */
+export function resultMemoryId(r: object): string | null {
+  const id = (r as { memory?: { id?: unknown } }).memory?.id ?? (r as { id?: unknown }).id;
+  return typeof id === 'string' ? id : null;
+}
+
 const ready = new WeakSet<DB>();
 function ensureTable(db: DB): void {
   if (ready.has(db)) return;
@@ -26,8 +62,8 @@ function ensureTable(db: DB): void {
   ready.add(db);
 }
 
-/** The request without its key, as a stable hash: the same key must come with the same request. */
-function fingerprint(method: string, params: Record<string, unknown>): string {
+/** The request without its key, as a stable hash: the same key must come with the same request (both stores). */
+export function fingerprint(method: string, params: Record<string, unknown>): string {
   const { idempotencyKey: _k, ...rest } = params;
   return createHash('sha256').update(method).update('\0').update(JSON.stringify(rest)).digest('hex');
 }
@@ -50,32 +86,16 @@ export function onceByKey<R extends object>(
   return store.transaction(() => {
     const seen = stmt(db, 'SELECT method, fingerprint, result FROM idempotency_keys WHERE key = ?').get(key) as
       { method: string; fingerprint: string; result: string } | undefined;
-    if (seen) {
-      if (seen.result === ERASED) {
-        throw new CairnError(
-          'InvalidState',
-          `the write with idempotency key ${key} was applied, and what it wrote has been erased since (memory/erase or memory/purge): it is not applied again`,
-          { field: 'idempotencyKey', erased: true },
-        );
-      }
-      if (seen.method !== method || seen.fingerprint !== fp) {
-        throw new CairnError(
-          'InvalidState',
-          `idempotency key ${key} was already used for a different request (${seen.method}); use a new key for a new request`,
-          { field: 'idempotencyKey' },
-        );
-      }
-      return { ...(JSON.parse(seen.result) as R), replayed: true as const };
-    }
+    if (seen) return replayOf<R>(key, method, fp, seen);
     const r = run();
-    const memoryId = (r as { memory?: { id?: unknown } }).memory?.id ?? (r as { id?: unknown }).id;
+    const memoryId = resultMemoryId(r);
     const now = store.now();
     stmt(db, 'INSERT INTO idempotency_keys(key, method, fingerprint, result, memory_id, at) VALUES (?, ?, ?, ?, ?, ?)').run(
       key,
       method,
       fp,
       JSON.stringify(r),
-      typeof memoryId === 'string' ? memoryId : null,
+      memoryId,
       now,
     );
     stmt(db, 'DELETE FROM idempotency_keys WHERE at < ?').run(now - IdempotencyWindow.maxAgeMs);
@@ -83,9 +103,6 @@ export function onceByKey<R extends object>(
     return r;
   });
 }
-
-/** The result of a record whose memory was erased or purged: the key stays taken, its text is gone. */
-const ERASED = '{"erased":true}';
 
 /**
  * Memory/erase and memory/purge: the recorded results of writes to these memories hold their text, so it is

@@ -284,12 +284,14 @@ export class TeamRouter {
     const idx = { local: [] as number[], team: [] as number[] };
     p.items.forEach((it, i) => idx[this.isTeam(it.namespace) ? 'team' : 'local'].push(i));
     if (idx.team.length === 0) return local('memory/upsertBatch', p);
-    if (idx.local.length === 0) return this.team.upsertBatch(p.items, p.actor);
+    if (idx.local.length === 0) return this.team.upsertBatch(p.items, p.actor, p.idempotencyKey);
+    // A mixed batch: each store applies its part at most once under the same key (each records its own part).
     const [l, t] = await Promise.all([
       local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>,
       this.team.upsertBatch(
         idx.team.map((i) => p.items[i]),
         p.actor,
+        p.idempotencyKey,
       ),
     ]);
     const results: T.UpsertBatchResult['results'] = new Array(p.items.length);

@@ -46,6 +46,7 @@ import { pathInScope } from '../scope';
 import { iso, isoReq, toMemory, type MemoryRow } from '../rows';
 import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
 import { checkSchema } from './schema';
+import { IdempotencyWindow, fingerprint, replayOf, resultMemoryId } from '../idempotency';
 import {
   mergeContent,
   refuseBadSupersede,
@@ -73,6 +74,8 @@ export interface Target {
   reason?: string;
   /** When given, the memory must lie in this scope (by id or by key), else NotFound. */
   scope?: Scope;
+  /** Applied at most once per key (keyed()). */
+  idempotencyKey?: string;
 }
 
 /** What the team store needs of an embedding model (the daemon's Embedder fits). */
@@ -340,6 +343,49 @@ export class PgBackend {
     return transaction(this.pool, fn);
   }
 
+  /**
+   * A write in one transaction, applied at most once per idempotency key of the login role (docs/protocol.md#idempotency,
+   * the same rules as the SQLite store's store/idempotency.ts): the key -> result record commits with the write; the
+   * same key again with the same request answers the recorded result (`replayed: true`) and writes nothing; with
+   * another request, or after the memory was purged, it is InvalidState. Without a key, just the transaction.
+   */
+  private keyed<R extends object>(
+    method: string,
+    params: { idempotencyKey?: string },
+    run: (c: C) => Promise<R>,
+  ): Promise<R | (R & { replayed: true })> {
+    const key = params.idempotencyKey;
+    if (key === undefined) return this.tx(run);
+    const fp = fingerprint(method, params as Record<string, unknown>);
+    return this.tx(async (c) => {
+      // Two retries of one key at once: the second waits for the first's commit, then replays it.
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`cairn.idempotency:${key}`]);
+      const seen = (
+        await c.query<{ method: string; fingerprint: string; result: string }>(
+          'SELECT method, fingerprint, result FROM idempotency_keys WHERE role = session_user AND key = $1',
+          [key],
+        )
+      ).rows[0];
+      if (seen) return replayOf<R>(key, method, fp, seen);
+      const r = await run(c);
+      const now = this.now();
+      await c.query('INSERT INTO idempotency_keys(key, method, fingerprint, result, memory_id, at) VALUES ($1, $2, $3, $4, $5, $6)', [
+        key,
+        method,
+        fp,
+        JSON.stringify(r),
+        resultMemoryId(r),
+        now,
+      ]);
+      await c.query(
+        `DELETE FROM idempotency_keys WHERE role = session_user AND (at < $1 OR key IN (
+           SELECT key FROM idempotency_keys WHERE role = session_user ORDER BY at DESC, key OFFSET $2))`,
+        [now - IdempotencyWindow.maxAgeMs, IdempotencyWindow.maxKeys],
+      );
+      return r;
+    });
+  }
+
   // -------------------------------------------------------------------------
   // namespaces
   // -------------------------------------------------------------------------
@@ -572,6 +618,12 @@ export class PgBackend {
   // writing
   // -------------------------------------------------------------------------
   async upsert(p: UpsertParams): Promise<UpsertResult> {
+    if (p.idempotencyKey !== undefined) {
+      // Keyed: the locked path, in one transaction with the key's record.
+      const r = await this.keyed('memory/upsert', p, (c) => this.upsertInTx(c, p));
+      if (r.changed && !('replayed' in r)) await this.embedRows([r.memory]);
+      return r;
+    }
     if (this.writePath === 'fast' && p.supersedes === undefined) {
       const vectors = new Map<string, Float32Array | null>();
       for (let i = 0; i < 4; i++) {
@@ -860,7 +912,7 @@ export class PgBackend {
   /** Memories a batch wrote without vectors (embedded together after its commit). */
   private pendingEmbeds: Memory[] | null = null;
 
-  async upsertBatch(items: UpsertParams[], actor?: string): Promise<UpsertBatchResult> {
+  async upsertBatch(items: UpsertParams[], actor?: string, idempotencyKey?: string): Promise<UpsertBatchResult> {
     const list = items.map((it) => (actor && !it.actor ? { ...it, actor } : it));
     const done: Memory[] = [];
     const itemResult = (r: UpsertResult): UpsertBatchResult['results'][number] => ({
@@ -876,6 +928,39 @@ export class PgBackend {
       error: { code: err.code, message: err.message, data: err.data },
     });
     let results: UpsertBatchResult['results'] | null = null;
+    const withSavepoints = async (c: C): Promise<UpsertBatchResult['results']> => {
+      done.length = 0;
+      const out: UpsertBatchResult['results'] = [];
+      for (const it of list) {
+        await c.query('SAVEPOINT item');
+        try {
+          const r = await this.upsertInTx(c, it);
+          await c.query('RELEASE SAVEPOINT item');
+          if (r.changed) done.push(r.memory);
+          out.push(itemResult(r));
+        } catch (e) {
+          const err = mapError(e);
+          if (!(err instanceof CairnError) || err.codeName === 'Unavailable') throw e;
+          await c.query('ROLLBACK TO SAVEPOINT item');
+          out.push(refused(err));
+        }
+      }
+      return out;
+    };
+    if (idempotencyKey !== undefined) {
+      // Keyed: the locked path with a savepoint per item, in one transaction with the key's record.
+      const params: { items: UpsertParams[]; actor?: string; idempotencyKey: string } = {
+        items,
+        ...(actor !== undefined ? { actor } : {}),
+        idempotencyKey,
+      };
+      const r = await this.keyed<UpsertBatchResult>('memory/upsertBatch', params, async (c) => {
+        const out = await withSavepoints(c);
+        return { results: out, position: out.reduce((m, x) => (x.ok ? Math.max(m, x.position) : m), 0) || (await this.positionIn(c)) };
+      });
+      if (!('replayed' in r)) await this.embedRows(done);
+      return r;
+    }
     if (this.writePath === 'fast') {
       // One transaction, no savepoints, two statements per run of items (bulkInTx; an item alone costs two):
       // refusals are decided before any statement writes, so they never abort the transaction. A database
@@ -950,27 +1035,7 @@ export class PgBackend {
         this.pendingEmbeds = null;
       }
     }
-    if (results === null) {
-      results = await this.tx(async (c) => {
-        done.length = 0;
-        const out: UpsertBatchResult['results'] = [];
-        for (const it of list) {
-          await c.query('SAVEPOINT item');
-          try {
-            const r = await this.upsertInTx(c, it);
-            await c.query('RELEASE SAVEPOINT item');
-            if (r.changed) done.push(r.memory);
-            out.push(itemResult(r));
-          } catch (e) {
-            const err = mapError(e);
-            if (!(err instanceof CairnError) || err.codeName === 'Unavailable') throw e;
-            await c.query('ROLLBACK TO SAVEPOINT item');
-            out.push(refused(err));
-          }
-        }
-        return out;
-      });
-    }
+    if (results === null) results = await this.tx(withSavepoints);
     await this.embedRows(done);
     return { results, position: results.reduce((m, r) => (r.ok ? Math.max(m, r.position) : m), 0) || (await this.position()) };
   }
@@ -1165,11 +1230,11 @@ export class PgBackend {
   }
 
   delete(t: Target): Promise<WriteResult> {
-    return this.tx((c) => this.softDelete(c, t, 'delete'));
+    return this.keyed('memory/delete', t, (c) => this.softDelete(c, t, 'delete'));
   }
 
   forget(t: Target): Promise<WriteResult> {
-    return this.tx(async (c) => {
+    return this.keyed('memory/forget', t, async (c) => {
       const r = await this.softDelete(c, t, 'forget');
       const row = (await this.rowBy(c, (q) => `m.id = ${q.p(r.memory.id)}`))!;
       await c.query(
@@ -1209,7 +1274,7 @@ export class PgBackend {
   }
 
   restore(t: Target): Promise<WriteResult> {
-    return this.tx(async (c) => {
+    return this.keyed('memory/restore', t, async (c) => {
       const row = await this.resolveTarget(c, t);
       if (row.deleted_at === null)
         throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is not deleted`, { field: t.id !== undefined ? 'id' : 'key' });
@@ -1242,7 +1307,7 @@ export class PgBackend {
   }
 
   purge(t: Target): Promise<PurgeResult> {
-    return this.tx(async (c) => {
+    return this.keyed('memory/purge', t, async (c) => {
       const row = await this.resolveTarget(c, t);
       if (row.deleted_at === null)
         throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, {

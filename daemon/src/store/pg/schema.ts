@@ -19,12 +19,12 @@ import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 
-export const PG_SCHEMA_VERSION = 2;
+export const PG_SCHEMA_VERSION = 3;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
 
-const TABLES = ['meta', 'namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'grants'] as const;
+const TABLES = ['meta', 'namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'grants', 'idempotency_keys'] as const;
 
 const MIGRATIONS: string[] = [
   // 1: everything
@@ -131,6 +131,26 @@ const MIGRATIONS: string[] = [
     END $$;
   CREATE TRIGGER history_cap AFTER INSERT ON cairn.history FOR EACH ROW EXECUTE FUNCTION cairn.cap_history();
   `,
+  // 3: idempotency keys (docs/protocol.md#idempotency), as in the SQLite store: key -> recorded result, written in the
+  // write's own transaction. Keys belong to the login role that sent them (row-level security: a role sees and
+  // replays only its own). A purged memory's records are blanked by trigger, as the owner (whatever role purged it):
+  // they hold its text; the key stays taken, so a retry with it is refused instead of writing the memory again.
+  `
+  CREATE TABLE cairn.idempotency_keys (
+    role name NOT NULL DEFAULT session_user, key text NOT NULL, method text NOT NULL, fingerprint text NOT NULL,
+    result text NOT NULL, memory_id text, at bigint NOT NULL, PRIMARY KEY (role, key));
+  CREATE INDEX idempotency_keys_at ON cairn.idempotency_keys(role, at);
+  CREATE INDEX idempotency_keys_memory ON cairn.idempotency_keys(memory_id);
+  CREATE POLICY idem_own ON cairn.idempotency_keys FOR ALL USING (role = session_user) WITH CHECK (role = session_user);
+  CREATE FUNCTION cairn.blank_idempotency() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = cairn, pg_catalog AS $$
+    BEGIN
+      UPDATE cairn.idempotency_keys SET result = '{"erased":true}', fingerprint = 'erased', memory_id = NULL
+        WHERE memory_id = OLD.id;
+      RETURN NULL;
+    END $$;
+  CREATE TRIGGER memories_blank_idempotency AFTER DELETE ON cairn.memories FOR EACH ROW EXECUTE FUNCTION cairn.blank_idempotency();
+  `,
 ];
 
 async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
@@ -148,7 +168,7 @@ async function assertGrants(c: pg.ClientBase): Promise<void> {
     await c.query(`ALTER TABLE cairn.${t} ENABLE ROW LEVEL SECURITY`);
   }
   await c.query(
-    `GRANT SELECT, INSERT, UPDATE, DELETE ON cairn.memories, cairn.history, cairn.links, cairn.rejected_values, cairn.namespaces, cairn.changes TO ${MEMBER_ROLE}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON cairn.memories, cairn.history, cairn.links, cairn.rejected_values, cairn.namespaces, cairn.changes, cairn.idempotency_keys TO ${MEMBER_ROLE}`,
   );
   await c.query(`GRANT SELECT ON cairn.meta, cairn.grants TO ${MEMBER_ROLE}`);
   await c.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA cairn TO ${MEMBER_ROLE}`);
