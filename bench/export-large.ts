@@ -5,7 +5,9 @@
  * `cairn export FILE` through a daemon and with --direct, reporting the time,
  * the file size, and the daemon's peak resident memory while it exported.
  *
- *   node --import tsx bench/export-large.ts [--mb 700] [--json out.json] [--daemon-heap-mb N] [--direct no]
+ *   node --import tsx bench/export-large.ts [--mb 700] [--json out.json] [--daemon-heap-mb N] [--direct no] [--bin B]
+ *
+ * `--bin` runs another build's bin/cairn.js (daemon and CLI), for a before/after in one run.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -27,9 +29,11 @@ const rss = (pid: number): number => statusField(pid, 'VmRSS');
 /** Anonymous memory only (heap, buffers): what a connection's work costs, without the file pages SQLite reads. */
 const rssAnon = (pid: number): number => statusField(pid, 'RssAnon');
 
+const BIN = arg('bin', '') || CAIRN_BIN;
+
 function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; ms: number; err: string; peakRss: number }> {
   const t0 = Date.now();
-  const p = spawn(process.execPath, [CAIRN_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const p = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   let peakRss = 0;
   p.stderr!.on('data', (d) => (err += d));
@@ -65,7 +69,7 @@ async function main() {
   // --daemon-heap-mb N runs the daemon with --max-old-space-size=N: shows whether its peak is live data or garbage V8
   // has not collected yet (a bounded heap that still exports the whole store means each page's memory is freed).
   const heapMb = arg('daemon-heap-mb', '');
-  const d = await spawnDaemon({ dir, ...(heapMb ? { env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` } } : {}) });
+  const d = await spawnDaemon({ dir, bin: BIN, ...(heapMb ? { env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` } } : {}) });
   let daemonPeak = 0;
   let daemonAnonPeak = 0;
   const daemonIdle = rss(d.proc.pid!);
