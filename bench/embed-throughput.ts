@@ -81,9 +81,8 @@ const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /** Plain onnxruntime-node on the model's ONNX file: tokenize (same tokenizer), run, mean-pool. */
 async function plainOrt(dir: string, file: string, threads: number, spin: boolean, batches: number[]) {
-   
   const ort = require('onnxruntime-node') as typeof import('onnxruntime-node');
-   
+
   const { AutoTokenizer, env } = require('@huggingface/transformers');
   env.localModelPath = dir + '/';
   env.allowRemoteModels = false;
