@@ -44,8 +44,13 @@ export const KICK_DELAY_MS = 50;
 export const WRITE_CHUNK = 8;
 /** Vectors written per transaction while no search is being served. */
 export const QUIET_WRITE_CHUNK = 128;
-/** Cosine similarity at or above which a live memory of the same namespace is a possible duplicate. */
-export const DUPLICATE_THRESHOLD = 0.93;
+/**
+ * Cosine similarity at or above which a live memory of the same namespace is a possible duplicate, per model kind
+ * (as VECTOR_WEIGHT): chosen on labelled pairs of software memories and confirmed on a held-out set
+ * (bench/duplicates.ts, test/embed/duplicate-pairs.ts; figures in bench/README.md). The former single 0.93, set for
+ * GloVe, caught 1 duplicate in 10 with either model.
+ */
+export const DUPLICATE_THRESHOLD = { builtin: 0.68, transformer: 0.67 } as const;
 export const DUPLICATE_LIMIT = 5;
 
 /** What the indexer found for one memory it embedded (reported as memory/possibleDuplicates). */
@@ -105,6 +110,10 @@ export class Indexer implements VectorSearcher {
 
   weight(): number {
     return this.model && isBuiltinModelId(this.model.model) ? VECTOR_WEIGHT.builtin : VECTOR_WEIGHT.transformer;
+  }
+
+  duplicateThreshold(): number {
+    return this.model && isBuiltinModelId(this.model.model) ? DUPLICATE_THRESHOLD.builtin : DUPLICATE_THRESHOLD.transformer;
   }
 
   watermark(): number {
@@ -383,7 +392,7 @@ export class Indexer implements VectorSearcher {
 
   /**
    * Duplicate check of the memories just embedded: live memories of the same
-   * namespace at least DUPLICATE_THRESHOLD cosine-similar (see VectorTables.similarInNamespace).
+   * namespace at least duplicateThreshold() cosine-similar (see VectorTables.similarInNamespace).
    */
   private checkDuplicates(model: VecModel, embedded: Embedded[], position: number): DuplicateReport[] {
     const now = this.store.now();
@@ -397,7 +406,7 @@ export class Indexer implements VectorSearcher {
         duplicates: isZero(e.vector)
           ? []
           : this.store.vectors
-              .similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, DUPLICATE_THRESHOLD, DUPLICATE_LIMIT, now, e.sig)
+              .similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, this.duplicateThreshold(), DUPLICATE_LIMIT, now, e.sig)
               .map((h) => ({ rowid: h.rowid, similarity: h.score })),
       }));
   }
