@@ -45,4 +45,6 @@ if [ "${1:-}" != "--quick" ]; then
   # MINILM_SIZES=10000 for a shorter run (100k takes most of an hour on 2 cores: about 130 memories per CPU-second)
   echo "== hybrid latency with all-MiniLM-L6-v2 at ${MINILM_SIZES:-10000,100000}, bulk import, search while embedding and during a re-embed"
   node --import tsx bench/hybrid.ts --sizes "${MINILM_SIZES:-10000,100000}" --model "$MINILM" --model-path "$MODELS" --json bench/results/hybrid-minilm.json
+  echo "== search during a re-embed of a 10k built-in store into all-MiniLM-L6-v2"
+  node --import tsx bench/reembed.ts --size 10000 --model "$MINILM" --model-path "$MODELS" --json bench/results/reembed-minilm.json
 fi
