@@ -1,0 +1,159 @@
+/**
+ * Where a search's time goes (issue 8): per-arm timings of memory/search on a store built from the
+ * side-by-side workload (`bench/sidebyside.ts`), in process, so each arm is timed on its own.
+ *
+ *   node --import tsx bench/search-profile.ts --db path/to/cairn.db [--queries queries-100000.jsonl]
+ *       [--build corpus-100000.jsonl [--cairn bin/cairn.js]] [--rounds 2] [--slow 10] [--clock wall|cpu] [--json out.json]
+ *
+ * - `--build`: first load the corpus into `--db` through a daemon (`memory/upsertBatch`, 500 per call,
+ *   then `index/wait`), so the store is what the daemon writes; without it `--db` must exist.
+ * - then, on a private copy of the store, for each query (unscoped and scoped to the query's scope, limit 25,
+ *   as the side-by-side does), after 10 warm-ups, `--rounds` times: query embedding, full-text arm, vector arm
+ *   (the scope's admitted set and KNN), fusion + rank facts, row reads, and the whole `search()` call; p50/p95
+ *   per part and the slowest queries with their parts and admitted-set sizes.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadModel } from '../daemon/src/index/attach';
+import { Indexer } from '../daemon/src/index/indexer';
+import { Requests as R } from '../daemon/src/protocol/methods';
+import { fuseArms, rankFused } from '../daemon/src/retrieval/fusion';
+import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES, search } from '../daemon/src/retrieval/search';
+import { ftsArm, type ArmQuery } from '../daemon/src/store/search-fts';
+import { Store } from '../daemon/src/store/store';
+import { spawnDaemon, tempDir } from '../test/helpers';
+import { arg, fmt, now, summarize } from './stats';
+
+const KINDS: Record<string, string> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
+
+async function build(db: string, corpus: string, bin?: string): Promise<void> {
+  const dir = path.dirname(path.resolve(db));
+  fs.mkdirSync(dir, { recursive: true });
+  const d = await spawnDaemon({ dir, bin, args: ['--model', 'builtin'], env: { CAIRN_ALLOW_REMOTE_MODELS: '0' } });
+  if (path.resolve(d.db) !== path.resolve(db)) fs.renameSync(d.db, db);
+  try {
+    const c = await d.client();
+    const lines = fs.readFileSync(corpus, 'utf8').split('\n').filter(Boolean);
+    let last = 0;
+    for (let i = 0; i < lines.length; i += 500) {
+      const items = lines.slice(i, i + 500).map((l) => {
+        const r = JSON.parse(l);
+        return {
+          namespace: r.namespace,
+          key: r.key,
+          value: r.value,
+          tags: r.tags,
+          kind: KINDS[r.kind] ?? 'note',
+          importance: r.importance,
+        };
+      });
+      last = (await c.call(R.upsertBatch, { items })).position;
+    }
+    for (let i = 0; i < 3000 && (await c.call(R.status, {})).embeddings.state !== 'ready'; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    let reached = false;
+    for (let round = 0; round < 10 && !reached; round++)
+      reached = (await c.call(R.indexWait, { position: last, timeoutMs: 600_000 })).reached;
+    if (!reached) throw new Error(`index did not reach ${last}`);
+  } finally {
+    await d.stop();
+  }
+}
+
+async function main() {
+  const db = arg('db', '');
+  if (!db) throw new Error('--db is required');
+  const corpus = arg('build', '');
+  if (corpus) await build(db, corpus, arg('cairn', '') || undefined);
+  const queriesFile = arg('queries', path.join(path.dirname(corpus || db), 'queries-100000.jsonl'));
+  const queries = fs
+    .readFileSync(queriesFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { q: string; scope: string });
+  const rounds = Number(arg('rounds', '2'));
+  // `--clock cpu`: this process's CPU time (user + system; the embedding worker's share included) instead of
+  // wall time, for a loaded machine, where wall time mostly measures waiting for a core.
+  const cpuClock = arg('clock', 'wall') === 'cpu';
+  const clock = cpuClock
+    ? () => {
+        const c = process.cpuUsage();
+        return (c.user + c.system) / 1000;
+      }
+    : now;
+  const slowN = Number(arg('slow', '10'));
+  // A private copy: nothing this process does touches the store given.
+  const work = tempDir('cairn-prof-');
+  const copy = path.join(work, 'cairn.db');
+  for (const sfx of ['', '-wal']) if (fs.existsSync(db + sfx)) fs.copyFileSync(db + sfx, copy + sfx);
+  const store = new Store(copy, {});
+  const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
+  const indexer = new Indexer(store, () => {});
+  await indexer.use(embedder);
+  if (indexer.state !== 'ready') throw new Error(`indexer ${indexer.state}: the store's vectors are not current`);
+  const model = indexer.model!;
+  const limit = 25;
+  const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
+  type Row = { q: string; scope: string | null; embed: number; fts: number; vector: number; fuse: number; rows: number; search: number };
+  const out: Record<string, unknown> = {
+    clock: cpuClock ? 'cpu' : 'wall',
+    db,
+    memories: store.feed.memoryCount(),
+    vectors: store.vectors.count(model),
+  };
+  for (const scoped of [false, true]) {
+    const rows: Row[] = [];
+    for (let round = -1; round < rounds; round++) {
+      const qs = round < 0 ? queries.slice(0, 10) : queries;
+      for (const qq of qs) {
+        const arm: ArmQuery = { scope: scoped ? { root: qq.scope, includeUser: false } : undefined, now: store.now(), limit: candidates };
+        let t = clock();
+        const [v] = await embedder.embed([qq.q], { priority: true });
+        const embed = clock() - t;
+        t = clock();
+        const fts = ftsArm(store.db, qq.q, arm);
+        const ftsMs = clock() - t;
+        t = clock();
+        const vec = store.vectors.knn(model, v, arm);
+        const vector = clock() - t;
+        t = clock();
+        const fused = fuseArms(fts, vec, indexer.weight(), HYBRID_MIN_SIMILARITY);
+        const ranked = rankFused(fused, store.rankFacts([...fused.keys()]), arm.now, limit);
+        const fuse = clock() - t;
+        t = clock();
+        store.byRowids(ranked.map((x) => x.rowid));
+        const rowsMs = clock() - t;
+        t = clock();
+        await search(store, { query: qq.q, limit, mode: 'hybrid', ...(arm.scope ? { scope: arm.scope } : {}) }, indexer);
+        const whole = clock() - t;
+        if (round >= 0)
+          rows.push({ q: qq.q, scope: scoped ? qq.scope : null, embed, fts: ftsMs, vector, fuse, rows: rowsMs, search: whole });
+      }
+    }
+    const label = scoped ? 'scoped' : 'whole';
+    const part: Record<string, unknown> = {};
+    for (const k of ['embed', 'fts', 'vector', 'fuse', 'rows', 'search'] as const) {
+      const s = summarize(rows.map((r) => r[k]));
+      part[k] = s;
+      console.log(`[${label}] ${k.padEnd(6)} p50 ${fmt(s.p50)} p95 ${fmt(s.p95)} mean ${fmt(s.mean)} ms`);
+    }
+    const slow = [...rows].sort((a, b) => b.search - a.search).slice(0, slowN);
+    for (const r of slow)
+      console.log(
+        `[${label}] slow ${fmt(r.search)} ms: fts ${fmt(r.fts)} vector ${fmt(r.vector)} embed ${fmt(r.embed)} fuse ${fmt(r.fuse)} rows ${fmt(r.rows)}  ${r.scope ?? ''} "${r.q}"`,
+      );
+    part.slowest = slow;
+    out[label] = part;
+  }
+  await indexer.stop();
+  await embedder.close();
+  store.close();
+  fs.rmSync(work, { recursive: true, force: true });
+  const jsonOut = arg('json', '');
+  if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(out, null, 2));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
