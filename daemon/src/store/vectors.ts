@@ -300,7 +300,7 @@ class VectorIndex {
    * nearest by Hamming distance (a counting pass finds the cut-off; slots at the cut-off distance are taken in
    * slot order until the count is reached), and only those are scored exactly.
    */
-  nearest(admitted: Int32Array, v: Float32Array, limit: number, sig: Int32Array, exactMax: number, candidates: number): ArmHit[] {
+  nearest(admitted: Int32Array, v: Float32Array, limit: number, sigOf: () => Int32Array, exactMax: number, candidates: number): ArmHit[] {
     const n = admitted.length;
     let pool = admitted;
     if (n > exactMax) {
@@ -310,7 +310,7 @@ class VectorIndex {
       const dist = sc.dist;
       const hist = new Int32Array(SIG_BITS + 1);
       const S = this.sig;
-      const [g0, g1, g2, g3, g4, g5, g6, g7] = sig;
+      const [g0, g1, g2, g3, g4, g5, g6, g7] = sigOf();
       for (let i = 0; i < n; i++) {
         const o = admitted[i] << 3; // SIG_WORDS = 8
         const d =
@@ -664,7 +664,8 @@ export class VectorTables {
     const ns = this.nsMask(q.scope);
     const admitted = ix.admit(ns.mask, q.include, q.now, only, ns.ids);
     const v = normalized(query);
-    return ix.nearest(admitted, v, q.limit, quantize(v).sig, this.exactMax, this.candidates);
+    // The query's SimHash (256 projections) only when the Hamming pass runs.
+    return ix.nearest(admitted, v, q.limit, () => quantize(v).sig, this.exactMax, this.candidates);
   }
 
   /** Visible memories of one namespace at least `threshold` cosine-similar to `vector`, best first (duplicate detection). */
