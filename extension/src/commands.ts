@@ -12,6 +12,7 @@ import * as vscode from 'vscode';
 import { namespaceProblem } from '../../daemon/src/protocol/namespace';
 import { LINK_TYPES, MEMORY_KINDS, type Anchor, type LinkType, type Memory, type MemoryKind } from '../../daemon/src/protocol/types';
 import { LONG_TIMEOUT_MS } from './client';
+import { exportAllPages, importInChunks } from './dashboard/chunks';
 import type { Ctx } from './ctx';
 import { keptFields, memoryUri, showView, STATUS_URI, viewUri } from './documents';
 import { Cancelled, cairnErrorName, describeError } from './errors';
@@ -185,8 +186,14 @@ async function exportMemories(ctx: Ctx, a: { uri?: string | vscode.Uri } = {}): 
             filters: { 'JSON Lines': ['jsonl'] },
           }),
         ));
-  const res = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: 'Exporting Cairn memories…' }, () =>
-    ctx.client.request('exportRecords', { includeHistory: true }, LONG_TIMEOUT_MS),
+  // Page by page (store/exportPage): the daemon never holds the whole export, and refuses a one-reply store/export past its limit.
+  const res = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Exporting Cairn memories…' },
+    async () => ({
+      records: await exportAllPages((cursor) =>
+        ctx.client.request('exportPage', cursor === undefined ? { includeHistory: true } : { cursor }, LONG_TIMEOUT_MS),
+      ),
+    }),
   );
   try {
     await vscode.workspace.fs.writeFile(uri, Buffer.from(res.records.map((r) => JSON.stringify(r)).join('\n') + '\n', 'utf8'));
@@ -240,8 +247,13 @@ async function importMemories(ctx: Ctx, a: { uri?: string | vscode.Uri } = {}) {
   const res = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Importing ${records.length} records from ${path.basename(uri.fsPath)}…` },
     async (progress) => {
-      progress.report({ message: 'the daemon is writing them in one transaction' });
-      return ctx.client.request('importRecords', { records, actor: 'vscode' }, LONG_TIMEOUT_MS);
+      // In chunks of whole memories (each one store/import call and transaction), as the dashboard and the CLI import:
+      // one message holding a large file would pass the daemon's message limit.
+      return importInChunks(
+        records,
+        (chunk) => ctx.client.request('importRecords', { records: chunk, actor: 'vscode' }, LONG_TIMEOUT_MS),
+        (done, total) => progress.report({ message: `part ${done} of ${total} written` }),
+      );
     },
   );
   void ctx.ui.info(`Imported ${res.memories} memories, ${res.history} history entries and ${res.links} links (${res.skipped} skipped).`);

@@ -37,6 +37,11 @@ export const Limits = {
   batchItems: 5000,
   /** Max bytes of one JSON-RPC message body (larger frames are refused and the connection dropped). */
   messageBytes: 16 * 1024 * 1024,
+  /**
+   * Max JSON bytes of the records of one store/export reply (the daemon holds a one-reply export whole): larger
+   * exports are refused with ValueTooLarge naming store/exportPage, which pages with bounded memory.
+   */
+  exportReplyBytes: 16 * 1024 * 1024,
   /** Max depth and node count of a filter tree. */
   filterDepth: 16,
   filterNodes: 256,

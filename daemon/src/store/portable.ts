@@ -77,6 +77,9 @@ export class ExportWalker {
    * Up to `limit` records (a memory's history may run past it), about `maxBytes` of JSON, and about `maxMs` of work
    * (at least one record), so one page never holds the daemon's thread for long.
    */
+  /** JSON characters of the records of the last page (about its bytes). */
+  lastBytes = 0;
+
   page(limit: number, maxBytes = 4 * 1024 * 1024, maxMs = Infinity): ExportRecord[] {
     const out: ExportRecord[] = [];
     const until = performance.now() + maxMs;
@@ -84,7 +87,9 @@ export class ExportWalker {
     const push = (r: ExportRecord) => {
       out.push(r);
       bytes += JSON.stringify(r).length;
+      this.lastBytes = bytes;
     };
+    this.lastBytes = 0;
     const db = this.db;
     const full = () => out.length >= limit || bytes >= maxBytes || (out.length > 0 && performance.now() > until);
     while (!this.finished && !full()) {
@@ -226,6 +231,7 @@ export async function exportRecords(
   p: ExportParams,
   ctx?: RequestContext,
   progress?: (done: number, total: number) => void,
+  maxBytes: number = Limits.exportReplyBytes,
 ): Promise<ExportRecord[]> {
   const snapshot =
     store.path === ':memory:' || store.db.inTransaction ? null : openDatabase(store.path, { readonly: true, loadVec: false }).db;
@@ -234,9 +240,18 @@ export async function exportRecords(
     if (snapshot) snapshot.exec('BEGIN');
     const w = new ExportWalker(db, p, store.schemaVersion, store.now());
     const out: ExportRecord[] = [];
+    let bytes = 0;
     while (!w.finished) {
       if (out.length > 0) await pace(ctx, { records: out.length, memories: w.done, total: w.total });
       for (const r of w.page(Limits.chunkRecords, Infinity)) out.push(r);
+      bytes += w.lastBytes;
+      // One reply holds the whole export in the daemon's memory: past the limit, page instead (bounded memory).
+      if (bytes > maxBytes)
+        throw new CairnError(
+          'ValueTooLarge',
+          `the export is larger than the ${maxBytes}-byte limit of one store/export reply; use store/exportPage (cairn export does), which pages it with bounded memory`,
+          { limit: maxBytes, method: 'store/exportPage' },
+        );
       progress?.(w.done, w.total);
     }
     return out;

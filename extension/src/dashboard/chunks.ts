@@ -35,3 +35,52 @@ export function importChunks(records: unknown[], size = IMPORT_CHUNK): unknown[]
   if (rest.length || !chunks.length) chunks.push(rest);
   return chunks;
 }
+
+/** What importInChunks adds up: the totals of every store/import call. */
+export interface ImportTotals {
+  memories: number;
+  history: number;
+  links: number;
+  skipped: number;
+  position: number;
+}
+
+/**
+ * Import records as importChunks cuts them, one store/import call after another (each message stays far below the
+ * daemon's message limit, and each call yields to other clients), adding up the results.
+ */
+export async function importInChunks(
+  records: unknown[],
+  importChunk: (chunk: unknown[]) => Promise<ImportTotals>,
+  onChunk: (done: number, total: number) => void = () => {},
+): Promise<ImportTotals> {
+  const chunks = importChunks(records);
+  const sum: ImportTotals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0 };
+  for (let i = 0; i < chunks.length; i++) {
+    const r = await importChunk(chunks[i]);
+    sum.memories += r.memories;
+    sum.history += r.history;
+    sum.links += r.links;
+    sum.skipped += r.skipped;
+    sum.position = Math.max(sum.position, r.position);
+    onChunk(i + 1, chunks.length);
+  }
+  return sum;
+}
+
+/**
+ * A whole export through store/exportPage (the daemon never holds the whole export, and a large store is not
+ * refused as one store/export reply would be): every page's records, in order.
+ */
+export async function exportAllPages<R>(
+  page: (cursor: string | undefined) => Promise<{ records: R[]; nextCursor: string | null }>,
+): Promise<R[]> {
+  const out: R[] = [];
+  let cursor: string | undefined;
+  do {
+    const p = await page(cursor);
+    for (const r of p.records) out.push(r);
+    cursor = p.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+  return out;
+}

@@ -28,7 +28,7 @@ import { LONG_TIMEOUT_MS } from '../client';
 import { parseJsonl } from '../commands';
 import type { Ctx } from '../ctx';
 import { isRpcError } from '../errors';
-import { importChunks } from './chunks';
+import { exportAllPages, importChunks } from './chunks';
 
 /** A typed error for the webview from anything a request threw (not connected and timeouts are CairnErrors too). */
 export function toWebviewError(e: unknown): WebviewError {
@@ -136,11 +136,15 @@ export class DashboardHost {
       filters: { 'JSON Lines': ['jsonl'] },
     });
     if (!uri) return { file: null, records: 0 };
-    const res = await this.ctx.client.request(
-      'exportRecords',
-      { ...(p.scope ? { scope: p.scope } : {}), includeHistory: true },
-      LONG_TIMEOUT_MS,
-    );
+    const res = {
+      records: await exportAllPages((cursor) =>
+        this.ctx.client.request(
+          'exportPage',
+          cursor === undefined ? { ...(p.scope ? { scope: p.scope } : {}), includeHistory: true } : { cursor },
+          LONG_TIMEOUT_MS,
+        ),
+      ),
+    };
     await vscode.workspace.fs.writeFile(uri, Buffer.from(res.records.map((r) => JSON.stringify(r)).join('\n') + '\n', 'utf8'));
     return { file: uri.fsPath, records: res.records.length };
   }
