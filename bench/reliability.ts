@@ -314,7 +314,7 @@ export interface StallResult {
   /**
    * Small requests answered while the big work ran, and the longest / 99th-percentile wait for one (ms): an import
    * sent as the CLI sends it (messages of 1,000 records), the same records in one message, a paged export
-   * (store/exportPage, as the CLI exports) and the one-reply store/export.
+   * (store/exportPage, as the CLI exports) and the one-reply store/export (of one namespace: the whole store passes its 16 MiB limit).
    */
   duringImport: { probes: number; maxMs: number; p99Ms: number; bigMs: number };
   duringImportOneMessage: { probes: number; maxMs: number; p99Ms: number; bigMs: number };

@@ -3,7 +3,7 @@
  * serializing and parsing its large messages does not count as the daemon's stall. Commands arrive by IPC:
  * build, importBatched (messages of about 1,000 records, cut at memory boundaries, as the CLI sends them),
  * importOne (the same records in one message), exportPages (store/exportPage, as the CLI exports), exportOne
- * (the one-reply store/export). Each is answered {ok} or {ok: false, error}.
+ * (the one-reply store/export of one namespace's memories). Each is answered {ok} or {ok: false, error}.
  *
  *   (forked by stallProbe) bench/stall-big.ts SOCKET MEMORIES
  */
@@ -40,7 +40,10 @@ const ops: Record<string, () => Promise<void>> = {
     let page = await big!.call(R.exportPage, { includeHistory: true });
     while (page.nextCursor) page = await big!.call(R.exportPage, { cursor: page.nextCursor });
   },
-  exportOne: async () => void (await big!.call(R.exportRecords, { includeHistory: true })),
+  // One namespace's 10,000 memories (about 13 MB): the whole store (20,000 after both imports) passes the 16 MiB limit
+  // of one store/export reply (Limits.exportReplyBytes) and is refused.
+  exportOne: async () =>
+    void (await big!.call(R.exportRecords, { includeHistory: true, scope: { namespaces: ['project.stall'], includeUser: false } })),
 };
 
 process.on('message', (m: { op: string }) => {
