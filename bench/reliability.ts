@@ -388,6 +388,7 @@ export async function stallProbe(opts: {
       let done = false;
       // Settled either way ends the probing (a refused request must not leave the probe loop spinning).
       const run = ask(op).finally(() => (done = true));
+      run.catch(() => undefined); // a refusal is thrown by `await run` below, after probing (never an unhandled rejection that skips the clean-up)
       const probes = await probeWhile(() => !done);
       await run;
       return { ...probes, bigMs: performance.now() - t0 };
