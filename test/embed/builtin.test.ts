@@ -1,6 +1,6 @@
 /**
  * The built-in model through the production path: Embedder -> worker thread -> the static-model
- * runtime (plain JavaScript), loaded from daemon/models/cairn-minilm-static with remote loading off.
+ * runtime (plain JavaScript), loaded from daemon/models/cairn-mpnet-static with remote loading off.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,7 +47,9 @@ describe('built-in model', () => {
         .forEach((x) => (x.isDirectory() ? walk(path.join(d, x.name)) : (total += fs.statSync(path.join(d, x.name)).size)));
     walk(dir);
     assert.ok(total <= 32 * 2 ** 20, `model folder is ${(total / 2 ** 20).toFixed(1)} MiB`);
-    assert.ok(isBuiltinModelId('builtin') && isBuiltinModelId(BUILTIN_MODEL_ID) && isBuiltinModelId('cairn-minilm-static'));
+    assert.ok(isBuiltinModelId('builtin') && isBuiltinModelId(BUILTIN_MODEL_ID) && isBuiltinModelId('cairn-mpnet-static'));
+    // the former built-in model's ids (cairn/minilm-static) still name the built-in model
+    assert.ok(isBuiltinModelId('cairn/minilm-static') && isBuiltinModelId('cairn-minilm-static'));
     assert.ok(!isBuiltinModelId('Xenova/all-MiniLM-L6-v2'));
   });
 

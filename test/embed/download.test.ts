@@ -105,7 +105,7 @@ describe('hub download', () => {
       cacheDir: path.join(tmp, 'cache2'),
     });
     try {
-      assert.equal(e.info.model, 'cairn/minilm-static');
+      assert.equal(e.info.model, 'cairn/mpnet-static');
       assert.match(
         e.info.fallbackReason ?? '',
         /^Embedding model "test\/missing-model" could not be loaded \(.+\); using the built-in offline model/,
@@ -123,7 +123,7 @@ describe('hub download', () => {
       cacheDir: path.join(tmp, 'cache3'),
     });
     try {
-      assert.equal(e.info.model, 'cairn/minilm-static');
+      assert.equal(e.info.model, 'cairn/mpnet-static');
       assert.match(e.info.fallbackReason ?? '', /could not be downloaded, the network seems unavailable/);
     } finally {
       await e.close();

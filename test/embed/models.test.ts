@@ -111,7 +111,7 @@ describe('fallback to the built-in model', () => {
       const reason = e.info.fallbackReason ?? '';
       assert.match(reason, /^Embedding model "Xenova\/all-MiniLM-L6-v2" is not available locally/);
       assert.match(reason, /downloading models is turned off/);
-      assert.match(reason, /using the built-in offline model cairn\/minilm-static instead\.$/);
+      assert.match(reason, /using the built-in offline model cairn\/mpnet-static instead\.$/);
       assert.ok(logs.includes(reason), 'the reason is logged');
       const [v] = await e.embed(['still works']);
       assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-4);
@@ -145,7 +145,7 @@ describe('fallback to the built-in model', () => {
       await withEmbedder({ model: dir }, async (e) => {
         assert.equal(e.info.model, BUILTIN_MODEL_ID);
         assert.match(e.info.fallbackReason ?? '', why);
-        assert.match(e.info.fallbackReason ?? '', /using the built-in offline model cairn\/minilm-static instead\.$/);
+        assert.match(e.info.fallbackReason ?? '', /using the built-in offline model cairn\/mpnet-static instead\.$/);
       });
     }
   });
@@ -160,7 +160,7 @@ describe('fallback to the built-in model', () => {
   it('start fails clearly when not even the built-in model can be loaded', async () => {
     await assert.rejects(
       Embedder.start({ model: 'Xenova/all-MiniLM-L6-v2', allowRemote: false, cacheDir: cache, builtinPath: path.join(tmp, 'no-builtin') }),
-      /embedding model could not be loaded: built-in model cairn\/minilm-static not found at .*no-builtin/,
+      /embedding model could not be loaded: built-in model cairn\/mpnet-static not found at .*no-builtin/,
     );
   });
 });

@@ -163,7 +163,7 @@ describe('static model runtime', () => {
       model: dir,
       cacheDir: tempDir(),
       allowRemote: false,
-      builtinPath: path.join(__dirname, '..', '..', 'daemon', 'models', 'cairn-minilm-static'),
+      builtinPath: path.join(__dirname, '..', '..', 'daemon', 'models', 'cairn-mpnet-static'),
     });
     assert.equal(provider.info.builtin, true);
     assert.match(fallbackReason ?? '', /vectors.i8 has 3 bytes/);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { builtinModelPath } from '../../daemon/src/embed';
+import { BUILTIN_MODEL_ID, builtinModelPath } from '../../daemon/src/embed';
 import { attachEmbeddings } from '../../daemon/src/index/attach';
 import { DUPLICATE_THRESHOLD, type Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
@@ -16,8 +16,7 @@ import { rejectsWith, tempDir } from '../helpers';
 
 process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
 
-async function startDaemon(model = 'builtin'): Promise<{ d: Daemon; indexer: Indexer; dir: string }> {
-  const dir = tempDir();
+async function startDaemon(model = 'builtin', dir = tempDir()): Promise<{ d: Daemon; indexer: Indexer; dir: string }> {
   let indexer!: Indexer;
   const d = await Daemon.start({
     db: path.join(dir, 'h.db'),
@@ -311,13 +310,13 @@ describe('hybrid retrieval', () => {
     assert.equal(s2.hits.length, 0);
     const st = core.status();
     assert.equal(st.embeddings.state, 'ready');
-    assert.equal(st.embeddings.model, 'cairn/minilm-static');
+    assert.equal(st.embeddings.model, 'cairn/mpnet-static');
   });
 
   it('status reports the model, vectors and the vector watermark', async () => {
     const st = core.status();
     assert.ok(st.embeddings.vectors > 400);
-    assert.ok(st.indexes.some((i) => i.name === 'vec:cairn/minilm-static'));
+    assert.ok(st.indexes.some((i) => i.name === 'vec:cairn/mpnet-static'));
     assert.equal(st.embeddings.vectorExtension, true);
   });
 
@@ -360,12 +359,57 @@ describe('degraded and switching', () => {
     const { d, indexer, dir } = await startDaemon('Xenova/not-downloaded-model');
     try {
       const st = d.core.status();
-      assert.equal(st.embeddings.model, 'cairn/minilm-static');
+      assert.equal(st.embeddings.model, 'cairn/mpnet-static');
       assert.equal(st.embeddings.configuredModel, 'Xenova/not-downloaded-model');
       assert.ok(st.embeddings.fallbackReason && st.embeddings.fallbackReason.length > 10);
       assert.equal(indexer.state, 'ready');
     } finally {
       await d.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a store embedded by another model (e.g. a former built-in) is re-embedded into the built-in model on restart', async () => {
+    // A store made by an earlier built-in model (cairn/minilm-static) has that model's vectors and
+    // active-model record; the current built-in has another id, so the daemon re-embeds on start.
+    const dir = tempDir();
+    const former = path.join(dir, 'former-builtin');
+    fs.cpSync(builtinModelPath(), former, { recursive: true });
+    const first = await startDaemon(former, dir);
+    const items = Array.from({ length: 300 }, (_, i) => ({
+      namespace: 'project.up',
+      key: `k${i}`,
+      value: `release ${i} ships the parser fix`,
+    }));
+    try {
+      const r = await first.d.core.call(R.upsertBatch, { items });
+      await first.d.core.call(R.indexWait, { position: r.position, timeoutMs: 60000 });
+      assert.equal(first.d.core.status().embeddings.model, first.indexer.model!.model);
+      assert.ok(first.indexer.model!.model.includes('former-builtin'));
+    } finally {
+      await first.d.stop();
+    }
+    const second = await startDaemon('builtin', dir);
+    try {
+      const st = second.d.core.status();
+      assert.equal(st.embeddings.model, BUILTIN_MODEL_ID);
+      assert.equal(st.embeddings.vectors, 300);
+      assert.deepEqual(
+        second.d.store.vectors.models().map((m) => m.model),
+        [BUILTIN_MODEL_ID],
+        'the former model’s vectors were dropped, never mixed',
+      );
+      assert.ok(st.indexes.some((i) => i.name === `vec:${BUILTIN_MODEL_ID}`));
+      const hit = await second.d.core.call(R.search, {
+        query: 'parser fix release',
+        mode: 'vector',
+        scope: { root: 'project.up', includeUser: false },
+        limit: 3,
+      });
+      assert.equal(hit.degraded, undefined);
+      assert.equal(hit.hits.length, 3);
+    } finally {
+      await second.d.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

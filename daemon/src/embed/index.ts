@@ -28,7 +28,7 @@
  *   `embedder.simulateCrash(code?)` (tests).
  * - `prepareText(text, isKnownWord?)`: identifier splitting (`getUserById` -> `get User By Id`,
  *   `snake_case` -> `snake case`), applied in the worker before every model's tokenizer.
- * - `isZeroVector(v)`, `BUILTIN_MODEL_ID` (`cairn/minilm-static`), `DEFAULT_MODEL_ID`,
+ * - `isZeroVector(v)`, `BUILTIN_MODEL_ID` (`cairn/mpnet-static`), `DEFAULT_MODEL_ID`,
  *   `isBuiltinModelId(id)`, `builtinModelPath()`, `resolveWorkerPath(explicit?)`, `modelCacheDir()`.
  *
  * Vectors
@@ -47,14 +47,14 @@
  *
  * Models
  * - `model`: a hub id (transformers.js feature-extraction ONNX model, e.g.
- *   `Xenova/all-MiniLM-L6-v2`, `Xenova/bge-small-en-v1.5`), `builtin` / `cairn/minilm-static`, or a
+ *   `Xenova/all-MiniLM-L6-v2`, `Xenova/bge-small-en-v1.5`), `builtin` / `cairn/mpnet-static`, or a
  *   path to a model folder. Hub models are looked up in `modelPath/<id>/`, then in the download
  *   cache `cacheDir/<id>/` (default `<cacheDir()>/models`, never node_modules), then downloaded
  *   into the cache if `allowRemote` (from `remoteHost`, default $HF_ENDPOINT or huggingface.co).
  *   A cached model loads offline. Weights: the model config's `transformers.js_config.dtype`,
  *   else `q8` (onnx/model_quantized.onnx), else `fp32`; `opts.dtype` overrides.
- * - The built-in model (`daemon/models/cairn-minilm-static`, a static model distilled from
- *   all-MiniLM-L6-v2, see its README) and any other `cairn-static-1` folder run in plain
+ * - The built-in model (`daemon/models/cairn-mpnet-static`, a static model distilled from
+ *   all-mpnet-base-v2, see its README) and any other `cairn-static-1` folder run in plain
  *   JavaScript (static-model.ts: tokenize, look up, weighted mean, normalize); transformers.js and
  *   onnxruntime are loaded only for a transformer model.
  *

@@ -4,21 +4,27 @@
  */
 import type { ProviderOptions } from './provider';
 
-/** Model id of the built-in offline model (daemon/models/cairn-minilm-static: static, distilled from all-MiniLM-L6-v2). */
-export const BUILTIN_MODEL_ID = 'cairn/minilm-static';
+/** Model id of the built-in offline model (daemon/models/cairn-mpnet-static: static, distilled from all-mpnet-base-v2). */
+export const BUILTIN_MODEL_ID = 'cairn/mpnet-static';
 /** Folder name of the built-in model under daemon/models. */
-export const BUILTIN_MODEL_DIR = 'cairn-minilm-static';
+export const BUILTIN_MODEL_DIR = 'cairn-mpnet-static';
+/**
+ * Ids of earlier built-in models. Configuring one of them still means "the built-in model"; a store whose
+ * vectors were made by one is re-embedded into the current built-in model by the usual model-change path
+ * (the vector index is named after the model id).
+ */
+export const FORMER_BUILTIN_MODEL_IDS: readonly string[] = ['cairn/minilm-static', 'cairn-minilm-static'];
 /** Default model for users (downloaded on first use when remote loading is allowed). */
 export const DEFAULT_MODEL_ID = 'Xenova/all-MiniLM-L6-v2';
 
-/** `builtin`, `cairn/minilm-static` and `cairn-minilm-static` all name the built-in model. */
+/** `builtin`, `cairn/mpnet-static`, `cairn-mpnet-static` and the former built-in ids all name the built-in model. */
 export function isBuiltinModelId(model: string | undefined): boolean {
   const m = (model ?? '').trim().toLowerCase();
-  return m === 'builtin' || m === BUILTIN_MODEL_ID || m === BUILTIN_MODEL_DIR;
+  return m === 'builtin' || m === BUILTIN_MODEL_ID || m === BUILTIN_MODEL_DIR || FORMER_BUILTIN_MODEL_IDS.includes(m);
 }
 
 export interface EmbedderInfo {
-  /** Model id in use, after any fallback (`cairn/minilm-static` for the built-in model). */
+  /** Model id in use, after any fallback (`cairn/mpnet-static` for the built-in model). */
   model: string;
   /** Model id that was asked for. */
   configuredModel: string;
