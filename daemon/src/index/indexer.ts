@@ -50,7 +50,7 @@ export const QUIET_WRITE_CHUNK = 128;
  * (bench/duplicates.ts, test/embed/duplicate-pairs.ts; figures in bench/README.md). The former single 0.93, set for
  * GloVe, caught 1 duplicate in 10 with either model.
  */
-export const DUPLICATE_THRESHOLD = { builtin: 0.68, transformer: 0.67 } as const;
+export const DUPLICATE_THRESHOLD = { builtin: 0.66, transformer: 0.67 } as const;
 export const DUPLICATE_LIMIT = 5;
 
 /** What the indexer found for one memory it embedded (reported as memory/possibleDuplicates). */
