@@ -31,7 +31,7 @@ import type { SearchMode, UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
 import { tempDir } from '../test/helpers';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../daemon/src/retrieval/search';
-import { RRF_K, VECTOR_WEIGHT } from '../daemon/src/retrieval/fusion';
+import { FUSION } from '../daemon/src/retrieval/fusion';
 import { arg, fmt, now } from './stats';
 
 const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
@@ -144,7 +144,7 @@ function grid(lists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: st
   }
   rows.sort((a, b) => b.turnRecall5 - a.turnRecall5 || b.turnMRR - a.turnMRR);
   console.log(
-    `\nfusion grid (${lists.length} questions; current: K=${RRF_K}, vector weight ${VECTOR_WEIGHT.builtin} built-in / ${VECTOR_WEIGHT.transformer} transformer, floor ${HYBRID_MIN_SIMILARITY}); top 15 by turn R@5:`,
+    `\nfusion grid (${lists.length} questions; current: built-in K=${FUSION.builtin.k} weight ${FUSION.builtin.vectorWeight} / transformer K=${FUSION.transformer.k} weight ${FUSION.transformer.vectorWeight}, floor ${HYBRID_MIN_SIMILARITY}); top 15 by turn R@5:`,
   );
   for (const r of rows.slice(0, 15))
     console.log(

@@ -117,7 +117,7 @@ async function main() {
         const vec = store.vectors.knn(model, v, arm);
         const vector = clock() - t;
         t = clock();
-        const fused = fuseArms(fts, vec, indexer.weight(), HYBRID_MIN_SIMILARITY);
+        const fused = fuseArms(fts, vec, indexer.fusion(), HYBRID_MIN_SIMILARITY);
         const ranked = rankFused(fused, store.rankFacts([...fused.keys()]), arm.now, limit);
         const fuse = clock() - t;
         t = clock();

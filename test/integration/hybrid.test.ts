@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { BUILTIN_MODEL_ID, builtinModelPath } from '../../daemon/src/embed';
 import { attachEmbeddings } from '../../daemon/src/index/attach';
 import { DUPLICATE_THRESHOLD, type Indexer } from '../../daemon/src/index/indexer';
+import { FUSION, FTS_WEIGHT, rrf } from '../../daemon/src/retrieval/fusion';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { Daemon } from '../../daemon/src/server/daemon';
 import { Core } from '../../daemon/src/server/core';
@@ -35,9 +36,9 @@ async function startDaemon(model = 'builtin', dir = tempDir()): Promise<{ d: Dae
 }
 
 describe('hybrid retrieval', () => {
-  let d: Daemon, core: Core, dir: string;
+  let d: Daemon, core: Core, dir: string, indexer: Indexer;
   before(async () => {
-    ({ d, dir } = await startDaemon());
+    ({ d, dir, indexer } = await startDaemon());
     core = d.core;
   });
   after(async () => {
@@ -65,6 +66,23 @@ describe('hybrid retrieval', () => {
     const both = await core.call(R.search, { query: 'Redis sessions', explain: true });
     assert.ok(both.hits[0].explain!.fts && both.hits[0].explain!.vector, 'both arms ranked it');
     assert.ok(both.hits[0].explain!.boost >= -0.1 && both.hits[0].explain!.boost <= 0.15);
+  });
+
+  it('fuses with the constants of the built-in model kind (K and vector weight), every hit by the same formula', async () => {
+    assert.deepEqual(indexer.fusion(), FUSION.builtin);
+    assert.notDeepEqual(FUSION.builtin, FUSION.transformer, 'the two kinds were chosen apart');
+    const { k, vectorWeight: w } = FUSION.builtin;
+    const res = await core.call(R.search, { query: 'sessions TypeScript Redis spaces', explain: true });
+    assert.ok(res.hits.length >= 2);
+    for (const h of res.hits) {
+      const e = h.explain!;
+      const want = ((e.fts ? FTS_WEIGHT * rrf(e.fts.rank, k) : 0) + (e.vector ? w * rrf(e.vector.rank, k) : 0)) / (FTS_WEIGHT + w);
+      assert.ok(Math.abs(e.fused - want) < 1e-9, `${h.memory.key}: fused ${e.fused}, formula ${want}`);
+    }
+    assert.ok(
+      res.hits.some((h) => (h.explain!.fts?.rank ?? 1) > 1 || (h.explain!.vector?.rank ?? 1) > 1),
+      'a hit below rank 1 in some arm, where K matters',
+    );
   });
 
   it('takes the vector top-k inside the scope: hundreds of out-of-scope near-duplicates cannot crowd it out', async () => {

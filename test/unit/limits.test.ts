@@ -117,7 +117,7 @@ describe('a scope of 33,000 namespaces', () => {
       });
       hooks = {
         unavailable: () => null,
-        weight: () => 1,
+        fusion: () => ({ k: 2, vectorWeight: 1 }),
         search: async (q, arm) => t.store.vectors.knn(model, vec(q), arm),
       };
       t.core.hooks.vectors = hooks;

@@ -17,7 +17,8 @@ import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
 import { sha256 } from '../text/hash';
-import { VECTOR_WEIGHT, type VectorSearcher } from '../retrieval/search';
+import { FUSION, type VectorSearcher } from '../retrieval/search';
+import type { Fusion } from '../retrieval/fusion';
 import { isBuiltinModelId } from '../embed';
 
 export interface EmbeddingModel {
@@ -46,7 +47,7 @@ export const WRITE_CHUNK = 8;
 export const QUIET_WRITE_CHUNK = 128;
 /**
  * Cosine similarity at or above which a live memory of the same namespace is a possible duplicate, per model kind
- * (as VECTOR_WEIGHT): chosen on labelled pairs of software memories and confirmed on a held-out set
+ * (as FUSION): chosen on labelled pairs of software memories and confirmed on a held-out set
  * (bench/duplicates.ts, test/embed/duplicate-pairs.ts; figures in bench/README.md). The former single 0.93, set for
  * GloVe, caught 1 duplicate in 10 with either model.
  */
@@ -108,8 +109,8 @@ export class Indexer implements VectorSearcher {
     return null;
   }
 
-  weight(): number {
-    return this.model && isBuiltinModelId(this.model.model) ? VECTOR_WEIGHT.builtin : VECTOR_WEIGHT.transformer;
+  fusion(): Fusion {
+    return this.model && isBuiltinModelId(this.model.model) ? FUSION.builtin : FUSION.transformer;
   }
 
   duplicateThreshold(): number {

@@ -6,19 +6,20 @@
  * weighted mean over arms (a candidate missing from an arm gets 0 there), so it
  * lies in [0, 1].
  *
- * K = 2 (not the customary 60), full-text weight 1.0, vector weight 0.75 for
- * transformer models and 0.5 for the built-in static model (the vector arm's
- * weight comes from the model in use, VectorSearcher.weight()). Chosen by the
- * protocol in bench/README.md: `bench/locomo.ts --grid` on LoCoMo conversations
- * 0-2 only; K is shared, so it is the K with the best sum of turn R@5 over both
- * model kinds (built-in cairn/minilm-static and all-MiniLM-L6-v2), then each
- * kind's best weight at that K. Re-checked for the built-in cairn/mpnet-static
- * (distilled from all-mpnet-base-v2): at K = 2 its best weight on 0-2 is again
- * 0.5 (grid turn R@5 0.576; 0.25: 0.570, 0.75: 0.573), so nothing changed. Re-run after vectors became int8 in the store:
- * selection set (0-2), turn R@5: built-in 0.562, MiniLM 0.574 (weight 1.0:
- * 0.568), full text alone 0.555. With K = 60, rank 1 and rank 6 differ by 8%
- * and the vector arm overturns decisive full-text matches. Conversations 3-4
- * confirm (figures in bench/README.md).
+ * The constants depend on the kind of model behind the vector arm (FUSION, read through
+ * VectorSearcher.fusion()): K = 2 (not the customary 60) and vector weight 0.75 for
+ * transformer models; K = 5 and vector weight 0.5 for the built-in static model;
+ * full-text weight 1.0 for both. Chosen by the protocol in bench/README.md:
+ * `bench/locomo.ts --grid` on LoCoMo conversations 0-2 only, each kind's best
+ * (K, weight) there, then confirmed once on conversations 3-4.
+ *   transformer (all-MiniLM-L6-v2): K = 2, weight 0.75 (figures in bench/README.md).
+ *   built-in cairn/mpnet-static: on 0-2 the grid's best is K = 5, weight 0.5 (turn R@5
+ *   0.585; K = 2: 0.576, K = 10: 0.579, full text alone 0.557); on 3-4 it confirms
+ *   (0.584 vs 0.581 at K = 2, full text 0.560).
+ * With K = 60, rank 1 and rank 6 differ by 8% and the vector arm overturns
+ * decisive full-text matches.
+ *
+ * RRF_K (2) also merges the local and the team store's ranked lists (team/router.ts).
  *
  * Then a bounded adjustment: fused × (1 + a), with
  *   a = 0.06·(2·importance − 1) + 0.04·(2·confidence − 1) + 0.05·recency,
@@ -27,11 +28,24 @@
  */
 export const RRF_K = 2;
 export const FTS_WEIGHT = 1.0;
-export const VECTOR_WEIGHT = { transformer: 0.75, builtin: 0.5 } as const;
+
+/** Fusion constants for one kind of embedding model. */
+export interface Fusion {
+  /** The reciprocal-rank constant K. */
+  k: number;
+  /** The vector arm's weight (the full-text arm's is FTS_WEIGHT). */
+  vectorWeight: number;
+}
+
+export const FUSION = {
+  transformer: { k: 2, vectorWeight: 0.75 },
+  builtin: { k: 5, vectorWeight: 0.5 },
+} as const satisfies Record<string, Fusion>;
 export const RECENCY_DAYS = 90;
 
-export function rrf(rank: number): number {
-  return (RRF_K + 1) / (RRF_K + rank);
+/** Normalized reciprocal-rank score of a 1-based rank: 1.0 at rank 1. */
+export function rrf(rank: number, k: number = RRF_K): number {
+  return (k + 1) / (k + rank);
 }
 
 export function adjustment(importance: number, confidence: number, updatedAtMs: number, now: number): number {
@@ -58,22 +72,18 @@ export interface FusedCandidate {
  * (retrieval/search.ts on SQLite, store/pg/search.ts on PostgreSQL). A candidate
  * only the vector arm found is dropped below `minVectorOnly` similarity.
  */
-export function fuseArms(
-  fts: ArmCandidate[],
-  vec: ArmCandidate[],
-  vectorWeight: number,
-  minVectorOnly: number,
-): Map<number, FusedCandidate> {
+export function fuseArms(fts: ArmCandidate[], vec: ArmCandidate[], fusion: Fusion, minVectorOnly: number): Map<number, FusedCandidate> {
   const fused = new Map<number, FusedCandidate>();
+  const { k, vectorWeight } = fusion;
   const wsum = FTS_WEIGHT + vectorWeight;
   fts.forEach((h, i) =>
-    fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1)) / wsum }),
+    fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (FTS_WEIGHT * rrf(i + 1, k)) / wsum }),
   );
   vec.forEach((h, i) => {
     if (!fused.has(h.rowid) && h.score < minVectorOnly) return;
     const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0 };
     e.vector = { rank: i + 1, score: h.score };
-    e.fused += (vectorWeight * rrf(i + 1)) / wsum;
+    e.fused += (vectorWeight * rrf(i + 1, k)) / wsum;
     fused.set(h.rowid, e);
   });
   return fused;

@@ -15,14 +15,14 @@ import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
-import { fuseArms, rankFused, VECTOR_WEIGHT } from './fusion';
+import { FUSION, fuseArms, rankFused, type Fusion } from './fusion';
 import { snippet } from './snippet';
 
 export interface VectorSearcher {
   /** null when the vector arm can serve; otherwise why not (shown as `degraded`). */
   unavailable(): string | null;
-  /** Fusion weight of the vector arm for the model in use. */
-  weight(): number;
+  /** Fusion constants (K, vector weight) for the model in use. */
+  fusion(): Fusion;
   /** Told of every search, so background work can make room for searches. */
   noteQuery?(): void;
   search(query: string, q: ArmQuery): Promise<ArmHit[]>;
@@ -39,7 +39,7 @@ export const HYBRID_MIN_SIMILARITY = 0.3;
 export const CANDIDATE_FACTOR = 4;
 export const MIN_CANDIDATES = 40;
 
-export { VECTOR_WEIGHT };
+export { FUSION };
 
 export async function search(store: Store, p: SearchParams, vectors?: VectorSearcher): Promise<SearchResult> {
   const limit = p.limit ?? DEFAULT_LIMIT;
@@ -83,7 +83,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     throw e;
   }
   const vec = await pending;
-  const fused = fuseArms(fts, vec, vectors!.weight(), HYBRID_MIN_SIMILARITY);
+  const fused = fuseArms(fts, vec, vectors!.fusion(), HYBRID_MIN_SIMILARITY);
   // Rank on the few facts fusion needs; read whole rows (values, JSON fields) only for the hits returned.
   const ranked = rankFused(fused, store.rankFacts([...fused.keys()]), now, limit);
   const rows = store.byRowids(ranked.map((x) => x.rowid));

@@ -27,7 +27,7 @@
 import { CairnError } from '../protocol/errors';
 import { isUnder } from '../protocol/namespace';
 import type * as T from '../protocol/types';
-import { rrf } from '../retrieval/fusion';
+import { rrf, type Fusion } from '../retrieval/fusion';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
 import { pgSearch } from '../store/pg/search';
 import { DEFAULT_TEAM_ROOTS, parseRoots } from './roots';
@@ -37,7 +37,7 @@ export type LocalCall = (method: string, params: any) => Promise<any>;
 /** What the router needs of the daemon's vector arm to embed team memories with the same model. */
 export interface VectorSource {
   unavailable(): string | null;
-  weight(): number;
+  fusion(): Fusion;
   embedder?: PgEmbedder | null;
 }
 
@@ -128,7 +128,7 @@ export class TeamRouter {
   }
 
   /** Keep the team store on the daemon's embedding model (and embed what it lacks once per model). */
-  private syncEmbedder(): number | null {
+  private syncEmbedder(): Fusion | null {
     const v = this.vectors;
     if (!v || v.unavailable() || !v.embedder) {
       this.team.embedder = null;
@@ -145,11 +145,11 @@ export class TeamRouter {
         },
       );
     }
-    return v.weight();
+    return v.fusion();
   }
 
   async request(method: string, p: any, local: LocalCall): Promise<unknown> {
-    const weight = this.syncEmbedder();
+    const fusion = this.syncEmbedder();
     const t = this.team;
     switch (method) {
       case 'memory/upsert':
@@ -182,7 +182,7 @@ export class TeamRouter {
       case 'memory/list':
         return this.list(p, local);
       case 'memory/search':
-        return this.search(p, local, weight);
+        return this.search(p, local, fusion);
       case 'namespaces/list': {
         const root: string | undefined = p.root;
         const wantTeam = root === undefined || this.isTeam(root) || this.roots.some((r) => isUnder(r, root));
@@ -345,10 +345,10 @@ export class TeamRouter {
     };
   }
 
-  private async search(p: T.SearchParams, local: LocalCall, weight: number | null): Promise<T.SearchResult> {
+  private async search(p: T.SearchParams, local: LocalCall, fusion: Fusion | null): Promise<T.SearchResult> {
     const s = this.split(p.scope);
     const tag = (r: T.SearchResult, store: 'local' | 'team'): T.SearchResult => ({ ...r, hits: r.hits.map((h) => ({ ...h, store })) });
-    const teamPart = () => pgSearch(this.team, { ...p, scope: s.team ?? undefined }, weight);
+    const teamPart = () => pgSearch(this.team, { ...p, scope: s.team ?? undefined }, fusion);
     if (s.team === null) return tag(await local('memory/search', p), 'local');
     if (s.local === null) return tag(await teamPart(), 'team');
     const [l, t] = await Promise.all([

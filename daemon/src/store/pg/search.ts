@@ -16,7 +16,7 @@
  * exact; see ARCHITECTURE.md for when to add HNSW with iterative scans.
  */
 import type { SearchHit, SearchParams, SearchResult } from '../../protocol/types';
-import { fuseArms, rankFused } from '../../retrieval/fusion';
+import { fuseArms, rankFused, type Fusion } from '../../retrieval/fusion';
 import { CANDIDATE_FACTOR, DEFAULT_LIMIT, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../../retrieval/search';
 import { snippet } from '../../retrieval/snippet';
 import { splitIdentifier, STOPWORDS } from '../../text/identifiers';
@@ -117,8 +117,8 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
   return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
 }
 
-/** Same contract as retrieval/search.ts's search(), on the team store. `vectorWeight` is the model's fusion weight. */
-export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: number | null): Promise<SearchResult> {
+/** Same contract as retrieval/search.ts's search(), on the team store. `fusion` holds the model's fusion constants. */
+export async function pgSearch(b: PgBackend, p: SearchParams, fusion: Fusion | null): Promise<SearchResult> {
   const limit = p.limit ?? DEFAULT_LIMIT;
   const mode = p.mode ?? 'hybrid';
   const now = b.now();
@@ -146,7 +146,7 @@ export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: numb
     };
   };
   if (mode === 'fts') return ftsOnly();
-  if (!b.embedder || vectorWeight === null) return { ...(await ftsOnly()), degraded: 'no embedding model is loaded for the team store' };
+  if (!b.embedder || fusion === null) return { ...(await ftsOnly()), degraded: 'no embedding model is loaded for the team store' };
   if (p.query.trim().length === 0) return { hits: [], mode };
   const [qv] = await b.embedder.embed([p.query], { priority: true });
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
@@ -170,7 +170,7 @@ export async function pgSearch(b: PgBackend, p: SearchParams, vectorWeight: numb
     };
   }
   const fts = await ftsArm(b, p.query, { ...arm, limit: candidates });
-  const fused = fuseArms(fts, vec, vectorWeight, HYBRID_MIN_SIMILARITY);
+  const fused = fuseArms(fts, vec, fusion, HYBRID_MIN_SIMILARITY);
   const ranked = rankFused(fused, await b.byRowids([...fused.keys()]), now, limit);
   return {
     hits: ranked.map((x) =>
