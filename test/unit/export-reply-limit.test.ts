@@ -83,7 +83,8 @@ describe('the extension exports in pages and imports in chunks', () => {
       let pages = 0;
       const paged = await exportAllPages(async (cursor) => {
         pages++;
-        return src.core.call(R.exportPage, cursor === undefined ? { includeHistory: true, limit: 300 } : { cursor });
+        // The limit is per call: every page asks for 300 records (pages may also end early on time, never later).
+        return src.core.call(R.exportPage, cursor === undefined ? { includeHistory: true, limit: 300 } : { cursor, limit: 300 });
       });
       assert.ok(pages > 2, `paged in ${pages} calls`);
       const strip = (rs: typeof whole) => rs.filter((r) => r.type !== 'header');
