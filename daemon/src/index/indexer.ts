@@ -32,8 +32,13 @@ export interface EmbeddingModel {
 export const INDEX_BATCH = 512;
 /** Searches within this long make background embedding pace itself (see Indexer.paced). */
 export const QUIET_MS = 1000;
-/** Texts per background request to the embedding worker. */
-export const EMBED_CHUNK = 64;
+/**
+ * Texts per background request to the embedding worker, per model kind. A search's query embedding goes ahead of
+ * queued requests but waits for the one being computed: 64 texts are well under a millisecond for the built-in
+ * static model, but about 0.4 CPU-seconds for a transformer (all-MiniLM-L6-v2 here), which made hybrid search
+ * during a bulk import wait that long; 8 texts (the transformer's model batch) bound the wait to one batch.
+ */
+export const EMBED_CHUNK = { builtin: 64, transformer: 8 } as const;
 export const MAX_REST_MS = 250;
 /**
  * An indexing pass starts this long after the first write that asks for it, so a stream of single writes is
@@ -111,6 +116,11 @@ export class Indexer implements VectorSearcher {
 
   fusion(): Fusion {
     return this.model && isBuiltinModelId(this.model.model) ? FUSION.builtin : FUSION.transformer;
+  }
+
+  /** Texts per background request to the worker for the model in use (EMBED_CHUNK). */
+  embedChunk(): number {
+    return this.model && isBuiltinModelId(this.model.model) ? EMBED_CHUNK.builtin : EMBED_CHUNK.transformer;
   }
 
   duplicateThreshold(): number {
@@ -255,8 +265,9 @@ export class Indexer implements VectorSearcher {
     // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
     const embedder = this.embedder!;
     const chunks: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }>[] = [];
-    for (let i = 0; i < todo.length; i += EMBED_CHUNK) {
-      const texts = todo.slice(i, i + EMBED_CHUNK).map((t) => t.text);
+    const per = this.embedChunk();
+    for (let i = 0; i < todo.length; i += per) {
+      const texts = todo.slice(i, i + per).map((t) => t.text);
       chunks.push(
         embedder.embedWithSignatures ? embedder.embedWithSignatures(texts) : embedder.embed(texts).then((vectors) => ({ vectors })),
       );
