@@ -90,20 +90,5 @@ export function signature(v: Float32Array): Int32Array {
   return sig;
 }
 
-export function popcount(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
-}
-
-/**
- * Hamming distance below which a pair with cosine ≥ `threshold` is kept with
- * probability > 1 - 1e-6 (the bits differ independently with p = angle/π).
- */
-export function hammingBound(threshold: number): number {
-  const p = Math.acos(Math.min(1, Math.max(-1, threshold))) / Math.PI;
-  return Math.ceil(SIG_BITS * p + 5 * Math.sqrt(SIG_BITS * p * (1 - p)));
-}
-
 /** 48 bits of a hex digest, as an exact integer. */
 export const hashKey = (hex: string): number => parseInt(hex.slice(0, 12), 16);

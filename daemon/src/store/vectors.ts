@@ -22,9 +22,10 @@
  * A scope much smaller than the store visits only its namespaces' slots; the Hamming pass, the scoring and
  * the top-k heap are single loops over typed arrays with buffers reused between queries.
  *
- * Duplicate detection (`similarInNamespace`) uses the same index: a Hamming
- * pre-filter generous enough that a pair at the threshold is missed with
- * probability below 1e-6, then exact cosine.
+ * Duplicate detection (`similarInNamespace`) uses the same index and the same two steps: up to DUP_EXACT_MAX
+ * visible memories of the namespace are scored exactly; above it, the DUP_CANDIDATES nearest by Hamming distance.
+ * (A Hamming bound derived from the threshold filtered nothing at the thresholds the models need, about 0.66:
+ * unrelated memories of one project are often within it, so every check scored the whole namespace.)
  */
 import { CairnError } from '../protocol/errors';
 import type { Filter, Include, Scope } from '../protocol/types';
@@ -33,7 +34,7 @@ import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
-import { hammingBound, popcount, quantize, SIG_BITS, SIG_WORDS } from './quantize';
+import { quantize, SIG_BITS, SIG_WORDS } from './quantize';
 
 /**
  * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
@@ -49,6 +50,14 @@ export const EXACT_MAX = 4096;
  * cut-off distance, ~5,000) kept 85.1% (92.2%).
  */
 export const SIMHASH_CANDIDATES = 5120;
+/** A duplicate check scores every visible memory of a namespace exactly up to this many. */
+export const DUP_EXACT_MAX = 256;
+/**
+ * Above DUP_EXACT_MAX, a duplicate check scores exactly the memories nearest by Hamming distance, this many: a
+ * possible duplicate (cosine ≥ ~0.66, expected Hamming distance ≤ ~70 of 256 bits) is missed only when this many
+ * memories of its namespace are nearer still, and then the ones reported are at least as similar.
+ */
+export const DUP_CANDIDATES = 128;
 
 export interface VecModel {
   model: string;
@@ -263,33 +272,6 @@ class VectorIndex {
     return true;
   }
 
-  cosine(slot: number, v: Float32Array): number {
-    const d = this.model.dimension;
-    const q = this.q;
-    const o = slot * d;
-    let s0 = 0,
-      s1 = 0,
-      s2 = 0,
-      s3 = 0;
-    let i = 0;
-    for (; i + 3 < d; i += 4) {
-      s0 += q[o + i] * v[i];
-      s1 += q[o + i + 1] * v[i + 1];
-      s2 += q[o + i + 2] * v[i + 2];
-      s3 += q[o + i + 3] * v[i + 3];
-    }
-    for (; i < d; i++) s0 += q[o + i] * v[i];
-    return (s0 + s1 + s2 + s3) * this.inv[slot];
-  }
-
-  /** Whether the Hamming distance to `sig` is at most `bound` (stops as soon as it is exceeded). */
-  hammingWithin(slot: number, sig: Int32Array, bound: number): boolean {
-    const o = slot * SIG_WORDS;
-    let h = 0;
-    for (let w = 0; w < SIG_WORDS; w++) if ((h += popcount(this.sig[o + w] ^ sig[w])) > bound) return false;
-    return true;
-  }
-
   /** Scratch buffers reused by every query (grown as needed), so a query allocates nothing per slot. */
   private scratch = { dist: new Uint16Array(0), pool: new Int32Array(0) };
 
@@ -408,7 +390,7 @@ class VectorIndex {
   }
 }
 
-/** Bits set in a 32-bit word (popcount of quantize.ts, kept local so the hot loop calls it directly). */
+/** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */
 function pop32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
@@ -435,6 +417,9 @@ export class VectorTables {
   exactMax = EXACT_MAX;
   /** Candidates taken by Hamming distance above exactMax (a knob for tests and benches). */
   candidates = SIMHASH_CANDIDATES;
+  /** DUP_EXACT_MAX and DUP_CANDIDATES (knobs for tests and benches). */
+  dupExactMax = DUP_EXACT_MAX;
+  dupCandidates = DUP_CANDIDATES;
 
   constructor(
     private readonly db: DB,
@@ -681,17 +666,14 @@ export class VectorTables {
   ): ArmHit[] {
     const ix = this.liveIndex(model);
     const v = normalized(vector);
-    // The SimHash of `vector` (put() returns it; the signs of projections do not depend on the vector's length).
-    sig ??= quantize(v).sig;
-    const bound = hammingBound(threshold);
-    const out: ArmHit[] = [];
     const inc: Include = {};
-    for (const s of ix.namespaceSlots(nsRowid)) {
-      if (ix.rowid[s] === exclude || !ix.hammingWithin(s, sig, bound) || !ix.visible(s, inc, now)) continue;
-      const c = ix.cosine(s, v);
-      if (c >= threshold) out.push({ rowid: ix.rowid[s], score: c });
-    }
-    return out.sort((a, b) => b.score - a.score || a.rowid - b.rowid).slice(0, limit);
+    const slots = ix.namespaceSlots(nsRowid);
+    const admitted = new Int32Array(slots.length);
+    let m = 0;
+    for (const s of slots) if (ix.rowid[s] !== exclude && ix.visible(s, inc, now)) admitted[m++] = s;
+    // The SimHash of `vector` (put() returns it; the signs of projections do not depend on the vector's length).
+    const hits = ix.nearest(admitted.subarray(0, m), v, limit, () => (sig ??= quantize(v).sig), this.dupExactMax, this.dupCandidates);
+    return hits.filter((h) => h.score >= threshold);
   }
 }
 
