@@ -37,6 +37,7 @@ import {
 import { normalizedValueHash, uuidv7 } from '../text/hash';
 import { identifierWords } from '../text/identifiers';
 import {
+  contentColumns,
   mergeContent,
   refuseBadSupersede,
   refuseDeleted,
@@ -808,22 +809,7 @@ export class Store {
     let rowid: number;
     let id: string;
     let version: number;
-    const cols = [
-      next.value,
-      valueHash,
-      summary,
-      next.kind,
-      JSON.stringify(next.tags),
-      next.importance,
-      next.confidence,
-      next.source,
-      JSON.stringify(next.properties),
-      JSON.stringify(next.anchors),
-      next.validFrom,
-      next.validTo,
-      next.expiresAt,
-      next.status,
-    ];
+    const cols = contentColumns(next, valueHash, summary);
     if (existing) {
       id = existing.id;
       rowid = existing.rowid;

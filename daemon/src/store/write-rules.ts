@@ -30,6 +30,29 @@ export interface NextContent {
   status: string;
 }
 
+/**
+ * The 14 content columns of a memory row as both stores write them, in their statements' order: value, value_hash,
+ * summary, kind, tags, importance, confidence, source, properties, anchors, valid_from, valid_to, expires_at, status.
+ */
+export function contentColumns(next: NextContent, valueHash: string, summary: string | null): unknown[] {
+  return [
+    next.value,
+    valueHash,
+    summary,
+    next.kind,
+    JSON.stringify(next.tags),
+    next.importance,
+    next.confidence,
+    next.source,
+    JSON.stringify(next.properties),
+    JSON.stringify(next.anchors),
+    next.validFrom,
+    next.validTo,
+    next.expiresAt,
+    next.status,
+  ];
+}
+
 export const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
 
 export function stripUndefined<T extends object>(o: T): T {

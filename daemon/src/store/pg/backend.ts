@@ -48,6 +48,7 @@ import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transact
 import { checkSchema } from './schema';
 import { IdempotencyWindow, fingerprint, replayOf, resultMemoryId } from '../idempotency';
 import {
+  contentColumns,
   mergeContent,
   refuseBadSupersede,
   refuseDeleted,
@@ -1074,24 +1075,9 @@ export class PgBackend {
 
   /** The column values of a planned write ($1..$18 of the write statements: 14 columns, then the four full-text parts). */
   private writeValues(p: UpsertParams, w: WritePlan): unknown[] {
-    const n = w.next;
-    const fts = ftsDocument(p.key, n.value, w.summary, n.tags);
     return [
-      n.value,
-      normalizedValueHash(p.value),
-      w.summary,
-      n.kind,
-      JSON.stringify(n.tags),
-      n.importance,
-      n.confidence,
-      n.source,
-      JSON.stringify(n.properties),
-      JSON.stringify(n.anchors),
-      n.validFrom,
-      n.validTo,
-      n.expiresAt,
-      n.status,
-      ...fts,
+      ...contentColumns(w.next, normalizedValueHash(p.value), w.summary),
+      ...ftsDocument(p.key, w.next.value, w.summary, w.next.tags),
     ];
   }
 
