@@ -114,17 +114,22 @@ export class Indexer implements VectorSearcher {
     return null;
   }
 
+  /** Which kind of model is in use: the per-kind constants (FUSION, EMBED_CHUNK, DUPLICATE_THRESHOLD) follow it. */
+  private kind(): 'builtin' | 'transformer' {
+    return this.model && isBuiltinModelId(this.model.model) ? 'builtin' : 'transformer';
+  }
+
   fusion(): Fusion {
-    return this.model && isBuiltinModelId(this.model.model) ? FUSION.builtin : FUSION.transformer;
+    return FUSION[this.kind()];
   }
 
   /** Texts per background request to the worker for the model in use (EMBED_CHUNK). */
   embedChunk(): number {
-    return this.model && isBuiltinModelId(this.model.model) ? EMBED_CHUNK.builtin : EMBED_CHUNK.transformer;
+    return EMBED_CHUNK[this.kind()];
   }
 
   duplicateThreshold(): number {
-    return this.model && isBuiltinModelId(this.model.model) ? DUPLICATE_THRESHOLD.builtin : DUPLICATE_THRESHOLD.transformer;
+    return DUPLICATE_THRESHOLD[this.kind()];
   }
 
   watermark(): number {
