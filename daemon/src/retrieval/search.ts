@@ -58,21 +58,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   const pending = vectors!.search(p.query, { ...arm, limit: mode === 'vector' ? limit : candidates });
   if (mode === 'vector') {
     const vec = await pending;
-    const rows = store.byRowids(vec.map((h) => h.rowid));
-    const hits = vec.flatMap((h, i) => {
-      const r = rows.get(h.rowid);
-      return r
-        ? [
-            hit(
-              r,
-              h.score,
-              p.query,
-              p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined,
-            ),
-          ]
-        : [];
-    });
-    return { hits, mode };
+    return { hits: armHits(vec, store.byRowids(vec.map((h) => h.rowid)), p, 'vector'), mode };
   }
 
   let fts: ArmHit[];
@@ -100,17 +86,35 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
 
 function ftsOnly(store: Store, p: SearchParams, arm: ArmQuery): SearchResult {
   const fts = store.fullTextArm(p.query, arm);
-  const rows = store.byRowids(fts.map((h) => h.rowid));
-  const hits = fts.flatMap((h, i) => {
-    const r = rows.get(h.rowid);
-    return r
-      ? [hit(r, h.score, p.query, p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined)]
-      : [];
-  });
-  return { hits, mode: 'fts' };
+  return { hits: armHits(fts, store.byRowids(fts.map((h) => h.rowid)), p, 'fts'), mode: 'fts' };
 }
 
-function hit(r: MemoryRow, score: number, query: string, explain?: SearchHit['explain']): SearchHit {
+/**
+ * One arm's candidates as search hits, in the arm's order, scored by the arm (a candidate whose row is gone drops
+ * out); with `explain`, the arm's rank and score. Both stores' single-arm modes (fts, vector, degraded) use it.
+ */
+export function armHits(
+  list: { rowid: number; score: number }[],
+  rows: Map<number, MemoryRow>,
+  p: SearchParams,
+  arm: 'fts' | 'vector',
+): SearchHit[] {
+  return list.flatMap((h, i) => {
+    const r = rows.get(h.rowid);
+    if (!r) return [];
+    const own = { rank: i + 1, score: h.score };
+    return [
+      hit(
+        r,
+        h.score,
+        p.query,
+        p.explain ? { fts: arm === 'fts' ? own : null, vector: arm === 'vector' ? own : null, fused: h.score, boost: 0 } : undefined,
+      ),
+    ];
+  });
+}
+
+export function hit(r: MemoryRow, score: number, query: string, explain?: SearchHit['explain']): SearchHit {
   const m = toMemory(r);
   return { memory: m, score, snippet: snippet(m.value, query), ...(explain ? { explain } : {}) };
 }

@@ -15,12 +15,10 @@
  * candidate slot. Exact search over scoped rows needs no ANN index and is
  * exact; see ARCHITECTURE.md for when to add HNSW with iterative scans.
  */
-import type { SearchHit, SearchParams, SearchResult } from '../../protocol/types';
+import type { SearchParams, SearchResult } from '../../protocol/types';
 import { fuseArms, rankFused, type Fusion } from '../../retrieval/fusion';
-import { CANDIDATE_FACTOR, DEFAULT_LIMIT, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../../retrieval/search';
-import { snippet } from '../../retrieval/snippet';
+import { armHits, CANDIDATE_FACTOR, DEFAULT_LIMIT, hit, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../../retrieval/search';
 import { splitIdentifier, STOPWORDS } from '../../text/identifiers';
-import { toMemory, type MemoryRow } from '../rows';
 import type { PgBackend } from './backend';
 import { vectorLiteral } from './backend';
 import { query } from './db';
@@ -128,22 +126,7 @@ export async function pgSearch(b: PgBackend, p: SearchParams, fusion: Fusion | n
   filterSql(new Params(), p.filter);
   const ftsOnly = async (): Promise<SearchResult> => {
     const fts = await ftsArm(b, p.query, arm);
-    const rows = await b.byRowids(fts.map((h) => h.rowid));
-    return {
-      hits: fts.flatMap((h, i) =>
-        rows.has(h.rowid)
-          ? [
-              hit(
-                rows.get(h.rowid)!,
-                h.score,
-                p.query,
-                p.explain ? { fts: { rank: i + 1, score: h.score }, vector: null, fused: h.score, boost: 0 } : undefined,
-              ),
-            ]
-          : [],
-      ),
-      mode: 'fts',
-    };
+    return { hits: armHits(fts, await b.byRowids(fts.map((h) => h.rowid)), p, 'fts'), mode: 'fts' };
   };
   if (mode === 'fts') return ftsOnly();
   if (!b.embedder || fusion === null) return { ...(await ftsOnly()), degraded: 'no embedding model is loaded for the team store' };
@@ -151,24 +134,7 @@ export async function pgSearch(b: PgBackend, p: SearchParams, fusion: Fusion | n
   const [qv] = await b.embedder.embed([p.query], { priority: true });
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
   const vec = await vectorArm(b, qv, { ...arm, limit: mode === 'vector' ? limit : candidates });
-  if (mode === 'vector') {
-    const rows = await b.byRowids(vec.map((h) => h.rowid));
-    return {
-      hits: vec.flatMap((h, i) =>
-        rows.has(h.rowid)
-          ? [
-              hit(
-                rows.get(h.rowid)!,
-                h.score,
-                p.query,
-                p.explain ? { fts: null, vector: { rank: i + 1, score: h.score }, fused: h.score, boost: 0 } : undefined,
-              ),
-            ]
-          : [],
-      ),
-      mode,
-    };
-  }
+  if (mode === 'vector') return { hits: armHits(vec, await b.byRowids(vec.map((h) => h.rowid)), p, 'vector'), mode };
   const fts = await ftsArm(b, p.query, { ...arm, limit: candidates });
   const fused = fuseArms(fts, vec, fusion, HYBRID_MIN_SIMILARITY);
   const ranked = rankFused(fused, await b.byRowids([...fused.keys()]), now, limit);
@@ -178,9 +144,4 @@ export async function pgSearch(b: PgBackend, p: SearchParams, fusion: Fusion | n
     ),
     mode,
   };
-}
-
-function hit(r: MemoryRow, score: number, text: string, explain?: SearchHit['explain']): SearchHit {
-  const m = toMemory(r);
-  return { memory: m, score, snippet: snippet(m.value, text), ...(explain ? { explain } : {}) };
 }
