@@ -9,7 +9,7 @@
 import { CairnError } from '../protocol/errors';
 import type { AuditParams, AuditResult } from '../protocol/types';
 import { stmt } from './db';
-import { fromIso } from './rows';
+import { fromIso, HISTORY_COLUMNS } from './rows';
 import { scopePredicate } from './scope';
 import { historyEntry, type Store } from './store';
 
@@ -32,13 +32,10 @@ export function auditPage(store: Store, p: AuditParams): AuditResult {
             OR (NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) AND ${gone.sql}))`
       : '';
   const params = live && gone ? [...live.params, ...gone.params] : [];
-  const rows = stmt(store.db, `SELECT * FROM history h WHERE h.seq > ? AND h.at >= ? AND h.at < ?${scopeSql} ORDER BY h.seq LIMIT ?`).all(
-    after,
-    from,
-    to,
-    ...params,
-    limit + 1,
-  ) as Parameters<typeof historyEntry>[0][];
+  const rows = stmt(
+    store.db,
+    `SELECT ${HISTORY_COLUMNS} FROM history h WHERE h.seq > ? AND h.at >= ? AND h.at < ?${scopeSql} ORDER BY h.seq LIMIT ?`,
+  ).all(after, from, to, ...params, limit + 1) as Parameters<typeof historyEntry>[0][];
   const more = rows.length > limit;
   const page = rows.slice(0, limit).map(historyEntry);
   const entries = p.content === false ? page.map((e) => ({ ...e, previous: null, state: null })) : page;

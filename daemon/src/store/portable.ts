@@ -16,7 +16,7 @@ import {
   type ExportParams,
   type ImportResult,
 } from '../protocol/types';
-import { fromIso, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
+import { fromIso, HISTORY_COLUMNS, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
 import { normalizedValueHash, uuidv7 } from '../text/hash';
@@ -138,7 +138,9 @@ export class ExportWalker {
           for (const r of rows) {
             push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
             if (this.p.includeHistory !== false) {
-              for (const h of stmt(db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq').all(r.id) as HistoryRow[])
+              for (const h of stmt(db, `SELECT ${HISTORY_COLUMNS} FROM history h WHERE h.memory_id = ? ORDER BY h.seq`).all(
+                r.id,
+              ) as HistoryRow[])
                 push({ type: 'history', entry: historyEntry(h) });
             }
             this.after = r.rowid;
@@ -155,7 +157,7 @@ export class ExportWalker {
           }
           const rows = stmt(
             db,
-            'SELECT * FROM history h WHERE h.seq > ? AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) ORDER BY h.seq LIMIT ?',
+            `SELECT ${HISTORY_COLUMNS} FROM history h WHERE h.seq > ? AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = h.memory_id) ORDER BY h.seq LIMIT ?`,
           ).all(this.after, room) as HistoryRow[];
           for (const h of rows) push({ type: 'history', entry: historyEntry(h) });
           if (rows.length < room) this.next();

@@ -1,5 +1,6 @@
 /** Row shapes and their conversion to protocol types. */
 import type { Anchor, Include, Memory, MemoryKind, MemoryStatus, Properties } from '../protocol/types';
+import { ROW_VALUE_GLOB } from './history-codec';
 import type { SqlFragment } from './scope';
 
 export interface MemoryRow {
@@ -37,6 +38,12 @@ export interface MemoryRow {
 export const MEMORY_COLUMNS = `m.rowid AS rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.value_hash, m.summary, m.kind, m.tags,
   m.importance, m.confidence, m.source, m.properties, m.anchors, m.created_at, m.updated_at, m.valid_from, m.valid_to,
   m.expires_at, m.last_accessed_at, m.access_count, m.version, m.status, m.superseded_by, m.deleted_at, m.deleted_by, m.delete_reason`;
+
+/**
+ * SELECT list for a history row (alias h): its columns plus `row_value`, the memory row's current value, read only
+ * for a state that takes its value from the row (see history-codec.ts).
+ */
+export const HISTORY_COLUMNS = `h.*, CASE WHEN h.state GLOB '${ROW_VALUE_GLOB}' THEN (SELECT mv.value FROM memories mv WHERE mv.id = h.memory_id) END AS row_value`;
 
 export const iso = (ms: number | null): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 export const isoReq = (ms: number): string => new Date(ms).toISOString();

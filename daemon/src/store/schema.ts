@@ -4,6 +4,7 @@
  * every open, so a database left by an interrupted or older build heals itself.
  */
 import type { DB } from './db';
+import { toRowValueForm } from './history-codec';
 import { hashKey, quantize } from './quantize';
 
 interface Migration {
@@ -189,6 +190,60 @@ export const MIGRATIONS: Migration[] = [
           PRIMARY KEY (memory_rowid, other_rowid)
         ) WITHOUT ROWID;
       `);
+    },
+  },
+  {
+    version: 4,
+    description: "history states whose value is their memory row's value read it from the row instead of storing it again",
+    up(db) {
+      // The table is written anew (in seq order, paged so a large store never holds its history in memory) rather than
+      // updated in place: shrinking rows in place would leave the space they gave up stranded inside history's pages;
+      // this way the old pages are free pages any table reuses. Only compact states (`$: 2`) holding exactly the row's
+      // value change form; the new form decodes to the same memory (history-codec.ts). Every column else is copied.
+      const seqBefore = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'history'`).get() as { seq: number } | undefined;
+      db.exec(`
+        CREATE TABLE history_v4 (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          memory_id TEXT NOT NULL,
+          op TEXT NOT NULL,
+          actor TEXT NOT NULL,
+          reason TEXT,
+          at INTEGER NOT NULL,
+          version INTEGER NOT NULL,
+          previous TEXT,
+          state TEXT,
+          detail TEXT
+        );
+      `);
+      const page = db.prepare(
+        `SELECT h.seq, h.memory_id, h.op, h.actor, h.reason, h.at, h.version, h.previous, h.state, h.detail,
+                (SELECT m.value FROM memories m WHERE m.id = h.memory_id) AS row_value
+           FROM history h WHERE h.seq > ? ORDER BY h.seq LIMIT 2000`,
+      );
+      const put = db.prepare(
+        'INSERT INTO history_v4(seq, memory_id, op, actor, reason, at, version, previous, state, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      );
+      type Row = { seq: number; memory_id: string; op: string; actor: string; reason: string | null; at: number; version: number };
+      for (let after = 0; ;) {
+        const rows = page.all(after) as (Row & {
+          previous: string | null;
+          state: string | null;
+          detail: string | null;
+          row_value: string | null;
+        })[];
+        if (rows.length === 0) break;
+        for (const r of rows) {
+          const state = r.state !== null && r.row_value !== null ? (toRowValueForm(r.state, r.row_value) ?? r.state) : r.state;
+          put.run(r.seq, r.memory_id, r.op, r.actor, r.reason, r.at, r.version, r.previous, state, r.detail);
+        }
+        after = rows[rows.length - 1].seq;
+      }
+      db.exec('DROP TABLE history; ALTER TABLE history_v4 RENAME TO history');
+      // AUTOINCREMENT never reuses a seq, even of rows since removed (a history cap, retention): keep the high mark.
+      db.exec(`DELETE FROM sqlite_sequence WHERE name IN ('history', 'history_v4')`);
+      const top = db.prepare('SELECT max(seq) AS seq FROM history').get() as { seq: number | null };
+      const mark = Math.max(seqBefore?.seq ?? 0, top.seq ?? 0);
+      if (mark > 0) db.prepare(`INSERT INTO sqlite_sequence(name, seq) VALUES ('history', ?)`).run(mark);
     },
   },
 ];

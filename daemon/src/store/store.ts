@@ -50,11 +50,11 @@ import {
 } from './write-rules';
 import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
-import { and, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
+import { and, HISTORY_COLUMNS, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
-import { decodePrevious, decodeState, encodePrevious, encodeState } from './history-codec';
+import { decodePrevious, decodeState, encodePrevious, encodeState, inlineValue, ROW_VALUE_GLOB } from './history-codec';
 import { IndexFeed } from './index-feed';
 import { VectorTables } from './vectors';
 import { loadStoreKeys, type StoreKeys } from './keys';
@@ -677,7 +677,8 @@ export class Store {
       at,
       version,
       previous ? encodePrevious(previous, state, facts) : null,
-      state ? encodeState(state, facts) : null,
+      // A state is the memory row as just written, so it reads its value from the row (history-codec.ts).
+      state ? encodeState(state, facts, true) : null,
       detail ? JSON.stringify(detail) : null,
     );
     const cap = this.historyCap();
@@ -687,6 +688,19 @@ export class Store {
         'DELETE FROM history WHERE memory_id = ? AND seq NOT IN (SELECT seq FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?)',
       ).run(memoryId, memoryId, cap);
     }
+  }
+
+  /**
+   * @internal (store modules): before a memory row's value changes, write its current value into the history
+   * states that read it from the row, so every version stays readable exactly.
+   */
+  inlineRowValue(memoryId: string, value: string): void {
+    const rows = stmt(this.db, `SELECT seq, state FROM history WHERE memory_id = ? AND state GLOB '${ROW_VALUE_GLOB}'`).all(memoryId) as {
+      seq: number;
+      state: string;
+    }[];
+    const put = stmt(this.db, 'UPDATE history SET state = ? WHERE seq = ?');
+    for (const r of rows) put.run(inlineValue(r.state, value), r.seq);
   }
 
   historyCap(): number | null {
@@ -726,7 +740,7 @@ export class Store {
       if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
       memoryId = row.id;
     }
-    const rows = stmt(this.db, 'SELECT * FROM history WHERE memory_id = ? ORDER BY seq DESC LIMIT ?').all(
+    const rows = stmt(this.db, `SELECT ${HISTORY_COLUMNS} FROM history h WHERE h.memory_id = ? ORDER BY h.seq DESC LIMIT ?`).all(
       memoryId,
       p.limit ?? 100,
     ) as HistoryRow[];
@@ -814,6 +828,7 @@ export class Store {
       id = existing.id;
       rowid = existing.rowid;
       version = existing.version + 1;
+      if (existing.value !== next.value) this.inlineRowValue(id, existing.value);
       stmt(
         this.db,
         `UPDATE memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?, properties = ?, anchors = ?,
@@ -1240,12 +1255,14 @@ interface HistoryRow {
   previous: string | null;
   state: string | null;
   detail: string | null;
+  /** The memory row's value, for a state that reads it from the row (selected by HISTORY_COLUMNS). */
+  row_value?: string | null;
 }
 
 /** A history row as the protocol shows it (rows store states compactly: see history-codec.ts). */
 export function historyEntry(r: HistoryRow): HistoryEntry {
   const facts = { memoryId: r.memory_id, version: r.version, at: r.at };
-  const state = r.state ? decodeState(r.state, facts) : null;
+  const state = r.state ? decodeState(r.state, facts, r.row_value) : null;
   return {
     seq: r.seq,
     memoryId: r.memory_id,
