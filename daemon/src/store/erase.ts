@@ -123,6 +123,10 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       stmt(db, 'DELETE FROM injection_members WHERE memory_id = ?').run(r.id);
       stmt(db, 'DELETE FROM memories WHERE rowid = ?').run(r.rowid);
     }
+    store.forgetDuplicatesOf(
+      t.rows.map((r) => r.rowid),
+      true,
+    );
     // Purge rows of memories purged earlier name their namespace and key: remove those of the erased keys or subtree.
     const purged = stmt(
       db,

@@ -1010,6 +1010,7 @@ export class Store {
     stmt(this.db, 'DELETE FROM history WHERE memory_id = ?').run(row.id);
     stmt(this.db, 'UPDATE rejected_values SET memory_id = NULL WHERE memory_id = ?').run(row.id);
     stmt(this.db, 'DELETE FROM memories WHERE rowid = ?').run(row.rowid);
+    this.forgetDuplicatesOf([row.rowid]);
     this.appendHistory(row.id, 'purge', actor, reason, row.version + 1, null, null, { namespace: row.ns_path, key: row.key });
     return this.logChange('purge', row.id, row.ns_id, row.ns_path, row.key);
   }
@@ -1063,7 +1064,22 @@ export class Store {
   /** @internal */
   deleteVectors(rowid: number): void {
     this.vectors.deleteRow(rowid);
-    stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid = ? OR other_rowid = ?').run(rowid, rowid);
+    stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid = ?').run(rowid);
+  }
+
+  /**
+   * @internal (store modules), after memory rows were removed. A possible-duplicate row naming a removed memory as
+   * the other joins no memory, so reads drop it and nothing needs an index to find it (schema 5) — except where its
+   * rowid can name a new memory: SQLite gives a new row the largest rowid left plus one. So when the largest went,
+   * the rows naming anything above the new largest go too (a scan, only then). `all` (erase): every row naming
+   * these memories goes now.
+   */
+  forgetDuplicatesOf(rowids: number[], all = false): void {
+    if (rowids.length === 0) return;
+    if (all)
+      stmt(this.db, 'DELETE FROM duplicate_candidates WHERE other_rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(rowids));
+    const top = (stmt(this.db, 'SELECT max(rowid) AS r FROM memories').get() as { r: number | null }).r ?? 0;
+    if (rowids.some((r) => r > top)) stmt(this.db, 'DELETE FROM duplicate_candidates WHERE other_rowid > ?').run(top);
   }
 
   // -------------------------------------------------------------------------
