@@ -13,7 +13,7 @@ import { Core } from '../../daemon/src/server/core';
 import { decodeState, encodeState, inlineValue, readsRowValue, toRowValueForm } from '../../daemon/src/store/history-codec';
 import { SCHEMA_VERSION } from '../../daemon/src/store/schema';
 import { Store } from '../../daemon/src/store/store';
-import { tempDir } from '../helpers';
+import { rejectsWith, tempDir } from '../helpers';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures');
 
@@ -283,5 +283,38 @@ describe('history codec: the row-value form', () => {
     const text = encodeState({ ...m, value: '{"$":3}' }, facts);
     assert.ok(!readsRowValue(text));
     assert.equal(decodeState(text, facts).value, '{"$":3}');
+  });
+});
+
+describe('memory rows: no value hash stored', () => {
+  it('new and imported rows hold none, and a forgotten value is still refused (by its keyed hash)', async () => {
+    const dir = tempDir();
+    const store = new Store(path.join(dir, 'cairn.db'));
+    const core = new Core(store);
+    try {
+      const a = await core.call(R.upsert, { namespace: 'project.h', key: 'style', value: 'Use TABS for indentation' });
+      await core.call(R.upsert, { namespace: 'project.h', key: 'other', value: 'a value to import' });
+      const records = (await core.call(R.exportRecords, {})).records;
+      await core.call(R.forget, { id: a.memory.id, reason: 'we use spaces' });
+      await rejectsWith(
+        core.call(R.upsert, { namespace: 'project.h', key: 'k2', value: 'use tabs for   indentation' }),
+        'RejectedValue',
+        'value',
+      );
+      const hashes = store.db.prepare('SELECT value_hash FROM memories').pluck().all();
+      assert.deepEqual(hashes, ['', '']);
+      const dir2 = tempDir();
+      const store2 = new Store(path.join(dir2, 'cairn.db'));
+      try {
+        await new Core(store2).call(R.importRecords, { records });
+        assert.deepEqual(store2.db.prepare('SELECT value_hash FROM memories').pluck().all(), ['', '']);
+      } finally {
+        store2.close();
+        fs.rmSync(dir2, { recursive: true, force: true });
+      }
+    } finally {
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -16,10 +16,10 @@ import {
   type ExportParams,
   type ImportResult,
 } from '../protocol/types';
-import { fromIso, HISTORY_COLUMNS, isoReq, iso, MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
+import { fromIso, HISTORY_COLUMNS, isoReq, iso, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
-import { normalizedValueHash, uuidv7 } from '../text/hash';
+import { uuidv7 } from '../text/hash';
 import { findRejection, rejectionHash } from './rejected';
 import { pace, type RequestContext } from '../server/limits';
 
@@ -519,7 +519,7 @@ function applyRecords(
               nsId,
               m.key,
               m.value,
-              normalizedValueHash(m.value),
+              UNSTORED_VALUE_HASH,
               m.summary,
               m.kind,
               JSON.stringify(m.tags),

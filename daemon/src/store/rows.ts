@@ -34,6 +34,13 @@ export interface MemoryRow {
   delete_reason: string | null;
 }
 
+/**
+ * What new rows hold in `memories.value_hash`: nothing. No query has read it since schema 3 (forgotten values are
+ * found by keyed hashes in `rejected_values`), and the hex hash took 6.4 MiB at 100k memories. Rows written before
+ * keep theirs, unread; the column stays so the write statements keep one shape with the team store's.
+ */
+export const UNSTORED_VALUE_HASH = '';
+
 /** SELECT list for a memory joined with its namespace (aliases m, n). */
 export const MEMORY_COLUMNS = `m.rowid AS rowid, m.id, m.ns_id, n.path AS ns_path, m.key, m.value, m.value_hash, m.summary, m.kind, m.tags,
   m.importance, m.confidence, m.source, m.properties, m.anchors, m.created_at, m.updated_at, m.valid_from, m.valid_to,

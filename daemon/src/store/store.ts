@@ -34,7 +34,7 @@ import {
   type UpsertResult,
   type WriteResult,
 } from '../protocol/types';
-import { normalizedValueHash, uuidv7 } from '../text/hash';
+import { uuidv7 } from '../text/hash';
 import { identifierWords } from '../text/identifiers';
 import {
   contentColumns,
@@ -50,7 +50,7 @@ import {
 } from './write-rules';
 import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
 import { compileFilter } from './filter';
-import { and, HISTORY_COLUMNS, iso, isoReq, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
+import { and, HISTORY_COLUMNS, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
@@ -793,7 +793,7 @@ export class Store {
     const now = this.now();
     const actor = p.actor ?? p.source ?? 'user';
     const existing = this.rowByKey(p.namespace, p.key);
-    const valueHash = normalizedValueHash(p.value);
+    const valueHash = UNSTORED_VALUE_HASH;
     const detail: Record<string, unknown> = {};
 
     // The rules (write-rules.ts), in order, with this store's lookups in between.

@@ -5,7 +5,7 @@ export function normalizeValue(value: string): string {
   return value.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
-/** Unkeyed hash of a normalized value (memories.value_hash; legacy rejected values). Rejections now use keyed hashes (store/rejected.ts). */
+/** Unkeyed hash of a normalized value (legacy: memories.value_hash before it was left unstored, and rejected values). Rejections now use keyed hashes (store/rejected.ts). */
 export function normalizedValueHash(value: string): string {
   return createHash('sha256').update(normalizeValue(value)).digest('hex');
 }
