@@ -65,18 +65,25 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       d.notifyAll(Notifications.indexProgress.method, p);
       if (p.state === 'ready') settled();
     },
-    (r) => {
-      const m = d.store.byRowids([r.rowid]).get(r.rowid);
-      const dups = possibleDuplicates(d.store, r.duplicates);
-      if (m && dups.length)
-        d.notifyAll(Notifications.possibleDuplicates.method, {
-          id: r.id,
-          namespace: m.ns_path,
-          key: m.key,
-          version: r.version,
-          position: r.position,
-          possibleDuplicates: dups,
+    (reports) => {
+      // One statement for the whole batch: each memory's and each candidate's id, key and namespace.
+      const labels = d.store.feed.labels(reports.flatMap((r) => [r.rowid, ...r.duplicates.map((h) => h.rowid)]));
+      for (const r of reports) {
+        const m = labels.get(r.rowid);
+        const dups = r.duplicates.flatMap((h): PossibleDuplicate[] => {
+          const o = labels.get(h.rowid);
+          return o ? [{ id: o.id, key: o.key, namespace: o.ns_path, similarity: Math.round(h.similarity * 1000) / 1000 }] : [];
         });
+        if (m && dups.length)
+          d.notifyAll(Notifications.possibleDuplicates.method, {
+            id: r.id,
+            namespace: m.ns_path,
+            key: m.key,
+            version: r.version,
+            position: r.position,
+            possibleDuplicates: dups,
+          });
+      }
     },
     settled, // a failed re-embed ends the wait too: index/wait answers at once with the reason
   );

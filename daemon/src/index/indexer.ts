@@ -99,8 +99,11 @@ export class Indexer implements VectorSearcher {
     private readonly store: Store,
     private readonly log: (m: string) => void,
     private readonly progress: (p: IndexProgressParams) => void = () => {},
-    /** Told of every memory whose duplicate check found candidates, after the check committed. */
-    private readonly duplicatesFound: (r: DuplicateReport) => void = () => {},
+    /**
+     * Told of the memories whose duplicate check found candidates, after the checks committed: all of one batch at
+     * once (the daemon looks up what its notifications name in one statement per batch, not two per memory).
+     */
+    private readonly duplicatesFound: (reports: DuplicateReport[]) => void = () => {},
     /** Told when a re-embed fails, so whoever waits for the vector index (index/wait) learns it at once. */
     private readonly failed: (reason: string) => void = () => {},
   ) {}
@@ -288,8 +291,12 @@ export class Indexer implements VectorSearcher {
     for (let i = 0; i < todo.length; i += chunk) {
       if (this.stopped || this.model !== model) return []; // stopped or switched meanwhile
       this.store.transaction(() => {
-        for (let j = i; j < Math.min(todo.length, i + chunk); j++)
-          sigs[j] = this.store.vectors.put(model, todo[j].rowid, vectors[j], todo[j].hash, given[j]);
+        const end = Math.min(todo.length, i + chunk);
+        const put = this.store.vectors.putMany(
+          model,
+          todo.slice(i, end).map((t, k) => ({ rowid: t.rowid, vector: vectors[i + k], textHash: t.hash, sig: given[i + k] })),
+        );
+        for (let j = i; j < end; j++) sigs[j] = put[j - i];
       });
       await new Promise((r) => setImmediate(r));
     }
@@ -350,7 +357,8 @@ export class Indexer implements VectorSearcher {
           for (const r of reports) this.store.feed.setDuplicates(r.rowid, r.version, r.duplicates);
           this.store.feed.setWatermark(model, last);
         });
-        for (const r of reports) if (r.duplicates.length) this.duplicatesFound(r);
+        const found = reports.filter((r) => r.duplicates.length > 0);
+        if (found.length) this.duplicatesFound(found);
         this.resolveWaiters();
       }
     } catch (e) {

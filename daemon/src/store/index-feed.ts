@@ -93,6 +93,21 @@ export class IndexFeed {
     for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version);
   }
 
+  /**
+   * What a possible-duplicates notification names of each memory (id, key, namespace path), for many memories in
+   * one statement: the indexer reports a whole pass's checks at once. Purged memories are absent.
+   */
+  labels(rowids: number[]): Map<number, { id: string; key: string; ns_path: string }> {
+    const out = new Map<number, { id: string; key: string; ns_path: string }>();
+    if (rowids.length === 0) return out;
+    const rows = stmt(
+      this.db,
+      'SELECT m.rowid AS rowid, m.id, m.key, n.path AS ns_path FROM memories m CROSS JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))',
+    ).all(JSON.stringify(rowids)) as { rowid: number; id: string; key: string; ns_path: string }[];
+    for (const r of rows) out.set(r.rowid, { id: r.id, key: r.key, ns_path: r.ns_path });
+    return out;
+  }
+
   /** Possible duplicates recorded for a memory whose candidates are still live, most similar first. */
   duplicates(rowid: number): DuplicateRow[] {
     return stmt(

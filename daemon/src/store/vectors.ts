@@ -572,25 +572,35 @@ export class VectorTables {
    * is gone. `sig`: the vector's SimHash when the embedding worker computed it already.
    */
   put(model: VecModel, rowid: number, vector: Float32Array, textHash: number, sig?: Int32Array): Int32Array | null {
-    if (vector.length !== model.dimension)
-      throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
-    for (let i = 0; i < vector.length; i++)
-      if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
-    const [m] = this.meta([rowid]);
-    if (!m) return null; // purged meanwhile
-    const z = quantize(vector, sig);
-    stmt(
+    return this.putMany(model, [{ rowid, vector, textHash, sig }])[0];
+  }
+
+  /**
+   * put() for many memories (call inside a transaction): their scope and visibility facts in one statement
+   * instead of one per vector. Returns each one's SimHash, null for a memory that is gone.
+   */
+  putMany(model: VecModel, items: { rowid: number; vector: Float32Array; textHash: number; sig?: Int32Array }[]): (Int32Array | null)[] {
+    for (const { vector } of items) {
+      if (vector.length !== model.dimension)
+        throw new CairnError('Internal', `vector of dimension ${vector.length} for a ${model.dimension}-d model`);
+      for (let i = 0; i < vector.length; i++)
+        if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
+    }
+    const metas = new Map<number, MetaRow>();
+    for (const m of this.meta(items.map((x) => x.rowid))) metas.set(m.rowid, m);
+    const ins = stmt(
       this.db,
       `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`,
-    ).run(
-      rowid,
-      Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength),
-      Buffer.from(z.sig.buffer, z.sig.byteOffset, z.sig.byteLength),
-      textHash,
     );
-    if (this.index?.model.model === model.model)
-      this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
-    return z.sig;
+    const indexed = this.index?.model.model === model.model;
+    return items.map(({ rowid, vector, textHash, sig }) => {
+      const m = metas.get(rowid);
+      if (!m) return null; // purged meanwhile
+      const z = quantize(vector, sig);
+      ins.run(rowid, Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength), Buffer.from(z.sig.buffer, z.sig.byteOffset, z.sig.byteLength), textHash);
+      if (indexed) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
+      return z.sig;
+    });
   }
 
   /** How many models hold a vector of this memory. */
