@@ -66,6 +66,7 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { cacheDir } from '../paths';
 import { signature, SIG_WORDS } from '../store/quantize';
+import type { DuplicateScan, DuplicateScanResult } from '../store/vector-scan';
 import { BUILTIN_MODEL_DIR, DEFAULT_MODEL_ID, type EmbedderInfo, type FromWorker, type ToWorker, type WorkerInit } from './shared';
 
 export { prepareText } from './prepare';
@@ -159,6 +160,8 @@ function createWorker(workerPath: string, init: WorkerInit): Worker {
 
 interface Pending {
   resolve: (v: Float32Array[], sigs?: Int32Array[]) => void;
+  /** For a duplicate scan. */
+  scanned?: (r: DuplicateScanResult) => void;
   reject: (e: Error) => void;
 }
 
@@ -253,6 +256,9 @@ export class Embedder {
             p.resolve(out, sigs ? out.map((_, i) => sigs.slice(i * SIG_WORDS, (i + 1) * SIG_WORDS)) : undefined);
             break;
           }
+          case 'scanned':
+            this.take(msg.id)?.scanned?.(msg.result);
+            break;
           case 'error': {
             this.take(msg.id)?.reject(new Error(`embedding failed: ${msg.message}`));
             break;
@@ -311,6 +317,35 @@ export class Embedder {
    */
   embedWithSignatures(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }> {
     return this.request(texts, false, true).then((r) => ({ vectors: r.vectors, sigs: r.sigs ?? r.vectors.map(signature) }));
+  }
+
+  /**
+   * Run duplicate checks (store/vector-scan.ts) in the worker, queued behind the embedding requests before it:
+   * the vector index's arrays are shared memory, so only the checks' own vectors and slot lists are sent
+   * (transferred, not copied; `scan` must not be used after the call).
+   */
+  scanDuplicates(scan: DuplicateScan): Promise<DuplicateScanResult> {
+    if (this.state !== 'ready' || !this.worker)
+      return Promise.reject(
+        new Error(
+          this.state === 'crashed' ? `the embedding worker crashed (${this.crashError?.message}); call restart()` : 'Embedder closed',
+        ),
+      );
+    const id = this.nextId++;
+    const worker = this.worker;
+    return new Promise<DuplicateScanResult>((resolve, reject) => {
+      this.pending.set(id, { resolve: () => reject(new Error('duplicate scan answered with vectors')), scanned: resolve, reject });
+      worker.ref();
+      const msg: ToWorker = { type: 'scan', id, scan };
+      worker.postMessage(msg, [
+        scan.vectors.buffer,
+        scan.sigs.buffer,
+        scan.group.buffer,
+        scan.exclude.buffer,
+        scan.starts.buffer,
+        scan.slots.buffer,
+      ] as ArrayBuffer[]);
+    });
   }
 
   private request(texts: string[], priority: boolean, signatures: boolean): Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }> {

@@ -3,6 +3,7 @@
  * No runtime dependencies.
  */
 import type { ProviderOptions } from './provider';
+import type { DuplicateScan, DuplicateScanResult } from '../store/vector-scan';
 
 /** Model id of the built-in offline model (daemon/models/cairn-mpnet-static: static, distilled from all-mpnet-base-v2). */
 export const BUILTIN_MODEL_ID = 'cairn/mpnet-static';
@@ -56,6 +57,11 @@ export type WorkerInit = Omit<ProviderOptions, 'log' | 'pooling'> & { pooling?: 
 export type ToWorker =
   /** `signatures`: also compute each vector's SimHash (store/quantize.ts), so the daemon's event loop does not. */
   | { type: 'embed'; id: number; texts: string[]; priority?: boolean; signatures?: boolean }
+  /**
+   * Score duplicate checks (store/vector-scan.ts runDuplicateScan) over the vector index's shared arrays, queued
+   * with the background embedding requests, so the daemon's event loop does not.
+   */
+  | { type: 'scan'; id: number; scan: DuplicateScan }
   /** Exit the worker thread with `code` at once (tests use it to simulate a crash). */
   | { type: 'crash'; code: number }
   | { type: 'close' };
@@ -67,6 +73,7 @@ export type FromWorker =
   /** `data` holds `count` vectors of `dimension` floats back to back (transferred, not copied). */
   /** `sigs`, when asked for: `count` SimHashes of SIG_WORDS int32 words back to back. */
   | { type: 'result'; id: number; count: number; dimension: number; data: ArrayBuffer; sigs?: ArrayBuffer }
+  | { type: 'scanned'; id: number; result: DuplicateScanResult }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };

@@ -10,6 +10,7 @@ import type { PoolingMode } from './pooling';
 import { loadWithFallback, type EmbeddingProvider } from './provider';
 import type { FromWorker, ToWorker, WorkerInit } from './shared';
 import { signature, SIG_WORDS } from '../store/quantize';
+import { newScratch, runDuplicateScan } from '../store/vector-scan';
 
 if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
 const port = parentPort;
@@ -17,7 +18,8 @@ const send = (msg: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage
 const log = (message: string) => send({ type: 'log', message });
 
 let provider: EmbeddingProvider | null = null;
-const queue: Array<Extract<ToWorker, { type: 'embed' }>> = [];
+const queue: Array<Extract<ToWorker, { type: 'embed' | 'scan' }>> = [];
+const scratch = newScratch();
 let busy = false;
 let closing = false;
 
@@ -28,6 +30,15 @@ async function drain(): Promise<void> {
     while (queue.length && provider && !closing) {
       const req = queue.shift()!;
       try {
+        if (req.type === 'scan') {
+          const result = runDuplicateScan(req.scan, scratch);
+          send({ type: 'scanned', id: req.id, result }, [
+            result.counts.buffer,
+            result.rowids.buffer,
+            result.scores.buffer,
+          ] as ArrayBuffer[]);
+          continue;
+        }
         const vectors = await provider.embed(req.texts);
         const dimension = provider.info.dimension;
         const data = new Float32Array(vectors.length * dimension);
@@ -56,6 +67,10 @@ port.on('message', (msg: ToWorker) => {
       // Interactive requests (a search's query) go ahead of queued background batches.
       if (msg.priority) queue.unshift(msg);
       else queue.push(msg);
+      void drain();
+      break;
+    case 'scan':
+      queue.push(msg);
       void drain();
       break;
     case 'crash':

@@ -15,6 +15,7 @@ import type { Store } from '../store/store';
 import type { EmbedRow } from '../store/index-feed';
 import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
+import { duplicateHits, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
 import { sha256 } from '../text/hash';
 import { FUSION, type VectorSearcher } from '../retrieval/search';
@@ -26,6 +27,8 @@ export interface EmbeddingModel {
   embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
   /** Vectors with their SimHashes computed off the event loop (the Embedder's worker); embed() is used without it. */
   embedWithSignatures?(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }>;
+  /** Duplicate checks scored off the event loop (the Embedder's worker); run on this thread without it. */
+  scanDuplicates?(scan: DuplicateScan): Promise<DuplicateScanResult>;
   close(): Promise<void>;
 }
 
@@ -352,7 +355,8 @@ export class Indexer implements VectorSearcher {
         });
         if (this.stopped || this.model !== model) return;
         const last = changes[changes.length - 1].position;
-        const reports = this.checkDuplicates(model, embedded, last);
+        const reports = await this.checkDuplicates(model, embedded, last);
+        if (this.stopped || this.model !== model) return;
         this.store.transaction(() => {
           for (const r of reports) this.store.feed.setDuplicates(r.rowid, r.version, r.duplicates);
           this.store.feed.setWatermark(model, last);
@@ -416,24 +420,35 @@ export class Indexer implements VectorSearcher {
   }
 
   /**
-   * Duplicate check of the memories just embedded: live memories of the same
-   * namespace at least duplicateThreshold() cosine-similar (see VectorTables.similarInNamespace).
+   * Duplicate check of the memories just embedded: live memories of the same namespace at least
+   * duplicateThreshold() cosine-similar (exact up to DUP_EXACT_MAX, then the DUP_CANDIDATES nearest by Hamming
+   * distance; see VectorTables.prepareDuplicateScan). The checks of a batch go to the embedding worker as one scan
+   * when the model runs there (the scoring is the event loop's largest share of indexing a write); what they admit
+   * (namespace, visibility, not itself) is decided here first, so the answer is what a check on this thread gives.
    */
-  private checkDuplicates(model: VecModel, embedded: Embedded[], position: number): DuplicateReport[] {
-    const now = this.store.now();
-    return embedded
-      .filter((e) => !e.row.deleted)
-      .map((e) => ({
-        rowid: e.row.rowid,
-        id: e.row.id,
-        version: e.row.version,
-        position,
-        duplicates: isZero(e.vector)
-          ? []
-          : this.store.vectors
-              .similarInNamespace(model, e.vector, e.row.ns_rowid, e.row.rowid, this.duplicateThreshold(), DUPLICATE_LIMIT, now, e.sig)
-              .map((h) => ({ rowid: h.rowid, similarity: h.score })),
-      }));
+  private async checkDuplicates(model: VecModel, embedded: Embedded[], position: number): Promise<DuplicateReport[]> {
+    const live = embedded.filter((e) => !e.row.deleted);
+    const checked = live.filter((e) => !isZero(e.vector));
+    let hits: ArmHit[][] = [];
+    if (checked.length) {
+      const scan = this.store.vectors.prepareDuplicateScan(
+        model,
+        checked.map((e) => ({ vector: e.vector, nsRowid: e.row.ns_rowid, exclude: e.row.rowid, sig: e.sig })),
+        DUPLICATE_LIMIT,
+        this.store.now(),
+      );
+      const embedder = this.embedder;
+      hits = duplicateHits(embedder?.scanDuplicates ? await embedder.scanDuplicates(scan) : runDuplicateScan(scan));
+    }
+    const threshold = this.duplicateThreshold();
+    const byRow = new Map(checked.map((e, i) => [e.row.rowid, hits[i]]));
+    return live.map((e) => ({
+      rowid: e.row.rowid,
+      id: e.row.id,
+      version: e.row.version,
+      position,
+      duplicates: (byRow.get(e.row.rowid) ?? []).filter((h) => h.score >= threshold).map((h) => ({ rowid: h.rowid, similarity: h.score })),
+    }));
   }
 
   /**

@@ -86,11 +86,19 @@ export class IndexFeed {
     ).all(JSON.stringify(ids)) as EmbedRow[];
   }
 
-  /** Replace the possible duplicates recorded for a memory (call inside a write transaction). */
+  /**
+   * Replace the possible duplicates recorded for a memory (call inside a write transaction). A pair is recorded
+   * only while both memories exist: a purge may land while the check is being scored (in the embedding worker),
+   * and a purged memory's rows are gone for good (its rowid may be reused).
+   */
   setDuplicates(rowid: number, version: number, hits: { rowid: number; similarity: number }[]): void {
     stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid = ?').run(rowid);
-    const ins = stmt(this.db, 'INSERT INTO duplicate_candidates(memory_rowid, other_rowid, similarity, version) VALUES (?, ?, ?, ?)');
-    for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version);
+    const ins = stmt(
+      this.db,
+      `INSERT INTO duplicate_candidates(memory_rowid, other_rowid, similarity, version) SELECT ?, ?, ?, ?
+      WHERE EXISTS (SELECT 1 FROM memories WHERE rowid = ?) AND EXISTS (SELECT 1 FROM memories WHERE rowid = ?)`,
+    );
+    for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version, rowid, h.rowid);
   }
 
   /**

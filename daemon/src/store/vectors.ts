@@ -34,7 +34,8 @@ import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
-import { quantize, SIG_BITS, SIG_WORDS } from './quantize';
+import { quantize, SIG_WORDS } from './quantize';
+import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
 
 /**
  * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
@@ -80,7 +81,7 @@ interface MetaRow {
 
 // ------------------------------------------------------------------ in-memory index
 /** The active model's vectors and each memory's scope and visibility facts, kept in typed arrays. */
-class VectorIndex {
+class VectorIndex implements SlotArrays {
   size = 0; // slots in use (including freed ones)
   cap = 0;
   rowid = new Int32Array(0);
@@ -108,6 +109,10 @@ class VectorIndex {
 
   constructor(readonly model: VecModel) {}
 
+  get dimension(): number {
+    return this.model.dimension;
+  }
+
   grow(n: number): void {
     if (n <= this.cap) return;
     // Grow by a quarter: at 100k vectors a doubling left up to 30k empty slots (~10 MB with a 256-d model).
@@ -118,16 +123,27 @@ class VectorIndex {
       b.set(a);
       return b;
     };
-    this.rowid = g(this.rowid, Int32Array);
+    // What a scan reads (vector-scan.ts SlotArrays) lives in shared memory: the embedding worker scores duplicate
+    // checks over these same arrays, without a copy.
+    const shared = <T extends { length: number; set(a: T): void }>(
+      a: T,
+      C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number },
+      per = 1,
+    ): T => {
+      const b = new C(new SharedArrayBuffer(cap * per * C.BYTES_PER_ELEMENT));
+      b.set(a);
+      return b;
+    };
+    this.rowid = shared(this.rowid, Int32Array);
     this.ns = g(this.ns, Int32Array);
     this.status = g(this.status, Uint8Array);
     this.deleted = g(this.deleted, Uint8Array);
     this.expires = g(this.expires, Float64Array);
     this.validFrom = g(this.validFrom, Float64Array);
     this.validTo = g(this.validTo, Float64Array);
-    this.inv = g(this.inv, Float32Array);
-    this.q = g(this.q, Int8Array, d);
-    this.sig = g(this.sig, Int32Array, SIG_WORDS);
+    this.inv = shared(this.inv, Float32Array);
+    this.q = shared(this.q, Int8Array, d);
+    this.sig = shared(this.sig, Int32Array, SIG_WORDS);
     this.nsPos = g(this.nsPos, Int32Array);
     this.nsPos.fill(-1, this.cap);
     this.cap = cap;
@@ -273,128 +289,12 @@ class VectorIndex {
   }
 
   /** Scratch buffers reused by every query (grown as needed), so a query allocates nothing per slot. */
-  private scratch = { dist: new Uint16Array(0), pool: new Int32Array(0) };
+  private scratch = newScratch();
 
-  /**
-   * The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid.
-   * Up to `exactMax` admitted slots, every one is scored exactly. Above it, a Hamming pass over the admitted
-   * slots' signatures (one tight loop, the query's eight signature words in locals) picks the `candidates`
-   * nearest by Hamming distance (a counting pass finds the cut-off; slots at the cut-off distance are taken in
-   * slot order until the count is reached), and only those are scored exactly.
-   */
+  /** The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid (see vector-scan.ts nearest). */
   nearest(admitted: Int32Array, v: Float32Array, limit: number, sigOf: () => Int32Array, exactMax: number, candidates: number): ArmHit[] {
-    const n = admitted.length;
-    let pool = admitted;
-    if (n > exactMax) {
-      const sc = this.scratch;
-      if (sc.dist.length < n) sc.dist = new Uint16Array(n);
-      if (sc.pool.length < n) sc.pool = new Int32Array(n);
-      const dist = sc.dist;
-      const hist = new Int32Array(SIG_BITS + 1);
-      const S = this.sig;
-      const [g0, g1, g2, g3, g4, g5, g6, g7] = sigOf();
-      for (let i = 0; i < n; i++) {
-        const o = admitted[i] << 3; // SIG_WORDS = 8
-        const d =
-          pop32(S[o] ^ g0) +
-          pop32(S[o + 1] ^ g1) +
-          pop32(S[o + 2] ^ g2) +
-          pop32(S[o + 3] ^ g3) +
-          pop32(S[o + 4] ^ g4) +
-          pop32(S[o + 5] ^ g5) +
-          pop32(S[o + 6] ^ g6) +
-          pop32(S[o + 7] ^ g7);
-        dist[i] = d;
-        hist[d]++;
-      }
-      const want = Math.max(candidates, limit * 8);
-      let cut = 0;
-      let below = 0; // slots strictly nearer than `cut`
-      for (; cut < SIG_BITS && below + hist[cut] < want; cut++) below += hist[cut];
-      let atCut = want - below; // how many of the slots at distance `cut` are taken
-      const keep = sc.pool;
-      let m = 0;
-      for (let i = 0; i < n; i++) {
-        const d = dist[i];
-        if (d < cut || (d === cut && atCut-- > 0)) keep[m++] = admitted[i];
-      }
-      pool = keep.subarray(0, m);
-    }
-    return this.scoreTop(pool, v, limit);
+    return nearest(this, this.scratch, admitted, v, limit, sigOf, exactMax, candidates);
   }
-
-  /** Exact cosine of every slot of `pool` with `v`, the best `limit` kept in a bounded min-heap; best first, ties by rowid. */
-  private scoreTop(pool: Int32Array, v: Float32Array, limit: number): ArmHit[] {
-    const k = Math.min(limit, pool.length);
-    if (k <= 0) return [];
-    const d = this.model.dimension;
-    const Q = this.q;
-    const inv = this.inv;
-    const rowid = this.rowid;
-    const hs = new Float64Array(k); // heap of the k best so far: scores (min at 0) and their slots
-    const hslot = new Int32Array(k);
-    let size = 0;
-    // The heap's order: lower score first, and at equal scores the larger rowid first (it is the one to drop).
-    const worse = (a: number, b: number) => hs[a] < hs[b] || (hs[a] === hs[b] && rowid[hslot[a]] > rowid[hslot[b]]);
-    const swap = (a: number, b: number) => {
-      const t = hs[a];
-      hs[a] = hs[b];
-      hs[b] = t;
-      const u = hslot[a];
-      hslot[a] = hslot[b];
-      hslot[b] = u;
-    };
-    for (let p = 0; p < pool.length; p++) {
-      const slot = pool[p];
-      const o = slot * d;
-      let s0 = 0,
-        s1 = 0,
-        s2 = 0,
-        s3 = 0;
-      let i = 0;
-      for (; i + 3 < d; i += 4) {
-        s0 += Q[o + i] * v[i];
-        s1 += Q[o + i + 1] * v[i + 1];
-        s2 += Q[o + i + 2] * v[i + 2];
-        s3 += Q[o + i + 3] * v[i + 3];
-      }
-      for (; i < d; i++) s0 += Q[o + i] * v[i];
-      const score = Math.fround((s0 + s1 + s2 + s3) * inv[slot]);
-      if (size < k) {
-        hs[size] = score;
-        hslot[size] = slot;
-        for (let j = size++; j > 0;) {
-          const par = (j - 1) >> 1;
-          if (!worse(j, par)) break;
-          swap(j, par);
-          j = par;
-        }
-      } else if (score > hs[0] || (score === hs[0] && rowid[slot] < rowid[hslot[0]])) {
-        hs[0] = score;
-        hslot[0] = slot;
-        for (let j = 0; ;) {
-          const l = 2 * j + 1;
-          const r = l + 1;
-          let w = j;
-          if (l < size && worse(l, w)) w = l;
-          if (r < size && worse(r, w)) w = r;
-          if (w === j) break;
-          swap(j, w);
-          j = w;
-        }
-      }
-    }
-    const out: ArmHit[] = [];
-    for (let j = 0; j < size; j++) out.push({ rowid: rowid[hslot[j]], score: hs[j] });
-    return out.sort((a, b) => b.score - a.score || a.rowid - b.rowid);
-  }
-}
-
-/** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */
-function pop32(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }
 
 function normalized(v: Float32Array): Float32Array {
@@ -597,7 +497,12 @@ export class VectorTables {
       const m = metas.get(rowid);
       if (!m) return null; // purged meanwhile
       const z = quantize(vector, sig);
-      ins.run(rowid, Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength), Buffer.from(z.sig.buffer, z.sig.byteOffset, z.sig.byteLength), textHash);
+      ins.run(
+        rowid,
+        Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength),
+        Buffer.from(z.sig.buffer, z.sig.byteOffset, z.sig.byteLength),
+        textHash,
+      );
       if (indexed) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
       return z.sig;
     });
@@ -674,17 +579,72 @@ export class VectorTables {
     now: number,
     sig?: Int32Array,
   ): ArmHit[] {
-    const ix = this.liveIndex(model);
-    const v = normalized(vector);
-    const inc: Include = {};
-    const slots = ix.namespaceSlots(nsRowid);
-    const admitted = new Int32Array(slots.length);
-    let m = 0;
-    for (const s of slots) if (ix.rowid[s] !== exclude && ix.visible(s, inc, now)) admitted[m++] = s;
-    // The SimHash of `vector` (put() returns it; the signs of projections do not depend on the vector's length).
-    const hits = ix.nearest(admitted.subarray(0, m), v, limit, () => (sig ??= quantize(v).sig), this.dupExactMax, this.dupCandidates);
-    return hits.filter((h) => h.score >= threshold);
+    const scan = this.prepareDuplicateScan(model, [{ vector, nsRowid, exclude, sig }], limit, now);
+    return duplicateHits(runDuplicateScan(scan, this.scratch))[0].filter((h) => h.score >= threshold);
   }
+
+  /**
+   * Many duplicate checks as one DuplicateScan (store/vector-scan.ts), to run here (runDuplicateScan) or in the
+   * embedding worker over the same shared arrays. What needs the store is decided now, on this thread: the index
+   * is brought up to the change log, and each namespace's visible memories at `now` are listed once for all its
+   * checks (each check leaves itself out). A check scores them exactly up to dupExactMax, above that the
+   * dupCandidates nearest by Hamming distance to `sig` (the vector's SimHash; computed here when not given and
+   * needed).
+   */
+  prepareDuplicateScan(
+    model: VecModel,
+    checks: { vector: Float32Array; nsRowid: number; exclude: number; sig?: Int32Array }[],
+    limit: number,
+    now: number,
+  ): DuplicateScan {
+    const ix = this.liveIndex(model);
+    const d = model.dimension;
+    const inc: Include = {};
+    const groupOf = new Map<number, number>();
+    let total = 0;
+    for (const c of checks)
+      if (!groupOf.has(c.nsRowid)) {
+        groupOf.set(c.nsRowid, groupOf.size);
+        total += ix.namespaceSlots(c.nsRowid).length;
+      }
+    const slots = new Int32Array(total);
+    const starts = new Int32Array(groupOf.size + 1);
+    let m = 0;
+    for (const [ns, g] of groupOf) {
+      starts[g] = m;
+      for (const s of ix.namespaceSlots(ns)) if (ix.visible(s, inc, now)) slots[m++] = s;
+    }
+    starts[groupOf.size] = m;
+    const vectors = new Float32Array(checks.length * d);
+    const sigs = new Int32Array(checks.length * SIG_WORDS);
+    const group = new Int32Array(checks.length);
+    const exclude = new Int32Array(checks.length);
+    for (let i = 0; i < checks.length; i++) {
+      const c = checks[i];
+      const g = groupOf.get(c.nsRowid)!;
+      group[i] = g;
+      exclude[i] = c.exclude;
+      const v = normalized(c.vector);
+      vectors.set(v, i * d);
+      // The SimHash of the vector (put() returns it; the signs of projections do not depend on the vector's length).
+      if (starts[g + 1] - starts[g] > this.dupExactMax) sigs.set(c.sig ?? quantize(v).sig, i * SIG_WORDS);
+    }
+    return {
+      arrays: { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: d },
+      vectors,
+      sigs,
+      group,
+      exclude,
+      starts,
+      slots,
+      limit,
+      exactMax: this.dupExactMax,
+      candidates: this.dupCandidates,
+    };
+  }
+
+  /** Scratch buffers of the scans run on this thread. */
+  private scratch = newScratch();
 }
 
 /** The table of one model's vectors (`vq_<n>`). */

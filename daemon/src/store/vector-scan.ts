@@ -1,0 +1,235 @@
+/**
+ * The vector arm's scan over typed arrays: a Hamming pass over SimHash signatures, then exact cosine of the
+ * candidates with a bounded top-k heap. Pure arithmetic with no imports of the store, so the same code runs on
+ * the daemon's event loop (VectorIndex in vectors.ts: searches) and in the embedding worker (duplicate checks,
+ * `runDuplicateScan`), over the same memory: the index's vectors, signatures, norms and rowids live in
+ * SharedArrayBuffers the worker is handed with every scan.
+ */
+import type { ArmHit } from './search-fts';
+import { SIG_BITS, SIG_WORDS } from './quantize';
+
+/** What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature. */
+export interface SlotArrays {
+  readonly rowid: Int32Array;
+  readonly inv: Float32Array;
+  readonly q: Int8Array;
+  readonly sig: Int32Array;
+  readonly dimension: number;
+}
+
+/** Buffers reused between scans of one thread (grown as needed), so a scan allocates nothing per slot. */
+export interface Scratch {
+  dist: Uint16Array;
+  pool: Int32Array;
+  /** A duplicate check's slots (runDuplicateScan). */
+  admitted: Int32Array;
+}
+
+export const newScratch = (): Scratch => ({ dist: new Uint16Array(0), pool: new Int32Array(0), admitted: new Int32Array(0) });
+
+/**
+ * The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid.
+ * Up to `exactMax` admitted slots, every one is scored exactly. Above it, a Hamming pass over the admitted
+ * slots' signatures (one tight loop, the query's eight signature words in locals) picks the `candidates`
+ * nearest by Hamming distance (a counting pass finds the cut-off; slots at the cut-off distance are taken in
+ * slot order until the count is reached), and only those are scored exactly.
+ */
+export function nearest(
+  a: SlotArrays,
+  sc: Scratch,
+  admitted: Int32Array,
+  v: Float32Array,
+  limit: number,
+  sigOf: () => Int32Array,
+  exactMax: number,
+  candidates: number,
+): ArmHit[] {
+  const n = admitted.length;
+  let pool = admitted;
+  if (n > exactMax) {
+    if (sc.dist.length < n) sc.dist = new Uint16Array(n);
+    if (sc.pool.length < n) sc.pool = new Int32Array(n);
+    const dist = sc.dist;
+    const hist = new Int32Array(SIG_BITS + 1);
+    const S = a.sig;
+    const [g0, g1, g2, g3, g4, g5, g6, g7] = sigOf();
+    for (let i = 0; i < n; i++) {
+      const o = admitted[i] << 3; // SIG_WORDS = 8
+      const d =
+        pop32(S[o] ^ g0) +
+        pop32(S[o + 1] ^ g1) +
+        pop32(S[o + 2] ^ g2) +
+        pop32(S[o + 3] ^ g3) +
+        pop32(S[o + 4] ^ g4) +
+        pop32(S[o + 5] ^ g5) +
+        pop32(S[o + 6] ^ g6) +
+        pop32(S[o + 7] ^ g7);
+      dist[i] = d;
+      hist[d]++;
+    }
+    const want = Math.max(candidates, limit * 8);
+    let cut = 0;
+    let below = 0; // slots strictly nearer than `cut`
+    for (; cut < SIG_BITS && below + hist[cut] < want; cut++) below += hist[cut];
+    let atCut = want - below; // how many of the slots at distance `cut` are taken
+    const keep = sc.pool;
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const d = dist[i];
+      if (d < cut || (d === cut && atCut-- > 0)) keep[m++] = admitted[i];
+    }
+    pool = keep.subarray(0, m);
+  }
+  return scoreTop(a, pool, v, limit);
+}
+
+/** Exact cosine of every slot of `pool` with `v`, the best `limit` kept in a bounded min-heap; best first, ties by rowid. */
+function scoreTop(a: SlotArrays, pool: Int32Array, v: Float32Array, limit: number): ArmHit[] {
+  const k = Math.min(limit, pool.length);
+  if (k <= 0) return [];
+  const d = a.dimension;
+  const Q = a.q;
+  const inv = a.inv;
+  const rowid = a.rowid;
+  const hs = new Float64Array(k); // heap of the k best so far: scores (min at 0) and their slots
+  const hslot = new Int32Array(k);
+  let size = 0;
+  // The heap's order: lower score first, and at equal scores the larger rowid first (it is the one to drop).
+  const worse = (a: number, b: number) => hs[a] < hs[b] || (hs[a] === hs[b] && rowid[hslot[a]] > rowid[hslot[b]]);
+  const swap = (a: number, b: number) => {
+    const t = hs[a];
+    hs[a] = hs[b];
+    hs[b] = t;
+    const u = hslot[a];
+    hslot[a] = hslot[b];
+    hslot[b] = u;
+  };
+  for (let p = 0; p < pool.length; p++) {
+    const slot = pool[p];
+    const o = slot * d;
+    let s0 = 0,
+      s1 = 0,
+      s2 = 0,
+      s3 = 0;
+    let i = 0;
+    for (; i + 3 < d; i += 4) {
+      s0 += Q[o + i] * v[i];
+      s1 += Q[o + i + 1] * v[i + 1];
+      s2 += Q[o + i + 2] * v[i + 2];
+      s3 += Q[o + i + 3] * v[i + 3];
+    }
+    for (; i < d; i++) s0 += Q[o + i] * v[i];
+    const score = Math.fround((s0 + s1 + s2 + s3) * inv[slot]);
+    if (size < k) {
+      hs[size] = score;
+      hslot[size] = slot;
+      for (let j = size++; j > 0;) {
+        const par = (j - 1) >> 1;
+        if (!worse(j, par)) break;
+        swap(j, par);
+        j = par;
+      }
+    } else if (score > hs[0] || (score === hs[0] && rowid[slot] < rowid[hslot[0]])) {
+      hs[0] = score;
+      hslot[0] = slot;
+      for (let j = 0; ;) {
+        const l = 2 * j + 1;
+        const r = l + 1;
+        let w = j;
+        if (l < size && worse(l, w)) w = l;
+        if (r < size && worse(r, w)) w = r;
+        if (w === j) break;
+        swap(j, w);
+        j = w;
+      }
+    }
+  }
+  const out: ArmHit[] = [];
+  for (let j = 0; j < size; j++) out.push({ rowid: rowid[hslot[j]], score: hs[j] });
+  return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid);
+}
+
+/** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */
+function pop32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
+}
+
+/**
+ * Many duplicate checks in one message (VectorTables.prepareDuplicateScan builds it on the event loop; the
+ * embedding worker runs it). The visible memories of each namespace checked are listed once, as group `g`:
+ * `slots[starts[g] .. starts[g + 1])`, decided on the event loop. Check `c` scores `vectors[c]` (normalized)
+ * against its group `group[c]` without the memory of rowid `exclude[c]` (itself) with `nearest`, its signature
+ * `sigs[c]` used above `exactMax` slots.
+ */
+export interface DuplicateScan {
+  arrays: SlotArrays;
+  vectors: Float32Array;
+  sigs: Int32Array;
+  group: Int32Array;
+  exclude: Int32Array;
+  starts: Int32Array;
+  slots: Int32Array;
+  limit: number;
+  exactMax: number;
+  candidates: number;
+}
+
+/** The hits of each check of a DuplicateScan, flat: check `c`'s are the next `counts[c]` of rowids / scores. */
+export interface DuplicateScanResult {
+  counts: Int32Array;
+  rowids: Int32Array;
+  scores: Float64Array;
+}
+
+/** Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them. */
+export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
+  const checks = scan.group.length;
+  const d = scan.arrays.dimension;
+  const rowid = scan.arrays.rowid;
+  const counts = new Int32Array(checks);
+  const rowids: number[] = [];
+  const scores: number[] = [];
+  for (let c = 0; c < checks; c++) {
+    // The group's slots in order, without the check's own memory.
+    const from = scan.starts[scan.group[c]];
+    const to = scan.starts[scan.group[c] + 1];
+    if (sc.admitted.length < to - from) sc.admitted = new Int32Array(to - from);
+    const admitted = sc.admitted;
+    const self = scan.exclude[c];
+    let n = 0;
+    for (let j = from; j < to; j++) {
+      const s = scan.slots[j];
+      if (rowid[s] !== self) admitted[n++] = s;
+    }
+    const hits = nearest(
+      scan.arrays,
+      sc,
+      admitted.subarray(0, n),
+      scan.vectors.subarray(c * d, (c + 1) * d),
+      scan.limit,
+      () => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS),
+      scan.exactMax,
+      scan.candidates,
+    );
+    counts[c] = hits.length;
+    for (const h of hits) {
+      rowids.push(h.rowid);
+      scores.push(h.score);
+    }
+  }
+  return { counts, rowids: Int32Array.from(rowids), scores: Float64Array.from(scores) };
+}
+
+/** A DuplicateScanResult as each check's hits. */
+export function duplicateHits(r: DuplicateScanResult): ArmHit[][] {
+  const out: ArmHit[][] = [];
+  let k = 0;
+  for (const n of r.counts) {
+    const hits: ArmHit[] = [];
+    for (let j = 0; j < n; j++, k++) hits.push({ rowid: r.rowids[k], score: r.scores[k] });
+    out.push(hits);
+  }
+  return out;
+}

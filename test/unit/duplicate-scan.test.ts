@@ -1,0 +1,232 @@
+/**
+ * Duplicate checks scored in the embedding worker (store/vector-scan.ts runDuplicateScan over the vector index's
+ * shared arrays) give exactly what the same checks give on the event loop: the same memories, in the same order,
+ * with bit-identical similarities, on both the exact path (up to dupExactMax) and the Hamming path, with deleted
+ * memories and the checked memory itself left out. The indexer sends a pass's checks to the worker as one scan,
+ * and what it records equals a check made on the event loop afterwards.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Embedder } from '../../daemon/src/embed';
+import { DUPLICATE_LIMIT, Indexer, type EmbeddingModel } from '../../daemon/src/index/indexer';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { duplicateHits, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
+import { DUP_CANDIDATES, DUP_EXACT_MAX, type VecModel } from '../../daemon/src/store/vectors';
+import { tempCore } from '../helpers';
+
+const DIM = 32;
+function rng(seed: number) {
+  let s = seed;
+  return () => (s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
+}
+const cos = (a: Float32Array, b: Float32Array) => {
+  let d = 0,
+    na = 0,
+    nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    d += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return d / Math.sqrt(na * nb);
+};
+
+describe('duplicate checks in the embedding worker', () => {
+  const c = tempCore();
+  let model: VecModel;
+  let embedder: Embedder;
+  const vecs = new Map<number, { v: Float32Array; ns: string; id: string }>();
+  const nsRowid = new Map<string, number>();
+  const deleted = new Set<number>();
+  const r = rng(7);
+  before(async () => {
+    embedder = await Embedder.start({ model: 'builtin', allowRemote: false });
+    model = c.store.transaction(() => c.store.vectors.ensure('test-model', DIM));
+    c.store.vectors.load(model);
+    // project.a: 450 memories (above DUP_EXACT_MAX), project.b: 120, with clusters of near copies.
+    const base = Array.from({ length: 60 }, () => new Float32Array(DIM).map(() => r()));
+    const items = Array.from({ length: 570 }, (_, i) => ({
+      namespace: i < 450 ? 'project.a' : 'project.b',
+      key: `k${i}`,
+      value: `memory ${i}`,
+    }));
+    const res = await c.core.call(R.upsertBatch, { items });
+    c.store.transaction(() => {
+      res.results.forEach((x, i) => {
+        if (!x.ok) throw new Error('write failed');
+        const v = Float32Array.from(base[i % 60], (y) => y + 0.35 * r());
+        const rowid = c.store.rowidOf(x.id)!;
+        vecs.set(rowid, { v, ns: items[i].namespace, id: x.id });
+        c.store.vectors.put(model, rowid, v, i);
+      });
+    });
+    for (const ns of ['project.a', 'project.b'])
+      nsRowid.set(ns, (c.store.db.prepare(`SELECT rowid FROM namespaces WHERE path = ?`).get(ns) as { rowid: number }).rowid);
+    // Deleted memories are not candidates: they must be left out on both sides (admission on the event loop).
+    for (const [rowid, e] of [...vecs].filter((_, i) => i % 17 === 3)) {
+      await c.core.call(R.delete, { id: e.id, reason: 'test' });
+      deleted.add(rowid);
+    }
+  });
+  after(async () => {
+    await embedder?.close();
+    c.close();
+  });
+
+  /** Checks of many memories of both namespaces, each against its own namespace without itself, some with a near copy's vector. */
+  const checks = () =>
+    [...vecs]
+      .filter(([rowid], i) => !deleted.has(rowid) && i % 7 === 0)
+      .map(([rowid, e], i) => ({
+        vector: i % 2 ? e.v : Float32Array.from(e.v, (y, j) => y + (j % 5 === 0 ? 0.05 : 0)),
+        nsRowid: nsRowid.get(e.ns)!,
+        exclude: rowid,
+      }));
+
+  for (const path of ['exact', 'Hamming'] as const)
+    it(`${path} path: the worker's hits equal the event loop's, bit for bit`, async () => {
+      const vs = c.store.vectors;
+      try {
+        if (path === 'Hamming') {
+          vs.dupExactMax = 50; // both namespaces take the Hamming path
+          vs.dupCandidates = 40;
+        }
+        const cs = checks();
+        assert.ok(cs.length > 60);
+        const now = Date.now();
+        const prepare = (): DuplicateScan => vs.prepareDuplicateScan(model, cs, DUPLICATE_LIMIT, now);
+        const here = duplicateHits(runDuplicateScan(prepare()));
+        const there = duplicateHits(await embedder.scanDuplicates(prepare()));
+        assert.deepEqual(there, here);
+        // And each equals the single check on the event loop (what the indexer ran before), with no threshold.
+        cs.forEach((ch, i) => {
+          assert.deepEqual(
+            here[i],
+            vs.similarInNamespace(model, ch.vector, ch.nsRowid, ch.exclude, -1, DUPLICATE_LIMIT, now),
+            `check ${i}`,
+          );
+        });
+        let found = 0;
+        cs.forEach((ch, i) => {
+          const ns = [...vecs].filter(([rowid, e]) => nsRowid.get(e.ns) === ch.nsRowid && rowid !== ch.exclude && !deleted.has(rowid));
+          assert.equal(here[i].length, DUPLICATE_LIMIT);
+          for (const h of here[i]) {
+            assert.ok(!deleted.has(h.rowid) && h.rowid !== ch.exclude, 'only visible memories of the namespace other than itself');
+            assert.equal(nsRowid.get(vecs.get(h.rowid)!.ns), ch.nsRowid);
+          }
+          // The best match is the true nearest neighbour by float cosine (int8 rounding aside).
+          const best = ns.map(([rowid, e]) => ({ rowid, s: cos(ch.vector, e.v) })).sort((a, b) => b.s - a.s)[0];
+          if (here[i][0].rowid === best.rowid) found++;
+          else assert.ok(Math.abs(here[i][0].score - best.s) < 0.02, `check ${i}: best ${best.s}, got ${here[i][0].score}`);
+        });
+        assert.ok(found > cs.length * 0.9, `${found} of ${cs.length} found their true nearest neighbour first`);
+      } finally {
+        vs.dupExactMax = DUP_EXACT_MAX;
+        vs.dupCandidates = DUP_CANDIDATES;
+      }
+    });
+
+  it('an empty scan and a check of an empty namespace answer nothing', async () => {
+    const none = c.store.vectors.prepareDuplicateScan(model, [], DUPLICATE_LIMIT, Date.now());
+    assert.deepEqual(duplicateHits(await embedder.scanDuplicates(none)), []);
+    const lonely = c.store.vectors.prepareDuplicateScan(
+      model,
+      [{ vector: new Float32Array(DIM).fill(1), nsRowid: 999_999, exclude: -1 }],
+      5,
+      Date.now(),
+    );
+    assert.deepEqual(duplicateHits(await embedder.scanDuplicates(lonely)), [[]]);
+  });
+
+  it('records no pair with a memory purged while its check was scored', () => {
+    const [a, b] = [...vecs.keys()].filter((rowid) => !deleted.has(rowid));
+    const count = (rowid: number) =>
+      (c.store.db.prepare('SELECT count(*) AS n FROM duplicate_candidates WHERE memory_rowid = ?').get(rowid) as { n: number }).n;
+    c.store.transaction(() => {
+      c.store.feed.setDuplicates(a, 1, [
+        { rowid: b, similarity: 0.9 },
+        { rowid: 987_654, similarity: 0.8 }, // gone: not recorded
+      ]);
+      c.store.feed.setDuplicates(987_655, 1, [{ rowid: a, similarity: 0.9 }]); // the checked memory is gone
+    });
+    assert.equal(count(a), 1);
+    assert.deepEqual(
+      c.store.feed.duplicates(a).map((d) => d.other_rowid),
+      [b],
+    );
+    assert.equal(count(987_655), 0);
+    c.store.transaction(() => c.store.feed.setDuplicates(a, 1, []));
+    assert.equal(count(a), 0);
+  });
+
+  it('a closed embedder refuses a scan instead of hanging', async () => {
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    await e.close();
+    await assert.rejects(e.scanDuplicates(c.store.vectors.prepareDuplicateScan(model, checks().slice(0, 2), 5, Date.now())), /closed/);
+  });
+});
+
+describe('indexer: a pass scores its duplicate checks in the worker', () => {
+  it('records what a check on the event loop finds, and sends the checks as one scan', async () => {
+    const c = tempCore();
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    let scans = 0;
+    let checksSent = 0;
+    const counted: EmbeddingModel = {
+      info: e.info,
+      embed: (t, o) => e.embed(t, o),
+      embedWithSignatures: (t) => e.embedWithSignatures(t),
+      scanDuplicates: (s) => {
+        scans++;
+        checksSent += s.group.length;
+        return e.scanDuplicates(s);
+      },
+      close: () => e.close(),
+    };
+    const ix = new Indexer(c.store, () => {});
+    try {
+      await ix.use(counted); // empty store: ready at once
+      assert.equal(ix.state, 'ready');
+      const topics = [
+        'the login session token is stored in redis',
+        'database migrations run with knex before deploy',
+        'the api rate limit is 100 requests per minute',
+      ];
+      const items = Array.from({ length: 90 }, (_, i) => ({
+        namespace: i % 2 ? 'project.a' : 'project.b',
+        key: `note-${i}`,
+        value: `${topics[i % 3]} (note ${i}${i % 4 ? ', see the wiki' : ''})`,
+      }));
+      const res = await c.core.call(R.upsertBatch, { items });
+      assert.equal(res.results.filter((x) => x.ok).length, 90);
+      const waited = await ix.waitFor(c.store.position(), 30_000);
+      assert.ok(waited.reached);
+      assert.ok(scans >= 1 && checksSent === 90, `${scans} scans, ${checksSent} checks`);
+      const model = ix.model!;
+      let withDuplicates = 0;
+      const vectors = await e.embed(items.map((it) => `${it.key.replace(/[._:/-]+/g, ' ')}\n\n${it.value}`));
+      res.results.forEach((x, i) => {
+        if (!x.ok) throw new Error('write failed');
+        const rowid = c.store.rowidOf(x.id)!;
+        const recorded = c.store.feed.duplicates(rowid).map((d) => ({ rowid: d.other_rowid, score: d.similarity }));
+        const ns = (c.store.db.prepare('SELECT ns_id FROM memories WHERE rowid = ?').get(rowid) as { ns_id: string }).ns_id;
+        const nsr = (c.store.db.prepare('SELECT rowid FROM namespaces WHERE id = ?').get(ns) as { rowid: number }).rowid;
+        const want = c.store.vectors.similarInNamespace(
+          model,
+          vectors[i],
+          nsr,
+          rowid,
+          ix.duplicateThreshold(),
+          DUPLICATE_LIMIT,
+          Date.now(),
+        );
+        assert.deepEqual(recorded, want, `memory ${i}`);
+        if (want.length) withDuplicates++;
+      });
+      assert.ok(withDuplicates > 60, `${withDuplicates} of 90 memories have possible duplicates`);
+    } finally {
+      await ix.stop();
+      c.close();
+    }
+  });
+});
