@@ -138,27 +138,6 @@ describe('duplicate checks in the embedding worker', () => {
     assert.deepEqual(duplicateHits(await embedder.scanDuplicates(lonely)), [[]]);
   });
 
-  it('records no pair with a memory purged while its check was scored', () => {
-    const [a, b] = [...vecs.keys()].filter((rowid) => !deleted.has(rowid));
-    const count = (rowid: number) =>
-      (c.store.db.prepare('SELECT count(*) AS n FROM duplicate_candidates WHERE memory_rowid = ?').get(rowid) as { n: number }).n;
-    c.store.transaction(() => {
-      c.store.feed.setDuplicates(a, 1, [
-        { rowid: b, similarity: 0.9 },
-        { rowid: 987_654, similarity: 0.8 }, // gone: not recorded
-      ]);
-      c.store.feed.setDuplicates(987_655, 1, [{ rowid: a, similarity: 0.9 }]); // the checked memory is gone
-    });
-    assert.equal(count(a), 1);
-    assert.deepEqual(
-      c.store.feed.duplicates(a).map((d) => d.other_rowid),
-      [b],
-    );
-    assert.equal(count(987_655), 0);
-    c.store.transaction(() => c.store.feed.setDuplicates(a, 1, []));
-    assert.equal(count(a), 0);
-  });
-
   it('a closed embedder refuses a scan instead of hanging', async () => {
     const e = await Embedder.start({ model: 'builtin', allowRemote: false });
     await e.close();
@@ -225,6 +204,76 @@ describe('indexer: a pass scores its duplicate checks in the worker', () => {
       });
       assert.ok(withDuplicates > 60, `${withDuplicates} of 90 memories have possible duplicates`);
     } finally {
+      await ix.stop();
+      c.close();
+    }
+  });
+});
+
+describe('indexer: a memory purged while its duplicate check was scored', () => {
+  it('is recorded nowhere and notified nowhere; its pair and the others are', async () => {
+    const c = tempCore();
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    let scanned!: () => void;
+    const wasScanned = new Promise<void>((r) => (scanned = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const held: EmbeddingModel = {
+      info: e.info,
+      embed: (t, o) => e.embed(t, o),
+      embedWithSignatures: (t) => e.embedWithSignatures(t),
+      // The worker scores at once; its answer is held until the purge below committed.
+      scanDuplicates: async (s) => {
+        const r = await e.scanDuplicates(s);
+        scanned();
+        await gate;
+        return r;
+      },
+      close: () => e.close(),
+    };
+    const notified: number[][] = [];
+    const ix = new Indexer(
+      c.store,
+      () => {},
+      undefined,
+      (reports) => notified.push(reports.map((r) => r.rowid)),
+    );
+    try {
+      await ix.use(held);
+      const text = 'the login session token is stored in redis with a one hour expiry';
+      const res = await c.core.call(R.upsertBatch, {
+        items: [
+          { namespace: 'project.a', key: 'session-a', value: text },
+          { namespace: 'project.a', key: 'session-b', value: `${text}, see the wiki` },
+          { namespace: 'project.a', key: 'session-c', value: `${text} (ops notes)` },
+        ],
+      });
+      const [a, b, cc] = res.results.map((x) => {
+        if (!x.ok) throw new Error('write failed');
+        return { id: x.id, rowid: c.store.rowidOf(x.id)! };
+      });
+      const waited = ix.waitFor(c.store.position(), 30_000);
+      await wasScanned;
+      // While the pass waits for the worker's answer (which names b as a possible duplicate of a and c), b is purged.
+      await c.core.call(R.delete, { id: b.id, reason: 'test' });
+      await c.core.call(R.purge, { id: b.id });
+      release();
+      await waited;
+      assert.ok((await ix.waitFor(c.store.position(), 30_000)).reached);
+      const rows = c.store.db.prepare('SELECT memory_rowid AS m, other_rowid AS o FROM duplicate_candidates').all() as {
+        m: number;
+        o: number;
+      }[];
+      assert.ok(!rows.some((x) => x.m === b.rowid || x.o === b.rowid), JSON.stringify(rows));
+      assert.deepEqual(
+        c.store.feed.duplicates(a.rowid).map((d) => d.other_rowid),
+        [cc.rowid],
+        "a and c are still each other's possible duplicates",
+      );
+      assert.ok(!notified.flat().includes(b.rowid), 'no notification names the purged memory');
+      assert.ok(notified.flat().includes(a.rowid));
+    } finally {
+      release();
       await ix.stop();
       c.close();
     }

@@ -23,6 +23,8 @@
  *   `embed(texts, { priority: true })` goes ahead of queued calls (a search's query must not wait
  *   behind background indexing; the call being computed is not interrupted).
  *   Rejects with a TypeError for non-string input.
+ * - `embedder.scanDuplicates(scan)`: runs a batch of duplicate checks (store/vector-scan.ts) in the worker, over
+ *   the vector index's shared arrays, queued with the background embedding requests.
  * - `embedder.embedOne(text)`, `embedder.restart(): Promise<EmbedderInfo>` (new worker, same
  *   options; use after a crash or to retry the configured model), `embedder.close()`,
  *   `embedder.simulateCrash(code?)` (tests).

@@ -65,9 +65,8 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       d.notifyAll(Notifications.indexProgress.method, p);
       if (p.state === 'ready') settled();
     },
-    (reports) => {
-      // One statement for the whole batch: each memory's and each candidate's id, key and namespace.
-      const labels = d.store.feed.labels(reports.flatMap((r) => [r.rowid, ...r.duplicates.map((h) => h.rowid)]));
+    (reports, labels) => {
+      // `labels`: each memory's and each candidate's id, key and namespace, read once for the whole batch.
       for (const r of reports) {
         const m = labels.get(r.rowid);
         const dups = r.duplicates.flatMap((h): PossibleDuplicate[] => {

@@ -12,7 +12,7 @@
 import { CairnError } from '../protocol/errors';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
-import type { EmbedRow } from '../store/index-feed';
+import type { EmbedRow, MemoryLabel } from '../store/index-feed';
 import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
 import { duplicateHits, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
@@ -104,9 +104,9 @@ export class Indexer implements VectorSearcher {
     private readonly progress: (p: IndexProgressParams) => void = () => {},
     /**
      * Told of the memories whose duplicate check found candidates, after the checks committed: all of one batch at
-     * once (the daemon looks up what its notifications name in one statement per batch, not two per memory).
+     * once, with what its notifications name of each memory and candidate (read in one statement per batch).
      */
-    private readonly duplicatesFound: (reports: DuplicateReport[]) => void = () => {},
+    private readonly duplicatesFound: (reports: DuplicateReport[], labels: Map<number, MemoryLabel>) => void = () => {},
     /** Told when a re-embed fails, so whoever waits for the vector index (index/wait) learns it at once. */
     private readonly failed: (reason: string) => void = () => {},
   ) {}
@@ -357,12 +357,21 @@ export class Indexer implements VectorSearcher {
         const last = changes[changes.length - 1].position;
         const reports = await this.checkDuplicates(model, embedded, last);
         if (this.stopped || this.model !== model) return;
+        // The checks were scored off the event loop, so a memory may have been purged meanwhile: only pairs of
+        // memories that still exist are recorded (read in the same transaction; a purged rowid may be reused).
+        let labels = new Map<number, MemoryLabel>();
+        const found: DuplicateReport[] = [];
         this.store.transaction(() => {
-          for (const r of reports) this.store.feed.setDuplicates(r.rowid, r.version, r.duplicates);
+          labels = this.store.feed.labels(reports.flatMap((r) => [r.rowid, ...r.duplicates.map((h) => h.rowid)]));
+          for (const r of reports) {
+            if (!labels.has(r.rowid)) continue;
+            r.duplicates = r.duplicates.filter((h) => labels.has(h.rowid));
+            this.store.feed.setDuplicates(r.rowid, r.version, r.duplicates);
+            if (r.duplicates.length) found.push(r);
+          }
           this.store.feed.setWatermark(model, last);
         });
-        const found = reports.filter((r) => r.duplicates.length > 0);
-        if (found.length) this.duplicatesFound(found);
+        if (found.length) this.duplicatesFound(found, labels);
         this.resolveWaiters();
       }
     } catch (e) {

@@ -19,6 +19,13 @@ export interface EmbedRow {
   deleted: number;
 }
 
+/** What a possible-duplicates notification names of a memory. */
+export interface MemoryLabel {
+  id: string;
+  key: string;
+  ns_path: string;
+}
+
 export interface DuplicateRow {
   memory_rowid: number;
   other_rowid: number;
@@ -87,26 +94,21 @@ export class IndexFeed {
   }
 
   /**
-   * Replace the possible duplicates recorded for a memory (call inside a write transaction). A pair is recorded
-   * only while both memories exist: a purge may land while the check is being scored (in the embedding worker),
-   * and a purged memory's rows are gone for good (its rowid may be reused).
+   * Replace the possible duplicates recorded for a memory (call inside a write transaction, with memories that
+   * exist: the indexer checks that with labels() in the same transaction).
    */
   setDuplicates(rowid: number, version: number, hits: { rowid: number; similarity: number }[]): void {
     stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid = ?').run(rowid);
-    const ins = stmt(
-      this.db,
-      `INSERT INTO duplicate_candidates(memory_rowid, other_rowid, similarity, version) SELECT ?, ?, ?, ?
-      WHERE EXISTS (SELECT 1 FROM memories WHERE rowid = ?) AND EXISTS (SELECT 1 FROM memories WHERE rowid = ?)`,
-    );
-    for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version, rowid, h.rowid);
+    const ins = stmt(this.db, 'INSERT INTO duplicate_candidates(memory_rowid, other_rowid, similarity, version) VALUES (?, ?, ?, ?)');
+    for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version);
   }
 
   /**
    * What a possible-duplicates notification names of each memory (id, key, namespace path), for many memories in
-   * one statement: the indexer reports a whole pass's checks at once. Purged memories are absent.
+   * one statement: the indexer records and reports a whole pass's checks at once. Purged memories are absent.
    */
-  labels(rowids: number[]): Map<number, { id: string; key: string; ns_path: string }> {
-    const out = new Map<number, { id: string; key: string; ns_path: string }>();
+  labels(rowids: number[]): Map<number, MemoryLabel> {
+    const out = new Map<number, MemoryLabel>();
     if (rowids.length === 0) return out;
     const rows = stmt(
       this.db,
