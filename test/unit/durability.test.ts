@@ -6,6 +6,8 @@ import { describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { Core } from '../../daemon/src/server/core';
 import { synchronousSetting, WAL_CHECKPOINT_PAGES } from '../../daemon/src/store/db';
+import { BackgroundCheckpointer, CHECKPOINT_EVERY_COMMITS, FALLBACK_AUTOCHECKPOINT_PAGES } from '../../daemon/src/store/checkpointer';
+import { truncateWal } from '../../daemon/src/store/erase';
 import { Store } from '../../daemon/src/store/store';
 import { tempDir } from '../helpers';
 
@@ -58,6 +60,97 @@ describe('write durability', () => {
       assert.equal((await core.call(R.get, { namespace: 'project.w', key: 'k299' })).key, 'k299');
     } finally {
       store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Wait for a condition (state, not time): polls every few ms, fails after `ms`. */
+async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('WAL checkpoints in a worker thread (the daemon)', () => {
+  it('checkpoints from its own connection every so many commits; the main connection keeps only a fallback', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'w.db');
+    const store = new Store(file);
+    try {
+      assert.equal(store.backgroundCheckpoints(), null, 'off until asked for');
+      assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), WAL_CHECKPOINT_PAGES);
+      assert.equal(store.checkpointInBackground(), true);
+      assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), FALLBACK_AUTOCHECKPOINT_PAGES);
+      const core = new Core(store);
+      for (let i = 0; i < CHECKPOINT_EVERY_COMMITS + 5; i++)
+        await core.call(R.upsert, { namespace: 'project.w', key: `k${i}`, value: `value number ${i} `.repeat(10) });
+      await until('a background checkpoint', () => (store.backgroundCheckpoints() ?? 0) >= 1);
+      // Idle: the sweep's checkpoint goes to the worker too, and cuts the WAL to nothing once everything is copied.
+      store.checkpoint();
+      await until('the WAL cut to zero bytes', () => fs.statSync(file + '-wal').size === 0);
+      const m = await core.call(R.upsert, { namespace: 'project.w', key: 'after', value: 'written after the checkpoints' });
+      assert.equal(m.memory.version, 1);
+      assert.equal((await core.call(R.get, { namespace: 'project.w', key: 'k0' })).version, 1);
+    } finally {
+      store.close();
+    }
+    // The worker's connection closed first, so the main one closed last and folded the WAL in.
+    assert.equal(fs.existsSync(file + '-wal'), false);
+    const again = new Store(file);
+    try {
+      assert.equal(again.counts().memories, CHECKPOINT_EVERY_COMMITS + 6);
+    } finally {
+      again.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("memory/erase's TRUNCATE checkpoint waits for a background checkpoint instead of reporting busy", async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'e.db');
+    const store = new Store(file);
+    try {
+      store.checkpointInBackground();
+      const core = new Core(store);
+      for (let round = 0; round < 20; round++) {
+        await core.call(R.upsertBatch, {
+          items: Array.from({ length: 50 }, (_, i) => ({
+            namespace: 'project.e',
+            key: `r${round}k${i}`,
+            value: `round ${round} value ${i} `.repeat(30),
+          })),
+        });
+        store.checkpoint(); // the worker starts copying...
+        assert.equal(truncateWal(store), true, `round ${round}`); // ...and the main connection's TRUNCATE still succeeds
+        assert.equal(fs.statSync(file + '-wal').size, 0);
+      }
+    } finally {
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reports a worker that cannot open the store (the store then checkpoints in the write path again)', async () => {
+    const dir = tempDir();
+    let reason = '';
+    const c = new BackgroundCheckpointer(
+      path.join(dir, 'no', 'such', 'folder', 'x.db'),
+      require.resolve('better-sqlite3'),
+      'NORMAL',
+      (r) => {
+        reason = r;
+      },
+    );
+    try {
+      await until('the failure', () => reason !== '');
+      assert.match(reason, /could not open the store/);
+      assert.equal(c.alive, false);
+      c.request(true); // ignored, not thrown
+    } finally {
+      c.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

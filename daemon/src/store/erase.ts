@@ -185,6 +185,11 @@ export function erase(store: Store, p: EraseParams): EraseResult {
 export function truncateWal(store: Store, attempts = 3): boolean {
   if (store.path === ':memory:') return true;
   // A reader holding an old snapshot (an export in progress, a direct CLI) blocks TRUNCATE: wait briefly, not the full busy timeout.
+  // The daemon's background checkpoint (store/checkpointer.ts) is held off meanwhile: SQLite refuses two at once.
+  return store.withoutBackgroundCheckpoint(() => truncateWalNow(store, attempts));
+}
+
+function truncateWalNow(store: Store, attempts: number): boolean {
   const busy = store.db.pragma('busy_timeout', { simple: true }) as number;
   store.db.pragma('busy_timeout = 100');
   try {

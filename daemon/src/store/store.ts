@@ -48,7 +48,8 @@ import {
   SYSTEM_EXPIRE,
   validateContent,
 } from './write-rules';
-import { openDatabase, stmt, writeTx, type DB, type OpenOptions } from './db';
+import { openDatabase, stmt, writeTx, WAL_CHECKPOINT_PAGES, type DB, type OpenOptions } from './db';
+import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { compileFilter } from './filter';
 import { and, HISTORY_COLUMNS, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
@@ -100,7 +101,14 @@ export class Store {
   /** Injected clock, so tests can move time. */
   now: () => number = () => Date.now();
 
+  private readonly log: (msg: string) => void;
+  private readonly readonly: boolean;
+  /** WAL checkpoints in a worker thread (checkpointInBackground), once the daemon asked for them. */
+  private checkpointer: BackgroundCheckpointer | null = null;
+
   constructor(file: string, opts: OpenOptions = {}) {
+    this.log = opts.log ?? ((m: string) => process.stderr.write(`[cairn] ${m}\n`));
+    this.readonly = opts.readonly ?? false;
     const o = openDatabase(file, opts);
     this.db = o.db;
     this.path = file;
@@ -127,6 +135,8 @@ export class Store {
     } catch {
       /* busy: the next writer, search or open catches up */
     }
+    this.checkpointer?.close(); // its connection first: the last connection to close folds the WAL in and removes it
+    this.checkpointer = null;
     this.db.close();
   }
 
@@ -159,6 +169,7 @@ export class Store {
       if (outer) {
         this.vectors.settle(true);
         this.flushEvents();
+        this.checkpointer?.committed();
       }
       return r;
     } catch (e) {
@@ -1203,12 +1214,40 @@ export class Store {
    * sweep); when that copied everything, cut the WAL file to zero bytes.
    */
   checkpoint(): void {
+    if (this.checkpointer?.alive) return this.checkpointer.request(true);
     try {
       const [r] = this.db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
       if (r && r.busy === 0 && r.log === r.checkpointed) this.db.pragma('wal_checkpoint(TRUNCATE)');
     } catch {
       /* busy: the next one will do */
     }
+  }
+
+  /**
+   * Checkpoint the WAL from a worker thread with its own connection from now on (the daemon), instead of inside
+   * the commit that crosses the threshold on this connection (store/checkpointer.ts). False when this store
+   * cannot (in memory, read-only); if the worker fails later, automatic checkpoints come back on this connection.
+   */
+  checkpointInBackground(): boolean {
+    if (this.checkpointer || this.readonly || this.path === ':memory:' || !this.db.open) return !!this.checkpointer;
+    const synchronous = (this.db.pragma('synchronous', { simple: true }) as number) >= 2 ? 'FULL' : 'NORMAL';
+    this.checkpointer = new BackgroundCheckpointer(this.path, require.resolve('better-sqlite3'), synchronous, (reason) => {
+      this.log(`${reason}; checkpoints run in the write path again`);
+      this.checkpointer = null;
+      if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+    });
+    this.db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    return true;
+  }
+
+  /** Background checkpoints done so far (null: none run in the background). */
+  backgroundCheckpoints(): number | null {
+    return this.checkpointer ? this.checkpointer.completed : null;
+  }
+
+  /** Run a checkpoint of this connection (`fn`) while the background one is held off (SQLite refuses two at once). */
+  withoutBackgroundCheckpoint<T>(fn: () => T): T {
+    return this.checkpointer ? this.checkpointer.paused(fn) : fn();
   }
 
   fileSize(): number {

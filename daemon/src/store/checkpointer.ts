@@ -1,0 +1,167 @@
+/**
+ * WAL checkpoints off the event loop (the daemon's store). SQLite's automatic checkpoint runs inside the commit
+ * that crosses the WAL threshold: it copies ~2,000 pages into the database file and fsyncs the WAL and the
+ * database, a stall of several ms (tens on a loaded disk) in the middle of one client's request, about every
+ * 170 single upserts. Here a worker thread holds a second connection to the same file and runs PASSIVE
+ * checkpoints when the store asks (every `CHECKPOINT_EVERY_COMMITS` write transactions); the main connection's
+ * automatic checkpoint stays on only as a fallback at a larger WAL size (a PASSIVE checkpoint never waits for
+ * the writer, and the writer never waits for it).
+ *
+ * Durability is unchanged: a commit is durable as `cairn.store.synchronous` says (NORMAL: survives the process
+ * dying, the newest commits may be lost on power loss; FULL: fsynced before the reply), and the checkpoint
+ * connection syncs with the same setting. The main thread can pause the worker synchronously (`paused`), for
+ * its own TRUNCATE checkpoints (memory/erase): SQLite answers busy at once, without waiting, to a checkpoint
+ * started while another connection checkpoints.
+ */
+import { Worker } from 'node:worker_threads';
+
+/** Write transactions between two background checkpoints (a single upsert adds ~12 WAL pages). */
+export const CHECKPOINT_EVERY_COMMITS = 50;
+/** The main connection's own automatic checkpoint, kept as a fallback if the worker falls behind. */
+export const FALLBACK_AUTOCHECKPOINT_PAGES = 4000;
+/** Checkpoint passes per request at most (each copies what the previous one left). */
+const PASSES = 4;
+/** How long the main thread waits for a checkpoint in progress to finish (pause, close). */
+const WAIT_MS = 5000;
+
+// Slots of the shared state.
+const BUSY = 0; // 1 while the worker runs a checkpoint
+const PAUSED = 1; // > 0 while the main thread checkpoints itself: the worker skips its turn
+const CLOSED = 2; // 1 once the worker's connection is closed (or never opened)
+
+/** Plain JavaScript, evaluated in the worker: no bundling, better-sqlite3 loaded from the path the main thread resolved. */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const state = new Int32Array(workerData.state);
+const done = () => { Atomics.store(state, ${CLOSED}, 1); Atomics.notify(state, ${CLOSED}); };
+let db;
+try {
+  const Database = require(workerData.driver);
+  db = new Database(workerData.file);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('synchronous = ' + workerData.synchronous);
+} catch (e) {
+  done();
+  parentPort.postMessage({ failed: String((e && e.message) || e) });
+  process.exit(0);
+}
+parentPort.on('message', (m) => {
+  if (m.op === 'close') {
+    try { db.close(); } catch {}
+    done();
+    parentPort.close();
+    return;
+  }
+  Atomics.store(state, ${BUSY}, 1);
+  let r = null;
+  let error = null;
+  try {
+    if (Atomics.load(state, ${PAUSED}) === 0) {
+      // Frames written while a pass ran are left for another pass; a few short passes let the WAL be fully copied
+      // (then the writer starts it over from the beginning) even under a steady stream of writes.
+      for (let pass = 0; pass < ${PASSES}; pass++) {
+        const before = r;
+        r = db.pragma('wal_checkpoint(PASSIVE)')[0];
+        if (!r || r.busy || r.log !== r.checkpointed || (before && before.log === r.log)) break;
+      }
+      if (m.truncate && r && r.busy === 0 && r.log === r.checkpointed) r = db.pragma('wal_checkpoint(TRUNCATE)')[0];
+    }
+  } catch (e) {
+    error = String((e && e.message) || e);
+  }
+  Atomics.store(state, ${BUSY}, 0);
+  Atomics.notify(state, ${BUSY});
+  parentPort.postMessage({ result: r, error });
+});
+`;
+
+export interface CheckpointResult {
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
+
+export class BackgroundCheckpointer {
+  private readonly worker: Worker;
+  private readonly state = new Int32Array(new SharedArrayBuffer(12));
+  private commits = 0;
+  private inFlight = false;
+  private dead = false;
+  /** Checkpoints the worker completed (for tests and status). */
+  completed = 0;
+  lastResult: CheckpointResult | null = null;
+
+  constructor(
+    file: string,
+    driver: string,
+    synchronous: 'NORMAL' | 'FULL',
+    private readonly onFailure: (reason: string) => void,
+  ) {
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, synchronous, state: this.state.buffer } });
+    this.worker.unref();
+    this.worker.on('message', (m: { failed?: string; result?: CheckpointResult | null; error?: string | null }) => {
+      if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
+      this.inFlight = false;
+      if (m.result) {
+        this.completed++;
+        this.lastResult = m.result;
+      }
+    });
+    this.worker.on('error', (e) => this.fail(`the checkpoint worker failed: ${e.message}`));
+    this.worker.on('exit', () => {
+      if (Atomics.load(this.state, CLOSED) === 0) this.fail('the checkpoint worker exited');
+    });
+  }
+
+  get alive(): boolean {
+    return !this.dead;
+  }
+
+  /** A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once). */
+  committed(): void {
+    if (++this.commits < CHECKPOINT_EVERY_COMMITS || this.inFlight || this.dead) return;
+    this.request(false);
+  }
+
+  /** Ask for a checkpoint now; `truncate`: when it copied everything, also cut the WAL file to zero bytes. */
+  request(truncate: boolean): void {
+    if (this.dead || this.inFlight) return;
+    this.commits = 0;
+    this.inFlight = true;
+    this.worker.postMessage({ op: 'checkpoint', truncate });
+  }
+
+  /**
+   * Run `fn` (a checkpoint of the main connection) while the worker checkpoints nothing: waits for a checkpoint in
+   * progress to finish first, and makes the worker skip requests meanwhile.
+   */
+  paused<T>(fn: () => T): T {
+    Atomics.add(this.state, PAUSED, 1);
+    try {
+      const until = Date.now() + WAIT_MS;
+      while (Atomics.load(this.state, BUSY) === 1 && Date.now() < until) Atomics.wait(this.state, BUSY, 1, until - Date.now());
+      return fn();
+    } finally {
+      Atomics.sub(this.state, PAUSED, 1);
+    }
+  }
+
+  /** Close the worker's connection (synchronously, so the main connection closes last and removes the WAL), then end it. */
+  close(): void {
+    if (!this.dead && Atomics.load(this.state, CLOSED) === 0) {
+      this.worker.postMessage({ op: 'close' });
+      const until = Date.now() + WAIT_MS;
+      while (Atomics.load(this.state, CLOSED) === 0 && Date.now() < until) Atomics.wait(this.state, CLOSED, 0, until - Date.now());
+    }
+    this.dead = true;
+    void this.worker.terminate();
+  }
+
+  private fail(reason: string): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.inFlight = false;
+    void this.worker.terminate();
+    this.onFailure(reason);
+  }
+}
