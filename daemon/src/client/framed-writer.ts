@@ -14,17 +14,37 @@ function bigResult(msg: Message): boolean {
 }
 
 /**
- * Writes each message as one buffer (header + body) and coalesces every message
- * written in the same tick into one system call (cork until setImmediate). The
- * stock writer awaits the header write before writing the body, two event-loop
- * round trips per message; with a reply and a memory/didChange per upsert that
- * halved write throughput.
+ * Writes each message as one buffer (header + body) and coalesces the messages written together into one system
+ * call (cork, then one uncork). The stock writer awaits the header write before writing the body, two event-loop
+ * round trips per message; with a reply and a memory/didChange per upsert that halved write throughput.
+ *
+ * When the corked frames go out:
+ * - a request or a reply (a message with an id): at the end of the current tick (process.nextTick, after the
+ *   microtasks that wrote it), with every notification written before it. Waiting for setImmediate instead let
+ *   other I/O callbacks of the same event-loop turn (the indexer's embedding results, a few tenths of a ms) run
+ *   before the reply left, while the peer waited for it;
+ * - notifications alone: after `notificationDelayMs` (0: setImmediate), unless a reply goes first and takes them
+ *   along. The daemon uses a short delay, so the indexer's memory/possibleDuplicates of one write usually leaves
+ *   with the next reply, in one system call and one wake-up of the client instead of two. A reply sent on any
+ *   connection of the process first sends the notifications waiting on every other one, so a notification written
+ *   before a reply never arrives after it, on whichever connection (store/progress of an import, then its reply).
  */
+/** Writers holding notifications only, in the order they started waiting. */
+const waiting = new Set<FramedMessageWriter>();
+
 export class FramedMessageWriter extends AbstractMessageWriter implements MessageWriter {
   private corked = false;
+  /** How the corked frames are flushed: at the end of this tick (a reply is in), or later (notifications only). */
+  private flushAt: 'none' | 'tick' | 'later' = 'none';
+  private laterTimer: NodeJS.Timeout | null = null;
+  private laterImmediate: NodeJS.Immediate | null = null;
   private errors = 0;
+  private readonly flushNow = () => this.flush();
 
-  constructor(private readonly output: Writable) {
+  constructor(
+    private readonly output: Writable,
+    private readonly opts: { notificationDelayMs?: number } = {},
+  ) {
     super();
     output.on('error', (e) => this.fireError(e));
     output.on('close', () => this.fireClose());
@@ -41,15 +61,43 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
     if (!this.corked) {
       this.corked = true;
       this.output.cork();
-      setImmediate(() => {
-        this.corked = false;
-        this.output.uncork();
-      });
+    }
+    if ((msg as { id?: unknown }).id !== undefined) {
+      if (this.flushAt !== 'tick') {
+        this.cancelLater();
+        waiting.delete(this);
+        this.flushAt = 'tick';
+        process.nextTick(this.flushNow);
+      }
+    } else if (this.flushAt === 'none') {
+      this.flushAt = 'later';
+      waiting.add(this);
+      const delay = this.opts.notificationDelayMs ?? 0;
+      if (delay > 0) this.laterTimer = setTimeout(this.flushNow, delay);
+      else this.laterImmediate = setImmediate(this.flushNow);
     }
     if (!frame) this.output.write(header);
     this.output.write(frame ?? body, (err) => {
       if (err) this.fireError(err, msg, ++this.errors);
     });
+  }
+
+  private flush(): void {
+    const reply = this.flushAt === 'tick';
+    this.cancelLater();
+    waiting.delete(this);
+    this.flushAt = 'none';
+    if (reply) for (const w of [...waiting]) w.flush(); // notifications written before this reply, on other connections
+    if (!this.corked) return;
+    this.corked = false;
+    this.output.uncork();
+  }
+
+  private cancelLater(): void {
+    if (this.laterTimer) clearTimeout(this.laterTimer);
+    if (this.laterImmediate) clearImmediate(this.laterImmediate);
+    this.laterTimer = null;
+    this.laterImmediate = null;
   }
 
   /**
@@ -93,9 +141,11 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
       this.output.write(parts[i], last ? (err) => err && this.fireError(err, msg, ++this.errors) : undefined);
     }
     this.output.uncork();
+    this.flush(); // and any notification corked before it
   }
 
   end(): void {
+    this.flush();
     this.output.end();
   }
 }

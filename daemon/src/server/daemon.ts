@@ -24,6 +24,13 @@ import { LspDocuments } from './lsp';
 
 export type Logger = (msg: string) => void;
 
+/**
+ * A notification written with no reply to carry it waits this long for one (client/framed-writer.ts): the
+ * indexer's memory/possibleDuplicates then usually leaves with the next reply, one system call and one wake-up of
+ * the client instead of two. Replies themselves are never delayed.
+ */
+export const NOTIFICATION_DELAY_MS = 2;
+
 export interface DaemonOptions {
   db: string;
   /** Unix socket path; null: no socket. Default: defaultSocketPath(db). */
@@ -93,6 +100,8 @@ export class Daemon {
       throw e;
     }
     d.releaseLock = release;
+    // WAL checkpoints from a worker thread's own connection: never a stall inside a client's commit (store/checkpointer.ts).
+    d.store.checkpointInBackground();
     try {
       if (opts.setup) await opts.setup(d);
       if (socket) await d.listen(socket);
@@ -201,7 +210,7 @@ export class Daemon {
   /** Serve one client on a pair of streams. */
   serve(input: Readable, output: Writable, kind: Client['kind']): Client {
     const reader = new GuardedMessageReader(input, output, undefined, (m) => this.log(m));
-    const writer = new FramedMessageWriter(output);
+    const writer = new FramedMessageWriter(output, { notificationDelayMs: NOTIFICATION_DELAY_MS });
     const connection = createMessageConnection(reader, writer, {
       error: (m) => this.log(m),
       warn: () => {},
