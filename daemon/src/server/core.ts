@@ -10,6 +10,7 @@ import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
 import { checkParamsShapePaced, requestContext, type RequestContext } from './limits';
+import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
@@ -188,7 +189,9 @@ export class Core {
     const fn = this.handlers.get(method);
     if (!fn || !def) throw new CairnError('NotFound', `unknown method ${method}`, { field: 'method' });
     await checkParamsShapePaced(params); // depth, filter size, forbidden keys, unpaired surrogates: before any recursive validation
-    const parsed = def.params.safeParse(params ?? undefined);
+    // memory/upsert's common shapes skip zod (fast-params.ts: it only accepts, the same result); the schema decides the rest.
+    const fast = method === Requests.upsert.method ? fastUpsertParams(params) : null;
+    const parsed = fast ? { success: true as const, data: fast } : def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method);
     const ctx = requestContext(this.requestTimeMs);
     if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
