@@ -279,3 +279,55 @@ describe('indexer: a memory purged while its duplicate check was scored', () => 
     }
   });
 });
+
+describe('indexer: the worker fails a duplicate scan after the vectors were stored', () => {
+  it('scores the checks on the event loop instead of losing them, and says so', async () => {
+    const c = tempCore();
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    const failing: EmbeddingModel = {
+      info: e.info,
+      embed: (t, o) => e.embed(t, o),
+      embedWithSignatures: (t) => e.embedWithSignatures(t),
+      scanDuplicates: async () => {
+        throw new Error('the worker died (test)');
+      },
+      close: () => e.close(),
+    };
+    const logs: string[] = [];
+    const ix = new Indexer(c.store, (m) => logs.push(m));
+    try {
+      await ix.use(failing);
+      const text = 'deploys go through the staging cluster first, then production after a smoke test';
+      const items = Array.from({ length: 12 }, (_, i) => ({ namespace: 'project.a', key: `deploy-${i}`, value: `${text} (${i})` }));
+      const res = await c.core.call(R.upsertBatch, { items });
+      assert.ok((await ix.waitFor(c.store.position(), 30_000)).reached);
+      assert.ok(
+        logs.some((m) => /duplicate checks scored on the event loop: the worker died \(test\)/.test(m)),
+        logs.join('\n'),
+      );
+      const vectors = await e.embed(items.map((it) => `${it.key.replace(/[._:/-]+/g, ' ')}\n\n${it.value}`));
+      const nsr = (c.store.db.prepare(`SELECT rowid FROM namespaces WHERE path = 'project.a'`).get() as { rowid: number }).rowid;
+      let withDuplicates = 0;
+      res.results.forEach((x, i) => {
+        if (!x.ok) throw new Error('write failed');
+        const rowid = c.store.rowidOf(x.id)!;
+        const recorded = c.store.feed.duplicates(rowid).map((d) => ({ rowid: d.other_rowid, score: d.similarity }));
+        const want = c.store.vectors.similarInNamespace(
+          ix.model!,
+          vectors[i],
+          nsr,
+          rowid,
+          ix.duplicateThreshold(),
+          DUPLICATE_LIMIT,
+          Date.now(),
+        );
+        assert.deepEqual(recorded, want, `memory ${i}`);
+        if (want.length) withDuplicates++;
+      });
+      assert.equal(withDuplicates, 12);
+    } finally {
+      await ix.stop();
+      c.close();
+    }
+  });
+});

@@ -356,7 +356,8 @@ export class Indexer implements VectorSearcher {
         if (this.stopped || this.model !== model) return;
         const last = changes[changes.length - 1].position;
         const reports = await this.checkDuplicates(model, embedded, last);
-        if (this.stopped || this.model !== model) return;
+        // Stopping still records the checks just scored (stop() waits for this pass before the store closes).
+        if (this.model !== model) return;
         // The checks were scored off the event loop, so a memory may have been purged meanwhile: only pairs of
         // memories that still exist are recorded (read in the same transaction; a purged rowid may be reused).
         let labels = new Map<number, MemoryLabel>();
@@ -440,14 +441,25 @@ export class Indexer implements VectorSearcher {
     const checked = live.filter((e) => !isZero(e.vector));
     let hits: ArmHit[][] = [];
     if (checked.length) {
-      const scan = this.store.vectors.prepareDuplicateScan(
-        model,
-        checked.map((e) => ({ vector: e.vector, nsRowid: e.row.ns_rowid, exclude: e.row.rowid, sig: e.sig })),
-        DUPLICATE_LIMIT,
-        this.store.now(),
-      );
+      const now = this.store.now();
+      const prepare = () =>
+        this.store.vectors.prepareDuplicateScan(
+          model,
+          checked.map((e) => ({ vector: e.vector, nsRowid: e.row.ns_rowid, exclude: e.row.rowid, sig: e.sig })),
+          DUPLICATE_LIMIT,
+          now,
+        );
       const embedder = this.embedder;
-      hits = duplicateHits(embedder?.scanDuplicates ? await embedder.scanDuplicates(scan) : runDuplicateScan(scan));
+      let result: DuplicateScanResult | null = null;
+      if (embedder?.scanDuplicates)
+        result = await embedder.scanDuplicates(prepare()).catch((e: Error) => {
+          // The worker died or was closed (daemon stopping) after this pass stored its vectors: a later pass would
+          // not embed them again (same text), so their checks are scored here instead of being lost.
+          this.log(`duplicate checks scored on the event loop: ${e.message}`);
+          return null;
+        });
+      if (this.model !== model) return [];
+      hits = duplicateHits(result ?? runDuplicateScan(prepare()));
     }
     const threshold = this.duplicateThreshold();
     const byRow = new Map(checked.map((e, i) => [e.row.rowid, hits[i]]));
