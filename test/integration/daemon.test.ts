@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { StreamClient } from '../../daemon/src/client/socket-client';
-import { Requests as R } from '../../daemon/src/protocol/methods';
+import { Notifications as N, Requests as R } from '../../daemon/src/protocol/methods';
 import type { DidChangeParams } from '../../daemon/src/protocol/types';
 import { CAIRN_BIN, rejectsWith, spawnDaemon, tempDir, type SpawnedDaemon } from '../helpers';
 
@@ -218,6 +218,50 @@ describe('daemon over stdio', () => {
     assert.equal(code, 0);
     assert.equal(fs.existsSync(path.join(dir, 'c.db.daemon.json')), false, 'lock released');
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  // LSP's exit: status 0 after a shutdown request, 1 without one. The daemon used to dispose the connection and then
+  // wait forever for a stdin that its client keeps open (the Python example hung CI until its 90-minute limit).
+  for (const { shutdown, status } of [
+    { shutdown: true, status: 0 },
+    { shutdown: false, status: 1 },
+  ]) {
+    it(`exits with status ${status} on LSP exit ${shutdown ? 'after' : 'without'} shutdown, while its stdin stays open`, async () => {
+      const dir = tempDir();
+      const proc = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--stdio', '--db', path.join(dir, 'c.db'), '--no-embeddings'], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      const exited = new Promise<number | null>((res) => proc.once('exit', res));
+      const c = new StreamClient(proc.stdout!, proc.stdin!);
+      await c.initialize('stdio-exit-test');
+      assert.equal((await c.call(R.upsert, { namespace: 'user', key: 'k', value: 'before exit' })).created, true);
+      if (shutdown) assert.equal(await c.call(R.shutdown, undefined), null);
+      await c.connection.sendNotification(N.exit.method);
+      assert.equal(await exited, status);
+      assert.equal(fs.existsSync(path.join(dir, 'c.db.daemon.json')), false, 'lock released');
+      proc.stdin!.end();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+  }
+});
+
+describe('LSP exit over the socket', () => {
+  let d: SpawnedDaemon;
+  before(async () => (d = await spawnDaemon()));
+  after(async () => d.stop());
+
+  it("closes the leaving client's connection only; the daemon keeps serving the others", async () => {
+    const leaving = await StreamClient.connect(d.socket);
+    const staying = await StreamClient.connect(d.socket);
+    await leaving.initialize('leaving');
+    await staying.initialize('staying');
+    const closed = new Promise<void>((res) => leaving.connection.onClose(() => res()));
+    await leaving.connection.sendNotification(N.exit.method);
+    await closed;
+    await rejectsWith(leaving.call(R.list, { scope: { root: 'user' } }), 'Unavailable');
+    const r = await staying.call(R.upsert, { namespace: 'user', key: 'after-exit', value: 'still served' });
+    assert.equal(r.created, true);
+    await staying.close();
   });
 });
 

@@ -13,7 +13,7 @@ describe('examples/python/cairn_client.py', () => {
   after(async () => d.stop());
 
   it('initializes, upserts and searches over stdio', () => {
-    const r = spawnSync('python3', [SCRIPT, '--stdio', '--db', path.join(tempDir(), 'py.db')], { encoding: 'utf8' });
+    const r = spawnSync('python3', [SCRIPT, '--stdio', '--db', path.join(tempDir(), 'py.db')], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /connected to cairn/);
     assert.match(r.stdout, /1\. project\.python-demo\/greeting-style/);
@@ -21,7 +21,7 @@ describe('examples/python/cairn_client.py', () => {
   });
 
   it('does the same over the daemon socket', () => {
-    const r = spawnSync('python3', [SCRIPT, '--socket', d.socket], { encoding: 'utf8' });
+    const r = spawnSync('python3', [SCRIPT, '--socket', d.socket], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 0, r.stderr + r.stdout);
     assert.match(r.stdout, /created project\.python-demo\/greeting-style/);
   });

@@ -234,9 +234,23 @@ export class Daemon {
       };
       return result;
     });
-    connection.onRequest(Requests.shutdown.method, () => null);
+    let shutdownRequested = false;
+    connection.onRequest(Requests.shutdown.method, () => {
+      shutdownRequested = true;
+      return null;
+    });
     connection.onNotification(Notifications.initialized.method, () => {});
-    connection.onNotification(Notifications.exit.method, () => connection.dispose());
+    // LSP's exit: a stdio daemon belongs to its one client and stops, with status 0 after a shutdown request and 1
+    // without one (as the LSP specification asks); a socket client only leaves, and its connection closes.
+    connection.onNotification(Notifications.exit.method, () => {
+      if (kind === 'stdio') {
+        if (!this.stopping) void this.stop().then(() => process.exit(shutdownRequested ? 0 : 1));
+        return;
+      }
+      this.clients.delete(client);
+      connection.dispose();
+      output.end();
+    });
     client.lsp.register(connection);
 
     for (const method of this.core.methods()) {
