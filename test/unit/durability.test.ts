@@ -133,6 +133,31 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
     }
   });
 
+  it('starts its worker on the first request and ends it when idle; the next request starts another', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'i.db');
+    const store = new Store(file);
+    const c = new BackgroundCheckpointer(file, require.resolve('better-sqlite3'), 'NORMAL', (r) => assert.fail(r), 20);
+    try {
+      const core = new Core(store);
+      await core.call(R.upsert, { namespace: 'project.i', key: 'a', value: 'one' });
+      assert.equal(c.running, false);
+      c.request(false);
+      assert.equal(c.running, true);
+      await until('the first checkpoint', () => c.completed === 1);
+      await until('the idle worker ended', () => !c.running);
+      await core.call(R.upsert, { namespace: 'project.i', key: 'b', value: 'two' });
+      c.request(true);
+      await until('a checkpoint by a new worker', () => c.completed === 2);
+      assert.equal(c.lastResult?.busy, 0);
+      await until('the WAL cut to zero bytes', () => fs.statSync(file + '-wal').size === 0);
+    } finally {
+      c.close();
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reports a worker that cannot open the store (the store then checkpoints in the write path again)', async () => {
     const dir = tempDir();
     let reason = '';
@@ -145,6 +170,8 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
       },
     );
     try {
+      assert.equal(c.running, false, 'no worker before the first request');
+      c.request(false);
       await until('the failure', () => reason !== '');
       assert.match(reason, /could not open the store/);
       assert.equal(c.alive, false);

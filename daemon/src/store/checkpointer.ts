@@ -11,7 +11,8 @@
  * dying, the newest commits may be lost on power loss; FULL: fsynced before the reply), and the checkpoint
  * connection syncs with the same setting. The main thread can pause the worker synchronously (`paused`), for
  * its own TRUNCATE checkpoints (memory/erase): SQLite answers busy at once, without waiting, to a checkpoint
- * started while another connection checkpoints.
+ * started while another connection checkpoints. The worker runs only while there is something to checkpoint: it
+ * starts with the first request and ends after 10 s without one, so an idle daemon carries no extra thread.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -21,6 +22,8 @@ export const CHECKPOINT_EVERY_COMMITS = 50;
 export const FALLBACK_AUTOCHECKPOINT_PAGES = 4000;
 /** Checkpoint passes per request at most (each copies what the previous one left). */
 const PASSES = 4;
+/** A worker idle this long is ended (started again by the next request). */
+const IDLE_STOP_MS = 10_000;
 /** How long the main thread waits for a checkpoint in progress to finish (pause, close). */
 const WAIT_MS = 5000;
 
@@ -39,6 +42,7 @@ try {
   const Database = require(workerData.driver);
   db = new Database(workerData.file);
   db.pragma('busy_timeout = 5000');
+  db.pragma('cache_size = -256'); // a checkpoint copies WAL frames; it reads almost nothing through the page cache
   db.pragma('synchronous = ' + workerData.synchronous);
 } catch (e) {
   done();
@@ -81,40 +85,38 @@ export interface CheckpointResult {
   checkpointed: number;
 }
 
+/** One worker and its shared state (a new pair each time the worker is started). */
+interface Run {
+  worker: Worker;
+  state: Int32Array;
+}
+
 export class BackgroundCheckpointer {
-  private readonly worker: Worker;
-  private readonly state = new Int32Array(new SharedArrayBuffer(12));
+  private run: Run | null = null;
   private commits = 0;
   private inFlight = false;
   private dead = false;
+  private idleTimer: NodeJS.Timeout | null = null;
   /** Checkpoints the worker completed (for tests and status). */
   completed = 0;
   lastResult: CheckpointResult | null = null;
 
   constructor(
-    file: string,
-    driver: string,
-    synchronous: 'NORMAL' | 'FULL',
+    private readonly file: string,
+    private readonly driver: string,
+    private readonly synchronous: 'NORMAL' | 'FULL',
     private readonly onFailure: (reason: string) => void,
-  ) {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { file, driver, synchronous, state: this.state.buffer } });
-    this.worker.unref();
-    this.worker.on('message', (m: { failed?: string; result?: CheckpointResult | null; error?: string | null }) => {
-      if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
-      this.inFlight = false;
-      if (m.result) {
-        this.completed++;
-        this.lastResult = m.result;
-      }
-    });
-    this.worker.on('error', (e) => this.fail(`the checkpoint worker failed: ${e.message}`));
-    this.worker.on('exit', () => {
-      if (Atomics.load(this.state, CLOSED) === 0) this.fail('the checkpoint worker exited');
-    });
-  }
+    /** The worker (a V8 isolate, ~9 MiB resident) is started at the first request and ended after this long idle. */
+    private readonly idleStopMs = IDLE_STOP_MS,
+  ) {}
 
   get alive(): boolean {
     return !this.dead;
+  }
+
+  /** Whether a worker is running now (it starts on demand and ends when idle). */
+  get running(): boolean {
+    return this.run !== null;
   }
 
   /** A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once). */
@@ -128,7 +130,8 @@ export class BackgroundCheckpointer {
     if (this.dead || this.inFlight) return;
     this.commits = 0;
     this.inFlight = true;
-    this.worker.postMessage({ op: 'checkpoint', truncate });
+    this.clearIdle();
+    (this.run ??= this.start()).worker.postMessage({ op: 'checkpoint', truncate });
   }
 
   /**
@@ -136,32 +139,85 @@ export class BackgroundCheckpointer {
    * progress to finish first, and makes the worker skip requests meanwhile.
    */
   paused<T>(fn: () => T): T {
-    Atomics.add(this.state, PAUSED, 1);
+    const run = this.run;
+    if (!run) return fn();
+    Atomics.add(run.state, PAUSED, 1);
     try {
       const until = Date.now() + WAIT_MS;
-      while (Atomics.load(this.state, BUSY) === 1 && Date.now() < until) Atomics.wait(this.state, BUSY, 1, until - Date.now());
+      while (Atomics.load(run.state, BUSY) === 1 && Date.now() < until) Atomics.wait(run.state, BUSY, 1, until - Date.now());
       return fn();
     } finally {
-      Atomics.sub(this.state, PAUSED, 1);
+      Atomics.sub(run.state, PAUSED, 1);
     }
   }
 
   /** Close the worker's connection (synchronously, so the main connection closes last and removes the WAL), then end it. */
   close(): void {
-    if (!this.dead && Atomics.load(this.state, CLOSED) === 0) {
-      this.worker.postMessage({ op: 'close' });
-      const until = Date.now() + WAIT_MS;
-      while (Atomics.load(this.state, CLOSED) === 0 && Date.now() < until) Atomics.wait(this.state, CLOSED, 0, until - Date.now());
-    }
+    this.clearIdle();
+    this.stop();
     this.dead = true;
-    void this.worker.terminate();
+  }
+
+  private start(): Run {
+    const state = new Int32Array(new SharedArrayBuffer(12));
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { file: this.file, driver: this.driver, synchronous: this.synchronous, state: state.buffer },
+      // A checkpoint allocates next to nothing in JavaScript: small heaps keep the thread's footprint small.
+      resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
+    });
+    const run: Run = { worker, state };
+    worker.unref();
+    worker.on('message', (m: { failed?: string; result?: CheckpointResult | null; error?: string | null }) => {
+      if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
+      this.inFlight = false;
+      if (m.result) {
+        this.completed++;
+        this.lastResult = m.result;
+      }
+      this.clearIdle();
+      this.idleTimer = setTimeout(() => this.stopIfIdle(), this.idleStopMs);
+      this.idleTimer.unref();
+    });
+    worker.on('error', (e) => this.fail(`the checkpoint worker failed: ${e.message}`));
+    worker.on('exit', () => {
+      if (this.run === run && Atomics.load(state, CLOSED) === 0) this.fail('the checkpoint worker exited');
+    });
+    return run;
+  }
+
+  private stopIfIdle(): void {
+    this.idleTimer = null;
+    if (!this.inFlight) this.stop();
+  }
+
+  /** End the current worker, if any, after its connection closed (waits for a checkpoint in progress). */
+  private stop(): void {
+    const run = this.run;
+    if (!run) return;
+    this.run = null;
+    this.inFlight = false;
+    if (Atomics.load(run.state, CLOSED) === 0) {
+      run.worker.postMessage({ op: 'close' });
+      const until = Date.now() + WAIT_MS;
+      while (Atomics.load(run.state, CLOSED) === 0 && Date.now() < until) Atomics.wait(run.state, CLOSED, 0, until - Date.now());
+    }
+    void run.worker.terminate();
+  }
+
+  private clearIdle(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
   }
 
   private fail(reason: string): void {
     if (this.dead) return;
     this.dead = true;
     this.inFlight = false;
-    void this.worker.terminate();
+    this.clearIdle();
+    const run = this.run;
+    this.run = null;
+    if (run) void run.worker.terminate();
     this.onFailure(reason);
   }
 }
