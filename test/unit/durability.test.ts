@@ -87,7 +87,7 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
       const core = new Core(store);
       for (let i = 0; i < CHECKPOINT_EVERY_COMMITS + 5; i++)
         await core.call(R.upsert, { namespace: 'project.w', key: `k${i}`, value: `value number ${i} `.repeat(10) });
-      await until('a background checkpoint', () => (store.backgroundCheckpoints() ?? 0) >= 1);
+      await until('a background checkpoint', () => (store.backgroundCheckpoints()?.completed ?? 0) >= 1);
       // Idle: the sweep's checkpoint goes to the worker too, and cuts the WAL to nothing once everything is copied.
       store.checkpoint();
       await until('the WAL cut to zero bytes', () => fs.statSync(file + '-wal').size === 0);
@@ -104,6 +104,27 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
       assert.equal(again.counts().memories, CHECKPOINT_EVERY_COMMITS + 6);
     } finally {
       again.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an idle store is checkpointed on the spot, without starting a worker (an idle daemon has no extra thread)', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'q.db');
+    const first = new Store(file);
+    await new Core(first).call(R.upsert, { namespace: 'project.q', key: 'a', value: 'written before the daemon opens the store' });
+    first.db.pragma('wal_autocheckpoint = 0');
+    const wal = fs.readFileSync(file + '-wal'); // the WAL as left by a writer that did not close cleanly
+    first.close();
+    fs.writeFileSync(file + '-wal', wal);
+    const store = new Store(file);
+    try {
+      store.checkpointInBackground();
+      store.checkpoint(); // the daemon's first sweep
+      assert.deepEqual(store.backgroundCheckpoints(), { completed: 0, running: false });
+      assert.equal(fs.statSync(file + '-wal').size, 0);
+    } finally {
+      store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -1214,7 +1214,9 @@ export class Store {
    * sweep); when that copied everything, cut the WAL file to zero bytes.
    */
   checkpoint(): void {
-    if (this.checkpointer?.alive) return this.checkpointer.request(true);
+    // In the background while writes come in; an idle store (no write since the last checkpoint, e.g. the daemon's
+    // first sweep right after it opened) is checkpointed here: nothing waits, and no worker is started for it.
+    if (this.checkpointer?.alive && this.checkpointer.pending) return this.checkpointer.request(true);
     try {
       const [r] = this.db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
       if (r && r.busy === 0 && r.log === r.checkpointed) this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -1240,9 +1242,9 @@ export class Store {
     return true;
   }
 
-  /** Background checkpoints done so far (null: none run in the background). */
-  backgroundCheckpoints(): number | null {
-    return this.checkpointer ? this.checkpointer.completed : null;
+  /** Background checkpoints done so far, and whether their worker runs now (null: none run in the background). */
+  backgroundCheckpoints(): { completed: number; running: boolean } | null {
+    return this.checkpointer ? { completed: this.checkpointer.completed, running: this.checkpointer.running } : null;
   }
 
   /** Run a checkpoint of this connection (`fn`) while the background one is held off (SQLite refuses two at once). */
