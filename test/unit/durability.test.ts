@@ -1,5 +1,6 @@
 /** The write path's durability setting (cairn.store.synchronous) and the bounded WAL. */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
@@ -9,7 +10,7 @@ import { synchronousSetting, WAL_CHECKPOINT_PAGES } from '../../daemon/src/store
 import { BackgroundCheckpointer, CHECKPOINT_EVERY_COMMITS, FALLBACK_AUTOCHECKPOINT_PAGES } from '../../daemon/src/store/checkpointer';
 import { truncateWal } from '../../daemon/src/store/erase';
 import { Store } from '../../daemon/src/store/store';
-import { tempDir } from '../helpers';
+import { ROOT, tempDir } from '../helpers';
 
 describe('write durability', () => {
   it('defaults to synchronous=NORMAL in WAL mode and offers FULL', () => {
@@ -106,6 +107,27 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
       again.close();
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a running checkpoint worker does not keep its process alive', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'r.db');
+    new Store(file).close();
+    // The child starts a worker that would stay an hour idle, waits for its checkpoint, and returns: it must exit by
+    // itself. (It hung with the worker ref'd: a stdio daemon whose client had left never exited.)
+    const script = `
+      const { BackgroundCheckpointer } = require(${JSON.stringify(path.join(ROOT, 'daemon', 'src', 'store', 'checkpointer.ts'))});
+      const c = new BackgroundCheckpointer(${JSON.stringify(file)}, require.resolve('better-sqlite3'), 'NORMAL', (r) => { console.log('failed', r); }, 3_600_000);
+      c.request(false);
+      (async () => {
+        while (c.completed === 0) await new Promise((r) => setTimeout(r, 20));
+        console.log('checkpointed', c.running);
+      })();`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.signal, null, 'the process had to be killed: the worker kept it alive');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'checkpointed true');
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('an idle store is checkpointed on the spot, without starting a worker (an idle daemon has no extra thread)', async () => {

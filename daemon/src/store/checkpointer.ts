@@ -172,7 +172,6 @@ export class BackgroundCheckpointer {
       resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
     });
     const run: Run = { worker, state };
-    worker.unref();
     worker.on('message', (m: { failed?: string; result?: CheckpointResult | null; error?: string | null }) => {
       if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
       this.inFlight = false;
@@ -188,6 +187,9 @@ export class BackgroundCheckpointer {
     worker.on('exit', () => {
       if (this.run === run && Atomics.load(state, CLOSED) === 0) this.fail('the checkpoint worker exited');
     });
+    // After the listeners: adding a 'message' listener refs the worker again, and a ref'd worker kept every process
+    // with a store open alive (a stdio daemon whose client had left never exited).
+    worker.unref();
     return run;
   }
 
