@@ -142,9 +142,21 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
     const store = new Store(file);
     try {
       store.checkpointInBackground();
-      store.checkpoint(); // the daemon's first sweep
+      // The daemon's sweep: its own write transaction (nothing to expire here), then the checkpoint.
+      assert.equal(store.sweep().expired, 0);
+      store.checkpoint();
       assert.deepEqual(store.backgroundCheckpoints(), { completed: 0, running: false });
       assert.equal(fs.statSync(file + '-wal').size, 0);
+      // The next sweep with nothing written in between: still no worker.
+      store.sweep();
+      store.checkpoint();
+      assert.deepEqual(store.backgroundCheckpoints(), { completed: 0, running: false });
+      // A write since the last checkpoint: the next sweep's checkpoint goes to the worker.
+      await new Core(store).call(R.upsert, { namespace: 'project.q', key: 'b', value: 'written while the daemon serves' });
+      store.sweep();
+      store.checkpoint();
+      assert.equal(store.backgroundCheckpoints()?.running, true);
+      await until('the background checkpoint', () => (store.backgroundCheckpoints()?.completed ?? 0) >= 1);
     } finally {
       store.close();
       fs.rmSync(dir, { recursive: true, force: true });

@@ -105,6 +105,8 @@ export class Store {
   private readonly readonly: boolean;
   /** WAL checkpoints in a worker thread (checkpointInBackground), once the daemon asked for them. */
   private checkpointer: BackgroundCheckpointer | null = null;
+  /** SQLite's total_changes() at the last checkpoint(): whether anything was written since. */
+  private changesAtCheckpoint = -1;
 
   constructor(file: string, opts: OpenOptions = {}) {
     this.log = opts.log ?? ((m: string) => process.stderr.write(`[cairn] ${m}\n`));
@@ -1216,7 +1218,12 @@ export class Store {
   checkpoint(): void {
     // In the background while writes come in; an idle store (no write since the last checkpoint, e.g. the daemon's
     // first sweep right after it opened) is checkpointed here: nothing waits, and no worker is started for it.
-    if (this.checkpointer?.alive && this.checkpointer.pending) return this.checkpointer.request(true);
+    // "No write" is counted in rows changed, not in transactions: the sweep itself commits one (usually changing
+    // nothing) right before it asks for this checkpoint, so counting commits started the worker at every sweep.
+    const changes = this.db.prepare('SELECT total_changes()').pluck().get() as number;
+    const wrote = changes !== this.changesAtCheckpoint;
+    this.changesAtCheckpoint = changes;
+    if (this.checkpointer?.alive && (this.checkpointer.running || wrote)) return this.checkpointer.request(true);
     try {
       const [r] = this.db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
       if (r && r.busy === 0 && r.log === r.checkpointed) this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -1239,6 +1246,7 @@ export class Store {
       if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
     });
     this.db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    this.changesAtCheckpoint = this.db.prepare('SELECT total_changes()').pluck().get() as number;
     return true;
   }
 
