@@ -67,6 +67,14 @@ const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
 export interface FtsPlan {
   all: string | null;
   any: string | null;
+  /**
+   * `any` is `all` with OR for AND: the same phrases in the same order (no common term left out). A memory that
+   * matches every term then gets the same BM25 from either expression, so one statement over `any` can rank
+   * both passes (see ftsArm).
+   */
+  samePhrases: boolean;
+  /** Fewest memories holding one of the plain-word terms (an upper bound on the conjunctive matches); Infinity without one. */
+  minDf: number;
 }
 
 const dfCaches = new WeakMap<DB, Map<string, { df: number; docCount: number }>>();
@@ -75,7 +83,7 @@ export function planQuery(db: DB, query: string): FtsPlan {
   let dfCache = dfCaches.get(db);
   if (!dfCache) dfCaches.set(db, (dfCache = new Map()));
   const words = [...query.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
-  if (words.length === 0) return { all: null, any: null };
+  if (words.length === 0) return { all: null, any: null, samePhrases: false, minDf: Infinity };
   const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
   const use = content.length > 0 ? content : words;
   // max(rowid) is O(1) and close enough to the number of memories for a share threshold
@@ -121,12 +129,14 @@ export function planQuery(db: DB, query: string): FtsPlan {
       else terms.push({ expr: quote(lower), df: d });
     }
   });
-  if (terms.length === 0) return { all: null, any: null };
+  if (terms.length === 0) return { all: null, any: null, samePhrases: false, minDf: Infinity };
   const informative = terms.filter((t) => t.df === undefined || t.df < cap);
   const any = informative.length > 0 ? informative : [...terms].sort((a, b) => (a.df ?? 0) - (b.df ?? 0)).slice(0, 1);
   return {
     all: terms.length > 1 ? terms.map((t) => t.expr).join(' AND ') : null,
     any: any.map((t) => t.expr).join(' OR '),
+    samePhrases: any.length === terms.length,
+    minDf: Math.min(...terms.map((t) => t.df ?? Infinity)),
   };
 }
 
@@ -135,6 +145,14 @@ export const FTS_INNER_FACTOR = 2;
 /** Past this many BM25 candidates, `ranked` falls back to one query joining every match. */
 export const FTS_INNER_MAX = 8192;
 
+/** One ranked match: BM25 (lower is better) and, when a conjunctive part is asked for, whether it matches every term. */
+interface Ranked {
+  rowid: number;
+  bm: number;
+  /** 0: matches every term (ranks first), 1: only some; always 0 without a conjunctive part. */
+  part: number;
+}
+
 /**
  * The `limit` best matches of `expr` that the WHERE fragment (visibility, scope, filter; aliases `m`, `n`)
  * admits, ordered by BM25, then own scope over `user`, newer, id — exactly what one query joining every match
@@ -142,6 +160,11 @@ export const FTS_INNER_MAX = 8192;
  * hands over the best L; only those are joined and checked. Rows the WHERE refuses are dropped before the cut,
  * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
  * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
+ *
+ * With `every` (an expression whose matches are a subset of `expr`'s), the matches of `every` rank first, then
+ * the others, each group by the order above: the conjunctive and disjunctive passes in one statement. FTS5 then
+ * computes BM25's per-term document counts once (they cost a scan of each term's, identifier phrase's and
+ * namespace token's matches per statement), and `every` is only matched (no BM25) as a rowid set.
  */
 function ranked(
   db: DB,
@@ -149,21 +172,27 @@ function ranked(
   limit: number,
   where: { sql: string; params: unknown[] },
   own: { sql: string; params: unknown[] } | null,
-): { rowid: number; bm: number }[] {
+  every: string | null = null,
+): Ranked[] {
   const check = stmt(
     db,
     `SELECT m.rowid AS rowid, ${own ? own.sql : '0'} AS own, m.updated_at AS updated, m.id AS id
        FROM memories m JOIN namespaces n ON n.id = m.ns_id
       WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
   );
+  const bm25 = `bm25(memories_fts, ${BM25_WEIGHTS.join(', ')})`;
+  const part = every ? `(rowid NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))` : '0';
+  const partParams = every ? [every] : [];
+  const before = (a: { part: number; bm: number }, b: { part: number; bm: number }) =>
+    a.part < b.part || (a.part === b.part && a.bm < b.bm);
   for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
     const top = stmt(
       db,
-      `SELECT rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm FROM memories_fts WHERE memories_fts MATCH ? ORDER BY bm ASC LIMIT ?`,
-    ).all(expr, inner) as { rowid: number; bm: number }[];
+      `SELECT rowid, ${bm25} AS bm, ${part} AS part FROM memories_fts WHERE memories_fts MATCH ? ORDER BY part ASC, bm ASC LIMIT ?`,
+    ).all(...partParams, expr, inner) as Ranked[];
     const exhausted = top.length < inner;
     if (top.length === 0) return [];
-    const bm = new Map(top.map((r) => [r.rowid, r.bm]));
+    const byRow = new Map(top.map((r) => [r.rowid, r]));
     const ok = (
       check.all(...(own?.params ?? []), JSON.stringify(top.map((r) => r.rowid)), ...where.params) as {
         rowid: number;
@@ -172,20 +201,20 @@ function ranked(
         id: string;
       }[]
     )
-      .map((r) => ({ ...r, bm: bm.get(r.rowid)! }))
-      .sort((a, b) => a.bm - b.bm || a.own - b.own || b.updated - a.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      .map((r) => ({ ...r, bm: byRow.get(r.rowid)!.bm, part: byRow.get(r.rowid)!.part }))
+      .sort((a, b) => a.part - b.part || a.bm - b.bm || a.own - b.own || b.updated - a.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     // Exact when every match not fetched ranks strictly below the last admitted row kept.
-    if (exhausted || (ok.length >= limit && ok[limit - 1].bm < top[top.length - 1].bm))
-      return ok.slice(0, limit).map((r) => ({ rowid: r.rowid, bm: r.bm }));
+    if (exhausted || (ok.length >= limit && before(ok[limit - 1], top[top.length - 1])))
+      return ok.slice(0, limit).map((r) => ({ rowid: r.rowid, bm: r.bm, part: r.part }));
   }
   return stmt(
     db,
-    `SELECT f.rowid AS rowid, bm25(memories_fts, ${BM25_WEIGHTS.join(', ')}) AS bm
+    `SELECT f.rowid AS rowid, ${bm25} AS bm, ${part.replace('(rowid', '(f.rowid')} AS part
        FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
        WHERE memories_fts MATCH ? AND ${where.sql}
-       ORDER BY bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
+       ORDER BY part ASC, bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
        LIMIT ?`,
-  ).all(expr, ...where.params, ...(own?.params ?? []), limit) as { rowid: number; bm: number }[];
+  ).all(...partParams, expr, ...where.params, ...(own?.params ?? []), limit) as Ranked[];
 }
 
 export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
@@ -208,18 +237,24 @@ export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   }
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);
+  const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
+  // Both passes in one statement when a memory matching every term scores the same under either expression
+  // (the result is the same either way), unless the conjunctive pass alone may fill the limit: a scope or a
+  // plain-word term found in fewer memories than the limit says it cannot, and then the disjunctive pass runs too.
+  if (plan.all && plan.any && plan.samePhrases && (scopeSql !== null || plan.minDf < q.limit))
+    return ranked(db, plan.any, q.limit, where, own, plan.all).map(toHit);
   const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
   if (plan.all)
     for (const r of run(plan.all, q.limit)) {
       seen.add(r.rowid);
-      out.push({ rowid: r.rowid, score: -r.bm });
+      out.push(toHit(r));
     }
   if (out.length < q.limit && plan.any) {
     for (const r of run(plan.any, q.limit + out.length)) {
       if (seen.has(r.rowid) || out.length >= q.limit) continue;
-      out.push({ rowid: r.rowid, score: -r.bm });
+      out.push(toHit(r));
     }
   }
   return out;
