@@ -63,6 +63,20 @@ before(async () => {
       value: `kestrel seen near the river on day ${i} with falcon ${i % 7} and other birds`,
       tags: i % 5 === 0 ? ['birds'] : [],
     });
+  // For the one-statement plan (both passes at once): short values with a rare word only, which outrank on BM25
+  // the longer values holding every word of "osprey heron" or "osprey quillRender"; the latter must still come first.
+  for (let i = 0; i < 30; i++)
+    items.push({ namespace: i % 2 ? 'project.alpha' : 'project.beta', key: `osp${i}`, value: i % 3 ? 'osprey osprey' : 'osprey' });
+  for (let i = 0; i < 12; i++)
+    items.push({
+      namespace: i % 2 ? 'project.alpha' : 'user.notes',
+      key: `both${i}`,
+      value: `a long note about an osprey that was seen ${i} times near a heron colony while quillRender ran in the build`,
+    });
+  for (let i = 0; i < 20; i++)
+    items.push({ namespace: 'project.beta', key: `her${i}`, value: `heron ${i % 4 ? 'heron' : ''} and some other words` });
+  for (let i = 0; i < 6; i++)
+    items.push({ namespace: 'project.alpha', key: `qr${i}`, value: `the quill_render helper and QuillRender ${i}` });
   for (let i = 0; i < items.length; i += 200) {
     const r = await c.core.call(R.upsertBatch, { items: items.slice(i, i + 200) });
     assert.ok(r.results.every((x) => x.ok));
@@ -91,6 +105,17 @@ describe('full-text arm: ranking with FTS5 first equals the joined query', () =>
     ['disjunctive fill', 'kestrel zebra', { limit: 60 }],
     ['more wanted than exist', 'falcon nest', { limit: 500 }],
     ['nothing in scope', 'kestrel', { scope: { root: 'project.none', includeUser: false }, limit: 10 }],
+    ['one statement, whole store (a word rarer than the limit)', 'osprey heron', { limit: 50 }],
+    ['one statement, scoped with the user tree', 'osprey heron', { scope: { root: 'project.alpha' }, limit: 30 }],
+    ['one statement, scoped, small limit inside the conjunctive part', 'osprey heron', { scope: { root: 'project.alpha' }, limit: 3 }],
+    ['one statement, identifier term', 'osprey quillRender', { limit: 40 }],
+    ['one statement, filter', 'heron osprey', { filter: { field: 'namespace', op: 'eq', value: 'project.beta' }, limit: 20 }],
+    [
+      'one statement, scoped, deleted and superseded included',
+      'kestrel falcon nest',
+      { scope: { root: 'project.beta' }, include: { deleted: true, superseded: true }, limit: 500 },
+    ],
+    ['two passes (a scope-less query whose words are all common enough to fill it)', 'kestrel falcon nest', { limit: 30 }],
   ];
   for (const [name, query, q] of cases) {
     it(name, () => {
@@ -100,6 +125,25 @@ describe('full-text arm: ranking with FTS5 first equals the joined query', () =>
       if (name !== 'nothing in scope') assert.ok(want.length > 0, 'the case has results');
     });
   }
+
+  it('the one-statement plan is the one these cases take, and it ranks every-term matches first', () => {
+    for (const query of ['osprey heron', 'osprey quillRender', 'heron osprey', 'kestrel falcon nest']) {
+      const plan = planQuery(c.store.db, query);
+      assert.ok(plan.all && plan.any && plan.samePhrases, `${query}: every term is informative`);
+      // scope-less cases above take one statement only with a word rarer than their limit
+      assert.equal(plan.minDf < 50, query !== 'kestrel falcon nest', query);
+    }
+    const hits = ftsArm(c.store.db, 'osprey heron', { limit: 50, now: now() });
+    const keys = hits.map((h) => (c.store.db.prepare('SELECT key FROM memories WHERE rowid = ?').get(h.rowid) as { key: string }).key);
+    assert.deepEqual(
+      keys.slice(0, 12).map((k) => k.replace(/[0-9]+$/, '')),
+      Array(12).fill('both'),
+      'the 12 memories holding both words come first',
+    );
+    assert.ok(keys.slice(12).every((k) => !k.startsWith('both')) && keys.length === 50);
+    // ...although a memory holding one word only has a better BM25 than each of them: the order is not BM25 alone.
+    assert.ok(Math.max(...hits.slice(12).map((h) => h.score)) > Math.min(...hits.slice(0, 12).map((h) => h.score)));
+  });
 
   it('a deleted memory never takes a place (the top 400 BM25 matches are deleted)', () => {
     const hits = ftsArm(c.store.db, 'kestrel', { limit: 25, now: now() });
