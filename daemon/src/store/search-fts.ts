@@ -14,6 +14,15 @@
  *    informative terms (leaving out terms found in over 10% of memories and
  *    over 1000 of them — they carry little BM25 weight but dominate the cost)
  *    fills the rest, by BM25.
+ * 4. When the conjunctive pass cannot fill the limit alone (a scope, or a
+ *    plain word found in fewer memories than the limit), 2 and 3 are one
+ *    statement: the disjunctive matches, those matching every term first, each
+ *    group by BM25 over the disjunctive terms. FTS5 recounts every term's,
+ *    identifier phrase's and namespace token's matches for BM25 in each
+ *    statement; this way once, and the conjunctive expression is only matched
+ *    as a set of rowids. Without a common term left out this is exactly what
+ *    the two passes return; with one, the every-term matches are ordered
+ *    without its (small) weight.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
  */
 import type { Filter, Include, Scope } from '../protocol/types';
@@ -69,8 +78,8 @@ export interface FtsPlan {
   any: string | null;
   /**
    * `any` is `all` with OR for AND: the same phrases in the same order (no common term left out). A memory that
-   * matches every term then gets the same BM25 from either expression, so one statement over `any` can rank
-   * both passes (see ftsArm).
+   * matches every term then gets the same BM25 from either expression, so the one-statement plan (see ftsArm)
+   * returns exactly what the two passes do.
    */
   samePhrases: boolean;
   /** Fewest memories holding one of the plain-word terms (an upper bound on the conjunctive matches); Infinity without one. */
@@ -217,7 +226,8 @@ function ranked(
   ).all(...partParams, expr, ...where.params, ...(own?.params ?? []), limit) as Ranked[];
 }
 
-export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
+/** `twoPasses`: always run the conjunctive and disjunctive passes as two statements (bench/search-profile.ts compares). */
+export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: boolean } = {}): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
   const scopeSql = scopePredicate(q.scope, 'path');
@@ -238,10 +248,9 @@ export function ftsArm(db: DB, query: string, q: ArmQuery): ArmHit[] {
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);
   const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
-  // Both passes in one statement when a memory matching every term scores the same under either expression
-  // (the result is the same either way), unless the conjunctive pass alone may fill the limit: a scope or a
-  // plain-word term found in fewer memories than the limit says it cannot, and then the disjunctive pass runs too.
-  if (plan.all && plan.any && plan.samePhrases && (scopeSql !== null || plan.minDf < q.limit))
+  // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
+  // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
+  if (plan.all && plan.any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit))
     return ranked(db, plan.any, q.limit, where, own, plan.all).map(toHit);
   const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
   const out: ArmHit[] = [];
