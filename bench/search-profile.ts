@@ -4,6 +4,7 @@
  *
  *   node --import tsx bench/search-profile.ts --db path/to/cairn.db [--queries queries-100000.jsonl]
  *       [--build corpus-100000.jsonl [--cairn bin/cairn.js]] [--rounds 2] [--slow 10] [--clock wall|cpu] [--json out.json]
+ *       [--two-passes]
  *
  * - `--build`: first load the corpus into `--db` through a daemon (`memory/upsertBatch`, 500 per call,
  *   then `index/wait`), so the store is what the daemon writes; without it `--db` must exist.
@@ -11,6 +12,10 @@
  *   as the side-by-side does), after 10 warm-ups, `--rounds` times: query embedding, full-text arm, vector arm
  *   (the scope's admitted set and KNN), fusion + rank facts, row reads, and the whole `search()` call; p50/p95
  *   per part and the slowest queries with their parts and admitted-set sizes.
+ * - `--two-passes`: also time, for each query right after the parts above, the full-text arm and the whole
+ *   `search()` with the arm's conjunctive and disjunctive passes as two statements (the plan before they were
+ *   merged, search-fts.ts): `fts2` and `search2`, a before/after in one run on one store copy. Which plan runs
+ *   first for a query alternates per round (the first one finds colder pages).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -94,7 +99,21 @@ async function main() {
   const model = indexer.model!;
   const limit = 25;
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
-  type Row = { q: string; scope: string | null; embed: number; fts: number; vector: number; fuse: number; rows: number; search: number };
+  const twoPasses = process.argv.includes('--two-passes');
+  const oneStatementArm = store.fullTextArm.bind(store);
+  const twoPassArm = (query: string, q: ArmQuery) => ftsArm(store.db, query, q, { twoPasses: true });
+  type Row = {
+    q: string;
+    scope: string | null;
+    embed: number;
+    fts: number;
+    vector: number;
+    fuse: number;
+    rows: number;
+    search: number;
+    fts2: number;
+    search2: number;
+  };
   const out: Record<string, unknown> = {
     clock: cpuClock ? 'cpu' : 'wall',
     db,
@@ -110,9 +129,19 @@ async function main() {
         let t = clock();
         const [v] = await embedder.embed([qq.q], { priority: true });
         const embed = clock() - t;
+        // --two-passes: the arm with two statements right before (odd rounds) or after (even) the one timed here
+        let fts2 = 0;
+        const timeFts2 = () => {
+          if (!twoPasses) return;
+          const t0 = clock();
+          ftsArm(store.db, qq.q, arm, { twoPasses: true });
+          fts2 = clock() - t0;
+        };
+        if (round % 2 !== 0) timeFts2();
         t = clock();
         const fts = ftsArm(store.db, qq.q, arm);
         const ftsMs = clock() - t;
+        if (round % 2 === 0) timeFts2();
         t = clock();
         const vec = store.vectors.knn(model, v, arm);
         const vector = clock() - t;
@@ -123,16 +152,35 @@ async function main() {
         t = clock();
         store.byRowids(ranked.map((x) => x.rowid));
         const rowsMs = clock() - t;
-        t = clock();
-        await search(store, { query: qq.q, limit, mode: 'hybrid', ...(arm.scope ? { scope: arm.scope } : {}) }, indexer);
-        const whole = clock() - t;
+        const params = { query: qq.q, limit, mode: 'hybrid' as const, ...(arm.scope ? { scope: arm.scope } : {}) };
+        const timeSearch = async (plan: 'one' | 'two') => {
+          store.fullTextArm = plan === 'two' ? twoPassArm : oneStatementArm;
+          const t0 = clock();
+          await search(store, params, indexer);
+          return clock() - t0;
+        };
+        let search2 = 0;
+        if (twoPasses && round % 2 !== 0) search2 = await timeSearch('two');
+        const whole = await timeSearch('one');
+        if (twoPasses && round % 2 === 0) search2 = await timeSearch('two');
         if (round >= 0)
-          rows.push({ q: qq.q, scope: scoped ? qq.scope : null, embed, fts: ftsMs, vector, fuse, rows: rowsMs, search: whole });
+          rows.push({
+            q: qq.q,
+            scope: scoped ? qq.scope : null,
+            embed,
+            fts: ftsMs,
+            vector,
+            fuse,
+            rows: rowsMs,
+            search: whole,
+            fts2,
+            search2,
+          });
       }
     }
     const label = scoped ? 'scoped' : 'whole';
     const part: Record<string, unknown> = {};
-    for (const k of ['embed', 'fts', 'vector', 'fuse', 'rows', 'search'] as const) {
+    for (const k of ['embed', 'fts', 'vector', 'fuse', 'rows', 'search', ...(twoPasses ? (['fts2', 'search2'] as const) : [])] as const) {
       const s = summarize(rows.map((r) => r[k]));
       part[k] = s;
       console.log(`[${label}] ${k.padEnd(6)} p50 ${fmt(s.p50)} p95 ${fmt(s.p95)} mean ${fmt(s.mean)} ms`);
