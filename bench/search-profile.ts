@@ -22,6 +22,7 @@ import * as path from 'node:path';
 import { loadModel } from '../daemon/src/index/attach';
 import { Indexer } from '../daemon/src/index/indexer';
 import { Requests as R } from '../daemon/src/protocol/methods';
+import type { MemoryKind } from '../daemon/src/protocol/types';
 import { fuseArms, rankFused } from '../daemon/src/retrieval/fusion';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES, search } from '../daemon/src/retrieval/search';
 import { ftsArm, type ArmQuery } from '../daemon/src/store/search-fts';
@@ -29,7 +30,7 @@ import { Store } from '../daemon/src/store/store';
 import { spawnDaemon, tempDir } from '../test/helpers';
 import { arg, fmt, now, summarize } from './stats';
 
-const KINDS: Record<string, string> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
+const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
 
 async function build(db: string, corpus: string, bin?: string): Promise<void> {
   const dir = path.dirname(path.resolve(db));

@@ -33,6 +33,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
+import type { MemoryKind } from '../daemon/src/protocol/types';
 import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
 import { arg, fmt, now, summarize } from './stats';
 
@@ -66,7 +67,7 @@ interface Query {
   q: string;
   scope: string;
 }
-const KINDS: Record<string, string> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
+const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
 
 function ensureCorpus(): void {
   const missing = sizes.some(

@@ -31,7 +31,7 @@ describe('a hard-link spelling of the store reaches the running daemon', { skip:
     let socket: string | null = null;
     for (let i = 0; i < 800 && p.exitCode === null && !socket; i++) {
       const info = readDaemonInfo(real);
-      if (info?.pid === p.pid && info.socket) {
+      if (info && info.pid === p.pid && info.socket) {
         try {
           await (await StreamClient.connect(info.socket, 500)).close();
           socket = info.socket;

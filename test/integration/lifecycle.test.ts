@@ -38,7 +38,7 @@ async function startDaemon(
   pids.push(p.pid!);
   for (let i = 0; i < 600 && !exited; i++) {
     const info = readDaemonInfo(db);
-    if (info?.pid === p.pid && info.socket) {
+    if (info && info.pid === p.pid && info.socket) {
       try {
         await (await StreamClient.connect(info.socket, 500)).close();
         break;

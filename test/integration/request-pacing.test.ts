@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Requests } from '../../daemon/src/protocol/methods';
+import { Notifications, Requests } from '../../daemon/src/protocol/methods';
 import { ErrorCodes, deprecatedErrorCodes } from '../../daemon/src/protocol/errors';
 import type { ExportRecord, ProgressParams } from '../../daemon/src/protocol/types';
 import { rejectsWith, spawnDaemon, tempCore, type SpawnedDaemon } from '../helpers';
@@ -48,7 +48,7 @@ describe('long requests share the daemon', () => {
     const progress: ProgressParams[] = [];
     let probe: Promise<void> | null = null;
     let progressAfterProbe = 0;
-    small.onNotification({ method: 'store/progress' } as never, (p: ProgressParams) => {
+    small.onNotification(Notifications.progress, (p: ProgressParams) => {
       if (p.operation !== 'import') return;
       progress.push(p);
       if (order.includes('get')) progressAfterProbe++;
@@ -76,7 +76,7 @@ describe('long requests share the daemon', () => {
     const big = await d.client();
     const order: string[] = [];
     let probe: Promise<void> | null = null;
-    small.onNotification({ method: 'store/progress' } as never, (p: ProgressParams) => {
+    small.onNotification(Notifications.progress, (p: ProgressParams) => {
       if (p.operation !== 'export') return;
       probe ??= small.call(Requests.status, {}).then(() => void order.push('status'));
     });

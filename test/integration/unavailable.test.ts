@@ -114,7 +114,7 @@ describe('clients verify the socket before sending anything', () => {
       try {
         fs.lchownSync(socket, 65534, 65534);
         const data = await rejectsWith(StreamClient.connect(socket), 'Unavailable');
-        assert.match(String((await StreamClient.connect(socket).catch((e: Error) => e)).message), /belongs to uid 65534/);
+        assert.match(String(((await StreamClient.connect(socket).catch((e: Error) => e)) as Error).message), /belongs to uid 65534/);
         assert.equal(data.sent, false);
         assert.equal(server.received(), 0);
       } finally {

@@ -108,8 +108,9 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
       namespaceId: 'ns-local-x',
       memory: { ...mem.memory, id: '01900000-0000-7000-8000-0000000000bb', namespace: 'project.imported', key: 'imp' },
     };
-    for (const m of [R.importRecords, R.importPreview] as const) {
-      const e = await rejectsWith(t.client.call(m, { records: [localNs, localMem, teamNs, teamMem] }), 'InvalidState', 'records[2]');
+    const records = [localNs, localMem, teamNs, teamMem];
+    for (const call of [() => t.client.call(R.importRecords, { records }), () => t.client.call(R.importPreview, { records })]) {
+      const e = await rejectsWith(call(), 'InvalidState', 'records[2]');
       assert.equal(e.store, 'team');
     }
     await rejectsWith(t.client.call(R.get, { namespace: 'project.imported', key: 'imp' }), 'NotFound');

@@ -68,7 +68,7 @@ describe('memory/erase', () => {
             model,
             t.store.db.prepare('SELECT rowid FROM memories WHERE id = ?').pluck().get(m.memory.id) as number,
             new Float32Array([1, 0, 0, 0]),
-            'h',
+            1,
           ),
         );
       }

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import type { Filter, Include, Scope } from '../../daemon/src/protocol/types';
+import type { Filter, Include, MemoryKind, Scope } from '../../daemon/src/protocol/types';
 import { and, visibility } from '../../daemon/src/store/rows';
 import { ownScopeRank, scopePredicate } from '../../daemon/src/store/scope';
 import { compileFilter } from '../../daemon/src/store/filter';
@@ -44,7 +44,7 @@ function reference(query: string, q: { scope?: Scope; filter?: Filter; include?:
 }
 
 before(async () => {
-  const items: { namespace: string; key: string; value: string; kind?: string; tags?: string[] }[] = [];
+  const items: { namespace: string; key: string; value: string; kind?: MemoryKind; tags?: string[] }[] = [];
   // The best BM25 matches for "kestrel": 400 short values, all deleted below (they crowd the top places).
   for (let i = 0; i < 400; i++) items.push({ namespace: 'project.alpha', key: `gone${i}`, value: 'kestrel kestrel kestrel' });
   // Ties: identical values in two projects and the user tree (same BM25), some of kind "decision".

@@ -101,7 +101,7 @@ describe('history storage: schema 3 → 4', () => {
     const core = new Core(store);
     try {
       assert.ok(store.db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'history_memory'`).get(), 'the history index is back');
-      assert.equal(store.db.prepare(`SELECT count(*) AS c FROM sqlite_master WHERE name LIKE 'history_v%'`).get().c, 0);
+      assert.equal((store.db.prepare(`SELECT count(*) AS c FROM sqlite_master WHERE name LIKE 'history_v%'`).get() as { c: number }).c, 0);
       const retry = Object.values(expected.history).find((h) => h[0].state?.key === 'retry')!;
       const id = retry[0].memoryId;
       const u = await core.call(R.upsert, { namespace: 'project.fix', key: 'retry', value: 'The client retries 7 times' });

@@ -113,7 +113,7 @@ describe('a scope of 33,000 namespaces', () => {
       const model = t.store.vectors.ensure('test-model', DIM);
       const rows = t.store.db.prepare('SELECT rowid, value FROM memories').all() as { rowid: number; value: string }[];
       t.store.transaction(() => {
-        for (const r of rows) t.store.vectors.put(model, r.rowid, vec(r.value), 'h');
+        for (const r of rows) t.store.vectors.put(model, r.rowid, vec(r.value), 1);
       });
       hooks = {
         unavailable: () => null,

@@ -175,9 +175,9 @@ describe('store/audit', () => {
       assert.ok(bare.entries.every((x) => x.state === null && x.previous === null));
       assert.ok(bare.nextCursor);
       const all = [...bare.entries];
-      let cursor = bare.nextCursor;
+      let cursor: string | null | undefined = bare.nextCursor;
       while (cursor) {
-        const p = await t.core.call(R.audit, { content: false, limit: 3, cursor });
+        const p: { entries: typeof all; nextCursor?: string | null } = await t.core.call(R.audit, { content: false, limit: 3, cursor });
         all.push(...p.entries);
         cursor = p.nextCursor;
       }

@@ -121,10 +121,10 @@ describe('framing: a large frame does not hold the other connections', () => {
     const rb = new GuardedMessageReader(b, sink());
     let bigMsg: unknown;
     ra.listen((m) => {
-      order.push((m as { method: string }).method);
+      order.push((m as unknown as { method: string }).method);
       bigMsg = m;
     });
-    rb.listen((m) => order.push((m as { method: string }).method));
+    rb.listen((m) => order.push((m as unknown as { method: string }).method));
     const records = Array.from({ length: 20_000 }, (_, i) => ({ type: 'memory', memory: { id: `m${i}`, value: `value ${i}` } }));
     const text = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'store/import', params: { records } });
     assert.ok(text.length > SLICED_PARSE_BYTES);
@@ -139,7 +139,7 @@ describe('framing: a large frame does not hold the other connections', () => {
     const a = new PassThrough();
     const ra = new GuardedMessageReader(a, sink());
     const got: string[] = [];
-    ra.listen((m) => got.push((m as { method: string }).method));
+    ra.listen((m) => got.push((m as unknown as { method: string }).method));
     const text = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'first', params: { records: [PAD, PAD] } });
     a.write(Buffer.concat([frame(text), frame('{"jsonrpc":"2.0","id":2,"method":"second"}'), frame('{"jsonrpc":"2.0","method":"third"}')]));
     await waitFor(() => got.length === 3);
@@ -156,7 +156,7 @@ describe('framing: a large frame does not hold the other connections', () => {
       }),
     );
     const got: string[] = [];
-    ra.listen((m) => got.push((m as { method: string }).method));
+    ra.listen((m) => got.push((m as unknown as { method: string }).method));
     a.write(frame(big('{"records":[1,2,]}')));
     a.write(frame('{"jsonrpc":"2.0","id":2,"method":"after"}'));
     await waitFor(() => got.length === 1);

@@ -204,6 +204,14 @@ describe('tidy: every test file runs', () => {
     assert.deepEqual(excluded, ['^extension/src/test/suite/']);
   });
 
+  test('npm run typecheck covers the tests and benchmarks too (tsconfig.tests.json)', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    assert.match(pkg.scripts.typecheck, /tsc -p tsconfig\.tests\.json/);
+    const config = fs.readFileSync(path.join(ROOT, 'tsconfig.tests.json'), 'utf8');
+    const include = JSON.parse(config.replace(/^\s*\/\/.*$/gm, '')).include as string[];
+    assert.deepEqual(include, ['test/**/*.ts', 'bench/**/*.ts']);
+  });
+
   test('extension/src/test/suite/all.ts loads every suite', () => {
     const dir = path.join(ROOT, 'extension', 'src', 'test', 'suite');
     const suites = fs

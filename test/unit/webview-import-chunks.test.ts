@@ -28,7 +28,7 @@ describe('dashboard import chunks', () => {
       assert.equal(chunks.length, 4, '7 memories in chunks of 3, then links and the rest');
       assert.equal(chunks.flat().length, records.length, 'every record lands in one chunk');
       const whole = await one.core.call(R.importRecords, { records });
-      const parts = [];
+      const parts: (typeof whole)[] = [];
       for (const c of chunks) parts.push(await chunked.core.call(R.importRecords, { records: c }));
       const sum = (k: 'memories' | 'history' | 'links' | 'skipped') => parts.reduce((a, p) => a + p[k], 0);
       assert.deepEqual(
