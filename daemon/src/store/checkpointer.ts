@@ -119,11 +119,6 @@ export class BackgroundCheckpointer {
     return this.run !== null;
   }
 
-  /** Whether the background has something to do: a worker is running, or writes committed since the last request. */
-  get pending(): boolean {
-    return this.run !== null || this.commits > 0;
-  }
-
   /** A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once). */
   committed(): void {
     if (++this.commits < CHECKPOINT_EVERY_COMMITS || this.inFlight || this.dead) return;

@@ -1220,7 +1220,7 @@ export class Store {
     // first sweep right after it opened) is checkpointed here: nothing waits, and no worker is started for it.
     // "No write" is counted in rows changed, not in transactions: the sweep itself commits one (usually changing
     // nothing) right before it asks for this checkpoint, so counting commits started the worker at every sweep.
-    const changes = this.db.prepare('SELECT total_changes()').pluck().get() as number;
+    const changes = this.totalChanges();
     const wrote = changes !== this.changesAtCheckpoint;
     this.changesAtCheckpoint = changes;
     if (this.checkpointer?.alive && (this.checkpointer.running || wrote)) return this.checkpointer.request(true);
@@ -1246,8 +1246,13 @@ export class Store {
       if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
     });
     this.db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
-    this.changesAtCheckpoint = this.db.prepare('SELECT total_changes()').pluck().get() as number;
+    this.changesAtCheckpoint = this.totalChanges();
     return true;
+  }
+
+  /** Rows this connection has changed since it opened (SQLite's total_changes()). */
+  private totalChanges(): number {
+    return (stmt(this.db, 'SELECT total_changes() AS c').get() as { c: number }).c;
   }
 
   /** Background checkpoints done so far, and whether their worker runs now (null: none run in the background). */
