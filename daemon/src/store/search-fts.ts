@@ -190,14 +190,15 @@ function ranked(
       WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
   );
   const bm25 = `bm25(memories_fts, ${BM25_WEIGHTS.join(', ')})`;
-  const part = every ? `(rowid NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))` : '0';
+  // 0 for a match of `every`, 1 for the others (a constant 0 without it); `col` is the FTS row's rowid column.
+  const part = (col: string) => (every ? `(${col} NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))` : '0');
   const partParams = every ? [every] : [];
   const before = (a: { part: number; bm: number }, b: { part: number; bm: number }) =>
     a.part < b.part || (a.part === b.part && a.bm < b.bm);
   for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
     const top = stmt(
       db,
-      `SELECT rowid, ${bm25} AS bm, ${part} AS part FROM memories_fts WHERE memories_fts MATCH ? ORDER BY part ASC, bm ASC LIMIT ?`,
+      `SELECT rowid, ${bm25} AS bm, ${part('rowid')} AS part FROM memories_fts WHERE memories_fts MATCH ? ORDER BY part ASC, bm ASC LIMIT ?`,
     ).all(...partParams, expr, inner) as Ranked[];
     const exhausted = top.length < inner;
     if (top.length === 0) return [];
@@ -210,7 +211,10 @@ function ranked(
         id: string;
       }[]
     )
-      .map((r) => ({ ...r, bm: byRow.get(r.rowid)!.bm, part: byRow.get(r.rowid)!.part }))
+      .map((r) => {
+        const match = byRow.get(r.rowid)!;
+        return { ...r, bm: match.bm, part: match.part };
+      })
       .sort((a, b) => a.part - b.part || a.bm - b.bm || a.own - b.own || b.updated - a.updated || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     // Exact when every match not fetched ranks strictly below the last admitted row kept.
     if (exhausted || (ok.length >= limit && before(ok[limit - 1], top[top.length - 1])))
@@ -218,7 +222,7 @@ function ranked(
   }
   return stmt(
     db,
-    `SELECT f.rowid AS rowid, ${bm25} AS bm, ${part.replace('(rowid', '(f.rowid')} AS part
+    `SELECT f.rowid AS rowid, ${bm25} AS bm, ${part('f.rowid')} AS part
        FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
        WHERE memories_fts MATCH ? AND ${where.sql}
        ORDER BY part ASC, bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
