@@ -68,7 +68,6 @@ describe('full-text arm: a common word in a query', () => {
     assert.ok(COMMON > COMMON_TERM_MIN_DOCS);
     assert.equal(plan.all, '"osprey" AND "heron" AND "data"');
     assert.equal(plan.any, '"osprey" OR "heron"');
-    assert.equal(plan.samePhrases, false);
     assert.ok(plan.minDf > 20, 'each word is in more memories than the limit');
   });
 

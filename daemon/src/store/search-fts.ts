@@ -76,12 +76,6 @@ const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
 export interface FtsPlan {
   all: string | null;
   any: string | null;
-  /**
-   * `any` is `all` with OR for AND: the same phrases in the same order (no common term left out). A memory that
-   * matches every term then gets the same BM25 from either expression, so the one-statement plan (see ftsArm)
-   * returns exactly what the two passes do.
-   */
-  samePhrases: boolean;
   /** Fewest memories holding one of the plain-word terms (an upper bound on the conjunctive matches); Infinity without one. */
   minDf: number;
 }
@@ -92,7 +86,7 @@ export function planQuery(db: DB, query: string): FtsPlan {
   let dfCache = dfCaches.get(db);
   if (!dfCache) dfCaches.set(db, (dfCache = new Map()));
   const words = [...query.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
-  if (words.length === 0) return { all: null, any: null, samePhrases: false, minDf: Infinity };
+  if (words.length === 0) return { all: null, any: null, minDf: Infinity };
   const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
   const use = content.length > 0 ? content : words;
   // max(rowid) is O(1) and close enough to the number of memories for a share threshold
@@ -138,13 +132,12 @@ export function planQuery(db: DB, query: string): FtsPlan {
       else terms.push({ expr: quote(lower), df: d });
     }
   });
-  if (terms.length === 0) return { all: null, any: null, samePhrases: false, minDf: Infinity };
+  if (terms.length === 0) return { all: null, any: null, minDf: Infinity };
   const informative = terms.filter((t) => t.df === undefined || t.df < cap);
   const any = informative.length > 0 ? informative : [...terms].sort((a, b) => (a.df ?? 0) - (b.df ?? 0)).slice(0, 1);
   return {
     all: terms.length > 1 ? terms.map((t) => t.expr).join(' AND ') : null,
     any: any.map((t) => t.expr).join(' OR '),
-    samePhrases: any.length === terms.length,
     minDf: Math.min(...terms.map((t) => t.df ?? Infinity)),
   };
 }
