@@ -4,7 +4,7 @@
  *
  *   node --import tsx bench/search-profile.ts --db path/to/cairn.db [--queries queries-100000.jsonl]
  *       [--build corpus-100000.jsonl [--cairn bin/cairn.js]] [--rounds 2] [--slow 10] [--clock wall|cpu] [--json out.json]
- *       [--two-passes]
+ *       [--two-passes] [--knn-here]
  *
  * - `--build`: first load the corpus into `--db` through a daemon (`memory/upsertBatch`, 500 per call,
  *   then `index/wait`), so the store is what the daemon writes; without it `--db` must exist.
@@ -16,11 +16,14 @@
  *   `search()` with the arm's conjunctive and disjunctive passes as two statements (the plan before they were
  *   merged, search-fts.ts): `fts2` and `search2`, a before/after in one run on one store copy. Which plan runs
  *   first for a query alternates per round (the first one finds colder pages).
+ * - `--knn-here`: also time the whole `search()` with the vector arm's KNN on the event loop after the full-text
+ *   arm (the query embedded in the worker, then VectorTables.knn here: the plan before the worker ran the KNN while
+ *   the full-text arm runs): `searchHere`, alternating which one runs first, as above.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { loadModel } from '../daemon/src/index/attach';
-import { Indexer } from '../daemon/src/index/indexer';
+import { Indexer, type EmbeddingModel } from '../daemon/src/index/indexer';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { MemoryKind } from '../daemon/src/protocol/types';
 import { fuseArms, rankFused } from '../daemon/src/retrieval/fusion';
@@ -98,6 +101,11 @@ async function main() {
   await indexer.use(embedder);
   if (indexer.state !== 'ready') throw new Error(`indexer ${indexer.state}: the store's vectors are not current`);
   const model = indexer.model!;
+  const knnHere = process.argv.includes('--knn-here');
+  // The same worker without `nearest`: Indexer.search embeds there and runs the KNN on this thread.
+  const embedOnly: EmbeddingModel = { info: embedder.info, embed: (t, o) => embedder.embed(t, o), close: async () => {} };
+  const indexerHere = new Indexer(store, () => {});
+  if (knnHere) await indexerHere.use(embedOnly);
   const limit = 25;
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
   const twoPasses = process.argv.includes('--two-passes');
@@ -114,6 +122,7 @@ async function main() {
     search: number;
     fts2: number;
     search2: number;
+    searchHere: number;
   };
   const out: Record<string, unknown> = {
     clock: cpuClock ? 'cpu' : 'wall',
@@ -161,8 +170,18 @@ async function main() {
           return clock() - t0;
         };
         let search2 = 0;
+        let searchHere = 0;
+        const timeHere = async () => {
+          if (!knnHere) return;
+          store.fullTextArm = oneStatementArm;
+          const t0 = clock();
+          await search(store, params, indexerHere);
+          searchHere = clock() - t0;
+        };
         if (twoPasses && round % 2 !== 0) search2 = await timeSearch('two');
+        if (round % 2 !== 0) await timeHere();
         const whole = await timeSearch('one');
+        if (round % 2 === 0) await timeHere();
         if (twoPasses && round % 2 === 0) search2 = await timeSearch('two');
         if (round >= 0)
           rows.push({
@@ -176,12 +195,14 @@ async function main() {
             search: whole,
             fts2,
             search2,
+            searchHere,
           });
       }
     }
     const label = scoped ? 'scoped' : 'whole';
     const part: Record<string, unknown> = {};
-    for (const k of ['embed', 'fts', 'vector', 'fuse', 'rows', 'search', ...(twoPasses ? (['fts2', 'search2'] as const) : [])] as const) {
+    const extra = [...(twoPasses ? (['fts2', 'search2'] as const) : []), ...(knnHere ? (['searchHere'] as const) : [])];
+    for (const k of ['embed', 'fts', 'vector', 'fuse', 'rows', 'search', ...extra] as const) {
       const s = summarize(rows.map((r) => r[k]));
       part[k] = s;
       console.log(`[${label}] ${k.padEnd(6)} p50 ${fmt(s.p50)} p95 ${fmt(s.p95)} mean ${fmt(s.mean)} ms`);
@@ -195,6 +216,7 @@ async function main() {
     out[label] = part;
   }
   await indexer.stop();
+  await indexerHere.stop();
   await embedder.close();
   store.close();
   fs.rmSync(work, { recursive: true, force: true });

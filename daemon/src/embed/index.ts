@@ -68,8 +68,17 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { cacheDir } from '../paths';
 import { signature, SIG_WORDS } from '../store/quantize';
+import type { ArmHit } from '../store/search-fts';
 import type { DuplicateScan, DuplicateScanResult } from '../store/vector-scan';
-import { BUILTIN_MODEL_DIR, DEFAULT_MODEL_ID, type EmbedderInfo, type FromWorker, type ToWorker, type WorkerInit } from './shared';
+import {
+  BUILTIN_MODEL_DIR,
+  DEFAULT_MODEL_ID,
+  type EmbedderInfo,
+  type FromWorker,
+  type ToWorker,
+  type WorkerInit,
+  type WorkerKnn,
+} from './shared';
 
 export { prepareText } from './prepare';
 export { isZeroVector, type PoolingMode } from './pooling';
@@ -164,6 +173,8 @@ interface Pending {
   resolve: (v: Float32Array[], sigs?: Int32Array[]) => void;
   /** For a duplicate scan. */
   scanned?: (r: DuplicateScanResult) => void;
+  /** For a knn. */
+  nearest?: (hits: ArmHit[]) => void;
   reject: (e: Error) => void;
 }
 
@@ -261,6 +272,12 @@ export class Embedder {
           case 'scanned':
             this.take(msg.id)?.scanned?.(msg.result);
             break;
+          case 'nearest': {
+            const hits: ArmHit[] = [];
+            for (let i = 0; i < msg.rowids.length; i++) hits.push({ rowid: msg.rowids[i], score: msg.scores[i] });
+            this.take(msg.id)?.nearest?.(hits);
+            break;
+          }
           case 'error': {
             this.take(msg.id)?.reject(new Error(`embedding failed: ${msg.message}`));
             break;
@@ -301,6 +318,13 @@ export class Embedder {
     });
   }
 
+  /** Why a scan cannot be sent: the worker crashed, or the Embedder is closed. */
+  private gone(): Error {
+    return new Error(
+      this.state === 'crashed' ? `the embedding worker crashed (${this.crashError?.message}); call restart()` : 'Embedder closed',
+    );
+  }
+
   private take(id: number): Pending | undefined {
     const p = this.pending.get(id);
     this.pending.delete(id);
@@ -327,12 +351,7 @@ export class Embedder {
    * (transferred, not copied; `scan` must not be used after the call).
    */
   scanDuplicates(scan: DuplicateScan): Promise<DuplicateScanResult> {
-    if (this.state !== 'ready' || !this.worker)
-      return Promise.reject(
-        new Error(
-          this.state === 'crashed' ? `the embedding worker crashed (${this.crashError?.message}); call restart()` : 'Embedder closed',
-        ),
-      );
+    if (this.state !== 'ready' || !this.worker) return Promise.reject(this.gone());
     const id = this.nextId++;
     const worker = this.worker;
     return new Promise<DuplicateScanResult>((resolve, reject) => {
@@ -347,6 +366,25 @@ export class Embedder {
         scan.starts.buffer,
         scan.slots.buffer,
       ] as ArrayBuffer[]);
+    });
+  }
+
+  /**
+   * A search's vector arm in the worker: embed `text` and rank `knn.admitted` by it (store/vector-scan.ts
+   * queryNearest), ahead of queued background work, so the event loop runs the full-text arm meanwhile. The
+   * admitted slots are transferred (`knn.admitted` must not be used after the call); the index's arrays are
+   * shared memory. The hits are exactly what VectorTables.knn gives on the same admitted set.
+   */
+  nearest(text: string, knn: WorkerKnn): Promise<ArmHit[]> {
+    if (typeof text !== 'string') return Promise.reject(new TypeError('nearest expects a string'));
+    if (this.state !== 'ready' || !this.worker) return Promise.reject(this.gone());
+    const id = this.nextId++;
+    const worker = this.worker;
+    return new Promise<ArmHit[]>((resolve, reject) => {
+      this.pending.set(id, { resolve: () => reject(new Error('knn answered with vectors')), nearest: resolve, reject });
+      worker.ref();
+      const msg: ToWorker = { type: 'knn', id, text, knn };
+      worker.postMessage(msg, [knn.admitted.buffer] as ArrayBuffer[]);
     });
   }
 

@@ -3,7 +3,7 @@
  * No runtime dependencies.
  */
 import type { ProviderOptions } from './provider';
-import type { DuplicateScan, DuplicateScanResult } from '../store/vector-scan';
+import type { DuplicateScan, DuplicateScanResult, SlotArrays } from '../store/vector-scan';
 
 /** Model id of the built-in offline model (daemon/models/cairn-mpnet-static: static, distilled from all-mpnet-base-v2). */
 export const BUILTIN_MODEL_ID = 'cairn/mpnet-static';
@@ -62,6 +62,11 @@ export type ToWorker =
    * with the background embedding requests, so the daemon's event loop does not.
    */
   | { type: 'scan'; id: number; scan: DuplicateScan }
+  /**
+   * A search's vector arm: embed `text` and rank the `admitted` slots of the index's shared arrays by it
+   * (store/vector-scan.ts queryNearest), ahead of queued background work, while the event loop runs the full-text arm.
+   */
+  | { type: 'knn'; id: number; text: string; knn: WorkerKnn }
   /** Exit the worker thread with `code` at once (tests use it to simulate a crash). */
   | { type: 'crash'; code: number }
   | { type: 'close' };
@@ -74,6 +79,17 @@ export type FromWorker =
   /** `sigs`, when asked for: `count` SimHashes of SIG_WORDS int32 words back to back. */
   | { type: 'result'; id: number; count: number; dimension: number; data: ArrayBuffer; sigs?: ArrayBuffer }
   | { type: 'scanned'; id: number; result: DuplicateScanResult }
+  /** A knn's hits, best first (`rowids[i]` scored `scores[i]`); none when the model knows no word of the text. */
+  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };
+
+/** A search's KNN for the worker: what VectorTables.prepareKnn decided (the admitted slots are transferred). */
+export interface WorkerKnn {
+  arrays: SlotArrays;
+  admitted: Int32Array;
+  limit: number;
+  exactMax: number;
+  candidates: number;
+}

@@ -10,7 +10,7 @@ import type { PoolingMode } from './pooling';
 import { loadWithFallback, type EmbeddingProvider } from './provider';
 import type { FromWorker, ToWorker, WorkerInit } from './shared';
 import { signature, SIG_WORDS } from '../store/quantize';
-import { newScratch, runDuplicateScan } from '../store/vector-scan';
+import { isZero, newScratch, queryNearest, runDuplicateScan } from '../store/vector-scan';
 
 if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
 const port = parentPort;
@@ -18,7 +18,7 @@ const send = (msg: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage
 const log = (message: string) => send({ type: 'log', message });
 
 let provider: EmbeddingProvider | null = null;
-const queue: Array<Extract<ToWorker, { type: 'embed' | 'scan' }>> = [];
+const queue: Array<Extract<ToWorker, { type: 'embed' | 'scan' | 'knn' }>> = [];
 const scratch = newScratch();
 let busy = false;
 let closing = false;
@@ -37,6 +37,17 @@ async function drain(): Promise<void> {
             result.rowids.buffer,
             result.scores.buffer,
           ] as ArrayBuffer[]);
+          continue;
+        }
+        if (req.type === 'knn') {
+          const [v] = await provider.embed([req.text]);
+          // The Float32 copy the event loop would receive for this text (Embedder.embed), so the ranking is its own.
+          const query = Float32Array.from(v);
+          const k = req.knn;
+          const hits = isZero(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
+          const rowids = Int32Array.from(hits, (h) => h.rowid);
+          const scores = Float64Array.from(hits, (h) => h.score);
+          send({ type: 'nearest', id: req.id, rowids, scores }, [rowids.buffer, scores.buffer] as ArrayBuffer[]);
           continue;
         }
         const vectors = await provider.embed(req.texts);
@@ -67,6 +78,10 @@ port.on('message', (msg: ToWorker) => {
       // Interactive requests (a search's query) go ahead of queued background batches.
       if (msg.priority) queue.unshift(msg);
       else queue.push(msg);
+      void drain();
+      break;
+    case 'knn':
+      queue.unshift(msg); // a search waits on it, as on a query's embedding
       void drain();
       break;
     case 'scan':

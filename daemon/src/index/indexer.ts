@@ -15,8 +15,9 @@ import type { Store } from '../store/store';
 import type { EmbedRow, MemoryLabel } from '../store/index-feed';
 import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
-import { duplicateHits, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
+import { duplicateHits, isZero, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
+import type { WorkerKnn } from '../embed/shared';
 import { sha256 } from '../text/hash';
 import { FUSION, type VectorSearcher } from '../retrieval/search';
 import type { Fusion } from '../retrieval/fusion';
@@ -29,6 +30,8 @@ export interface EmbeddingModel {
   embedWithSignatures?(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }>;
   /** Duplicate checks scored off the event loop (the Embedder's worker); run on this thread without it. */
   scanDuplicates?(scan: DuplicateScan): Promise<DuplicateScanResult>;
+  /** A search's query embedded and ranked off the event loop (the Embedder's worker); embed() + knn here without it. */
+  nearest?(text: string, knn: WorkerKnn): Promise<ArmHit[]>;
   close(): Promise<void>;
 }
 
@@ -424,9 +427,20 @@ export class Indexer implements VectorSearcher {
   // ---------------------------------------------------------------- search
   async search(query: string, q: ArmQuery): Promise<ArmHit[]> {
     if (!this.model || !this.embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
+    const model = this.model;
+    if (this.embedder.nearest) {
+      // The admitted set is decided here, now; the worker embeds the query and scans it while this thread runs the
+      // full-text arm (retrieval/search.ts); what it finds is admitted again before fusion sees it.
+      const prepared = this.store.vectors.prepareKnn(model, q);
+      const { arrays, admitted, exactMax, candidates } = prepared;
+      if (admitted.length === 0) return [];
+      const hits = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
+      if (this.model !== model) return []; // the index was switched to another model meanwhile
+      return this.store.vectors.stillAdmitted(model, hits, q, prepared);
+    }
     const [v] = await this.embedder.embed([query], { priority: true });
     if (isZero(v)) return []; // nothing the model knows: no meaning to compare
-    return this.store.vectors.knn(this.model, v, q);
+    return this.store.vectors.knn(model, v, q);
   }
 
   /**
@@ -487,9 +501,4 @@ export class Indexer implements VectorSearcher {
       duplicates: this.store.feed.duplicates(memory.rowid).map((d) => ({ rowid: d.other_rowid, similarity: d.similarity })),
     };
   }
-}
-
-function isZero(v: Float32Array): boolean {
-  for (let i = 0; i < v.length; i++) if (v[i] !== 0) return false;
-  return true;
 }

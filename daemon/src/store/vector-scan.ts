@@ -6,7 +6,7 @@
  * SharedArrayBuffers the worker is handed with every scan.
  */
 import type { ArmHit } from './search-fts';
-import { SIG_BITS, SIG_WORDS } from './quantize';
+import { SIG_BITS, SIG_WORDS, signature } from './quantize';
 
 /** What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature. */
 export interface SlotArrays {
@@ -81,6 +81,41 @@ export function nearest(
     pool = keep.subarray(0, m);
   }
   return scoreTop(a, pool, v, limit);
+}
+
+/** No component set: a text with no word the model knows embeds to it (nothing to compare by meaning). */
+export function isZero(v: Float32Array): boolean {
+  for (let i = 0; i < v.length; i++) if (v[i] !== 0) return false;
+  return true;
+}
+
+/** `v` scaled to unit length (a zero vector stays zero). */
+export function normalized(v: Float32Array): Float32Array {
+  let ss = 0;
+  for (let i = 0; i < v.length; i++) ss += v[i] * v[i];
+  const out = new Float32Array(v.length);
+  if (ss === 0) return out;
+  const k = 1 / Math.sqrt(ss);
+  for (let i = 0; i < v.length; i++) out[i] = v[i] * k;
+  return out;
+}
+
+/**
+ * The vector arm's KNN of a query embedding over an admitted set (VectorTables.knn on the event loop; the embedding
+ * worker for a search, `knn` message): `nearest` of the normalized query, its SimHash computed only when the Hamming
+ * pass runs. One function, so both threads rank exactly alike.
+ */
+export function queryNearest(
+  a: SlotArrays,
+  sc: Scratch,
+  admitted: Int32Array,
+  query: Float32Array,
+  limit: number,
+  exactMax: number,
+  candidates: number,
+): ArmHit[] {
+  const v = normalized(query);
+  return nearest(a, sc, admitted, v, limit, () => signature(v), exactMax, candidates);
 }
 
 /** Exact cosine of every slot of `pool` with `v`, the best `limit` kept in a bounded min-heap; best first, ties by rowid. */

@@ -35,7 +35,16 @@ import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
 import { quantize, SIG_WORDS } from './quantize';
-import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
+import {
+  duplicateHits,
+  nearest,
+  newScratch,
+  normalized,
+  queryNearest,
+  runDuplicateScan,
+  type DuplicateScan,
+  type SlotArrays,
+} from './vector-scan';
 
 /**
  * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
@@ -297,14 +306,24 @@ class VectorIndex implements SlotArrays {
   }
 }
 
-function normalized(v: Float32Array): Float32Array {
-  let ss = 0;
-  for (let i = 0; i < v.length; i++) ss += v[i] * v[i];
-  const out = new Float32Array(v.length);
-  if (ss === 0) return out;
-  const k = 1 / Math.sqrt(ss);
-  for (let i = 0; i < v.length; i++) out[i] = v[i] * k;
-  return out;
+/** What a KNN asks: its scope, filter and visibility at `now`, and how many hits. */
+export interface KnnQuery {
+  scope?: Scope;
+  filter?: Filter;
+  include?: Include;
+  now: number;
+  limit: number;
+}
+
+/** A KNN's admitted set and what its scan reads (VectorTables.prepareKnn). */
+export interface PreparedKnn {
+  arrays: SlotArrays;
+  /** Admitted slots (a copy of its own). */
+  admitted: Int32Array;
+  /** The rows a filter admits, or null without a filter. */
+  only: Set<number> | null;
+  exactMax: number;
+  candidates: number;
 }
 
 // ------------------------------------------------------------------ tables
@@ -544,11 +563,17 @@ export class VectorTables {
    * visibility, and with a filter the rows the SQL WHERE admits) is built
    * before anything is ranked or cut.
    */
-  knn(
-    model: VecModel,
-    query: Float32Array,
-    q: { scope?: Scope; filter?: Filter; include?: Include; now: number; limit: number },
-  ): ArmHit[] {
+  knn(model: VecModel, query: Float32Array, q: KnnQuery): ArmHit[] {
+    const k = this.prepareKnn(model, q);
+    return queryNearest(k.arrays, this.scratch, k.admitted, query, q.limit, k.exactMax, k.candidates);
+  }
+
+  /**
+   * A KNN to run on another thread (the embedding worker, with the query's embedding; vector-scan.ts queryNearest):
+   * the admitted set as knn builds it, copied (so it can be transferred), and the shared arrays a scan reads.
+   * Its hits go through `stillAdmitted` before they are used.
+   */
+  prepareKnn(model: VecModel, q: KnnQuery): PreparedKnn {
     const ix = this.liveIndex(model);
     let only: Set<number> | null = null;
     if (q.filter) {
@@ -562,10 +587,31 @@ export class VectorTables {
       );
     }
     const ns = this.nsMask(q.scope);
-    const admitted = ix.admit(ns.mask, q.include, q.now, only, ns.ids);
-    const v = normalized(query);
-    // The query's SimHash (256 projections) only when the Hamming pass runs.
-    return ix.nearest(admitted, v, q.limit, () => quantize(v).sig, this.exactMax, this.candidates);
+    const admitted = ix.admit(ns.mask, q.include, q.now, only, ns.ids).slice();
+    return {
+      arrays: { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension },
+      admitted,
+      only,
+      exactMax: this.exactMax,
+      candidates: this.candidates,
+    };
+  }
+
+  /**
+   * The hits of a KNN that ran on another thread while this one went on, without any memory the query would not
+   * admit now: one deleted, hidden or moved out of the scope meanwhile, or a reused slot's new memory. The same
+   * admission as knn (scope mask, visibility at `q.now`, the filter's rows as prepared), so an out-of-scope memory
+   * never reaches fusion.
+   */
+  stillAdmitted(model: VecModel, hits: ArmHit[], q: KnnQuery, prepared: PreparedKnn): ArmHit[] {
+    if (hits.length === 0) return hits;
+    const ix = this.liveIndex(model);
+    const want = new Set<number>();
+    for (const h of hits) if (!prepared.only || prepared.only.has(h.rowid)) want.add(h.rowid);
+    const ns = this.nsMask(q.scope);
+    const ok = new Set<number>();
+    for (const s of ix.admit(ns.mask, q.include, q.now, want)) ok.add(ix.rowid[s]);
+    return hits.filter((h) => ok.has(h.rowid));
   }
 
   /** Visible memories of one namespace at least `threshold` cosine-similar to `vector`, best first (duplicate detection). */
