@@ -1,5 +1,5 @@
 /**
- * The full-text arm's one-statement plan when a query word is common (in over 10% and over 1000 memories, so the
+ * The full-text arm's one-statement plan when a query word is common (in over 3% and over 1000 memories, so the
  * disjunctive pass leaves it out, store/search-fts.ts): memories matching every word still rank first, but among
  * themselves by BM25 over the words the disjunctive pass keeps. The two-pass plan ordered them by BM25 over every
  * word, the common one included; bench/README.md ("One statement for both full-text passes") gives the cost and
@@ -14,7 +14,7 @@ import { tempCore } from '../helpers';
 
 const c = tempCore();
 const FILLER = 6000;
-const COMMON = 1010; // over COMMON_TERM_MIN_DOCS and over 10% of the store
+const COMMON = 1010; // over COMMON_TERM_MIN_DOCS and over 3% of the store
 const filler = (i: number) =>
   `filler note ${i}${i < COMMON ? ' data' : ''}${i >= 2000 && i < 2790 ? ' osprey' : ''}${i >= 3000 && i < 3790 ? ' heron' : ''}`;
 

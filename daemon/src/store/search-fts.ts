@@ -11,7 +11,7 @@
  *    typed (not yet a known term), it also matches as a prefix.
  * 2. Conjunctive pass: memories matching every term, by BM25.
  * 3. If that yields fewer than the limit, a disjunctive pass over the
- *    informative terms (leaving out terms found in over 10% of memories and
+ *    informative terms (leaving out terms found in over 3% of memories and
  *    over 1000 of them — they carry little BM25 weight but dominate the cost)
  *    fills the rest, by BM25.
  * 4. When the conjunctive pass cannot fill the limit alone (a scope, or a
@@ -20,7 +20,8 @@
  *    group by BM25 over the disjunctive terms. FTS5 recounts every term's,
  *    identifier phrase's and namespace token's matches for BM25 in each
  *    statement; this way once, and the conjunctive expression is only matched
- *    as a set of rowids. Without a common term left out this is exactly what
+ *    as a set of rowids (without the scope's namespace tokens: it is only
+ *    asked about rows already in scope). Without a common term left out this is exactly what
  *    the two passes return; with one, the every-term matches are ordered
  *    without its (small) weight.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
@@ -46,10 +47,19 @@ export function namespaceToken(nsId: string): string {
 }
 /** Most namespace tokens put into a MATCH; a wider scope is enforced by the SQL scope predicate alone. */
 export const FTS_MAX_NS_TOKENS = 256;
-/** Terms in more than this share of memories are left out of the disjunctive pass. */
-export const COMMON_TERM_SHARE = 0.1;
+/**
+ * Terms in more than this share of memories are left out of the disjunctive pass. Their BM25 weight is small
+ * (IDF under ln 33), but FTS5 evaluates BM25 for each of their matches (about 1 µs a match): at 100k memories a word in
+ * 3–10% of them was most of the slowest queries' time (bench/README.md, "The common-term cut-off").
+ */
+export const COMMON_TERM_SHARE = 0.03;
 /** ...and only when they are in more than this many memories (below it, they cost nothing). */
 export const COMMON_TERM_MIN_DOCS = 1000;
+
+/** Document frequency from which a term counts as common in a store of `docCount` memories. */
+export function commonTermCap(docCount: number): number {
+  return Math.max(COMMON_TERM_MIN_DOCS, Math.ceil(COMMON_TERM_SHARE * docCount)) + 1;
+}
 
 export interface ArmHit {
   rowid: number;
@@ -91,7 +101,7 @@ export function planQuery(db: DB, query: string): FtsPlan {
   const use = content.length > 0 ? content : words;
   // max(rowid) is O(1) and close enough to the number of memories for a share threshold
   const docCount = Math.max(1, (stmt(db, 'SELECT max(rowid) AS c FROM memories').get() as { c: number | null }).c ?? 1);
-  const cap = Math.max(COMMON_TERM_MIN_DOCS, Math.ceil(COMMON_TERM_SHARE * docCount)) + 1;
+  const cap = commonTermCap(docCount);
   // Document frequency of a word: the vocabulary table when the word is its own stem, else a MATCH count
   // through the FTS tokenizer (so stemming applies) stopped where the term counts as common; remembered
   // until the store has grown by 10%.
@@ -227,6 +237,9 @@ function ranked(
 export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: boolean } = {}): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
+  // Which disjunctive matches match every term: `every` is only evaluated for rows that already match the
+  // scoped disjunctive expression, so it needs no namespace tokens (FTS5 would match and merge them once more).
+  const every = plan.all;
   const scopeSql = scopePredicate(q.scope, 'path');
   if (scopeSql) {
     const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
@@ -248,7 +261,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
   if (plan.all && plan.any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit))
-    return ranked(db, plan.any, q.limit, where, own, plan.all).map(toHit);
+    return ranked(db, plan.any, q.limit, where, own, every).map(toHit);
   const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
