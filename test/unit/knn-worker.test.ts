@@ -70,7 +70,7 @@ describe("a search's KNN in the embedding worker", () => {
               const [v] = await e.embed([text], { priority: true });
               const here = vs.knn(model, v, q);
               const p = vs.prepareKnn(model, q);
-              const there = await e.nearest(text, { ...p, limit: q.limit });
+              const { hits: there } = await e.nearest(text, { ...p, limit: q.limit });
               assert.deepEqual(there, here, `${text} / ${JSON.stringify(scope)} / ${JSON.stringify(f)}`);
               assert.deepEqual(vs.stillAdmitted(model, there, q, p), here, 'nothing changed: every hit is still admitted');
               assert.deepEqual(await ix.search(text, q), here, 'Indexer.search takes the worker path');
@@ -87,14 +87,33 @@ describe("a search's KNN in the embedding worker", () => {
   it('a blank text and an empty admitted set answer nothing', async () => {
     const p = c.store.vectors.prepareKnn(ix.model!, { now: c.store.now(), limit: 5 });
     assert.ok(p.admitted.length >= 300);
-    assert.deepEqual(await e.nearest('   ', { ...p, limit: 5 }), []);
+    assert.deepEqual((await e.nearest('   ', { ...p, limit: 5 })).hits, []);
     const none = c.store.vectors.prepareKnn(ix.model!, {
       scope: { root: 'project.none', includeUser: false },
       now: c.store.now(),
       limit: 5,
     });
     assert.equal(none.admitted.length, 0);
-    assert.deepEqual(await e.nearest(queries[0], { ...none, limit: 5 }), []);
+    assert.deepEqual((await e.nearest(queries[0], { ...none, limit: 5 })).hits, []);
+  });
+
+  it("the admitted slots' buffer comes back and carries the next search's admitted set", async () => {
+    const model = ix.model!;
+    const whole: KnnQuery = { now: c.store.now(), limit: 5 };
+    const first = c.store.vectors.prepareKnn(model, whole);
+    const size = first.admitted.buffer.byteLength;
+    const want = [...first.admitted];
+    const r = await e.nearest(queries[0], { ...first, limit: 5 });
+    assert.equal(first.admitted.buffer.byteLength, 0, 'the buffer was transferred to the worker');
+    assert.equal(r.spare.buffer.byteLength, size, 'and given back whole');
+    const scoped: KnnQuery = { scope: { root: 'project.b', includeUser: false }, now: c.store.now(), limit: 5 };
+    const next = c.store.vectors.prepareKnn(model, scoped, r.spare);
+    assert.equal(next.admitted.buffer, r.spare.buffer, 'a smaller admitted set is copied into the spare');
+    assert.deepEqual([...next.admitted], [...c.store.vectors.prepareKnn(model, scoped).admitted]);
+    assert.ok(next.admitted.length > 0 && next.admitted.length < want.length);
+    const again = c.store.vectors.prepareKnn(model, whole, new Int32Array(3));
+    assert.deepEqual([...again.admitted], want, 'a spare too small for the set is not used');
+    assert.notEqual(again.admitted.length, 3);
   });
 
   it('a closed embedder refuses a knn instead of hanging', async () => {
@@ -126,9 +145,9 @@ describe("indexer: what changed while the worker's knn ran", () => {
           started();
           await gate;
         }
-        const hits = await e.nearest(text, knn);
-        raw.push(hits);
-        return hits;
+        const r = await e.nearest(text, knn);
+        raw.push(r.hits);
+        return r;
       },
       close: () => e.close(),
     };

@@ -78,6 +78,7 @@ import {
   type ToWorker,
   type WorkerInit,
   type WorkerKnn,
+  type WorkerKnnResult,
 } from './shared';
 
 export { prepareText } from './prepare';
@@ -174,7 +175,7 @@ interface Pending {
   /** For a duplicate scan. */
   scanned?: (r: DuplicateScanResult) => void;
   /** For a knn. */
-  nearest?: (hits: ArmHit[]) => void;
+  nearest?: (r: WorkerKnnResult) => void;
   reject: (e: Error) => void;
 }
 
@@ -275,7 +276,7 @@ export class Embedder {
           case 'nearest': {
             const hits: ArmHit[] = [];
             for (let i = 0; i < msg.rowids.length; i++) hits.push({ rowid: msg.rowids[i], score: msg.scores[i] });
-            this.take(msg.id)?.nearest?.(hits);
+            this.take(msg.id)?.nearest?.({ hits, spare: new Int32Array(msg.admitted) });
             break;
           }
           case 'error': {
@@ -373,14 +374,15 @@ export class Embedder {
    * A search's vector arm in the worker: embed `text` and rank `knn.admitted` by it (store/vector-scan.ts
    * queryNearest), ahead of queued background work, so the event loop runs the full-text arm meanwhile. The
    * admitted slots are transferred (`knn.admitted` must not be used after the call); the index's arrays are
-   * shared memory. The hits are exactly what VectorTables.knn gives on the same admitted set.
+   * shared memory. The hits are exactly what VectorTables.knn gives on the same admitted set; `spare` is the
+   * admitted slots' buffer given back, for the next search's admitted set.
    */
-  nearest(text: string, knn: WorkerKnn): Promise<ArmHit[]> {
+  nearest(text: string, knn: WorkerKnn): Promise<WorkerKnnResult> {
     if (typeof text !== 'string') return Promise.reject(new TypeError('nearest expects a string'));
     if (this.state !== 'ready' || !this.worker) return Promise.reject(this.gone());
     const id = this.nextId++;
     const worker = this.worker;
-    return new Promise<ArmHit[]>((resolve, reject) => {
+    return new Promise<WorkerKnnResult>((resolve, reject) => {
       this.pending.set(id, { resolve: () => reject(new Error('knn answered with vectors')), nearest: resolve, reject });
       worker.ref();
       const msg: ToWorker = { type: 'knn', id, text, knn };

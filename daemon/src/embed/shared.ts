@@ -3,6 +3,7 @@
  * No runtime dependencies.
  */
 import type { ProviderOptions } from './provider';
+import type { ArmHit } from '../store/search-fts';
 import type { DuplicateScan, DuplicateScanResult, SlotArrays } from '../store/vector-scan';
 
 /** Model id of the built-in offline model (daemon/models/cairn-mpnet-static: static, distilled from all-mpnet-base-v2). */
@@ -79,11 +80,20 @@ export type FromWorker =
   /** `sigs`, when asked for: `count` SimHashes of SIG_WORDS int32 words back to back. */
   | { type: 'result'; id: number; count: number; dimension: number; data: ArrayBuffer; sigs?: ArrayBuffer }
   | { type: 'scanned'; id: number; result: DuplicateScanResult }
-  /** A knn's hits, best first (`rowids[i]` scored `scores[i]`); none when the model knows no word of the text. */
-  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array }
+  /**
+   * A knn's hits, best first (`rowids[i]` scored `scores[i]`); none when the model knows no word of the text.
+   * `admitted`: the admitted slots' buffer, given back for the next search (no 400 KB buffer per query at 100k).
+   */
+  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array; admitted: ArrayBuffer }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };
+
+/** What a knn answers: its hits, best first, and the admitted slots' buffer given back (`spare`). */
+export interface WorkerKnnResult {
+  hits: ArmHit[];
+  spare: Int32Array;
+}
 
 /** A search's KNN for the worker: what VectorTables.prepareKnn decided (the admitted slots are transferred). */
 export interface WorkerKnn {

@@ -47,7 +47,8 @@ async function drain(): Promise<void> {
           const hits = isZero(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
           const rowids = Int32Array.from(hits, (h) => h.rowid);
           const scores = Float64Array.from(hits, (h) => h.score);
-          send({ type: 'nearest', id: req.id, rowids, scores }, [rowids.buffer, scores.buffer] as ArrayBuffer[]);
+          const admitted = k.admitted.buffer as ArrayBuffer;
+          send({ type: 'nearest', id: req.id, rowids, scores, admitted }, [rowids.buffer, scores.buffer, admitted] as ArrayBuffer[]);
           continue;
         }
         const vectors = await provider.embed(req.texts);

@@ -17,7 +17,7 @@ import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
 import { duplicateHits, isZero, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
-import type { WorkerKnn } from '../embed/shared';
+import type { WorkerKnn, WorkerKnnResult } from '../embed/shared';
 import { sha256 } from '../text/hash';
 import { FUSION, type VectorSearcher } from '../retrieval/search';
 import type { Fusion } from '../retrieval/fusion';
@@ -31,7 +31,7 @@ export interface EmbeddingModel {
   /** Duplicate checks scored off the event loop (the Embedder's worker); run on this thread without it. */
   scanDuplicates?(scan: DuplicateScan): Promise<DuplicateScanResult>;
   /** A search's query embedded and ranked off the event loop (the Embedder's worker); embed() + knn here without it. */
-  nearest?(text: string, knn: WorkerKnn): Promise<ArmHit[]>;
+  nearest?(text: string, knn: WorkerKnn): Promise<WorkerKnnResult>;
   close(): Promise<void>;
 }
 
@@ -425,16 +425,21 @@ export class Indexer implements VectorSearcher {
   }
 
   // ---------------------------------------------------------------- search
+  /** The buffer of the last worker KNN's admitted slots, given back for the next search's (Embedder.nearest). */
+  private knnSpare: Int32Array | null = null;
+
   async search(query: string, q: ArmQuery): Promise<ArmHit[]> {
     if (!this.model || !this.embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
     const model = this.model;
     if (this.embedder.nearest) {
       // The admitted set is decided here, now; the worker embeds the query and scans it while this thread runs the
       // full-text arm (retrieval/search.ts); what it finds is admitted again before fusion sees it.
-      const prepared = this.store.vectors.prepareKnn(model, q);
+      const prepared = this.store.vectors.prepareKnn(model, q, this.knnSpare ?? undefined);
       const { arrays, admitted, exactMax, candidates } = prepared;
       if (admitted.length === 0) return [];
-      const hits = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
+      if (admitted.buffer === this.knnSpare?.buffer) this.knnSpare = null; // transferred: a search meanwhile allocates
+      const { hits, spare } = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
+      if (!this.knnSpare || this.knnSpare.length < spare.length) this.knnSpare = spare;
       if (this.model !== model) return []; // the index was switched to another model meanwhile
       return this.store.vectors.stillAdmitted(model, hits, q, prepared);
     }

@@ -318,7 +318,7 @@ export interface KnnQuery {
 /** A KNN's admitted set and what its scan reads (VectorTables.prepareKnn). */
 export interface PreparedKnn {
   arrays: SlotArrays;
-  /** Admitted slots (a copy of its own). */
+  /** Admitted slots (a copy of its own: a view on its own buffer or on the `spare` given). */
   admitted: Int32Array;
   /** The rows a filter admits, or null without a filter. */
   only: Set<number> | null;
@@ -570,10 +570,11 @@ export class VectorTables {
 
   /**
    * A KNN to run on another thread (the embedding worker, with the query's embedding; vector-scan.ts queryNearest):
-   * the admitted set as knn builds it, copied (so it can be transferred), and the shared arrays a scan reads.
+   * the admitted set as knn builds it, copied (so it can be transferred; into `spare` when it fits), and the
+   * shared arrays a scan reads.
    * Its hits go through `stillAdmitted` before they are used.
    */
-  prepareKnn(model: VecModel, q: KnnQuery): PreparedKnn {
+  prepareKnn(model: VecModel, q: KnnQuery, spare?: Int32Array): PreparedKnn {
     const ix = this.liveIndex(model);
     let only: Set<number> | null = null;
     if (q.filter) {
@@ -587,7 +588,10 @@ export class VectorTables {
       );
     }
     const ns = this.nsMask(q.scope);
-    const admitted = ix.admit(ns.mask, q.include, q.now, only, ns.ids).slice();
+    const found = ix.admit(ns.mask, q.include, q.now, only, ns.ids);
+    // Into `spare` when it is large enough (the buffer the worker gave back after the last search), else a new one.
+    const admitted = spare && spare.length >= found.length ? spare.subarray(0, found.length) : new Int32Array(found.length);
+    admitted.set(found);
     return {
       arrays: { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension },
       admitted,
