@@ -5,7 +5,8 @@
  *   ships) reaches no package with a native addon, no store module and no embedding runtime;
  * - environment variables are read only through daemon/src/protocol/settings.ts (readEnv / envFlag);
  * - every test file runs: scripts/test.sh collects every *.test.ts except the extension-host suites, and those are
- *   all loaded by extension/src/test/suite/all.ts.
+ *   all loaded by extension/src/test/suite/all.ts;
+ * - npm start's daemon runs with the same Node flags as one ensureDaemon starts (DAEMON_NODE_FLAGS).
  * Each rule lists its exceptions explicitly, with the reason; each detector is also shown to find a violation.
  */
 import * as assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { build } from 'esbuild';
+import { DAEMON_NODE_FLAGS } from '../../daemon/src/client/ensure-daemon';
 import { envFlag, Environment, parseBool, readEnv, Settings } from '../../daemon/src/protocol/settings';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -221,5 +223,16 @@ describe('tidy: every test file runs', () => {
     const loaded = [...fs.readFileSync(path.join(dir, 'all.ts'), 'utf8').matchAll(/^import '([^']+)';/gm)].map((m) => m[1]);
     assert.ok(suites.length >= 5);
     assert.deepEqual([...loaded].sort(), suites.sort());
+  });
+});
+
+describe('tidy: every daemon starter passes the daemon Node flags', () => {
+  test('scripts/start-editor.sh (npm start) starts its daemon with DAEMON_NODE_FLAGS, as ensureDaemon does', () => {
+    const sh = fs.readFileSync(path.join(ROOT, 'scripts', 'start-editor.sh'), 'utf8');
+    const starts = sh.split('\n').filter((l) => /daemon\/bin\/cairn\.js"? daemon\b/.test(l) && !l.trim().startsWith('#'));
+    assert.equal(starts.length, 1, 'one line starts the daemon');
+    const flags = starts[0].slice(0, starts[0].indexOf('daemon/bin/cairn.js'));
+    assert.ok(DAEMON_NODE_FLAGS.length > 0);
+    for (const f of DAEMON_NODE_FLAGS) assert.ok(flags.includes(f), `${f} before the script in: ${starts[0].trim()}`);
   });
 });
