@@ -35,16 +35,7 @@ import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
 import { quantize, SIG_WORDS } from './quantize';
-import {
-  duplicateHits,
-  nearest,
-  newScratch,
-  normalized,
-  queryNearest,
-  runDuplicateScan,
-  type DuplicateScan,
-  type SlotArrays,
-} from './vector-scan';
+import { duplicateHits, newScratch, normalized, queryNearest, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
 
 /**
  * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
@@ -295,14 +286,6 @@ class VectorIndex implements SlotArrays {
     if (!inc.expired && this.expires[s] <= now) return false;
     if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return false;
     return true;
-  }
-
-  /** Scratch buffers reused by every query (grown as needed), so a query allocates nothing per slot. */
-  private scratch = newScratch();
-
-  /** The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid (see vector-scan.ts nearest). */
-  nearest(admitted: Int32Array, v: Float32Array, limit: number, sigOf: () => Int32Array, exactMax: number, candidates: number): ArmHit[] {
-    return nearest(this, this.scratch, admitted, v, limit, sigOf, exactMax, candidates);
   }
 }
 
