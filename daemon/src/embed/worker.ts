@@ -6,11 +6,11 @@
  * shared.ts.
  */
 import { isMainThread, parentPort, workerData } from 'node:worker_threads';
-import type { PoolingMode } from './pooling';
+import { isZeroVector, type PoolingMode } from './pooling';
 import { loadWithFallback, type EmbeddingProvider } from './provider';
 import type { FromWorker, ToWorker, WorkerInit } from './shared';
 import { signature, SIG_WORDS } from '../store/quantize';
-import { isZero, newScratch, queryNearest, runDuplicateScan } from '../store/vector-scan';
+import { newScratch, queryNearest, runDuplicateScan } from '../store/vector-scan';
 
 if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
 const port = parentPort;
@@ -44,7 +44,7 @@ async function drain(): Promise<void> {
           // The Float32 copy the event loop would receive for this text (Embedder.embed), so the ranking is its own.
           const query = Float32Array.from(v);
           const k = req.knn;
-          const hits = isZero(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
+          const hits = isZeroVector(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
           const rowids = Int32Array.from(hits, (h) => h.rowid);
           const scores = Float64Array.from(hits, (h) => h.score);
           const admitted = k.admitted.buffer as ArrayBuffer;

@@ -15,13 +15,13 @@ import type { Store } from '../store/store';
 import type { EmbedRow, MemoryLabel } from '../store/index-feed';
 import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
-import { duplicateHits, isZero, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
+import { duplicateHits, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
 import type { WorkerKnn, WorkerKnnResult } from '../embed/shared';
 import { sha256 } from '../text/hash';
 import { FUSION, type VectorSearcher } from '../retrieval/search';
 import type { Fusion } from '../retrieval/fusion';
-import { isBuiltinModelId } from '../embed';
+import { isBuiltinModelId, isZeroVector } from '../embed';
 
 export interface EmbeddingModel {
   readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
@@ -444,7 +444,7 @@ export class Indexer implements VectorSearcher {
       return this.store.vectors.stillAdmitted(model, hits, q, prepared);
     }
     const [v] = await this.embedder.embed([query], { priority: true });
-    if (isZero(v)) return []; // nothing the model knows: no meaning to compare
+    if (isZeroVector(v)) return []; // nothing the model knows: no meaning to compare
     return this.store.vectors.knn(model, v, q);
   }
 
@@ -457,7 +457,7 @@ export class Indexer implements VectorSearcher {
    */
   private async checkDuplicates(model: VecModel, embedded: Embedded[], position: number): Promise<DuplicateReport[]> {
     const live = embedded.filter((e) => !e.row.deleted);
-    const checked = live.filter((e) => !isZero(e.vector));
+    const checked = live.filter((e) => !isZeroVector(e.vector));
     let hits: ArmHit[][] = [];
     if (checked.length) {
       const now = this.store.now();

@@ -83,12 +83,6 @@ export function nearest(
   return scoreTop(a, pool, v, limit);
 }
 
-/** No component set: a text with no word the model knows embeds to it (nothing to compare by meaning). */
-export function isZero(v: Float32Array): boolean {
-  for (let i = 0; i < v.length; i++) if (v[i] !== 0) return false;
-  return true;
-}
-
 /** `v` scaled to unit length (a zero vector stays zero). */
 export function normalized(v: Float32Array): Float32Array {
   let ss = 0;
