@@ -547,8 +547,8 @@ export class VectorTables {
    * before anything is ranked or cut.
    */
   knn(model: VecModel, query: Float32Array, q: KnnQuery): ArmHit[] {
-    const k = this.prepareKnn(model, q);
-    return queryNearest(k.arrays, this.scratch, k.admitted, query, q.limit, k.exactMax, k.candidates);
+    const { ix, admitted } = this.admission(model, q);
+    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidates);
   }
 
   /**
@@ -558,6 +558,18 @@ export class VectorTables {
    * Its hits go through `stillAdmitted` before they are used.
    */
   prepareKnn(model: VecModel, q: KnnQuery, spare?: Int32Array): PreparedKnn {
+    const { ix, admitted: found, only } = this.admission(model, q);
+    // Into `spare` when it is large enough (the buffer the worker gave back after the last search), else a new one.
+    const admitted = spare && spare.length >= found.length ? spare.subarray(0, found.length) : new Int32Array(found.length);
+    admitted.set(found);
+    return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidates };
+  }
+
+  /**
+   * A KNN's admitted slots (a view on the index's reused buffer: valid until its next admission): live namespaces
+   * of the scope, visibility at `q.now`, and with a filter the rows the SQL WHERE admits (`only`).
+   */
+  private admission(model: VecModel, q: KnnQuery): { ix: VectorIndex; admitted: Int32Array; only: Set<number> | null } {
     const ix = this.liveIndex(model);
     let only: Set<number> | null = null;
     if (q.filter) {
@@ -571,17 +583,12 @@ export class VectorTables {
       );
     }
     const ns = this.nsMask(q.scope);
-    const found = ix.admit(ns.mask, q.include, q.now, only, ns.ids);
-    // Into `spare` when it is large enough (the buffer the worker gave back after the last search), else a new one.
-    const admitted = spare && spare.length >= found.length ? spare.subarray(0, found.length) : new Int32Array(found.length);
-    admitted.set(found);
-    return {
-      arrays: { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension },
-      admitted,
-      only,
-      exactMax: this.exactMax,
-      candidates: this.candidates,
-    };
+    return { ix, admitted: ix.admit(ns.mask, q.include, q.now, only, ns.ids), only };
+  }
+
+  /** What a scan reads of the index (vector-scan.ts SlotArrays). */
+  private arrays(ix: VectorIndex, model: VecModel): SlotArrays {
+    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension };
   }
 
   /**
@@ -663,7 +670,7 @@ export class VectorTables {
       if (starts[g + 1] - starts[g] > this.dupExactMax) sigs.set(c.sig ?? quantize(v).sig, i * SIG_WORDS);
     }
     return {
-      arrays: { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: d },
+      arrays: this.arrays(ix, model),
       vectors,
       sigs,
       group,
