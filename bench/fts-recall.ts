@@ -9,12 +9,11 @@
  *   node --import tsx bench/fts-recall.ts --db path/to/cairn.db --queries queries-100000.jsonl [--limit 100] [--json out.json]
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ftsArm } from '../daemon/src/store/search-fts';
 import { pathInScope } from '../daemon/src/store/scope';
 import { Store } from '../daemon/src/store/store';
-import { tempDir } from '../test/helpers';
-import { arg, summarize } from './stats';
+import { arg, cpuNow, summarize } from './stats';
+import { storeCopy } from './store-copy';
 
 interface Query {
   q: string;
@@ -28,9 +27,7 @@ function main(): void {
   const queriesFile = arg('queries', '');
   if (!db || !queriesFile) throw new Error('--db and --queries are required');
   const limit = Number(arg('limit', '100'));
-  const work = tempDir('cairn-fts-recall-');
-  const copy = path.join(work, 'cairn.db');
-  for (const sfx of ['', '-wal']) if (fs.existsSync(db + sfx)) fs.copyFileSync(db + sfx, copy + sfx);
+  const { dir: work, copy } = storeCopy(db, 'cairn-fts-recall-');
   const store = new Store(copy, { loadVec: false });
   const queries = fs
     .readFileSync(queriesFile, 'utf8')
@@ -40,10 +37,6 @@ function main(): void {
   const label = store.db.prepare(
     'SELECT m.key AS key, n.path AS path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?',
   );
-  const cpu = () => {
-    const c = process.cpuUsage();
-    return (c.user + c.system) / 1000;
-  };
   const out: Record<string, unknown> = { queries: queriesFile, candidates: limit };
   try {
     for (const scoped of [false, true]) {
@@ -56,9 +49,9 @@ function main(): void {
         const scope = scoped ? { root: q.scope, includeUser: false } : undefined;
         if (scoped && !pathInScope(q.src_namespace, scope)) continue;
         n++;
-        const t = cpu();
+        const t = cpuNow();
         const hits = ftsArm(store.db, q.q, { scope, now: store.now(), limit });
-        ms.push(cpu() - t);
+        ms.push(cpuNow() - t);
         const rank = hits.findIndex((h) => {
           const r = label.get(h.rowid) as { key: string; path: string };
           return r.key === q.src_key && r.path === q.src_namespace;

@@ -30,8 +30,9 @@ import { fuseArms, rankFused } from '../daemon/src/retrieval/fusion';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES, search } from '../daemon/src/retrieval/search';
 import { ftsArm, type ArmQuery } from '../daemon/src/store/search-fts';
 import { Store } from '../daemon/src/store/store';
-import { spawnDaemon, tempDir } from '../test/helpers';
-import { arg, fmt, now, summarize } from './stats';
+import { spawnDaemon } from '../test/helpers';
+import { arg, cpuNow, fmt, now, summarize } from './stats';
+import { storeCopy } from './store-copy';
 
 const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
 
@@ -84,17 +85,10 @@ async function main() {
   // `--clock cpu`: this process's CPU time (user + system; the embedding worker's share included) instead of
   // wall time, for a loaded machine, where wall time mostly measures waiting for a core.
   const cpuClock = arg('clock', 'wall') === 'cpu';
-  const clock = cpuClock
-    ? () => {
-        const c = process.cpuUsage();
-        return (c.user + c.system) / 1000;
-      }
-    : now;
+  const clock = cpuClock ? cpuNow : now;
   const slowN = Number(arg('slow', '10'));
   // A private copy: nothing this process does touches the store given.
-  const work = tempDir('cairn-prof-');
-  const copy = path.join(work, 'cairn.db');
-  for (const sfx of ['', '-wal']) if (fs.existsSync(db + sfx)) fs.copyFileSync(db + sfx, copy + sfx);
+  const { dir: work, copy } = storeCopy(db, 'cairn-prof-');
   const store = new Store(copy, {});
   const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
   const indexer = new Indexer(store, () => {});

@@ -1,4 +1,4 @@
-/** Small helpers for benchmarks: percentiles and a timer. */
+/** Small helpers for benchmarks: percentiles and timers. */
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -15,6 +15,11 @@ export function summarize(ms: number[]): { n: number; p50: number; p95: number; 
   };
 }
 export const now = () => Number(process.hrtime.bigint()) / 1e6;
+/** This process's CPU time in ms (user + system, every thread's share included). */
+export const cpuNow = () => {
+  const c = process.cpuUsage();
+  return (c.user + c.system) / 1000;
+};
 export const fmt = (x: number, d = 2) => x.toFixed(d);
 
 /** `--name value` from the command line, else the default. */
