@@ -377,6 +377,11 @@ export class Indexer implements VectorSearcher {
         });
         if (found.length) this.duplicatesFound(found, labels);
         this.resolveWaiters();
+        // A partial batch drained the log: writes that arrived meanwhile wait for their own kick (KICK_DELAY_MS), so
+        // a stream of single writes is indexed in batches of that many milliseconds. Going on at once indexed them
+        // a few at a time as they trickled in (about 6 per pass at 1,400 upserts/s), paying a pass's worker round
+        // trips, statements and two commits for each few. Someone waiting for the index keeps the pass going.
+        if (changes.length < INDEX_BATCH && this.waiters.length === 0) break;
       }
     } catch (e) {
       if (this.stopped) return; // the model was closed under the pass: nothing failed
