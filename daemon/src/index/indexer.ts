@@ -112,7 +112,10 @@ export class Indexer implements VectorSearcher {
     private readonly duplicatesFound: (reports: DuplicateReport[], labels: Map<number, MemoryLabel>) => void = () => {},
     /** Told when a re-embed fails, so whoever waits for the vector index (index/wait) learns it at once. */
     private readonly failed: (reason: string) => void = () => {},
-  ) {}
+  ) {
+    // Each pass's last commit also indexes the full text of the writes since the store's `fts` watermark (loop).
+    store.fullTextFollower = () => this.state === 'ready' && !this.stopped;
+  }
 
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
@@ -374,6 +377,13 @@ export class Indexer implements VectorSearcher {
             if (r.duplicates.length) found.push(r);
           }
           this.store.feed.setWatermark(model, last);
+          // The full text of the writes so far, in this commit rather than one of its own (Store.fullTextFollower):
+          // one FTS5 segment and one commit per pass. A failure leaves it to the store's own timer or the next read.
+          try {
+            this.store.catchUpFullText();
+          } catch {
+            /* rolled back to its savepoint: the pass's own records stand */
+          }
         });
         if (found.length) this.duplicatesFound(found, labels);
         this.resolveWaiters();

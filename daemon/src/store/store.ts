@@ -70,6 +70,12 @@ export type ChangeListener = (change: DidChangeParams) => void;
  * catches the index up first.
  */
 export const FTS_DELAY_MS = 25;
+/**
+ * While the vector indexer runs (fullTextFollower), its passes catch the full text up in their own commit, every
+ * KICK_DELAY_MS (50 ms) under a stream of writes: the store's own timer then only backs them up, this long after a
+ * write (a pass delayed by a slow model or by searches).
+ */
+export const FTS_BACKUP_DELAY_MS = 100;
 /** Change-log rows read per step while catching the full-text index up. */
 const FTS_STEP = 1000;
 /** Change-log ops that can change a memory's indexed text (the others change state only: deleted, superseded...). */
@@ -318,10 +324,16 @@ export class Store {
   }
 
   private ftsTimer: NodeJS.Timeout | null = null;
+  /**
+   * Set by the vector indexer: true while its passes follow the change log and catch the full text up in their own
+   * commit (Indexer.loop), one commit per pass instead of two; the timer below then waits FTS_BACKUP_DELAY_MS.
+   */
+  fullTextFollower: (() => boolean) | null = null;
 
-  /** Index the full text of recent writes soon, in one batch (FTS_DELAY_MS). */
+  /** Index the full text of recent writes soon, in one batch (FTS_DELAY_MS, or FTS_BACKUP_DELAY_MS, see above). */
   private scheduleFullText(): void {
     if (this.ftsTimer || this.db.readonly) return;
+    const delay = this.fullTextFollower?.() ? FTS_BACKUP_DELAY_MS : FTS_DELAY_MS;
     this.ftsTimer = setTimeout(() => {
       this.ftsTimer = null;
       try {
@@ -329,7 +341,7 @@ export class Store {
       } catch {
         /* busy or closed: the next write, search, index/wait or open catches up */
       }
-    }, FTS_DELAY_MS);
+    }, delay);
     this.ftsTimer.unref?.();
   }
 
