@@ -260,6 +260,12 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 
 /** Columns the FTS table must have, in order; a table of another shape is rebuilt. */
 export const FTS_COLUMNS = ['key', 'value', 'summary', 'tags', 'idents', 'ns'];
+/**
+ * What the FTS rows hold (meta `fts_format`); an index written in another format is rebuilt from the memories when
+ * the store opens. 2: the `idents` column holds each identifier's parts and its joined form (identifierIndexText),
+ * which camelCase query terms match (search-fts.ts); 1 (no meta row): parts only.
+ */
+export const FTS_FORMAT = '2';
 
 /** Apply pending migrations, then re-assert invariants. Returns the schema version. */
 export function migrate(db: DB, opts: { vec: boolean }, upTo: number = SCHEMA_VERSION): number {
@@ -299,10 +305,14 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
   // The FTS table: create it if missing, rebuild it if its shape is wrong.
   const row = db.prepare(`SELECT sql FROM sqlite_master WHERE name = 'memories_fts'`).get() as { sql: string } | undefined;
   const wanted = `CREATE VIRTUAL TABLE memories_fts USING fts5(${FTS_COLUMNS.join(', ')}, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')`;
-  if (!row || row.sql !== wanted) {
-    if (row) db.exec('DROP TABLE memories_fts');
+  const format = db.prepare(`SELECT value FROM meta WHERE key = 'fts_format'`).get() as { value: string } | undefined;
+  if (!row || row.sql !== wanted || format?.value !== FTS_FORMAT) {
+    if (row) db.exec('DROP TABLE memories_fts'); // the store's open rebuilds it from the memories (Store.healFts)
     db.exec(wanted);
     db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
+    db.prepare(`INSERT INTO meta(key, value) VALUES ('fts_format', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(
+      FTS_FORMAT,
+    );
   }
   if (version >= 3) {
     if (version < 5) db.exec('CREATE INDEX IF NOT EXISTS duplicate_candidates_other ON duplicate_candidates(other_rowid)');

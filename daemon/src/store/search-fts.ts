@@ -5,8 +5,9 @@
  *
  * Query plan (so a search stays fast at 100k memories):
  * 1. Every content word of the query becomes a term: a plain word matches its
- *    token; a compound identifier (`getUserById`) matches either its compound
- *    token or the phrase of its parts in the split-identifier column. Stopwords
+ *    token; a camelCase identifier (`getUserById`) matches its one token, which
+ *    the split-identifier column holds for its other spellings too (`get_user_by_id`);
+ *    a snake_case one matches the phrase of its parts anywhere. Stopwords
  *    are dropped unless nothing else is left. While the last word is still being
  *    typed (not yet a known term), it also matches as a prefix.
  * 2. Conjunctive pass: memories matching every term, by BM25.
@@ -130,8 +131,9 @@ export function planQuery(db: DB, query: string): FtsPlan {
     if (seen.has(key)) return;
     seen.add(key);
     if (parts.length > 1 && snake.length === 1) {
-      // camelCase: the compound token, or the parts as a phrase in the split-identifier column
-      terms.push({ expr: `(${quote(lower)} OR idents:${quote(parts.join(' '))})` });
+      // camelCase: its one token, which the split-identifier column also holds for every other spelling of the
+      // identifier (identifierIndexText); a phrase of its parts there cost a position-by-position match and count.
+      terms.push({ expr: quote(lower) });
     } else if (snake.length > 1) {
       terms.push({ expr: quote(snake.join(' ')) }); // snake_case: the tokenizer already splits it; match as a phrase
     } else {

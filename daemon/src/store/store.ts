@@ -35,7 +35,7 @@ import {
   type WriteResult,
 } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
-import { identifierWords } from '../text/identifiers';
+import { identifierIndexText } from '../text/identifiers';
 import {
   contentColumns,
   mergeContent,
@@ -311,7 +311,7 @@ export class Store {
     fresh = false,
   ): void {
     if (!fresh) stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
-    const idents = identifierWords(`${m.key} ${m.value}`);
+    const idents = identifierIndexText(`${m.key} ${m.value}`);
     stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
       rowid,
       m.key.replace(/[._/:-]+/g, ' ') + ' ' + m.key,
@@ -408,6 +408,8 @@ export class Store {
     }
     const count = (stmt(this.db, 'SELECT count(*) AS c FROM memories').get() as { c: number }).c;
     if (pos === 0 && count === 0) return;
+    // An index dropped because an older Cairn wrote it in another format or shape (schema.ts FTS_FORMAT), or never built.
+    if (count > 0) this.log(`rebuilding the full-text index of ${count} memories`);
     writeTx(this.db, () => {
       stmt(this.db, 'DELETE FROM memories_fts').run();
       const page = stmt(this.db, 'SELECT rowid, key, value, summary, tags, ns_id FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');

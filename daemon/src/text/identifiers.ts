@@ -30,6 +30,22 @@ export function identifierWords(text: string): string {
   return out.join(' ');
 }
 
+/**
+ * What the SQLite full-text index stores for the identifiers of a text (its `idents` column): each compound
+ * identifier's parts and then its parts joined, `max_retries` → "max retries maxretries". The joined form is the
+ * token the tokenizer makes of the camelCase spelling (`maxRetries` → "maxretries"), so a camelCase query term is one
+ * token that finds the identifier in any spelling (camelCase, snake_case, SCREAMING_CASE...), instead of a phrase of
+ * its parts, which FTS5 matches and counts position by position (search-fts.ts).
+ */
+export function identifierIndexText(text: string): string {
+  const out: string[] = [];
+  for (const m of text.matchAll(WORD)) {
+    const parts = splitIdentifier(m[0]);
+    if (parts.length) out.push(`${parts.join(' ')} ${parts.join('')}`);
+  }
+  return out.join(' ');
+}
+
 /** Lowercase word tokens of a text, as the FTS tokenizer sees them, plus split identifier parts. */
 export function queryTokens(text: string): string[] {
   const seen = new Set<string>();
