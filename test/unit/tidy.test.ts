@@ -12,6 +12,7 @@
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { build } from 'esbuild';
 import { DAEMON_NODE_FLAGS } from '../../daemon/src/client/ensure-daemon';
@@ -234,5 +235,12 @@ describe('tidy: every daemon starter passes the daemon Node flags', () => {
     const flags = starts[0].slice(0, starts[0].indexOf('daemon/bin/cairn.js'));
     assert.ok(DAEMON_NODE_FLAGS.length > 0);
     for (const f of DAEMON_NODE_FLAGS) assert.ok(flags.includes(f), `${f} before the script in: ${starts[0].trim()}`);
+  });
+});
+
+describe('tidy: generated files match their sources', () => {
+  test('vector-kernels-wasm.ts is what vector-kernels.wat compiles to (npm run build:wasm)', () => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build-wasm.mjs'), '--check'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
   });
 });

@@ -1,12 +1,14 @@
 /**
  * The vector arm's scan over typed arrays: a Hamming pass over SimHash signatures, then exact cosine of the
  * candidates with a bounded top-k heap. Pure arithmetic with no imports of the store, so the same code runs on
- * the daemon's event loop (VectorIndex in vectors.ts: searches) and in the embedding worker (duplicate checks,
- * `runDuplicateScan`), over the same memory: the index's vectors, signatures, norms and rowids live in
- * SharedArrayBuffers the worker is handed with every scan.
+ * the daemon's event loop (VectorIndex in vectors.ts) and in the embedding worker (a search's KNN, duplicate checks),
+ * over the same memory: the index's vectors, signatures, norms and rowids live in shared memory the worker is handed
+ * with every scan. The Hamming pass and the dot products run in the SIMD kernels (vector-kernels.ts) when the index
+ * lives in a kernel memory, else in the loops here.
  */
 import type { ArmHit } from './search-fts';
 import { SIG_BITS, SIG_WORDS, signature } from './quantize';
+import { dotsKernel, hammingKernel, type KernelMemory } from './vector-kernels';
 
 /** What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature. */
 export interface SlotArrays {
@@ -15,17 +17,26 @@ export interface SlotArrays {
   readonly q: Int8Array;
   readonly sig: Int32Array;
   readonly dimension: number;
+  /** The memory `q` and `sig` live in, when the SIMD kernels can run (vector-kernels.ts); else the loops below. */
+  readonly kmem?: KernelMemory | null;
 }
 
 /** Buffers reused between scans of one thread (grown as needed), so a scan allocates nothing per slot. */
 export interface Scratch {
   dist: Uint16Array;
   pool: Int32Array;
+  /** Exact scores of a pool (the dot-product kernel's output). */
+  scores: Float32Array;
   /** A duplicate check's slots (runDuplicateScan). */
   admitted: Int32Array;
 }
 
-export const newScratch = (): Scratch => ({ dist: new Uint16Array(0), pool: new Int32Array(0), admitted: new Int32Array(0) });
+export const newScratch = (): Scratch => ({
+  dist: new Uint16Array(0),
+  pool: new Int32Array(0),
+  scores: new Float32Array(0),
+  admitted: new Int32Array(0),
+});
 
 /**
  * The `limit` admitted slots nearest to `v` (normalized), best first; ties by rowid.
@@ -51,22 +62,10 @@ export function nearest(
     if (sc.pool.length < n) sc.pool = new Int32Array(n);
     const dist = sc.dist;
     const hist = new Int32Array(SIG_BITS + 1);
-    const S = a.sig;
-    const [g0, g1, g2, g3, g4, g5, g6, g7] = sigOf();
-    for (let i = 0; i < n; i++) {
-      const o = admitted[i] << 3; // SIG_WORDS = 8
-      const d =
-        pop32(S[o] ^ g0) +
-        pop32(S[o + 1] ^ g1) +
-        pop32(S[o + 2] ^ g2) +
-        pop32(S[o + 3] ^ g3) +
-        pop32(S[o + 4] ^ g4) +
-        pop32(S[o + 5] ^ g5) +
-        pop32(S[o + 6] ^ g6) +
-        pop32(S[o + 7] ^ g7);
-      dist[i] = d;
-      hist[d]++;
-    }
+    if (a.kmem) {
+      hammingKernel(a.kmem, admitted, sigOf(), dist);
+      for (let i = 0; i < n; i++) hist[dist[i]]++;
+    } else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
     const want = Math.max(candidates, limit * 8);
     let cut = 0;
     let below = 0; // slots strictly nearer than `cut`
@@ -80,7 +79,26 @@ export function nearest(
     }
     pool = keep.subarray(0, m);
   }
-  return scoreTop(a, pool, v, limit);
+  return scoreTop(a, sc, pool, v, limit);
+}
+
+/** The Hamming pass in JavaScript (no SIMD kernels): distances into `dist`, their counts into `hist`. */
+function hammingLoop(S: Int32Array, admitted: Int32Array, g: Int32Array, dist: Uint16Array, hist: Int32Array): void {
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = g;
+  for (let i = 0; i < admitted.length; i++) {
+    const o = admitted[i] << 3; // SIG_WORDS = 8
+    const d =
+      pop32(S[o] ^ g0) +
+      pop32(S[o + 1] ^ g1) +
+      pop32(S[o + 2] ^ g2) +
+      pop32(S[o + 3] ^ g3) +
+      pop32(S[o + 4] ^ g4) +
+      pop32(S[o + 5] ^ g5) +
+      pop32(S[o + 6] ^ g6) +
+      pop32(S[o + 7] ^ g7);
+    dist[i] = d;
+    hist[d]++;
+  }
 }
 
 /** `v` scaled to unit length (a zero vector stays zero). */
@@ -112,8 +130,12 @@ export function queryNearest(
   return nearest(a, sc, admitted, v, limit, () => signature(v), exactMax, candidates);
 }
 
-/** Exact cosine of every slot of `pool` with `v`, the best `limit` kept in a bounded min-heap; best first, ties by rowid. */
-function scoreTop(a: SlotArrays, pool: Int32Array, v: Float32Array, limit: number): ArmHit[] {
+/**
+ * Exact cosine of every slot of `pool` with `v`, the best `limit` kept in a bounded min-heap; best first, ties by
+ * rowid. The dot products come from the SIMD kernel (float32 sums) when the index lives in a kernel memory, else
+ * from the loop below (float64 sums); either way the score is rounded to float32.
+ */
+function scoreTop(a: SlotArrays, sc: Scratch, pool: Int32Array, v: Float32Array, limit: number): ArmHit[] {
   const k = Math.min(limit, pool.length);
   if (k <= 0) return [];
   const d = a.dimension;
@@ -133,22 +155,33 @@ function scoreTop(a: SlotArrays, pool: Int32Array, v: Float32Array, limit: numbe
     hslot[a] = hslot[b];
     hslot[b] = u;
   };
+  let dots: Float32Array | null = null;
+  if (a.kmem) {
+    if (sc.scores.length < pool.length) sc.scores = new Float32Array(pool.length);
+    dots = sc.scores;
+    dotsKernel(a.kmem, d, pool, v, dots);
+  }
   for (let p = 0; p < pool.length; p++) {
     const slot = pool[p];
-    const o = slot * d;
-    let s0 = 0,
-      s1 = 0,
-      s2 = 0,
-      s3 = 0;
-    let i = 0;
-    for (; i + 3 < d; i += 4) {
-      s0 += Q[o + i] * v[i];
-      s1 += Q[o + i + 1] * v[i + 1];
-      s2 += Q[o + i + 2] * v[i + 2];
-      s3 += Q[o + i + 3] * v[i + 3];
+    let dot: number;
+    if (dots) dot = dots[p];
+    else {
+      const o = slot * d;
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0;
+      let i = 0;
+      for (; i + 3 < d; i += 4) {
+        s0 += Q[o + i] * v[i];
+        s1 += Q[o + i + 1] * v[i + 1];
+        s2 += Q[o + i + 2] * v[i + 2];
+        s3 += Q[o + i + 3] * v[i + 3];
+      }
+      for (; i < d; i++) s0 += Q[o + i] * v[i];
+      dot = s0 + s1 + s2 + s3;
     }
-    for (; i < d; i++) s0 += Q[o + i] * v[i];
-    const score = Math.fround((s0 + s1 + s2 + s3) * inv[slot]);
+    const score = Math.fround(dot * inv[slot]);
     if (size < k) {
       hs[size] = score;
       hslot[size] = slot;

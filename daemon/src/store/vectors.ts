@@ -35,6 +35,7 @@ import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
 import { quantize, SIG_WORDS } from './quantize';
+import { allocKernelMemory, type KernelMemory } from './vector-kernels';
 import { duplicateHits, newScratch, normalized, queryNearest, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
 
 /**
@@ -94,6 +95,8 @@ class VectorIndex implements SlotArrays {
   inv = new Float32Array(0);
   q: Int8Array = new Int8Array(0);
   sig = new Int32Array(0);
+  /** The memory `q` and `sig` live in when the SIMD kernels can run (vector-kernels.ts). */
+  kmem: KernelMemory | null = null;
   slotOf = new Map<number, number>();
   /**
    * The slots of each namespace (by namespace rowid), packed, so a duplicate check scans one namespace's
@@ -123,8 +126,8 @@ class VectorIndex implements SlotArrays {
       b.set(a);
       return b;
     };
-    // What a scan reads (vector-scan.ts SlotArrays) lives in shared memory: the embedding worker scores duplicate
-    // checks over these same arrays, without a copy.
+    // What a scan reads (vector-scan.ts SlotArrays) lives in shared memory: the embedding worker ranks a search's
+    // KNN and scores duplicate checks over these same arrays, without a copy.
     const shared = <T extends { length: number; set(a: T): void }>(
       a: T,
       C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number },
@@ -142,8 +145,21 @@ class VectorIndex implements SlotArrays {
     this.validFrom = g(this.validFrom, Float64Array);
     this.validTo = g(this.validTo, Float64Array);
     this.inv = shared(this.inv, Float32Array);
-    this.q = shared(this.q, Int8Array, d);
-    this.sig = shared(this.sig, Int32Array, SIG_WORDS);
+    // Signatures and int8 vectors in one shared WebAssembly memory, where the SIMD kernels read them
+    // (vector-kernels.ts); SharedArrayBuffers where the kernels cannot run.
+    const km = allocKernelMemory(cap, d, SIG_WORDS * 4);
+    if (km) {
+      const q = new Int8Array(km.mem.buffer, km.qOff, cap * d);
+      const sig = new Int32Array(km.mem.buffer, km.sigOff, cap * SIG_WORDS);
+      q.set(this.q);
+      sig.set(this.sig);
+      this.q = q;
+      this.sig = sig;
+    } else {
+      this.q = shared(this.q, Int8Array, d);
+      this.sig = shared(this.sig, Int32Array, SIG_WORDS);
+    }
+    this.kmem = km;
     this.nsPos = g(this.nsPos, Int32Array);
     this.nsPos.fill(-1, this.cap);
     this.cap = cap;
@@ -588,7 +604,7 @@ export class VectorTables {
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */
   private arrays(ix: VectorIndex, model: VecModel): SlotArrays {
-    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension };
+    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension, kmem: ix.kmem };
   }
 
   /**

@@ -1,0 +1,124 @@
+/**
+ * The vector arm's inner loops in WebAssembly SIMD (vector-kernels.wat): the Hamming pass over SimHash signatures
+ * and the int8 × float dot products of exact scoring, about 7× and 3× faster than the same loops in JavaScript
+ * (bench/README.md). They read the index where it lives: VectorIndex keeps its signatures and int8 vectors in one
+ * shared WebAssembly memory (`KernelMemory`), which the embedding worker is handed with every scan, so both threads
+ * run the kernels over the same bytes without a copy.
+ *
+ * Layout of a kernel memory: a header (one lock word per scratch area), two scratch areas (one for the daemon's
+ * main thread, one for worker threads: a kernel's inputs and outputs are copied through them in chunks), then the
+ * signatures (`sigOff`, SIG_WORDS × 4 bytes per slot), then the vectors (`qOff`, `dimension` bytes per slot).
+ * A memory is never grown: VectorIndex allocates a larger one and copies, as it did with its SharedArrayBuffers.
+ * Without WebAssembly SIMD and shared memory (not expected on Node 20), `allocKernelMemory` returns null and the
+ * scan runs its JavaScript loops.
+ */
+import { isMainThread } from 'node:worker_threads';
+import { VECTOR_KERNELS_WASM } from './vector-kernels-wasm';
+
+export interface KernelMemory {
+  readonly mem: WebAssembly.Memory;
+  /** Byte offset of slot 0's signature. */
+  readonly sigOff: number;
+  /** Byte offset of slot 0's int8 vector. */
+  readonly qOff: number;
+}
+
+interface Exports {
+  hamming(sigBase: number, adm: number, n: number, qsig: number, dist: number): void;
+  dots(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
+}
+
+const PAGE = 65536;
+const HEADER = 64;
+/** Slots per kernel call: a scratch area holds this many slot numbers and results. */
+const CHUNK = 8192;
+/** Largest dimension the scratch area holds a query of (a larger model's scans run in JavaScript). */
+export const KERNEL_MAX_DIM = 4096;
+// One scratch area: slot numbers (i32), then distances (u16), then scores (f32), then the query signature and vector.
+const A_SLOTS = 0;
+const A_DIST = A_SLOTS + CHUNK * 4;
+const A_OUT = A_DIST + CHUNK * 2;
+const A_QSIG = A_OUT + CHUNK * 4;
+const A_VEC = A_QSIG + 64;
+const AREA = A_VEC + KERNEL_MAX_DIM * 4;
+const AREAS = 2;
+const DATA = HEADER + AREAS * AREA;
+
+let module: WebAssembly.Module | null | undefined;
+/** The compiled kernels, or null when this runtime cannot run them (compiled once per thread). */
+function kernelModule(): WebAssembly.Module | null {
+  if (module === undefined) {
+    try {
+      module = new WebAssembly.Module(Buffer.from(VECTOR_KERNELS_WASM, 'base64'));
+      // Shared memory is part of the contract: a runtime without it cannot hand the index to the worker this way.
+      new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    } catch {
+      module = null;
+    }
+  }
+  return module;
+}
+
+/** A kernel memory for `cap` slots of `dimension`-d vectors, or null when kernels cannot run here. */
+export function allocKernelMemory(cap: number, dimension: number, sigBytesPerSlot: number): KernelMemory | null {
+  if (dimension % 16 !== 0 || dimension > KERNEL_MAX_DIM || !kernelModule()) return null;
+  const sigOff = DATA;
+  const qOff = sigOff + cap * sigBytesPerSlot;
+  const pages = Math.ceil((qOff + cap * dimension) / PAGE);
+  if (pages > 65536) return null;
+  return { mem: new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }), sigOff, qOff };
+}
+
+/**
+ * The kernels instantiated over a memory, by memory object: the main thread keeps its index's memory object, so it
+ * instantiates once per memory; a worker gets a new object with every message, so once per scan.
+ */
+const instances = new WeakMap<WebAssembly.Memory, Exports>();
+
+/**
+ * Run `fn` with this thread's kernels and scratch area of `km` (the main thread uses area 0, worker threads area 1;
+ * the area's lock word keeps two threads of one kind from sharing it at once).
+ */
+function withKernels<T>(km: KernelMemory, fn: (k: Exports, area: number, bytes: ArrayBufferLike) => T): T {
+  let k = instances.get(km.mem);
+  if (!k) instances.set(km.mem, (k = new WebAssembly.Instance(kernelModule()!, { e: { m: km.mem } }).exports as unknown as Exports));
+  const a = isMainThread ? 0 : 1;
+  const lock = new Int32Array(km.mem.buffer, 0, AREAS);
+  while (Atomics.compareExchange(lock, a, 0, 1) !== 0) Atomics.wait(lock, a, 1, 5);
+  try {
+    return fn(k, HEADER + a * AREA, km.mem.buffer);
+  } finally {
+    Atomics.store(lock, a, 0);
+    Atomics.notify(lock, a);
+  }
+}
+
+/** Hamming distance of each of `admitted`'s slots' signatures to `qsig`, into `dist` (same order). */
+export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int32Array, dist: Uint16Array): void {
+  withKernels(km, (k, area, buf) => {
+    new Int32Array(buf, area + A_QSIG, qsig.length).set(qsig);
+    const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
+    const out = new Uint16Array(buf, area + A_DIST, CHUNK);
+    for (let from = 0; from < admitted.length; from += CHUNK) {
+      const n = Math.min(CHUNK, admitted.length - from);
+      slots.set(admitted.subarray(from, from + n));
+      k.hamming(km.sigOff, area + A_SLOTS, n, area + A_QSIG, area + A_DIST);
+      dist.set(out.subarray(0, n), from);
+    }
+  });
+}
+
+/** Dot product (float32) of each of `pool`'s slots' int8 vectors with `v`, into `out` (same order). */
+export function dotsKernel(km: KernelMemory, dimension: number, pool: Int32Array, v: Float32Array, out: Float32Array): void {
+  withKernels(km, (k, area, buf) => {
+    new Float32Array(buf, area + A_VEC, dimension).set(v);
+    const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
+    const scores = new Float32Array(buf, area + A_OUT, CHUNK);
+    for (let from = 0; from < pool.length; from += CHUNK) {
+      const n = Math.min(CHUNK, pool.length - from);
+      slots.set(pool.subarray(from, from + n));
+      k.dots(km.qOff, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
+      out.set(scores.subarray(0, n), from);
+    }
+  });
+}

@@ -1,0 +1,73 @@
+;; The vector arm's two inner loops in WebAssembly SIMD (store/vector-kernels.ts runs them over the index's shared
+;; memory). Every pointer is a byte offset in the imported memory. Compiled into vector-kernels-wasm.ts by
+;; scripts/build-wasm.mjs (npm run build:wasm); a tidy test checks the two agree.
+(module
+  (import "e" "m" (memory 1 65536 shared))
+
+  ;; Hamming distances: for each of the `n` slots listed (i32) at `adm`, the bits that differ between its 256-bit
+  ;; signature (32 bytes at `sigBase` + slot * 32) and the query's (32 bytes at `qsig`), as u16 at `dist`.
+  (func (export "hamming") (param $sigBase i32) (param $adm i32) (param $n i32) (param $qsig i32) (param $dist i32)
+    (local $i i32) (local $o i32) (local $g0 v128) (local $g1 v128) (local $x v128)
+    (local.set $g0 (v128.load (local.get $qsig)))
+    (local.set $g1 (v128.load offset=16 (local.get $qsig)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $o
+          (i32.add (local.get $sigBase)
+            (i32.shl (i32.load (i32.add (local.get $adm) (i32.shl (local.get $i) (i32.const 2)))) (i32.const 5))))
+        (local.set $x
+          (i8x16.add
+            (i8x16.popcnt (v128.xor (v128.load (local.get $o)) (local.get $g0)))
+            (i8x16.popcnt (v128.xor (v128.load offset=16 (local.get $o)) (local.get $g1)))))
+        (local.set $x (i32x4.extadd_pairwise_i16x8_u (i16x8.extadd_pairwise_i8x16_u (local.get $x))))
+        (i32.store16
+          (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1)))
+          (i32.add
+            (i32.add (i32x4.extract_lane 0 (local.get $x)) (i32x4.extract_lane 1 (local.get $x)))
+            (i32.add (i32x4.extract_lane 2 (local.get $x)) (i32x4.extract_lane 3 (local.get $x)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next))))
+
+  ;; Dot products: for each of the `n` slots listed (i32) at `pool`, its int8 vector (`dim` bytes at `qBase` +
+  ;; slot * dim; `dim` a multiple of 16) times the f32 query (`dim` floats at `vec`), summed in f32, as f32 at `out`.
+  (func (export "dots") (param $qBase i32) (param $dim i32) (param $pool i32) (param $n i32) (param $vec i32) (param $out i32)
+    (local $i i32) (local $j i32) (local $o i32) (local $v i32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $b v128) (local $h v128)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $o
+          (i32.add (local.get $qBase)
+            (i32.mul (i32.load (i32.add (local.get $pool) (i32.shl (local.get $i) (i32.const 2)))) (local.get $dim))))
+        (local.set $a0 (v128.const i32x4 0 0 0 0))
+        (local.set $a1 (v128.const i32x4 0 0 0 0))
+        (local.set $a2 (v128.const i32x4 0 0 0 0))
+        (local.set $a3 (v128.const i32x4 0 0 0 0))
+        (local.set $j (i32.const 0))
+        (local.set $v (local.get $vec))
+        (block $row
+          (loop $step
+            (br_if $row (i32.ge_u (local.get $j) (local.get $dim)))
+            (local.set $b (v128.load (i32.add (local.get $o) (local.get $j))))
+            (local.set $h (i16x8.extend_low_i8x16_s (local.get $b)))
+            (local.set $a0 (f32x4.add (local.get $a0)
+              (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load (local.get $v)))))
+            (local.set $a1 (f32x4.add (local.get $a1)
+              (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=16 (local.get $v)))))
+            (local.set $h (i16x8.extend_high_i8x16_s (local.get $b)))
+            (local.set $a2 (f32x4.add (local.get $a2)
+              (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $h))) (v128.load offset=32 (local.get $v)))))
+            (local.set $a3 (f32x4.add (local.get $a3)
+              (f32x4.mul (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $h))) (v128.load offset=48 (local.get $v)))))
+            (local.set $j (i32.add (local.get $j) (i32.const 16)))
+            (local.set $v (i32.add (local.get $v) (i32.const 64)))
+            (br $step)))
+        (local.set $a0 (f32x4.add (f32x4.add (local.get $a0) (local.get $a1)) (f32x4.add (local.get $a2) (local.get $a3))))
+        (f32.store
+          (i32.add (local.get $out) (i32.shl (local.get $i) (i32.const 2)))
+          (f32.add
+            (f32.add (f32x4.extract_lane 0 (local.get $a0)) (f32x4.extract_lane 1 (local.get $a0)))
+            (f32.add (f32x4.extract_lane 2 (local.get $a0)) (f32x4.extract_lane 3 (local.get $a0)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))))

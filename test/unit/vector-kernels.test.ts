@@ -1,0 +1,111 @@
+/**
+ * The vector arm's SIMD kernels (store/vector-kernels.ts): the Hamming kernel gives exactly the distances of the
+ * JavaScript loop, across the chunks a scratch area holds; the dot-product kernel gives the float64 sums up to
+ * float32 rounding; and `nearest` ranks the same slots in the same order whether the index lives in a kernel memory
+ * or in plain arrays, on the exact path and the Hamming path. A dimension the kernels do not take runs in JavaScript.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SIG_WORDS } from '../../daemon/src/store/quantize';
+import { allocKernelMemory, dotsKernel, hammingKernel, type KernelMemory } from '../../daemon/src/store/vector-kernels';
+import { nearest, newScratch, normalized, type SlotArrays } from '../../daemon/src/store/vector-scan';
+
+function rng(seed: number) {
+  let s = seed;
+  return () => (s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff;
+}
+const popcount = (x: number) => {
+  let c = 0;
+  for (let b = x >>> 0; b; b >>>= 1) c += b & 1;
+  return c;
+};
+
+/** `n` random slots of `dim`-d int8 vectors and signatures, in a kernel memory and in plain arrays. */
+function fixture(n: number, dim: number, seed: number) {
+  const r = rng(seed);
+  const km = allocKernelMemory(n, dim, SIG_WORDS * 4);
+  assert.ok(km, 'this runtime runs the kernels');
+  const q = new Int8Array(km.mem.buffer, km.qOff, n * dim);
+  const sig = new Int32Array(km.mem.buffer, km.sigOff, n * SIG_WORDS);
+  for (let i = 0; i < q.length; i++) q[i] = Math.floor(r() * 255) - 127;
+  for (let i = 0; i < sig.length; i++) sig[i] = Math.floor(r() * 2 ** 32) | 0;
+  const rowid = Int32Array.from({ length: n }, (_, i) => 1000 + i);
+  const inv = new Float32Array(n);
+  for (let s = 0; s < n; s++) {
+    let ss = 0;
+    for (let i = 0; i < dim; i++) ss += q[s * dim + i] ** 2;
+    inv[s] = 1 / Math.sqrt(ss);
+  }
+  const withKernels: SlotArrays = { rowid, inv, q, sig, dimension: dim, kmem: km };
+  const plain: SlotArrays = { rowid, inv, q: q.slice(), sig: sig.slice(), dimension: dim, kmem: null };
+  return { km: km as KernelMemory, r, withKernels, plain };
+}
+
+describe('vector kernels (WebAssembly SIMD)', () => {
+  it('the Hamming kernel gives the distances of the JavaScript loop, across chunks', () => {
+    const n = 20_000; // more than one scratch chunk (8,192 slots)
+    const { km, r, plain } = fixture(n, 16, 1);
+    const admitted = Int32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.9);
+    const qsig = Int32Array.from({ length: SIG_WORDS }, () => Math.floor(r() * 2 ** 32) | 0);
+    const dist = new Uint16Array(admitted.length);
+    hammingKernel(km, admitted, qsig, dist);
+    let checked = 0;
+    admitted.forEach((s, i) => {
+      let d = 0;
+      for (let w = 0; w < SIG_WORDS; w++) d += popcount(plain.sig[s * SIG_WORDS + w] ^ qsig[w]);
+      assert.equal(dist[i], d, `slot ${s}`);
+      checked++;
+    });
+    assert.ok(checked > 17_000);
+  });
+
+  it('the dot-product kernel gives the float64 sums up to float32 rounding', () => {
+    const n = 10_000;
+    const dim = 256;
+    const { km, r, plain } = fixture(n, dim, 2);
+    const v = Float32Array.from({ length: dim }, () => r() - 0.5);
+    const pool = Int32Array.from({ length: 9_000 }, () => Math.floor(r() * n));
+    const out = new Float32Array(pool.length);
+    dotsKernel(km, dim, pool, v, out);
+    pool.forEach((s, p) => {
+      let sum = 0;
+      let mag = 0;
+      for (let i = 0; i < dim; i++) {
+        sum += plain.q[s * dim + i] * v[i];
+        mag += Math.abs(plain.q[s * dim + i] * v[i]);
+      }
+      assert.ok(Math.abs(out[p] - sum) <= mag * 1e-6, `slot ${s}: ${out[p]} vs ${sum}`);
+    });
+  });
+
+  it('nearest ranks the same slots in the same order over a kernel memory and over plain arrays', () => {
+    const n = 6_000;
+    const dim = 64;
+    const { r, withKernels, plain } = fixture(n, dim, 3);
+    const admitted = Int32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.8);
+    let hamming = 0;
+    for (let t = 0; t < 12; t++) {
+      const v = normalized(Float32Array.from({ length: dim }, () => r() - 0.5));
+      const sig = Int32Array.from({ length: SIG_WORDS }, () => Math.floor(r() * 2 ** 32) | 0);
+      // exact over every admitted slot, then the Hamming pass (exactMax below the admitted count)
+      for (const exactMax of [n, 1000]) {
+        const a = nearest(withKernels, newScratch(), admitted, v, 50, () => sig, exactMax, 1500);
+        const b = nearest(plain, newScratch(), admitted, v, 50, () => sig, exactMax, 1500);
+        assert.equal(a.length, 50);
+        assert.deepEqual(
+          a.map((h) => h.rowid),
+          b.map((h) => h.rowid),
+        );
+        a.forEach((h, i) => assert.ok(Math.abs(h.score - b[i].score) < 1e-6));
+        if (exactMax < admitted.length) hamming++;
+      }
+    }
+    assert.equal(hamming, 12);
+  });
+
+  it('a dimension the kernels do not take gets no kernel memory (the scan runs in JavaScript)', () => {
+    assert.equal(allocKernelMemory(100, 12, SIG_WORDS * 4), null);
+    assert.equal(allocKernelMemory(100, 8192, SIG_WORDS * 4), null);
+    assert.ok(allocKernelMemory(100, 384, SIG_WORDS * 4));
+  });
+});
