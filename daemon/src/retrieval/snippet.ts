@@ -2,19 +2,36 @@
 import { queryTokens, splitIdentifier, STOPWORDS } from '../text/identifiers';
 
 const WINDOW = 160;
+const WORD = /[\p{L}\p{N}_$]+/gu;
+
+/** The query's terms (the hits of one search ask with the same query one after the other: kept for the last query). */
+let last: { query: string; terms: string[] } = { query: '', terms: [] };
+function termsOf(query: string): string[] {
+  if (last.query !== query) {
+    const all = queryTokens(query).filter((t) => t.length > 1);
+    const content = all.filter((t) => !STOPWORDS.has(t));
+    last = { query, terms: content.length > 0 ? content : all };
+  }
+  return last.terms;
+}
+
+/** A lowercase word: its own only part (most words of prose), so no splitting is needed to match it. */
+const LOWER = /^[a-z0-9]+$/;
 
 export function snippet(value: string, query: string): string {
-  const all = queryTokens(query).filter((t) => t.length > 1);
-  const content = all.filter((t) => !STOPWORDS.has(t));
-  const terms = content.length > 0 ? content : all;
+  const terms = termsOf(query);
   const flat = value.replace(/\s+/g, ' ').trim();
   if (terms.length === 0) return clip(flat, 0);
-  const re = new RegExp(`[\\p{L}\\p{N}_$]+`, 'gu');
+  const matches = (p: string) => {
+    for (const t of terms) if (p === t || (t.length >= 3 && p.startsWith(t))) return true;
+    return false;
+  };
   const hits: [number, number][] = [];
-  for (const m of flat.matchAll(re)) {
-    const w = m[0].toLowerCase();
-    const parts = [w, ...w.split(/[_$]+/), ...splitIdentifier(m[0])];
-    if (parts.some((p) => terms.some((t) => p === t || (t.length >= 3 && p.startsWith(t))))) hits.push([m.index!, m.index! + m[0].length]);
+  for (const m of flat.matchAll(WORD)) {
+    const raw = m[0];
+    const w = raw.toLowerCase();
+    const hit = LOWER.test(raw) ? matches(w) : matches(w) || w.split(/[_$]+/).some(matches) || splitIdentifier(raw).some(matches);
+    if (hit) hits.push([m.index!, m.index! + raw.length]);
   }
   if (hits.length === 0) return clip(flat, 0);
   const start = Math.max(0, hits[0][0] - 40);
