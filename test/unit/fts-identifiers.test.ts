@@ -24,20 +24,27 @@ const ftsKeys = async (query: string, core = t.core) =>
 
 describe('identifiers in the full-text index', () => {
   it('indexes each identifier as its parts and its joined form', () => {
-    assert.equal(identifierIndexText('call getUserById, then MAX_RETRIES'), 'get user by id getuserbyid max retries maxretries');
+    assert.equal(identifierIndexText('call getUserById, then MAX_RETRIES'), 'get user by id max retries getuserbyid maxretries');
+    assert.equal(identifierIndexText('the atlas-pool-enabled flag'), 'atlaspoolenabled', 'kebab-case: the joined form only');
     assert.equal(identifierIndexText('plain words only'), '');
     // The split forms alone are still what the Postgres backend indexes.
     assert.equal(identifierWords('call getUserById'), 'get user by id');
   });
 
-  it('a camelCase query term is its one token, not a phrase of its parts', () => {
-    const plan = planQuery(t.store.db, 'getUserById');
-    assert.equal(plan.any, '"getuserbyid"');
-    const snake = planQuery(t.store.db, 'user_id');
-    assert.equal(snake.any, '"user id"', 'snake_case still matches its parts as a phrase, in prose too');
+  it('a long run of word characters is indexed in linear time (no backtracking pattern)', { timeout: 60_000 }, () => {
+    // A kebab-case pattern with nested repetition took hours on a 1 MB word (export-reply-limit.test.ts hung).
+    assert.equal(identifierIndexText('x'.repeat(1_000_000)), '');
+    assert.equal(identifierIndexText(`${'a'.repeat(500_000)}-b`), `${'a'.repeat(500_000)}b`);
   });
 
-  it('a camelCase query finds the identifier in every spelling, and only there', async () => {
+  it('an identifier in a query is one token, its parts joined, not a phrase of its parts', () => {
+    assert.equal(planQuery(t.store.db, 'getUserById').any, '"getuserbyid"');
+    assert.equal(planQuery(t.store.db, 'user_id').any, '"userid"');
+    assert.equal(planQuery(t.store.db, 'MAX_RETRIES').any, '"maxretries"');
+    assert.equal(planQuery(t.store.db, 'plain words ').all, '"plain" AND "words"');
+  });
+
+  it('an identifier in a query finds it in every spelling, and only there', async () => {
     const w = (key: string, value: string) => t.core.call(R.upsert, { namespace: 'project.a', key, value });
     await w('camel', 'call getUserById before rendering');
     await w('snake', 'the get_user_by_id helper caches rows');
@@ -47,10 +54,18 @@ describe('identifiers in the full-text index', () => {
     // The parts, spread over two identifiers: "getUser byIdCache" once matched the phrase "get user by id".
     await w('spread', 'getUser and byIdCache are separate helpers');
     await w('prose', 'get the user by id from the cache');
-    assert.deepEqual(await ftsKeys('getUserById'), ['camel', 'pascal', 'screaming', 'snake']);
+    assert.deepEqual(await ftsKeys('getUserById'), ['camel', 'kebab', 'pascal', 'screaming', 'snake']);
     // Word by word, the parts find every spelling (and the prose).
     assert.deepEqual(await ftsKeys('get user by id'), ['camel', 'kebab', 'pascal', 'prose', 'screaming', 'snake', 'spread']);
     assert.deepEqual(await ftsKeys('get_user_by_id'), ['camel', 'kebab', 'pascal', 'screaming', 'snake']);
+    assert.deepEqual(await ftsKeys('GET_USER_BY_ID'), ['camel', 'kebab', 'pascal', 'screaming', 'snake']);
+  });
+
+  it('an identifier in a key counts with the key weight', async () => {
+    await t.core.call(R.upsert, { namespace: 'project.a', key: 'value_side', value: 'we set build_flag_role in the pipeline' });
+    await t.core.call(R.upsert, { namespace: 'project.a', key: 'build_flag_role', value: 'decides who may trigger builds' });
+    const hits = (await t.core.call(R.search, { query: 'buildFlagRole', mode: 'fts', limit: 10 })).hits.map((h) => h.memory.key);
+    assert.deepEqual(hits, ['build_flag_role', 'value_side']);
   });
 
   it('an index written in the previous format is rebuilt when the store opens', async () => {

@@ -262,10 +262,11 @@ export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
 export const FTS_COLUMNS = ['key', 'value', 'summary', 'tags', 'idents', 'ns'];
 /**
  * What the FTS rows hold (meta `fts_format`); an index written in another format is rebuilt from the memories when
- * the store opens. 2: the `idents` column holds each identifier's parts and its joined form (identifierIndexText),
- * which camelCase query terms match (search-fts.ts); 1 (no meta row): parts only.
+ * the store opens. 3: the key and `idents` columns also hold each identifier's joined form (identifierCompounds, kebab-case
+ * included), which a query word that is an identifier matches (search-fts.ts); 2: `idents` only, no kebab-case;
+ * 1 (no meta row): parts only.
  */
-export const FTS_FORMAT = '2';
+export const FTS_FORMAT = '3';
 
 /** Apply pending migrations, then re-assert invariants. Returns the schema version. */
 export function migrate(db: DB, opts: { vec: boolean }, upTo: number = SCHEMA_VERSION): number {

@@ -5,9 +5,9 @@
  *
  * Query plan (so a search stays fast at 100k memories):
  * 1. Every content word of the query becomes a term: a plain word matches its
- *    token; a camelCase identifier (`getUserById`) matches its one token, which
- *    the split-identifier column holds for its other spellings too (`get_user_by_id`);
- *    a snake_case one matches the phrase of its parts anywhere. Stopwords
+ *    token; an identifier (`getUserById`, `get_user_by_id`) matches its parts
+ *    joined (`getuserbyid`), one token the index holds for every spelling of it
+ *    (camelCase, snake_case, SCREAMING_CASE, kebab-case), not loose words. Stopwords
  *    are dropped unless nothing else is left. While the last word is still being
  *    typed (not yet a known term), it also matches as a prefix.
  * 2. Conjunctive pass: memories matching every term, by BM25.
@@ -130,12 +130,13 @@ export function planQuery(db: DB, query: string): FtsPlan {
     const key = parts.length ? parts.join(' ') : lower;
     if (seen.has(key)) return;
     seen.add(key);
-    if (parts.length > 1 && snake.length === 1) {
-      // camelCase: its one token, which the split-identifier column also holds for every other spelling of the
-      // identifier (identifierIndexText); a phrase of its parts there cost a position-by-position match and count.
-      terms.push({ expr: quote(lower) });
+    if (parts.length > 1) {
+      // An identifier (camelCase, snake_case, SCREAMING_CASE): its parts joined, one token, which the key and
+      // split-identifier columns hold for every spelling of it (identifierCompounds), kebab-case too. A phrase of
+      // its parts cost a position-by-position match and count in every statement.
+      terms.push({ expr: quote(parts.join('')) });
     } else if (snake.length > 1) {
-      terms.push({ expr: quote(snake.join(' ')) }); // snake_case: the tokenizer already splits it; match as a phrase
+      terms.push({ expr: quote(snake.join(' ')) }); // not split as an identifier (non-ASCII): the phrase of its words
     } else {
       const d = df(lower);
       const last = i === use.length - 1 && /[\p{L}\p{N}]$/u.test(query) && lower.length >= 3;

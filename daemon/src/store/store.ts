@@ -35,7 +35,7 @@ import {
   type WriteResult,
 } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
-import { identifierIndexText } from '../text/identifiers';
+import { identifierCompounds, identifierIndexText } from '../text/identifiers';
 import {
   contentColumns,
   mergeContent,
@@ -314,7 +314,7 @@ export class Store {
     const idents = identifierIndexText(`${m.key} ${m.value}`);
     stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
       rowid,
-      m.key.replace(/[._/:-]+/g, ' ') + ' ' + m.key,
+      `${m.key.replace(/[._/:-]+/g, ' ')} ${m.key} ${identifierCompounds(m.key)}`,
       m.value,
       m.summary ?? '',
       m.tags.join(' '),

@@ -31,19 +31,52 @@ export function identifierWords(text: string): string {
 }
 
 /**
- * What the SQLite full-text index stores for the identifiers of a text (its `idents` column): each compound
- * identifier's parts and then its parts joined, `max_retries` → "max retries maxretries". The joined form is the
- * token the tokenizer makes of the camelCase spelling (`maxRetries` → "maxretries"), so a camelCase query term is one
- * token that finds the identifier in any spelling (camelCase, snake_case, SCREAMING_CASE...), instead of a phrase of
- * its parts, which FTS5 matches and counts position by position (search-fts.ts).
+ * Runs of word characters and hyphens: a kebab-case identifier (`max-retries`; `user-service.ts` → `user-service`)
+ * is such a run with two words or more. A split, not a pattern with nested repetition, so a long run costs linear time.
  */
-export function identifierIndexText(text: string): string {
+const NOT_KEBAB = /[^\p{L}\p{N}_$-]+/u;
+
+/** The parts of a kebab-case identifier, each word split as an identifier too. */
+function kebabParts(k: string): string[] {
+  return k.split('-').flatMap((w) => {
+    const p = splitIdentifier(w);
+    return p.length
+      ? p
+      : w
+          .split(/[_$]+/)
+          .filter(Boolean)
+          .map((x) => x.toLowerCase());
+  });
+}
+
+/**
+ * The joined form of each identifier of a text (`max_retries`, `maxRetries`, `MAX_RETRIES`, `max-retries` →
+ * "maxretries"), space-separated: the token a query word that is an identifier becomes (search-fts.ts), so it finds
+ * the identifier in any spelling with one token instead of a phrase of its parts, which FTS5 matches and counts
+ * position by position. It is the token the tokenizer makes of the camelCase spelling.
+ */
+export function identifierCompounds(text: string): string {
   const out: string[] = [];
   for (const m of text.matchAll(WORD)) {
     const parts = splitIdentifier(m[0]);
-    if (parts.length) out.push(`${parts.join(' ')} ${parts.join('')}`);
+    if (parts.length) out.push(parts.join(''));
+  }
+  for (const run of text.split(NOT_KEBAB)) {
+    if (!run.includes('-')) continue;
+    const words = run.split('-').filter(Boolean);
+    if (words.length > 1) out.push(kebabParts(words.join('-')).join(''));
   }
   return out.join(' ');
+}
+
+/**
+ * What the SQLite full-text index stores for the identifiers of a text (its `idents` column): each compound
+ * identifier's parts (so "max retries" finds `maxRetries`), then the joined forms (identifierCompounds).
+ */
+export function identifierIndexText(text: string): string {
+  const words = identifierWords(text);
+  const compounds = identifierCompounds(text);
+  return words && compounds ? `${words} ${compounds}` : words || compounds;
 }
 
 /** Lowercase word tokens of a text, as the FTS tokenizer sees them, plus split identifier parts. */
