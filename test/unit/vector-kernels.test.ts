@@ -7,7 +7,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SIG_WORDS } from '../../daemon/src/store/quantize';
-import { allocKernelMemory, dotsKernel, hammingKernel, type KernelMemory } from '../../daemon/src/store/vector-kernels';
+import {
+  allocKernelArray,
+  dotsKernel,
+  growKernelArray,
+  hammingKernel,
+  kernelsRun,
+  type KernelMemory,
+} from '../../daemon/src/store/vector-kernels';
+import { VectorTables } from '../../daemon/src/store/vectors';
+import { Requests as R } from '../../daemon/src/protocol/methods';
+import { tempCore } from '../helpers';
 import { nearest, newScratch, normalized, type SlotArrays } from '../../daemon/src/store/vector-scan';
 
 function rng(seed: number) {
@@ -23,10 +33,12 @@ const popcount = (x: number) => {
 /** `n` random slots of `dim`-d int8 vectors and signatures, in a kernel memory and in plain arrays. */
 function fixture(n: number, dim: number, seed: number) {
   const r = rng(seed);
-  const km = allocKernelMemory(n, dim, SIG_WORDS * 4);
-  assert.ok(km, 'this runtime runs the kernels');
-  const q = new Int8Array(km.mem.buffer, km.qOff, n * dim);
-  const sig = new Int32Array(km.mem.buffer, km.sigOff, n * SIG_WORDS);
+  const qa = allocKernelArray(n, dim);
+  const sa = allocKernelArray(n, SIG_WORDS * 4);
+  assert.ok(qa && sa, 'this runtime runs the kernels');
+  const km: KernelMemory = { q: qa, sig: sa };
+  const q = new Int8Array(qa.mem.buffer, qa.off, n * dim);
+  const sig = new Int32Array(sa.mem.buffer, sa.off, n * SIG_WORDS);
   for (let i = 0; i < q.length; i++) q[i] = Math.floor(r() * 255) - 127;
   for (let i = 0; i < sig.length; i++) sig[i] = Math.floor(r() * 2 ** 32) | 0;
   const rowid = Int32Array.from({ length: n }, (_, i) => 1000 + i);
@@ -38,7 +50,7 @@ function fixture(n: number, dim: number, seed: number) {
   }
   const withKernels: SlotArrays = { rowid, inv, q, sig, dimension: dim, kmem: km };
   const plain: SlotArrays = { rowid, inv, q: q.slice(), sig: sig.slice(), dimension: dim, kmem: null };
-  return { km: km as KernelMemory, r, withKernels, plain };
+  return { km, r, withKernels, plain };
 }
 
 describe('vector kernels (WebAssembly SIMD)', () => {
@@ -103,9 +115,58 @@ describe('vector kernels (WebAssembly SIMD)', () => {
     assert.equal(hamming, 12);
   });
 
-  it('a dimension the kernels do not take gets no kernel memory (the scan runs in JavaScript)', () => {
-    assert.equal(allocKernelMemory(100, 12, SIG_WORDS * 4), null);
-    assert.equal(allocKernelMemory(100, 8192, SIG_WORDS * 4), null);
-    assert.ok(allocKernelMemory(100, 384, SIG_WORDS * 4));
+  it('a dimension the kernels do not take runs in JavaScript', () => {
+    assert.equal(kernelsRun(12), false);
+    assert.equal(kernelsRun(8192), false);
+    assert.equal(kernelsRun(384), true);
+  });
+
+  it('a kernel array grows in place up to its maximum, keeping its contents', () => {
+    const a = allocKernelArray(1024, 256)!;
+    const before = new Int8Array(a.mem.buffer, a.off, 1024 * 256);
+    before.fill(7);
+    assert.ok(growKernelArray(a, 50_000, 256));
+    const after = new Int8Array(a.mem.buffer, a.off, 50_000 * 256);
+    assert.equal(after[1024 * 256 - 1], 7, 'the same memory, contents kept');
+    assert.equal(after[50_000 * 256 - 1], 0);
+    assert.equal(growKernelArray(a, a.maxPages * 65536, 256), false, 'past its maximum');
+  });
+
+  it('the vector index keeps one kernel memory per array while it grows past its first capacity', async () => {
+    const c = tempCore();
+    try {
+      const vt: VectorTables = c.store.vectors;
+      const model = c.store.transaction(() => vt.ensure('test-model', 32));
+      vt.load(model);
+      const r = rng(4);
+      const index = () => (vt as unknown as { index: { kmem: KernelMemory | null; cap: number; size: number } }).index;
+      const rowids: number[] = [];
+      for (let b = 0; b < 4; b++) {
+        const items = Array.from({ length: 1000 }, (_, i) => ({ namespace: 'project.a', key: `k${b}-${i}`, value: `memory ${b} ${i}` }));
+        for (const x of (await c.core.call(R.upsertBatch, { items })).results) if (x.ok) rowids.push(c.store.rowidOf(x.id)!);
+      }
+      const put = (from: number, to: number) =>
+        c.store.transaction(() => {
+          for (let i = from; i < to; i++)
+            vt.put(
+              model,
+              rowids[i],
+              Float32Array.from({ length: 32 }, () => r() - 0.5),
+              i,
+            );
+        });
+      put(0, 10);
+      const first = index().kmem;
+      assert.ok(first, 'a 32-d index lives in kernel memories');
+      const cap = index().cap;
+      assert.ok(cap < 4000);
+      put(10, 4000);
+      assert.equal(index().size, 4000);
+      assert.ok(index().cap > cap, 'the index grew');
+      assert.equal(index().kmem!.q.mem, first.q.mem, 'in place');
+      assert.equal(index().kmem!.sig.mem, first.sig.mem);
+    } finally {
+      c.close();
+    }
   });
 });

@@ -1,26 +1,32 @@
 /**
  * The vector arm's inner loops in WebAssembly SIMD (vector-kernels.wat): the Hamming pass over SimHash signatures
  * and the int8 × float dot products of exact scoring, about 7× and 3× faster than the same loops in JavaScript
- * (bench/README.md). They read the index where it lives: VectorIndex keeps its signatures and int8 vectors in one
- * shared WebAssembly memory (`KernelMemory`), which the embedding worker is handed with every scan, so both threads
- * run the kernels over the same bytes without a copy.
+ * (bench/README.md). They read the index where it lives: VectorIndex keeps its signatures and its int8 vectors each
+ * in a shared WebAssembly memory (`KernelMemory`), which the embedding worker is handed with every scan, so both
+ * threads run the kernels over the same bytes without a copy.
  *
  * Layout of a kernel memory: a header (one lock word per scratch area), two scratch areas (one for the daemon's
  * main thread, one for worker threads: a kernel's inputs and outputs are copied through them in chunks), then the
- * signatures (`sigOff`, SIG_WORDS × 4 bytes per slot), then the vectors (`qOff`, `dimension` bytes per slot).
- * A memory is never grown: VectorIndex allocates a larger one and copies, as it did with its SharedArrayBuffers.
- * Without WebAssembly SIMD and shared memory (not expected on Node 20), `allocKernelMemory` returns null and the
- * scan runs its JavaScript loops.
+ * array (`off`). As the index grows, the memory grows in place (growKernelArray) up to its maximum; past it, the
+ * index moves to a new, larger one. Without WebAssembly SIMD and shared memory (not expected on Node 20) or for a
+ * dimension the kernels do not take (`kernelsRun`), the index keeps SharedArrayBuffers and the scan runs its
+ * JavaScript loops.
  */
 import { isMainThread } from 'node:worker_threads';
 import { VECTOR_KERNELS_WASM } from './vector-kernels-wasm';
 
-export interface KernelMemory {
+/** One array of the index in a shared WebAssembly memory: slot 0's bytes at `off` (after the header and scratch). */
+export interface KernelArray {
   readonly mem: WebAssembly.Memory;
-  /** Byte offset of slot 0's signature. */
-  readonly sigOff: number;
-  /** Byte offset of slot 0's int8 vector. */
-  readonly qOff: number;
+  readonly off: number;
+  /** The memory's maximum (pages): it grows in place up to there. */
+  readonly maxPages: number;
+}
+
+/** Where the index keeps what the kernels read: its signatures and its int8 vectors, each in its own memory. */
+export interface KernelMemory {
+  readonly sig: KernelArray;
+  readonly q: KernelArray;
 }
 
 interface Exports {
@@ -59,14 +65,35 @@ function kernelModule(): WebAssembly.Module | null {
   return module;
 }
 
-/** A kernel memory for `cap` slots of `dimension`-d vectors, or null when kernels cannot run here. */
-export function allocKernelMemory(cap: number, dimension: number, sigBytesPerSlot: number): KernelMemory | null {
-  if (dimension % 16 !== 0 || dimension > KERNEL_MAX_DIM || !kernelModule()) return null;
-  const sigOff = DATA;
-  const qOff = sigOff + cap * sigBytesPerSlot;
-  const pages = Math.ceil((qOff + cap * dimension) / PAGE);
-  if (pages > 65536) return null;
-  return { mem: new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true }), sigOff, qOff };
+/** Whether kernels run here for vectors of `dimension` (else the scan's JavaScript loops run). */
+export function kernelsRun(dimension: number): boolean {
+  return dimension % 16 === 0 && dimension <= KERNEL_MAX_DIM && kernelModule() !== null;
+}
+
+const pagesFor = (bytes: number) => Math.ceil(bytes / PAGE);
+
+/**
+ * A kernel array for `cap` slots of `perSlot` bytes, or null (kernels cannot run, or too large). Its memory may
+ * grow in place (growKernelArray) to 16 times `cap`, at least a million slots: shared memory reserves address space
+ * for its maximum up front, and growing in place leaves no old copy for the worker's garbage collector to find late
+ * (copies to a new memory at every growth kept 40 MB more resident after 100k writes).
+ */
+export function allocKernelArray(cap: number, perSlot: number): KernelArray | null {
+  if (!kernelModule()) return null;
+  const initial = pagesFor(DATA + cap * perSlot);
+  const maxPages = Math.min(65536, Math.max(initial, pagesFor(DATA + Math.max(cap * 16, 1 << 20) * perSlot)));
+  if (initial > maxPages) return null;
+  return { mem: new WebAssembly.Memory({ initial, maximum: maxPages, shared: true }), off: DATA, maxPages };
+}
+
+/** Grow `a` in place to hold `cap` slots of `perSlot` bytes; false when that is past its maximum. */
+export function growKernelArray(a: KernelArray, cap: number, perSlot: number): boolean {
+  const need = pagesFor(a.off + cap * perSlot);
+  const have = a.mem.buffer.byteLength / PAGE;
+  if (need <= have) return true;
+  if (need > a.maxPages) return false;
+  a.mem.grow(need - have);
+  return true;
 }
 
 /**
@@ -79,14 +106,14 @@ const instances = new WeakMap<WebAssembly.Memory, Exports>();
  * Run `fn` with this thread's kernels and scratch area of `km` (the main thread uses area 0, worker threads area 1;
  * the area's lock word keeps two threads of one kind from sharing it at once).
  */
-function withKernels<T>(km: KernelMemory, fn: (k: Exports, area: number, bytes: ArrayBufferLike) => T): T {
-  let k = instances.get(km.mem);
-  if (!k) instances.set(km.mem, (k = new WebAssembly.Instance(kernelModule()!, { e: { m: km.mem } }).exports as unknown as Exports));
+function withKernels<T>(mem: WebAssembly.Memory, fn: (k: Exports, area: number, bytes: ArrayBufferLike) => T): T {
+  let k = instances.get(mem);
+  if (!k) instances.set(mem, (k = new WebAssembly.Instance(kernelModule()!, { e: { m: mem } }).exports as unknown as Exports));
   const a = isMainThread ? 0 : 1;
-  const lock = new Int32Array(km.mem.buffer, 0, AREAS);
+  const lock = new Int32Array(mem.buffer, 0, AREAS);
   while (Atomics.compareExchange(lock, a, 0, 1) !== 0) Atomics.wait(lock, a, 1, 5);
   try {
-    return fn(k, HEADER + a * AREA, km.mem.buffer);
+    return fn(k, HEADER + a * AREA, mem.buffer);
   } finally {
     Atomics.store(lock, a, 0);
     Atomics.notify(lock, a);
@@ -95,14 +122,14 @@ function withKernels<T>(km: KernelMemory, fn: (k: Exports, area: number, bytes: 
 
 /** Hamming distance of each of `admitted`'s slots' signatures to `qsig`, into `dist` (same order). */
 export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int32Array, dist: Uint16Array): void {
-  withKernels(km, (k, area, buf) => {
+  withKernels(km.sig.mem, (k, area, buf) => {
     new Int32Array(buf, area + A_QSIG, qsig.length).set(qsig);
     const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
     const out = new Uint16Array(buf, area + A_DIST, CHUNK);
     for (let from = 0; from < admitted.length; from += CHUNK) {
       const n = Math.min(CHUNK, admitted.length - from);
       slots.set(admitted.subarray(from, from + n));
-      k.hamming(km.sigOff, area + A_SLOTS, n, area + A_QSIG, area + A_DIST);
+      k.hamming(km.sig.off, area + A_SLOTS, n, area + A_QSIG, area + A_DIST);
       dist.set(out.subarray(0, n), from);
     }
   });
@@ -110,14 +137,14 @@ export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int3
 
 /** Dot product (float32) of each of `pool`'s slots' int8 vectors with `v`, into `out` (same order). */
 export function dotsKernel(km: KernelMemory, dimension: number, pool: Int32Array, v: Float32Array, out: Float32Array): void {
-  withKernels(km, (k, area, buf) => {
+  withKernels(km.q.mem, (k, area, buf) => {
     new Float32Array(buf, area + A_VEC, dimension).set(v);
     const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
     const scores = new Float32Array(buf, area + A_OUT, CHUNK);
     for (let from = 0; from < pool.length; from += CHUNK) {
       const n = Math.min(CHUNK, pool.length - from);
       slots.set(pool.subarray(from, from + n));
-      k.dots(km.qOff, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
+      k.dots(km.q.off, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
       out.set(scores.subarray(0, n), from);
     }
   });

@@ -35,7 +35,7 @@ import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
 import { quantize, SIG_WORDS } from './quantize';
-import { allocKernelMemory, type KernelMemory } from './vector-kernels';
+import { allocKernelArray, growKernelArray, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
 import { duplicateHits, newScratch, normalized, queryNearest, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
 
 /**
@@ -145,16 +145,12 @@ class VectorIndex implements SlotArrays {
     this.validFrom = g(this.validFrom, Float64Array);
     this.validTo = g(this.validTo, Float64Array);
     this.inv = shared(this.inv, Float32Array);
-    // Signatures and int8 vectors in one shared WebAssembly memory, where the SIMD kernels read them
+    // Signatures and int8 vectors in shared WebAssembly memories, where the SIMD kernels read them
     // (vector-kernels.ts); SharedArrayBuffers where the kernels cannot run.
-    const km = allocKernelMemory(cap, d, SIG_WORDS * 4);
+    const km = this.growKernels(cap, d);
     if (km) {
-      const q = new Int8Array(km.mem.buffer, km.qOff, cap * d);
-      const sig = new Int32Array(km.mem.buffer, km.sigOff, cap * SIG_WORDS);
-      q.set(this.q);
-      sig.set(this.sig);
-      this.q = q;
-      this.sig = sig;
+      this.q = new Int8Array(km.q.mem.buffer, km.q.off, cap * d);
+      this.sig = new Int32Array(km.sig.mem.buffer, km.sig.off, cap * SIG_WORDS);
     } else {
       this.q = shared(this.q, Int8Array, d);
       this.sig = shared(this.sig, Int32Array, SIG_WORDS);
@@ -163,6 +159,23 @@ class VectorIndex implements SlotArrays {
     this.nsPos = g(this.nsPos, Int32Array);
     this.nsPos.fill(-1, this.cap);
     this.cap = cap;
+  }
+
+  /**
+   * The kernel arrays for `cap` slots: the current ones grown in place (their contents stay), or new ones holding
+   * the current contents; null when the kernels do not run for this dimension.
+   */
+  private growKernels(cap: number, d: number): KernelMemory | null {
+    if (!kernelsRun(d)) return null;
+    const place = (cur: KernelArray | undefined, perSlot: number, old: Int8Array | Int32Array): KernelArray | null => {
+      if (cur && growKernelArray(cur, cap, perSlot)) return cur;
+      const a = allocKernelArray(cap, perSlot);
+      if (a) new Uint8Array(a.mem.buffer, a.off, old.byteLength).set(new Uint8Array(old.buffer, old.byteOffset, old.byteLength));
+      return a;
+    };
+    const q = place(this.kmem?.q, d, this.q);
+    const sig = place(this.kmem?.sig, SIG_WORDS * 4, this.sig);
+    return q && sig ? { q, sig } : null;
   }
 
   setMeta(slot: number, m: MetaRow): void {
