@@ -56,17 +56,27 @@ function kebabParts(k: string): string[] {
  * position by position. It is the token the tokenizer makes of the camelCase spelling.
  */
 export function identifierCompounds(text: string): string {
-  const out: string[] = [];
+  return identifierForms(text).compounds;
+}
+
+/** Both forms of a text's identifiers in one pass: split (identifierWords) and joined (identifierCompounds). */
+function identifierForms(text: string): { words: string; compounds: string } {
+  const words: string[] = [];
+  const compounds: string[] = [];
   for (const m of text.matchAll(WORD)) {
     const parts = splitIdentifier(m[0]);
-    if (parts.length) out.push(parts.join(''));
+    if (parts.length) {
+      words.push(parts.join(' '));
+      compounds.push(parts.join(''));
+    }
   }
-  for (const run of text.split(NOT_KEBAB)) {
-    if (!run.includes('-')) continue;
-    const words = run.split('-').filter(Boolean);
-    if (words.length > 1) out.push(kebabParts(words.join('-')).join(''));
-  }
-  return out.join(' ');
+  if (text.includes('-'))
+    for (const run of text.split(NOT_KEBAB)) {
+      if (!run.includes('-')) continue;
+      const kebab = run.split('-').filter(Boolean);
+      if (kebab.length > 1) compounds.push(kebabParts(kebab.join('-')).join(''));
+    }
+  return { words: words.join(' '), compounds: compounds.join(' ') };
 }
 
 /**
@@ -74,8 +84,7 @@ export function identifierCompounds(text: string): string {
  * identifier's parts (so "max retries" finds `maxRetries`), then the joined forms (identifierCompounds).
  */
 export function identifierIndexText(text: string): string {
-  const words = identifierWords(text);
-  const compounds = identifierCompounds(text);
+  const { words, compounds } = identifierForms(text);
   return words && compounds ? `${words} ${compounds}` : words || compounds;
 }
 
