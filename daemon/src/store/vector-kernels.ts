@@ -83,7 +83,11 @@ export function allocKernelArray(cap: number, perSlot: number): KernelArray | nu
   const initial = pagesFor(DATA + cap * perSlot);
   const maxPages = Math.min(65536, Math.max(initial, pagesFor(DATA + Math.max(cap * 16, 1 << 20) * perSlot)));
   if (initial > maxPages) return null;
-  return { mem: new WebAssembly.Memory({ initial, maximum: maxPages, shared: true }), off: DATA, maxPages };
+  try {
+    return { mem: new WebAssembly.Memory({ initial, maximum: maxPages, shared: true }), off: DATA, maxPages };
+  } catch {
+    return null; // no address space for the reservation: the index keeps SharedArrayBuffers
+  }
 }
 
 /** Grow `a` in place to hold `cap` slots of `perSlot` bytes; false when that is past its maximum. */
@@ -92,7 +96,11 @@ export function growKernelArray(a: KernelArray, cap: number, perSlot: number): b
   const have = a.mem.buffer.byteLength / PAGE;
   if (need <= have) return true;
   if (need > a.maxPages) return false;
-  a.mem.grow(need - have);
+  try {
+    a.mem.grow(need - have);
+  } catch {
+    return false; // the caller moves the array to a new memory (or to a SharedArrayBuffer)
+  }
   return true;
 }
 
