@@ -1,8 +1,7 @@
 /** Snippets: an excerpt of the value around the first match, matches wrapped in «…». */
-import { queryTokens, splitIdentifier, STOPWORDS } from '../text/identifiers';
+import { queryTokens, splitIdentifier, STOPWORDS, WORD } from '../text/identifiers';
 
 const WINDOW = 160;
-const WORD = /[\p{L}\p{N}_$]+/gu;
 
 /** The query's terms (the hits of one search ask with the same query one after the other: kept for the last query). */
 let last: { query: string; terms: string[] } = { query: '', terms: [] };

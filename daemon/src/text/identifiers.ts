@@ -3,7 +3,8 @@
  * `HTTPServer` are found by "get user by id", "max retries" and "http server".
  */
 
-const WORD = /[\p{L}\p{N}_$]+/gu;
+/** A word as identifiers are found in text: letters, digits, `_` and `$` (use with matchAll: it is global). */
+export const WORD = /[\p{L}\p{N}_$]+/gu;
 
 /** A plain word (ASCII letters, lowercase after an optional capital): never more than one part. */
 const PLAIN = /^[A-Za-z]?[a-z]*$/;
@@ -22,12 +23,7 @@ export function splitIdentifier(token: string): string[] {
 
 /** The split forms of every compound identifier in a text, space-joined (empty when there are none). */
 export function identifierWords(text: string): string {
-  const out: string[] = [];
-  for (const m of text.matchAll(WORD)) {
-    const parts = splitIdentifier(m[0]);
-    if (parts.length) out.push(parts.join(' '));
-  }
-  return out.join(' ');
+  return identifierForms(text).words;
 }
 
 /**
@@ -36,9 +32,9 @@ export function identifierWords(text: string): string {
  */
 const NOT_KEBAB = /[^\p{L}\p{N}_$-]+/u;
 
-/** The parts of a kebab-case identifier, each word split as an identifier too. */
-function kebabParts(k: string): string[] {
-  return k.split('-').flatMap((w) => {
+/** The parts of a kebab-case identifier (its words), each word split as an identifier too. */
+function kebabParts(words: string[]): string[] {
+  return words.flatMap((w) => {
     const p = splitIdentifier(w);
     return p.length
       ? p
@@ -74,7 +70,7 @@ function identifierForms(text: string): { words: string; compounds: string } {
     for (const run of text.split(NOT_KEBAB)) {
       if (!run.includes('-')) continue;
       const kebab = run.split('-').filter(Boolean);
-      if (kebab.length > 1) compounds.push(kebabParts(kebab.join('-')).join(''));
+      if (kebab.length > 1) compounds.push(kebabParts(kebab).join(''));
     }
   return { words: words.join(' '), compounds: compounds.join(' ') };
 }
