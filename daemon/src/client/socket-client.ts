@@ -9,10 +9,10 @@ import {
   createMessageConnection,
   ErrorCodes as RpcErrorCodes,
   ResponseError,
-  StreamMessageReader,
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
 import { connectSocket } from './daemon-info';
+import { FramedMessageReader } from './framed-reader';
 import { FramedMessageWriter } from './framed-writer';
 import type { z } from 'zod';
 import { CairnError, toCairnError } from '../protocol/errors';
@@ -47,7 +47,7 @@ export class StreamClient implements CairnClient {
     output: Writable,
     private readonly onClose?: () => void,
   ) {
-    this.connection = createMessageConnection(new StreamMessageReader(input), new FramedMessageWriter(output));
+    this.connection = createMessageConnection(new FramedMessageReader(input), new FramedMessageWriter(output));
     const ended = () => {
       this.closed = true;
       const waiting = [...this.pending];
@@ -80,11 +80,14 @@ export class StreamClient implements CairnClient {
 
   async call<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, params: z.input<P>): Promise<z.infer<R>> {
     if (this.closed) throw unavailable('the connection to the daemon is closed', false);
+    // Settled by the reply, or failed by `ended` when the connection closes first (one promise per call).
     let fail!: (e: CairnError) => void;
-    const lost = new Promise<never>((_, reject) => (fail = reject));
-    this.pending.add(fail);
     try {
-      return (await Promise.race([this.connection.sendRequest(def.method, params), lost])) as z.infer<R>;
+      return await new Promise<z.infer<R>>((resolve, reject) => {
+        fail = reject;
+        this.pending.add(fail);
+        this.connection.sendRequest<z.infer<R>>(def.method, params).then(resolve, reject);
+      });
     } catch (e) {
       if (e instanceof CairnError) throw e;
       // vscode-jsonrpc refuses to write on a closed connection (not sent), and rejects pending requests when disposed.
