@@ -201,6 +201,40 @@ describe('framing reader bounds', () => {
     assert.equal((msgs[1] as { method: string }).method, 'after');
   });
 
+  it('reads every form of a Content-Length header section alike, the common one and the rest', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', method: 'x', params: { s: 'ok' } });
+    const n = Buffer.byteLength(body);
+    const forms = [
+      `Content-Length: ${n}`,
+      `content-length: ${n}`,
+      `Content-Length:${n}`,
+      `Content-Length:   ${n}  `,
+      `Content-Length: ${String(n).padStart(15, '0')}`,
+      `Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: ${n}`,
+      `Content-Length: ${n}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8`,
+    ];
+    for (const head of forms) {
+      const input = new PassThrough();
+      const out = sink();
+      const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, limits);
+      const msgs: unknown[] = [];
+      reader.listen((m) => msgs.push(m));
+      input.write(Buffer.from(`${head}\r\n\r\n${body}${head}\r\n\r\n${body}`));
+      await waitFor(`two messages after ${JSON.stringify(head)}`, () => msgs.length === 2);
+      assert.equal(out.text(), '', head);
+    }
+    // Not a number, or more than 15 digits: the connection gets a ParseError and is closed, whatever the form.
+    for (const head of ['Content-Length: 12a', 'Content-Length: 1234567890123456', 'Content-Length: ', 'Content-Length: -1']) {
+      const input = new PassThrough();
+      const out = sink();
+      const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, limits);
+      reader.listen(() => assert.fail(`a message after ${JSON.stringify(head)}`));
+      input.write(Buffer.from(`${head}\r\n\r\n{}`));
+      await waitFor(`the error reply to ${JSON.stringify(head)}`, () => out.text().includes('-32700'));
+      assert.match(out.text(), /malformed frame: Content-Length is not a number/, head);
+    }
+  });
+
   it('closes a connection whose frame stays incomplete', async () => {
     const input = new PassThrough();
     const out = sink();

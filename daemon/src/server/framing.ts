@@ -24,6 +24,21 @@ const MAX_HEADER_BYTES = 8 * 1024;
 
 export const JsonRpcErrors = { ParseError: -32700, InvalidRequest: -32600 } as const;
 
+const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
+
+/** The length of a header section (bytes [0, end)) that is exactly `Content-Length: ` and 1–15 digits, else null. */
+export function fastContentLength(buf: Buffer, end: number): number | null {
+  const start = CONTENT_LENGTH.length;
+  if (end <= start || end > start + 15 || buf.compare(CONTENT_LENGTH, 0, start, 0, start) !== 0) return null;
+  let n = 0;
+  for (let i = start; i < end; i++) {
+    const d = buf[i] - 48;
+    if (d < 0 || d > 9) return null;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
 export class GuardedMessageReader extends AbstractMessageReader {
   /** Raw chunks received and not yet consumed (while reading is paused for backpressure). */
   private pending: Buffer[] = [];
@@ -184,8 +199,10 @@ export class GuardedMessageReader extends AbstractMessageReader {
         return Buffer.alloc(0);
       }
       this.header = Buffer.alloc(0);
-      const headers = buf.subarray(0, end).toString('latin1').split('\r\n');
-      let length: number | null = null;
+      // The header section every client sends, `Content-Length: <digits>`, read from its bytes; any other goes through
+      // the general parse below (which gives the same length for this one).
+      let length = fastContentLength(buf, end);
+      const headers = length === null ? buf.subarray(0, end).toString('latin1').split('\r\n') : [];
       for (const h of headers) {
         const i = h.indexOf(':');
         if (i <= 0) {
