@@ -11,7 +11,7 @@ import { Requests as R } from '../../daemon/src/protocol/methods';
 import { FTS_FORMAT } from '../../daemon/src/store/schema';
 import { namespaceToken, planQuery } from '../../daemon/src/store/search-fts';
 import { Store } from '../../daemon/src/store/store';
-import { identifierIndexText, identifierWords } from '../../daemon/src/text/identifiers';
+import { identifierIndexText, identifierWords, splitIdentifier } from '../../daemon/src/text/identifiers';
 import { tempCore } from '../helpers';
 import { Core } from '../../daemon/src/server/core';
 
@@ -100,5 +100,45 @@ describe('identifiers in the full-text index', () => {
     } finally {
       again.close();
     }
+  });
+});
+
+describe('splitting identifiers', () => {
+  /** The former definition of splitIdentifier, by patterns: the character scan must give exactly its parts. */
+  function splitByPattern(token: string): string[] {
+    if (/^[A-Za-z]?[a-z]*$/.test(token)) return [];
+    const parts = token
+      .replace(/\$/g, '_')
+      .split(/_+/)
+      .flatMap((p) => p.split(/(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])/))
+      .map((p) => p.toLowerCase())
+      .filter((p) => p.length > 0);
+    return parts.length > 1 ? parts : [];
+  }
+
+  it('gives the parts the look-behind split gave, on random identifiers and on known ones', () => {
+    const alphabet = ['a', 'b', 'z', 'A', 'B', 'Z', '0', '9', '_', '$', 'é', 'É', 'ß', 'İ', '𝄞', 'x', 'Y', '1'];
+    let seed = 12345;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    const tokens = [
+      'getUserById',
+      'HTTPServer',
+      'max_retries',
+      'MAX_RETRIES',
+      'utf8Decoder',
+      '$scope',
+      '__init__',
+      'a1B2c3',
+      'ÉtéCase',
+      'x',
+    ];
+    for (let k = 0; k < 100_000; k++) {
+      let s = '';
+      for (let i = 0, len = 1 + rand(10); i < len; i++) s += alphabet[rand(alphabet.length)];
+      tokens.push(s);
+    }
+    for (const tok of tokens) assert.deepEqual(splitIdentifier(tok), splitByPattern(tok), JSON.stringify(tok));
+    assert.deepEqual(splitIdentifier('HTTPServer'), ['http', 'server']);
+    assert.deepEqual(splitIdentifier('utf8Decoder'), ['utf', '8', 'decoder']);
   });
 });
