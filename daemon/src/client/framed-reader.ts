@@ -21,6 +21,8 @@ export class FramedMessageReader extends AbstractMessageReader {
   /** Body length of the frame being read, once its headers were read; -1 while reading headers. */
   private expected = -1;
   private callback: DataCallback | null = null;
+  /** Sees every message first; a message it returns true for is consumed and not handed to the connection. */
+  intercept: ((message: Message) => boolean) | null = null;
 
   constructor(private readonly readable: Readable) {
     super();
@@ -66,6 +68,7 @@ export class FramedMessageReader extends AbstractMessageReader {
           this.fireError(e);
           continue;
         }
+        if (this.intercept?.(message)) continue;
         this.callback?.(message);
       }
     } catch (e) {
