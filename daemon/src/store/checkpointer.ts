@@ -13,6 +13,16 @@
  * its own TRUNCATE checkpoints (memory/erase): SQLite answers busy at once, without waiting, to a checkpoint
  * started while another connection checkpoints. The worker runs only while there is something to checkpoint: it
  * starts with the first request and ends after 10 s without one, so an idle daemon carries no extra thread.
+ *
+ * The same worker compacts the full-text index once writes have stopped. Every indexing pass adds an FTS5 segment
+ * and FTS5 merges them only four at a time (its `automerge`), so after a burst of writes a term is looked up in a
+ * dozen or more segments: at 100k memories a merged index answers the side-by-side queries' full-text arm 10–20%
+ * faster (bench/README.md, "Full-text segments merged after writes"). When no write transaction has committed for
+ * `MERGE_QUIET_MS`, the worker runs FTS5's incremental `merge` in slices of `MERGE_SLICE_PAGES` pages, each its own
+ * short write transaction, with `usermerge = 2` (any two segments of a level are merged: one segment per level,
+ * so the work stays logarithmic in the writes, unlike a full `optimize` after every burst). Between slices it
+ * stops as soon as the main connection commits again or pauses it, and a slice never waits for the write lock
+ * (busy: it stops); the next quiet period takes the merge up where FTS5 left it.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -26,11 +36,18 @@ const PASSES = 4;
 const IDLE_STOP_MS = 10_000;
 /** How long the main thread waits for a checkpoint in progress to finish (pause, close). */
 const WAIT_MS = 5000;
+/** The full-text index is merged once no write transaction has committed for this long. */
+export const MERGE_QUIET_MS = 500;
+/** The worker thread's nice value (Linux): it yields the cores to the event loop and the embedding worker. */
+const WORKER_NICE = 10;
+/** Pages FTS5 writes per merge slice (one short write transaction, ~3–5 ms at 100k memories). */
+export const MERGE_SLICE_PAGES = 64;
 
 // Slots of the shared state.
 const BUSY = 0; // 1 while the worker runs a checkpoint
 const PAUSED = 1; // > 0 while the main thread checkpoints itself: the worker skips its turn
 const CLOSED = 2; // 1 once the worker's connection is closed (or never opened)
+const WRITES = 3; // write transactions the main connection committed (a merge stops when it changes)
 
 /** Plain JavaScript, evaluated in the worker: no bundling, better-sqlite3 loaded from the path the main thread resolved. */
 const WORKER_SOURCE = `
@@ -38,16 +55,62 @@ const { parentPort, workerData } = require('node:worker_threads');
 const state = new Int32Array(workerData.state);
 const done = () => { Atomics.store(state, ${CLOSED}, 1); Atomics.notify(state, ${CLOSED}); };
 let db;
+// Below the event loop and the embedding worker: a checkpoint or a merge slice takes a core only when they leave
+// one (Linux: a thread's nice value is its own; elsewhere it would be the whole process's, so it is left alone).
+if (process.platform === 'linux') {
+  try { require('node:os').setPriority(${WORKER_NICE}); } catch {}
+}
 try {
   const Database = require(workerData.driver);
   db = new Database(workerData.file);
   db.pragma('busy_timeout = 5000');
   db.pragma('cache_size = -256'); // a checkpoint copies WAL frames; it reads almost nothing through the page cache
   db.pragma('synchronous = ' + workerData.synchronous);
+  db.pragma('secure_delete = ON'); // as on every connection to a store: the pages a merge frees are zeroed (erasure)
 } catch (e) {
   done();
   parentPort.postMessage({ failed: String((e && e.message) || e) });
   process.exit(0);
+}
+// Frames written while a pass ran are left for another pass; a few short passes let the WAL be fully copied (then
+// the writer starts it over from the beginning) even under a steady stream of writes.
+function checkpoint(truncate) {
+  let r = null;
+  for (let pass = 0; pass < ${PASSES}; pass++) {
+    const before = r;
+    r = db.pragma('wal_checkpoint(PASSIVE)')[0];
+    if (!r || r.busy || r.log !== r.checkpointed || (before && before.log === r.log)) break;
+  }
+  if (truncate && r && r.busy === 0 && r.log === r.checkpointed) r = db.pragma('wal_checkpoint(TRUNCATE)')[0];
+  return r;
+}
+// FTS5's incremental merge, slice by slice, until it finds nothing to merge (total_changes() moves by less than 2),
+// the main connection commits (its count moves past the one the run was asked with) or pauses, or the write lock is
+// taken (no waiting for it).
+function merge(pages, writes) {
+  const changes = db.prepare('SELECT total_changes() AS c');
+  let slices = 0;
+  let complete = false;
+  db.pragma('busy_timeout = 0');
+  try {
+    const um = db.prepare("SELECT v FROM memories_fts_config WHERE k = 'usermerge'").get();
+    if (!um || um.v !== 2) db.exec("INSERT INTO memories_fts(memories_fts, rank) VALUES('usermerge', 2)");
+    const step = db.prepare("INSERT INTO memories_fts(memories_fts, rank) VALUES('merge', " + pages + ")");
+    while (Atomics.load(state, ${PAUSED}) === 0 && Atomics.load(state, ${WRITES}) === writes) {
+      const before = changes.get().c;
+      step.run();
+      slices++;
+      if (changes.get().c - before < 2) {
+        complete = true;
+        break;
+      }
+    }
+  } catch (e) {
+    if (!(e && String(e.code).startsWith('SQLITE_BUSY'))) throw e;
+  } finally {
+    db.pragma('busy_timeout = 5000');
+  }
+  return { slices, complete };
 }
 parentPort.on('message', (m) => {
   if (m.op === 'close') {
@@ -58,24 +121,19 @@ parentPort.on('message', (m) => {
   }
   Atomics.store(state, ${BUSY}, 1);
   let r = null;
+  let merged = null;
   let error = null;
   try {
     if (Atomics.load(state, ${PAUSED}) === 0) {
-      // Frames written while a pass ran are left for another pass; a few short passes let the WAL be fully copied
-      // (then the writer starts it over from the beginning) even under a steady stream of writes.
-      for (let pass = 0; pass < ${PASSES}; pass++) {
-        const before = r;
-        r = db.pragma('wal_checkpoint(PASSIVE)')[0];
-        if (!r || r.busy || r.log !== r.checkpointed || (before && before.log === r.log)) break;
-      }
-      if (m.truncate && r && r.busy === 0 && r.log === r.checkpointed) r = db.pragma('wal_checkpoint(TRUNCATE)')[0];
+      if (m.op === 'merge') merged = merge(m.pages, m.writes);
+      if (Atomics.load(state, ${PAUSED}) === 0) r = checkpoint(m.truncate);
     }
   } catch (e) {
     error = String((e && e.message) || e);
   }
   Atomics.store(state, ${BUSY}, 0);
   Atomics.notify(state, ${BUSY});
-  parentPort.postMessage({ result: r, error });
+  parentPort.postMessage({ op: m.op, result: r, merged, error });
 });
 `;
 
@@ -83,6 +141,12 @@ export interface CheckpointResult {
   busy: number;
   log: number;
   checkpointed: number;
+}
+
+/** What one merge run of the full-text index did: slices run, and whether FTS5 had nothing left to merge. */
+export interface MergeResult {
+  slices: number;
+  complete: boolean;
 }
 
 /** One worker and its shared state (a new pair each time the worker is started). */
@@ -100,6 +164,16 @@ export class BackgroundCheckpointer {
   /** Checkpoints the worker completed (for tests and status). */
   completed = 0;
   lastResult: CheckpointResult | null = null;
+  /** Merge runs of the full-text index and their slices so far; `lastMerge` is the latest run. */
+  merges = 0;
+  mergeSlices = 0;
+  lastMerge: MergeResult | null = null;
+  /** The worker's last checkpoint or merge error, if its last run failed. */
+  lastError: string | null = null;
+  /** A write committed since the last merge run that completed: the full-text index may have a new segment. */
+  private mergeWanted = false;
+  private lastCommitAt = 0;
+  private mergeTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly file: string,
@@ -108,6 +182,9 @@ export class BackgroundCheckpointer {
     private readonly onFailure: (reason: string) => void,
     /** The worker (a V8 isolate, ~9 MiB resident) is started at the first request and ended after this long idle. */
     private readonly idleStopMs = IDLE_STOP_MS,
+    /** Merge the full-text index after this long without a commit (tests shorten it); 0: never. */
+    private readonly mergeQuietMs = MERGE_QUIET_MS,
+    private readonly mergeSlicePages = MERGE_SLICE_PAGES,
   ) {}
 
   get alive(): boolean {
@@ -119,10 +196,41 @@ export class BackgroundCheckpointer {
     return this.run !== null;
   }
 
-  /** A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once). */
-  committed(): void {
-    if (++this.commits < CHECKPOINT_EVERY_COMMITS || this.inFlight || this.dead) return;
+  /**
+   * A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once)
+   * and stop a merge in progress after its slice; `fullText`: it wrote full-text rows (a new FTS5 segment), so
+   * merge the index once commits have stopped for a while.
+   */
+  committed(fullText = false): void {
+    if (this.dead) return;
+    if (this.run) Atomics.add(this.run.state, WRITES, 1);
+    this.lastCommitAt = performance.now();
+    if (fullText && this.mergeQuietMs > 0) {
+      this.mergeWanted = true;
+      if (!this.mergeTimer) this.armMerge(this.mergeQuietMs);
+    }
+    if (++this.commits < CHECKPOINT_EVERY_COMMITS || this.inFlight) return;
     this.request(false);
+  }
+
+  private armMerge(ms: number): void {
+    this.mergeTimer = setTimeout(() => this.mergeIfQuiet(), ms);
+    this.mergeTimer.unref();
+  }
+
+  /** The quiet timer: merge when no commit came for mergeQuietMs and the worker is free, else look again later. */
+  private mergeIfQuiet(): void {
+    this.mergeTimer = null;
+    if (this.dead || !this.mergeWanted) return;
+    const quietFor = performance.now() - this.lastCommitAt;
+    if (quietFor < this.mergeQuietMs || this.inFlight) return this.armMerge(Math.max(1, this.mergeQuietMs - quietFor));
+    this.mergeWanted = false;
+    this.commits = 0; // the run ends with a checkpoint
+    this.inFlight = true;
+    this.clearIdle();
+    const run = (this.run ??= this.start());
+    // The commits counted when the run was asked for: one after it stops the merge, even before its first slice.
+    run.worker.postMessage({ op: 'merge', pages: this.mergeSlicePages, writes: Atomics.load(run.state, WRITES), truncate: false });
   }
 
   /** Ask for a checkpoint now; `truncate`: when it copied everything, also cut the WAL file to zero bytes. */
@@ -154,12 +262,14 @@ export class BackgroundCheckpointer {
   /** Close the worker's connection (synchronously, so the main connection closes last and removes the WAL), then end it. */
   close(): void {
     this.clearIdle();
+    if (this.mergeTimer) clearTimeout(this.mergeTimer);
+    this.mergeTimer = null;
     this.stop();
     this.dead = true;
   }
 
   private start(): Run {
-    const state = new Int32Array(new SharedArrayBuffer(12));
+    const state = new Int32Array(new SharedArrayBuffer(16));
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: { file: this.file, driver: this.driver, synchronous: this.synchronous, state: state.buffer },
@@ -167,17 +277,32 @@ export class BackgroundCheckpointer {
       resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
     });
     const run: Run = { worker, state };
-    worker.on('message', (m: { failed?: string; result?: CheckpointResult | null; error?: string | null }) => {
-      if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
-      this.inFlight = false;
-      if (m.result) {
-        this.completed++;
-        this.lastResult = m.result;
-      }
-      this.clearIdle();
-      this.idleTimer = setTimeout(() => this.stopIfIdle(), this.idleStopMs);
-      this.idleTimer.unref();
-    });
+    worker.on(
+      'message',
+      (m: { op?: string; failed?: string; result?: CheckpointResult | null; merged?: MergeResult | null; error?: string | null }) => {
+        if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
+        this.inFlight = false;
+        if (m.result) {
+          this.completed++;
+          this.lastResult = m.result;
+        }
+        if (m.merged) {
+          this.merges++;
+          this.mergeSlices += m.merged.slices;
+          this.lastMerge = m.merged;
+        }
+        this.lastError = m.error ?? null;
+        // A merge stopped by a commit (which asked for the next run already), a pause or the write lock: go on after the
+        // next quiet period. One that failed is left to the next commit.
+        if (m.op === 'merge' && !m.error && !m.merged?.complete && !this.mergeWanted && this.mergeQuietMs > 0) {
+          this.mergeWanted = true;
+          if (!this.mergeTimer) this.armMerge(this.mergeQuietMs);
+        }
+        this.clearIdle();
+        this.idleTimer = setTimeout(() => this.stopIfIdle(), this.idleStopMs);
+        this.idleTimer.unref();
+      },
+    );
     worker.on('error', (e) => this.fail(`the checkpoint worker failed: ${e.message}`));
     worker.on('exit', () => {
       if (this.run === run && Atomics.load(state, CLOSED) === 0) this.fail('the checkpoint worker exited');

@@ -49,7 +49,7 @@ import {
   validateContent,
 } from './write-rules';
 import { openDatabase, stmt, writeTx, WAL_CHECKPOINT_PAGES, type DB, type OpenOptions } from './db';
-import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
+import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type MergeResult } from './checkpointer';
 import { compileFilter } from './filter';
 import { and, HISTORY_COLUMNS, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
@@ -177,11 +177,13 @@ export class Store {
       if (outer) {
         this.vectors.settle(true);
         this.flushEvents();
-        this.checkpointer?.committed();
+        this.checkpointer?.committed(this.ftsWritten);
+        this.ftsWritten = false;
       }
       return r;
     } catch (e) {
       if (outer) {
+        this.ftsWritten = false;
         this.pending = [];
         this.vectors.settle(false);
       }
@@ -311,6 +313,7 @@ export class Store {
     fresh = false,
   ): void {
     if (!fresh) stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+    this.ftsWritten = true;
     const idents = identifierIndexText(`${m.key} ${m.value}`);
     stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
       rowid,
@@ -323,6 +326,8 @@ export class Store {
     );
   }
 
+  /** A full-text row was written in the current transaction (a new FTS5 segment at commit: the background merge). */
+  private ftsWritten = false;
   private ftsTimer: NodeJS.Timeout | null = null;
   /**
    * Set by the vector indexer: true while its passes follow the change log and catch the full text up in their own
@@ -354,7 +359,14 @@ export class Store {
   catchUpFullText(): number {
     const wm = this.ftsWatermark();
     if (this.db.readonly || wm >= this.position()) return wm;
-    return writeTx(this.db, () => this.indexFullTextAfter(this.ftsWatermark()));
+    if (this.db.inTransaction) return writeTx(this.db, () => this.indexFullTextAfter(this.ftsWatermark())); // committed by the outer write
+    try {
+      const r = writeTx(this.db, () => this.indexFullTextAfter(this.ftsWatermark()));
+      this.checkpointer?.committed(this.ftsWritten);
+      return r;
+    } finally {
+      this.ftsWritten = false;
+    }
   }
 
   private indexFullTextAfter(wm: number): number {
@@ -1269,9 +1281,19 @@ export class Store {
     return (stmt(this.db, 'SELECT total_changes() AS c').get() as { c: number }).c;
   }
 
-  /** Background checkpoints done so far, and whether their worker runs now (null: none run in the background). */
-  backgroundCheckpoints(): { completed: number; running: boolean } | null {
-    return this.checkpointer ? { completed: this.checkpointer.completed, running: this.checkpointer.running } : null;
+  /**
+   * Background checkpoints done so far, whether their worker runs now, and its merge runs of the full-text index
+   * (runs, slices, the latest one) (null: none run in the background).
+   */
+  backgroundCheckpoints(): {
+    completed: number;
+    running: boolean;
+    merges: number;
+    mergeSlices: number;
+    lastMerge: MergeResult | null;
+  } | null {
+    const c = this.checkpointer;
+    return c ? { completed: c.completed, running: c.running, merges: c.merges, mergeSlices: c.mergeSlices, lastMerge: c.lastMerge } : null;
   }
 
   /** Run a checkpoint of this connection (`fn`) while the background one is held off (SQLite refuses two at once). */
