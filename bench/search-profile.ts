@@ -10,8 +10,10 @@
  *   then `index/wait`), so the store is what the daemon writes; without it `--db` must exist.
  * - then, on a private copy of the store, for each query (unscoped and scoped to the query's scope, limit 25,
  *   as the side-by-side does), after 10 warm-ups, `--rounds` times: query embedding, full-text arm, vector arm
- *   (the scope's admitted set and KNN), fusion + rank facts, row reads, and the whole `search()` call; p50/p95
- *   per part and the slowest queries with their parts and admitted-set sizes.
+ *   (the scope's admitted set and KNN), fusion + rank facts (`fuse`, as search() reads them: only the candidates
+ *   that can still reach the top; `fuseAll`: every candidate's, the plan before, alternating which runs first), row
+ *   reads, and the whole `search()` call; p50/p95 per part, the facts read per search, and the slowest queries with
+ *   their parts and admitted-set sizes.
  * - `--two-passes`: also time, for each query right after the parts above, the full-text arm and the whole
  *   `search()` with the arm's conjunctive and disjunctive passes as two statements (the plan before they were
  *   merged, search-fts.ts): `fts2` and `search2`, a before/after in one run on one store copy. Which plan runs
@@ -26,7 +28,7 @@ import { loadModel } from '../daemon/src/index/attach';
 import { Indexer, type EmbeddingModel } from '../daemon/src/index/indexer';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { MemoryKind } from '../daemon/src/protocol/types';
-import { fuseArms, rankFused } from '../daemon/src/retrieval/fusion';
+import { fuseArms, rankFused, rankFusedLazy } from '../daemon/src/retrieval/fusion';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES, search } from '../daemon/src/retrieval/search';
 import { ftsArm, type ArmQuery } from '../daemon/src/store/search-fts';
 import { Store } from '../daemon/src/store/store';
@@ -112,6 +114,9 @@ async function main() {
     fts: number;
     vector: number;
     fuse: number;
+    fuseAll: number;
+    candidates: number;
+    factsRead: number;
     rows: number;
     search: number;
     fts2: number;
@@ -149,10 +154,31 @@ async function main() {
         t = clock();
         const vec = store.vectors.knn(model, v, arm);
         const vector = clock() - t;
+        // Fusion and ranking as search() does (the facts of the candidates that can still reach the top), and
+        // `fuseAll`, every candidate's facts read (the plan before rankFusedLazy), which one first alternating.
+        const fuseAllFirst = round % 2 !== 0;
+        let fuseAll = 0;
+        let factsRead = 0;
+        const timeFuseAll = () => {
+          const t0 = clock();
+          const f = fuseArms(fts, vec, indexer.fusion(), HYBRID_MIN_SIMILARITY);
+          rankFused(f, store.rankFacts([...f.keys()]), arm.now, limit);
+          fuseAll = clock() - t0;
+        };
+        if (fuseAllFirst) timeFuseAll();
         t = clock();
         const fused = fuseArms(fts, vec, indexer.fusion(), HYBRID_MIN_SIMILARITY);
-        const ranked = rankFused(fused, store.rankFacts([...fused.keys()]), arm.now, limit);
+        const ranked = rankFusedLazy(
+          fused,
+          (rowids) => {
+            factsRead += rowids.length;
+            return store.rankFacts(rowids);
+          },
+          arm.now,
+          limit,
+        );
         const fuse = clock() - t;
+        if (!fuseAllFirst) timeFuseAll();
         t = clock();
         store.byRowids(ranked.map((x) => x.rowid));
         const rowsMs = clock() - t;
@@ -185,6 +211,9 @@ async function main() {
             fts: ftsMs,
             vector,
             fuse,
+            fuseAll,
+            candidates: fused.size,
+            factsRead,
             rows: rowsMs,
             search: whole,
             fts2,
@@ -196,11 +225,16 @@ async function main() {
     const label = scoped ? 'scoped' : 'whole';
     const part: Record<string, unknown> = {};
     const extra = [...(twoPasses ? (['fts2', 'search2'] as const) : []), ...(knnHere ? (['searchHere'] as const) : [])];
-    for (const k of ['embed', 'fts', 'vector', 'fuse', 'rows', 'search', ...extra] as const) {
+    for (const k of ['embed', 'fts', 'vector', 'fuse', 'fuseAll', 'rows', 'search', ...extra] as const) {
       const s = summarize(rows.map((r) => r[k]));
       part[k] = s;
       console.log(`[${label}] ${k.padEnd(6)} p50 ${fmt(s.p50)} p95 ${fmt(s.p95)} mean ${fmt(s.mean)} ms`);
     }
+    const sum = (k: 'candidates' | 'factsRead') => rows.reduce((a, r) => a + r[k], 0);
+    part.factsRead = { candidates: sum('candidates') / rows.length, read: sum('factsRead') / rows.length };
+    console.log(
+      `[${label}] facts read per search ${fmt(sum('factsRead') / rows.length)} of ${fmt(sum('candidates') / rows.length)} candidates`,
+    );
     const slow = [...rows].sort((a, b) => b.search - a.search).slice(0, slowN);
     for (const r of slow)
       console.log(

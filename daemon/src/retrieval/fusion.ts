@@ -48,11 +48,16 @@ export function rrf(rank: number, k: number = RRF_K): number {
   return (k + 1) / (k + rank);
 }
 
+const unit = (x: number) => Math.min(1, Math.max(0, x));
+
 export function adjustment(importance: number, confidence: number, updatedAtMs: number, now: number): number {
   const ageDays = Math.max(0, now - updatedAtMs) / 86_400_000;
   const recency = Math.exp(-ageDays / RECENCY_DAYS);
-  return 0.06 * (2 * importance - 1) + 0.04 * (2 * confidence - 1) + 0.05 * recency;
+  // Writes keep importance and confidence in [0, 1]; clamped here too, so MAX_ADJUSTMENT bounds every row.
+  return 0.06 * (2 * unit(importance) - 1) + 0.04 * (2 * unit(confidence) - 1) + 0.05 * recency;
 }
+/** The largest adjustment (importance and confidence 1, updated now), with room for rounding. */
+export const MAX_ADJUSTMENT = 0.15 + 1e-9;
 
 /** One arm's candidate (a store row id and the arm's own score), in the arm's order, best first. */
 export interface ArmCandidate {
@@ -108,4 +113,35 @@ export function rankFused<R extends { importance: number; confidence: number; up
     })
     .sort((a, b) => b.score - a.score || b.r.updated_at - a.r.updated_at || (a.r.id < b.r.id ? -1 : 1))
     .slice(0, limit);
+}
+
+/**
+ * `rankFused` reading the facts of only as many candidates as can still reach the top `limit`: candidates are taken
+ * by fused score, best first, in growing batches, until the next one cannot beat the `limit`-th score found so far
+ * even with the largest adjustment (fused × (1 + MAX_ADJUSTMENT) below it). The same answer as reading every
+ * candidate's facts (a candidate left out ranks strictly below `limit` others), for a fraction of the reads: fusion
+ * hands over up to two arms' worth of candidates (100 each for 25 hits).
+ */
+export function rankFusedLazy<R extends { importance: number; confidence: number; updated_at: number; id: string }>(
+  fused: Map<number, FusedCandidate>,
+  facts: (rowids: number[]) => Map<number, R>,
+  now: number,
+  limit: number,
+): { rowid: number; r: R; e: FusedCandidate; boost: number; score: number }[] {
+  const order = [...fused.entries()].sort((a, b) => b[1].fused - a[1].fused);
+  const rows = new Map<number, R>();
+  const scores: number[] = [];
+  let taken = 0;
+  for (let batch = Math.max(2 * limit, 16); taken < order.length; batch *= 2) {
+    const next = order.slice(taken, taken + batch);
+    taken += next.length;
+    for (const [rowid, r] of facts(next.map(([rowid]) => rowid))) {
+      rows.set(rowid, r);
+      scores.push(fused.get(rowid)!.fused * (1 + adjustment(r.importance, r.confidence, r.updated_at, now)));
+    }
+    if (taken >= order.length || scores.length < limit) continue;
+    scores.sort((a, b) => b - a);
+    if (order[taken][1].fused * (1 + MAX_ADJUSTMENT) < scores[limit - 1]) break;
+  }
+  return rankFused(new Map(order.slice(0, taken)), rows, now, limit);
 }

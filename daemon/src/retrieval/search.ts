@@ -15,7 +15,7 @@ import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
-import { FUSION, fuseArms, rankFused, type Fusion } from './fusion';
+import { FUSION, fuseArms, rankFusedLazy, type Fusion } from './fusion';
 import { snippet } from './snippet';
 
 export interface VectorSearcher {
@@ -70,8 +70,9 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   }
   const vec = await pending;
   const fused = fuseArms(fts, vec, vectors!.fusion(), HYBRID_MIN_SIMILARITY);
-  // Rank on the few facts fusion needs; read whole rows (values, JSON fields) only for the hits returned.
-  const ranked = rankFused(fused, store.rankFacts([...fused.keys()]), now, limit);
+  // Rank on the few facts fusion needs, of the candidates that can still reach the top; read whole rows (values,
+  // JSON fields) only for the hits returned.
+  const ranked = rankFusedLazy(fused, (rowids) => store.rankFacts(rowids), now, limit);
   const rows = store.byRowids(ranked.map((x) => x.rowid));
   return {
     hits: ranked.flatMap((x) => {
