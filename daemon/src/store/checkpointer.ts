@@ -325,6 +325,7 @@ export class BackgroundCheckpointer {
     this.run = null;
     this.inFlight = false;
     if (Atomics.load(run.state, CLOSED) === 0) {
+      Atomics.add(run.state, PAUSED, 1); // a merge in progress stops after its slice, so the close is not queued behind it
       run.worker.postMessage({ op: 'close' });
       const until = Date.now() + WAIT_MS;
       while (Atomics.load(run.state, CLOSED) === 0 && Date.now() < until) Atomics.wait(run.state, CLOSED, 0, until - Date.now());
