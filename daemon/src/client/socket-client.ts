@@ -12,12 +12,6 @@ import {
   type Message,
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
-
-interface ResponseErrorLiteral {
-  code: number;
-  message: string;
-  data?: unknown;
-}
 import { connectSocket } from './daemon-info';
 import { FramedMessageReader } from './framed-reader';
 import { FramedMessageWriter } from './framed-writer';
@@ -25,6 +19,13 @@ import type { z } from 'zod';
 import { CairnError, toCairnError } from '../protocol/errors';
 import { Notifications, Requests, type NotificationDef, type RequestDef } from '../protocol/methods';
 import type { DidChangeParams, InitializeResult } from '../protocol/types';
+
+/** An error reply's `error` member, as it arrives on the wire. */
+interface ResponseErrorLiteral {
+  code: number;
+  message: string;
+  data?: unknown;
+}
 
 export interface CairnClient {
   call<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, params: z.input<P>): Promise<z.infer<R>>;
