@@ -147,11 +147,18 @@ function diskMiB(db: string): number {
 }
 
 // ------------------------------------------------------------------ daemon
+/** The XDG directories of the daemons started here, removed when the bench exits (the stores are spawnDaemon's own). */
+const scratchDirs: string[] = [];
+process.on('exit', () => {
+  for (const d of scratchDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
 async function start(
   bin: string,
   opts: { embeddings: boolean; env?: NodeJS.ProcessEnv },
 ): Promise<{ d: SpawnedDaemon; c: StreamClient; pid: number; idleRssMiB: number }> {
   const dir = tempDir('cairn-sbs-');
+  scratchDirs.push(dir);
   const env = {
     CAIRN_ALLOW_REMOTE_MODELS: '0',
     XDG_DATA_HOME: path.join(dir, 'data'),
