@@ -60,6 +60,14 @@ export const DUP_EXACT_MAX = 256;
  * memories of its namespace are nearer still, and then the ones reported are at least as similar.
  */
 export const DUP_CANDIDATES = 128;
+/**
+ * Slots the cache of admitted sets holds in all (4 bytes each): the whole store and a dozen scopes at 100k
+ * memories. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
+ * (about 0.4 ms scoped and 1 ms whole-store at 100k).
+ */
+export const ADMIT_CACHE_SLOTS = 262_144;
+/** Scopes of more namespaces than this are not cached (their key would cost more than the pass it saves). */
+const ADMIT_CACHE_MAX_NS = 1024;
 
 export interface VecModel {
   model: string;
@@ -107,6 +115,18 @@ class VectorIndex implements SlotArrays {
   free: number[] = [];
   /** The buffer admit() returns views of. */
   private admitted = new Int32Array(0);
+  /**
+   * Bumped by every change of a slot's facts (setMeta, which put goes through, and remove): a cached admitted set
+   * holds for one version.
+   */
+  private version = 0;
+  /**
+   * The admitted sets of recent scopes (no filter), by namespaces and visibility flags: reused while the index is
+   * at the same version and the time is inside the window they hold for (no slot's expiry or validity bound
+   * crossed). Bounded to ADMIT_CACHE_SLOTS slots in all.
+   */
+  private admitCache = new Map<string, { version: number; from: number; until: number; slots: Int32Array }>();
+  private admitCached = 0;
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
 
@@ -179,6 +199,7 @@ class VectorIndex implements SlotArrays {
   }
 
   setMeta(slot: number, m: MetaRow): void {
+    this.version++;
     if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) this.unlist(slot); // moved namespace
     this.ns[slot] = m.ns;
     if (this.nsPos[slot] < 0) {
@@ -233,6 +254,7 @@ class VectorIndex implements SlotArrays {
   remove(rowid: number): void {
     const slot = this.slotOf.get(rowid);
     if (slot === undefined) return;
+    this.version++;
     this.unlist(slot);
     this.slotOf.delete(rowid);
     this.status[slot] = 255;
@@ -242,7 +264,8 @@ class VectorIndex implements SlotArrays {
 
   /**
    * Admitted slots: scope namespaces (mask, null = all), visibility of `include` at `now`, optional rowid set.
-   * The result is a view on a buffer reused by the next call (valid until then).
+   * The result is a view on a buffer reused by the next call, or a cached set (valid until the next call; never
+   * to be written to).
    */
   admit(
     nsMask: Uint8Array | null,
@@ -273,6 +296,12 @@ class VectorIndex implements SlotArrays {
       wSuperseded = !!inc.superseded,
       wExpired = !!inc.expired,
       wOut = !!inc.outOfValidity;
+    const key =
+      nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
+        ? `${+wDeleted}${+wProposed}${+wSuperseded}${+wExpired}${+wOut}:${nsIds.join(',')}`
+        : null;
+    const hit = key === null ? undefined : this.admitCache.get(key);
+    if (hit && hit.version === this.version && now >= hit.from && now < hit.until) return hit.slots;
     // A scope much smaller than the store: only its namespaces' slots are visited (the mask still decides).
     let lists: Int32Array[] | null = null;
     if (nsMask && nsIds) {
@@ -288,6 +317,7 @@ class VectorIndex implements SlotArrays {
       if (total * 4 > this.size) lists = null;
     }
     const visit = lists ?? [null];
+    let until = Infinity;
     for (const list of visit)
       for (let j = 0, size = list ? list.length : this.size; j < size; j++) {
         const s = list ? list[j] : j;
@@ -299,11 +329,40 @@ class VectorIndex implements SlotArrays {
         }
         if (!wDeleted && deleted[s]) continue;
         if ((st === 1 && !wProposed) || (st === 2 && !wSuperseded)) continue;
-        if (!wExpired && expires[s] <= now) continue;
-        if (!wOut && (validFrom[s] > now || validTo[s] <= now)) continue;
+        // Time: the answer holds until the nearest bound after `now` (an expiry or validity end of a visible
+        // slot, a validity start of one not yet valid); a bound at or before `now` stays crossed.
+        if (!wExpired) {
+          const e = expires[s];
+          if (e <= now) continue;
+          if (e < until) until = e;
+        }
+        if (!wOut) {
+          const f = validFrom[s];
+          if (f > now) {
+            if (f < until) until = f;
+            continue;
+          }
+          const t = validTo[s];
+          if (t <= now) continue;
+          if (t < until) until = t;
+        }
         out[n++] = s;
       }
-    return out.subarray(0, n);
+    const found = out.subarray(0, n);
+    if (key === null) return found;
+    if (hit) this.admitCached -= hit.slots.length;
+    if (this.admitCached + n > ADMIT_CACHE_SLOTS) {
+      this.admitCache.clear();
+      this.admitCached = 0;
+    }
+    if (n > ADMIT_CACHE_SLOTS) {
+      this.admitCache.delete(key);
+      return found;
+    }
+    const slots = found.slice();
+    this.admitCache.set(key, { version: this.version, from: now, until, slots });
+    this.admitCached += n;
+    return slots;
   }
 
   /** A live slot with a non-zero vector that the visibility rules of `inc` admit at `now`. */
