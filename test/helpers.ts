@@ -31,6 +31,15 @@ export function tempCore(): { core: Core; store: Store; dir: string; close: () =
   };
 }
 
+/** Wait for a state: poll `ok` every 5 ms until it holds, failing with `what` after `ms`. */
+export async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 /** Assert that a promise rejects with a CairnError of the given code name (and optional field). */
 export async function rejectsWith(p: Promise<unknown>, name: string, field?: string): Promise<Record<string, unknown>> {
   try {

@@ -10,7 +10,7 @@ import { synchronousSetting, WAL_CHECKPOINT_PAGES } from '../../daemon/src/store
 import { BackgroundCheckpointer, CHECKPOINT_EVERY_COMMITS, FALLBACK_AUTOCHECKPOINT_PAGES } from '../../daemon/src/store/checkpointer';
 import { truncateWal } from '../../daemon/src/store/erase';
 import { Store } from '../../daemon/src/store/store';
-import { ROOT, tempDir } from '../helpers';
+import { ROOT, tempDir, until } from '../helpers';
 
 describe('write durability', () => {
   it('defaults to synchronous=NORMAL in WAL mode and offers FULL', () => {
@@ -67,14 +67,6 @@ describe('write durability', () => {
 });
 
 /** Wait for a condition (state, not time): polls every few ms, fails after `ms`. */
-async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 describe('WAL checkpoints in a worker thread (the daemon)', () => {
   it('checkpoints from its own connection every so many commits; the main connection keeps only a fallback', async () => {
     const dir = tempDir();

@@ -10,7 +10,7 @@ import { MERGE_QUIET_MS } from '../../daemon/src/store/checkpointer';
 import type { DB } from '../../daemon/src/store/db';
 import { ftsArm } from '../../daemon/src/store/search-fts';
 import { Store } from '../../daemon/src/store/store';
-import { tempDir } from '../helpers';
+import { tempDir, until } from '../helpers';
 
 /** FTS5's segment count, from its structure record (`%_data` rowid 10: a 4-byte cookie, an optional v2 marker, then varints nLevel, nSegment). */
 function segments(db: DB): number {
@@ -31,14 +31,6 @@ function segments(db: DB): number {
   return varint();
 }
 
-async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 const QUERIES = ['pool scheduler', 'retry budget', 'value number 7', 'maxRetries'];
 
 /** Many small indexing commits, as single writes make them: one FTS5 segment each, merged four at a time by FTS5 itself. */
@@ -53,23 +45,33 @@ function writeInSmallCommits(store: Store, n: number, from = 0): void {
   }
 }
 
+/** A store in a temporary directory with the daemon's background worker, closed and removed after `fn`. */
+async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
+  const dir = tempDir();
+  const store = new Store(path.join(dir, 'cairn.db'));
+  try {
+    store.checkpointInBackground();
+    await fn(store);
+  } finally {
+    store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const answers = (store: Store) =>
   QUERIES.flatMap((q) =>
     [undefined, { root: 'project.a', includeUser: false }].map((scope) => ftsArm(store.db, q, { scope, limit: 50, now: Date.now() })),
   );
 
 describe('full-text index merged in the background', () => {
-  it('merges the segments once writes stop, with the same answers', async () => {
-    const dir = tempDir();
-    const store = new Store(path.join(dir, 'm.db'));
-    try {
-      store.checkpointInBackground();
+  it('merges the segments once writes stop, with the same answers', () =>
+    withStore(async (store) => {
       writeInSmallCommits(store, 150);
       const before = segments(store.db);
       const found = answers(store);
       assert.ok(before >= 4, `several segments after small commits (${before})`);
       assert.ok(found.every((hits) => hits.length > 0));
-      await until('a complete merge', () => store.backgroundCheckpoints()?.lastMerge?.complete === true);
+      await until('a complete merge', () => store.backgroundCheckpoints()?.lastMerge?.complete === true, 30_000);
       const after = segments(store.db);
       assert.ok(after < before, `segments ${before} → ${after}`);
       assert.ok(after <= 3, `one segment per level at most after the merge (${after})`);
@@ -77,24 +79,17 @@ describe('full-text index merged in the background', () => {
       assert.deepEqual(answers(store), found);
       const um = store.db.prepare("SELECT v FROM memories_fts_config WHERE k = 'usermerge'").get() as { v: number } | undefined;
       assert.equal(um?.v, 2);
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('never waits for the write lock: a merge that finds it taken stops, and goes on after the next quiet period', async () => {
-    const dir = tempDir();
-    const store = new Store(path.join(dir, 'l.db'));
-    try {
-      store.checkpointInBackground();
+  it('never waits for the write lock: a merge that finds it taken stops, and goes on after the next quiet period', () =>
+    withStore(async (store) => {
       writeInSmallCommits(store, 150);
       const before = segments(store.db);
       // The main connection holds the write lock from before the merge is due until after the worker tried it.
       store.db.exec('BEGIN IMMEDIATE');
       let committed = false;
       try {
-        await until('a merge run', () => (store.backgroundCheckpoints()?.merges ?? 0) >= 1);
+        await until('a merge run', () => (store.backgroundCheckpoints()?.merges ?? 0) >= 1, 30_000);
         assert.deepEqual(store.backgroundCheckpoints()!.lastMerge, { slices: 0, complete: false });
         assert.equal(segments(store.db), before);
         store.db.exec('COMMIT');
@@ -102,21 +97,14 @@ describe('full-text index merged in the background', () => {
       } finally {
         if (!committed) store.db.exec('ROLLBACK');
       }
-      await until('the merge taken up again', () => store.backgroundCheckpoints()?.lastMerge?.complete === true);
+      await until('the merge taken up again', () => store.backgroundCheckpoints()?.lastMerge?.complete === true, 30_000);
       assert.ok(segments(store.db) < before);
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  it('is asked for by commits that wrote full text only', async () => {
-    const dir = tempDir();
-    const store = new Store(path.join(dir, 'q.db'));
-    try {
-      store.checkpointInBackground();
+  it('is asked for by commits that wrote full text only', () =>
+    withStore(async (store) => {
       writeInSmallCommits(store, 40);
-      await until('a complete merge', () => store.backgroundCheckpoints()?.lastMerge?.complete === true);
+      await until('a complete merge', () => store.backgroundCheckpoints()?.lastMerge?.complete === true, 30_000);
       const merges = store.backgroundCheckpoints()!.merges;
       // Commits that change no full-text row (an empty one, and a namespace rename: the rows keep the namespace's id).
       store.transaction(() => undefined);
@@ -124,10 +112,6 @@ describe('full-text index merged in the background', () => {
       await new Promise((r) => setTimeout(r, 3 * MERGE_QUIET_MS));
       assert.equal(store.backgroundCheckpoints()!.merges, merges, 'no merge without new full text');
       writeInSmallCommits(store, 1, 40);
-      await until('a merge after new full text', () => store.backgroundCheckpoints()!.merges > merges);
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+      await until('a merge after new full text', () => store.backgroundCheckpoints()!.merges > merges, 30_000);
+    }));
 });

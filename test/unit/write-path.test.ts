@@ -15,7 +15,7 @@ import { Core, validationError } from '../../daemon/src/server/core';
 import { fastUpsertParams } from '../../daemon/src/server/fast-params';
 import { Store } from '../../daemon/src/store/store';
 import { uuidv7 } from '../../daemon/src/text/hash';
-import { tempDir } from '../helpers';
+import { tempDir, until } from '../helpers';
 
 /** A stream that records each system-call-sized write: one entry per write() or writev() with the frames' bodies. */
 function recorder(name = '', order: string[] = []): { out: Writable; calls: string[][] } {
@@ -35,12 +35,6 @@ const note = (n: number) => ({ jsonrpc: '2.0', method: 'memory/didChange', param
 const reply = (id: number) => ({ jsonrpc: '2.0', id, result: { ok: id } }) as unknown as Message;
 const tick = () => new Promise((r) => process.nextTick(r));
 const turn = () => new Promise((r) => setImmediate(r));
-async function until(ok: () => boolean): Promise<void> {
-  for (let i = 0; !ok(); i++) {
-    if (i > 4000) assert.fail('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('framed writer: when corked frames leave', () => {
   it('a reply leaves at the end of its tick, with the notifications written before it, in one write', async () => {
@@ -68,7 +62,7 @@ describe('framed writer: when corked frames leave', () => {
     const w2 = new FramedMessageWriter(short.out, { notificationDelayMs: 3 });
     void w2.write(note(3));
     void w2.write(note(4));
-    await until(() => short.calls.length > 0);
+    await until('the notifications after their 3 ms delay', () => short.calls.length > 0);
     assert.deepEqual(short.calls, [[JSON.stringify(note(3)), JSON.stringify(note(4))]]);
   });
 
@@ -104,7 +98,7 @@ describe('framed writer: when corked frames leave', () => {
     const w = new FramedMessageWriter(out, { notificationDelayMs: 60_000 });
     void w.write(note(6));
     w.end();
-    await until(() => calls.length > 0);
+    await until('the notification written by end()', () => calls.length > 0);
     assert.deepEqual(calls, [[JSON.stringify(note(6))]]);
   });
 });
