@@ -21,10 +21,13 @@
  *    group by BM25 over the disjunctive terms. FTS5 recounts every term's,
  *    identifier phrase's and namespace token's matches for BM25 in each
  *    statement; this way once, and the conjunctive expression is only matched
- *    as a set of rowids (without the scope's namespace tokens: it is only
- *    asked about rows already in scope). Without a common term left out this is exactly what
- *    the two passes return; with one, the every-term matches are ordered
- *    without its (small) weight.
+ *    as a set of rowids. When every word is common and the scope is named
+ *    inside MATCH, that set is the scoped conjunctive matches, listed first
+ *    without BM25 and stopped at the limit; when there are as many as the
+ *    limit, 2 and 3 run as two statements after all (the conjunctive one may
+ *    fill the limit alone). Without a common term
+ *    left out the one statement returns exactly what the two passes return;
+ *    with one, the every-term matches are ordered without its (small) weight.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
  */
 import type { Filter, Include, Scope } from '../protocol/types';
@@ -89,6 +92,8 @@ export interface FtsPlan {
   any: string | null;
   /** Fewest memories holding one of the plain-word terms (an upper bound on the conjunctive matches); Infinity without one. */
   minDf: number;
+  /** Every term is a common word: the disjunctive pass keeps only the least common of them. */
+  allCommon: boolean;
 }
 
 const dfCaches = new WeakMap<DB, Map<string, { df: number; docCount: number }>>();
@@ -97,7 +102,7 @@ export function planQuery(db: DB, query: string): FtsPlan {
   let dfCache = dfCaches.get(db);
   if (!dfCache) dfCaches.set(db, (dfCache = new Map()));
   const words = [...query.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
-  if (words.length === 0) return { all: null, any: null, minDf: Infinity };
+  if (words.length === 0) return { all: null, any: null, minDf: Infinity, allCommon: false };
   const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
   const use = content.length > 0 ? content : words;
   // max(rowid) is O(1) and close enough to the number of memories for a share threshold
@@ -145,13 +150,14 @@ export function planQuery(db: DB, query: string): FtsPlan {
       else terms.push({ expr: quote(lower), df: d });
     }
   });
-  if (terms.length === 0) return { all: null, any: null, minDf: Infinity };
+  if (terms.length === 0) return { all: null, any: null, minDf: Infinity, allCommon: false };
   const informative = terms.filter((t) => t.df === undefined || t.df < cap);
   const any = informative.length > 0 ? informative : [...terms].sort((a, b) => (a.df ?? 0) - (b.df ?? 0)).slice(0, 1);
   return {
     all: terms.length > 1 ? terms.map((t) => t.expr).join(' AND ') : null,
     any: any.map((t) => t.expr).join(' OR '),
     minDf: Math.min(...terms.map((t) => t.df ?? Infinity)),
+    allCommon: informative.length === 0,
   };
 }
 
@@ -159,6 +165,14 @@ export function planQuery(db: DB, query: string): FtsPlan {
 export const FTS_INNER_FACTOR = 2;
 /** Past this many BM25 candidates, `ranked` falls back to one query joining every match. */
 export const FTS_INNER_MAX = 8192;
+
+/** The rowids of the first `limit` matches of `expr`, in rowid order (no BM25). */
+function matchedRowids(db: DB, expr: string, limit: number): number[] {
+  return stmt(db, 'SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?')
+    .raw()
+    .all(expr, limit)
+    .map((r) => (r as [number])[0]);
+}
 
 /** One ranked match: BM25 (lower is better) and, when a conjunctive part is asked for, whether it matches every term. */
 interface Ranked {
@@ -176,7 +190,7 @@ interface Ranked {
  * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
  * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
  *
- * With `every` (an expression whose matches are a subset of `expr`'s), the matches of `every` rank first, then
+ * With `every` (an expression whose matches are a subset of `expr`'s, or those matches' rowids), the matches of `every` rank first, then
  * the others, each group by the order above: the conjunctive and disjunctive passes in one statement. FTS5 then
  * computes BM25's per-term document counts once (they cost a scan of each term's, identifier phrase's and
  * namespace token's matches per statement), and `every` is only matched (no BM25) as a rowid set.
@@ -187,7 +201,7 @@ function ranked(
   limit: number,
   where: { sql: string; params: unknown[] },
   own: { sql: string; params: unknown[] } | null,
-  every: string | null = null,
+  every: string | number[] | null = null,
 ): Ranked[] {
   const check = stmt(
     db,
@@ -197,8 +211,13 @@ function ranked(
   );
   const bm25 = `bm25(memories_fts, ${BM25_WEIGHTS.join(', ')})`;
   // 0 for a match of `every`, 1 for the others (a constant 0 without it); `col` is the FTS row's rowid column.
-  const part = (col: string) => (every ? `(${col} NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))` : '0');
-  const partParams = every ? [every] : [];
+  const part = (col: string) =>
+    every === null
+      ? '0'
+      : typeof every === 'string'
+        ? `(${col} NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))`
+        : `(${col} NOT IN (SELECT value FROM json_each(?)))`;
+  const partParams = every === null ? [] : [typeof every === 'string' ? every : JSON.stringify(every)];
   const before = (a: { part: number; bm: number }, b: { part: number; bm: number }) =>
     a.part < b.part || (a.part === b.part && a.bm < b.bm);
   for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
@@ -244,6 +263,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   // scoped disjunctive expression, so it needs no namespace tokens (FTS5 would match and merge them once more).
   const every = plan.all;
   const scopeSql = scopePredicate(q.scope, 'path');
+  let nsInMatch = false;
   if (scopeSql) {
     const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
       ...scopeSql.params,
@@ -256,6 +276,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
       const ns = `ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
       if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
       if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
+      nsInMatch = true;
     }
   }
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
@@ -263,8 +284,17 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
-  if (plan.all && plan.any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit))
-    return ranked(db, plan.any, q.limit, where, own, every).map(toHit);
+  if (plan.all && plan.any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
+    if (!nsInMatch || !plan.allCommon) return ranked(db, plan.any, q.limit, where, own, every).map(toHit);
+    // Every word common, in a scope named inside MATCH: the one statement would score every in-scope match of the
+    // least common word (thousands at 100k: the slowest scoped queries), and the conjunctive expression costs as
+    // much to match over the whole index. So the scoped conjunctive matches are listed first (no BM25, stopped at
+    // the limit). Fewer than the limit: they are the one statement's every-term set (its disjunctive matches are
+    // all in scope). As many: the two passes below, whose conjunctive pass may fill the limit alone and spare
+    // scoring the disjunctive matches (bench/README.md, "Every word common: the scoped conjunctive matches first").
+    const conj = matchedRowids(db, plan.all, q.limit);
+    if (conj.length < q.limit) return ranked(db, plan.any, q.limit, where, own, conj).map(toHit);
+  }
   const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
