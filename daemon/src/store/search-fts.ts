@@ -25,9 +25,9 @@
  *    inside MATCH, that set is the scoped conjunctive matches, listed first
  *    without BM25 and stopped at the limit; when there are as many as the
  *    limit, 2 and 3 run as two statements after all (the conjunctive one may
- *    fill the limit alone). Without a common term
- *    left out the one statement returns exactly what the two passes return;
- *    with one, the every-term matches are ordered without its (small) weight.
+ *    fill the limit alone). Without a common term left out, the one statement
+ *    returns exactly what the two passes return; with one, the every-term
+ *    matches are ordered without its (small) weight.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
  */
 import type { Filter, Include, Scope } from '../protocol/types';
@@ -190,10 +190,10 @@ interface Ranked {
  * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
  * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
  *
- * With `every` (an expression whose matches are a subset of `expr`'s, or those matches' rowids), the matches of `every` rank first, then
- * the others, each group by the order above: the conjunctive and disjunctive passes in one statement. FTS5 then
- * computes BM25's per-term document counts once (they cost a scan of each term's, identifier phrase's and
- * namespace token's matches per statement), and `every` is only matched (no BM25) as a rowid set.
+ * With `every` (an expression whose matches are a subset of `expr`'s, or those matches' rowids), the matches of
+ * `every` rank first, then the others, each group by the order above: the conjunctive and disjunctive passes in one
+ * statement. FTS5 then computes BM25's per-term document counts once (they cost a scan of each term's, identifier
+ * phrase's and namespace token's matches per statement), and `every` is only matched (no BM25) as a rowid set.
  */
 function ranked(
   db: DB,
