@@ -26,15 +26,22 @@ export function snippet(value: string, query: string): string {
     return false;
   };
   const hits: [number, number][] = [];
+  // The excerpt starts 40 characters before the first match and is WINDOW long: words past its end are not read.
+  let start = 0;
+  let end = flat.length;
   for (const m of flat.matchAll(WORD)) {
+    if (m.index! >= end) break;
     const raw = m[0];
     const w = raw.toLowerCase();
     const hit = LOWER.test(raw) ? matches(w) : matches(w) || w.split(/[_$]+/).some(matches) || splitIdentifier(raw).some(matches);
-    if (hit) hits.push([m.index!, m.index! + raw.length]);
+    if (!hit) continue;
+    if (hits.length === 0) {
+      start = Math.max(0, m.index! - 40);
+      end = Math.min(flat.length, start + WINDOW);
+    }
+    hits.push([m.index!, m.index! + raw.length]);
   }
   if (hits.length === 0) return clip(flat, 0);
-  const start = Math.max(0, hits[0][0] - 40);
-  const end = Math.min(flat.length, start + WINDOW);
   let out = '';
   let at = start;
   for (const [s, e] of hits) {
