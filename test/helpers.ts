@@ -1,10 +1,14 @@
 /** Shared test helpers: temporary stores, a spawned daemon, a socket client. */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DAEMON_NODE_FLAGS } from '../daemon/src/client/ensure-daemon';
 import { StreamClient } from '../daemon/src/client/socket-client';
+import { Requests } from '../daemon/src/protocol/methods';
+import type { UpsertBatchParams } from '../daemon/src/protocol/types';
+import type { z } from 'zod';
 import { Core } from '../daemon/src/server/core';
 import { Store } from '../daemon/src/store/store';
 
@@ -29,6 +33,20 @@ export function tempCore(): { core: Core; store: Store; dir: string; close: () =
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Write `items` through memory/upsertBatch, `per` to a call, asserting every one was written. */
+export async function upsertItems(core: Core, items: z.input<typeof UpsertBatchParams>['items'], per = 500): Promise<void> {
+  for (let i = 0; i < items.length; i += per) {
+    const r = await core.call(Requests.upsertBatch, { items: items.slice(i, i + per) });
+    assert.ok(r.results.every((x) => x.ok));
+  }
+}
+
+/** The keys of the memories at `rowids`, in the same order. */
+export function keysOf(store: Store, rowids: number[]): string[] {
+  const key = store.db.prepare('SELECT key FROM memories WHERE rowid = ?');
+  return rowids.map((r) => (key.get(r) as { key: string }).key);
 }
 
 /** Wait for a state: poll `ok` every 5 ms until it holds, failing with `what` after `ms`. */

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Scope } from '../../daemon/src/protocol/types';
 import { BM25_WEIGHTS, commonTermCap, ftsArm, namespaceToken, planQuery } from '../../daemon/src/store/search-fts';
-import { tempCore } from '../helpers';
+import { keysOf, tempCore, upsertItems } from '../helpers';
 
 const c = tempCore();
 const FILLER = 3000;
@@ -25,16 +25,12 @@ before(async () => {
   for (let i = 0; i < 4; i++) items.push({ namespace: 'project.gamma', key: `rich${i}`, value: 'plover tern tern tern tern tern' });
   for (let i = 0; i < 4; i++) items.push({ namespace: 'project.gamma', key: `short${i}`, value: 'plover tern' });
   for (let i = 0; i < 6; i++) items.push({ namespace: 'project.gamma', key: `only${i}`, value: `plover alone ${i}` });
-  for (let i = 0; i < items.length; i += 500) {
-    const r = await c.core.call(R.upsertBatch, { items: items.slice(i, i + 500) });
-    assert.ok(r.results.every((x) => x.ok));
-  }
+  await upsertItems(c.core, items);
   c.store.catchUpFullText();
 });
 after(() => c.close());
 
-const keys = (rowids: number[]) =>
-  rowids.map((r) => (c.store.db.prepare('SELECT key FROM memories WHERE rowid = ?').get(r) as { key: string }).key);
+const keys = (rowids: number[]) => keysOf(c.store, rowids);
 const arm = (limit: number) => keys(ftsArm(c.store.db, QUERY, { scope, limit, now: c.store.now() }).map((h) => h.rowid));
 
 /** The live gamma memories matching `expr` (scoped by its namespace token), best BM25 first, ties as the arm breaks them. */

@@ -7,10 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Scope } from '../../daemon/src/protocol/types';
 import { BM25_WEIGHTS, COMMON_TERM_MIN_DOCS, ftsArm, namespaceToken, planQuery } from '../../daemon/src/store/search-fts';
-import { tempCore } from '../helpers';
+import { keysOf, tempCore, upsertItems } from '../helpers';
 
 const c = tempCore();
 const FILLER = 6000;
@@ -31,16 +30,12 @@ before(async () => {
     });
   // One word only.
   for (let i = 0; i < 6; i++) items.push({ namespace: 'project.alpha', key: `one${i}`, value: i % 2 ? 'osprey osprey' : 'heron' });
-  for (let i = 0; i < items.length; i += 500) {
-    const r = await c.core.call(R.upsertBatch, { items: items.slice(i, i + 500) });
-    assert.ok(r.results.every((x) => x.ok));
-  }
+  await upsertItems(c.core, items);
   c.store.catchUpFullText();
 });
 after(() => c.close());
 
-const keys = (rowids: number[]) =>
-  rowids.map((r) => (c.store.db.prepare('SELECT key FROM memories WHERE rowid = ?').get(r) as { key: string }).key);
+const keys = (rowids: number[]) => keysOf(c.store, rowids);
 
 /** The two-pass plan: every-word matches by BM25 over every word, then the rest by BM25 over the kept words. */
 function twoPass(query: string, scope?: Scope): string[] {

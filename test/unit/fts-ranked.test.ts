@@ -12,7 +12,7 @@ import { and, visibility } from '../../daemon/src/store/rows';
 import { ownScopeRank, scopePredicate } from '../../daemon/src/store/scope';
 import { compileFilter } from '../../daemon/src/store/filter';
 import { BM25_WEIGHTS, ftsArm, planQuery } from '../../daemon/src/store/search-fts';
-import { tempCore } from '../helpers';
+import { keysOf, tempCore, upsertItems } from '../helpers';
 
 const c = tempCore();
 
@@ -77,10 +77,7 @@ before(async () => {
     items.push({ namespace: 'project.beta', key: `her${i}`, value: `heron ${i % 4 ? 'heron' : ''} and some other words` });
   for (let i = 0; i < 6; i++)
     items.push({ namespace: 'project.alpha', key: `qr${i}`, value: `the quill_render helper and QuillRender ${i}` });
-  for (let i = 0; i < items.length; i += 200) {
-    const r = await c.core.call(R.upsertBatch, { items: items.slice(i, i + 200) });
-    assert.ok(r.results.every((x) => x.ok));
-  }
+  await upsertItems(c.core, items, 200);
   for (let i = 0; i < 400; i++) await c.core.call(R.delete, { namespace: 'project.alpha', key: `gone${i}` });
   // A superseded memory among the ties.
   const sup = await c.core.call(R.get, { namespace: 'project.beta', key: 'tie1' });
@@ -135,7 +132,10 @@ describe('full-text arm: ranking with FTS5 first equals the joined query', () =>
       assert.equal(plan.minDf < 50, query !== 'kestrel falcon nest', query);
     }
     const hits = ftsArm(c.store.db, 'osprey heron', { limit: 50, now: now() });
-    const keys = hits.map((h) => (c.store.db.prepare('SELECT key FROM memories WHERE rowid = ?').get(h.rowid) as { key: string }).key);
+    const keys = keysOf(
+      c.store,
+      hits.map((h) => h.rowid),
+    );
     assert.deepEqual(
       keys.slice(0, 12).map((k) => k.replace(/[0-9]+$/, '')),
       Array(12).fill('both'),
