@@ -123,6 +123,7 @@ export class Daemon {
       setImmediate(() => void d.sweepOnce());
     }
     log(`serving ${db}${socket ? ` on ${socket}` : ''} (pid ${process.pid}, schema v${d.store.schemaVersion})`);
+    if (d.store.rankingError) log(`full-text ranking uses FTS5's bm25() (same order, slower): ${d.store.rankingError}`);
     return d;
   }
 

@@ -1,6 +1,6 @@
 /**
- * Opening the SQLite file: pragmas, the sqlite-vec extension, migrations, and
- * the write-transaction helper. This folder (daemon/src/store/) is the only
+ * Opening the SQLite file: pragmas, the sqlite-vec and full-text ranking
+ * extensions, migrations, and the write-transaction helper. This folder (daemon/src/store/) is the only
  * place in Cairn that imports better-sqlite3.
  */
 import Database from 'better-sqlite3';
@@ -21,6 +21,11 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Load sqlite-vec (default true). When it fails, vectors are unavailable and search degrades to full-text. */
   loadVec?: boolean;
+  /**
+   * Load the full-text ranking extension, cairn_bm25 (default true). Without it, the full-text arm ranks with FTS5's
+   * bm25(): the same order, slower (search-fts.ts).
+   */
+  loadRanking?: boolean;
   readonly?: boolean;
   /** Where notes about the open go (a store file made private); default stderr. */
   log?: (msg: string) => void;
@@ -47,7 +52,39 @@ export interface Opened {
   db: DB;
   vec: boolean;
   vecError: string | null;
+  /** Why cairn_bm25 is not loaded (null when it is). */
+  rankingError: string | null;
   schemaVersion: number;
+}
+
+/** Where the build puts the ranking extension (daemon/native/build.mjs): next to the bundle, or daemon/dist from src. */
+function rankingExtension(): string | null {
+  const file = process.platform === 'darwin' ? 'cairn_bm25.dylib' : 'cairn_bm25.so';
+  for (const dir of [__dirname, path.join(__dirname, '..', '..', 'dist')]) {
+    const p = path.join(dir, file);
+    if (fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+/** Connections with cairn_bm25 loaded. */
+const ranking = new WeakSet<DB>();
+/** Whether `db` ranks full-text matches with cairn_bm25 (else FTS5's bm25()). */
+export function hasRankingExtension(db: DB): boolean {
+  return ranking.has(db);
+}
+
+function loadRanking(db: DB): string | null {
+  const ext = rankingExtension();
+  if (!ext) return 'cairn_bm25 was not built (daemon/native/build.mjs needs a C compiler)';
+  try {
+    // better-sqlite3 takes the entry point as a second argument; its type declarations predate it
+    (db as unknown as { loadExtension(file: string, entryPoint: string): void }).loadExtension(ext, 'sqlite3_cairnbm25_init');
+    ranking.add(db);
+    return null;
+  } catch (e) {
+    return `cairn_bm25 did not load: ${(e as Error).message}`;
+  }
 }
 
 export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
@@ -94,8 +131,9 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
   } else {
     vecError = 'sqlite-vec disabled';
   }
+  const rankingError = opts.loadRanking === false ? 'cairn_bm25 not asked for' : loadRanking(db);
   const schemaVersion = opts.readonly ? (db.pragma('user_version', { simple: true }) as number) : withRetry(() => migrate(db, { vec }));
-  return { db, vec, vecError, schemaVersion };
+  return { db, vec, vecError, rankingError, schemaVersion };
 }
 
 function isBusy(e: unknown): boolean {

@@ -29,10 +29,12 @@
  *    returns exactly what the two passes return; with one, the every-term
  *    matches are ordered without its (small) weight.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
+ * BM25 is cairn_bm25 (native/cairn_bm25.c) when the connection loaded it: bm25()'s scores, with each phrase's
+ * document count handed in (phraseCounts) instead of counted again by every statement.
  */
 import type { Filter, Include, Scope } from '../protocol/types';
 import { splitIdentifier, STOPWORDS } from '../text/identifiers';
-import { stmt, type DB } from './db';
+import { hasRankingExtension, stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { ownScopeRank, scopePredicate } from './scope';
@@ -90,11 +92,16 @@ const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
 export interface FtsPlan {
   all: string | null;
   any: string | null;
+  /** The phrases of `all` and `any`, in the order they appear (each term is one phrase). */
+  allPhrases: string[];
+  anyPhrases: string[];
   /** Fewest memories holding one of the plain-word terms (an upper bound on the conjunctive matches); Infinity without one. */
   minDf: number;
   /** Every term is a common word: the disjunctive pass keeps only the least common of them. */
   allCommon: boolean;
 }
+
+const noPlan = (): FtsPlan => ({ all: null, any: null, allPhrases: [], anyPhrases: [], minDf: Infinity, allCommon: false });
 
 const dfCaches = new WeakMap<DB, Map<string, { df: number; docCount: number }>>();
 
@@ -102,7 +109,7 @@ export function planQuery(db: DB, query: string): FtsPlan {
   let dfCache = dfCaches.get(db);
   if (!dfCache) dfCaches.set(db, (dfCache = new Map()));
   const words = [...query.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
-  if (words.length === 0) return { all: null, any: null, minDf: Infinity, allCommon: false };
+  if (words.length === 0) return noPlan();
   const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
   const use = content.length > 0 ? content : words;
   // max(rowid) is O(1) and close enough to the number of memories for a share threshold
@@ -150,12 +157,14 @@ export function planQuery(db: DB, query: string): FtsPlan {
       else terms.push({ expr: quote(lower), df: d });
     }
   });
-  if (terms.length === 0) return { all: null, any: null, minDf: Infinity, allCommon: false };
+  if (terms.length === 0) return noPlan();
   const informative = terms.filter((t) => t.df === undefined || t.df < cap);
   const any = informative.length > 0 ? informative : [...terms].sort((a, b) => (a.df ?? 0) - (b.df ?? 0)).slice(0, 1);
   return {
     all: terms.length > 1 ? terms.map((t) => t.expr).join(' AND ') : null,
     any: any.map((t) => t.expr).join(' OR '),
+    allPhrases: terms.length > 1 ? terms.map((t) => t.expr) : [],
+    anyPhrases: any.map((t) => t.expr),
     minDf: Math.min(...terms.map((t) => t.df ?? Infinity)),
     allCommon: informative.length === 0,
   };
@@ -172,6 +181,61 @@ function matchedRowids(db: DB, expr: string, limit: number): number[] {
     .raw()
     .all(expr, limit)
     .map((r) => (r as [number])[0]);
+}
+
+/**
+ * A MATCH expression and the phrases BM25 weighs in it, in the order they appear: a term's phrase, or null for a
+ * namespace token (its column's weight is 0, so it adds nothing to a score and its count is never needed).
+ */
+export interface Match {
+  expr: string;
+  phrases: (string | null)[];
+}
+
+/** Per connection: each phrase's document count, while the index is as it was when they were counted. */
+const phraseCountCaches = new WeakMap<DB, { version: string; counts: Map<string, number> }>();
+
+/**
+ * The document counts cairn_bm25 takes (native/cairn_bm25.c): for each phrase, the rows holding it, as FTS5's
+ * bm25() counts them in every statement; 0 for a namespace token. Remembered until this connection writes
+ * (total_changes) or another one commits (data_version), so they are always the current counts; never inside a
+ * transaction, which may still roll back.
+ */
+export function phraseCounts(db: DB, phrases: (string | null)[]): Buffer {
+  let cache: { version: string; counts: Map<string, number> } | null = null;
+  if (!db.inTransaction) {
+    const v = stmt(db, 'SELECT total_changes() AS t, (SELECT data_version FROM pragma_data_version) AS d').get() as {
+      t: number;
+      d: number;
+    };
+    const version = `${v.t}:${v.d}`;
+    cache = phraseCountCaches.get(db) ?? null;
+    if (!cache || cache.version !== version || cache.counts.size >= 10_000) {
+      cache = { version, counts: new Map() };
+      phraseCountCaches.set(db, cache);
+    }
+  }
+  const out = new Float64Array(phrases.length);
+  phrases.forEach((p, i) => {
+    if (p === null) return;
+    let n = cache?.counts.get(p);
+    if (n === undefined) {
+      n = (stmt(db, 'SELECT count(*) AS c FROM memories_fts WHERE memories_fts MATCH ?').get(p) as { c: number }).c;
+      cache?.counts.set(p, n);
+    }
+    out[i] = n;
+  });
+  return Buffer.from(out.buffer);
+}
+
+/**
+ * BM25 with the column weights, as SQL over `memories_fts`, and its parameters: cairn_bm25 with the phrases' counts
+ * when the connection has it (the same scores, without FTS5 counting every phrase's rows per statement), else bm25().
+ */
+function bm25Sql(db: DB, m: Match): { sql: string; params: unknown[] } {
+  return hasRankingExtension(db)
+    ? { sql: `cairn_bm25(memories_fts, ?, ${BM25_WEIGHTS.join(', ')})`, params: [phraseCounts(db, m.phrases)] }
+    : { sql: `bm25(memories_fts, ${BM25_WEIGHTS.join(', ')})`, params: [] };
 }
 
 /** One ranked match: BM25 (lower is better) and, when a conjunctive part is asked for, whether it matches every term. */
@@ -197,7 +261,7 @@ interface Ranked {
  */
 function ranked(
   db: DB,
-  expr: string,
+  match: Match,
   limit: number,
   where: { sql: string; params: unknown[] },
   own: { sql: string; params: unknown[] } | null,
@@ -209,7 +273,8 @@ function ranked(
        FROM memories m JOIN namespaces n ON n.id = m.ns_id
       WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
   );
-  const bm25 = `bm25(memories_fts, ${BM25_WEIGHTS.join(', ')})`;
+  const expr = match.expr;
+  const bm25 = bm25Sql(db, match);
   // 0 for a match of `every`, 1 for the others (a constant 0 without it); `col` is the FTS row's rowid column.
   const part = (col: string) =>
     every === null
@@ -223,8 +288,8 @@ function ranked(
   for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
     const top = stmt(
       db,
-      `SELECT rowid, ${bm25} AS bm, ${part('rowid')} AS part FROM memories_fts WHERE memories_fts MATCH ? ORDER BY part ASC, bm ASC LIMIT ?`,
-    ).all(...partParams, expr, inner) as Ranked[];
+      `SELECT rowid, ${bm25.sql} AS bm, ${part('rowid')} AS part FROM memories_fts WHERE memories_fts MATCH ? ORDER BY part ASC, bm ASC LIMIT ?`,
+    ).all(...bm25.params, ...partParams, expr, inner) as Ranked[];
     const exhausted = top.length < inner;
     if (top.length === 0) return [];
     const byRow = new Map(top.map((r) => [r.rowid, r]));
@@ -247,12 +312,12 @@ function ranked(
   }
   return stmt(
     db,
-    `SELECT f.rowid AS rowid, ${bm25} AS bm, ${part('f.rowid')} AS part
+    `SELECT f.rowid AS rowid, ${bm25.sql} AS bm, ${part('f.rowid')} AS part
        FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
        WHERE memories_fts MATCH ? AND ${where.sql}
        ORDER BY part ASC, bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
        LIMIT ?`,
-  ).all(...partParams, expr, ...where.params, ...(own?.params ?? []), limit) as Ranked[];
+  ).all(...bm25.params, ...partParams, expr, ...where.params, ...(own?.params ?? []), limit) as Ranked[];
 }
 
 /** `twoPasses`: always run the conjunctive and disjunctive passes as two statements (bench/search-profile.ts compares). */
@@ -264,6 +329,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   const every = plan.all;
   const scopeSql = scopePredicate(q.scope, 'path');
   let nsInMatch = false;
+  let nsTokens = 0;
   if (scopeSql) {
     const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
       ...scopeSql.params,
@@ -277,34 +343,38 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
       if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
       if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
       nsInMatch = true;
+      nsTokens = ids.length;
     }
   }
+  const match = (expr: string, phrases: string[]): Match => ({ expr, phrases: [...phrases, ...new Array<null>(nsTokens).fill(null)] });
+  const all = plan.all ? match(plan.all, plan.allPhrases) : null;
+  const any = plan.any ? match(plan.any, plan.anyPhrases) : null;
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const own = ownScopeRank(q.scope);
   const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
-  if (plan.all && plan.any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
-    if (!nsInMatch || !plan.allCommon) return ranked(db, plan.any, q.limit, where, own, every).map(toHit);
+  if (all && any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
+    if (!nsInMatch || !plan.allCommon) return ranked(db, any, q.limit, where, own, every).map(toHit);
     // Every word common, in a scope named inside MATCH: the one statement would score every in-scope match of the
     // least common word (thousands at 100k: the slowest scoped queries), and the conjunctive expression costs as
     // much to match over the whole index. So the scoped conjunctive matches are listed first (no BM25, stopped at
     // the limit). Fewer than the limit: they are the one statement's every-term set (its disjunctive matches are
     // all in scope). As many: the two passes below, whose conjunctive pass may fill the limit alone and spare
     // scoring the disjunctive matches (bench/README.md, "Every word common: the scoped conjunctive matches first").
-    const conj = matchedRowids(db, plan.all, q.limit);
-    if (conj.length < q.limit) return ranked(db, plan.any, q.limit, where, own, conj).map(toHit);
+    const conj = matchedRowids(db, all.expr, q.limit);
+    if (conj.length < q.limit) return ranked(db, any, q.limit, where, own, conj).map(toHit);
   }
-  const run = (expr: string, limit: number) => ranked(db, expr, limit, where, own);
+  const run = (m: Match, limit: number) => ranked(db, m, limit, where, own);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
-  if (plan.all)
-    for (const r of run(plan.all, q.limit)) {
+  if (all)
+    for (const r of run(all, q.limit)) {
       seen.add(r.rowid);
       out.push(toHit(r));
     }
-  if (out.length < q.limit && plan.any) {
-    for (const r of run(plan.any, q.limit + out.length)) {
+  if (out.length < q.limit && any) {
+    for (const r of run(any, q.limit + out.length)) {
       if (seen.has(r.rowid) || out.length >= q.limit) continue;
       out.push(toHit(r));
     }

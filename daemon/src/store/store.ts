@@ -96,6 +96,8 @@ export class Store {
   readonly path: string;
   readonly vecAvailable: boolean;
   readonly vecError: string | null;
+  /** Why the full-text arm ranks with FTS5's bm25() instead of cairn_bm25 (null: it uses cairn_bm25). */
+  readonly rankingError: string | null;
   readonly schemaVersion: number;
   readonly vectors: VectorTables;
   /** The store's secrets (keyed hashes, receipt signing); null for a read-only open of a store that has none yet. */
@@ -122,6 +124,7 @@ export class Store {
     this.path = file;
     this.vecAvailable = o.vec;
     this.vecError = o.vecError;
+    this.rankingError = o.rankingError;
     this.schemaVersion = o.schemaVersion;
     this.vectors = new VectorTables(this.db, o.vec, () => this.position());
     this.feed = new IndexFeed(this.db);
