@@ -6,8 +6,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-const here = path.dirname(new URL(import.meta.url).pathname);
+const here = path.dirname(fileURLToPath(import.meta.url));
 const out = path.join(here, '..', 'dist', process.platform === 'darwin' ? 'cairn_bm25.dylib' : 'cairn_bm25.so');
 
 export function buildRankingExtension() {

@@ -1,7 +1,7 @@
 /**
  * Opening the SQLite file: pragmas, the sqlite-vec and full-text ranking
- * extensions, migrations, and the write-transaction helper. This folder (daemon/src/store/) is the only
- * place in Cairn that imports better-sqlite3.
+ * extensions, migrations, and the write-transaction helper. This folder
+ * (daemon/src/store/) is the only place in Cairn that imports better-sqlite3.
  */
 import Database from 'better-sqlite3';
 import * as fs from 'node:fs';

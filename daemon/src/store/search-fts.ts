@@ -187,7 +187,7 @@ function matchedRowids(db: DB, expr: string, limit: number): number[] {
  * A MATCH expression and the phrases BM25 weighs in it, in the order they appear: a term's phrase, or null for a
  * namespace token (its column's weight is 0, so it adds nothing to a score and its count is never needed).
  */
-export interface Match {
+interface Match {
   expr: string;
   phrases: (string | null)[];
 }
