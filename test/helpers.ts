@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DAEMON_NODE_FLAGS } from '../daemon/src/client/ensure-daemon';
+import { DAEMON_NODE_FLAGS, daemonEnv } from '../daemon/src/client/ensure-daemon';
 import { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests } from '../daemon/src/protocol/methods';
 import type { UpsertBatchParams } from '../daemon/src/protocol/types';
@@ -94,7 +94,7 @@ export async function spawnDaemon(
     process.execPath,
     [...DAEMON_NODE_FLAGS, opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])],
     {
-      env: { ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env },
+      env: daemonEnv({ ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env }),
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );

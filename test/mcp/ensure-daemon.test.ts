@@ -6,7 +6,14 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import { EnsureDaemonError, ensureDaemon, findDaemonScript, probeSocket } from '../../daemon/src/client/ensure-daemon';
+import {
+  DAEMON_ENV,
+  DAEMON_NODE_FLAGS,
+  EnsureDaemonError,
+  ensureDaemon,
+  findDaemonScript,
+  probeSocket,
+} from '../../daemon/src/client/ensure-daemon';
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { daemonInfoPath, defaultSocketPath } from '../../daemon/src/paths';
@@ -48,6 +55,24 @@ test('starts a detached daemon when none serves the store, then reuses it', asyn
 
   const second = await ensureDaemon({ db, env, args: ARGS });
   assert.deepEqual({ ...second, logFile: undefined }, { socket: first.socket, started: false, pid: first.pid, db, logFile: undefined });
+});
+
+/** A daemon's environment variable, read from /proc (these tests run on Linux). */
+function environOf(pid: number, name: string): string | undefined {
+  const vars = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+  return vars.find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+test('the daemon starts with the daemon Node flags and environment; a variable the caller sets wins', async () => {
+  const a = sandbox();
+  const first = await ensureDaemon({ db: a.db, env: a.env, args: ARGS });
+  const cmdline = fs.readFileSync(`/proc/${first.pid}/cmdline`, 'utf8').split('\0');
+  for (const f of DAEMON_NODE_FLAGS) assert.ok(cmdline.includes(f), `${f} in ${cmdline.join(' ')}`);
+  assert.ok(Object.keys(DAEMON_ENV).length > 0);
+  for (const [k, v] of Object.entries(DAEMON_ENV)) assert.equal(environOf(first.pid!, k), v, k);
+  const b = sandbox();
+  const second = await ensureDaemon({ db: b.db, env: { ...b.env, MALLOC_ARENA_MAX: '4' }, args: ARGS });
+  assert.equal(environOf(second.pid!, 'MALLOC_ARENA_MAX'), '4');
 });
 
 test('callers racing to start a daemon all end up on the one that won', async () => {

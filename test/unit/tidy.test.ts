@@ -6,7 +6,8 @@
  * - environment variables are read only through daemon/src/protocol/settings.ts (readEnv / envFlag);
  * - every test file runs: scripts/test.sh collects every *.test.ts except the extension-host suites, and those are
  *   all loaded by extension/src/test/suite/all.ts;
- * - npm start's daemon runs with the same Node flags as one ensureDaemon starts (DAEMON_NODE_FLAGS).
+ * - npm start's daemon runs with the same Node flags and environment as one ensureDaemon starts (DAEMON_NODE_FLAGS,
+ *   DAEMON_ENV).
  * Each rule lists its exceptions explicitly, with the reason; each detector is also shown to find a violation.
  */
 import * as assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { build } from 'esbuild';
-import { DAEMON_NODE_FLAGS } from '../../daemon/src/client/ensure-daemon';
+import { DAEMON_ENV, DAEMON_NODE_FLAGS } from '../../daemon/src/client/ensure-daemon';
 import { envFlag, Environment, parseBool, readEnv, Settings } from '../../daemon/src/protocol/settings';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -227,14 +228,17 @@ describe('tidy: every test file runs', () => {
   });
 });
 
-describe('tidy: every daemon starter passes the daemon Node flags', () => {
-  test('scripts/start-editor.sh (npm start) starts its daemon with DAEMON_NODE_FLAGS, as ensureDaemon does', () => {
+describe('tidy: every daemon starter passes the daemon Node flags and environment', () => {
+  test('scripts/start-editor.sh (npm start) starts its daemon with DAEMON_NODE_FLAGS and DAEMON_ENV, as ensureDaemon does', () => {
     const sh = fs.readFileSync(path.join(ROOT, 'scripts', 'start-editor.sh'), 'utf8');
     const starts = sh.split('\n').filter((l) => /daemon\/bin\/cairn\.js"? daemon\b/.test(l) && !l.trim().startsWith('#'));
     assert.equal(starts.length, 1, 'one line starts the daemon');
     const flags = starts[0].slice(0, starts[0].indexOf('daemon/bin/cairn.js'));
     assert.ok(DAEMON_NODE_FLAGS.length > 0);
     for (const f of DAEMON_NODE_FLAGS) assert.ok(flags.includes(f), `${f} before the script in: ${starts[0].trim()}`);
+    assert.ok(Object.keys(DAEMON_ENV).length > 0);
+    for (const [k, v] of Object.entries(DAEMON_ENV))
+      assert.ok(flags.includes(`${k}=\${${k}:-${v}} `), `${k} (default ${v}) before the script in: ${starts[0].trim()}`);
   });
 });
 
