@@ -21,7 +21,7 @@ let plain: Store;
 // pass, all-common plans) with rare ones; identifiers in every spelling; several namespaces and a user root.
 const WORDS = ['filler', 'plover', 'tern', 'harrier', 'lapwing', 'osprey', 'curlew', 'dunlin', 'gannet', 'shrike'];
 const NAMESPACES = ['project.alpha', 'project.alpha.bugs', 'project.beta', 'team.core', 'user.notes'];
-const IDENTS = ['getUserById', 'get_user_by_id', 'MAX_RETRIES', 'retryPolicy'];
+const IDENTS = ['getUserById', 'get_user_by_id', 'MAX_RETRIES', 'retryPolicy', 'größe_wert'];
 
 function value(i: number): string {
   const words = [WORDS[0]];
@@ -76,6 +76,7 @@ const QUERIES = [
   'harrier lap',
   'nothing matches xyzzy',
   'gannet gannet',
+  'größe_wert plover',
 ];
 const SCOPES: (Scope | undefined)[] = [
   undefined,
