@@ -328,7 +328,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   // scoped disjunctive expression, so it needs no namespace tokens (FTS5 would match and merge them once more).
   const every = plan.all;
   const scopeSql = scopePredicate(q.scope, 'path');
-  let nsInMatch = false;
+  // Namespace tokens put into the MATCH (0: the scope is left to the SQL predicate, or there is none).
   let nsTokens = 0;
   if (scopeSql) {
     const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
@@ -342,7 +342,6 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
       const ns = `ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
       if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
       if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
-      nsInMatch = true;
       nsTokens = ids.length;
     }
   }
@@ -355,7 +354,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
   if (all && any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
-    if (!nsInMatch || !plan.allCommon) return ranked(db, any, q.limit, where, own, every).map(toHit);
+    if (nsTokens === 0 || !plan.allCommon) return ranked(db, any, q.limit, where, own, every).map(toHit);
     // Every word common, in a scope named inside MATCH: the one statement would score every in-scope match of the
     // least common word (thousands at 100k: the slowest scoped queries), and the conjunctive expression costs as
     // much to match over the whole index. So the scoped conjunctive matches are listed first (no BM25, stopped at
