@@ -350,14 +350,14 @@ class VectorIndex implements SlotArrays {
       }
     const found = out.subarray(0, n);
     if (key === null) return found;
-    if (hit) this.admitCached -= hit.slots.length;
+    if (hit) {
+      this.admitCache.delete(key);
+      this.admitCached -= hit.slots.length;
+    }
+    if (n > ADMIT_CACHE_SLOTS) return found; // never cached: the other scopes' sets stay
     if (this.admitCached + n > ADMIT_CACHE_SLOTS) {
       this.admitCache.clear();
       this.admitCached = 0;
-    }
-    if (n > ADMIT_CACHE_SLOTS) {
-      this.admitCache.delete(key);
-      return found;
     }
     const slots = found.slice();
     this.admitCache.set(key, { version: this.version, from: now, until, slots });
