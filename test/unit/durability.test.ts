@@ -66,7 +66,6 @@ describe('write durability', () => {
   });
 });
 
-/** Wait for a condition (state, not time): polls every few ms, fails after `ms`. */
 describe('WAL checkpoints in a worker thread (the daemon)', () => {
   it('checkpoints from its own connection every so many commits; the main connection keeps only a fallback', async () => {
     const dir = tempDir();

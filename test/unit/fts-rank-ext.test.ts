@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Scope } from '../../daemon/src/protocol/types';
+import { Core } from '../../daemon/src/server/core';
 import { hasRankingExtension } from '../../daemon/src/store/db';
 import { ftsArm, phraseCounts, type ArmHit } from '../../daemon/src/store/search-fts';
 import { Store } from '../../daemon/src/store/store';
@@ -143,7 +144,6 @@ describe('cairn_bm25', () => {
     const before = arm(c.store, q, undefined, 100);
     const other = new Store(path.join(c.dir, 'cairn.db'));
     try {
-      const { Core } = await import('../../daemon/src/server/core');
       const items = [];
       for (let i = 0; i < 200; i++) items.push({ namespace: 'project.delta', key: `l${i}`, value: `lapwing call ${i}` });
       await upsertItems(new Core(other), items);
