@@ -29,12 +29,26 @@ say() { echo "[cairn] $*"; }
 major=$("$NODE" -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 20 ] || { echo "start-editor: Node.js $("$NODE" --version) is too old; Cairn needs 20 or newer" >&2; exit 1; }
 
-# 1. build and package
-say "building the daemon and the extension…"
-(cd "$REPO" && npm run --silent build -w daemon && npm run --silent build -w extension) >/dev/null
+# 1. build and package, each only when its inputs changed (npm start has just built: CAIRN_BUILT=1)
+if [ -z "${CAIRN_BUILT:-}" ]; then
+  say "building the daemon and the extension…"
+  (cd "$REPO" && npm run --silent build -w daemon && npm run --silent build -w extension) >/dev/null
+fi
 VERSION=$("$NODE" -p "require('$REPO/extension/package.json').version")
 VSIX="$REPO/extension/cairn-$VERSION.vsix"
-(cd "$REPO" && "$NODE" extension/scripts/package.mjs --out "$VSIX" | tail -1)
+# What the .vsix is made of: the built bundles, the models, the manifest and the locked dependencies, by content
+# (a rebuild rewrites unchanged files), so a start with nothing changed packages nothing.
+fingerprint() {
+  (cd "$REPO" && find extension/out extension/package.json extension/scripts/package.mjs daemon/bin daemon/dist daemon/models \
+    package-lock.json -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+FP=$(fingerprint)
+if [ -f "$VSIX" ] && [ "$(cat "$VSIX.inputs" 2>/dev/null)" = "$FP" ]; then
+  say "the extension package is up to date ($(basename "$VSIX"))"
+else
+  (cd "$REPO" && "$NODE" extension/scripts/package.mjs --out "$VSIX" | tail -1)
+  echo "$FP" >"$VSIX.inputs"
+fi
 
 EDITOR_KIND=${CAIRN_EDITOR:-}
 if [ -z "$EDITOR_KIND" ]; then
@@ -65,8 +79,15 @@ chmod 600 "$PASSWORD_FILE"
 [ -f "$PROFILE/data/User/settings.json" ] ||
   echo '{"workbench.startupEditor":"none","telemetry.telemetryLevel":"off","extensions.autoCheckUpdates":false}' >"$PROFILE/data/User/settings.json"
 echo "bind-addr: 127.0.0.1:$PORT" >"$PROFILE/config.yaml"
-"$CS" --config "$PROFILE/config.yaml" --user-data-dir "$PROFILE/data" --extensions-dir "$PROFILE/extensions" \
-  --install-extension "$VSIX" --force >/dev/null
+# Install the package into the profile unless this very package is installed there already.
+INSTALLED_MARK="$PROFILE/extensions/.cairn-installed"
+if [ "$(cat "$INSTALLED_MARK" 2>/dev/null)" = "$FP" ] && compgen -G "$PROFILE/extensions/cairn.cairn-$VERSION*" >/dev/null; then
+  say "the extension is installed in the editor profile"
+else
+  "$CS" --config "$PROFILE/config.yaml" --user-data-dir "$PROFILE/data" --extensions-dir "$PROFILE/extensions" \
+    --install-extension "$VSIX" --force >/dev/null
+  echo "$FP" >"$INSTALLED_MARK"
+fi
 if "$NODE" -e "require('net').connect($PORT,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then
   echo "start-editor: port $PORT is in use; set CAIRN_EDITOR_PORT to another port" >&2
   exit 1

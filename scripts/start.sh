@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec bash scripts/start-editor.sh "$@"
+CAIRN_BUILT=1 exec bash scripts/start-editor.sh "$@"
