@@ -132,6 +132,9 @@ export const Environment = {
   PATH: 'Where the extension looks for `node`.',
   PATHEXT: 'Executable file extensions on Windows, with PATH.',
   PGPASSWORD: 'Password of the team database (libpq convention); never logged or shown.',
+  NO_COLOR: 'Any value: the CLI prints no colour (https://no-color.org).',
+  FORCE_COLOR: 'The CLI prints colour even into a pipe (0 or false: never).',
+  TERM: 'The CLI prints no colour on a `dumb` terminal.',
   PGPASSFILE: 'Password file of the team database (libpq convention, default ~/.pgpass; used only when private to its owner).',
 } as const;
 
