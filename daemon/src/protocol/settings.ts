@@ -52,7 +52,7 @@ export const Settings = {
     default: 'Xenova/all-MiniLM-L6-v2',
     env: 'CAIRN_MODEL',
     description:
-      'Embedding model id (transformers.js, feature-extraction) or "builtin" for the built-in offline model (static, distilled from all-MiniLM-L6-v2).',
+      'Embedding model id (transformers.js, feature-extraction) or "builtin" for the built-in offline model (static, distilled from all-mpnet-base-v2).',
   },
   'cairn.embeddings.modelPath': {
     type: 'string',
