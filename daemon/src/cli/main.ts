@@ -408,7 +408,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (pos.length === 0 && o.root === undefined) throw new UsageError('usage: cairn erase <id> | <namespace> <key> | --root NS');
       if (pos.length > 0 && o.root !== undefined) throw new UsageError('give either <id>, <namespace> <key>, or --root NS');
       const r = await c.call(Requests.erase, {
-        ...(o.root !== undefined ? { root: o.root } : target(pos, o)),
+        ...(o.root !== undefined ? { root: expandNamespace(o.root) } : target(pos, o)),
         actor,
         ...(o.reason ? { reason: o.reason } : {}),
       });
@@ -455,7 +455,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'namespaces': {
       const [sub = 'list', ...rest] = pos;
       if (sub === 'list') {
-        const r = await c.call(Requests.namespacesList, o.root ? { root: o.root } : {});
+        const r = await c.call(Requests.namespacesList, o.root ? { root: expandNamespace(o.root) } : {});
         emit(r, () => {
           if (r.namespaces.length === 0) out('no namespaces');
           for (const n of r.namespaces) out(`${n.path.padEnd(40)} ${String(n.memoryCount).padStart(6)} memories`);
@@ -511,7 +511,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'retention': {
-      const [sub = 'list', root, ...extra] = pos;
+      const [sub = 'list', given, ...extra] = pos;
+      const root = given === undefined ? undefined : expandNamespace(given);
       if (extra.length) throw new UsageError('usage: cairn retention [list | set ROOT ... | clear ROOT]');
       let r;
       if (sub === 'list' && root === undefined) r = await c.call(Requests.retention, {});
