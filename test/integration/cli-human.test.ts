@@ -53,6 +53,9 @@ describe('cli human output (--direct)', () => {
     const far = direct(['frobnicate']);
     assert.equal(far.code, 2);
     assert.doesNotMatch(far.err, /did you mean/);
+    const option = direct(['add', 'user', 'k', 'v', '--tag', 'x']);
+    assert.equal(option.code, 2);
+    assert.match(option.err, /unknown option --tag; did you mean --tags\?/);
   });
 
   it('cairn add --help is the help of add, not the whole usage', () => {

@@ -9,7 +9,7 @@ import { colourFor, highlight, paint } from '../../daemon/src/cli/colour';
 import { errorLines, flagSpelling } from '../../daemon/src/cli/error-text';
 import { commandEntry, commandHelp } from '../../daemon/src/cli/help';
 import { usageCommands } from '../../daemon/src/cli/main';
-import { editDistance, nearest } from '../../daemon/src/cli/suggest';
+import { editDistance, nearest, unknownOption } from '../../daemon/src/cli/suggest';
 import { CairnError, errorSentence, fromZodError } from '../../daemon/src/protocol/errors';
 import { explainFilter } from '../../daemon/src/protocol/filter-explain';
 import { Filter, UpsertParams } from '../../daemon/src/protocol/types';
@@ -119,6 +119,19 @@ describe('cli: did you mean, per-command help, colour', () => {
     assert.equal(nearest('rebuild', cmds), 'rebuild-index');
     assert.equal(nearest('frobnicate', cmds), undefined);
     assert.equal(nearest('project.clj', ['project.cli', 'project.web', 'user']), 'project.cli');
+  });
+
+  it('an unknown --option gets the nearest known one; values and arguments after -- are not options', () => {
+    const known = ['tags', 'kind', 'root', 'no-user', 'json'];
+    assert.deepEqual(unknownOption(['add', 'user', 'k', 'v', '--tag', 'x'], known), { option: '--tag', near: '--tags' });
+    assert.deepEqual(unknownOption(['list', '--rot=project.x'], known), { option: '--rot', near: '--root' });
+    assert.deepEqual(unknownOption(['list', '--colour'], known), { option: '--colour' });
+    assert.equal(unknownOption(['search', '--json', '--', '--tag'], known), undefined);
+    assert.equal(unknownOption(['add', 'user', 'k', '-'], known), undefined);
+    assert.equal(
+      unknownOption(['add', 'user', 'k', 'v', '--tags', '--odd-tag'], known, (n) => n === 'tags'),
+      undefined,
+    );
   });
 
   it('a command entry is its lines of the usage text, sub-command lines included', () => {

@@ -23,7 +23,7 @@ import { printHistory, printMemories, printMemory, printSearch, printStatus } fr
 import { commandHelp } from './help';
 import { expandNamespace, missingRootWarning } from './project-namespace';
 import { countMemoryRecords, followReindex, type NotificationSource } from './progress';
-import { nearest } from './suggest';
+import { nearest, unknownOption } from './suggest';
 
 export class UsageError extends Error {}
 
@@ -135,6 +135,8 @@ const OPTIONS = {
 type Opts = ReturnType<typeof parse>['values'];
 
 function parse(argv: string[]) {
+  const unknown = unknownOption(argv, Object.keys(OPTIONS), (n) => OPTIONS[n as keyof typeof OPTIONS].type === 'string');
+  if (unknown) throw new UsageError(`unknown option ${unknown.option}${unknown.near ? `; did you mean ${unknown.near}?` : ''}`);
   try {
     return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (e) {

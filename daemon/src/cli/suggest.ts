@@ -30,3 +30,26 @@ export function nearest(word: string, candidates: readonly string[]): string | u
   }
   return best?.name;
 }
+
+/**
+ * The first `--option` in argv (before a `--` terminator) that is not one of `known`, with the nearest known one.
+ * The word after an option that takes a value (`valued`) is that value, never an option.
+ */
+export function unknownOption(
+  argv: readonly string[],
+  known: readonly string[],
+  valued: (name: string) => boolean = () => false,
+): { option: string; near?: string } | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') return undefined;
+    if (!a.startsWith('--') || a.length < 3) continue;
+    const [name, inline] = [a.slice(2).split('=')[0], a.includes('=')];
+    if (!known.includes(name)) {
+      const near = nearest(name, known);
+      return { option: `--${name}`, ...(near ? { near: `--${near}` } : {}) };
+    }
+    if (!inline && valued(name)) i++;
+  }
+  return undefined;
+}
