@@ -13,6 +13,7 @@ import { editDistance, nearest, unknownOption } from '../../daemon/src/cli/sugge
 import { CairnError, errorSentence, fromZodError } from '../../daemon/src/protocol/errors';
 import { explainFilter } from '../../daemon/src/protocol/filter-explain';
 import { Filter, UpsertParams } from '../../daemon/src/protocol/types';
+import { refuseStaleVersion } from '../../daemon/src/store/write-rules';
 
 const withFilter = z.object({ filter: Filter.optional() }).strict();
 function filterError(filter: unknown): CairnError {
@@ -83,6 +84,27 @@ describe('validation errors say what is wrong, in words', () => {
     const ok: Filter = { and: [{ field: 'kind', op: 'in', value: ['note'] }, { not: { property: 'x', op: 'exists', value: true } }] };
     assert.ok(withFilter.safeParse({ filter: ok }).success);
     assert.equal(explainFilter(ok), null);
+  });
+});
+
+describe('write refusals are sentences', () => {
+  it('VersionConflict says which memory and what happened', () => {
+    const p = { namespace: 'project.web', key: 'db', value: 'v' };
+    const row = (version: number, deleted_at: number | null = null) =>
+      ({ id: 'm1', version, deleted_at }) as unknown as Parameters<typeof refuseStaleVersion>[1];
+    const message = (ifVersion: number, existing: Parameters<typeof refuseStaleVersion>[1]) => {
+      try {
+        refuseStaleVersion({ ...p, ifVersion }, existing);
+      } catch (e) {
+        assert.ok(e instanceof CairnError && e.data.name === 'VersionConflict');
+        return e.message;
+      }
+      assert.fail('no conflict');
+    };
+    assert.equal(message(2, row(3)), 'project.web/db changed since it was read: it is at version 3, not 2');
+    assert.equal(message(0, row(3)), 'project.web/db already exists (version 3)');
+    assert.match(message(4, undefined), /^project\.web\/db is not there \(deleted, or never written\), but the write expected version 4$/);
+    assert.match(message(1, row(1, 5)), /is not there/);
   });
 });
 

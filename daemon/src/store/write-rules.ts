@@ -113,11 +113,19 @@ export function refuseStaleVersion(p: UpsertParams, existing: MemoryRow | undefi
   if (p.ifVersion === undefined) return;
   const current = existing && existing.deleted_at === null ? existing.version : 0;
   if (current !== p.ifVersion)
-    throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
-      field: 'ifVersion',
-      currentVersion: current,
-      id: existing?.id,
-    });
+    throw new CairnError(
+      'VersionConflict',
+      current === 0
+        ? `${p.namespace}/${p.key} is not there (deleted, or never written), but the write expected version ${p.ifVersion}`
+        : p.ifVersion === 0
+          ? `${p.namespace}/${p.key} already exists (version ${current})`
+          : `${p.namespace}/${p.key} changed since it was read: it is at version ${current}, not ${p.ifVersion}`,
+      {
+        field: 'ifVersion',
+        currentVersion: current,
+        id: existing?.id,
+      },
+    );
 }
 
 /** 3. A forgotten value is not re-learned unless forced (noted in `detail`). */
