@@ -10,6 +10,11 @@ export type AddMemoryStep = (typeof ADD_MEMORY_STEPS)[number];
 /** The kind a new memory gets when the user just presses Enter (and the daemon's default when none is given). */
 export const DEFAULT_KIND: MemoryKind = 'note';
 
+/** The action offered once the memory is saved, opening it in an editor for a longer, multi-line value. */
+export const EDIT_IN_EDITOR = 'Edit in Editor';
+/** The value prompt says how to write more than one line. */
+export const VALUE_PROMPT_MORE = `(One line here; for more, choose "${EDIT_IN_EDITOR}" once it is saved.)`;
+
 /** "Add Memory (4/5): kind"; the optional step says so. */
 export function stepTitle(step: AddMemoryStep): string {
   const i = ADD_MEMORY_STEPS.indexOf(step);

@@ -16,7 +16,7 @@ import { exportAllPages, importInChunks } from './dashboard/chunks';
 import type { Ctx } from './ctx';
 import { keptFields, memoryUri, showView, STATUS_URI, viewUri } from './documents';
 import { Cancelled, cairnErrorName, describeError } from './errors';
-import { DEFAULT_KIND, kindItems, parseTags, stepTitle } from './add-memory-steps';
+import { DEFAULT_KIND, EDIT_IN_EDITOR, kindItems, parseTags, stepTitle, VALUE_PROMPT_MORE } from './add-memory-steps';
 import { anchorPathOf } from './hover';
 import type { Node } from './memoryTree';
 import { pickMemory, type PickOptions } from './search';
@@ -80,7 +80,7 @@ async function addMemory(
     cancelIfUndefined(
       await ctx.ui.inputBox({
         title: stepTitle('value'),
-        prompt: 'What should Cairn remember?',
+        prompt: `What should Cairn remember? ${VALUE_PROMPT_MORE}`,
         validateInput: (v) => (v.trim() ? null : 'The value cannot be empty'),
       }),
     );
@@ -93,7 +93,10 @@ async function addMemory(
   const tags = a.tags ?? parseTags(await ctx.ui.inputBox({ title: stepTitle('tags'), prompt: 'Comma-separated tags' }));
   try {
     const res = await ctx.client.request('upsert', { namespace, key, value, kind, tags, source: 'vscode', actor: 'vscode', ifVersion: 0 });
-    void ctx.ui.info(`Cairn remembered ${label(res.memory)}.`);
+    // The input box holds one line: "Edit in Editor" continues in a full editor (saving it writes the memory).
+    void ctx.ui.info(`Cairn remembered ${label(res.memory)}.`, EDIT_IN_EDITOR).then(async (a) => {
+      if (a === EDIT_IN_EDITOR) await vscode.commands.executeCommand('cairn.editMemory', res.memory);
+    });
     return res.memory;
   } catch (e) {
     if (cairnErrorName(e) === 'VersionConflict') {
