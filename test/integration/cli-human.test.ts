@@ -130,6 +130,14 @@ describe('cli human output (--direct)', () => {
     assert.equal(JSON.parse(add.out).memory.namespace, 'project.web-app');
     const sub = direct(['add', '.api', 'style', 'REST', '--json'], {}, { cwd: repo });
     assert.equal(JSON.parse(sub.out).memory.namespace, 'project.web-app.api');
+    assert.equal(add.err, '', 'a write to the project namespace: no note');
+    const slip = direct(['add', 'project.myapp', 'test-runner', 'node:test'], {}, { cwd: repo });
+    assert.equal(slip.code, 0);
+    assert.match(
+      slip.err,
+      /^note: this repository's project namespace \(the editor's "This project"\) is project\.web-app, so project\.myapp will not show there; "\." writes to project\.web-app\n$/,
+    );
+    assert.equal(direct(['add', 'project.myapp', 'other', 'x'], {}, { cwd: dir }).err, '', 'outside a repository: no note');
     const list = direct(['list', '--root', '.', '--no-user', '--json'], {}, { cwd: repo });
     assert.deepEqual(
       JSON.parse(list.out)

@@ -21,7 +21,7 @@ import { callWriteOnce, connect } from './connect';
 import { errorLines } from './error-text';
 import { printHistory, printMemories, printMemory, printSearch, printStatus } from './format';
 import { commandHelp } from './help';
-import { expandNamespace, missingRootWarning } from './project-namespace';
+import { expandNamespace, missingRootWarning, otherProjectNote } from './project-namespace';
 import { countMemoryRecords, followReindex, type NotificationSource } from './progress';
 import { nearest, unknownOption } from './suggest';
 
@@ -347,6 +347,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         for (const d of r.possibleDuplicates ?? [])
           out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
         if (r.duplicatesSkipped) out(`  duplicate check skipped: ${r.duplicatesSkipped}`);
+        const elsewhere = r.created ? otherProjectNote(r.memory.namespace) : undefined;
+        if (elsewhere) process.stderr.write(`${paint(colourFor(process.stderr)).dim('note')}: ${elsewhere}\n`);
       });
       return 0;
     }

@@ -6,7 +6,7 @@
  */
 import { Requests } from '../protocol/methods';
 import type { CairnClient } from '../client/socket-client';
-import { projectNamespaceFor } from '../project';
+import { projectNamespaceFor, repoTop } from '../project';
 import { nearest } from './suggest';
 
 /** `.` → `project.<slug>` of `cwd`, `.web` → `project.<slug>.web`; anything else as given. */
@@ -29,4 +29,16 @@ export async function missingRootWarning(c: CairnClient, root: string, includeUs
     `no namespace ${root} exists${near ? `; did you mean ${near}?` : ''}` +
     (includeUser ? ' (only user.* memories can match; --no-user leaves them out)' : '')
   );
+}
+
+/**
+ * Inside a repository, a write to another project's namespace is allowed but likely a slip (the README once wrote
+ * to project.myapp while the editor showed project.main): a note naming the namespace the editor shows, or
+ * undefined when the write goes there (or under it), is not a project namespace, or the folder is no repository.
+ */
+export function otherProjectNote(namespace: string, cwd: string = process.cwd()): string | undefined {
+  if (!namespace.startsWith('project.') || !repoTop(cwd)) return undefined;
+  const here = projectNamespaceFor(cwd).namespace;
+  if (namespace === here || namespace.startsWith(here + '.')) return undefined;
+  return `this repository's project namespace (the editor's "This project") is ${here}, so ${namespace} will not show there; "." writes to ${here}`;
 }
