@@ -50,7 +50,7 @@ describe('doc facts: embedding models', () => {
   });
 
   it("every settings description (and so the extension manifest) names the built-in model's real teacher", () => {
-    const texts = Object.entries(Settings).map(([k, d]) => [`settings ${k}`, d.description] as const);
+    const texts: [string, string][] = Object.entries(Settings).map(([k, d]) => [`settings ${k}`, d.description]);
     const manifest = JSON.parse(read('extension/package.json')) as {
       contributes: { configuration: { properties: Record<string, { markdownDescription?: string }> } };
     };
