@@ -10,12 +10,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { namespaceProblem } from '../../daemon/src/protocol/namespace';
-import { LINK_TYPES, MEMORY_KINDS, type Anchor, type LinkType, type Memory, type MemoryKind } from '../../daemon/src/protocol/types';
+import { LINK_TYPES, type Anchor, type LinkType, type Memory, type MemoryKind } from '../../daemon/src/protocol/types';
 import { LONG_TIMEOUT_MS } from './client';
 import { exportAllPages, importInChunks } from './dashboard/chunks';
 import type { Ctx } from './ctx';
 import { keptFields, memoryUri, showView, STATUS_URI, viewUri } from './documents';
 import { Cancelled, cairnErrorName, describeError } from './errors';
+import { DEFAULT_KIND, EDIT_IN_EDITOR, kindItems, parseTags, stepTitle, VALUE_PROMPT_MORE } from './add-memory-steps';
 import { anchorPathOf } from './hover';
 import type { Node } from './memoryTree';
 import { pickMemory, type PickOptions } from './search';
@@ -54,7 +55,7 @@ async function addMemory(
     a.namespace ??
     cancelIfUndefined(
       await ctx.ui.inputBox({
-        title: 'Add Memory (1/4): namespace',
+        title: stepTitle('namespace'),
         value: ctx.defaultNamespace,
         prompt: 'Dotted namespace, e.g. project.web or user',
         validateInput: (v) => namespaceProblem(v.trim()),
@@ -67,7 +68,7 @@ async function addMemory(
     a.key ??
     cancelIfUndefined(
       await ctx.ui.inputBox({
-        title: 'Add Memory (2/4): key',
+        title: stepTitle('key'),
         prompt: 'A short unique key, e.g. db-choice',
         validateInput: (v) => (v.trim() ? null : 'The key cannot be empty'),
       }),
@@ -78,30 +79,24 @@ async function addMemory(
     a.value ??
     cancelIfUndefined(
       await ctx.ui.inputBox({
-        title: 'Add Memory (3/4): value',
-        prompt: 'What should Cairn remember?',
+        title: stepTitle('value'),
+        prompt: `What should Cairn remember? ${VALUE_PROMPT_MORE}`,
         validateInput: (v) => (v.trim() ? null : 'The value cannot be empty'),
       }),
     );
   if (!value.trim()) throw new Error('The value cannot be empty.');
   const kind =
     a.kind ??
-    (cancelIfUndefined(
-      await ctx.ui.quickPick(
-        MEMORY_KINDS.map((k) => ({ label: k })),
-        { title: 'Add Memory (4/4): kind', placeHolder: 'note' },
-      ),
-    )?.label as MemoryKind);
-  const tags =
-    a.tags ??
-    (await ctx.ui.inputBox({ title: 'Add Memory: tags (optional)', prompt: 'Comma-separated tags' }))
-      ?.split(',')
-      .map((t) => t.trim())
-      .filter(Boolean) ??
-    [];
+    cancelIfUndefined(
+      await ctx.ui.quickPick(kindItems(), { title: stepTitle('kind'), placeHolder: `Kind of memory (Enter: ${DEFAULT_KIND})` }),
+    ).label;
+  const tags = a.tags ?? parseTags(await ctx.ui.inputBox({ title: stepTitle('tags'), prompt: 'Comma-separated tags' }));
   try {
     const res = await ctx.client.request('upsert', { namespace, key, value, kind, tags, source: 'vscode', actor: 'vscode', ifVersion: 0 });
-    void ctx.ui.info(`Cairn remembered ${label(res.memory)}.`);
+    // The input box holds one line: "Edit in Editor" continues in a full editor (saving it writes the memory).
+    void ctx.ui.info(`Cairn remembered ${label(res.memory)}.`, EDIT_IN_EDITOR).then(async (a) => {
+      if (a === EDIT_IN_EDITOR) await vscode.commands.executeCommand('cairn.editMemory', res.memory);
+    });
     return res.memory;
   } catch (e) {
     if (cairnErrorName(e) === 'VersionConflict') {

@@ -5,6 +5,7 @@
  */
 import {
   CairnError,
+  errorSentence,
   isWireError,
   wireErrorName,
   type CairnErrorData,
@@ -49,7 +50,7 @@ export class RequestTimeoutError extends CairnError {
 export function describeError(action: string, e: unknown): string {
   const name = cairnErrorName(e);
   const data = errorData(e);
-  const msg = e instanceof Error || isRpcError(e) ? (e as { message: string }).message : String(e);
+  const msg = e instanceof Error || isRpcError(e) ? errorSentence(e as { message: string; data?: unknown }) : String(e);
   switch (name) {
     case 'VersionConflict':
       return `${action} failed: the memory changed since you opened it (now version ${String(data.currentVersion ?? '?')}). Reopen it to see the latest value, then edit again.`;

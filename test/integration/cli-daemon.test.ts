@@ -114,7 +114,7 @@ describe('cli and the shared daemon', () => {
       assert.ok(readDaemonInfo(db), `the stdio daemon wrote its info: ${err}`);
       const add = await cli(['add', 'project.cli', 'k', 'v'], env);
       assert.equal(add.code, 1, add.out);
-      assert.match(add.err, /Unavailable 1013.*stdio only/);
+      assert.match(add.err, /stdio only[\s\S]*Unavailable 1013/);
     } finally {
       d.stdin.end();
       await new Promise((r) => d.once('exit', r));

@@ -65,7 +65,10 @@ describe('cli on a store opened directly (--direct)', () => {
     assert.equal(cliDirect(['delete', 'project.cli', 'retryPolicy', '--reason', 'obsolete'], env).code, 0);
     const again = cliDirect(['add', 'project.cli', 'retryPolicy', 'new'], env);
     assert.equal(again.code, 1);
-    assert.match(again.err, /error \[Deleted 1003\] \(key\): project\.cli\/retryPolicy was deleted at .* by user; pass restore: true/);
+    assert.match(
+      again.err,
+      /^error: project\.cli\/retryPolicy was deleted at .* by user; pass --restore to write it again\.\n {2}\(code Deleted 1003, field key\)/,
+    );
     assert.equal(cliDirect(['add', 'project.cli', 'retryPolicy', 'new', '--restore'], env).code, 0);
     const badNs = cliDirect(['add', 'Bad NS', 'k', 'v'], env);
     assert.equal(badNs.code, 1);

@@ -218,7 +218,7 @@ describe('memory/upsert params: the fast path is the schema', () => {
       for (const x of inputs()) {
         const z = UpsertParams.safeParse(x ?? undefined);
         if (z.success) continue;
-        const want = validationError(z.error, 'memory/upsert');
+        const want = validationError(z.error, 'memory/upsert', x);
         await assert.rejects(core.request('memory/upsert', x), (e: unknown) => {
           assert.ok(e instanceof CairnError, String(e));
           assert.equal(e.code, want.code);

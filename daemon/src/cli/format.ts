@@ -1,6 +1,7 @@
 /** Human-readable output of the CLI (the --json output is the protocol's own objects). */
 import type { HistoryResult, Memory, SearchResult, StoreStatusResult } from '../protocol/types';
 import { oneLine } from '../text/format';
+import { highlight, paint, type Paint } from './colour';
 
 type Out = (s: string) => void;
 
@@ -34,14 +35,18 @@ export function printMemories(out: Out, items: Memory[]): void {
   table(out, ['MEMORY', 'KIND', 'VER', 'UPDATED', 'VALUE'], rows);
 }
 
-export function printSearch(out: Out, r: SearchResult): void {
-  if (r.degraded) out(`(${r.mode} only: ${r.degraded})`);
+/**
+ * Search hits: namespace/key (what `cairn get` takes), kind and score; the snippet with its matches bold on a
+ * terminal and unmarked otherwise. Ids are left to --json (and `cairn get`).
+ */
+export function printSearch(out: Out, r: SearchResult, p: Paint = paint(false)): void {
+  if (r.degraded) out(p.dim(`(${r.mode} only: ${r.degraded})`));
   if (r.hits.length === 0) return out('no matches');
   r.hits.forEach((h, i) => {
     out(
-      `${String(i + 1).padStart(2)}. ${h.memory.namespace}/${h.memory.key}  [${h.memory.kind}] score ${h.score.toFixed(4)}  ${h.memory.id}`,
+      `${String(i + 1).padStart(2)}. ${p.bold(`${h.memory.namespace}/${h.memory.key}`)}  ${p.dim(`[${h.memory.kind}] score ${h.score.toFixed(4)}`)}`,
     );
-    out(`    ${h.snippet}`);
+    out(`    ${highlight(h.snippet, p)}`);
     if (h.explain)
       out(
         `    fts ${h.explain.fts ? `#${h.explain.fts.rank} ${h.explain.fts.score.toFixed(3)}` : '-'}  vector ${h.explain.vector ? `#${h.explain.vector.rank} ${h.explain.vector.score.toFixed(3)}` : '-'}  fused ${h.explain.fused.toFixed(4)}  boost ${h.explain.boost.toFixed(3)}`,
@@ -62,7 +67,16 @@ export function printHistory(out: Out, r: HistoryResult): void {
   if (r.capped) out('(history is capped on this store: older entries may have been dropped)');
 }
 
-export function printStatus(out: Out, s: StoreStatusResult, via: string): void {
+export function printStatus(
+  out: Out,
+  s: StoreStatusResult,
+  via: string,
+  project?: { namespace: string; source: 'git-remote' | 'folder'; folder: string },
+): void {
+  if (project)
+    out(
+      `project:    ${project.namespace} (from the ${project.source === 'git-remote' ? 'git remote' : 'name'} of ${project.folder}): the editor's "This project"; "." on the command line`,
+    );
   out(`store:      ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB, schema v${s.schemaVersion}) via ${via}`);
   if (s.daemon)
     out(`daemon:     pid ${s.daemon.pid}, v${s.daemon.version}, ${s.daemon.clients} client(s), socket ${s.daemon.socket ?? '-'}`);

@@ -14,9 +14,16 @@ import { Notifications, Requests } from '../protocol/methods';
 import { readEnv } from '../protocol/settings';
 import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
+import { projectNamespaceFor } from '../project';
 import { VERSION } from '../version';
+import { colourFor, paint } from './colour';
 import { callWriteOnce, connect } from './connect';
+import { errorLines } from './error-text';
 import { printHistory, printMemories, printMemory, printSearch, printStatus } from './format';
+import { commandHelp } from './help';
+import { expandNamespace, missingRootWarning, otherProjectNote } from './project-namespace';
+import { countMemoryRecords, followReindex, type NotificationSource } from './progress';
+import { nearest, unknownOption } from './suggest';
 
 export class UsageError extends Error {}
 
@@ -27,7 +34,8 @@ Usage: cairn <command> [args] [--db FILE] [--socket PATH] [--json]
 Commands:
   daemon [--stdio] [--socket PATH] [--model ID] [--model-path DIR] [--no-embeddings]
                                      run the memory daemon for the store
-  add <namespace> <key> <value|->    create or update a memory (value "-" reads stdin)
+  add <namespace> <key> <value|->    create or update a memory (value "-" reads stdin; namespace "." is this
+                                     folder's project namespace, the editor's "This project")
       [--kind K] [--tags a,b] [--importance N] [--confidence N] [--source S] [--anchor PATH[:START[-END]]]
       [--expires ISO] [--valid-from ISO] [--valid-to ISO] [--supersedes ID] [--if-version N]
       [--restore] [--force] [--proposed] [--reason TEXT]
@@ -68,6 +76,8 @@ Commands:
 
 Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (open the store in-process: no daemon, full-text search only),
         --actor NAME, --json. Without --direct the CLI uses the store's daemon, starting it when none runs.
+        A namespace "." (or ".sub") is this folder's project namespace (cairn status names it).
+        Colour on a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1 on. cairn <command> --help: one command's help.
 Team memory: --team-url URL (or CAIRN_TEAM_URL), --team-roots a,b (or CAIRN_TEAM_ROOTS) for daemon and team
 Exit codes: 0 ok, 1 Cairn error (code shown), 2 usage error.`;
 
@@ -125,6 +135,8 @@ const OPTIONS = {
 type Opts = ReturnType<typeof parse>['values'];
 
 function parse(argv: string[]) {
+  const unknown = unknownOption(argv, Object.keys(OPTIONS), (n) => OPTIONS[n as keyof typeof OPTIONS].type === 'string');
+  if (unknown) throw new UsageError(`unknown option ${unknown.option}${unknown.near ? `; did you mean ${unknown.near}?` : ''}`);
   try {
     return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (e) {
@@ -151,8 +163,8 @@ function jsonArg<T>(v: string | undefined, name: string): T | undefined {
 function scopeOf(o: Opts): Scope | undefined {
   if (o.root === undefined && !o.namespace && !o['no-user']) return undefined;
   return {
-    ...(o.root !== undefined ? { root: o.root } : {}),
-    ...(o.namespace ? { namespaces: o.namespace } : {}),
+    ...(o.root !== undefined ? { root: expandNamespace(o.root) } : {}),
+    ...(o.namespace ? { namespaces: o.namespace.map((n) => expandNamespace(n)) } : {}),
     ...(o['no-user'] ? { includeUser: false } : {}),
   };
 }
@@ -160,7 +172,7 @@ function scopeOf(o: Opts): Scope | undefined {
 /** `<id>` or `<namespace> <key>` */
 function target(pos: string[], _o: Opts): { id: string } | { namespace: string; key: string } {
   if (pos.length === 1) return { id: pos[0] };
-  if (pos.length === 2) return { namespace: pos[0], key: pos[1] };
+  if (pos.length === 2) return { namespace: expandNamespace(pos[0]), key: pos[1] };
   throw new UsageError('expected <id> or <namespace> <key>');
 }
 
@@ -177,6 +189,13 @@ async function readStdin(): Promise<string> {
 
 const out = (s: string) => process.stdout.write(s.endsWith('\n') ? s : s + '\n');
 
+/** Every command the usage text lists (`delete|restore|…` counts each), for "did you mean". */
+export function usageCommands(usage: string = USAGE): string[] {
+  const names = new Set<string>(['help']);
+  for (const m of usage.matchAll(/^ {2}([a-z][a-z|-]*)/gm)) for (const n of m[1].split('|')) names.add(n);
+  return [...names];
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values: o, positionals } = parse(argv);
   if (o.version) {
@@ -184,6 +203,13 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const [cmd, ...pos] = positionals;
+  const helpFor = cmd === 'help' ? pos[0] : o.help ? cmd : undefined;
+  if (helpFor !== undefined) {
+    const h = commandHelp(USAGE, helpFor);
+    if (h === undefined) throw unknownCommand(helpFor);
+    out(h);
+    return 0;
+  }
   if (!cmd || o.help || cmd === 'help') {
     out(USAGE);
     return cmd || o.help ? 0 : 2;
@@ -241,7 +267,7 @@ export async function run(argv: string[]): Promise<number> {
     'wait',
     'rebuild-index',
   ];
-  if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
+  if (!known.includes(cmd)) throw unknownCommand(cmd);
   const open = () =>
     connect({
       db: o.db,
@@ -259,11 +285,23 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
+function unknownCommand(cmd: string): UsageError {
+  const near = nearest(cmd, usageCommands());
+  return new UsageError(`unknown command ${JSON.stringify(cmd)}${near ? `; did you mean ${near}?` : ''} (cairn --help lists the commands)`);
+}
+
 async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reconnect: () => Promise<CairnClient>): Promise<number> {
   const note = (m: string) => process.stderr.write(`cairn: ${m}\n`);
   const actor = o.actor ?? readEnv('CAIRN_ACTOR') ?? 'user';
   const json = !!o.json;
   const emit = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
+  const p = paint(!json && colourFor(process.stdout));
+  const warnIfNoRoot = async () => {
+    const scope = scopeOf(o);
+    if (!scope?.root) return;
+    const w = await missingRootWarning(c, scope.root, scope.includeUser !== false);
+    if (w) process.stderr.write(`${paint(colourFor(process.stderr)).yellow('warning')}: ${w}\n`);
+  };
   switch (cmd) {
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
@@ -273,7 +311,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         reconnect,
         Requests.upsert,
         {
-          namespace: pos[0],
+          namespace: expandNamespace(pos[0]),
           key: pos[1],
           value,
           actor,
@@ -304,13 +342,13 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         note,
       );
       emit(r, () => {
-        out(
-          `${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version} (${r.memory.id}) at position ${r.position}`,
-        );
+        out(`${r.created ? 'created' : r.changed ? 'updated' : 'unchanged'} ${r.memory.namespace}/${r.memory.key} v${r.memory.version}`);
         if (r.replayed) out('  (the connection closed before the first reply; this is its recorded result, applied once)');
         for (const d of r.possibleDuplicates ?? [])
           out(`  possible duplicate: ${d.namespace}/${d.key} (${d.id}) similarity ${d.similarity.toFixed(2)}`);
         if (r.duplicatesSkipped) out(`  duplicate check skipped: ${r.duplicatesSkipped}`);
+        const elsewhere = r.created ? otherProjectNote(r.memory.namespace) : undefined;
+        if (elsewhere) process.stderr.write(`${paint(colourFor(process.stderr)).dim('note')}: ${elsewhere}\n`);
       });
       return 0;
     }
@@ -329,7 +367,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
         ...(o.explain ? { explain: true } : {}),
       });
-      emit(r, () => printSearch(out, r));
+      emit(r, () => printSearch(out, r, p));
+      await warnIfNoRoot();
       return 0;
     }
     case 'list': {
@@ -347,6 +386,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         cursor = page.nextCursor ?? undefined;
       } while (cursor && (limit === undefined || items.length < limit));
       emit({ items }, () => printMemories(out, items));
+      await warnIfNoRoot();
       return 0;
     }
     case 'delete':
@@ -363,7 +403,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       );
       emit(r, () =>
         out(
-          `${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key} (${r.memory.id})` : (r as { id: string }).id} at position ${r.position}`,
+          `${cmd === 'forget' ? 'forgot' : cmd + 'd'} ${'memory' in r ? `${r.memory.namespace}/${r.memory.key}` : (r as { id: string }).id}`,
         ),
       );
       return 0;
@@ -372,7 +412,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (pos.length === 0 && o.root === undefined) throw new UsageError('usage: cairn erase <id> | <namespace> <key> | --root NS');
       if (pos.length > 0 && o.root !== undefined) throw new UsageError('give either <id>, <namespace> <key>, or --root NS');
       const r = await c.call(Requests.erase, {
-        ...(o.root !== undefined ? { root: o.root } : target(pos, o)),
+        ...(o.root !== undefined ? { root: expandNamespace(o.root) } : target(pos, o)),
         actor,
         ...(o.reason ? { reason: o.reason } : {}),
       });
@@ -380,7 +420,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (o.receipt) fs.writeFileSync(o.receipt, receiptText, { mode: 0o600 });
       emit(r, () => {
         out(
-          `erased ${r.erased} memor${r.erased === 1 ? 'y' : 'ies'} (${r.receipt.removed.history} history rows, ${r.receipt.removed.links} links, ${r.receipt.removed.vectors} vectors, ${r.receipt.removed.namespaces} namespaces) at position ${r.position}`,
+          `erased ${r.erased} memor${r.erased === 1 ? 'y' : 'ies'} (${r.receipt.removed.history} history rows, ${r.receipt.removed.links} links, ${r.receipt.removed.vectors} vectors, ${r.receipt.removed.namespaces} namespaces)`,
         );
         if (!r.receipt.walTruncated)
           out('warning: another connection held an old snapshot, so the WAL was not truncated; erase again once it is gone');
@@ -419,7 +459,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'namespaces': {
       const [sub = 'list', ...rest] = pos;
       if (sub === 'list') {
-        const r = await c.call(Requests.namespacesList, o.root ? { root: o.root } : {});
+        const r = await c.call(Requests.namespacesList, o.root ? { root: expandNamespace(o.root) } : {});
         emit(r, () => {
           if (r.namespaces.length === 0) out('no namespaces');
           for (const n of r.namespaces) out(`${n.path.padEnd(40)} ${String(n.memoryCount).padStart(6)} memories`);
@@ -475,7 +515,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'retention': {
-      const [sub = 'list', root, ...extra] = pos;
+      const [sub = 'list', given, ...extra] = pos;
+      const root = given === undefined ? undefined : expandNamespace(given);
       if (extra.length) throw new UsageError('usage: cairn retention [list | set ROOT ... | clear ROOT]');
       let r;
       if (sub === 'list' && root === undefined) r = await c.call(Requests.retention, {});
@@ -534,6 +575,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     }
     case 'import': {
       if (pos.length !== 1) throw new UsageError('usage: cairn import <FILE|->');
+      // A file is counted first (one quick pass) so that progress says N/total; stdin can only be counted as it comes.
+      const expected = !json && pos[0] !== '-' ? await countMemoryRecords(pos[0]) : undefined;
       const input = pos[0] === '-' ? process.stdin : fs.createReadStream(pos[0]);
       const rl = readline.createInterface({ input, crlfDelay: Infinity });
       const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0 };
@@ -547,7 +590,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         totals.position = r.position;
         batch = [];
         batchBytes = 0;
-        if (!json) process.stderr.write(`\rimported ${totals.memories} memories…`);
+        if (!json) process.stderr.write(`\rimported ${totals.memories}${expected !== undefined ? `/${expected}` : ''} memories…`);
       };
       for await (const line of rl) {
         lineNo++;
@@ -573,7 +616,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     }
     case 'status': {
       const r = await c.call(Requests.status, {});
-      emit({ ...r, via: c.mode }, () => printStatus(out, r, c.mode));
+      const project = { ...projectNamespaceFor(process.cwd()), folder: process.cwd() };
+      emit({ ...r, via: c.mode, project }, () => printStatus(out, r, c.mode, project));
       return 0;
     }
     case 'sweep': {
@@ -609,8 +653,19 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return r.reached ? 0 : 1;
     }
     case 'rebuild-index': {
+      // Human output follows the re-embed to its end (index/progress notifications, and the status as a fallback);
+      // --json and --direct answer at once, as before.
+      const follow = !json && c.mode === 'daemon' && 'onNotification' in c;
+      const progress = follow
+        ? followReindex(c as CairnClient & NotificationSource, (t) => process.stderr.write(t), process.stderr.isTTY === true)
+        : undefined;
       const r = await c.call(Requests.indexRebuild, o.model ? { model: o.model } : {});
       emit(r, () => out(`re-embedding ${r.queued} memories with ${r.model}`));
+      if (progress) {
+        const done = await progress.until(r.queued);
+        out(done.failed ? `re-embedding stopped: ${done.failed}` : `vector index ready: ${done.total} memories with ${r.model}`);
+        return done.failed ? 1 : 0;
+      }
       return 0;
     }
   }
@@ -672,6 +727,12 @@ async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
   return check.ok ? 0 : 1;
 }
 
+/** A Cairn error on stderr: the sentence, then the code in a dim details line (error-text.ts). */
+function printError(e: CairnError): void {
+  const lines = errorLines(e, paint(colourFor(process.stderr)), new Set(Object.keys(OPTIONS)));
+  process.stderr.write(lines.join('\n') + '\n');
+}
+
 /** Entry point used by bin/cairn.js. */
 export function main(argv: string[]): void {
   // `cairn list | head` closes our stdout early: that ends the output, it is not an error.
@@ -684,7 +745,7 @@ export function main(argv: string[]): void {
   let settled = false;
   process.once('beforeExit', () => {
     if (settled) return;
-    process.stderr.write(`cairn: error [Unavailable ${ErrorCodes.Unavailable}]: the command ended without an answer from the daemon\n`);
+    printError(new CairnError('Unavailable', 'the command ended without an answer from the daemon'));
     process.exitCode = 1;
   });
   run(argv).then(
@@ -698,7 +759,7 @@ export function main(argv: string[]): void {
         process.stderr.write(`cairn: ${e.message}\n`);
         process.exitCode = 2;
       } else if (e instanceof CairnError) {
-        process.stderr.write(`cairn: error [${e.data.name} ${e.code}]${e.data.field ? ` (${e.data.field})` : ''}: ${e.message}\n`);
+        printError(e);
         process.exitCode = 1;
       } else {
         process.stderr.write(`cairn: ${(e as Error)?.message ?? String(e)}\n`);

@@ -3,7 +3,7 @@
  * the facts an agent needs to act (namespace/key, id, kind, status, value),
  * nothing it does not.
  */
-import { CairnError, errorDescriptions, type ErrorCodeName } from '../protocol/errors';
+import { CairnError, errorDescriptions, errorSentence, type ErrorCodeName } from '../protocol/errors';
 import type { Memory, NeighborsResult, SearchResult, StoreStatusResult, UpsertResult } from '../protocol/types';
 import { oneLine } from '../text/format';
 
@@ -136,5 +136,5 @@ const hints: Partial<Record<ErrorCodeName, string>> = {
 export function errorText(e: CairnError): string {
   const field = e.data.field ? ` in field "${e.data.field}"` : '';
   const hint = hints[e.data.name] ?? errorDescriptions[e.data.name] ?? '';
-  return `Cairn error ${e.data.name} (${e.code})${field}: ${e.message}${hint ? `\n${hint}` : ''}`;
+  return `Cairn error ${e.data.name} (${e.code})${field}: ${errorSentence(e)}${hint ? `\n${hint}` : ''}`;
 }

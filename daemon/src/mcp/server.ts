@@ -23,6 +23,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
+import { explainFilter } from '../protocol/filter-explain';
 import { envFlag, processEnv, Settings } from '../protocol/settings';
 import { Requests, type RequestDef } from '../protocol/methods';
 import { StreamClient, unavailable } from '../client/socket-client';
@@ -149,12 +150,12 @@ export function inputJsonSchema(t: CairnTool): Tool['inputSchema'] {
 }
 
 /** A zod failure of tool arguments as the CairnError the daemon would give (InvalidParams / InvalidFilter, naming the field). */
-export function argumentsError(tool: string, err: z.ZodError): CairnError {
-  return fromZodError(
-    err,
-    tool,
-    () => `${tool} accepts ${Object.keys((TOOLS.find((t) => t.name === tool)?.input.shape ?? {}) as object).join(', ')}`,
-  );
+export function argumentsError(tool: string, err: z.ZodError, args?: unknown): CairnError {
+  return fromZodError(err, tool, {
+    input: args,
+    explain: (field, value) => (field === 'filter' ? explainFilter(value) : null),
+    unknownField: () => `${tool} accepts ${Object.keys((TOOLS.find((t) => t.name === tool)?.input.shape ?? {}) as object).join(', ')}`,
+  });
 }
 
 function toolError(e: unknown): CallToolResult {
@@ -251,7 +252,7 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
     try {
       await rootsRead;
       const parsed = t.input.safeParse(req.params.arguments ?? {});
-      if (!parsed.success) throw argumentsError(t.name, parsed.error);
+      if (!parsed.success) throw argumentsError(t.name, parsed.error, req.params.arguments);
       const out = await t.run(parsed.data, ctx);
       return { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
     } catch (e) {

@@ -64,6 +64,8 @@ export interface CairnErrorData {
   name: ErrorCodeName;
   /** Dotted path of the offending params field, when one is to blame. */
   field?: string;
+  /** What the caller can pass to make the request succeed (see {@link ErrorHint}); clients render it. */
+  hint?: ErrorHint;
   /** Extra, code-specific facts (deletedAt, deletedBy, currentVersion, limit, ...). */
   [extra: string]: unknown;
 }
@@ -184,18 +186,123 @@ interface ZodIssueLike {
   message: string;
   keys?: string[];
   errors?: ZodIssueLike[][];
+  expected?: string;
+  origin?: string;
+  minimum?: number | bigint;
+  maximum?: number | bigint;
+  inclusive?: boolean;
+  values?: unknown[];
+  format?: string;
+}
+
+/** What a validation failure blames: the field (dotted path) and a sentence saying what is wrong with it. */
+export interface Blame {
+  path: PropertyKey[];
+  message: string;
+}
+
+/** How to read a validation failure: the input (to say what was received) and a better explanation for a subtree. */
+export interface ZodErrorOptions {
+  /** Extra words after "unknown field X" (e.g. the accepted names). */
+  unknownField?: (field: string) => string;
+  /** The params that failed: lets the message say what was received. */
+  input?: unknown;
+  /**
+   * Explains a failure under a top-level field better than zod's first issue can (a filter tree is a union of
+   * unions: zod blames the branch that got furthest, not the one the caller meant). Null: use zod's issue.
+   */
+  explain?: (field: string, value: unknown) => Blame | null;
+}
+
+/** The value at `path` inside `input` (undefined when absent). */
+export function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let v = input;
+  for (const p of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p];
+  }
+  return v;
+}
+
+/** "a string", "a list", "null", … for a received JSON value. */
+export function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  switch (typeof v) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'object':
+      return 'an object';
+    default:
+      return typeof v;
+  }
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  array: 'a list',
+  object: 'an object',
+  string: 'a string',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  null: 'null',
+};
+
+const plural = (n: number | bigint, one: string, many: string) => `${n} ${Number(n) === 1 ? one : many}`;
+
+/** One zod issue as a sentence about the field (`what` is how the field is named, e.g. "importance"). */
+export function issueSentence(i: ZodIssueLike, what: string, received: unknown): string {
+  switch (i.code) {
+    case 'invalid_type':
+      if (received === undefined) return `${what} is missing: it must be ${TYPE_WORDS[i.expected ?? ''] ?? i.expected}`;
+      return `${what} must be ${TYPE_WORDS[i.expected ?? ''] ?? i.expected}, not ${describeValue(received)}`;
+    case 'too_small': {
+      const n = i.minimum ?? 0;
+      if (i.origin === 'array' || i.origin === 'set') return `${what} needs at least ${plural(n, 'item', 'items')}`;
+      if (i.origin === 'string')
+        return Number(n) === 1 ? `${what} cannot be empty` : `${what} needs at least ${plural(n, 'character', 'characters')}`;
+      return `${what} must be ${i.inclusive === false ? 'greater than' : 'at least'} ${n}`;
+    }
+    case 'too_big': {
+      const n = i.maximum ?? 0;
+      if (i.origin === 'array' || i.origin === 'set') return `${what} takes at most ${plural(n, 'item', 'items')}`;
+      if (i.origin === 'string') return `${what} is longer than ${plural(n, 'character', 'characters')}`;
+      return `${what} must be ${i.inclusive === false ? 'less than' : 'at most'} ${n}`;
+    }
+    case 'invalid_value':
+      return i.values?.length === 1
+        ? `${what} must be ${JSON.stringify(i.values[0])}`
+        : `${what} must be one of ${(i.values ?? []).map((v) => JSON.stringify(v)).join(', ')}${received !== undefined ? `, not ${JSON.stringify(received)}` : ''}`;
+    case 'invalid_format':
+      return i.format === 'datetime'
+        ? `${what} must be an ISO 8601 date and time with a time zone, e.g. 2026-01-31T09:00:00Z${typeof received === 'string' ? `, not ${JSON.stringify(received)}` : ''}`
+        : `${what} must be a valid ${i.format ?? 'value'}`;
+    default:
+      // Custom checks (refinements) carry their own sentence.
+      return `${what}: ${i.message}`;
+  }
 }
 
 /**
  * A zod validation failure as `InvalidParams` (or `InvalidFilter` when the bad field is under `filter`), naming the
- * offending field. For a union, the branch that got furthest names the field. `unknownField` may add a hint to the
- * message about an unrecognized key (e.g. the accepted names).
+ * offending field in `data.field` and saying in words what is wrong with it (`data.request`: the method or tool).
+ * For a union, the branch that got furthest names the field, unless `explain` knows better.
  */
-export function fromZodError(err: { issues: readonly unknown[] }, context: string, unknownField?: (field: string) => string): CairnError {
+export function fromZodError(err: { issues: readonly unknown[] }, context: string, options: ZodErrorOptions = {}): CairnError {
   const issue = err.issues[0] as ZodIssueLike;
-  const deepest = (i: ZodIssueLike): { path: PropertyKey[]; message: string } => {
+  const codeFor = (path: readonly PropertyKey[]) => (path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams');
+  const top = issue.path[0];
+  if (options.explain && typeof top === 'string' && options.input !== undefined) {
+    const b = options.explain(top, valueAt(options.input, [top]));
+    if (b) return new CairnError(codeFor(b.path), b.message, { field: formatFieldPath(b.path), request: context });
+  }
+  const deepest = (i: ZodIssueLike): ZodIssueLike => {
     if (i.code === 'invalid_union' && Array.isArray(i.errors)) {
-      let best: { path: PropertyKey[]; message: string } | null = null;
+      let best: ZodIssueLike | null = null;
       for (const branch of i.errors) {
         for (const sub of branch) {
           const d = deepest({ ...sub, path: [...i.path, ...sub.path] });
@@ -204,23 +311,46 @@ export function fromZodError(err: { issues: readonly unknown[] }, context: strin
       }
       if (best && best.path.length > i.path.length) return best;
     }
-    return { path: i.path, message: i.message };
+    return i;
   };
   if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
     const path = [...issue.path, issue.keys[0]];
     const at = formatFieldPath(path);
-    const hint = unknownField?.(at);
-    return new CairnError(
-      path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams',
-      `${context}: unknown field ${at}${hint ? `; ${hint}` : ''}`,
-      { field: at },
-    );
+    const hint = options.unknownField?.(at);
+    return new CairnError(codeFor(path), `unknown field ${at}${hint ? `; ${hint}` : ''}`, { field: at, request: context });
   }
   const d = deepest(issue);
   const field = formatFieldPath(d.path);
-  return new CairnError(
-    d.path[0] === 'filter' ? 'InvalidFilter' : 'InvalidParams',
-    `${context}: ${field ? field + ': ' : ''}${d.message}`,
-    { field },
-  );
+  const message =
+    d.code === 'invalid_union'
+      ? `${field || 'the params object'} does not match any accepted shape`
+      : issueSentence(d, field || 'the params object', valueAt(options.input, d.path));
+  return new CairnError(codeFor(d.path), message, { field, request: context });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hints: what the caller can do about an error, as data. Each client spells the parameter its own way (the CLI as
+// its flag, `--restore`; the MCP server and the extension as the request param, `restore: true`).
+
+/** `data.hint` of an error: the request param that would make the request succeed, and what it then does. */
+export interface ErrorHint {
+  param: string;
+  value: unknown;
+  /** What passing it does, e.g. "to write it again". */
+  effect: string;
+}
+
+export function errorHint(data: unknown): ErrorHint | undefined {
+  const h = (data as { hint?: Partial<ErrorHint> } | undefined)?.hint;
+  return h && typeof h.param === 'string' && typeof h.effect === 'string' ? (h as ErrorHint) : undefined;
+}
+
+/** How a client names a param: by default as the request spells it (`restore: true`). */
+export type ParamSpelling = (param: string, value: unknown) => string;
+export const paramSpelling: ParamSpelling = (param, value) => `${param}: ${JSON.stringify(value)}`;
+
+/** An error's message with its hint, as one sentence: "… was deleted …; pass restore: true to write it again". */
+export function errorSentence(e: { message: string; data?: unknown }, spell: ParamSpelling = paramSpelling): string {
+  const h = errorHint(e.data);
+  return h ? `${e.message}; pass ${spell(h.param, h.value)} ${h.effect}` : e.message;
 }

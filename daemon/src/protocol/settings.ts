@@ -52,7 +52,7 @@ export const Settings = {
     default: 'Xenova/all-MiniLM-L6-v2',
     env: 'CAIRN_MODEL',
     description:
-      'Embedding model id (transformers.js, feature-extraction) or "builtin" for the built-in offline model (static, distilled from all-MiniLM-L6-v2).',
+      'Embedding model id (transformers.js, feature-extraction) or "builtin" for the built-in offline model (static, distilled from all-mpnet-base-v2).',
   },
   'cairn.embeddings.modelPath': {
     type: 'string',
@@ -132,6 +132,9 @@ export const Environment = {
   PATH: 'Where the extension looks for `node`.',
   PATHEXT: 'Executable file extensions on Windows, with PATH.',
   PGPASSWORD: 'Password of the team database (libpq convention); never logged or shown.',
+  NO_COLOR: 'Any value: the CLI prints no colour (https://no-color.org).',
+  FORCE_COLOR: 'The CLI prints colour even into a pipe (0 or false: never).',
+  TERM: 'The CLI prints no colour on a `dumb` terminal.',
   PGPASSFILE: 'Password file of the team database (libpq convention, default ~/.pgpass; used only when private to its owner).',
 } as const;
 

@@ -6,6 +6,7 @@
  */
 import type { z } from 'zod';
 import { CairnError, fromZodError } from '../protocol/errors';
+import { explainFilter } from '../protocol/filter-explain';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
@@ -53,8 +54,8 @@ export interface CoreHooks {
 }
 
 /** A zod failure of a method's params as InvalidParams / InvalidFilter naming the field (see protocol/errors.ts). */
-export function validationError(err: z.ZodError, method: string): CairnError {
-  return fromZodError(err, method);
+export function validationError(err: z.ZodError, method: string, params?: unknown): CairnError {
+  return fromZodError(err, method, { input: params, explain: (field, value) => (field === 'filter' ? explainFilter(value) : null) });
 }
 
 /** Each request's definition by method name (looked up on every request). */
@@ -192,7 +193,7 @@ export class Core {
     // memory/upsert's common shapes skip zod (fast-params.ts: it only accepts, the same result); the schema decides the rest.
     const fast = method === Requests.upsert.method ? fastUpsertParams(params) : null;
     const parsed = fast ? { success: true as const, data: fast } : def.params.safeParse(params ?? undefined);
-    if (!parsed.success) throw validationError(parsed.error, method);
+    if (!parsed.success) throw validationError(parsed.error, method, params);
     const ctx = requestContext(this.requestTimeMs);
     if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
     return fn(parsed.data, ctx);

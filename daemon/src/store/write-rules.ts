@@ -95,17 +95,14 @@ export function refuseDeleted(p: UpsertParams, existing: MemoryRow | undefined, 
   if (existing.deleted_at === null) return 'update';
   const expiredOnly = existing.deleted_by === SYSTEM_EXPIRE;
   if (!p.restore && !expiredOnly) {
-    throw new CairnError(
-      'Deleted',
-      `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}; pass restore: true to write it again`,
-      {
-        field: 'key',
-        id: existing.id,
-        deletedAt: iso(existing.deleted_at),
-        deletedBy: existing.deleted_by,
-        reason: existing.delete_reason,
-      },
-    );
+    throw new CairnError('Deleted', `${p.namespace}/${p.key} was deleted at ${iso(existing.deleted_at)} by ${existing.deleted_by}`, {
+      field: 'key',
+      hint: { param: 'restore', value: true, effect: 'to write it again' },
+      id: existing.id,
+      deletedAt: iso(existing.deleted_at),
+      deletedBy: existing.deleted_by,
+      reason: existing.delete_reason,
+    });
   }
   if (expiredOnly) detail.afterExpire = true;
   return 'restore';
@@ -116,11 +113,19 @@ export function refuseStaleVersion(p: UpsertParams, existing: MemoryRow | undefi
   if (p.ifVersion === undefined) return;
   const current = existing && existing.deleted_at === null ? existing.version : 0;
   if (current !== p.ifVersion)
-    throw new CairnError('VersionConflict', `stored version is ${current}, not ${p.ifVersion}`, {
-      field: 'ifVersion',
-      currentVersion: current,
-      id: existing?.id,
-    });
+    throw new CairnError(
+      'VersionConflict',
+      current === 0
+        ? `${p.namespace}/${p.key} is not there (deleted, or never written), but the write expected version ${p.ifVersion}`
+        : p.ifVersion === 0
+          ? `${p.namespace}/${p.key} already exists (version ${current})`
+          : `${p.namespace}/${p.key} changed since it was read: it is at version ${current}, not ${p.ifVersion}`,
+      {
+        field: 'ifVersion',
+        currentVersion: current,
+        id: existing?.id,
+      },
+    );
 }
 
 /** 3. A forgotten value is not re-learned unless forced (noted in `detail`). */
@@ -131,15 +136,12 @@ export function refuseRejected(
 ): void {
   if (!rejected) return;
   if (!p.force) {
-    throw new CairnError(
-      'RejectedValue',
-      `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}; pass force: true to write it anyway`,
-      {
-        field: 'value',
-        rejectedAt: isoReq(rejected.at),
-        rejectedBy: rejected.actor,
-      },
-    );
+    throw new CairnError('RejectedValue', `this value was forgotten in ${p.namespace} at ${isoReq(rejected.at)} by ${rejected.actor}`, {
+      field: 'value',
+      hint: { param: 'force', value: true, effect: 'to write it anyway' },
+      rejectedAt: isoReq(rejected.at),
+      rejectedBy: rejected.actor,
+    });
   }
   detail.forced = true;
 }
