@@ -2,7 +2,7 @@
 // Each step asserts visible elements inside the dashboard's webview and saves a screenshot to ARTIFACTS:
 //   dash-01-open.png       "Cairn: Open Dashboard" from the palette; the first results appear (timed)
 //   dash-02-search.png     typing a query shows highlighted results, their count and timing
-//   dash-03-field-error.png a daemon validation error appears next to the field it names
+//   dash-03-field-error.png a daemon validation error appears next to the field it names, as a sentence (code on a details line)
 //   dash-04a-conflict-view.png, dash-04-conflict.png   an edit racing a CLI write: "changed elsewhere", both versions side by side, keep mine
 //   dash-04b-anchor.png    the memory's anchor opens the code; returning to the dashboard restores its state
 //   dash-05-diff.png       history: two versions compared as a diff
@@ -138,9 +138,20 @@ async function axe(f, label) {
       await validFrom.fill('next tuesday');
       await f.getByRole('button', { name: 'Save', exact: true }).click();
       const err = await visible(f.locator('#field-validFrom-error'), 'the error under "Valid from"');
-      if (!/InvalidParams/.test(await err.textContent())) throw new Error('the error does not say InvalidParams');
+      await visible(err.locator('.error-text', { hasText: /^Valid from must be a date and time/ }), 'a sentence, not the protocol error');
+      await visible(err.locator('.error-details', { hasText: 'InvalidParams (1001)' }), 'the error code on a details line');
       if ((await validFrom.getAttribute('aria-invalid')) !== 'true') throw new Error('the field is not marked invalid');
       await validFrom.fill('');
+      // the example: a word where a number belongs
+      const importance = f.getByLabel('Importance (0–1)');
+      const was = await importance.inputValue();
+      await importance.fill('high');
+      await f.getByRole('button', { name: 'Save', exact: true }).click();
+      await visible(
+        f.locator('#field-importance-error .error-text', { hasText: /^Importance must be a number between 0 and 1\.$/ }),
+        'the importance error as a sentence',
+      );
+      await importance.fill(was);
     });
 
     await check('an edit racing a CLI write shows both versions; keeping mine saves it', 'dash-04-conflict.png', async () => {

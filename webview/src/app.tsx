@@ -8,7 +8,7 @@ import { ReviewTab } from './review';
 import type { RpcClient } from './rpc';
 import { SearchTab } from './search';
 import { changeEffects, debounce, TABS, type PersistedState, type Tab } from './state';
-import { EnvContext, ErrorLine, errorText, type Env } from './ui';
+import { EnvContext, ErrorLine, errorText, type Env, type Shown } from './ui';
 
 const TAB_LABEL: Record<Tab, string> = { search: 'Search', review: 'Review', overview: 'Overview', import: 'Import / Export' };
 
@@ -26,7 +26,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
   const [hasTeam, setHasTeam] = useState(false);
   const [tick, setTick] = useState(0);
   const [connected, setConnected] = useState(true);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const set = (p: Partial<PersistedState>) => setS((old) => ({ ...old, ...p }));
   useEffect(() => persist(s), [s]);
   useEffect(() => {

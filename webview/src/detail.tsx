@@ -19,7 +19,7 @@ import {
   type FormField,
 } from './form';
 import { RequestError } from './rpc';
-import { ErrorLine, errorText, label, useEnv, when } from './ui';
+import { ErrorLine, errorText, label, useEnv, when, type Shown } from './ui';
 
 type Sub = 'edit' | 'history' | 'relations' | 'usedBy';
 const SUBS: [Sub, string][] = [
@@ -32,7 +32,7 @@ const SUBS: [Sub, string][] = [
 export function Detail({ id }: { id: string }) {
   const env = useEnv();
   const [memory, setMemory] = useState<Memory | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [sub, setSub] = useState<Sub>('edit');
   const [changedElsewhere, setChangedElsewhere] = useState(false);
   const dirty = useRef(false);
@@ -191,6 +191,16 @@ export function Detail({ id }: { id: string }) {
   );
 }
 
+function FieldError({ id, error }: { id: string; error: NonNullable<Shown> }) {
+  const p = typeof error === 'string' ? { text: error, details: null } : error;
+  return (
+    <span class="field-error" id={id} role="alert">
+      <span class="error-text">{p.text}</span>
+      {p.details ? <span class="error-details">{`Details: ${p.details}`}</span> : null}
+    </span>
+  );
+}
+
 const FIELD_LABEL: Record<FormField, string> = {
   value: 'Value',
   kind: 'Kind',
@@ -218,8 +228,8 @@ export function EditForm({
   const env = useEnv();
   const [form, setForm] = useState<Form>(() => formFromMemory(memory));
   const [base, setBase] = useState(memory.version);
-  const [errors, setErrors] = useState<Partial<Record<FormField, string>>>({});
-  const [error, setError] = useState<string | null>(null);
+  const [errors, setErrors] = useState<Partial<Record<FormField, Shown>>>({});
+  const [error, setError] = useState<Shown>(null);
   const [conflict, setConflict] = useState<Memory | null>(null);
   const [choices, setChoices] = useState<Partial<Record<FormField, Choice>>>({});
   const [saved, setSaved] = useState<string | null>(null);
@@ -372,11 +382,7 @@ export function EditForm({
                 onInput={(e) => change(f, (e.target as HTMLInputElement).value)}
               />
             )}
-            {err ? (
-              <span class="field-error" id={`${id}-error`} role="alert">
-                {err}
-              </span>
-            ) : null}
+            {err ? <FieldError id={`${id}-error`} error={err} /> : null}
           </div>
         );
       })}
@@ -393,7 +399,7 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
   const env = useEnv();
   const [entries, setEntries] = useState<HistoryEntry[] | null>(null);
   const [picked, setPicked] = useState<number[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   useEffect(() => {
     env.rpc.request('history', { id: memory.id, limit: 200 }).then(
       (r) => {
@@ -517,7 +523,7 @@ function loadGraph(): Promise<GraphApi> {
 function Relations({ memory }: { memory: Memory }) {
   const env = useEnv();
   const [n, setN] = useState<NeighborsResult['neighbors'] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [target, setTarget] = useState('');
   const [type, setType] = useState(env.init.linkTypes[0] ?? 'relates_to');
   const box = useRef<HTMLDivElement>(null);
@@ -626,7 +632,7 @@ function Relations({ memory }: { memory: Memory }) {
 function UsedBy({ memory }: { memory: Memory }) {
   const env = useEnv();
   const [r, setR] = useState<{ usedBy: { taskId: string; title: string | null; count: number; lastAt: string }[] } | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   useEffect(() => {
     env.rpc.request('injectLog', { memoryId: memory.id, limit: 200 }).then(setR, (e) => setError(errorText(e)));
   }, [memory.id, env.changeTick]);

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { OverviewResult, StoreStatusResult } from '../../daemon/src/protocol/types';
 import { scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, useEnv } from './ui';
+import { ErrorLine, errorText, useEnv, type Shown } from './ui';
 
 const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
 
@@ -35,7 +35,7 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
   const env = useEnv();
   const [o, setO] = useState<OverviewResult | null>(null);
   const [st, setSt] = useState<StoreStatusResult | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   useEffect(() => {
     const sc = scopeFor(scope, env.init.projectNamespace);
     Promise.all([env.rpc.request('overview', { ...(sc ? { scope: sc } : {}), days: 30 }), env.rpc.request('status', {})]).then(

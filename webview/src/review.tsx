@@ -3,14 +3,14 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Memory } from '../../daemon/src/protocol/types';
 import { EditForm } from './detail';
 import { scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, label, useEnv } from './ui';
+import { ErrorLine, errorText, label, useEnv, type Shown } from './ui';
 
 export function ReviewTab({ scope }: { scope: ScopeKey }) {
   const env = useEnv();
   const [items, setItems] = useState<Memory[] | null>(null);
   const [picked, setPicked] = useState<string[]>([]);
   const [editing, setEditing] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [done, setDone] = useState<string | null>(null);
   const load = () => {
     const sc = scopeFor(scope, env.init.projectNamespace);
@@ -50,7 +50,7 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
         await (what === 'Approved' ? approve(m) : reject(m));
         ok++;
       } catch (e) {
-        failed.push(`${label(m)}: ${errorText(e)}`);
+        failed.push(`${label(m)}: ${errorText(e).text}`);
       }
     }
     setDone(`${what} ${ok} of ${list.length}.`);

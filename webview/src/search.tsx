@@ -2,14 +2,14 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { SearchResult } from '../../daemon/src/protocol/types';
 import { debounce, pageCount, pageOf, SCOPES, searchParams, splitList, toggle, type PersistedState, type ScopeKey } from './state';
-import { ErrorLine, errorText, Snippet, useEnv } from './ui';
+import { ErrorLine, errorText, Snippet, useEnv, type Shown } from './ui';
 
 const SCOPE_LABEL: Record<ScopeKey, string> = { project: 'This project', user: 'User', team: 'Team', all: 'Everything' };
 
 export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<PersistedState>) => void }) {
   const env = useEnv();
   const [result, setResult] = useState<(SearchResult & { ms: number; query: string }) | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [busy, setBusy] = useState(false);
   const seq = useRef(0);
   const run = useMemo(

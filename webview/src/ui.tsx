@@ -4,6 +4,7 @@ import { useContext } from 'preact/hooks';
 import type { Memory } from '../../daemon/src/protocol/types';
 import type { WebviewInit } from '../../daemon/src/protocol/webview';
 import { RequestError, type RpcClient } from './rpc';
+import { describeProblem, sentence, type Problem } from './errors';
 import { splitSnippet } from './state';
 
 export interface Env {
@@ -18,10 +19,12 @@ export interface Env {
 export const EnvContext = createContext<Env>(null as unknown as Env);
 export const useEnv = () => useContext(EnvContext);
 
-export function errorText(e: unknown): string {
-  if (e instanceof RequestError) return `${e.errorName}: ${e.message}`;
-  return e instanceof Error ? e.message : String(e);
+/** Anything a request threw, as a sentence with the daemon's own words kept as details. */
+export function errorText(e: unknown): Problem {
+  if (e instanceof RequestError) return describeProblem(e.error);
+  return { text: sentence(e instanceof Error ? e.message : String(e)), details: null };
 }
+export type Shown = Problem | string | null;
 
 export function Snippet({ text }: { text: string }) {
   return (
@@ -32,10 +35,14 @@ export function Snippet({ text }: { text: string }) {
 export const label = (m: Pick<Memory, 'namespace' | 'key'>) => `${m.namespace}/${m.key}`;
 export const when = (iso: string) => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 
-export function ErrorLine({ error }: { error: string | null }) {
-  return error ? (
-    <p class="error" role="alert">
-      {error}
-    </p>
-  ) : null;
+/** An error for a person: the sentence, then the error's name, code and raw message on a details line. */
+export function ErrorLine({ error, id }: { error: Shown; id?: string }) {
+  if (!error) return null;
+  const p = typeof error === 'string' ? { text: error, details: null } : error;
+  return (
+    <div class="error" role="alert" id={id}>
+      <span class="error-text">{p.text}</span>
+      {p.details ? <span class="error-details">{`Details: ${p.details}`}</span> : null}
+    </div>
+  );
 }
