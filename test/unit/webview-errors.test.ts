@@ -22,7 +22,9 @@ async function failure(p: Promise<unknown>): Promise<WebviewError> {
 function assertSentence(text: string) {
   assert.match(text, /^[A-Z"]/, `starts with a capital: ${text}`);
   assert.match(text, /[.]$/, `ends with a full stop: ${text}`);
-  for (const raw of [/InvalidParams|InvalidFilter|NotFound|VersionConflict|RejectedValue|memory\/upsert|Invalid input|received|Too big|>=|<=|\[\d\]/])
+  for (const raw of [
+    /InvalidParams|InvalidFilter|NotFound|VersionConflict|RejectedValue|memory\/upsert|Invalid input|received|Too big|>=|<=|\[\d\]/,
+  ])
     assert.doesNotMatch(text, raw, `no protocol words: ${text}`);
 }
 
@@ -56,7 +58,10 @@ describe('webview error sentences', () => {
         [up({ kind: 'bogus' }), 'Kind must be one of fact, preference, decision, procedure, episode, note.'],
         [up({ properties: { ticket: 'x'.repeat(2000) } }), 'Property "ticket" can be at most 1024 characters long.'],
         [up({ value: '' }), 'The value cannot be empty.'],
-        [up({ namespace: 'Bad Path' }), 'That namespace name is not valid: use lowercase letters, digits, "-" and "_", in parts separated by dots.'],
+        [
+          up({ namespace: 'Bad Path' }),
+          'That namespace name is not valid: use lowercase letters, digits, "-" and "_", in parts separated by dots.',
+        ],
         [failure(c.core.call(R.get, { id: 'no-such-id' })), 'Cairn cannot find that memory; it may have been deleted or purged.'],
         [
           failure(c.core.call(R.search, { query: 'x', filter: { and: 3 } } as never)),
@@ -65,7 +70,10 @@ describe('webview error sentences', () => {
       ];
       const m = (await c.core.call(R.upsert, base)).memory;
       cases.push(
-        [failure(c.core.call(R.upsert, { ...base, value: 'w', ifVersion: 9 })), 'This memory changed elsewhere (it is now version 1); reload it to see the change, then edit again.'],
+        [
+          failure(c.core.call(R.upsert, { ...base, value: 'w', ifVersion: 9 })),
+          'This memory changed elsewhere (it is now version 1); reload it to see the change, then edit again.',
+        ],
         [failure(c.core.call(R.restore, { id: m.id })), 'This memory is not deleted, so there is nothing to restore.'],
         [failure(c.core.call(R.link, { from: m.id, to: m.id, type: 'relates_to' })), 'A memory cannot link to itself.'],
       );
@@ -86,7 +94,7 @@ describe('webview error sentences', () => {
     }
   });
 
-  it('has a sentence for every error name in the closed set, and for the host\'s own errors', () => {
+  it("has a sentence for every error name in the closed set, and for the host's own errors", () => {
     for (const name of Object.keys(ErrorCodes) as (keyof typeof ErrorCodes)[]) {
       const p = describeProblem({ code: ErrorCodes[name], name, message: 'raw words', data: { name } });
       assertSentence(p.text);
@@ -94,7 +102,10 @@ describe('webview error sentences', () => {
     }
     const host = (name: keyof typeof ErrorCodes, field: string, message: string) =>
       describeProblem({ code: ErrorCodes[name], name, message, data: { name, field } }).text;
-    assert.equal(host('NotFound', 'anchor.path', 'cannot open src/gone.py'), 'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.');
+    assert.equal(
+      host('NotFound', 'anchor.path', 'cannot open src/gone.py'),
+      'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.',
+    );
     assert.equal(host('NotFound', 'token', 'that import preview is gone'), 'That import preview is gone; choose the file again.');
     assert.equal(
       describeProblem({ code: 1013, name: 'Unavailable', message: 'did not answer', data: { name: 'Unavailable', sent: true } }).text,

@@ -35,7 +35,8 @@ const SUB_LABEL: Record<string, string> = { path: 'path', startLine: 'start line
 /** `anchors[0].startLine` -> "The start line of anchor 1"; `tags[2]` -> "Tag 3"; `properties.ticket` -> 'Property "ticket"'. */
 export function fieldLabel(field: string): string {
   const anchor = /^anchors\[(\d+)\](?:\.(\w+))?/.exec(field);
-  if (anchor) return anchor[2] ? `The ${SUB_LABEL[anchor[2]] ?? anchor[2]} of anchor ${Number(anchor[1]) + 1}` : `Anchor ${Number(anchor[1]) + 1}`;
+  if (anchor)
+    return anchor[2] ? `The ${SUB_LABEL[anchor[2]] ?? anchor[2]} of anchor ${Number(anchor[1]) + 1}` : `Anchor ${Number(anchor[1]) + 1}`;
   const tag = /^tags\[(\d+)\]/.exec(field);
   if (tag) return `Tag ${Number(tag[1]) + 1}`;
   const prop = /^properties\.(.+)$/.exec(field);
