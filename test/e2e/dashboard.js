@@ -7,6 +7,7 @@
 //   dash-04b-anchor.png    the memory's anchor opens the code; returning to the dashboard restores its state
 //   dash-05-diff.png       history: two versions compared as a diff
 //   dash-06-review.png     the review queue: approve a proposed memory
+//   dash-06c-new.png       "New memory" creates a memory and opens it
 //   dash-06b-overview.png  the overview: counts by namespace, kind, status; the writes-per-day chart
 //   dash-07-graph.png      relations graph: click a node to navigate to the linked memory
 //   dash-08-import.png     import a file: preview counts first (nothing written yet)
@@ -351,6 +352,20 @@ async function axe(f, label) {
       await visible(f.getByText(/^0 proposed memories waiting.*Approved 1 of 1\./), 'the emptied queue');
       const m = cliJson('get', 'project.sample-app', 'agent-guess');
       if (m.status !== 'active') throw new Error(`agent-guess is ${m.status}`);
+    });
+
+    await check('"New memory" creates a memory and opens it', 'dash-06c-new.png', async () => {
+      let f = await dash();
+      await f.getByRole('tab', { name: 'Search' }).click();
+      await f.getByRole('button', { name: 'New memory', exact: true }).click();
+      await visible(f.getByRole('heading', { name: 'New memory' }), 'the new-memory form');
+      await f.getByLabel('Key', { exact: true }).fill('made-in-dashboard');
+      await f.getByLabel('Value', { exact: true }).fill('Created with the New memory form of the dashboard.');
+      await f.getByRole('button', { name: 'Create', exact: true }).click();
+      f = await dash();
+      await visible(f.getByRole('heading', { name: 'made-in-dashboard' }), 'the created memory, opened');
+      const m = cliJson('get', 'project.sample-app', 'made-in-dashboard');
+      if (!/New memory form/.test(m.value)) throw new Error(`stored: ${m.value}`);
     });
 
     await check('the overview shows counts and writes per day by source', 'dash-06b-overview.png', async () => {

@@ -1,6 +1,7 @@
 /** The dashboard: tabs (search, review, overview, import/export) beside the open memory. */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ToWebview, WebviewInit } from '../../daemon/src/protocol/webview';
+import { NewMemory } from './create';
 import { Detail } from './detail';
 import { ImportTab } from './importer';
 import { OverviewTab } from './overview';
@@ -8,7 +9,7 @@ import { ReviewTab } from './review';
 import type { RpcClient } from './rpc';
 import { SearchTab } from './search';
 import { discardQuestion, type Question } from './confirm';
-import { changeEffects, debounce, REVIEW_LIMIT, scopeFor, TABS, withDraft, type PersistedState, type Tab } from './state';
+import { changeEffects, debounce, NEW_MEMORY, REVIEW_LIMIT, scopeFor, TABS, withDraft, type PersistedState, type Tab } from './state';
 import { EnvContext, ErrorLine, errorText, type Env, type Notice, type Shown } from './ui';
 
 const TAB_LABEL: Record<Tab, string> = { search: 'Search', review: 'Review', overview: 'Overview', import: 'Import / Export' };
@@ -164,7 +165,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
             ))}
           </div>
           <div role="tabpanel" id={`panel-${s.tab}`} aria-labelledby={`tab-${s.tab}`}>
-            {s.tab === 'search' ? <SearchTab s={s} set={set} /> : null}
+            {s.tab === 'search' ? <SearchTab s={s} set={set} onNew={() => env.select(NEW_MEMORY)} /> : null}
             {s.tab === 'review' ? <ReviewTab scope={s.scope} /> : null}
             {s.tab === 'overview' ? <OverviewTab scope={s.scope} /> : null}
             {s.tab === 'import' ? <ImportTab /> : null}
@@ -172,7 +173,11 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
         </div>
         {s.selectedId ? (
           <div class="pane detail-pane">
-            <Detail id={s.selectedId} />
+            {s.selectedId === NEW_MEMORY ? (
+              <NewMemory onCreated={(id) => set({ selectedId: id })} onCancel={() => set({ selectedId: null })} />
+            ) : (
+              <Detail id={s.selectedId} />
+            )}
           </div>
         ) : null}
       </main>

@@ -182,7 +182,15 @@ export function Detail({ id }: { id: string }) {
       ) : null}
       <div role="tablist" aria-label="Memory sections" class="row subtabs">
         {SUBS.map(([k, t]) => (
-          <button type="button" role="tab" aria-selected={sub === k} onClick={() => setSub(k)}>
+          <button
+            type="button"
+            role="tab"
+            aria-selected={sub === k}
+            onClick={() => {
+              setSub(k);
+              setError(null); // an error belongs to the section it came from
+            }}
+          >
             {t}
           </button>
         ))}
@@ -258,6 +266,7 @@ export function EditForm({ memory, onSaved, approve }: { memory: Memory; onSaved
     const next = { ...form, [f]: v };
     setForm(next);
     setSaved(null);
+    if (errors[f]) setErrors({ ...errors, [f]: undefined });
     env.setDraft(memory.id, { label: label(memory), form: next, stored: formFromMemory(memory), base });
   };
   const discard = async () => {
@@ -467,7 +476,9 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
         <table class="history">
           <thead>
             <tr>
-              <th scope="col">Compare</th>
+              <th scope="col">
+                <span class="visually-hidden">Compare</span>
+              </th>
               <th scope="col">Version</th>
               <th scope="col">Op</th>
               <th scope="col">Actor</th>
@@ -569,15 +580,21 @@ function Relations({ memory }: { memory: Memory }) {
   const [target, setTarget] = useState('');
   const [type, setType] = useState(env.init.linkTypes[0] ?? 'relates_to');
   const box = useRef<HTMLDivElement>(null);
-  const load = () =>
-    env.rpc.request('neighbors', { id: memory.id, direction: 'both' }).then(
+  const load = async () => {
+    // a deleted memory has no live links to draw (the daemon answers NotFound): say so instead of an error
+    if (memory.deletedAt) return setN([]);
+    return env.rpc.request('neighbors', { id: memory.id, direction: 'both' }).then(
       (r) => {
         setN(r.neighbors);
         setError(null);
       },
       (e) => setError(errorText(e)),
     );
-  useEffect(() => void load(), [memory.id, memory.version, env.changeTick]);
+  };
+  useEffect(() => {
+    setError(null);
+    void load();
+  }, [memory.id, memory.version, !!memory.deletedAt, env.changeTick]);
   useEffect(() => {
     if (!n || !box.current) return;
     let g: { destroy(): void } | undefined;
@@ -628,6 +645,7 @@ function Relations({ memory }: { memory: Memory }) {
       setError(errorText(e));
     }
   };
+  if (memory.deletedAt) return <p class="meta">This memory is deleted; restore it to see and change its links.</p>;
   return (
     <section aria-label="Relations">
       <div
@@ -643,7 +661,12 @@ function Relations({ memory }: { memory: Memory }) {
             <button type="button" class="link" onClick={() => env.select(x.memory.id)}>
               {label(x.memory)}
             </button>{' '}
-            <button type="button" aria-label={`Unlink ${x.memory.key}`} onClick={() => link('unlink', x.memory.id, x.type, x.direction)}>
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Unlink ${x.memory.key}`}
+              onClick={() => link('unlink', x.memory.id, x.type, x.direction)}
+            >
               Unlink
             </button>
           </li>
@@ -655,7 +678,10 @@ function Relations({ memory }: { memory: Memory }) {
           aria-label="Memory to link (id or namespace/key)"
           placeholder="namespace/key or id"
           value={target}
-          onInput={(e) => setTarget((e.target as HTMLInputElement).value)}
+          onInput={(e) => {
+            setTarget((e.target as HTMLInputElement).value);
+            setError(null);
+          }}
         />
         <select aria-label="Link type" value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
           {env.init.linkTypes.map((t) => (

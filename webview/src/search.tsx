@@ -19,7 +19,7 @@ import { ErrorLine, errorText, Snippet, useEnv, type Shown } from './ui';
 
 const SCOPE_LABEL: Record<ScopeKey, string> = { project: 'This project', user: 'User', team: 'Team', all: 'Everything' };
 
-export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<PersistedState>) => void }) {
+export function SearchTab({ s, set, onNew }: { s: PersistedState; set: (p: Partial<PersistedState>) => void; onNew: () => void }) {
   const env = useEnv();
   const [result, setResult] = useState<(SearchResult & { ms: number; query: string; listing: boolean }) | null>(null);
   const [error, setError] = useState<Shown>(null);
@@ -92,6 +92,9 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
             <option value={k}>{SCOPE_LABEL[k]}</option>
           ))}
         </select>
+        <button type="button" class="secondary" onClick={onNew}>
+          New memory
+        </button>
       </div>
       <div class="chips" role="group" aria-labelledby="chips-kind">
         <span class="group-label" id="chips-kind">

@@ -14,6 +14,8 @@ export type ScopeKey = (typeof SCOPES)[number];
 export const PAGE_SIZE = 20;
 /** Results fetched per search (the daemon's cap is 200); pages are cut from these. */
 export const SEARCH_LIMIT = 100;
+/** The selection that shows the "New memory" form instead of a memory (memory ids are UUIDs, never this). */
+export const NEW_MEMORY = 'new';
 /** Proposed memories listed in the review queue (and counted on its tab). */
 export const REVIEW_LIMIT = 200;
 
