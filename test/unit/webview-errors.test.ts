@@ -107,6 +107,7 @@ describe('webview error sentences', () => {
       'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.',
     );
     assert.equal(host('NotFound', 'token', 'that import preview is gone'), 'That import preview is gone; choose the file again.');
+    assert.equal(host('InvalidParams', 'file', 'x.jsonl: line 3 is not JSON'), 'The file is not a Cairn export: line 3 is not JSON.');
     assert.equal(
       describeProblem({ code: 1013, name: 'Unavailable', message: 'did not answer', data: { name: 'Unavailable', sent: true } }).text,
       'The Cairn daemon did not answer in time; the change may still have been made, so reload before trying again.',

@@ -81,7 +81,7 @@ export function describeProblem(e: WebviewError): Problem {
     switch (e.name) {
       case 'InvalidParams':
         if (field === 'token') return 'That import preview is gone; choose the file again.';
-        if (field === 'file') return `The file is not a Cairn export: ${e.message.replace(/^[^:]*: /, '')}`;
+        if (field === 'file') return sentence(`The file is not a Cairn export: ${e.message.replace(/^[^:]*: /, '')}`);
         if (field === 'anchor.path') return 'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.';
         return field ? `${fieldLabel(field)} ${rule(field, e.message)}.` : 'Cairn refused the request: some of what was sent is not valid.';
       case 'InvalidFilter':
