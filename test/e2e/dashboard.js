@@ -2,17 +2,22 @@
 // Each step asserts visible elements inside the dashboard's webview and saves a screenshot to ARTIFACTS:
 //   dash-01-open.png       "Cairn: Open Dashboard" from the palette; the first results appear (timed)
 //   dash-02-search.png     typing a query shows highlighted results, their count and timing
-//   dash-03-field-error.png a daemon validation error appears next to the field it names
+//   dash-03-field-error.png a daemon validation error appears next to the field it names, as a sentence (code on a details line)
 //   dash-04a-conflict-view.png, dash-04-conflict.png   an edit racing a CLI write: "changed elsewhere", both versions side by side, keep mine
 //   dash-04b-anchor.png    the memory's anchor opens the code; returning to the dashboard restores its state
 //   dash-05-diff.png       history: two versions compared as a diff
 //   dash-06-review.png     the review queue: approve a proposed memory
+//   dash-06c-new.png       "New memory" creates a memory and opens it
 //   dash-06b-overview.png  the overview: counts by namespace, kind, status; the writes-per-day chart
 //   dash-07-graph.png      relations graph: click a node to navigate to the linked memory
 //   dash-08-import.png     import a file: preview counts first (nothing written yet)
 //   dash-08b-imported.png  then the import adds only the new memories (progress bar while it runs)
 //   dash-09-light.png / dash-10-dark.png  the panel in light and dark themes, each view checked with axe-core
 //   dashboard-panel.png    the panel alone (the README's picture); axe-*.json the axe reports
+//   dash-04b-anchor-beside.png  an anchor opened beside the dashboard, an unsaved edit kept across reload and hide/show
+//   dash-07b-deleted.png, dash-07b-undo.png   Delete asks first, then Undo restores
+//   dash-06a-reject.png    Reject (one and bulk) asks first; Undo puts it back in the queue
+//   dash-layout-<1440|1024|800>-<dark|light>.png  the detail at each width with the sidebar open (nothing cut off)
 // env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks, metrics}), CLI + NODE_BIN, CHROMIUM
 const { launchBrowser, until, visible, checkRecorder } = require('./browser');
 const { execFileSync } = require('child_process');
@@ -73,6 +78,15 @@ async function chooseTheme(name) {
   await page.locator('.quick-input-widget input').fill(name);
   await (await visible(exactRow(name), `theme "${name}"`)).click();
   await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+}
+
+/** Answer the editor's modal dialog that asks `question`; returns the dialog's whole text (message and detail). */
+async function answer(question, button) {
+  const box = await visible(page.locator('.monaco-dialog-box', { hasText: question }), `the question "${question}"`);
+  const text = await box.textContent();
+  await box.getByRole('button', { name: button, exact: true }).click();
+  await page.locator('.monaco-dialog-box').waitFor({ state: 'hidden' });
+  return text;
 }
 
 /** The result button of the memory with this key. */
@@ -138,9 +152,20 @@ async function axe(f, label) {
       await validFrom.fill('next tuesday');
       await f.getByRole('button', { name: 'Save', exact: true }).click();
       const err = await visible(f.locator('#field-validFrom-error'), 'the error under "Valid from"');
-      if (!/InvalidParams/.test(await err.textContent())) throw new Error('the error does not say InvalidParams');
+      await visible(err.locator('.error-text', { hasText: /^Valid from must be a date and time/ }), 'a sentence, not the protocol error');
+      await visible(err.locator('.error-details', { hasText: 'InvalidParams (1001)' }), 'the error code on a details line');
       if ((await validFrom.getAttribute('aria-invalid')) !== 'true') throw new Error('the field is not marked invalid');
       await validFrom.fill('');
+      // the issue's example: a word where a number belongs
+      const importance = f.getByLabel('Importance (0–1)');
+      const was = await importance.inputValue();
+      await importance.fill('high');
+      await f.getByRole('button', { name: 'Save', exact: true }).click();
+      await visible(
+        f.locator('#field-importance-error .error-text', { hasText: /^Importance must be a number between 0 and 1\.$/ }),
+        'the importance error as a sentence',
+      );
+      await importance.fill(was);
     });
 
     await check('an edit racing a CLI write shows both versions; keeping mine saves it', 'dash-04-conflict.png', async () => {
@@ -172,18 +197,54 @@ async function axe(f, label) {
         throw new Error(`store holds ${after.version}: ${after.value}`);
     });
 
-    await check('an anchor opens its code; back on the dashboard, its state is restored', 'dash-04b-anchor.png', async () => {
-      let f = await dash();
-      await (await visible(f.getByRole('button', { name: 'Open src/billing.py:3' }), 'the anchor button')).click();
-      await visible(page.locator('.tab', { hasText: 'billing.py' }), 'the anchored file in an editor');
-      await visible(page.locator('.monaco-editor .view-line', { hasText: 'def invoice_total' }), 'the anchored code');
-      await page.screenshot({ path: path.join(ART, 'dash-04b-anchor.png') });
-      await page.locator('.tab', { hasText: 'Cairn Dashboard' }).click();
-      f = await dash();
-      await visible(f.getByRole('heading', { name: 'rounding-rule' }), 'the open memory, restored');
-      const q = await f.getByRole('searchbox', { name: 'Search memories' }).inputValue();
-      if (q !== 'auditors rounding') throw new Error(`the query was not restored (${JSON.stringify(q)})`);
-    });
+    await check(
+      'an unsaved edit survives opening an anchor beside the panel, hiding it and a reload; Close asks first',
+      'dash-04b-anchor.png',
+      async () => {
+        let f = await dash();
+        const edited = 'Invoice totals round half-even; an UNSAVED edit kept across hide and reload.';
+        await (await visible(f.getByLabel('Value'), 'value field')).fill(edited);
+        await visible(f.getByText('Unsaved changes', { exact: true }), 'the "Unsaved changes" mark');
+        await (await visible(f.getByRole('button', { name: 'Open src/billing.py:3' }), 'the anchor button')).click();
+        await visible(page.locator('.monaco-editor .view-line', { hasText: 'def invoice_total' }), 'the anchored code');
+        // beside: the code opened in another group, the dashboard is still the active tab of its own
+        await visible(page.locator('.tab.active', { hasText: 'billing.py' }), 'billing.py active in its group');
+        await visible(page.locator('.tab.active', { hasText: 'Cairn Dashboard' }), 'the dashboard still shown beside it');
+        await page.screenshot({ path: path.join(ART, 'dash-04b-anchor-beside.png') });
+        // a reload of the webview: the edit comes back from vscode.getState
+        await palette('Developer: Reload Webviews');
+        await until(
+          'the reloaded form with the unsaved edit',
+          async () => (await (await dash()).getByLabel('Value').inputValue()) === edited,
+          30000,
+        );
+        // hidden: one group, the code in front; the webview is destroyed (retainContextWhenHidden is off)
+        await page.locator('.tab', { hasText: 'billing.py' }).click();
+        await palette('View: Join All Editor Groups');
+        await visible(page.locator('.tab.active', { hasText: 'billing.py' }), 'billing.py in front of the dashboard');
+        await until('the hidden dashboard', async () => (await page.locator('.tab.active', { hasText: 'Cairn Dashboard' }).count()) === 0);
+        await page.locator('.tab', { hasText: 'Cairn Dashboard' }).click();
+        f = await dash();
+        await visible(f.getByRole('heading', { name: 'rounding-rule' }), 'the open memory, restored');
+        await until(
+          'the form with the unsaved edit after hide and show',
+          async () => (await (await dash()).getByLabel('Value').inputValue()) === edited,
+        );
+        const q = await f.getByRole('searchbox', { name: 'Search memories' }).inputValue();
+        if (q !== 'auditors rounding') throw new Error(`the query was not restored (${JSON.stringify(q)})`);
+        if (cliJson('get', 'project.sample-app', 'rounding-rule').value === edited) throw new Error('the draft was saved without Save');
+        // Close would discard it: the editor asks; Cancel keeps it
+        await f.getByRole('button', { name: 'Close', exact: true }).click();
+        await answer('Discard your unsaved changes to "rounding-rule"?', 'Cancel');
+        f = await dash();
+        if ((await f.getByLabel('Value').inputValue()) !== edited) throw new Error('Cancel did not keep the edit');
+        await f.getByRole('button', { name: 'Discard changes', exact: true }).click();
+        await answer('Discard your unsaved changes to "rounding-rule"?', 'Discard changes');
+        await until('the stored value back in the form', async () =>
+          /edited in the dashboard\.$/.test(await (await dash()).getByLabel('Value').inputValue()),
+        );
+      },
+    );
 
     await check('history compares two versions as a diff', 'dash-05-diff.png', async () => {
       const f = await dash();
@@ -212,6 +273,76 @@ async function axe(f, label) {
       await visible(f.getByRole('heading', { name: 'welcome' }), 'the linked memory opened from the graph');
     });
 
+    await check('Delete and Forget ask first; Undo restores a delete', 'dash-07b-undo.png', async () => {
+      let f = await dash();
+      await visible(f.getByRole('heading', { name: 'welcome' }), 'welcome open');
+      await f.getByRole('button', { name: 'Forget…' }).click();
+      const detail = await answer('Forget "welcome"?', 'Cancel');
+      if (!/refuses to store this value in project\.sample-app again/.test(detail) || !/permanent/.test(detail))
+        throw new Error(`the Forget question does not explain it: ${detail}`);
+      if (cliJson('get', 'project.sample-app', 'welcome').deletedAt) throw new Error('Forget acted before the answer');
+      await f.getByRole('button', { name: 'Delete…' }).click();
+      await answer('Delete "welcome"?', 'Cancel');
+      if (cliJson('get', 'project.sample-app', 'welcome', '--include-deleted').deletedAt) throw new Error('Delete acted on Cancel');
+      await f.getByRole('button', { name: 'Delete…' }).click();
+      await answer('Delete "welcome"?', 'Delete');
+      f = await dash();
+      const toast = await visible(f.locator('.toast', { hasText: 'Deleted project.sample-app/welcome.' }), 'the "Deleted" notice');
+      await until(
+        'welcome deleted in the store',
+        async () => !!cliJson('get', 'project.sample-app', 'welcome', '--include-deleted').deletedAt,
+      );
+      await page.screenshot({ path: path.join(ART, 'dash-07b-deleted.png') });
+      await toast.getByRole('button', { name: 'Undo' }).click();
+      await visible(f.locator('.toast', { hasText: 'Undone' }), 'the undo confirmed');
+      await until('welcome restored in the store', async () => !cliJson('get', 'project.sample-app', 'welcome').deletedAt);
+    });
+
+    await check(
+      'Reject asks first, the Review tab counts the queue, and Undo puts a rejected memory back',
+      'dash-06a-reject.png',
+      async () => {
+        cli(
+          'add',
+          'project.sample-app',
+          'agent-guess-2',
+          'An agent thinks invoices are due in 7 days.',
+          '--kind',
+          'fact',
+          '--proposed',
+          '--actor',
+          'agent:e2e',
+        );
+        const f = await dash();
+        const tab = f.getByRole('tab', { name: 'Review' });
+        await until('the count 2 on the Review tab', async () => /2/.test(await tab.textContent()));
+        await tab.click();
+        await visible(f.getByRole('button', { name: 'project.sample-app/agent-guess-2' }), 'the second proposal');
+        await f.getByRole('button', { name: 'Reject agent-guess-2', exact: true }).click();
+        await answer('Reject "agent-guess-2"?', 'Reject');
+        const toast = await visible(
+          f.locator('.toast', { hasText: 'Rejected project.sample-app/agent-guess-2.' }),
+          'the "Rejected" notice',
+        );
+        await until(
+          'the proposal forgotten',
+          async () => !!cliJson('get', 'project.sample-app', 'agent-guess-2', '--include-deleted').deletedAt,
+        );
+        await toast.getByRole('button', { name: 'Undo' }).click();
+        await until('the proposal back', async () => cliJson('get', 'project.sample-app', 'agent-guess-2').status === 'proposed');
+        await visible(f.getByRole('button', { name: 'project.sample-app/agent-guess-2' }), 'the proposal back in the queue');
+        // bulk: select it, Reject 1 selected asks too; this time it stays rejected
+        await f.getByRole('checkbox', { name: 'Select project.sample-app/agent-guess-2' }).check();
+        await f.getByRole('button', { name: 'Reject 1 selected…' }).click();
+        await answer('Reject "agent-guess-2"?', 'Reject');
+        await until(
+          'the proposal rejected again',
+          async () => !!cliJson('get', 'project.sample-app', 'agent-guess-2', '--include-deleted').deletedAt,
+        );
+        await visible(f.getByText(/^1 proposed memory waiting/), 'one left in the queue');
+      },
+    );
+
     await check('approve a proposed memory from the review queue', 'dash-06-review.png', async () => {
       const f = await dash();
       await f.getByRole('tab', { name: 'Review' }).click();
@@ -221,6 +352,20 @@ async function axe(f, label) {
       await visible(f.getByText(/^0 proposed memories waiting.*Approved 1 of 1\./), 'the emptied queue');
       const m = cliJson('get', 'project.sample-app', 'agent-guess');
       if (m.status !== 'active') throw new Error(`agent-guess is ${m.status}`);
+    });
+
+    await check('"New memory" creates a memory and opens it', 'dash-06c-new.png', async () => {
+      let f = await dash();
+      await f.getByRole('tab', { name: 'Search' }).click();
+      await f.getByRole('button', { name: 'New memory', exact: true }).click();
+      await visible(f.getByRole('heading', { name: 'New memory' }), 'the new-memory form');
+      await f.getByLabel('Key', { exact: true }).fill('made-in-dashboard');
+      await f.getByLabel('Value', { exact: true }).fill('Created with the New memory form of the dashboard.');
+      await f.getByRole('button', { name: 'Create', exact: true }).click();
+      f = await dash();
+      await visible(f.getByRole('heading', { name: 'made-in-dashboard' }), 'the created memory, opened');
+      const m = cliJson('get', 'project.sample-app', 'made-in-dashboard');
+      if (!/New memory form/.test(m.value)) throw new Error(`stored: ${m.value}`);
     });
 
     await check('the overview shows counts and writes per day by source', 'dash-06b-overview.png', async () => {
@@ -303,6 +448,56 @@ async function axe(f, label) {
         .first()
         .screenshot({ path: path.join(ART, 'dashboard-panel.png') });
     });
+
+    // Layout: at every width, with the sidebar open, nothing is cut off; one column below ~900 px of panel.
+    const layout = async (theme, width) => {
+      await page.setViewportSize({ width, height: 900 });
+      if (!(await page.locator('.part.sidebar').isVisible())) await palette('View: Toggle Primary Side Bar Visibility');
+      await visible(page.locator('.part.sidebar'), 'the sidebar');
+      let f = await dash();
+      await f.getByRole('tab', { name: 'Search' }).click();
+      await (await searchFor(f, 'invoice', 'rounding-rule')).click();
+      f = await dash();
+      await visible(f.getByRole('heading', { name: 'rounding-rule' }), 'detail heading');
+      await f.getByRole('tab', { name: 'History' }).click();
+      await visible(f.locator('table.history'), 'the history table');
+      const m = await f.evaluate(() => {
+        const vw = document.documentElement.clientWidth;
+        const box = (sel) => document.querySelector(sel)?.getBoundingClientRect();
+        const detail = box('.detail-pane');
+        const list = box('.dashboard > .pane:not(.detail-pane)');
+        const cut = [...document.querySelectorAll('.dashboard *')]
+          .filter((el) => {
+            const r = el.getBoundingClientRect();
+            return r.width > 0 && r.right > vw + 1 && !el.closest('.table-scroll, .tabs');
+          })
+          .map((el) => `${el.tagName.toLowerCase()}.${el.className}`.slice(0, 40));
+        const tabs = [...document.querySelectorAll('.tabs [role=tab]')].map((t) => Math.round(t.getBoundingClientRect().height));
+        const scrollers = [...document.querySelectorAll('.table-scroll, .tabs')].filter((el) => el.scrollWidth > el.clientWidth + 1).length;
+        return { vw, scrollW: document.documentElement.scrollWidth, oneColumn: detail.left === list.left, cut, tabs, scrollers };
+      });
+      await page.screenshot({ path: path.join(ART, `dash-layout-${width}-${theme}.png`) });
+      metrics[`layout${width}${theme}`] = m;
+      if (m.scrollW > m.vw + 1) throw new Error(`the panel scrolls sideways (${m.scrollW} > ${m.vw})`);
+      if (m.cut.length) throw new Error(`cut off at the right edge: ${m.cut.slice(0, 5).join(', ')}`);
+      if (new Set(m.tabs).size !== 1) throw new Error(`a tab label wraps (heights ${m.tabs.join(', ')})`);
+      if (m.scrollers) throw new Error(`${m.scrollers} table(s) or tab rows need scrolling at ${m.vw} px`);
+      if (m.oneColumn !== m.vw < 900) throw new Error(`${m.oneColumn ? 'one column' : 'two columns'} at a ${m.vw} px panel`);
+      await f.getByRole('tab', { name: 'Details' }).click();
+    };
+    for (const theme of ['dark', 'light']) {
+      if (theme === 'light') {
+        await page.setViewportSize({ width: 1440, height: 900 });
+        await chooseTheme('Light Modern');
+        await themeIs('light');
+      }
+      for (const width of [1440, 1024, 800])
+        await check(
+          `${theme} theme at ${width} px with the sidebar open: nothing cut off, one column below ~900 px`,
+          `dash-11-${theme}-${width}.png`,
+          () => layout(theme, width),
+        );
+    }
   } finally {
     await ctx.close().catch(() => {});
     fs.rmSync(udd, { recursive: true, force: true });

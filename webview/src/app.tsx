@@ -1,14 +1,16 @@
 /** The dashboard: tabs (search, review, overview, import/export) beside the open memory. */
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ToWebview, WebviewInit } from '../../daemon/src/protocol/webview';
+import { NewMemory } from './create';
 import { Detail } from './detail';
 import { ImportTab } from './importer';
 import { OverviewTab } from './overview';
 import { ReviewTab } from './review';
 import type { RpcClient } from './rpc';
 import { SearchTab } from './search';
-import { changeEffects, debounce, TABS, type PersistedState, type Tab } from './state';
-import { EnvContext, ErrorLine, errorText, type Env } from './ui';
+import { discardQuestion, type Question } from './confirm';
+import { changeEffects, debounce, NEW_MEMORY, REVIEW_LIMIT, scopeFor, TABS, withDraft, type PersistedState, type Tab } from './state';
+import { EnvContext, ErrorLine, errorText, type Env, type Notice, type Shown } from './ui';
 
 const TAB_LABEL: Record<Tab, string> = { search: 'Search', review: 'Review', overview: 'Overview', import: 'Import / Export' };
 
@@ -26,8 +28,14 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
   const [hasTeam, setHasTeam] = useState(false);
   const [tick, setTick] = useState(0);
   const [connected, setConnected] = useState(true);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
+  const [notice, setNotice] = useState<Notice | null>(null);
+  const [undoing, setUndoing] = useState(false);
+  const [reviewCount, setReviewCount] = useState<number | null>(null);
   const set = (p: Partial<PersistedState>) => setS((old) => ({ ...old, ...p }));
+  // the latest state, for questions asked from callbacks made during an older render
+  const latest = useRef(s);
+  latest.current = s;
   useEffect(() => persist(s), [s]);
   useEffect(() => {
     rpc.request('host/init', {}).then(
@@ -52,8 +60,58 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
       }
     });
   }, []);
+  // the count on the Review tab: proposed memories in scope
+  useEffect(() => {
+    if (!init) return;
+    const sc = scopeFor(s.scope, init.projectNamespace);
+    rpc
+      .request('list', {
+        ...(sc ? { scope: sc } : {}),
+        filter: { field: 'status', op: 'eq', value: 'proposed' },
+        include: { proposed: true },
+        limit: REVIEW_LIMIT,
+      })
+      .then(
+        (r) => setReviewCount(r.items.length),
+        () => setReviewCount(null),
+      );
+  }, [init, s.scope, tick]);
   if (!init) return error ? <ErrorLine error={error} /> : <p class="meta">Connecting…</p>;
-  const env: Env = { rpc, init, changeTick: tick, hasTeam, select: (id) => set({ selectedId: id }) };
+  const ask = (q: Question) => rpc.request('host/confirm', q).then((r) => r.confirmed);
+  const select = async (id: string | null) => {
+    const cur = latest.current.selectedId;
+    const draft = cur && cur !== id ? latest.current.drafts[cur] : undefined;
+    if (cur && draft) {
+      const then = id ? 'Another memory opens instead.' : 'The memory closes.';
+      const ok = await ask(discardQuestion(draft.label, draft.changed, then)).catch(() => false);
+      if (!ok) return;
+      setS((old) => ({ ...old, drafts: withDraft(old.drafts, cur, null) }));
+    }
+    set({ selectedId: id });
+  };
+  const env: Env = {
+    rpc,
+    init,
+    changeTick: tick,
+    hasTeam,
+    select: (id) => void select(id),
+    drafts: s.drafts,
+    setDraft: (id, edit) => setS((old) => ({ ...old, drafts: withDraft(old.drafts, id, edit) })),
+    ask,
+    notify: setNotice,
+  };
+  const undo = async () => {
+    if (!notice?.undo) return;
+    setUndoing(true);
+    try {
+      await notice.undo();
+      setNotice({ text: `Undone: ${notice.text.replace(/\.$/, '')}.` });
+    } catch (e) {
+      setNotice({ text: `Could not undo: ${errorText(e).text}` });
+    } finally {
+      setUndoing(false);
+    }
+  };
   const onKey = (e: KeyboardEvent) => {
     const i = TABS.indexOf(s.tab);
     if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
@@ -71,6 +129,19 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
             Cairn is not connected to its daemon; the dashboard updates when it is back.
           </p>
         ) : null}
+        {notice ? (
+          <div class="toast" role="status">
+            <span>{notice.text}</span>
+            {notice.undo ? (
+              <button type="button" class="secondary" disabled={undoing} onClick={undo}>
+                Undo
+              </button>
+            ) : null}
+            <button type="button" class="icon" aria-label="Dismiss" title="Dismiss" onClick={() => setNotice(null)}>
+              ×
+            </button>
+          </div>
+        ) : null}
         <div class="pane">
           <div role="tablist" aria-label="Dashboard sections" class="tabs" onKeyDown={onKey}>
             {TABS.map((t) => (
@@ -84,11 +155,17 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
                 onClick={() => set({ tab: t })}
               >
                 {TAB_LABEL[t]}
+                {t === 'review' && reviewCount ? (
+                  <span class="badge count">
+                    {reviewCount >= REVIEW_LIMIT ? `${REVIEW_LIMIT}+` : reviewCount}
+                    <span class="visually-hidden"> waiting</span>
+                  </span>
+                ) : null}
               </button>
             ))}
           </div>
           <div role="tabpanel" id={`panel-${s.tab}`} aria-labelledby={`tab-${s.tab}`}>
-            {s.tab === 'search' ? <SearchTab s={s} set={set} /> : null}
+            {s.tab === 'search' ? <SearchTab s={s} set={set} onNew={() => env.select(NEW_MEMORY)} /> : null}
             {s.tab === 'review' ? <ReviewTab scope={s.scope} /> : null}
             {s.tab === 'overview' ? <OverviewTab scope={s.scope} /> : null}
             {s.tab === 'import' ? <ImportTab /> : null}
@@ -96,7 +173,11 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
         </div>
         {s.selectedId ? (
           <div class="pane detail-pane">
-            <Detail id={s.selectedId} />
+            {s.selectedId === NEW_MEMORY ? (
+              <NewMemory onCreated={(id) => set({ selectedId: id })} onCancel={() => set({ selectedId: null })} />
+            ) : (
+              <Detail id={s.selectedId} />
+            )}
           </div>
         ) : null}
       </main>

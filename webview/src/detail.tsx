@@ -19,7 +19,8 @@ import {
   type FormField,
 } from './form';
 import { RequestError } from './rpc';
-import { ErrorLine, errorText, label, useEnv, when } from './ui';
+import { deleteQuestion, discardQuestion, forgetQuestion } from './confirm';
+import { ErrorLine, errorText, label, Time, useEnv, type Shown } from './ui';
 
 type Sub = 'edit' | 'history' | 'relations' | 'usedBy';
 const SUBS: [Sub, string][] = [
@@ -32,37 +33,37 @@ const SUBS: [Sub, string][] = [
 export function Detail({ id }: { id: string }) {
   const env = useEnv();
   const [memory, setMemory] = useState<Memory | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [sub, setSub] = useState<Sub>('edit');
   const [changedElsewhere, setChangedElsewhere] = useState(false);
-  const dirty = useRef(false);
+  const draft = env.drafts[id];
   const load = () =>
     env.rpc
       .request('get', { id, includeDeleted: true })
       .then((m) => {
         setMemory(m);
         setError(null);
-        setChangedElsewhere(false);
+        // an edit kept from before (hidden panel, reload) was made from an older version: saving shows the conflict
+        const d = env.drafts[id];
+        setChangedElsewhere(!!d && d.base !== m.version);
       })
       .catch((e) => setError(errorText(e)));
   useEffect(() => {
-    dirty.current = false;
     setMemory(null);
     void load();
   }, [id]);
   // A change elsewhere reloads the memory, unless the user is editing it: then it is announced, and saving shows the conflict.
   useEffect(() => {
     if (!memory || env.changeTick === 0) return;
-    if (dirty.current) {
+    if (env.drafts[id]) {
       void env.rpc.request('get', { id, includeDeleted: true }).then(
-        (m) => m.version !== memory.version && setChangedElsewhere(true),
+        (m) => m.version !== env.drafts[id]?.base && setChangedElsewhere(true),
         () => undefined,
       );
     } else void load();
   }, [env.changeTick]);
 
-  if (error) return <ErrorLine error={error} />;
-  if (!memory) return <p class="meta">Loading…</p>;
+  if (!memory) return error ? <ErrorLine error={error} /> : <p class="meta">Loading…</p>;
   const act = async (fn: () => Promise<unknown>) => {
     try {
       await fn();
@@ -72,12 +73,40 @@ export function Detail({ id }: { id: string }) {
       setError(errorText(e));
     }
   };
+  /** Acting on the stored memory drops an unsaved edit of it: ask first. */
+  const discardFirst = async (then: string): Promise<boolean> => {
+    const d = env.drafts[id];
+    if (!d) return true;
+    if (!(await env.ask(discardQuestion(d.label, d.changed, then)).catch(() => false))) return false;
+    env.setDraft(id, null);
+    return true;
+  };
+  const del = async () => {
+    if (!(await env.ask(deleteQuestion(memory, !!draft)).catch(() => false))) return;
+    env.setDraft(id, null);
+    await act(async () => {
+      await env.rpc.request('delete', { id: memory.id, actor: 'dashboard', reason: 'deleted in the dashboard' });
+      env.notify({
+        text: `Deleted ${label(memory)}.`,
+        undo: () => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'undo of a delete in the dashboard' }),
+      });
+    });
+  };
+  const forget = async () => {
+    if (!(await env.ask(forgetQuestion(memory, !!draft)).catch(() => false))) return;
+    env.setDraft(id, null);
+    await act(async () => {
+      await env.rpc.request('forget', { id: memory.id, actor: 'dashboard', reason: 'forgotten in the dashboard' });
+      env.notify({ text: `Forgot ${label(memory)}; Cairn refuses this value in ${memory.namespace} from now on.` });
+    });
+  };
   return (
     <section class="detail" aria-label={`Memory ${label(memory)}`}>
       <header>
         <h2>{memory.key}</h2>
         <p class="meta">
-          {`${memory.namespace} · ${memory.kind} · ${memory.deletedAt ? 'deleted' : memory.status} · version ${memory.version} · source ${memory.source} · updated ${when(memory.updatedAt)}`}
+          {`${memory.namespace} · ${memory.kind} · ${memory.deletedAt ? 'deleted' : memory.status} · version ${memory.version} · source ${memory.source} · updated `}
+          <Time iso={memory.updatedAt} />
         </p>
         {memory.summary ? <p class="summary">{`Summary: ${memory.summary}`}</p> : null}
         {memory.supersededBy ? (
@@ -88,21 +117,13 @@ export function Detail({ id }: { id: string }) {
             </button>
           </p>
         ) : null}
-        <div class="row">
-          {memory.anchors.map((a) => (
-            <button
-              type="button"
-              title={`Open ${a.path} in an editor`}
-              onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
-            >
-              {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}`}
-            </button>
-          ))}
+        <div class="row actions">
           {memory.status === 'proposed' && !memory.deletedAt ? (
             <button
               type="button"
-              onClick={() =>
-                act(() =>
+              onClick={async () => {
+                if (!(await discardFirst('The stored version is approved as it is.'))) return;
+                await act(() =>
                   env.rpc.request('upsert', {
                     namespace: memory.namespace,
                     key: memory.key,
@@ -112,15 +133,26 @@ export function Detail({ id }: { id: string }) {
                     actor: 'dashboard',
                     reason: 'approved in the dashboard',
                   }),
-                )
-              }
+                );
+              }}
             >
               Approve
             </button>
           ) : null}
+          {memory.anchors.map((a) => (
+            <button
+              type="button"
+              class="secondary"
+              title={`Open ${a.path} in an editor beside the dashboard`}
+              onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
+            >
+              {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}`}
+            </button>
+          ))}
           {memory.deletedAt ? (
             <button
               type="button"
+              class="secondary"
               onClick={() =>
                 act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))
               }
@@ -129,29 +161,20 @@ export function Detail({ id }: { id: string }) {
             </button>
           ) : (
             <>
-              <button
-                type="button"
-                onClick={() =>
-                  act(() => env.rpc.request('delete', { id: memory.id, actor: 'dashboard', reason: 'deleted in the dashboard' }))
-                }
-              >
-                Delete
+              <button type="button" class="danger" onClick={del}>
+                Delete…
               </button>
-              <button
-                type="button"
-                onClick={() =>
-                  act(() => env.rpc.request('forget', { id: memory.id, actor: 'dashboard', reason: 'forgotten in the dashboard' }))
-                }
-              >
-                Forget
+              <button type="button" class="danger" onClick={forget}>
+                Forget…
               </button>
             </>
           )}
-          <button type="button" onClick={() => env.select(null)}>
+          <button type="button" class="secondary" onClick={() => env.select(null)}>
             Close
           </button>
         </div>
       </header>
+      <ErrorLine error={error} />
       {changedElsewhere ? (
         <p class="notice" role="status">
           This memory changed elsewhere while you were editing; saving will show both versions.
@@ -159,7 +182,15 @@ export function Detail({ id }: { id: string }) {
       ) : null}
       <div role="tablist" aria-label="Memory sections" class="row subtabs">
         {SUBS.map(([k, t]) => (
-          <button type="button" role="tab" aria-selected={sub === k} onClick={() => setSub(k)}>
+          <button
+            type="button"
+            role="tab"
+            aria-selected={sub === k}
+            onClick={() => {
+              setSub(k);
+              setError(null); // an error belongs to the section it came from
+            }}
+          >
             {t}
           </button>
         ))}
@@ -168,9 +199,7 @@ export function Detail({ id }: { id: string }) {
         {sub === 'edit' ? (
           <EditForm
             memory={memory}
-            onDirty={(d) => (dirty.current = d)}
             onSaved={(m) => {
-              dirty.current = false;
               setMemory(m);
               setChangedElsewhere(false);
             }}
@@ -191,6 +220,16 @@ export function Detail({ id }: { id: string }) {
   );
 }
 
+function FieldError({ id, error }: { id: string; error: NonNullable<Shown> }) {
+  const p = typeof error === 'string' ? { text: error, details: null } : error;
+  return (
+    <span class="field-error" id={id} role="alert">
+      <span class="error-text">{p.text}</span>
+      {p.details ? <span class="error-details">{`Details: ${p.details}`}</span> : null}
+    </span>
+  );
+}
+
 const FIELD_LABEL: Record<FormField, string> = {
   value: 'Value',
   kind: 'Kind',
@@ -204,35 +243,40 @@ const FIELD_LABEL: Record<FormField, string> = {
   properties: 'Properties (JSON object)',
 };
 
-export function EditForm({
-  memory,
-  onSaved,
-  onDirty,
-  approve,
-}: {
-  memory: Memory;
-  onSaved: (m: Memory) => void;
-  onDirty?: (d: boolean) => void;
-  approve?: boolean;
-}) {
+export function EditForm({ memory, onSaved, approve }: { memory: Memory; onSaved: (m: Memory) => void; approve?: boolean }) {
   const env = useEnv();
-  const [form, setForm] = useState<Form>(() => formFromMemory(memory));
-  const [base, setBase] = useState(memory.version);
-  const [errors, setErrors] = useState<Partial<Record<FormField, string>>>({});
-  const [error, setError] = useState<string | null>(null);
+  const draft = env.drafts[memory.id];
+  const [form, setForm] = useState<Form>(() => draft?.form ?? formFromMemory(memory));
+  const [base, setBase] = useState(draft?.base ?? memory.version);
+  const [errors, setErrors] = useState<Partial<Record<FormField, Shown>>>({});
+  const [error, setError] = useState<Shown>(null);
   const [conflict, setConflict] = useState<Memory | null>(null);
   const [choices, setChoices] = useState<Partial<Record<FormField, Choice>>>({});
   const [saved, setSaved] = useState<string | null>(null);
+  // A new version from the store replaces the form, unless the user has an unsaved edit of it (kept, and saved
+  // against the version it was made from, so the conflict view shows both).
   useEffect(() => {
-    setForm(formFromMemory(memory));
-    setBase(memory.version);
+    const d = env.drafts[memory.id];
+    setForm(d?.form ?? formFromMemory(memory));
+    setBase(d?.base ?? memory.version);
     setConflict(null);
     setErrors({});
   }, [memory.id, memory.version]);
   const change = (f: FormField, v: string) => {
-    setForm({ ...form, [f]: v });
+    const next = { ...form, [f]: v };
+    setForm(next);
     setSaved(null);
-    onDirty?.(true);
+    if (errors[f]) setErrors({ ...errors, [f]: undefined });
+    env.setDraft(memory.id, { label: label(memory), form: next, stored: formFromMemory(memory), base });
+  };
+  const discard = async () => {
+    const d = env.drafts[memory.id];
+    if (d && !(await env.ask(discardQuestion(d.label, d.changed, 'The form shows the stored version again.')).catch(() => false))) return;
+    env.setDraft(memory.id, null);
+    setForm(formFromMemory(memory));
+    setBase(memory.version);
+    setErrors({});
+    setError(null);
   };
   const save = async (toSave: Form, ifVersion: number) => {
     setErrors({});
@@ -245,7 +289,7 @@ export function EditForm({
       const r = await env.rpc.request('upsert', params);
       setConflict(null);
       setSaved(r.changed ? `Saved version ${r.memory.version}.` : 'Nothing changed.');
-      onDirty?.(false);
+      env.setDraft(memory.id, null);
       onSaved(r.memory);
     } catch (e) {
       if (e instanceof FormError) return setErrors({ [e.field]: e.message });
@@ -319,7 +363,7 @@ export function EditForm({
             type="button"
             onClick={() => {
               setConflict(null);
-              onDirty?.(false);
+              env.setDraft(memory.id, null);
               onSaved(conflict);
             }}
           >
@@ -372,17 +416,24 @@ export function EditForm({
                 onInput={(e) => change(f, (e.target as HTMLInputElement).value)}
               />
             )}
-            {err ? (
-              <span class="field-error" id={`${id}-error`} role="alert">
-                {err}
-              </span>
-            ) : null}
+            {err ? <FieldError id={`${id}-error`} error={err} /> : null}
           </div>
         );
       })}
       <div class="row">
         <button type="submit">{approve ? 'Save and approve' : 'Save'}</button>
-        {saved ? <span role="status">{saved}</span> : null}
+        {env.drafts[memory.id] ? (
+          <>
+            <button type="button" class="secondary" onClick={discard}>
+              Discard changes
+            </button>
+            <span class="meta" role="status">
+              Unsaved changes
+            </span>
+          </>
+        ) : saved ? (
+          <span role="status">{saved}</span>
+        ) : null}
       </div>
       <ErrorLine error={error} />
     </form>
@@ -393,7 +444,7 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
   const env = useEnv();
   const [entries, setEntries] = useState<HistoryEntry[] | null>(null);
   const [picked, setPicked] = useState<number[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   useEffect(() => {
     env.rpc.request('history', { id: memory.id, limit: 200 }).then(
       (r) => {
@@ -412,44 +463,52 @@ function History({ memory, onRestore }: { memory: Memory; onRestore: () => void 
     <section aria-label="History">
       {memory.deletedAt ? (
         <p>
-          {`Deleted ${when(memory.deletedAt)} by ${memory.deletedBy ?? 'unknown'}. `}
+          {'Deleted '}
+          <Time iso={memory.deletedAt} />
+          {` by ${memory.deletedBy ?? 'unknown'}. `}
           <button type="button" onClick={onRestore}>
             Restore this memory
           </button>
         </p>
       ) : null}
       <p class="meta">Pick two versions to compare them (or one to compare it with the one before).</p>
-      <table class="history">
-        <thead>
-          <tr>
-            <th scope="col">Compare</th>
-            <th scope="col">Version</th>
-            <th scope="col">Op</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Reason</th>
-            <th scope="col">Time</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr key={e.seq}>
-              <td>
-                <input
-                  type="checkbox"
-                  aria-label={`Compare version ${e.version} (${e.op})`}
-                  checked={picked.includes(e.seq)}
-                  onChange={() => pick(e.seq)}
-                />
-              </td>
-              <td>{e.version}</td>
-              <td>{e.op}</td>
-              <td>{e.actor}</td>
-              <td>{e.reason ?? ''}</td>
-              <td>{when(e.at)}</td>
+      <div class="table-scroll">
+        <table class="history">
+          <thead>
+            <tr>
+              <th scope="col">
+                <span class="visually-hidden">Compare</span>
+              </th>
+              <th scope="col">Version</th>
+              <th scope="col">Op</th>
+              <th scope="col">Actor</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Time</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {entries.map((e) => (
+              <tr key={e.seq}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Compare version ${e.version} (${e.op})`}
+                    checked={picked.includes(e.seq)}
+                    onChange={() => pick(e.seq)}
+                  />
+                </td>
+                <td>{e.version}</td>
+                <td>{e.op}</td>
+                <td>{e.actor}</td>
+                <td>{e.reason ?? ''}</td>
+                <td>
+                  <Time iso={e.at} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {chain.length ? (
         <p class="meta">{`Supersession: ${chain.map((e) => `${e.op} at version ${e.version}${e.detail?.supersededBy ? ` → ${String(e.detail.supersededBy)}` : ''}`).join('; ')}`}</p>
       ) : null}
@@ -517,19 +576,25 @@ function loadGraph(): Promise<GraphApi> {
 function Relations({ memory }: { memory: Memory }) {
   const env = useEnv();
   const [n, setN] = useState<NeighborsResult['neighbors'] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [target, setTarget] = useState('');
   const [type, setType] = useState(env.init.linkTypes[0] ?? 'relates_to');
   const box = useRef<HTMLDivElement>(null);
-  const load = () =>
-    env.rpc.request('neighbors', { id: memory.id, direction: 'both' }).then(
+  const load = async () => {
+    // a deleted memory has no live links to draw (the daemon answers NotFound): say so instead of an error
+    if (memory.deletedAt) return setN([]);
+    return env.rpc.request('neighbors', { id: memory.id, direction: 'both' }).then(
       (r) => {
         setN(r.neighbors);
         setError(null);
       },
       (e) => setError(errorText(e)),
     );
-  useEffect(() => void load(), [memory.id, memory.version, env.changeTick]);
+  };
+  useEffect(() => {
+    setError(null);
+    void load();
+  }, [memory.id, memory.version, !!memory.deletedAt, env.changeTick]);
   useEffect(() => {
     if (!n || !box.current) return;
     let g: { destroy(): void } | undefined;
@@ -580,6 +645,7 @@ function Relations({ memory }: { memory: Memory }) {
       setError(errorText(e));
     }
   };
+  if (memory.deletedAt) return <p class="meta">This memory is deleted; restore it to see and change its links.</p>;
   return (
     <section aria-label="Relations">
       <div
@@ -595,7 +661,12 @@ function Relations({ memory }: { memory: Memory }) {
             <button type="button" class="link" onClick={() => env.select(x.memory.id)}>
               {label(x.memory)}
             </button>{' '}
-            <button type="button" aria-label={`Unlink ${x.memory.key}`} onClick={() => link('unlink', x.memory.id, x.type, x.direction)}>
+            <button
+              type="button"
+              class="secondary"
+              aria-label={`Unlink ${x.memory.key}`}
+              onClick={() => link('unlink', x.memory.id, x.type, x.direction)}
+            >
               Unlink
             </button>
           </li>
@@ -607,7 +678,10 @@ function Relations({ memory }: { memory: Memory }) {
           aria-label="Memory to link (id or namespace/key)"
           placeholder="namespace/key or id"
           value={target}
-          onInput={(e) => setTarget((e.target as HTMLInputElement).value)}
+          onInput={(e) => {
+            setTarget((e.target as HTMLInputElement).value);
+            setError(null);
+          }}
         />
         <select aria-label="Link type" value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
           {env.init.linkTypes.map((t) => (
@@ -626,7 +700,7 @@ function Relations({ memory }: { memory: Memory }) {
 function UsedBy({ memory }: { memory: Memory }) {
   const env = useEnv();
   const [r, setR] = useState<{ usedBy: { taskId: string; title: string | null; count: number; lastAt: string }[] } | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   useEffect(() => {
     env.rpc.request('injectLog', { memoryId: memory.id, limit: 200 }).then(setR, (e) => setError(errorText(e)));
   }, [memory.id, env.changeTick]);
@@ -647,7 +721,9 @@ function UsedBy({ memory }: { memory: Memory }) {
           <tr key={u.taskId}>
             <td>{u.title ?? u.taskId}</td>
             <td>{u.count}</td>
-            <td>{when(u.lastAt)}</td>
+            <td>
+              <Time iso={u.lastAt} />
+            </td>
           </tr>
         ))}
       </tbody>

@@ -76,10 +76,10 @@ export function upsertFromForm(
     try {
       properties = JSON.parse(form.properties);
     } catch (e) {
-      throw new FormError('properties', `not JSON: ${(e as Error).message}`);
+      throw new FormError('properties', `Properties must be a JSON object, such as {"ticket": "T-1"} (${(e as Error).message}).`);
     }
     if (!properties || typeof properties !== 'object' || Array.isArray(properties))
-      throw new FormError('properties', 'must be a JSON object');
+      throw new FormError('properties', 'Properties must be a JSON object, such as {"ticket": "T-1"}.');
   }
   return {
     namespace: m.namespace,

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { WebviewResult } from '../../daemon/src/protocol/webview';
 import { SCOPES, scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, useEnv } from './ui';
+import { ErrorLine, errorText, useEnv, type Shown } from './ui';
 
 const OUTCOME_LABEL: Record<string, string> = {
   new: 'New (will be added)',
@@ -20,7 +20,7 @@ export function ImportTab() {
   const [preview, setPreview] = useState<WebviewResult<'host/importPreview'> | null>(null);
   const [progress, setProgress] = useState<{ done: number; total: number } | null>(null);
   const [result, setResult] = useState<WebviewResult<'host/importApply'> | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const exportScope = async () => {
     setError(null);
     try {

@@ -1,8 +1,8 @@
 /** Overview: counts by namespace, kind and status; index, model and store size; writes per day by source (SVG bars). */
 import { useEffect, useState } from 'preact/hooks';
 import type { OverviewResult, StoreStatusResult } from '../../daemon/src/protocol/types';
-import { scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, useEnv } from './ui';
+import { overviewTotals, scopeFor, type ScopeKey } from './state';
+import { ErrorLine, errorText, useEnv, type Shown } from './ui';
 
 const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
 
@@ -35,7 +35,7 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
   const env = useEnv();
   const [o, setO] = useState<OverviewResult | null>(null);
   const [st, setSt] = useState<StoreStatusResult | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   useEffect(() => {
     const sc = scopeFor(scope, env.init.projectNamespace);
     Promise.all([env.rpc.request('overview', { ...(sc ? { scope: sc } : {}), days: 30 }), env.rpc.request('status', {})]).then(
@@ -49,6 +49,7 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
   }, [scope, env.changeTick]);
   if (error) return <ErrorLine error={error} />;
   if (!o || !st) return <p class="meta">Loading…</p>;
+  const totals = overviewTotals(o);
   const stacks = stackByDay(o.writesPerDay);
   const sources = [...new Set(o.writesPerDay.map((r) => r.source))];
   const max = Math.max(1, ...stacks.map((s) => s.total));
@@ -56,8 +57,11 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
     H = 120;
   return (
     <section aria-label="Overview" class="overview">
+      <p class="headline">
+        {`${totals.live} ${totals.live === 1 ? 'memory' : 'memories'} in this scope${totals.deleted ? ` (and ${totals.deleted} deleted)` : ''}`}
+      </p>
       <p class="meta">
-        {`Store ${mib(st.sizeBytes)} · schema ${st.schemaVersion} · ${st.counts.memories} memories · model ${st.embeddings.model ?? 'none'} (${st.embeddings.state}) · ${st.embeddings.vectors} vectors, ${st.embeddings.pending} pending · ${st.indexes.map((i) => `${i.name} ${i.behind ? `${i.behind} behind` : 'up to date'}`).join(', ')}`}
+        {`Whole store: ${mib(st.sizeBytes)}, ${st.counts.memories} memories in all scopes · schema ${st.schemaVersion} · model ${st.embeddings.model ?? 'none'} (${st.embeddings.state}) · ${st.embeddings.vectors} vectors, ${st.embeddings.pending} pending · ${st.indexes.map((i) => `${i.name} ${i.behind ? `${i.behind} behind` : 'up to date'}`).join(', ')}`}
       </p>
       <div class="row wrap">
         <Counts title="By namespace" rows={o.byNamespace} />

@@ -1,16 +1,17 @@
 /** Review queue: memories agents proposed, with approve, edit-then-approve, reject (forget) and bulk actions. */
 import { useEffect, useState } from 'preact/hooks';
 import type { Memory } from '../../daemon/src/protocol/types';
+import { discardQuestion, rejectQuestion } from './confirm';
 import { EditForm } from './detail';
-import { scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, label, useEnv } from './ui';
+import { REVIEW_LIMIT, scopeFor, type ScopeKey } from './state';
+import { ErrorLine, errorText, label, useEnv, type Shown } from './ui';
 
 export function ReviewTab({ scope }: { scope: ScopeKey }) {
   const env = useEnv();
   const [items, setItems] = useState<Memory[] | null>(null);
   const [picked, setPicked] = useState<string[]>([]);
   const [editing, setEditing] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [done, setDone] = useState<string | null>(null);
   const load = () => {
     const sc = scopeFor(scope, env.init.projectNamespace);
@@ -19,7 +20,7 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
         ...(sc ? { scope: sc } : {}),
         filter: { field: 'status', op: 'eq', value: 'proposed' },
         include: { proposed: true },
-        limit: 200,
+        limit: REVIEW_LIMIT,
       })
       .then(
         (r) => {
@@ -42,21 +43,40 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
     });
   const reject = (m: Memory) => env.rpc.request('forget', { id: m.id, actor: 'dashboard', reason: 'rejected in review' });
   const run = async (what: 'Approved' | 'Rejected', list: Memory[]) => {
+    // Reject forgets the values: ask first (Approve is undone by editing or deleting, and asks nothing).
+    if (what === 'Rejected' && !(await env.ask(rejectQuestion(list)).catch(() => false))) return;
     setError(null);
-    let ok = 0;
+    const ok: Memory[] = [];
     const failed: string[] = [];
     for (const m of list) {
       try {
         await (what === 'Approved' ? approve(m) : reject(m));
-        ok++;
+        ok.push(m);
+        env.setDraft(m.id, null);
       } catch (e) {
-        failed.push(`${label(m)}: ${errorText(e)}`);
+        failed.push(`${label(m)}: ${errorText(e).text}`);
       }
     }
-    setDone(`${what} ${ok} of ${list.length}.`);
+    setDone(`${what} ${ok.length} of ${list.length}.`);
+    if (what === 'Rejected' && ok.length)
+      env.notify({
+        text: `Rejected ${ok.length === 1 ? label(ok[0]) : `${ok.length} proposed memories`}.`,
+        // restoring a rejected memory lifts the rejection of its value and puts it back in the queue
+        undo: async () => {
+          for (const m of ok) await env.rpc.request('restore', { id: m.id, actor: 'dashboard', reason: 'undo of a reject in review' });
+        },
+      });
     if (failed.length) setError(failed.join('\n'));
     setPicked([]);
     await load();
+  };
+  const toggleEdit = async (m: Memory) => {
+    if (editing === m.id) {
+      const d = env.drafts[m.id];
+      if (d && !(await env.ask(discardQuestion(d.label, d.changed, 'The editor closes.')).catch(() => false))) return;
+      env.setDraft(m.id, null);
+      setEditing(null);
+    } else setEditing(m.id);
   };
   if (!items) return error ? <ErrorLine error={error} /> : <p class="meta">Loading…</p>;
   const chosen = items.filter((m) => picked.includes(m.id));
@@ -79,8 +99,8 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
           <button type="button" disabled={!chosen.length} onClick={() => run('Approved', chosen)}>
             {`Approve ${chosen.length} selected`}
           </button>
-          <button type="button" disabled={!chosen.length} onClick={() => run('Rejected', chosen)}>
-            {`Reject ${chosen.length} selected`}
+          <button type="button" class="danger" disabled={!chosen.length} onClick={() => run('Rejected', chosen)}>
+            {`Reject ${chosen.length} selected…`}
           </button>
         </div>
       ) : null}
@@ -104,11 +124,11 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
               <button type="button" aria-label={`Approve ${m.key}`} onClick={() => run('Approved', [m])}>
                 Approve
               </button>
-              <button type="button" aria-label={`Edit, then approve ${m.key}`} onClick={() => setEditing(editing === m.id ? null : m.id)}>
+              <button type="button" class="secondary" aria-label={`Edit, then approve ${m.key}`} onClick={() => void toggleEdit(m)}>
                 Edit, then approve
               </button>
-              <button type="button" aria-label={`Reject ${m.key}`} onClick={() => run('Rejected', [m])}>
-                Reject
+              <button type="button" class="danger" aria-label={`Reject ${m.key}`} onClick={() => run('Rejected', [m])}>
+                Reject…
               </button>
             </div>
             {editing === m.id ? (

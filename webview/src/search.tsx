@@ -1,15 +1,28 @@
 /** Search: one field (debounced as you type), mode, scope, filter chips, highlighted results, explain, paging. */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { SearchResult } from '../../daemon/src/protocol/types';
-import { debounce, pageCount, pageOf, SCOPES, searchParams, splitList, toggle, type PersistedState, type ScopeKey } from './state';
-import { ErrorLine, errorText, Snippet, useEnv } from './ui';
+import {
+  debounce,
+  noResultsHint,
+  pageCount,
+  pageOf,
+  resultSummary,
+  SCOPES,
+  SEARCH_LIMIT,
+  searchParams,
+  splitList,
+  toggle,
+  type PersistedState,
+  type ScopeKey,
+} from './state';
+import { ErrorLine, errorText, Snippet, useEnv, type Shown } from './ui';
 
 const SCOPE_LABEL: Record<ScopeKey, string> = { project: 'This project', user: 'User', team: 'Team', all: 'Everything' };
 
-export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<PersistedState>) => void }) {
+export function SearchTab({ s, set, onNew }: { s: PersistedState; set: (p: Partial<PersistedState>) => void; onNew: () => void }) {
   const env = useEnv();
-  const [result, setResult] = useState<(SearchResult & { ms: number; query: string }) | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [result, setResult] = useState<(SearchResult & { ms: number; query: string; listing: boolean }) | null>(null);
+  const [error, setError] = useState<Shown>(null);
   const [busy, setBusy] = useState(false);
   const seq = useRef(0);
   const run = useMemo(
@@ -36,7 +49,7 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
         request
           .then((r) => {
             if (mine !== seq.current) return;
-            setResult({ ...r, ms: Math.round(performance.now() - t0), query: state.query });
+            setResult({ ...r, ms: Math.round(performance.now() - t0), query: state.query, listing: !params.query });
             setError(null);
           })
           .catch((e) => mine === seq.current && setError(errorText(e)))
@@ -79,8 +92,14 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
             <option value={k}>{SCOPE_LABEL[k]}</option>
           ))}
         </select>
+        <button type="button" class="secondary" onClick={onNew}>
+          New memory
+        </button>
       </div>
-      <div class="chips" role="group" aria-label="Filters">
+      <div class="chips" role="group" aria-labelledby="chips-kind">
+        <span class="group-label" id="chips-kind">
+          Kind
+        </span>
         {env.init.kinds.map((k) => (
           <button
             type="button"
@@ -91,6 +110,11 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
             {k}
           </button>
         ))}
+      </div>
+      <div class="chips" role="group" aria-labelledby="chips-status">
+        <span class="group-label" id="chips-status">
+          Status
+        </span>
         {env.init.statuses.map((k) => (
           <button
             type="button"
@@ -142,14 +166,16 @@ export function SearchTab({ s, set }: { s: PersistedState; set: (p: Partial<Pers
         </label>
       </div>
       <ErrorLine error={error} />
+      <div class={busy ? 'busy' : 'idle'} aria-hidden="true" />
       <p class="meta" role="status" aria-live="polite" data-testid="result-count">
-        {result
-          ? `${hits.length} result${hits.length === 1 ? '' : 's'} in ${result.ms} ms (${result.mode}${result.degraded ? `, degraded: ${result.degraded}` : ''})`
-          : busy
-            ? 'Searching…'
+        {busy && !result
+          ? 'Searching…'
+          : result
+            ? `${resultSummary({ count: hits.length, limit: SEARCH_LIMIT, ms: result.ms, mode: result.mode, listing: result.listing, degraded: result.degraded })}${busy ? ' · searching…' : ''}`
             : ''}
       </p>
-      <ul class="results" aria-label="Search results">
+      {result && !hits.length && !busy ? <p class="hint">{noResultsHint(s)}</p> : null}
+      <ul class="results" aria-label="Search results" aria-busy={busy}>
         {pageOf(hits, page).map((h) => (
           <li key={h.memory.id}>
             <button type="button" class="result" onClick={() => env.select(h.memory.id)}>

@@ -5,6 +5,7 @@
  */
 import type { DidChangeParams, Filter, FilterLeaf, Include, Scope, SearchParams } from '../../daemon/src/protocol/types';
 import type { WebviewInit } from '../../daemon/src/protocol/webview';
+import { FORM_FIELDS, type Form } from './form';
 
 export const TABS = ['search', 'review', 'overview', 'import'] as const;
 export type Tab = (typeof TABS)[number];
@@ -13,6 +14,10 @@ export type ScopeKey = (typeof SCOPES)[number];
 export const PAGE_SIZE = 20;
 /** Results fetched per search (the daemon's cap is 200); pages are cut from these. */
 export const SEARCH_LIMIT = 100;
+/** The selection that shows the "New memory" form instead of a memory (memory ids are UUIDs, never this). */
+export const NEW_MEMORY = 'new';
+/** Proposed memories listed in the review queue (and counted on its tab). */
+export const REVIEW_LIMIT = 200;
 
 export interface Chips {
   kinds: string[];
@@ -24,6 +29,22 @@ export interface Chips {
   to: string;
 }
 
+/**
+ * An edit not saved yet: the form as the user left it and the version it was made from (saved with ifVersion =
+ * base, so a change made meanwhile shows the conflict view instead of being overwritten). Kept in the webview's
+ * state, so hiding the panel, opening code in its place or reloading the window never loses it.
+ */
+export interface Draft {
+  /** namespace/key, to name the memory when asking before the edit is discarded. */
+  label: string;
+  base: number;
+  form: Form;
+  /** The fields that differ from the stored form. */
+  changed: string[];
+}
+/** Unsaved edits kept at most (the newest win); each is one memory's form. */
+export const MAX_DRAFTS = 20;
+
 export interface PersistedState {
   tab: Tab;
   query: string;
@@ -33,6 +54,8 @@ export interface PersistedState {
   page: number;
   selectedId: string | null;
   explain: boolean;
+  /** Unsaved edits by memory id, oldest first. */
+  drafts: Record<string, Draft>;
 }
 
 export const emptyChips = (): Chips => ({ kinds: [], statuses: [], sources: [], tags: [], from: '', to: '' });
@@ -45,6 +68,7 @@ export const initialState = (): PersistedState => ({
   page: 0,
   selectedId: null,
   explain: false,
+  drafts: {},
 });
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string').slice(0, 64) : []);
@@ -62,6 +86,7 @@ export function restoreState(raw: unknown): PersistedState {
   if (typeof r.page === 'number' && Number.isInteger(r.page) && r.page >= 0) s.page = r.page;
   if (typeof r.selectedId === 'string') s.selectedId = r.selectedId;
   if (typeof r.explain === 'boolean') s.explain = r.explain;
+  s.drafts = restoreDrafts(r.drafts);
   const c = (r.chips ?? {}) as Record<string, unknown>;
   s.chips = {
     kinds: strings(c.kinds),
@@ -72,6 +97,41 @@ export function restoreState(raw: unknown): PersistedState {
     to: typeof c.to === 'string' && DAY.test(c.to) ? c.to : '',
   };
   return s;
+}
+
+function restoreDrafts(raw: unknown): Record<string, Draft> {
+  const out: Record<string, Draft> = {};
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return out;
+  for (const [id, d] of Object.entries(raw as Record<string, unknown>).slice(-MAX_DRAFTS)) {
+    const r = (d ?? {}) as Record<string, unknown>;
+    const f = (r.form ?? {}) as Record<string, unknown>;
+    if (typeof r.base !== 'number' || !Number.isInteger(r.base) || r.base < 0 || typeof r.label !== 'string') continue;
+    if (!FORM_FIELDS.every((k) => typeof f[k] === 'string')) continue;
+    const form = Object.fromEntries(FORM_FIELDS.map((k) => [k, f[k] as string])) as Form;
+    out[id] = {
+      label: r.label,
+      base: r.base,
+      form,
+      changed: strings(r.changed).filter((k) => (FORM_FIELDS as readonly string[]).includes(k)),
+    };
+  }
+  return out;
+}
+
+/**
+ * The drafts after the form of memory `id` changed: kept while it differs from the stored form it was made from,
+ * dropped when it is back to that (or `form` is null: saved or discarded). At most MAX_DRAFTS, the newest kept.
+ */
+export function withDraft(
+  drafts: Record<string, Draft>,
+  id: string,
+  edit: { label: string; form: Form; stored: Form; base: number } | null,
+): Record<string, Draft> {
+  const { [id]: _old, ...rest } = drafts;
+  const changed = edit ? FORM_FIELDS.filter((k) => edit.form[k] !== edit.stored[k]) : [];
+  if (!edit || !changed.length) return rest;
+  const kept = Object.entries(rest).slice(-(MAX_DRAFTS - 1));
+  return { ...Object.fromEntries(kept), [id]: { label: edit.label, base: edit.base, form: edit.form, changed } };
 }
 
 /** The protocol scope of a scope choice; undefined = the whole store. */
@@ -206,4 +266,64 @@ export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number,
     t = undefined;
   };
   return d;
+}
+
+/** "just now", "5 min ago", "3 h ago", "yesterday", "4 days ago", then the date (UTC); a time ahead reads "in …". */
+export function relativeTime(iso: string, now: number): string {
+  const t = Date.parse(iso);
+  if (!Number.isFinite(t)) return iso;
+  const s = Math.round((now - t) / 1000);
+  const ahead = s < 0;
+  const a = Math.abs(s);
+  const say = (n: number, unit: string) => (ahead ? `in ${n} ${unit}` : `${n} ${unit} ago`);
+  if (a < 45) return ahead ? 'in a moment' : 'just now';
+  if (a < 3600) return say(Math.max(1, Math.round(a / 60)), 'min');
+  if (a < 86400) return say(Math.round(a / 3600), 'h');
+  const days = Math.round(a / 86400);
+  if (days === 1) return ahead ? 'tomorrow' : 'yesterday';
+  if (days < 30) return say(days, 'days');
+  return iso.slice(0, 10);
+}
+
+/** The exact time, for a tooltip: "2026-03-10 12:00:05 UTC". */
+export function exactTime(iso: string): string {
+  return iso.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
+}
+
+/**
+ * The line above the results: how many (at the page cap it says "first 100", as there may be more), how long it
+ * took, and what ran: the search mode, or "newest first" when an empty query lists the scope's newest memories.
+ */
+export function resultSummary(r: { count: number; limit: number; ms: number; mode: string; listing: boolean; degraded?: string }): string {
+  const n = r.count >= r.limit ? `First ${r.limit} results` : r.count === 0 ? 'No results' : `${r.count} result${r.count === 1 ? '' : 's'}`;
+  const what = r.listing ? 'newest first' : r.mode === 'fts' ? 'full text' : 'hybrid';
+  return `${n} in ${r.ms} ms (${what}${r.degraded ? `, degraded: ${r.degraded}` : ''})`;
+}
+
+/** What to try when nothing matched, from what narrowed the search. */
+export function noResultsHint(s: Pick<PersistedState, 'query' | 'mode' | 'scope' | 'chips'>): string {
+  const tries: string[] = [];
+  const c = s.chips;
+  if (c.kinds.length || c.statuses.length || c.tags.length || c.sources.length || c.from || c.to) tries.push('clear the filters');
+  if (s.query.trim().split(/\s+/).length > 3) tries.push('use fewer words');
+  if (s.query.trim() && s.mode === 'fts') tries.push('switch to Hybrid to match by meaning');
+  if (s.scope !== 'all') tries.push('search Everything instead of one scope');
+  if (!s.query.trim() && !tries.length)
+    return 'Nothing is stored here yet: add a memory with "New memory", from the editor, or with `cairn add`.';
+  if (!tries.length) return 'Try other words, or a shorter query.';
+  return `Try to ${tries.length > 1 ? `${tries.slice(0, -1).join(', ')} or ${tries[tries.length - 1]}` : tries[0]}.`;
+}
+
+/**
+ * The overview's headline counts, taken from the same rows as its tables so they always agree: live memories in
+ * scope (the by-namespace, by-kind and live by-status rows each add up to it) and deleted ones in scope.
+ */
+export function overviewTotals(o: { byNamespace: { count: number }[]; byStatus: { name: string; count: number }[] }): {
+  live: number;
+  deleted: number;
+} {
+  return {
+    live: o.byNamespace.reduce((a, r) => a + r.count, 0),
+    deleted: o.byStatus.find((r) => r.name === 'deleted')?.count ?? 0,
+  };
 }

@@ -58,8 +58,19 @@ export const ImportApplyResult = z.object({
 /** Requests the extension answers itself: params and result schemas. */
 export const HostRequests = {
   'host/init': { params: z.object({}).strict(), result: WebviewInit },
-  /** Open the anchored code location in an editor. */
+  /** Open the anchored code location in an editor beside the dashboard (never in its place). */
   'host/openAnchor': { params: z.object({ anchor: T.Anchor }).strict(), result: z.object({ opened: z.boolean() }) },
+  /**
+   * Ask before an action that cannot simply be taken back (delete, forget, reject, discarding an unsaved edit): a
+   * modal dialog in the editor, as the extension's own commands ask. `confirmed` is true only when the user chose
+   * the `confirm` button.
+   */
+  'host/confirm': {
+    params: z
+      .object({ message: z.string().min(1).max(500), detail: z.string().max(2000).optional(), confirm: z.string().min(1).max(60) })
+      .strict(),
+    result: z.object({ confirmed: z.boolean() }),
+  },
   /** Export a scope to a JSON Lines file the user picks; file is null when the user cancelled. */
   'host/export': {
     params: z.object({ scope: T.Scope.optional() }).strict(),

@@ -100,6 +100,10 @@ export class DashboardHost {
     switch (method as HostMethod) {
       case 'host/init':
         return this.init();
+      case 'host/confirm': {
+        const q = p.data as { message: string; detail?: string; confirm: string };
+        return { confirmed: await this.ctx.ui.confirm(q.message, q.confirm, q.detail) };
+      }
       case 'host/openAnchor':
         return this.openAnchor((p.data as { anchor: Anchor }).anchor);
       case 'host/export':
@@ -124,7 +128,8 @@ export class DashboardHost {
     const start = Math.max(0, (anchor.startLine ?? 1) - 1);
     const end = Math.max(start, (anchor.endLine ?? anchor.startLine ?? 1) - 1);
     const range = new vscode.Range(start, 0, end, doc.lineAt(Math.min(end, doc.lineCount - 1)).text.length);
-    await vscode.window.showTextDocument(doc, { selection: range, viewColumn: vscode.ViewColumn.One, preview: true });
+    // Beside the dashboard: the code never replaces the panel (and with it the user's view of an unsaved edit).
+    await vscode.window.showTextDocument(doc, { selection: range, viewColumn: vscode.ViewColumn.Beside, preview: true });
     return { opened: true };
   }
 

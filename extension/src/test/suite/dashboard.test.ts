@@ -7,7 +7,7 @@ import type { ToWebview } from '../../../../daemon/src/protocol/webview';
 import { DashboardPanel } from '../../dashboard';
 import { DASHBOARD_VIEW_TYPE } from '../../dashboard/panel';
 import { DashboardHost } from '../../dashboard/host';
-import { cli, ctx, uniq, waitFor } from './helpers';
+import { cli, ctx, stubUi, uniq, waitFor } from './helpers';
 
 /** A host whose replies are collected, and a way to send it one request and get the reply. */
 function harness(c: Awaited<ReturnType<typeof ctx>>) {
@@ -93,6 +93,44 @@ suite('dashboard', () => {
     assert.deepEqual(stale.type === 'error' && stale.error.name, 'VersionConflict');
     const badHost = await call('host/openAnchor', { anchor: {} });
     assert.deepEqual(badHost.type === 'error' && [badHost.error.name, badHost.error.data.field], ['InvalidParams', 'anchor.path']);
+  });
+
+  test('host/confirm asks in the editor and answers what the user chose; a bad question is a typed error', async () => {
+    const c = await ctx();
+    const { call } = harness(c);
+    const q = { message: 'Forget "k"?', detail: 'Cairn deletes ns/k and refuses this value.', confirm: 'Forget' };
+    for (const answer of [true, false]) {
+      const cap = stubUi(c, { confirm: answer });
+      try {
+        const r = await call('host/confirm', q);
+        assert.deepEqual(r.type === 'response' && r.result, { confirmed: answer });
+      } finally {
+        cap.restore();
+      }
+    }
+    const bad = await call('host/confirm', { message: '', confirm: 'Go' });
+    assert.deepEqual(bad.type === 'error' && [bad.error.name, bad.error.data.field], ['InvalidParams', 'message']);
+  });
+
+  test('an anchor opens beside the dashboard, never in its place', async () => {
+    const c = await ctx();
+    const { call } = harness(c);
+    const p = await vscode.commands.executeCommand<DashboardPanel>('cairn.openDashboard');
+    try {
+      const column = p.panel.viewColumn;
+      const r = await call('host/openAnchor', { anchor: { path: 'src/billing.py', startLine: 3 } });
+      assert.equal(r.type, 'response');
+      const editor = vscode.window.activeTextEditor;
+      assert.ok(editor?.document.uri.path.endsWith('/src/billing.py'), 'the anchored file is open');
+      assert.notEqual(editor?.viewColumn, column, 'in another editor group than the dashboard');
+      assert.ok(
+        vscode.window.tabGroups.all.some((g) => g.activeTab?.input instanceof vscode.TabInputWebview),
+        'the dashboard is still the active tab of its group',
+      );
+    } finally {
+      p.dispose();
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+    }
   });
 
   test('ignores malformed messages, answering those with an id', async () => {
