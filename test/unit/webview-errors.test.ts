@@ -33,10 +33,13 @@ describe('webview error sentences', () => {
     const c = tempCore();
     try {
       const e = await failure(c.core.call(R.upsert, { namespace: 'project.a', key: 'k', value: 'v', importance: 'high' as never }));
-      assert.equal(e.message, 'memory/upsert: importance: Invalid input: expected number, received string'); // what the issue saw
+      assert.equal(e.message, 'importance must be a number, not a string'); // the issue saw zod's words here; the daemon now says this
       const p = describeProblem(e);
       assert.equal(p.text, 'Importance must be a number between 0 and 1.');
-      assert.equal(p.details, 'InvalidParams (1001): memory/upsert: importance: Invalid input: expected number, received string');
+      assert.equal(p.details, 'InvalidParams (1001): importance must be a number, not a string');
+      // A daemon from before the plain-words messages still gets the same sentence.
+      const old = { ...e, message: 'memory/upsert: importance: Invalid input: expected number, received string' };
+      assert.equal(describeProblem(old).text, 'Importance must be a number between 0 and 1.');
     } finally {
       c.close();
     }

@@ -52,8 +52,16 @@ function rule(field: string, message: string): string {
   if (/Invalid ISO datetime|datetime/i.test(message) || ['validFrom', 'validTo', 'expiresAt'].includes(head))
     return 'must be a date and time such as 2026-05-01T09:00:00Z, or empty';
   let m: RegExpExecArray | null;
+  // The daemon's own words (protocol/errors.ts fromZodError), then zod's, which older daemons send.
+  if ((m = /is longer than (\d+) characters/.exec(message))) return `can be at most ${m[1]} characters long`;
+  if ((m = /is shorter than (\d+) characters/.exec(message))) return `must be at least ${m[1]} characters long`;
+  if ((m = /takes at most (\d+) items/.exec(message))) return `can hold at most ${m[1]} entries`;
+  if ((m = /must be at least (-?[\d.]+)$/.exec(message))) return `must be ${m[1]} or more`;
+  if ((m = /must be at most (-?[\d.]+)$/.exec(message))) return `must be ${m[1]} or less`;
+  if ((m = /must be one of (.+), not /.exec(message))) return `must be one of ${m[1].replace(/"/g, '')}`;
+  if ((m = /must be (an? \w+), not /.exec(message))) return `must be ${m[1]}`;
   if ((m = /expected string to have <=(\d+) characters/.exec(message))) return `can be at most ${m[1]} characters long`;
-  if (/expected string to have >=1 characters|is empty/.test(message)) return 'cannot be empty';
+  if (/expected string to have >=1 characters|is empty|cannot be empty/.test(message)) return 'cannot be empty';
   if ((m = /expected string to have >=(\d+) characters/.exec(message))) return `must be at least ${m[1]} characters long`;
   if ((m = /expected array to have <=(\d+) items/.exec(message))) return `can hold at most ${m[1]} entries`;
   if ((m = /expected number to be >=(-?[\d.]+)/.exec(message))) return `must be ${m[1]} or more`;
