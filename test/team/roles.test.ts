@@ -142,7 +142,7 @@ describe('team memory: two daemons, two database roles', () => {
           m.memory.id,
           ns,
         ]),
-        /actor must be the database user/,
+        /permission denied for table history/, // members never write history themselves (cairn.record_write does)
       );
       const leads = await bobPool.query(
         `SELECT count(*)::int AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = 'team.leads'`,
