@@ -12,7 +12,9 @@
  *    session's login role (session_user) was granted, through
  *    `cairn.ns_ids(level)`, a SECURITY DEFINER set evaluated once per query;
  *  - members use the tables through the group role `cairn_member`;
- *  - history's actor must be the login role (or a system actor), by trigger;
+ *  - every policy requires the operation's level on the old row (USING) and the new row (WITH CHECK);
+ *  - history and change-log rows are written only by SECURITY DEFINER functions (migration 4) that take the
+ *    namespace from the memory itself; the recorded actor is the login role, a `system:` actor only inside them;
  *  - the schema owner is not subject to RLS: developers connect with their own member roles.
  */
 import type pg from 'pg';
