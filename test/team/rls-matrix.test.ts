@@ -48,7 +48,7 @@ const PER_ROOT: Cell[] = [
   {
     table: 'memories',
     op: 'UPDATE',
-    sql: (x) => [`UPDATE cairn.memories SET value = 'edited' WHERE ns_id = $1`, [x.ns]],
+    sql: (x) => [`UPDATE cairn.memories SET value = 'edited', version = version + 1 WHERE ns_id = $1`, [x.ns]],
     expect: [2, 2, 0, 0],
   },
   {
@@ -245,7 +245,7 @@ const GLOBAL: { table: string; op: Cell['op']; sql: [string, unknown[]]; expect:
 const MESSAGES: Record<'denied' | 'rls' | 'refused', RegExp> = {
   denied: /^permission denied for table /,
   rls: /violates row-level security policy/,
-  refused: /this role|does not match|is internal|needs admin|never change|must be the database user/,
+  refused: /this role|does not match|is internal|needs admin|never change|must be the database user|new version|goes up by one/,
 };
 
 describe('team memory: the row-level-security matrix, in plain SQL', () => {
@@ -411,6 +411,30 @@ describe('team memory: the row-level-security matrix, in plain SQL', () => {
     );
     const forged = await owner.query(`SELECT count(*)::int AS c FROM cairn.history WHERE memory_id = $1 AND op <> 'create'`, [rd.a]);
     assert.equal(forged.rows[0].c, 0);
+  });
+
+  it('attack: a writer changes a memory without a new version, or without its history', async () => {
+    const wr = ctx.get('wr')!;
+    check(
+      'same version, new value',
+      await attempt(`UPDATE cairn.memories SET value = 'silently' WHERE id = $1`, [wr.a]),
+      'refused',
+      () => 0,
+    );
+    check('version jumps', await attempt(`UPDATE cairn.memories SET version = version + 5 WHERE id = $1`, [wr.a]), 'refused', () => 0);
+    // Access statistics (memory/get) and vectors change in place.
+    assert.equal(await attempt(`UPDATE cairn.memories SET access_count = access_count + 1, last_accessed_at = 1 WHERE id = $1`, [wr.a]), 1);
+    // A new version committed without its history row is refused at commit.
+    await role.query('BEGIN');
+    const n = (await role.query(`UPDATE cairn.memories SET value = 'silently', version = version + 1 WHERE id = $1`, [wr.a])).rowCount;
+    assert.equal(n, 1);
+    await assert.rejects(role.query('COMMIT'), /has no history: changes go through cairn.record_write/);
+    await role.query('BEGIN');
+    await role.query(newMemory(wr)[0], newMemory(wr)[1]);
+    await assert.rejects(role.query('COMMIT'), /has no history/);
+    const row = (await owner.query(`SELECT value, version FROM cairn.memories WHERE id = $1`, [wr.a])).rows[0];
+    assert.deepEqual(row, { value: 'Memory a of team.wr', version: 1 });
+    assert.equal((await owner.query(`SELECT count(*)::int AS c FROM cairn.memories WHERE key = 'new'`)).rows[0].c, 0);
   });
 
   it('attack: system actors and other users come from nowhere but the server', async () => {

@@ -159,6 +159,8 @@ const MIGRATIONS: string[] = [
   //  - History and change rows are written only by the SECURITY DEFINER functions below, which derive the namespace,
   //    path, key, version and new state from the memory row itself and check the caller's level on it; members keep
   //    only SELECT on cairn.history and cairn.changes (assertGrants). Purge and expiry are such functions too.
+  //  - A member changes a memory only by a new version whose history row exists at commit (check_memory,
+  //    check_versioned); only access statistics and vectors change in place.
   //  - The database user (session_user) is always the recorded actor; a claimed actor is kept as detail.onBehalfOf.
   //    `system:` actors are written only by server-side code (check_actor: current_user is the schema owner, i.e.
   //    inside a SECURITY DEFINER function), never from a client's claim.
@@ -201,9 +203,41 @@ const MIGRATIONS: string[] = [
           RAISE EXCEPTION 'deleted_by must be the database user % (got %)', session_user, NEW.deleted_by USING ERRCODE = '42501';
         END IF;
       END IF;
+      -- Every change is a new version (then memories_versioned wants its history at commit); only the access
+      -- statistics and the vector change in place. (The owner and the server-side functions are trusted.)
+      IF NOT cairn.is_server_side() THEN
+        IF TG_OP = 'INSERT' AND NEW.version <> 1 THEN
+          RAISE EXCEPTION 'a new memory has version 1' USING ERRCODE = '42501';
+        ELSIF TG_OP = 'UPDATE' AND NEW.version <> OLD.version AND NEW.version <> OLD.version + 1 THEN
+          RAISE EXCEPTION 'a memory''s version goes up by one' USING ERRCODE = '42501';
+        ELSIF TG_OP = 'UPDATE' AND NEW.version = OLD.version AND (NEW.key, NEW.value, NEW.value_hash, NEW.summary, NEW.kind, NEW.tags,
+            NEW.importance, NEW.confidence, NEW.source, NEW.properties, NEW.anchors, NEW.created_at, NEW.updated_at, NEW.valid_from,
+            NEW.valid_to, NEW.expires_at, NEW.status, NEW.superseded_by, NEW.deleted_at, NEW.deleted_by, NEW.delete_reason, NEW.fts)
+          IS DISTINCT FROM (OLD.key, OLD.value, OLD.value_hash, OLD.summary, OLD.kind, OLD.tags, OLD.importance, OLD.confidence,
+            OLD.source, OLD.properties, OLD.anchors, OLD.created_at, OLD.updated_at, OLD.valid_from, OLD.valid_to, OLD.expires_at,
+            OLD.status, OLD.superseded_by, OLD.deleted_at, OLD.deleted_by, OLD.delete_reason, OLD.fts) THEN
+          RAISE EXCEPTION 'a change to a memory is a new version (with its history)' USING ERRCODE = '42501';
+        END IF;
+      END IF;
       RETURN NEW;
     END $$;
   CREATE TRIGGER memories_check BEFORE INSERT OR UPDATE ON cairn.memories FOR EACH ROW EXECUTE FUNCTION cairn.check_memory();
+  -- At commit, a member's new version of a memory (still current) has its history row, which only record_write and the
+  -- other server-side functions write: nothing changes silently, whatever SQL a member sends.
+  CREATE FUNCTION cairn.check_versioned() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      IF NOT cairn.is_server_side()
+         AND EXISTS (SELECT 1 FROM cairn.memories WHERE id = NEW.id AND version = NEW.version)
+         AND NOT EXISTS (SELECT 1 FROM cairn.history WHERE memory_id = NEW.id AND version = NEW.version) THEN
+        RAISE EXCEPTION 'memory % version % has no history: changes go through cairn.record_write', NEW.id, NEW.version USING ERRCODE = '42501';
+      END IF;
+      RETURN NULL;
+    END $$;
+  CREATE CONSTRAINT TRIGGER memories_versioned AFTER INSERT ON cairn.memories DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION cairn.check_versioned();
+  CREATE CONSTRAINT TRIGGER memories_versioned_update AFTER UPDATE ON cairn.memories DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW WHEN (NEW.version IS DISTINCT FROM OLD.version) EXECUTE FUNCTION cairn.check_versioned();
   CREATE FUNCTION cairn.check_namespace() RETURNS trigger LANGUAGE plpgsql
     SET search_path = pg_catalog, cairn, pg_temp AS $$
     BEGIN
