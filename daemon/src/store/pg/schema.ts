@@ -171,10 +171,13 @@ const MIGRATIONS: string[] = [
   ALTER FUNCTION cairn.blank_idempotency() SET search_path = pg_catalog, cairn, pg_temp;
 
   -- True inside the store's own server-side code: its SECURITY DEFINER functions run as their owner (who ran cairn team init).
-  CREATE FUNCTION cairn.is_server_side() RETURNS boolean LANGUAGE sql STABLE
+  -- (plpgsql, as the small functions below that run once per row: their plans are cached; a LANGUAGE sql function
+  -- that is not inlined is planned again on every call.)
+  CREATE FUNCTION cairn.is_server_side() RETURNS boolean LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, cairn, pg_temp AS $$
-      SELECT current_user = (SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE oid = 'cairn.is_server_side()'::regprocedure)
-    $$;
+    BEGIN
+      RETURN current_user = (SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE oid = 'cairn.is_server_side()'::regprocedure);
+    END $$;
   CREATE OR REPLACE FUNCTION cairn.check_actor() RETURNS trigger LANGUAGE plpgsql
     SET search_path = pg_catalog, cairn, pg_temp AS $$
     BEGIN
@@ -193,6 +196,7 @@ const MIGRATIONS: string[] = [
   -- A memory never moves (its history and links are its namespace's) and deleted_by names the database user.
   CREATE FUNCTION cairn.check_memory() RETURNS trigger LANGUAGE plpgsql
     SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE bad text;
     BEGIN
       IF TG_OP = 'UPDATE' AND (NEW.id IS DISTINCT FROM OLD.id OR NEW.ns_id IS DISTINCT FROM OLD.ns_id OR NEW.rowid IS DISTINCT FROM OLD.rowid) THEN
         RAISE EXCEPTION 'a memory''s id and namespace never change' USING ERRCODE = '42501';
@@ -205,31 +209,33 @@ const MIGRATIONS: string[] = [
       END IF;
       -- Every change is a new version (then memories_versioned wants its history at commit); only the access
       -- statistics and the vector change in place. (The owner and the server-side functions are trusted.)
-      IF NOT cairn.is_server_side() THEN
-        IF TG_OP = 'INSERT' AND NEW.version <> 1 THEN
-          RAISE EXCEPTION 'a new memory has version 1' USING ERRCODE = '42501';
-        ELSIF TG_OP = 'UPDATE' AND NEW.version <> OLD.version AND NEW.version <> OLD.version + 1 THEN
-          RAISE EXCEPTION 'a memory''s version goes up by one' USING ERRCODE = '42501';
-        ELSIF TG_OP = 'UPDATE' AND NEW.version = OLD.version AND (NEW.key, NEW.value, NEW.value_hash, NEW.summary, NEW.kind, NEW.tags,
-            NEW.importance, NEW.confidence, NEW.source, NEW.properties, NEW.anchors, NEW.created_at, NEW.updated_at, NEW.valid_from,
-            NEW.valid_to, NEW.expires_at, NEW.status, NEW.superseded_by, NEW.deleted_at, NEW.deleted_by, NEW.delete_reason, NEW.fts)
-          IS DISTINCT FROM (OLD.key, OLD.value, OLD.value_hash, OLD.summary, OLD.kind, OLD.tags, OLD.importance, OLD.confidence,
-            OLD.source, OLD.properties, OLD.anchors, OLD.created_at, OLD.updated_at, OLD.valid_from, OLD.valid_to, OLD.expires_at,
-            OLD.status, OLD.superseded_by, OLD.deleted_at, OLD.deleted_by, OLD.delete_reason, OLD.fts) THEN
-          RAISE EXCEPTION 'a change to a memory is a new version (with its history)' USING ERRCODE = '42501';
-        END IF;
+      IF TG_OP = 'INSERT' AND NEW.version <> 1 THEN
+        bad := 'a new memory has version 1';
+      ELSIF TG_OP = 'UPDATE' AND NEW.version <> OLD.version AND NEW.version <> OLD.version + 1 THEN
+        bad := 'a memory''s version goes up by one';
+      ELSIF TG_OP = 'UPDATE' AND NEW.version = OLD.version AND (NEW.key, NEW.value, NEW.value_hash, NEW.summary, NEW.kind, NEW.tags,
+          NEW.importance, NEW.confidence, NEW.source, NEW.properties, NEW.anchors, NEW.created_at, NEW.updated_at, NEW.valid_from,
+          NEW.valid_to, NEW.expires_at, NEW.status, NEW.superseded_by, NEW.deleted_at, NEW.deleted_by, NEW.delete_reason, NEW.fts)
+        IS DISTINCT FROM (OLD.key, OLD.value, OLD.value_hash, OLD.summary, OLD.kind, OLD.tags, OLD.importance, OLD.confidence,
+          OLD.source, OLD.properties, OLD.anchors, OLD.created_at, OLD.updated_at, OLD.valid_from, OLD.valid_to, OLD.expires_at,
+          OLD.status, OLD.superseded_by, OLD.deleted_at, OLD.deleted_by, OLD.delete_reason, OLD.fts) THEN
+        bad := 'a change to a memory is a new version (with its history)';
+      END IF;
+      IF bad IS NOT NULL AND NOT cairn.is_server_side() THEN
+        RAISE EXCEPTION '%', bad USING ERRCODE = '42501';
       END IF;
       RETURN NEW;
     END $$;
   CREATE TRIGGER memories_check BEFORE INSERT OR UPDATE ON cairn.memories FOR EACH ROW EXECUTE FUNCTION cairn.check_memory();
   -- At commit, a member's new version of a memory (still current) has its history row, which only record_write and the
   -- other server-side functions write: nothing changes silently, whatever SQL a member sends.
-  CREATE FUNCTION cairn.check_versioned() RETURNS trigger LANGUAGE plpgsql
+  -- (SECURITY DEFINER: it reads without row-level security; the owner's and superusers' own sessions are trusted.)
+  CREATE FUNCTION cairn.check_versioned() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, cairn, pg_temp AS $$
     BEGIN
-      IF NOT cairn.is_server_side()
-         AND EXISTS (SELECT 1 FROM cairn.memories WHERE id = NEW.id AND version = NEW.version)
-         AND NOT EXISTS (SELECT 1 FROM cairn.history WHERE memory_id = NEW.id AND version = NEW.version) THEN
+      IF EXISTS (SELECT 1 FROM cairn.memories WHERE id = NEW.id AND version = NEW.version)
+         AND NOT EXISTS (SELECT 1 FROM cairn.history WHERE memory_id = NEW.id AND version = NEW.version)
+         AND session_user <> current_user AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) THEN
         RAISE EXCEPTION 'memory % version % has no history: changes go through cairn.record_write', NEW.id, NEW.version USING ERRCODE = '42501';
       END IF;
       RETURN NULL;
@@ -271,28 +277,21 @@ const MIGRATIONS: string[] = [
     AND (memory_id IS NULL OR ns_id = (SELECT m.ns_id FROM cairn.memories m WHERE m.id = memory_id)));
 
   -- A memory as the protocol's Memory object (rows.ts toMemory), for history states written server-side.
-  CREATE FUNCTION cairn.iso(ms bigint) RETURNS text LANGUAGE sql IMMUTABLE
-    SET search_path = pg_catalog, cairn, pg_temp AS $$
-      SELECT to_char(timestamp '1970-01-01' + ms * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+  -- (iso is inlined where it is used: STABLE as to_char, no SET clause, names qualified.)
+  CREATE FUNCTION cairn.iso(ms bigint) RETURNS text LANGUAGE sql STABLE AS $$
+      SELECT pg_catalog.to_char(timestamp '1970-01-01' + ms * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
     $$;
-  CREATE FUNCTION cairn.memory_json(m cairn.memories, path text) RETURNS text LANGUAGE sql STABLE
+  CREATE FUNCTION cairn.memory_json(m cairn.memories, path text) RETURNS text LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, cairn, pg_temp AS $$
-      SELECT json_build_object('id', m.id, 'namespace', path, 'key', m.key, 'value', m.value, 'summary', m.summary, 'kind', m.kind,
+    BEGIN
+      RETURN json_build_object('id', m.id, 'namespace', path, 'key', m.key, 'value', m.value, 'summary', m.summary, 'kind', m.kind,
         'tags', m.tags::json, 'importance', m.importance, 'confidence', m.confidence, 'source', m.source,
         'properties', m.properties::json, 'anchors', m.anchors::json, 'createdAt', cairn.iso(m.created_at),
         'updatedAt', cairn.iso(m.updated_at), 'validFrom', cairn.iso(m.valid_from), 'validTo', cairn.iso(m.valid_to),
         'expiresAt', cairn.iso(m.expires_at), 'lastAccessedAt', cairn.iso(m.last_accessed_at), 'accessCount', m.access_count,
         'version', m.version, 'status', m.status, 'supersededBy', m.superseded_by, 'deletedAt', cairn.iso(m.deleted_at),
-        'deletedBy', m.deleted_by)::text
-    $$;
-  -- The detail a history row keeps: the caller's detail plus the claimed actor when it is not the database user.
-  CREATE FUNCTION cairn.detail_of(p_detail text, p_claimed text) RETURNS text LANGUAGE sql STABLE
-    SET search_path = pg_catalog, cairn, pg_temp AS $$
-      SELECT NULLIF(
-        (COALESCE(p_detail::jsonb, '{}'::jsonb)
-          || CASE WHEN p_claimed IS NOT NULL AND p_claimed <> session_user::text THEN jsonb_build_object('onBehalfOf', p_claimed) ELSE '{}'::jsonb END)::text,
-        '{}')
-    $$;
+        'deletedBy', m.deleted_by)::text;
+    END $$;
   CREATE FUNCTION cairn.now_ms() RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 
   -- The history and change-log rows of a write the caller just made to memory p_id (create, update, delete, forget,
@@ -323,7 +322,9 @@ const MIGRATIONS: string[] = [
       END IF;
       INSERT INTO cairn.history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
         VALUES (m.id, m.ns_id, p_op, session_user, p_reason, m.updated_at, m.version, p_previous, cairn.memory_json(m, path),
-                cairn.detail_of(p_detail, p_claimed));
+                -- the caller's detail plus the claimed actor when it is not the database user
+                NULLIF((COALESCE(p_detail::jsonb, '{}'::jsonb) || CASE WHEN p_claimed IS NOT NULL AND p_claimed <> session_user::text
+                  THEN jsonb_build_object('onBehalfOf', p_claimed) ELSE '{}'::jsonb END)::text, '{}'));
       INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES (m.id, m.ns_id, path, m.key, p_op, m.updated_at)
         RETURNING position INTO pos;
       RETURN pos;
