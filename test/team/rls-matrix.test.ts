@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
+import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
 import { startPg, type PgServer } from './pg-server';
 
 const LEVELS = ['adm', 'wr', 'rd', 'no'] as const;
@@ -507,6 +508,85 @@ describe('team memory: the row-level-security matrix, in plain SQL', () => {
       );
     } finally {
       await role.query('ROLLBACK');
+    }
+  });
+});
+
+describe('team memory: a schema v3 database upgraded by cairn team init', () => {
+  let server: PgServer;
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('keeps its data and history, loses the members v3 privileges and gets the v4 policies', async () => {
+    server = await startPg();
+    const db = `upgrade_${process.pid}`;
+    await server.admin('postgres').query(`CREATE DATABASE ${db}`);
+    const owner = server.admin(db);
+    assert.deepEqual(await migrate(owner, { to: 3 }), { from: 0, to: 3 });
+    const password = await server.createRole('old_member');
+    await owner.query(`GRANT cairn_member TO old_member`);
+    await owner.query(`INSERT INTO cairn.grants(root, role, level) VALUES ('team', 'old_member', 3)`);
+    // What a v3 daemon wrote, in plain SQL as the member (v3 let members insert history and changes themselves).
+    const member = new pg.Client({ connectionString: server.url('old_member', db), password });
+    await member.connect();
+    try {
+      await member.query(`INSERT INTO cairn.namespaces(id, path, created_at) VALUES ('ns1', 'team.old', 0)`);
+      const [sql, params] = newMemory({ path: 'team.old', ns: 'ns1', a: '', b: '', count: () => 0 });
+      await member.query(sql, params);
+      const state = JSON.stringify({ id: 'm-team.old', namespace: 'team.old', key: 'new', value: 'v', version: 1 });
+      await member.query(
+        `INSERT INTO cairn.history(memory_id, ns_id, op, actor, at, version, state) VALUES ('m-team.old', 'ns1', 'create', 'old_member', 0, 1, $1)`,
+        [state],
+      );
+      await member.query(
+        `INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES ('m-team.old', 'ns1', 'team.old', 'new', 'create', 0)`,
+      );
+      const privileges = async () =>
+        (
+          await owner.query(
+            `SELECT t, p FROM unnest(ARRAY['memories', 'history', 'changes', 'namespaces', 'links']) t, unnest(ARRAY['INSERT', 'UPDATE', 'DELETE']) p
+             WHERE has_table_privilege('old_member', 'cairn.' || t, p) ORDER BY t, p`,
+          )
+        ).rows.map((r) => `${r.p} ${r.t}`);
+      assert.ok((await privileges()).includes('INSERT history'), 'v3: members wrote history');
+
+      assert.deepEqual(await migrate(owner), { from: 3, to: PG_SCHEMA_VERSION });
+      assert.deepEqual(await privileges(), [
+        'DELETE links',
+        'INSERT links',
+        'INSERT memories',
+        'UPDATE memories',
+        'INSERT namespaces',
+        'UPDATE namespaces',
+      ]);
+      const policy = (await owner.query(`SELECT qual FROM pg_policies WHERE schemaname = 'cairn' AND policyname = 'm_update'`)).rows[0]
+        .qual;
+      assert.match(policy, /ns_ids\(2\)/, 'the update policy needs write on the old row');
+      await assert.rejects(
+        member.query(
+          `INSERT INTO cairn.history(memory_id, ns_id, op, actor, at, version) VALUES ('m-team.old', 'ns1', 'delete', 'old_member', 0, 2)`,
+        ),
+        /permission denied for table history/,
+      );
+    } finally {
+      await member.end();
+    }
+    // The upgraded database serves Cairn: a write on top of v3 data, its history next to v3's.
+    const b = await new PgBackend({ url: server.url('old_member', db) }).open();
+    try {
+      const w = await b.upsert({ namespace: 'team.old', key: 'new', value: 'Written after the upgrade', actor: 'agent:x' });
+      assert.equal(w.memory.version, 2);
+      const h = await b.history({ namespace: 'team.old', key: 'new' });
+      assert.deepEqual(
+        h.entries.map((e) => [e.version, e.op, e.actor, e.previous?.value ?? null, e.state?.value, e.detail]),
+        [
+          [2, 'update', 'old_member', 'v', 'Written after the upgrade', { onBehalfOf: 'agent:x' }],
+          [1, 'create', 'old_member', null, 'v', null],
+        ],
+      );
+    } finally {
+      await b.close();
     }
   });
 });

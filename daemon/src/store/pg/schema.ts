@@ -436,6 +436,12 @@ const MEMBER_PRIVILEGES: [string, (typeof TABLES)[number][]][] = [
   ['SELECT', ['history', 'changes', 'meta', 'grants']],
 ];
 
+/** What members could do up to schema v3 (kept for tests of upgrades). */
+const V3_MEMBER_PRIVILEGES: typeof MEMBER_PRIVILEGES = [
+  ['SELECT, INSERT, UPDATE, DELETE', ['memories', 'history', 'links', 'rejected_values', 'namespaces', 'changes', 'idempotency_keys']],
+  ['SELECT', ['meta', 'grants']],
+];
+
 async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
   await c.query(`DO $$ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${MEMBER_ROLE}') THEN CREATE ROLE ${MEMBER_ROLE} NOLOGIN; END IF;
@@ -443,7 +449,7 @@ async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
 }
 
 /** Privileges and RLS on every table (re-asserted by every migrate, so a restored dump cannot lose them). */
-async function assertGrants(c: pg.ClientBase): Promise<void> {
+async function assertGrants(c: pg.ClientBase, version: number): Promise<void> {
   await c.query(`GRANT USAGE ON SCHEMA cairn TO ${MEMBER_ROLE}`);
   for (const t of TABLES) {
     // Not FORCEd: the owner (who runs `cairn team init`) administers everything, and the SECURITY DEFINER
@@ -454,7 +460,7 @@ async function assertGrants(c: pg.ClientBase): Promise<void> {
   // and the change log are written only by the SECURITY DEFINER functions (record_write, purge_memory, expire_due, ...);
   // memories are purged only through purge_memory; namespaces are deleted softly (UPDATE).
   await c.query(`REVOKE ALL ON ALL TABLES IN SCHEMA cairn FROM ${MEMBER_ROLE}, PUBLIC`);
-  for (const [privileges, tables] of MEMBER_PRIVILEGES)
+  for (const [privileges, tables] of version >= 4 ? MEMBER_PRIVILEGES : V3_MEMBER_PRIVILEGES)
     await c.query(`GRANT ${privileges} ON ${tables.map((t) => `cairn.${t}`).join(', ')} TO ${MEMBER_ROLE}`);
   await c.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA cairn TO ${MEMBER_ROLE}`);
   await c.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cairn TO ${MEMBER_ROLE}`);
@@ -463,8 +469,12 @@ async function assertGrants(c: pg.ClientBase): Promise<void> {
 /**
  * Create or upgrade the schema (needs a role that may create the extension and
  * roles, e.g. the database owner). Returns the versions before and after.
+ * `to` stops at an older version (3 or later), with that version's member
+ * privileges: for tests of upgrades.
  */
-export async function migrate(pool: pg.Pool): Promise<{ from: number; to: number }> {
+export async function migrate(pool: pg.Pool, o: { to?: number } = {}): Promise<{ from: number; to: number }> {
+  const to = o.to ?? PG_SCHEMA_VERSION;
+  if (to < 3 || to > PG_SCHEMA_VERSION) throw new CairnError('InvalidParams', `cannot migrate to schema version ${to}`, { field: 'to' });
   const c = await pool.connect().catch((e) => {
     throw mapError(e);
   });
@@ -485,15 +495,16 @@ export async function migrate(pool: pg.Pool): Promise<{ from: number; to: number
         'InvalidState',
         `the team database has schema version ${from}; this Cairn knows up to ${PG_SCHEMA_VERSION} (upgrade Cairn)`,
       );
+    if (from > to) throw new CairnError('InvalidState', `the team database has schema version ${from}, past ${to}`);
     await ensureMemberRole(c);
-    for (let v = from; v < PG_SCHEMA_VERSION; v++) await c.query(MIGRATIONS[v]);
+    for (let v = from; v < to; v++) await c.query(MIGRATIONS[v]);
     await c.query(
       `INSERT INTO cairn.meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      [String(PG_SCHEMA_VERSION)],
+      [String(to)],
     );
-    await assertGrants(c);
+    await assertGrants(c, to);
     await c.query('COMMIT');
-    return { from, to: PG_SCHEMA_VERSION };
+    return { from, to };
   } catch (e) {
     await c.query('ROLLBACK').catch(() => undefined);
     throw mapError(e);
