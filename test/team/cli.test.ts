@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
+import { PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
 import { CAIRN_BIN, spawnDaemon, tempDir, type SpawnedDaemon } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
 
@@ -50,10 +51,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     assert.match(early.stderr, /run `cairn team init`[\s\S]*Unavailable/);
     const init = await cairn(['team', 'init', '--team-url', pg.adminUrl(db)]);
     assert.equal(init.code, 0, init.stderr);
-    assert.match(init.stdout, /migrated from schema v0 to v3/);
+    assert.match(init.stdout, new RegExp(`migrated from schema v0 to v${PG_SCHEMA_VERSION}\\b`));
     const again = await cairn(['team', 'init', '--json'], { CAIRN_TEAM_URL: pg.adminUrl(db) });
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(JSON.parse(again.stdout), { url: pg.adminUrl(db), from: 3, to: 3 });
+    assert.deepEqual(JSON.parse(again.stdout), { url: pg.adminUrl(db), from: PG_SCHEMA_VERSION, to: PG_SCHEMA_VERSION });
     const g = await cairn(['team', 'grant', 'erin', 'team.web', 'write', '--team-url', pg.adminUrl(db)]);
     assert.equal(g.code, 0, g.stderr);
     const bad = await cairn(['team', 'grant', 'erin', 'team.%', 'write', '--team-url', pg.adminUrl(db)]);
@@ -70,13 +71,13 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     const s = await cairn(['team', 'status'], env);
     assert.equal(s.code, 0, s.stderr);
     assert.match(s.stdout, /PostgreSQL 16\.\d+, pgvector 0\.\d+\.\d+/);
-    assert.match(s.stdout, /schema {10}v3/);
+    assert.match(s.stdout, new RegExp(`schema {10}v${PG_SCHEMA_VERSION}\n`));
     assert.match(s.stdout, /latency {9}[\d.]+ ms/);
     assert.match(s.stdout, /your grants {5}team\.web:write/);
     assert.ok(!s.stdout.includes(password) && !s.stderr.includes(password));
     const js = JSON.parse((await cairn(['team', 'status', '--json'], env)).stdout);
     assert.equal(js.user, 'erin');
-    assert.equal(js.schemaVersion, 3);
+    assert.equal(js.schemaVersion, PG_SCHEMA_VERSION);
     assert.deepEqual(js.roots, ['team']);
     assert.equal(typeof js.counts.memories, 'number');
     // Even a password written into the URL is never shown.

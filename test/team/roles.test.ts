@@ -70,6 +70,27 @@ describe('team memory: two daemons, two database roles', () => {
     );
   });
 
+  it('a claimed system actor is only a claim: the database user is the actor, the claim is onBehalfOf', async () => {
+    const w = await bob.client.call(R.upsert, {
+      namespace: 'team.shared.spoof',
+      key: 'k',
+      value: 'Written by bob, claiming to be the expiry job',
+      actor: 'system:expire',
+    });
+    await bob.client.call(R.delete, { id: w.memory.id, actor: 'system:retention', reason: 'claimed retention' });
+    const h = await alice.client.call(R.history, { id: w.memory.id });
+    assert.deepEqual(
+      h.entries.map((e) => [e.op, e.actor, e.detail?.onBehalfOf]),
+      [
+        ['delete', 'bob', 'system:retention'],
+        ['create', 'bob', 'system:expire'],
+      ],
+    );
+    // Deleted by bob, not by the expiry job: writing the key again needs restore (an expired memory would not).
+    assert.equal((await alice.client.call(R.get, { id: w.memory.id, includeDeleted: true })).deletedBy, 'bob');
+    await rejectsWith(bob.client.call(R.upsert, { namespace: 'team.shared.spoof', key: 'k', value: 'Back without restore' }), 'Deleted');
+  });
+
   it('a role cannot write a root it was only granted to read, nor read a root it was not granted', async () => {
     const doc = await alice.client.call(R.upsert, {
       namespace: 'team.docs',
@@ -142,7 +163,7 @@ describe('team memory: two daemons, two database roles', () => {
           m.memory.id,
           ns,
         ]),
-        /actor must be the database user/,
+        /permission denied for table history/, // members never write history themselves (cairn.record_write does)
       );
       const leads = await bobPool.query(
         `SELECT count(*)::int AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = 'team.leads'`,

@@ -56,14 +56,10 @@ import {
   refuseStaleVersion,
   sameContent,
   summaryOf,
-  SYSTEM_EXPIRE,
   validateContent,
   type NextContent,
 } from '../write-rules';
 import { andSql, filterSql, MEMORY_COLUMNS, Params, scopeSql, visibilitySql } from './sql';
-
-export { SYSTEM_EXPIRE };
-export const SYSTEM_NS_DELETE = 'system:namespace-delete';
 
 type C = pg.PoolClient;
 
@@ -241,7 +237,21 @@ export class PgBackend {
     return this.rowBy(c, (q) => `n.path = ${q.p(namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(key)}`, lock);
   }
 
+  /**
+   * The target row, locked for a write: SELECT ... FOR UPDATE admits only rows the role may write (the UPDATE policy),
+   * so a row it can read but not write is Forbidden, and one it cannot read is NotFound.
+   */
   private async resolveTarget(c: C, t: Target, lock = true): Promise<MemoryRow> {
+    try {
+      return await this.findTarget(c, t, lock);
+    } catch (e) {
+      if (!lock || !(e instanceof CairnError) || e.codeName !== 'NotFound') throw e;
+      const row = await this.findTarget(c, t, false);
+      throw new CairnError('Forbidden', `your database role may not change ${row.ns_path}`, { field: t.id !== undefined ? 'id' : 'key' });
+    }
+  }
+
+  private async findTarget(c: C, t: Target, lock: boolean): Promise<MemoryRow> {
     let row: MemoryRow | undefined;
     if (t.id !== undefined) {
       if (t.namespace !== undefined || t.key !== undefined)
@@ -281,63 +291,52 @@ export class PgBackend {
     return r.rows[0].id as string;
   }
 
-  private async logChange(
-    c: C,
-    op: string,
-    memoryId: string | null,
-    nsId: string | null,
-    nsPath: string | null,
-    key: string | null,
-  ): Promise<number> {
-    const r = await c.query(
-      `INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING position`,
-      [memoryId, nsId, nsPath, key, op, this.now()],
-    );
-    return r.rows[0].position as number;
-  }
-
-  /** The actor recorded: always the login role (or a system actor); a different claimed actor goes to detail. */
-  private actorOf(
-    claimed: string | undefined,
-    detail: Record<string, unknown> | undefined,
-  ): { actor: string; detail?: Record<string, unknown> } {
-    // Before open() has checked the schema and learned the login role, no write may go through (it would have no actor).
-    if (!this.user)
-      throw new CairnError('Unavailable', 'the team database is still being opened; try again in a moment', { store: 'team' });
-    if (claimed && claimed.startsWith('system:')) return { actor: claimed, detail };
-    if (claimed && claimed !== this.user) return { actor: this.user, detail: { ...(detail ?? {}), onBehalfOf: claimed } };
-    return { actor: this.user, detail };
-  }
-
-  private async appendHistory(
+  /**
+   * The history and change-log rows of a write just made to memory `memoryId` in this transaction, written by the
+   * database's own `cairn.record_write` (members may not insert them): it takes namespace, version, time and the new
+   * state from the row, records the database user as the actor (a different claimed actor as detail.onBehalfOf) and
+   * refuses a record that does not match the row. Returns the change-log position.
+   */
+  private async record(
     c: C,
     memoryId: string,
-    nsId: string,
     op: HistoryEntry['op'],
     claimed: string | undefined,
     reason: string | null | undefined,
-    version: number,
     previous: Memory | null,
-    state: Memory | null,
     detail?: Record<string, unknown>,
-  ): Promise<void> {
-    const a = this.actorOf(claimed, detail);
-    const d = a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null;
-    await c.query(
-      `INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [
-        memoryId,
-        nsId,
-        op,
-        a.actor,
-        reason ?? null,
-        this.now(),
-        version,
-        previous ? JSON.stringify(previous) : null,
-        state ? JSON.stringify(state) : null,
-        d,
-      ],
-    );
+  ): Promise<number> {
+    this.requireUser();
+    const r = await c.query(`SELECT cairn.record_write($1, $2, $3, $4, $5, $6) AS position`, [
+      memoryId,
+      op,
+      reason ?? null,
+      claimed ?? null,
+      previous ? JSON.stringify(previous) : null,
+      detail && Object.keys(detail).length ? JSON.stringify(detail) : null,
+    ]);
+    return r.rows[0].position as number;
+  }
+
+  /** A change-log row without history (forget again, link, unlink), by `cairn.record_change`. */
+  private async recordChange(c: C, op: 'forget' | 'link' | 'unlink', memoryId: string): Promise<number> {
+    return (await c.query(`SELECT cairn.record_change($1, $2) AS position`, [memoryId, op])).rows[0].position as number;
+  }
+
+  /** The change-log row of a namespace rename or delete at `path` (namespace `nsId` is it or under it). */
+  private async recordNamespaceChange(c: C, op: 'namespace_rename' | 'namespace_delete', nsId: string, path: string): Promise<number> {
+    return (await c.query(`SELECT cairn.record_namespace_change($1, $2, $3) AS position`, [nsId, path, op])).rows[0].position as number;
+  }
+
+  /**
+   * The actor a row records (deleted_by, a link's or a rejection's actor): always the login role. The database
+   * checks it (check_actor); a claimed actor is kept in history as detail.onBehalfOf (cairn.record_write).
+   */
+  private requireUser(): string {
+    // Before open() has checked the schema and learned the login role, no write may go through (it would have no actor).
+    if (!this.user)
+      throw new CairnError('Unavailable', 'the team database is still being opened; try again in a moment', { store: 'team' });
+    return this.user;
   }
 
   private tx<T>(fn: (c: C) => Promise<T>): Promise<T> {
@@ -437,7 +436,7 @@ export class PgBackend {
         const n = await c.query(`UPDATE namespaces SET path = $1 WHERE id = $2`, [to + r.path.slice(from.length), r.id]);
         if (n.rowCount !== 1) throw new CairnError('Forbidden', `your database role may not administer ${to}`, { field: 'to' });
       }
-      const position = await this.logChange(c, 'namespace_rename', null, rows[0].id, to, null);
+      const position = await this.recordNamespaceChange(c, 'namespace_rename', rows[0].id, to);
       return { renamed: rows.length, position };
     });
   }
@@ -455,12 +454,12 @@ export class PgBackend {
       );
       const u = await c.query(`UPDATE namespaces SET deleted_at = $1, deleted_by = $2, delete_reason = $3 WHERE id = ANY($4::text[])`, [
         this.now(),
-        this.actorOf(actor, undefined).actor,
+        this.requireUser(),
         reason ?? null,
         ids,
       ]);
       if (u.rowCount !== ids.length) throw new CairnError('Forbidden', `your database role may not administer ${path}`, { field: 'path' });
-      const position = await this.logChange(c, 'namespace_delete', null, ids[0], path, null);
+      const position = await this.recordNamespaceChange(c, 'namespace_delete', ids[0], path);
       return { deleted: ids.length, memories, position };
     });
   }
@@ -691,7 +690,7 @@ export class PgBackend {
       }
       if (v && !v.every((x) => x === 0)) vec = { v: vectorLiteral(v), model: e.info.model, hash: sha256(e.info.model + '\u0000' + text) };
     }
-    const a = this.actorOf(claimed, Object.keys(w.detail).length ? w.detail : undefined);
+    this.requireUser();
     const FTS = `setweight(to_tsvector('english', $15), 'A') || setweight(to_tsvector('english', $16), 'B') || setweight(to_tsvector('english', $17), 'C') || setweight(to_tsvector('english', $18), 'D')`;
     const values = [
       ...this.writeValues(p, w),
@@ -706,20 +705,18 @@ export class PgBackend {
       existing?.rowid ?? null,
       existing?.version ?? null,
     ];
-    // $19 now, $20 version, $21-$23 vector, $24 id, $25 ns id, $26 key, $27 rowid, $28 version read; history and change log from $29.
-    const tail = `, h AS (INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
-          SELECT w.id, w.ns_id, $29, $30, $31, $19, $20, $32, $33, $34 FROM w)
-      INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) SELECT w.id, w.ns_id, $35, $26, $29, $19 FROM w RETURNING position`;
+    // $19 now, $20 version, $21-$23 vector, $24 id, $25 ns id, $26 key, $27 rowid, $28 version read; history and change log from $29
+    // (written by cairn.record_write, which reads the row this statement wrote: a volatile function sees it).
+    const tail = ` SELECT cairn.record_write(w.id, $29, $30, $31, $32, $33) AS position FROM w`;
     values.push(
       w.op,
-      a.actor,
       p.reason ?? null,
+      claimed ?? null,
       existing ? JSON.stringify(toMemory(existing)) : null,
-      JSON.stringify(memory),
-      a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null,
+      Object.keys(w.detail).length ? JSON.stringify(w.detail) : null,
       p.namespace,
     );
-    const live = `EXISTS (SELECT 1 FROM namespaces WHERE id = $25 AND path = $35 AND deleted_at IS NULL)`;
+    const live = `EXISTS (SELECT 1 FROM namespaces WHERE id = $25 AND path = $34 AND deleted_at IS NULL)`;
     const sql = existing
       ? `WITH w AS (UPDATE memories SET value = $1, value_hash = $2, summary = $3, kind = $4, tags = $5, importance = $6, confidence = $7, source = $8, properties = $9, anchors = $10,
              valid_from = $11, valid_to = $12, expires_at = $13, status = $14, fts = ${FTS}, updated_at = $19, version = $20, superseded_by = NULL,
@@ -840,7 +837,6 @@ export class PgBackend {
       const id = existing?.id ?? uuidv7(now);
       const state = this.stateRow(p, w, existing, nsId, id, version, now);
       const memory = toMemory(state);
-      const a = this.actorOf(p.actor ?? p.source, Object.keys(w.detail).length ? w.detail : undefined);
       const [fa, fb, fc, fd] = ftsDocument(p.key, w.next.value, w.summary, w.next.tags);
       rows.push({
         ord: rows.length,
@@ -870,11 +866,10 @@ export class PgBackend {
         fd,
         version,
         op: w.op,
-        actor: a.actor,
+        claimed: p.actor ?? p.source ?? null,
         reason: p.reason ?? null,
         previous: existing ? JSON.stringify(toMemory(existing)) : null,
-        state: JSON.stringify(memory),
-        detail: a.detail && Object.keys(a.detail).length ? JSON.stringify(a.detail) : null,
+        detail: Object.keys(w.detail).length ? JSON.stringify(w.detail) : null,
       });
       written.set(id, { i, memory, created: !existing, warn: w.warn });
     }
@@ -885,7 +880,7 @@ export class PgBackend {
       `WITH d AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS d(ord int, rowid bigint, oldver int, id text, ns_id text, ns_path text, key text,
            value text, value_hash text, summary text, kind text, tags text, importance double precision, confidence double precision, source text,
            properties text, anchors text, valid_from bigint, valid_to bigint, expires_at bigint, status text, fa text, fb text, fc text, fd text,
-           version int, op text, actor text, reason text, previous text, state text, detail text)),
+           version int, op text, claimed text, reason text, previous text, detail text)),
        up AS (UPDATE memories m SET value = d.value, value_hash = d.value_hash, summary = d.summary, kind = d.kind, tags = d.tags, importance = d.importance,
            confidence = d.confidence, source = d.source, properties = d.properties, anchors = d.anchors, valid_from = d.valid_from, valid_to = d.valid_to,
            expires_at = d.expires_at, status = d.status, fts = ${FTS}, updated_at = $2, version = d.version, superseded_by = NULL,
@@ -897,10 +892,8 @@ export class PgBackend {
            ${FTS}, $2, $2, d.version, d.id, d.ns_id, d.key FROM d WHERE d.rowid IS NULL AND ${live} ORDER BY d.ord
          ON CONFLICT ON CONSTRAINT cairn_race_memory_key DO NOTHING RETURNING id),
        w AS (SELECT ord FROM up UNION ALL SELECT d.ord FROM ins JOIN d ON d.id = ins.id),
-       h AS (INSERT INTO history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
-         SELECT d.id, d.ns_id, d.op, d.actor, d.reason, $2, d.version, d.previous, d.state, d.detail FROM w JOIN d USING (ord) ORDER BY d.ord)
-       INSERT INTO changes(memory_id, ns_id, ns_path, key, op, at) SELECT d.id, d.ns_id, d.ns_path, d.key, d.op, $2 FROM w JOIN d USING (ord) ORDER BY d.ord
-       RETURNING position, memory_id`,
+       x AS (SELECT d.* FROM w JOIN d USING (ord) ORDER BY d.ord OFFSET 0)
+       SELECT cairn.record_write(x.id, x.op, x.reason, x.claimed, x.previous, x.detail) AS position, x.id AS memory_id FROM x`,
       [JSON.stringify(rows), now],
     );
     for (const r of res.rows as { position: number; memory_id: string }[]) {
@@ -1130,9 +1123,7 @@ export class PgBackend {
         )
       ).rows[0].rowid;
     }
-    const state = toMemory(await this.refetch(c, rowid));
-    await this.appendHistory(c, id, nsId, op, claimed, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined);
-    let position = await this.logChange(c, op, id, nsId, p.namespace, p.key);
+    let position = await this.record(c, id, op, claimed, p.reason, previous, detail);
 
     if (superseded) {
       const before = toMemory(superseded);
@@ -1140,20 +1131,9 @@ export class PgBackend {
         `UPDATE memories SET status = 'superseded', superseded_by = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`,
         [id, now, superseded.rowid],
       );
-      const after = toMemory(await this.refetch(c, superseded.rowid));
-      await this.appendHistory(
-        c,
-        superseded.id,
-        superseded.ns_id,
-        'supersede',
-        claimed,
-        p.reason ?? `superseded by ${p.namespace}/${p.key}`,
-        after.version,
-        before,
-        after,
-        { supersededBy: id },
-      );
-      position = await this.logChange(c, 'supersede', superseded.id, superseded.ns_id, superseded.ns_path, superseded.key);
+      position = await this.record(c, superseded.id, 'supersede', claimed, p.reason ?? `superseded by ${p.namespace}/${p.key}`, before, {
+        supersededBy: id,
+      });
     }
     return { memory: toMemory(await this.refetch(c, rowid)), created: !existing, position, changed: true, ...warn };
   }
@@ -1226,17 +1206,16 @@ export class PgBackend {
       await c.query(
         `INSERT INTO rejected_values(ns_id, value_hash, memory_id, actor, at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (ns_id, value_hash) DO UPDATE SET actor = excluded.actor, at = excluded.at, memory_id = excluded.memory_id`,
-        [row.ns_id, row.value_hash, row.id, this.actorOf(t.actor, undefined).actor, this.now()],
+        [row.ns_id, row.value_hash, row.id, this.requireUser(), this.now()],
       );
       return r;
     });
   }
 
-  private async softDelete(c: C, t: Target, op: 'delete' | 'forget' | 'expire'): Promise<WriteResult> {
+  private async softDelete(c: C, t: Target, op: 'delete' | 'forget'): Promise<WriteResult> {
     const row = await this.resolveTarget(c, t);
     if (row.deleted_at !== null) {
-      if (op === 'forget')
-        return { memory: toMemory(row), position: await this.logChange(c, 'forget', row.id, row.ns_id, row.ns_path, row.key) };
+      if (op === 'forget') return { memory: toMemory(row), position: await this.recordChange(c, 'forget', row.id) };
       throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, {
         field: t.id !== undefined ? 'id' : 'key',
         deletedAt: iso(row.deleted_at),
@@ -1244,19 +1223,15 @@ export class PgBackend {
       });
     }
     const now = this.now();
-    const claimed = op === 'expire' ? SYSTEM_EXPIRE : t.actor;
-    const a = this.actorOf(claimed, undefined);
     const before = toMemory(row);
     const u = await c.query(
       `UPDATE memories SET deleted_at = $1, deleted_by = $2, delete_reason = $3, version = version + 1, updated_at = $1 WHERE rowid = $4`,
-      [now, a.actor, t.reason ?? null, row.rowid],
+      [now, this.requireUser(), t.reason ?? null, row.rowid],
     );
     if (u.rowCount !== 1)
       throw new CairnError('Forbidden', `your database role may not change ${row.ns_path}`, { field: t.id !== undefined ? 'id' : 'key' });
-    const after = toMemory(await this.refetch(c, row.rowid));
-    await this.appendHistory(c, row.id, row.ns_id, op, claimed, t.reason, after.version, before, after);
-    const position = await this.logChange(c, op, row.id, row.ns_id, row.ns_path, row.key);
-    return { memory: after, position };
+    const position = await this.record(c, row.id, op, t.actor, t.reason, before);
+    return { memory: toMemory(await this.refetch(c, row.rowid)), position };
   }
 
   restore(t: Target): Promise<WriteResult> {
@@ -1274,21 +1249,8 @@ export class PgBackend {
         `UPDATE memories SET deleted_at = NULL, deleted_by = NULL, delete_reason = NULL, expires_at = $1, version = version + 1, updated_at = $2 WHERE rowid = $3`,
         [expires, now, row.rowid],
       );
-      const after = toMemory(await this.refetch(c, row.rowid));
-      await this.appendHistory(
-        c,
-        row.id,
-        row.ns_id,
-        'restore',
-        t.actor,
-        t.reason,
-        after.version,
-        before,
-        after,
-        lifted ? { unrejected: true } : undefined,
-      );
-      const position = await this.logChange(c, 'restore', row.id, row.ns_id, row.ns_path, row.key);
-      return { memory: after, position };
+      const position = await this.record(c, row.id, 'restore', t.actor, t.reason, before, lifted ? { unrejected: true } : undefined);
+      return { memory: toMemory(await this.refetch(c, row.rowid)), position };
     });
   }
 
@@ -1299,68 +1261,30 @@ export class PgBackend {
         throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is live; delete it before purging`, {
           field: t.id !== undefined ? 'id' : 'key',
         });
-      return { id: row.id, position: await this.purgeRow(c, row, t.actor, t.reason) };
+      // The database's own cairn.purge_memory removes the row, its links and history and records the purge
+      // (members may not delete history or memories themselves); it needs admin on the memory's namespace.
+      const r = await c.query(`SELECT cairn.purge_memory($1, $2, $3, $4) AS position`, [
+        row.id,
+        t.reason ?? null,
+        t.actor ?? null,
+        this.now(),
+      ]);
+      return { id: row.id, position: r.rows[0].position as number };
     });
-  }
-
-  private async purgeRow(
-    c: C,
-    row: { rowid: number; id: string; ns_id: string; key: string; version: number; ns_path: string | null },
-    actor: string | undefined,
-    reason?: string,
-  ): Promise<number> {
-    const d = await c.query(`DELETE FROM memories WHERE rowid = $1`, [row.rowid]);
-    if (d.rowCount !== 1) throw new CairnError('Forbidden', `purging needs admin on ${row.ns_path}`, { field: 'id' });
-    await c.query(`DELETE FROM links WHERE src = $1 OR dst = $1`, [row.id]);
-    await c.query(`DELETE FROM history WHERE memory_id = $1`, [row.id]);
-    await c.query(`UPDATE rejected_values SET memory_id = NULL WHERE memory_id = $1`, [row.id]);
-    await this.appendHistory(c, row.id, row.ns_id, 'purge', actor, reason, row.version + 1, null, null, {
-      namespace: row.ns_path,
-      key: row.key,
-    });
-    return this.logChange(c, 'purge', row.id, row.ns_id, row.ns_path, row.key);
   }
 
   // -------------------------------------------------------------------------
   // TTL sweep and namespace purge
   // -------------------------------------------------------------------------
+  /**
+   * Expiry and the purge of deleted namespaces are the database's own jobs (cairn.expire_due,
+   * cairn.purge_deleted_namespaces), the only writers of `system:` actors; each covers the namespaces this role
+   * may write (expiry) or administer (purge), and records the role as detail.sweptBy.
+   */
   async sweep(batch = 500): Promise<SweepResult> {
-    const now = this.now();
-    let expired = 0;
-    let purged = 0;
-    await this.tx(async (c) => {
-      expired = 0;
-      const due = (
-        await c.query(
-          `SELECT m.id FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.deleted_at IS NULL AND m.expires_at IS NOT NULL AND m.expires_at <= $1 AND n.deleted_at IS NULL LIMIT $2 FOR UPDATE OF m SKIP LOCKED`,
-          [now, batch],
-        )
-      ).rows;
-      for (const d of due) {
-        await c.query('SAVEPOINT s');
-        try {
-          await this.softDelete(c, { id: d.id, reason: 'expired' }, 'expire');
-          await c.query('RELEASE SAVEPOINT s');
-          expired++;
-        } catch (e) {
-          if (!(e instanceof CairnError)) throw e;
-          await c.query('ROLLBACK TO SAVEPOINT s'); // another role's namespace: its own daemons expire it
-        }
-      }
-    });
-    await this.tx(async (c) => {
-      purged = 0;
-      const dead = (
-        await c.query(
-          `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL AND m.ns_id IN (SELECT ns_ids(3)) LIMIT $1 FOR UPDATE OF m SKIP LOCKED`,
-          [batch],
-        )
-      ).rows;
-      for (const d of dead) {
-        await this.purgeRow(c, d, SYSTEM_NS_DELETE, 'namespace deleted');
-        purged++;
-      }
-    });
+    this.requireUser();
+    const expired = (await query<{ n: number }>(this.pool, `SELECT cairn.expire_due($1, $2) AS n`, [this.now(), batch]))[0].n;
+    const purged = (await query<{ n: number }>(this.pool, `SELECT cairn.purge_deleted_namespaces($1, $2) AS n`, [this.now(), batch]))[0].n;
     return { expired, purged, position: await this.position() };
   }
 
@@ -1381,7 +1305,7 @@ export class PgBackend {
     return this.tx(async (c) => {
       const a = await this.liveInScope(c, p.from, p.scope, 'from');
       await this.liveInScope(c, p.to, p.scope, 'to');
-      const actor = this.actorOf(p.actor, undefined).actor;
+      const actor = this.requireUser();
       const created =
         ((
           await c.query(
@@ -1390,7 +1314,7 @@ export class PgBackend {
           )
         ).rowCount ?? 0) > 0;
       const row = (await c.query(`SELECT * FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rows[0];
-      const position = created ? await this.logChange(c, 'link', a.id, a.ns_id, a.ns_path, a.key) : await this.positionIn(c);
+      const position = created ? await this.recordChange(c, 'link', a.id) : await this.positionIn(c);
       return {
         link: { from: row.src, to: row.dst, type: row.type, createdAt: isoReq(row.created_at), actor: row.actor } as Link,
         created,
@@ -1406,7 +1330,7 @@ export class PgBackend {
       const removed =
         ((await c.query(`DELETE FROM links WHERE src = $1 AND dst = $2 AND type = $3`, [p.from, p.to, p.type])).rowCount ?? 0) > 0;
       if (!removed) throw new CairnError('NotFound', `no ${p.type} link from ${p.from} to ${p.to}`, { field: 'type' });
-      return { removed, position: await this.logChange(c, 'unlink', a.id, a.ns_id, a.ns_path, a.key) };
+      return { removed, position: await this.recordChange(c, 'unlink', a.id) };
     });
   }
 

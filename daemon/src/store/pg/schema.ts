@@ -12,14 +12,16 @@
  *    session's login role (session_user) was granted, through
  *    `cairn.ns_ids(level)`, a SECURITY DEFINER set evaluated once per query;
  *  - members use the tables through the group role `cairn_member`;
- *  - history's actor must be the login role (or a system actor), by trigger;
+ *  - every policy requires the operation's level on the old row (USING) and the new row (WITH CHECK);
+ *  - history and change-log rows are written only by SECURITY DEFINER functions (migration 4) that take the
+ *    namespace from the memory itself; the recorded actor is the login role, a `system:` actor only inside them;
  *  - the schema owner is not subject to RLS: developers connect with their own member roles.
  */
 import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 
-export const PG_SCHEMA_VERSION = 3;
+export const PG_SCHEMA_VERSION = 4;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
@@ -151,6 +153,293 @@ const MIGRATIONS: string[] = [
     END $$;
   CREATE TRIGGER memories_blank_idempotency AFTER DELETE ON cairn.memories FOR EACH ROW EXECUTE FUNCTION cairn.blank_idempotency();
   `,
+  // 4: the row-level-security contract, closed (issue 23; the matrix is test/team/rls-matrix.test.ts and ARCHITECTURE.md).
+  //  - Every policy requires the level the operation needs on the old row (USING) and on the new row (WITH CHECK):
+  //    an UPDATE of a memory needs write on the namespace it is in, not read; a memory's id and namespace never change.
+  //  - History and change rows are written only by the SECURITY DEFINER functions below, which derive the namespace,
+  //    path, key, version and new state from the memory row itself and check the caller's level on it; members keep
+  //    only SELECT on cairn.history and cairn.changes (assertGrants). Purge and expiry are such functions too.
+  //  - A member changes a memory only by a new version whose history row exists at commit (check_memory,
+  //    check_versioned); only access statistics and vectors change in place.
+  //  - The database user (session_user) is always the recorded actor; a claimed actor is kept as detail.onBehalfOf.
+  //    `system:` actors are written only by server-side code (check_actor: current_user is the schema owner, i.e.
+  //    inside a SECURITY DEFINER function), never from a client's claim.
+  `
+  ALTER FUNCTION cairn.allowed(text, int) SET search_path = pg_catalog, cairn, pg_temp;
+  ALTER FUNCTION cairn.ns_ids(int) SET search_path = pg_catalog, cairn, pg_temp;
+  ALTER FUNCTION cairn.cap_history() SET search_path = pg_catalog, cairn, pg_temp;
+  ALTER FUNCTION cairn.blank_idempotency() SET search_path = pg_catalog, cairn, pg_temp;
+
+  -- True inside the store's own server-side code: its SECURITY DEFINER functions run as their owner (who ran cairn team init).
+  -- (plpgsql, as the small functions below that run once per row: their plans are cached; a LANGUAGE sql function
+  -- that is not inlined is planned again on every call.)
+  CREATE FUNCTION cairn.is_server_side() RETURNS boolean LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      RETURN current_user = (SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE oid = 'cairn.is_server_side()'::regprocedure);
+    END $$;
+  CREATE OR REPLACE FUNCTION cairn.check_actor() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      IF TG_OP = 'UPDATE' AND NEW.actor IS NOT DISTINCT FROM OLD.actor THEN
+        RETURN NEW;
+      END IF;
+      IF NEW.actor IS DISTINCT FROM session_user::text THEN
+        IF NOT (NEW.actor LIKE 'system:%' AND cairn.is_server_side()) THEN
+          RAISE EXCEPTION 'the actor must be the database user % (got %)', session_user, NEW.actor USING ERRCODE = '42501';
+        END IF;
+      END IF;
+      RETURN NEW;
+    END $$;
+  CREATE TRIGGER links_actor BEFORE INSERT OR UPDATE ON cairn.links FOR EACH ROW EXECUTE FUNCTION cairn.check_actor();
+  CREATE TRIGGER rejected_actor BEFORE INSERT OR UPDATE ON cairn.rejected_values FOR EACH ROW EXECUTE FUNCTION cairn.check_actor();
+  -- A memory never moves (its history and links are its namespace's) and deleted_by names the database user.
+  CREATE FUNCTION cairn.check_memory() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE bad text;
+    BEGIN
+      IF TG_OP = 'UPDATE' AND (NEW.id IS DISTINCT FROM OLD.id OR NEW.ns_id IS DISTINCT FROM OLD.ns_id OR NEW.rowid IS DISTINCT FROM OLD.rowid) THEN
+        RAISE EXCEPTION 'a memory''s id and namespace never change' USING ERRCODE = '42501';
+      END IF;
+      IF NEW.deleted_by IS NOT NULL AND NEW.deleted_by IS DISTINCT FROM session_user::text
+         AND (TG_OP = 'INSERT' OR NEW.deleted_by IS DISTINCT FROM OLD.deleted_by) THEN
+        IF NOT (NEW.deleted_by LIKE 'system:%' AND cairn.is_server_side()) THEN
+          RAISE EXCEPTION 'deleted_by must be the database user % (got %)', session_user, NEW.deleted_by USING ERRCODE = '42501';
+        END IF;
+      END IF;
+      -- Every change is a new version (then memories_versioned wants its history at commit); only the access
+      -- statistics and the vector change in place. (The owner and the server-side functions are trusted.)
+      IF TG_OP = 'INSERT' AND NEW.version <> 1 THEN
+        bad := 'a new memory has version 1';
+      ELSIF TG_OP = 'UPDATE' AND NEW.version <> OLD.version AND NEW.version <> OLD.version + 1 THEN
+        bad := 'a memory''s version goes up by one';
+      ELSIF TG_OP = 'UPDATE' AND NEW.version = OLD.version AND (NEW.key, NEW.value, NEW.value_hash, NEW.summary, NEW.kind, NEW.tags,
+          NEW.importance, NEW.confidence, NEW.source, NEW.properties, NEW.anchors, NEW.created_at, NEW.updated_at, NEW.valid_from,
+          NEW.valid_to, NEW.expires_at, NEW.status, NEW.superseded_by, NEW.deleted_at, NEW.deleted_by, NEW.delete_reason, NEW.fts)
+        IS DISTINCT FROM (OLD.key, OLD.value, OLD.value_hash, OLD.summary, OLD.kind, OLD.tags, OLD.importance, OLD.confidence,
+          OLD.source, OLD.properties, OLD.anchors, OLD.created_at, OLD.updated_at, OLD.valid_from, OLD.valid_to, OLD.expires_at,
+          OLD.status, OLD.superseded_by, OLD.deleted_at, OLD.deleted_by, OLD.delete_reason, OLD.fts) THEN
+        bad := 'a change to a memory is a new version (with its history)';
+      END IF;
+      IF bad IS NOT NULL AND NOT cairn.is_server_side() THEN
+        RAISE EXCEPTION '%', bad USING ERRCODE = '42501';
+      END IF;
+      RETURN NEW;
+    END $$;
+  CREATE TRIGGER memories_check BEFORE INSERT OR UPDATE ON cairn.memories FOR EACH ROW EXECUTE FUNCTION cairn.check_memory();
+  -- At commit, a member's new version of a memory (still current) has its history row, which only record_write and the
+  -- other server-side functions write: nothing changes silently, whatever SQL a member sends.
+  -- (SECURITY DEFINER: it reads without row-level security; the owner's and superusers' own sessions are trusted.)
+  CREATE FUNCTION cairn.check_versioned() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      IF EXISTS (SELECT 1 FROM cairn.memories WHERE id = NEW.id AND version = NEW.version)
+         AND NOT EXISTS (SELECT 1 FROM cairn.history WHERE memory_id = NEW.id AND version = NEW.version)
+         AND session_user <> current_user AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) THEN
+        RAISE EXCEPTION 'memory % version % has no history: changes go through cairn.record_write', NEW.id, NEW.version USING ERRCODE = '42501';
+      END IF;
+      RETURN NULL;
+    END $$;
+  CREATE CONSTRAINT TRIGGER memories_versioned AFTER INSERT ON cairn.memories DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION cairn.check_versioned();
+  CREATE CONSTRAINT TRIGGER memories_versioned_update AFTER UPDATE ON cairn.memories DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW WHEN (NEW.version IS DISTINCT FROM OLD.version) EXECUTE FUNCTION cairn.check_versioned();
+  CREATE FUNCTION cairn.check_namespace() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      IF TG_OP = 'UPDATE' AND NEW.id IS DISTINCT FROM OLD.id THEN
+        RAISE EXCEPTION 'a namespace''s id never changes' USING ERRCODE = '42501';
+      END IF;
+      IF NEW.deleted_by IS NOT NULL AND NEW.deleted_by IS DISTINCT FROM session_user::text
+         AND (TG_OP = 'INSERT' OR NEW.deleted_by IS DISTINCT FROM OLD.deleted_by) AND NOT cairn.is_server_side() THEN
+        RAISE EXCEPTION 'deleted_by must be the database user % (got %)', session_user, NEW.deleted_by USING ERRCODE = '42501';
+      END IF;
+      RETURN NEW;
+    END $$;
+  CREATE TRIGGER namespaces_check BEFORE INSERT OR UPDATE ON cairn.namespaces FOR EACH ROW EXECUTE FUNCTION cairn.check_namespace();
+
+  DROP POLICY m_update ON cairn.memories;
+  DROP POLICY m_purge ON cairn.memories;
+  DROP POLICY h_insert ON cairn.history;
+  DROP POLICY h_purge ON cairn.history;
+  DROP POLICY c_insert ON cairn.changes;
+  DROP POLICY l_insert ON cairn.links;
+  DROP POLICY r_insert ON cairn.rejected_values;
+  DROP POLICY r_update ON cairn.rejected_values;
+  CREATE POLICY m_update ON cairn.memories FOR UPDATE USING (ns_id IN (SELECT cairn.ns_ids(2))) WITH CHECK (ns_id IN (SELECT cairn.ns_ids(2)));
+  -- A link belongs to its source memory's namespace (written there), and both ends must be memories the role reads.
+  CREATE POLICY l_insert ON cairn.links FOR INSERT WITH CHECK (ns_id IN (SELECT cairn.ns_ids(2))
+    AND ns_id = (SELECT m.ns_id FROM cairn.memories m WHERE m.id = src) AND EXISTS (SELECT 1 FROM cairn.memories m WHERE m.id = dst));
+  -- A rejected value names (if anything) a memory of its own namespace.
+  CREATE POLICY r_insert ON cairn.rejected_values FOR INSERT WITH CHECK (ns_id IN (SELECT cairn.ns_ids(2))
+    AND (memory_id IS NULL OR ns_id = (SELECT m.ns_id FROM cairn.memories m WHERE m.id = memory_id)));
+  CREATE POLICY r_update ON cairn.rejected_values FOR UPDATE USING (ns_id IN (SELECT cairn.ns_ids(2))) WITH CHECK (ns_id IN (SELECT cairn.ns_ids(2))
+    AND (memory_id IS NULL OR ns_id = (SELECT m.ns_id FROM cairn.memories m WHERE m.id = memory_id)));
+
+  -- A memory as the protocol's Memory object (rows.ts toMemory), for history states written server-side.
+  -- (iso is inlined where it is used: STABLE as to_char, no SET clause, names qualified.)
+  CREATE FUNCTION cairn.iso(ms bigint) RETURNS text LANGUAGE sql STABLE AS $$
+      SELECT pg_catalog.to_char(timestamp '1970-01-01' + ms * interval '1 millisecond', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+    $$;
+  CREATE FUNCTION cairn.memory_json(m cairn.memories, path text) RETURNS text LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      RETURN json_build_object('id', m.id, 'namespace', path, 'key', m.key, 'value', m.value, 'summary', m.summary, 'kind', m.kind,
+        'tags', m.tags::json, 'importance', m.importance, 'confidence', m.confidence, 'source', m.source,
+        'properties', m.properties::json, 'anchors', m.anchors::json, 'createdAt', cairn.iso(m.created_at),
+        'updatedAt', cairn.iso(m.updated_at), 'validFrom', cairn.iso(m.valid_from), 'validTo', cairn.iso(m.valid_to),
+        'expiresAt', cairn.iso(m.expires_at), 'lastAccessedAt', cairn.iso(m.last_accessed_at), 'accessCount', m.access_count,
+        'version', m.version, 'status', m.status, 'supersededBy', m.superseded_by, 'deletedAt', cairn.iso(m.deleted_at),
+        'deletedBy', m.deleted_by)::text;
+    END $$;
+  CREATE FUNCTION cairn.now_ms() RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+
+  -- The history and change-log rows of a write the caller just made to memory p_id (create, update, delete, forget,
+  -- restore, supersede): namespace, path, key, version, time and new state come from the row; the caller must be
+  -- allowed to write its namespace, the row must be in the state the op leaves, and that version must not have a
+  -- history row yet (so nobody records a change that did not happen, twice, or in another namespace). Returns the
+  -- change-log position.
+  CREATE FUNCTION cairn.record_write(p_id text, p_op text, p_reason text, p_claimed text, p_previous text, p_detail text)
+    RETURNS bigint LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE m cairn.memories; path text; pos bigint; prev jsonb := p_previous::jsonb;
+    BEGIN
+      SELECT * INTO m FROM cairn.memories WHERE id = p_id;
+      SELECT n.path INTO path FROM cairn.namespaces n WHERE n.id = m.ns_id;
+      IF m.id IS NULL OR NOT cairn.allowed(path, 2) THEN
+        RAISE EXCEPTION 'no memory % this role may write', p_id USING ERRCODE = '42501';
+      END IF;
+      IF NOT (CASE p_op
+          WHEN 'create' THEN m.deleted_at IS NULL AND m.version = 1 AND prev IS NULL
+          WHEN 'update' THEN m.deleted_at IS NULL
+          WHEN 'restore' THEN m.deleted_at IS NULL
+          WHEN 'delete' THEN m.deleted_at IS NOT NULL
+          WHEN 'forget' THEN m.deleted_at IS NOT NULL
+          WHEN 'supersede' THEN m.status = 'superseded'
+          ELSE false END)
+        OR (p_op <> 'create' AND (prev IS NULL OR prev->>'id' IS DISTINCT FROM m.id OR (prev->>'version')::int IS DISTINCT FROM m.version - 1))
+        OR EXISTS (SELECT 1 FROM cairn.history h WHERE h.memory_id = m.id AND h.version = m.version) THEN
+        RAISE EXCEPTION 'history % of memory % version % does not match the stored memory', p_op, p_id, m.version USING ERRCODE = '42501';
+      END IF;
+      INSERT INTO cairn.history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
+        VALUES (m.id, m.ns_id, p_op, session_user, p_reason, m.updated_at, m.version, p_previous, cairn.memory_json(m, path),
+                -- the caller's detail plus the claimed actor when it is not the database user
+                NULLIF((COALESCE(p_detail::jsonb, '{}'::jsonb) || CASE WHEN p_claimed IS NOT NULL AND p_claimed <> session_user::text
+                  THEN jsonb_build_object('onBehalfOf', p_claimed) ELSE '{}'::jsonb END)::text, '{}'));
+      INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES (m.id, m.ns_id, path, m.key, p_op, m.updated_at)
+        RETURNING position INTO pos;
+      RETURN pos;
+    END $$;
+  -- A change-log row without history (forgetting a forgotten memory again, link, unlink) for a memory the caller may write.
+  CREATE FUNCTION cairn.record_change(p_id text, p_op text) RETURNS bigint LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE m cairn.memories; path text; pos bigint;
+    BEGIN
+      SELECT * INTO m FROM cairn.memories WHERE id = p_id;
+      SELECT n.path INTO path FROM cairn.namespaces n WHERE n.id = m.ns_id;
+      IF m.id IS NULL OR NOT cairn.allowed(path, 2) OR p_op NOT IN ('forget', 'link', 'unlink') OR (p_op = 'forget' AND m.deleted_at IS NULL) THEN
+        RAISE EXCEPTION 'no % change for memory % by this role', p_op, p_id USING ERRCODE = '42501';
+      END IF;
+      INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES (m.id, m.ns_id, path, m.key, p_op, cairn.now_ms())
+        RETURNING position INTO pos;
+      RETURN pos;
+    END $$;
+  -- The change-log row of a namespace renamed to, or deleted at, p_path (namespace p_ns_id is it or lies under it).
+  CREATE FUNCTION cairn.record_namespace_change(p_ns_id text, p_path text, p_op text) RETURNS bigint LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE n cairn.namespaces; pos bigint;
+    BEGIN
+      SELECT * INTO n FROM cairn.namespaces WHERE id = p_ns_id;
+      IF n.id IS NULL OR NOT cairn.allowed(p_path, 3) OR NOT (n.path = p_path OR left(n.path, length(p_path) + 1) = p_path || '.')
+         OR NOT (CASE p_op WHEN 'namespace_delete' THEN n.deleted_at IS NOT NULL WHEN 'namespace_rename' THEN n.deleted_at IS NULL ELSE false END) THEN
+        RAISE EXCEPTION 'no % change for namespace % by this role', p_op, p_path USING ERRCODE = '42501';
+      END IF;
+      INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES (NULL, n.id, p_path, NULL, p_op, cairn.now_ms())
+        RETURNING position INTO pos;
+      RETURN pos;
+    END $$;
+  -- Purging, only from the server-side functions below: the row, its links and history go; one purge history row
+  -- (actor p_actor, checked by check_actor) and a change-log row remain. Not callable by members (no privileges).
+  CREATE FUNCTION cairn.purge_row(m cairn.memories, path text, p_actor text, p_reason text, p_detail text, p_at bigint) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE pos bigint;
+    BEGIN
+      IF NOT cairn.is_server_side() THEN RAISE EXCEPTION 'purge_row is internal' USING ERRCODE = '42501'; END IF;
+      DELETE FROM cairn.memories WHERE id = m.id;
+      DELETE FROM cairn.links WHERE src = m.id OR dst = m.id;
+      DELETE FROM cairn.history WHERE memory_id = m.id;
+      UPDATE cairn.rejected_values SET memory_id = NULL WHERE memory_id = m.id;
+      INSERT INTO cairn.history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
+        VALUES (m.id, m.ns_id, 'purge', p_actor, p_reason, p_at, m.version + 1, NULL, NULL,
+                (COALESCE(p_detail::jsonb, '{}'::jsonb) || jsonb_build_object('namespace', path, 'key', m.key))::text);
+      INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES (m.id, m.ns_id, path, m.key, 'purge', p_at)
+        RETURNING position INTO pos;
+      RETURN pos;
+    END $$;
+  -- memory/purge: an admin of its namespace removes a deleted memory (or one in a deleted namespace) for good.
+  CREATE FUNCTION cairn.purge_memory(p_id text, p_reason text, p_claimed text, p_at bigint) RETURNS bigint LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE m cairn.memories; n cairn.namespaces;
+    BEGIN
+      SELECT * INTO m FROM cairn.memories WHERE id = p_id FOR UPDATE;
+      SELECT * INTO n FROM cairn.namespaces WHERE id = m.ns_id;
+      IF m.id IS NULL OR NOT cairn.allowed(n.path, 3) THEN
+        RAISE EXCEPTION 'purging needs admin on the memory''s namespace' USING ERRCODE = '42501';
+      END IF;
+      IF m.deleted_at IS NULL AND n.deleted_at IS NULL THEN
+        RAISE EXCEPTION 'memory % is live; delete it before purging', p_id USING ERRCODE = '55000';
+      END IF;
+      RETURN cairn.purge_row(m, n.path, session_user, p_reason,
+        CASE WHEN p_claimed IS NOT NULL AND p_claimed <> session_user::text THEN jsonb_build_object('onBehalfOf', p_claimed)::text END, p_at);
+    END $$;
+  -- The sweep's server-side jobs, over the namespaces the caller may write (expiry) or administer (purge of
+  -- deleted namespaces): the only writers of system: actors. Each records the caller as detail.sweptBy.
+  CREATE FUNCTION cairn.expire_due(p_now bigint, p_limit int) RETURNS int LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE r record; m cairn.memories; path text; prev text; done int := 0;
+    BEGIN
+      FOR r IN SELECT x.id, n.path FROM cairn.memories x JOIN cairn.namespaces n ON n.id = x.ns_id
+          WHERE x.deleted_at IS NULL AND x.expires_at IS NOT NULL AND x.expires_at <= p_now AND n.deleted_at IS NULL AND cairn.allowed(n.path, 2)
+          ORDER BY x.expires_at LIMIT p_limit FOR UPDATE OF x SKIP LOCKED LOOP
+        SELECT * INTO m FROM cairn.memories WHERE id = r.id;
+        path := r.path;
+        prev := cairn.memory_json(m, path);
+        UPDATE cairn.memories SET deleted_at = p_now, deleted_by = 'system:expire', delete_reason = 'expired', version = version + 1, updated_at = p_now
+          WHERE id = m.id RETURNING * INTO m;
+        INSERT INTO cairn.history(memory_id, ns_id, op, actor, reason, at, version, previous, state, detail)
+          VALUES (m.id, m.ns_id, 'expire', 'system:expire', 'expired', p_now, m.version, prev, cairn.memory_json(m, path),
+                  jsonb_build_object('sweptBy', session_user)::text);
+        INSERT INTO cairn.changes(memory_id, ns_id, ns_path, key, op, at) VALUES (m.id, m.ns_id, path, m.key, 'expire', p_now);
+        done := done + 1;
+      END LOOP;
+      RETURN done;
+    END $$;
+  CREATE FUNCTION cairn.purge_deleted_namespaces(p_at bigint, p_limit int) RETURNS int LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    DECLARE r record; m cairn.memories; done int := 0;
+    BEGIN
+      FOR r IN SELECT x.id, n.path FROM cairn.memories x JOIN cairn.namespaces n ON n.id = x.ns_id
+          WHERE n.deleted_at IS NOT NULL AND cairn.allowed(n.path, 3) LIMIT p_limit FOR UPDATE OF x SKIP LOCKED LOOP
+        SELECT * INTO m FROM cairn.memories WHERE id = r.id;
+        PERFORM cairn.purge_row(m, r.path, 'system:namespace-delete', 'namespace deleted', jsonb_build_object('sweptBy', session_user)::text, p_at);
+        done := done + 1;
+      END LOOP;
+      RETURN done;
+    END $$;
+  `,
+];
+
+/** The privileges of `cairn_member`, re-asserted (and everything else revoked) by every migrate. */
+const MEMBER_PRIVILEGES: [string, (typeof TABLES)[number][]][] = [
+  ['SELECT, INSERT, UPDATE', ['memories', 'namespaces']],
+  ['SELECT, INSERT, DELETE', ['links', 'idempotency_keys']],
+  ['SELECT, INSERT, UPDATE, DELETE', ['rejected_values']],
+  ['SELECT', ['history', 'changes', 'meta', 'grants']],
+];
+
+/** What members could do up to schema v3 (kept for tests of upgrades). */
+const V3_MEMBER_PRIVILEGES: typeof MEMBER_PRIVILEGES = [
+  ['SELECT, INSERT, UPDATE, DELETE', ['memories', 'history', 'links', 'rejected_values', 'namespaces', 'changes', 'idempotency_keys']],
+  ['SELECT', ['meta', 'grants']],
 ];
 
 async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
@@ -160,17 +449,19 @@ async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
 }
 
 /** Privileges and RLS on every table (re-asserted by every migrate, so a restored dump cannot lose them). */
-async function assertGrants(c: pg.ClientBase): Promise<void> {
+async function assertGrants(c: pg.ClientBase, version: number): Promise<void> {
   await c.query(`GRANT USAGE ON SCHEMA cairn TO ${MEMBER_ROLE}`);
   for (const t of TABLES) {
     // Not FORCEd: the owner (who runs `cairn team init`) administers everything, and the SECURITY DEFINER
     // functions the policies call read grants and namespaces as the owner.
     await c.query(`ALTER TABLE cairn.${t} ENABLE ROW LEVEL SECURITY`);
   }
-  await c.query(
-    `GRANT SELECT, INSERT, UPDATE, DELETE ON cairn.memories, cairn.history, cairn.links, cairn.rejected_values, cairn.namespaces, cairn.changes, cairn.idempotency_keys TO ${MEMBER_ROLE}`,
-  );
-  await c.query(`GRANT SELECT ON cairn.meta, cairn.grants TO ${MEMBER_ROLE}`);
+  // Exactly what the store's client side needs (ARCHITECTURE.md, "Team memory", the row-level-security matrix). History
+  // and the change log are written only by the SECURITY DEFINER functions (record_write, purge_memory, expire_due, ...);
+  // memories are purged only through purge_memory; namespaces are deleted softly (UPDATE).
+  await c.query(`REVOKE ALL ON ALL TABLES IN SCHEMA cairn FROM ${MEMBER_ROLE}, PUBLIC`);
+  for (const [privileges, tables] of version >= 4 ? MEMBER_PRIVILEGES : V3_MEMBER_PRIVILEGES)
+    await c.query(`GRANT ${privileges} ON ${tables.map((t) => `cairn.${t}`).join(', ')} TO ${MEMBER_ROLE}`);
   await c.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA cairn TO ${MEMBER_ROLE}`);
   await c.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA cairn TO ${MEMBER_ROLE}`);
 }
@@ -178,8 +469,12 @@ async function assertGrants(c: pg.ClientBase): Promise<void> {
 /**
  * Create or upgrade the schema (needs a role that may create the extension and
  * roles, e.g. the database owner). Returns the versions before and after.
+ * `to` stops at an older version (3 or later), with that version's member
+ * privileges: for tests of upgrades.
  */
-export async function migrate(pool: pg.Pool): Promise<{ from: number; to: number }> {
+export async function migrate(pool: pg.Pool, o: { to?: number } = {}): Promise<{ from: number; to: number }> {
+  const to = o.to ?? PG_SCHEMA_VERSION;
+  if (to < 3 || to > PG_SCHEMA_VERSION) throw new CairnError('InvalidParams', `cannot migrate to schema version ${to}`, { field: 'to' });
   const c = await pool.connect().catch((e) => {
     throw mapError(e);
   });
@@ -200,15 +495,16 @@ export async function migrate(pool: pg.Pool): Promise<{ from: number; to: number
         'InvalidState',
         `the team database has schema version ${from}; this Cairn knows up to ${PG_SCHEMA_VERSION} (upgrade Cairn)`,
       );
+    if (from > to) throw new CairnError('InvalidState', `the team database has schema version ${from}, past ${to}`);
     await ensureMemberRole(c);
-    for (let v = from; v < PG_SCHEMA_VERSION; v++) await c.query(MIGRATIONS[v]);
+    for (let v = from; v < to; v++) await c.query(MIGRATIONS[v]);
     await c.query(
       `INSERT INTO cairn.meta(key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      [String(PG_SCHEMA_VERSION)],
+      [String(to)],
     );
-    await assertGrants(c);
+    await assertGrants(c, to);
     await c.query('COMMIT');
-    return { from, to: PG_SCHEMA_VERSION };
+    return { from, to };
   } catch (e) {
     await c.query('ROLLBACK').catch(() => undefined);
     throw mapError(e);
