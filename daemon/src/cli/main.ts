@@ -634,6 +634,7 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   if (o.json) out(JSON.stringify(r, null, 2));
   else {
     out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
+    out(`full-text index rebuilt for ${r.fullTextIndexed} memories`);
     if (r.previous) out(`the replaced store is kept as ${r.previous}`);
     if (r.keys === 'missing')
       out('warning: the backup has no .keys file beside it; forgotten values can no longer be matched (a new key is made)');
