@@ -222,7 +222,9 @@ describe('secret memories never reach an agent', () => {
       }
       await rejectsWith(run('cairn_remember', { key: `new-${i}`, value: 'takes its place', supersedes: m.id }), 'NotFound', 'supersedes');
     }
-    await assert.rejects(run('cairn_remember', { key: 'hidden-1', value: 'x', tags: [] }), (e) => /not shown to agents/.test((e as Error).message));
+    await assert.rejects(run('cairn_remember', { key: 'hidden-1', value: 'x', tags: [] }), (e) =>
+      /not shown to agents/.test((e as Error).message),
+    );
     for (const m of secrets) {
       const now = await t.core.call(R.get, { id: m.id });
       assert.deepEqual([now.value, now.version, now.status], [m.value, m.version, 'active'], 'untouched');

@@ -272,7 +272,10 @@ export const rememberTool = tool({
     const { namespace: _n, ...rest } = a;
     // The agent's own ifVersion, else the version just seen; an ifVersion other than the one seen fails as stale.
     if (seen !== undefined && a.ifVersion !== undefined && a.ifVersion !== seen)
-      throw new CairnError('VersionConflict', `stored version is ${seen}, not ${a.ifVersion}`, { field: 'ifVersion', currentVersion: seen });
+      throw new CairnError('VersionConflict', `stored version is ${seen}, not ${a.ifVersion}`, {
+        field: 'ifVersion',
+        currentVersion: seen,
+      });
     const ifVersion = a.ifVersion ?? seen;
     const r = await ctx.call(Requests.upsert, {
       ...rest,
