@@ -17,6 +17,7 @@ import type { CairnClient } from '../client/socket-client';
 import { VERSION } from '../version';
 import { callWriteOnce, connect } from './connect';
 import { printHistory, printMemories, printMemory, printSearch, printStatus } from './format';
+import { privateWriteStream, SecretTally } from './private-output';
 
 export class UsageError extends Error {}
 
@@ -436,8 +437,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'export': {
       // Paged from one snapshot and written as it comes, so a store of any size exports in bounded memory.
       const toFile = pos[0] !== undefined && pos[0] !== '-';
-      const sink = toFile ? fs.createWriteStream(pos[0]) : process.stdout;
+      const sink = toFile ? privateWriteStream(pos[0]) : process.stdout;
       const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
+      const secrets = new SecretTally();
       let cursor: string | undefined;
       let records = 0;
       do {
@@ -446,6 +448,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           cursor ? { cursor } : { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) },
         );
         if (page.records.length) await write(page.records.map((x) => JSON.stringify(x)).join('\n') + '\n');
+        for (const x of page.records) secrets.record(x);
         records += page.records.length;
         cursor = page.nextCursor ?? undefined;
         if (toFile && !json) process.stderr.write(`\rexported ${page.progress.memories}/${page.progress.total} memories…`);
@@ -454,6 +457,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         await new Promise<void>((resolve, reject) => (sink as fs.WriteStream).end((e?: Error | null) => (e ? reject(e) : resolve())));
         process.stderr.write(`${json ? '' : '\n'}exported ${records} records to ${pos[0]}\n`);
       }
+      const note = secrets.note(toFile ? pos[0] : 'the export');
+      if (note) process.stderr.write(note + '\n');
       return 0;
     }
     case 'backup': {
@@ -510,8 +515,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (sub !== 'export' || extra.length)
         throw new UsageError('usage: cairn audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]');
       const toFile = file !== undefined && file !== '-';
-      const sink = toFile ? fs.createWriteStream(file) : process.stdout;
+      const sink = toFile ? privateWriteStream(file) : process.stdout;
       const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
+      const secrets = new SecretTally();
       let cursor: string | undefined;
       let n = 0;
       do {
@@ -523,6 +529,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           ...(cursor ? { cursor } : {}),
         });
         if (page.entries.length) await write(page.entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        for (const e of page.entries) secrets.entry(e);
         n += page.entries.length;
         cursor = page.nextCursor ?? undefined;
       } while (cursor);
@@ -530,6 +537,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         await new Promise<void>((resolve, reject) => (sink as fs.WriteStream).end((e?: Error | null) => (e ? reject(e) : resolve())));
         process.stderr.write(`wrote ${n} history entries to ${file}\n`);
       }
+      const note = secrets.note(toFile ? file : 'the audit export');
+      if (note) process.stderr.write(note + '\n');
       return 0;
     }
     case 'import': {
