@@ -41,7 +41,8 @@ Commands:
                                      remove with history, index rows and links, overwrite the freed space,
                                      truncate the WAL; prints (or writes) a signed erasure receipt
   verify-receipt <FILE|->            check an erasure receipt's signature and that this store's key signed it
-      [--public-key BASE64|FILE]     (trust another key instead)
+      [--key BASE64|PEM|FILE]        (trust a key obtained elsewhere instead; --public-key is the same)
+  keys public                        the public key that signs this store's erasure receipts (base64 Ed25519)
   history <id> | <namespace> <key>   every recorded version
   link <from-id> <to-id> <type>      typed edge (relates_to, contradicts, depends_on, derived_from, supports, refines)
   unlink <from-id> <to-id> <type>
@@ -113,6 +114,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   receipt: { type: 'string' },
   'public-key': { type: 'string' },
+  key: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
   'max-versions': { type: 'string' },
@@ -211,6 +213,12 @@ export async function run(argv: string[]): Promise<number> {
     return runMcp({ db: o.db, socket: o.socket, root: o.root, daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined });
   }
   if (cmd === 'verify-receipt') return verifyReceiptCommand(pos, o);
+  if (cmd === 'keys') {
+    const { keysCommand, KeysUsageError } = await import('./keys-command');
+    return keysCommand(pos, o, out).catch((e: unknown) => {
+      throw e instanceof KeysUsageError ? new UsageError(e.message) : e;
+    });
+  }
   if (cmd === 'restore' && o.from !== undefined) {
     if (pos.length > 0)
       throw new UsageError('usage: cairn restore --from <backup FILE> (or cairn restore <id> | <namespace> <key> for a deleted memory)');
@@ -651,7 +659,7 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   return 0;
 }
 
-/** `cairn verify-receipt`: local, no daemon; trusts this store's key unless --public-key names another. */
+/** `cairn verify-receipt`: local, no daemon; trusts this store's key unless --key (or --public-key) names another. */
 async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
   if (pos.length !== 1) throw new UsageError('usage: cairn verify-receipt <FILE|->');
   const text = pos[0] === '-' ? await readStdin() : fs.readFileSync(pos[0], 'utf8');
@@ -663,9 +671,11 @@ async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
   }
   const { verifyReceipt } = await import('../store/receipt');
   let trusted: string | undefined;
-  if (o['public-key'] !== undefined) {
-    const k = o['public-key'];
-    trusted = fs.existsSync(k) ? fs.readFileSync(k, 'utf8').trim() : k;
+  if (o.key !== undefined && o['public-key'] !== undefined) throw new UsageError('give --key or --public-key, not both');
+  const given = o.key ?? o['public-key'];
+  if (given !== undefined) {
+    const { trustedKeyArg } = await import('./keys-command');
+    trusted = await trustedKeyArg(given, o.key !== undefined ? '--key' : '--public-key');
   } else {
     const { loadStoreKeys } = await import('../store/keys');
     const { resolveDbPath } = await import('../paths');

@@ -227,6 +227,7 @@ export class Core {
       counts: s.counts(),
       indexes,
       historyCap: s.historyCap(),
+      signingKey: s.keys ? { algorithm: 'ed25519', publicKey: s.keys.publicKeyB64 } : null,
       embeddings: this.hooks.embeddings?.() ?? {
         model: null,
         configuredModel: null,
