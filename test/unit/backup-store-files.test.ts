@@ -149,11 +149,57 @@ describe('restore brings the full-text index up to the store', () => {
       } finally {
         s.close();
       }
+      assert.equal(r.vectorsMissing, 0, 'the copy has no vector index: nothing to re-embed beyond what the daemon does anyway');
       assert.deepEqual(
         fs.readdirSync(t.dir).filter((f) => f.includes('.restoring-')),
         [],
         'no temporary file is left',
       );
+    } finally {
+      t.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('restore checks the vector index against the memories', () => {
+  it('a copy whose vector table misses a live memory (watermark current) is re-embedded from scratch at the next open', async () => {
+    const t = tempCore();
+    const dir = tempDir();
+    const db = path.join(t.dir, 'cairn.db');
+    try {
+      for (let i = 0; i < 5; i++) await t.core.call(R.upsert, { namespace: 'project.a', key: `k${i}`, value: `note ${i}` });
+      const copyOf = async (name: string, skip: string | null) => {
+        const file = path.join(dir, name);
+        await t.core.call(R.backup, { path: file });
+        const s = new Store(file, { log: () => {} });
+        const model = s.transaction(() => s.vectors.ensure('test-model', 4));
+        const rows = s.db.prepare('SELECT rowid, key FROM memories').all() as { rowid: number; key: string }[];
+        s.transaction(() => {
+          for (const row of rows)
+            if (row.key !== skip)
+              s.db
+                .prepare(`INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, 0)`)
+                .run(row.rowid, Buffer.alloc(4), Buffer.alloc(8));
+          s.feed.setActiveModel('test-model');
+          s.feed.setWatermark(model, s.position());
+        });
+        s.close();
+        return file;
+      };
+      const whole = await copyOf('whole.db', null);
+      const gap = await copyOf('gap.db', 'k3');
+      t.store.close();
+      const a = restore(db, whole);
+      assert.equal(a.vectorsMissing, 0);
+      let s = new Store(db);
+      assert.equal(s.feed.watermark('test-model'), s.position(), 'a whole vector index keeps its watermark');
+      s.close();
+      const b = restore(db, gap);
+      assert.equal(b.vectorsMissing, 1);
+      s = new Store(db);
+      assert.equal(s.feed.watermark('test-model'), 0, 'the daemon re-embeds the store at its next open');
+      s.close();
     } finally {
       t.close();
       fs.rmSync(dir, { recursive: true, force: true });

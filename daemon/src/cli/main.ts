@@ -652,6 +652,8 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   else {
     out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
     out(`full-text index rebuilt for ${r.fullTextIndexed} memories`);
+    if (r.vectorsMissing > 0)
+      out(`the backup's vector index missed ${r.vectorsMissing} memories: the daemon re-embeds the store when it starts`);
     if (r.previous) out(`the replaced store is kept as ${r.previous}`);
     if (r.keys === 'missing')
       out('warning: the backup has no .keys file beside it; forgotten values can no longer be matched (a new key is made)');

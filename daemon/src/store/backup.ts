@@ -140,6 +140,8 @@ export interface RestoreResult {
   keys: 'restored' | 'missing';
   /** Memories whose full text was indexed anew before the copy replaced the store (see reindexCopy). */
   fullTextIndexed: number;
+  /** Live memories the copy's vector index missed: when any, the daemon re-embeds the store when it opens it. */
+  vectorsMissing: number;
 }
 
 /**
@@ -147,12 +149,15 @@ export interface RestoreResult {
  * themselves, so the restored store answers every search for what it holds from its first query: a copy taken under
  * writers can hold an index that lags or misses a memory while integrity_check passes, and its watermark cannot be
  * trusted to say so. The vector index needs the model: the daemon's indexer follows the change log from its own
- * watermark when it opens the store. Closing the store folds its WAL into the file.
+ * watermark when it opens the store; when the copy's vector table misses a live memory that no later change
+ * explains, its watermark is set to 0 so that the daemon re-embeds everything. Closing the store folds its WAL in.
  */
-function reindexCopy(file: string): number {
+function reindexCopy(file: string): { fullText: number; vectorsMissing: number } {
   const s = new Store(file, { log: () => {} });
   try {
-    return s.rebuildFullText();
+    const fullText = s.rebuildFullText();
+    const vectorsMissing = s.transaction(() => s.feed.resetIfVectorsMissing(s.vectors.models()));
+    return { fullText, vectorsMissing };
   } finally {
     s.close();
   }
@@ -184,7 +189,7 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
       fs.copyFileSync(keysPath(from), keysPath(tmp));
       fs.chmodSync(keysPath(tmp), 0o600);
     }
-    let indexed: number;
+    let indexed: ReturnType<typeof reindexCopy>;
     try {
       indexed = reindexCopy(tmp);
     } catch (e) {
@@ -224,7 +229,8 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
       schemaVersion: check.schemaVersion,
       memories: check.memories,
       keys,
-      fullTextIndexed: indexed,
+      fullTextIndexed: indexed.fullText,
+      vectorsMissing: indexed.vectorsMissing,
     };
   } finally {
     lock.release();
