@@ -103,6 +103,13 @@ describe('backup refuses every file of the store, by identity', () => {
         'from',
       );
       assert.ok(fs.existsSync(keysPath(db)));
+      // The copy an earlier restore kept is not a live file of the store: restoring it goes back.
+      fs.rmSync(keysPath(copy));
+      const first = restore(db, copy, Date.parse('2026-01-01T00:00:00Z'));
+      const keyBefore = fs.readFileSync(keysPath(first.previous!), 'utf8');
+      const back = restore(db, first.previous!, Date.parse('2026-01-02T00:00:00Z'));
+      assert.equal(back.keys, 'restored');
+      assert.equal(fs.readFileSync(keysPath(db), 'utf8'), keyBefore, 'the kept key came back with the kept store');
     } finally {
       t.close();
       fs.rmSync(other, { recursive: true, force: true });

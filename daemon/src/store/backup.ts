@@ -35,8 +35,8 @@ const PAGES_PER_STEP = 256;
  * Refuse a path that names one of the store's own files (store-files.ts: compared by device and inode after every
  * link is followed, not by spelling): writing a backup over it, or restoring from it, destroys the store or its keys.
  */
-function refuseStoreFile(db: string, candidate: string, field: string, doing: string): void {
-  const what = storeFileAt(db, candidate);
+function refuseStoreFile(db: string, candidate: string, field: string, doing: string, opts: { keptCopies?: boolean } = {}): void {
+  const what = storeFileAt(db, candidate, opts);
   if (what)
     throw new CairnError(
       'InvalidParams',
@@ -169,8 +169,9 @@ function reindexCopy(file: string): { fullText: number; vectorsMissing: number }
  */
 export function restore(db: string, from: string, now = Date.now()): RestoreResult {
   if (!fs.existsSync(from)) throw new CairnError('NotFound', `no backup at ${from}`, { field: 'from' });
-  refuseStoreFile(db, from, 'from', 'restore from');
-  refuseStoreFile(db, keysPath(from), 'from', "restore the backup's keys from");
+  // A copy an earlier restore kept (`<store>.pre-restore-*`) may be restored, to go back: it is read before anything moves.
+  refuseStoreFile(db, from, 'from', 'restore from', { keptCopies: false });
+  refuseStoreFile(db, keysPath(from), 'from', "restore the backup's keys from", { keptCopies: false });
   const check = verifyCopy(from, { full: true });
   if (check.problem)
     throw new CairnError('InvalidState', `the backup failed verification, nothing was replaced: ${check.problem}`, { field: 'from' });

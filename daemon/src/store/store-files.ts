@@ -25,11 +25,12 @@ const OWNED: [suffix: string, what: string][] = [
   ['.lock', 'daemon lock file (.lock)'],
   ['.daemon.json', 'daemon info file (.daemon.json)'],
 ];
+const KEPT = '.pre-restore-';
 /** `<db><prefix>…`: temporary files and kept copies of the store. */
 const OWNED_PREFIXES: [prefix: string, what: string][] = [
   ['.partial-', 'backup in progress (.partial-*)'],
   ['.restoring-', 'restore in progress (.restoring-*)'],
-  ['.pre-restore-', 'copy kept by a restore (.pre-restore-*)'],
+  [KEPT, 'copy kept by a restore (.pre-restore-*)'],
   ['.keys.', 'key file being created (.keys.*)'],
   ['.daemon.json.', 'daemon info file being written (.daemon.json.*)'],
 ];
@@ -80,15 +81,17 @@ const same = (a: Identity, b: Identity) =>
 /**
  * What `candidate` is among the files of the store at `db` ("database file", "key file (.keys…)", …), or null when
  * it is none of them. Compared by identity (see the module comment), so no spelling of a store file gets through.
+ * `keptCopies: false` leaves out the copies a restore keeps (`.pre-restore-*`): a restore may read one, to go back.
  */
-export function storeFileAt(db: string, candidate: string): string | null {
+export function storeFileAt(db: string, candidate: string, opts: { keptCopies?: boolean } = {}): string | null {
   if (db === ':memory:' || db === '') return null;
   const c = identity(candidate);
   const real = followLinks(db);
   for (const [suffix, what] of OWNED) if (same(c, identity(real + suffix))) return what;
   const dir = identity(real);
   if (c.dir !== null && c.dir === dir.dir)
-    for (const [prefix, what] of OWNED_PREFIXES) if (c.base.startsWith(dir.base + prefix)) return what;
+    for (const [prefix, what] of OWNED_PREFIXES)
+      if (c.base.startsWith(dir.base + prefix) && (opts.keptCopies !== false || prefix !== KEPT)) return what;
   // The identity lock and info files of the store file (server/lock.ts), kept under its device and inode.
   if (dir.file !== null && process.platform !== 'win32') {
     const [dev, ino] = dir.file.split(':');
