@@ -18,6 +18,7 @@ import { restore } from '../../daemon/src/store/backup';
 import { keysPath } from '../../daemon/src/store/keys';
 import { storeFileAt } from '../../daemon/src/store/store-files';
 import { Store } from '../../daemon/src/store/store';
+import { normalizedValueHash } from '../../daemon/src/text/hash';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
 
 const SIDE = ['', '-wal', '-shm', '-journal', '.keys', '.lock', '.daemon.json'];
@@ -162,6 +163,41 @@ describe('restore brings the full-text index up to the store', () => {
         [],
         'no temporary file is left',
       );
+    } finally {
+      t.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('restore of a backup without its key file', () => {
+  it('keeps the key the restore made, so forgotten values stored unkeyed still match', async () => {
+    const t = tempCore();
+    const dir = tempDir();
+    const db = path.join(t.dir, 'cairn.db');
+    try {
+      const f = await t.core.call(R.upsert, { namespace: 'project.a', key: 'wrong', value: 'the build uses make' });
+      await t.core.call(R.forget, { id: f.memory.id });
+      const file = path.join(dir, 'nokeys.db');
+      await t.core.call(R.backup, { path: file });
+      fs.rmSync(keysPath(file));
+      // As a store from before keyed hashes holds it: the rejection is an unkeyed hash, re-keyed at the next open.
+      const b = new Database(file);
+      b.prepare('UPDATE rejected_values SET value_hash = ?').run(normalizedValueHash('the build uses make'));
+      b.close();
+      t.store.close();
+      const r = restore(db, file);
+      assert.equal(r.keys, 'missing');
+      assert.ok(fs.existsSync(keysPath(db)), 'the key the copy was opened with is the store key');
+      const s = new Store(db);
+      try {
+        await rejectsWith(
+          new Core(s).call(R.upsert, { namespace: 'project.a', key: 'again', value: 'the build uses make' }),
+          'RejectedValue',
+        );
+      } finally {
+        s.close();
+      }
     } finally {
       t.close();
       fs.rmSync(dir, { recursive: true, force: true });

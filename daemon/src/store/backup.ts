@@ -199,7 +199,6 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
         field: 'from',
       });
     }
-    if (!hasKeys) fs.rmSync(keysPath(tmp), { force: true }); // the store makes its key at its next open, as without a restore
     const fd = fs.openSync(tmp, 'r');
     fs.fsyncSync(fd);
     fs.closeSync(fd);
@@ -218,11 +217,9 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
       if (fs.existsSync(keysPath(db))) fs.renameSync(keysPath(db), keysPath(previous));
     }
     fs.renameSync(tmp, db);
-    let keys: RestoreResult['keys'] = 'missing';
-    if (hasKeys) {
-      fs.renameSync(keysPath(tmp), keysPath(db));
-      keys = 'restored';
-    }
+    // Without the backup's keys, opening the copy made a new key (and keyed any legacy hashes with it): it goes along.
+    if (fs.existsSync(keysPath(tmp))) fs.renameSync(keysPath(tmp), keysPath(db));
+    const keys: RestoreResult['keys'] = hasKeys ? 'restored' : 'missing';
     return {
       restored: db,
       from,
