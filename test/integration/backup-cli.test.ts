@@ -75,4 +75,34 @@ describe('cairn export, backup and restore', () => {
     );
     fs.rmSync(dir, { recursive: true, force: true });
   });
+  it('cairn backup through a folder that links to the store folder is refused, and the store stays whole', async () => {
+    const dir = tempDir();
+    const d = await spawnDaemon({ dir });
+    const env = { CAIRN_DB: d.db, XDG_RUNTIME_DIR: dir };
+    const other = tempDir();
+    try {
+      const c = await d.client();
+      await c.call(R.upsertBatch, {
+        items: Array.from({ length: 200 }, (_, i) => ({ namespace: 'project.kept', key: `k${i}`, value: `acknowledged ${i}` })),
+      });
+      const keys = fs.readFileSync(d.db + '.keys', 'utf8');
+      fs.symlinkSync(dir, path.join(other, 'link'));
+      for (const name of ['cairn.db', 'cairn.db-wal', 'cairn.db-shm', 'cairn.db.keys', 'cairn.db.lock', 'cairn.db.daemon.json']) {
+        const r = cli(['backup', path.join(other, 'link', name), '--force'], env);
+        assert.equal(r.code, 1, `${name}: ${r.out}`);
+        assert.match(r.err, /InvalidParams.*refusing to write the backup to .* it is this store's/, name);
+      }
+      assert.equal(fs.readFileSync(d.db + '.keys', 'utf8'), keys, 'the key file is untouched');
+      const list = cli(['list', '--root', 'project.kept', '--limit', '500', '--json'], env);
+      assert.equal(list.code, 0, list.err);
+      assert.equal(JSON.parse(list.out).items.length, 200);
+    } finally {
+      await d.stop();
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+    const check = cli(['status', '--json', '--direct'], { CAIRN_DB: d.db, XDG_RUNTIME_DIR: dir });
+    assert.equal(check.code, 0, check.err);
+    assert.equal(JSON.parse(check.out).counts.memories, 200, 'every acknowledged write survives a restart');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 });

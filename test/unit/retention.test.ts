@@ -50,6 +50,41 @@ describe('retention', () => {
     }
   });
 
+  it('maxVersions and maxAgeDays trimming the same memory write one retention row with every removed version', async () => {
+    const t = clocked();
+    try {
+      // Versions 1-3 are old (past maxAgeDays), 4-6 recent; maxVersions 2 would keep 5-6, maxAgeDays keeps 4-6.
+      for (let v = 1; v <= 6; v++) {
+        t.at(T0 + (v <= 3 ? v * 1000 : 40 * DAY + v * 1000));
+        await t.core.call(R.upsert, { namespace: 'project.r', key: 'both', value: `version ${v}` });
+      }
+      t.at(T0 + 41 * DAY);
+      await t.core.call(R.retention, { set: { root: 'project.r', maxVersions: 2, maxAgeDays: 30 } });
+      const r = await t.core.call(R.sweep, {});
+      assert.equal(r.retention!.removedVersions, 4);
+      assert.deepEqual(
+        r.retention!.actions.map((a) => [a.action, a.count]),
+        [['versions', 4]],
+      );
+      const m = await t.core.call(R.get, { namespace: 'project.r', key: 'both' });
+      const h = (await t.core.call(R.history, { id: m.id })).entries;
+      assert.deepEqual(
+        h.map((e) => [e.op, e.version]),
+        [
+          ['retention', 6],
+          ['update', 6],
+          ['update', 5],
+        ],
+      );
+      assert.equal(h.filter((e) => e.op === 'retention').length, 1);
+      assert.deepEqual(h[0].detail, { retention: 'project.r', removedVersions: [1, 2, 3, 4] });
+      assert.equal(h[0].reason, 'retention: project.r keeps 2 versions and 30 days of history');
+      assert.equal((await t.core.call(R.sweep, {})).retention!.removedVersions, 0);
+    } finally {
+      t.close();
+    }
+  });
+
   it("maxAgeDays drops old history (keeping each memory's newest entry) and purges long-deleted memories, never a live one", async () => {
     const t = clocked();
     try {

@@ -209,6 +209,60 @@ describe('secret memories never reach an agent', () => {
     assert.equal((r.structured.memory as Memory).id, secrets[2].id);
   });
 
+  it('cairn_remember cannot rewrite a secret memory (nor drop its tag): the same NotFound as a read', async () => {
+    const read = await rejectsWith(run('cairn_recall', { key: 'hidden-0' }), 'NotFound');
+    for (const [i, m] of secrets.entries()) {
+      for (const args of [
+        { key: `hidden-${i}`, value: 'replaced by an agent', tags: [] },
+        { namespace: 'project.a', key: `hidden-${i}`, value: 'replaced by an agent' },
+        { key: `hidden-${i}`, value: 'replaced by an agent', ifVersion: m.version },
+      ]) {
+        const data = await rejectsWith(run('cairn_remember', args), 'NotFound', 'key');
+        assert.equal(data.name, read.name);
+      }
+      await rejectsWith(run('cairn_remember', { key: `new-${i}`, value: 'takes its place', supersedes: m.id }), 'NotFound', 'supersedes');
+    }
+    await assert.rejects(run('cairn_remember', { key: 'hidden-1', value: 'x', tags: [] }), (e) =>
+      /not shown to agents/.test((e as Error).message),
+    );
+    for (const m of secrets) {
+      const now = await t.core.call(R.get, { id: m.id });
+      assert.deepEqual([now.value, now.version, now.status], [m.value, m.version, 'active'], 'untouched');
+      assert.equal(now.tags.length, 1);
+    }
+    await rejectsWith(t.core.call(R.get, { namespace: 'project.a', key: 'new-0' }), 'NotFound');
+    // A deleted secret memory is as hidden as a live one.
+    const d = (await t.core.call(R.upsert, { namespace: 'project.a', key: 'gone-secret', value: 'kumquat old', tags: ['secret'] })).memory;
+    await t.core.call(R.delete, { id: d.id });
+    await rejectsWith(run('cairn_remember', { key: 'gone-secret', value: 'x' }), 'NotFound', 'key');
+    // An ordinary memory is still rewritten, and a stale ifVersion is refused as before.
+    await rejectsWith(run('cairn_remember', { key: 'open', value: 'x', ifVersion: open.version + 5 }), 'VersionConflict', 'ifVersion');
+    const w = await run('cairn_remember', { key: 'fresh', value: 'a new fact about kumquat builds' });
+    assert.equal((w.structured.memory as Memory).version, 1);
+    const again = await run('cairn_remember', { key: 'fresh', value: 'the fact, corrected' });
+    assert.equal((again.structured.memory as Memory).version, 2);
+    // With the setting on, the agent may rewrite it.
+    const allowed = await run('cairn_remember', { key: 'hidden-4', value: 'kumquat deploy credential number 4, rotated' }, true);
+    assert.equal((allowed.structured.memory as Memory).version, secrets[4].version + 1);
+    await t.core.call(R.delete, { id: (w.structured.memory as Memory).id });
+  });
+
+  it('a memory tagged secret between the look and the write is not rewritten', async () => {
+    const m = (await t.core.call(R.upsert, { namespace: 'project.a', key: 'racing', value: 'plain at first' })).memory;
+    const c = ctx(false);
+    const racing: ToolContext = {
+      ...c,
+      call: (async (def: { method: string }, params: Record<string, unknown>) => {
+        if (def.method === R.upsert.method)
+          await t.core.call(R.upsert, { namespace: 'project.a', key: 'racing', value: 'plain at first', tags: ['secret'] });
+        return c.call(def as never, params as never);
+      }) as ToolContext['call'],
+    };
+    await rejectsWith(tool('cairn_remember').run({ key: 'racing', value: 'rewritten', tags: [] } as never, racing), 'VersionConflict');
+    const now = await t.core.call(R.get, { id: m.id });
+    assert.deepEqual([now.value, now.tags], ['plain at first', ['secret']]);
+  });
+
   it('the language-model tools are these handlers', async () => {
     for (const name of Object.keys(AGENT_TOOLS) as (keyof typeof AGENT_TOOLS)[]) assert.equal(AGENT_TOOLS[name], tool(name));
     await rejectsWith(AGENT_TOOLS.cairn_recall.run({ id: secrets[0].id }, ctx(false)), 'NotFound');

@@ -24,6 +24,7 @@ import { commandHelp } from './help';
 import { expandNamespace, missingRootWarning, otherProjectNote } from './project-namespace';
 import { countMemoryRecords, followReindex, type NotificationSource } from './progress';
 import { nearest, unknownOption } from './suggest';
+import { privateWriteStream, SecretTally } from './private-output';
 
 export class UsageError extends Error {}
 
@@ -48,7 +49,8 @@ Commands:
                                      remove with history, index rows and links, overwrite the freed space,
                                      truncate the WAL; prints (or writes) a signed erasure receipt
   verify-receipt <FILE|->            check an erasure receipt's signature and that this store's key signed it
-      [--public-key BASE64|FILE]     (trust another key instead)
+      [--key BASE64|PEM|FILE]        (trust a key obtained elsewhere instead; --public-key is the same)
+  keys public                        the public key that signs this store's erasure receipts (base64 Ed25519)
   history <id> | <namespace> <key>   every recorded version
   link <from-id> <to-id> <type>      typed edge (relates_to, contradicts, depends_on, derived_from, supports, refines)
   unlink <from-id> <to-id> <type>
@@ -122,6 +124,7 @@ const OPTIONS = {
   timeout: { type: 'string' },
   receipt: { type: 'string' },
   'public-key': { type: 'string' },
+  key: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
   'max-versions': { type: 'string' },
@@ -236,6 +239,12 @@ export async function run(argv: string[]): Promise<number> {
     return runMcp({ db: o.db, socket: o.socket, root: o.root, daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined });
   }
   if (cmd === 'verify-receipt') return verifyReceiptCommand(pos, o);
+  if (cmd === 'keys') {
+    const { keysCommand, KeysUsageError } = await import('./keys-command');
+    return keysCommand(pos, o, out).catch((e: unknown) => {
+      throw e instanceof KeysUsageError ? new UsageError(e.message) : e;
+    });
+  }
   if (cmd === 'restore' && o.from !== undefined) {
     if (pos.length > 0)
       throw new UsageError('usage: cairn restore --from <backup FILE> (or cairn restore <id> | <namespace> <key> for a deleted memory)');
@@ -476,8 +485,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'export': {
       // Paged from one snapshot and written as it comes, so a store of any size exports in bounded memory.
       const toFile = pos[0] !== undefined && pos[0] !== '-';
-      const sink = toFile ? fs.createWriteStream(pos[0]) : process.stdout;
+      const sink = toFile ? privateWriteStream(pos[0]) : process.stdout;
       const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
+      const secrets = new SecretTally();
       let cursor: string | undefined;
       let records = 0;
       do {
@@ -486,6 +496,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           cursor ? { cursor } : { ...(scopeOf(o) ? { scope: scopeOf(o) } : {}), ...(o['no-history'] ? { includeHistory: false } : {}) },
         );
         if (page.records.length) await write(page.records.map((x) => JSON.stringify(x)).join('\n') + '\n');
+        for (const x of page.records) secrets.record(x);
         records += page.records.length;
         cursor = page.nextCursor ?? undefined;
         if (toFile && !json) process.stderr.write(`\rexported ${page.progress.memories}/${page.progress.total} memories…`);
@@ -494,6 +505,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         await new Promise<void>((resolve, reject) => (sink as fs.WriteStream).end((e?: Error | null) => (e ? reject(e) : resolve())));
         process.stderr.write(`${json ? '' : '\n'}exported ${records} records to ${pos[0]}\n`);
       }
+      const note = secrets.note(toFile ? pos[0] : 'the export');
+      if (note) process.stderr.write(note + '\n');
       return 0;
     }
     case 'backup': {
@@ -551,8 +564,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (sub !== 'export' || extra.length)
         throw new UsageError('usage: cairn audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]');
       const toFile = file !== undefined && file !== '-';
-      const sink = toFile ? fs.createWriteStream(file) : process.stdout;
+      const sink = toFile ? privateWriteStream(file) : process.stdout;
       const write = (text: string) => (sink.write(text) ? Promise.resolve() : new Promise<void>((r) => sink.once('drain', () => r())));
+      const secrets = new SecretTally();
       let cursor: string | undefined;
       let n = 0;
       do {
@@ -564,6 +578,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           ...(cursor ? { cursor } : {}),
         });
         if (page.entries.length) await write(page.entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
+        for (const e of page.entries) secrets.entry(e);
         n += page.entries.length;
         cursor = page.nextCursor ?? undefined;
       } while (cursor);
@@ -571,6 +586,8 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         await new Promise<void>((resolve, reject) => (sink as fs.WriteStream).end((e?: Error | null) => (e ? reject(e) : resolve())));
         process.stderr.write(`wrote ${n} history entries to ${file}\n`);
       }
+      const note = secrets.note(toFile ? file : 'the audit export');
+      if (note) process.stderr.write(note + '\n');
       return 0;
     }
     case 'import': {
@@ -689,6 +706,9 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   if (o.json) out(JSON.stringify(r, null, 2));
   else {
     out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
+    out(`full-text index rebuilt for ${r.fullTextIndexed} memories`);
+    if (r.vectorsMissing > 0)
+      out(`the backup's vector index missed ${r.vectorsMissing} memories: the daemon re-embeds the store when it starts`);
     if (r.previous) out(`the replaced store is kept as ${r.previous}`);
     if (r.keys === 'missing')
       out('warning: the backup has no .keys file beside it; forgotten values can no longer be matched (a new key is made)');
@@ -696,7 +716,7 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   return 0;
 }
 
-/** `cairn verify-receipt`: local, no daemon; trusts this store's key unless --public-key names another. */
+/** `cairn verify-receipt`: local, no daemon; trusts this store's key unless --key (or --public-key) names another. */
 async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
   if (pos.length !== 1) throw new UsageError('usage: cairn verify-receipt <FILE|->');
   const text = pos[0] === '-' ? await readStdin() : fs.readFileSync(pos[0], 'utf8');
@@ -708,9 +728,11 @@ async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
   }
   const { verifyReceipt } = await import('../store/receipt');
   let trusted: string | undefined;
-  if (o['public-key'] !== undefined) {
-    const k = o['public-key'];
-    trusted = fs.existsSync(k) ? fs.readFileSync(k, 'utf8').trim() : k;
+  if (o.key !== undefined && o['public-key'] !== undefined) throw new UsageError('give --key or --public-key, not both');
+  const given = o.key ?? o['public-key'];
+  if (given !== undefined) {
+    const { trustedKeyArg } = await import('./keys-command');
+    trusted = await trustedKeyArg(given, o.key !== undefined ? '--key' : '--public-key');
   } else {
     const { loadStoreKeys } = await import('../store/keys');
     const { resolveDbPath } = await import('../paths');

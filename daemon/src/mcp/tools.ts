@@ -108,16 +108,37 @@ function target(a: { id?: string; namespace?: string; key?: string }): { id: str
   });
 }
 
-/** A memory an agent may see: secret memories are NotFound to agents unless the user allows them. */
-function visibleToAgent(ctx: ToolContext, m: T.Memory): T.Memory {
+/**
+ * A memory an agent may see: secret memories are NotFound to agents unless the user allows them. The same answer
+ * for a read (recall, forget, link, neighbors) and for a write over one (remember with its key, supersedes).
+ */
+function visibleToAgent(ctx: ToolContext, m: T.Memory, field = 'id'): T.Memory {
   if (!ctx.allowSecrets && isSecretTagged(m.tags)) {
     throw new CairnError(
       'NotFound',
       `memory ${m.id} is tagged "${SECRET_TAG}" and is not shown to agents (the user can allow it with cairn.agents.allowSecrets)`,
-      { field: 'id' },
+      { field },
     );
   }
   return m;
+}
+
+/**
+ * Before an agent writes `namespace`/`key`: the memory stored there, when it is one the agent may not see (a secret
+ * one, also deleted), is NotFound, as for a read; otherwise the version the write must find (0: none yet), so that a
+ * memory tagged secret between this look and the write makes the write fail (VersionConflict) instead of rewriting it.
+ */
+async function writableVersion(ctx: ToolContext, namespace: string, key: string): Promise<number | undefined> {
+  if (ctx.allowSecrets) return undefined;
+  let m: T.Memory;
+  try {
+    m = await ctx.call(Requests.get, { namespace, key, scope: defaultScope(ctx.scope), includeDeleted: true });
+  } catch (e) {
+    if (e instanceof CairnError && e.data.name === 'NotFound') return 0;
+    throw e;
+  }
+  visibleToAgent(ctx, m, 'key');
+  return m.deletedAt === null ? m.version : undefined; // a deleted key refuses the write itself (Deleted)
 }
 
 /** Read one memory in scope that the agent may see (see findMemoryAny). */
@@ -125,8 +146,9 @@ async function findMemory(
   ctx: ToolContext,
   t: { id: string } | { namespace?: string; key: string },
   includeDeleted = false,
+  field = 'id',
 ): Promise<T.Memory> {
-  return visibleToAgent(ctx, await findMemoryAny(ctx, t, includeDeleted));
+  return visibleToAgent(ctx, await findMemoryAny(ctx, t, includeDeleted), field);
 }
 
 /** Read one memory in scope: by id (scope-checked by the daemon), or by key in the given namespace, else the project root then `user`. */
@@ -240,9 +262,24 @@ export const rememberTool = tool({
   async run(a, ctx) {
     const namespace = a.namespace ?? ctx.scope.root;
     checkNamespace(ctx.scope, namespace, 'namespace');
+    // An agent neither reads nor rewrites a secret memory: not by its key (which would drop the tag with `tags: []`),
+    // not through `supersedes`.
+    const seen = await writableVersion(ctx, namespace, a.key);
+    if (a.supersedes !== undefined && !ctx.allowSecrets)
+      await findMemory(ctx, { id: a.supersedes }, false, 'supersedes').catch((e) => {
+        throw e instanceof CairnError ? new CairnError(e.data.name, e.message, { ...e.data, field: 'supersedes' }) : e;
+      });
     const { namespace: _n, ...rest } = a;
+    // The agent's own ifVersion, else the version just seen; an ifVersion other than the one seen fails as stale.
+    if (seen !== undefined && a.ifVersion !== undefined && a.ifVersion !== seen)
+      throw new CairnError('VersionConflict', `stored version is ${seen}, not ${a.ifVersion}`, {
+        field: 'ifVersion',
+        currentVersion: seen,
+      });
+    const ifVersion = a.ifVersion ?? seen;
     const r = await ctx.call(Requests.upsert, {
       ...rest,
+      ...(ifVersion !== undefined ? { ifVersion } : {}),
       namespace,
       // The session's scope bounds the write: the namespace and the memory named by `supersedes`.
       scope: defaultScope(ctx.scope),

@@ -615,6 +615,12 @@ export const StoreStatusResult = z.object({
   }),
   indexes: z.array(IndexWatermark),
   historyCap: z.number().int().nullable(),
+  /**
+   * The public half of the key that signs this store's erasure receipts (raw 32-byte Ed25519 key, base64), for a third
+   * party to verify receipts against a key it got from here rather than from the receipt; null when the store has no
+   * key file yet (a read-only open of a new store).
+   */
+  signingKey: z.object({ algorithm: z.literal('ed25519'), publicKey: z.string() }).nullable(),
   embeddings: EmbeddingStatus,
   daemon: z
     .object({

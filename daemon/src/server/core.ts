@@ -21,7 +21,7 @@ import { configureRetention, enforceRetentionPaced } from '../store/retention';
 import { auditPage } from '../store/audit';
 import { importPreview } from '../store/import-preview';
 import { overview } from '../store/overview';
-import { dropIdempotencyRecords, onceByKey } from '../store/idempotency';
+import { dropIdempotencyRecords, onceByKey, recordAnswer } from '../store/idempotency';
 import type { Store } from '../store/store';
 import type { TeamRouter } from '../team/router';
 
@@ -83,20 +83,28 @@ export class Core {
     ) => this.handlers.set(def.method, fn as Handler);
 
     on(Requests.upsert, async (p) => {
-      const r = onceByKey(s, 'memory/upsert', p, () => s.upsert(p));
-      if (!r.changed || 'replayed' in r) return r;
-      if (!this.hooks.duplicates) return { ...r, duplicateCheck: 'unavailable' as const };
+      // A keyed write records its answer with the write: `pending` while the duplicate check (after the commit) runs,
+      // then the answer the client gets, so a replay returns exactly that (store/idempotency.ts recordAnswer).
+      const hasCheck = !!this.hooks.duplicates;
+      const r = onceByKey(s, 'memory/upsert', p, () => {
+        const w = s.upsert(p);
+        return w.changed ? { ...w, duplicateCheck: hasCheck ? ('pending' as const) : ('unavailable' as const) } : w;
+      });
+      if (!r.changed || 'replayed' in r || !this.hooks.duplicates) return r;
       const d = await this.hooks.duplicates(r.memory, r.position, p.waitForDuplicates === true).catch((e: Error) => ({
         duplicateCheck: 'unavailable' as const,
         possibleDuplicates: [],
         skipped: `the duplicate check failed: ${e?.message ?? String(e)}`,
       }));
-      return {
+      const answer = {
         ...r,
         duplicateCheck: d.duplicateCheck,
         ...(d.possibleDuplicates.length ? { possibleDuplicates: d.possibleDuplicates } : {}),
         ...(d.skipped ? { duplicatesSkipped: d.skipped } : {}),
       };
+      if (p.idempotencyKey !== undefined && JSON.stringify(answer) !== JSON.stringify(r))
+        recordAnswer(s, p.idempotencyKey, 'memory/upsert', answer);
+      return answer;
     });
     on(Requests.duplicates, (p) => {
       const m = s.peek(p.id, p.scope);
@@ -220,6 +228,7 @@ export class Core {
       counts: s.counts(),
       indexes,
       historyCap: s.historyCap(),
+      signingKey: s.keys ? { algorithm: 'ed25519', publicKey: s.keys.publicKeyB64 } : null,
       embeddings: this.hooks.embeddings?.() ?? {
         model: null,
         configuredModel: null,

@@ -7,6 +7,8 @@
  * edits: lines inserted or removed above an anchor shift it; an anchor whose
  * lines were deleted, or whose symbol vanished, is marked stale.
  *
+ * A memory tagged `secret` shows its key and a note, never its value or summary (docs/protocol.md#secrets).
+ *
  * Hover markdown carries command links the VS Code extension implements:
  * cairn.openMemory, cairn.editMemory, cairn.showHistory, cairn.forgetMemory, each with args [{ id }].
  */
@@ -19,6 +21,7 @@ import type { Anchor, Memory, Scope } from '../protocol/types';
 import { projectNamespaceFor } from '../project';
 import type { Store } from '../store/store';
 import { escapeMarkdown } from '../text/format';
+import { isSecretTagged } from '../text/secrets';
 
 interface Position {
   line: number;
@@ -34,6 +37,8 @@ interface ContentChange {
 }
 
 export const HOVER_MAX_MEMORIES = 5;
+/** What a hover shows instead of the value (or summary) of a memory tagged `secret`. */
+export const SECRET_HOVER_NOTE = '_secret — value hidden; open it in the dashboard_';
 const HOVER_VALUE_CHARS = 400;
 
 export class LspDocuments {
@@ -213,9 +218,12 @@ export class LspDocuments {
       seen.add(m.id);
       const args = encodeURIComponent(JSON.stringify([{ id: m.id }]));
       const text = m.summary ?? m.value;
-      const body = text.length > HOVER_VALUE_CHARS ? text.slice(0, HOVER_VALUE_CHARS) + '…' : text;
+      // A hover is seen by whoever watches the screen and by screen-reading agents: a secret memory shows no text.
+      const body = isSecretTagged(m.tags)
+        ? SECRET_HOVER_NOTE
+        : escapeMarkdown(text.length > HOVER_VALUE_CHARS ? text.slice(0, HOVER_VALUE_CHARS) + '…' : text);
       parts.push(
-        `**Cairn** · \`${m.namespace}\` · **${escapeMarkdown(m.key)}** _(${m.kind}, v${m.version})_\n\n${escapeMarkdown(body)}\n\n` +
+        `**Cairn** · \`${m.namespace}\` · **${escapeMarkdown(m.key)}** _(${m.kind}, v${m.version})_\n\n${body}\n\n` +
           `[Open](command:cairn.openMemory?${args}) · [Edit](command:cairn.editMemory?${args}) · [History](command:cairn.showHistory?${args}) · [Forget](command:cairn.forgetMemory?${args})`,
       );
     }

@@ -12,7 +12,11 @@
  * and holds the daemon lock while it works so none can start. It verifies the
  * copy first (integrity_check, quick_check, schema version, Cairn's tables,
  * foreign keys) and replaces nothing when any check fails. The replaced store
- * is kept as `<store>.pre-restore-<time>` (with its keys).
+ * is kept as `<store>.pre-restore-<time>` (with its keys). Before the copy replaces the store, its full-text index is
+ * rebuilt from its memories (reindexCopy), so a restored store misses nothing in a search.
+ *
+ * Neither writes over, nor restores from, a file of the store itself (its database, WAL, key file, lock, …) under
+ * any spelling: store-files.ts compares file identities.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -22,16 +26,31 @@ import type { BackupParams, BackupResult, ProgressParams } from '../protocol/typ
 import { keysPath } from './keys';
 import { holdExclusiveLock } from './lock';
 import { SCHEMA_VERSION } from './schema';
-import type { Store } from './store';
+import { Store } from './store';
+import { storeFileAt } from './store-files';
 
 const PAGES_PER_STEP = 256;
+
+/**
+ * Refuse a path that names one of the store's own files (store-files.ts: compared by device and inode after every
+ * link is followed, not by spelling): writing a backup over it, or restoring from it, destroys the store or its keys.
+ */
+function refuseStoreFile(db: string, candidate: string, field: string, doing: string, opts: { keptCopies?: boolean } = {}): void {
+  const what = storeFileAt(db, candidate, opts);
+  if (what)
+    throw new CairnError(
+      'InvalidParams',
+      `refusing to ${doing} ${candidate}: it is this store's ${what}, the same file as one beside ${db}; choose a path outside the store's own files`,
+      { field, storeFile: what },
+    );
+}
 
 export async function backup(store: Store, p: BackupParams, progress?: (p: ProgressParams) => void): Promise<BackupResult> {
   if (store.path === ':memory:') throw new CairnError('InvalidState', 'an in-memory store cannot be backed up to a file');
   const dest = p.path;
   if (!path.isAbsolute(dest))
     throw new CairnError('InvalidParams', 'path must be absolute (the daemon may run in another folder)', { field: 'path' });
-  if (path.resolve(dest) === path.resolve(store.path)) throw new CairnError('InvalidParams', 'path is the store itself', { field: 'path' });
+  refuseStoreFile(store.path, dest, 'path', 'write the backup to');
   if (fs.existsSync(dest) && !p.overwrite)
     throw new CairnError('InvalidState', `${dest} exists; pass overwrite: true (--force) to replace it`, { field: 'path' });
   if (!fs.existsSync(path.dirname(dest)))
@@ -119,6 +138,29 @@ export interface RestoreResult {
   schemaVersion: number;
   memories: number;
   keys: 'restored' | 'missing';
+  /** Memories whose full text was indexed anew before the copy replaced the store (see reindexCopy). */
+  fullTextIndexed: number;
+  /** Live memories the copy's vector index missed: when any, the daemon re-embeds the store when it opens it. */
+  vectorsMissing: number;
+}
+
+/**
+ * Open the copy as a store (migrating it when it is older) and rebuild its full-text index from the memories
+ * themselves, so the restored store answers every search for what it holds from its first query: a copy taken under
+ * writers can hold an index that lags or misses a memory while integrity_check passes, and its watermark cannot be
+ * trusted to say so. The vector index needs the model: the daemon's indexer follows the change log from its own
+ * watermark when it opens the store; when the copy's vector table misses a live memory that no later change
+ * explains, its watermark is set to 0 so that the daemon re-embeds everything. Closing the store folds its WAL in.
+ */
+function reindexCopy(file: string): { fullText: number; vectorsMissing: number } {
+  const s = new Store(file, { log: () => {} });
+  try {
+    const fullText = s.rebuildFullText();
+    const vectorsMissing = s.transaction(() => s.feed.resetIfVectorsMissing(s.vectors.models()));
+    return { fullText, vectorsMissing };
+  } finally {
+    s.close();
+  }
 }
 
 /**
@@ -127,7 +169,9 @@ export interface RestoreResult {
  */
 export function restore(db: string, from: string, now = Date.now()): RestoreResult {
   if (!fs.existsSync(from)) throw new CairnError('NotFound', `no backup at ${from}`, { field: 'from' });
-  if (path.resolve(from) === path.resolve(db)) throw new CairnError('InvalidParams', 'the backup is the store itself', { field: 'from' });
+  // A copy an earlier restore kept (`<store>.pre-restore-*`) may be restored, to go back: it is read before anything moves.
+  refuseStoreFile(db, from, 'from', 'restore from', { keptCopies: false });
+  refuseStoreFile(db, keysPath(from), 'from', "restore the backup's keys from", { keptCopies: false });
   const check = verifyCopy(from, { full: true });
   if (check.problem)
     throw new CairnError('InvalidState', `the backup failed verification, nothing was replaced: ${check.problem}`, { field: 'from' });
@@ -139,8 +183,22 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
   try {
     const stamp = new Date(now).toISOString().replace(/[:.]/g, '-');
     const tmp = `${db}.restoring-${process.pid}`;
+    const hasKeys = fs.existsSync(keysPath(from));
     fs.copyFileSync(from, tmp);
     fs.chmodSync(tmp, 0o600);
+    if (hasKeys) {
+      fs.copyFileSync(keysPath(from), keysPath(tmp));
+      fs.chmodSync(keysPath(tmp), 0o600);
+    }
+    let indexed: ReturnType<typeof reindexCopy>;
+    try {
+      indexed = reindexCopy(tmp);
+    } catch (e) {
+      for (const f of [tmp, `${tmp}-wal`, `${tmp}-shm`, keysPath(tmp)]) fs.rmSync(f, { force: true });
+      throw new CairnError('InvalidState', `the backup could not be opened to index it, nothing was replaced: ${(e as Error).message}`, {
+        field: 'from',
+      });
+    }
     const fd = fs.openSync(tmp, 'r');
     fs.fsyncSync(fd);
     fs.closeSync(fd);
@@ -159,13 +217,19 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
       if (fs.existsSync(keysPath(db))) fs.renameSync(keysPath(db), keysPath(previous));
     }
     fs.renameSync(tmp, db);
-    let keys: RestoreResult['keys'] = 'missing';
-    if (fs.existsSync(keysPath(from))) {
-      fs.copyFileSync(keysPath(from), keysPath(db));
-      fs.chmodSync(keysPath(db), 0o600);
-      keys = 'restored';
-    }
-    return { restored: db, from, previous, schemaVersion: check.schemaVersion, memories: check.memories, keys };
+    // Without the backup's keys, opening the copy made a new key (and keyed any legacy hashes with it): it goes along.
+    if (fs.existsSync(keysPath(tmp))) fs.renameSync(keysPath(tmp), keysPath(db));
+    const keys: RestoreResult['keys'] = hasKeys ? 'restored' : 'missing';
+    return {
+      restored: db,
+      from,
+      previous,
+      schemaVersion: check.schemaVersion,
+      memories: check.memories,
+      keys,
+      fullTextIndexed: indexed.fullText,
+      vectorsMissing: indexed.vectorsMissing,
+    };
   } finally {
     lock.release();
   }

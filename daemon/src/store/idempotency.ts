@@ -105,6 +105,22 @@ export function onceByKey<R extends object>(
 }
 
 /**
+ * Replace a key's recorded result with the answer the client got, when the handler completed it after the write
+ * committed (memory/upsert adds its duplicate check): a replay returns exactly the first answer. A record blanked by
+ * an erase or purge meanwhile stays blank.
+ */
+export function recordAnswer(store: Store, key: string, method: string, answer: object): void {
+  store.transaction(() => {
+    stmt(store.db, 'UPDATE idempotency_keys SET result = ? WHERE key = ? AND method = ? AND result <> ?').run(
+      JSON.stringify(answer),
+      key,
+      method,
+      ERASED,
+    );
+  });
+}
+
+/**
  * Memory/erase and memory/purge: the recorded results of writes to these memories hold their text, so it is
  * dropped; the key itself stays recorded (without the request's fingerprint, which hashes the text) so that a
  * retry with it is refused (InvalidState, `data.erased: true`) instead of writing the erased memory again.

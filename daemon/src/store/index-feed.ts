@@ -48,6 +48,28 @@ export class IndexFeed {
     ).run(`vec:${model.model}`, position, model.model, model.dimension);
   }
 
+  /**
+   * Live memories the active model's vector table has no row for although no change after its watermark explains it
+   * (a copy taken under writers can hold such a gap). When there are any, the watermark goes to 0, so the indexer
+   * re-embeds the store when a daemon next opens it (restore, store/backup.ts). Returns how many were missing.
+   */
+  resetIfVectorsMissing(models: VecModel[]): number {
+    const active = this.activeModel();
+    const model = models.find((m) => m.model === active);
+    if (!model) return 0;
+    const wm = this.watermark(model.model);
+    const missing = (
+      stmt(
+        this.db,
+        `SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id
+          WHERE n.deleted_at IS NULL AND m.deleted_at IS NULL AND m.rowid NOT IN (SELECT rowid FROM ${model.table})
+            AND m.id NOT IN (SELECT memory_id FROM changes WHERE position > ? AND memory_id IS NOT NULL)`,
+      ).get(wm) as { c: number }
+    ).c;
+    if (missing > 0) this.setWatermark(model, 0);
+    return missing;
+  }
+
   activeModel(): string | null {
     return (stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(ACTIVE_MODEL_KEY) as { value: string } | undefined)?.value ?? null;
   }

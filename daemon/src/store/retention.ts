@@ -16,7 +16,8 @@
  * itself). Retention removes past versions and long-deleted memories only, and
  * ends a live memory only through a visible expiry. Each memory whose history
  * was trimmed gets one `retention` history row (actor `retention`, which
- * versions were removed). Rules on nested roots all apply.
+ * versions were removed) per rule: a rule's maxVersions and maxAgeDays trim
+ * in one step. Rules on nested roots all apply.
  */
 import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
@@ -162,13 +163,48 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
           note({ root: rule.root, action: 'purge', memoryId: d.id, count: 1 });
         }
       }
-      // 3. Trim past versions (history), never the newest entry of a memory.
-      const trim = (candidates: { id: string }[], condition: string, params: (id: string) => unknown[], why: string) => {
-        for (const { id } of candidates) {
+      // 3. Trim past versions (history), never the newest entry of a memory. maxVersions and maxAgeDays are one pass:
+      // a memory both trim loses the versions either removes in one step, recorded in one `retention` row.
+      const limits: { condition: string; params: (id: string) => unknown[]; candidates: () => { id: string }[]; why: string }[] = [];
+      if (rule.maxVersions !== undefined) {
+        const n = rule.maxVersions;
+        limits.push({
+          condition: `seq NOT IN (SELECT seq FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} ORDER BY seq DESC LIMIT ?)`,
+          params: (id) => [id, n],
+          candidates: () =>
+            stmt(
+              db,
+              `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
+                WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} GROUP BY h.memory_id HAVING count(*) > ? LIMIT ?`,
+            ).all(...sub.params, n, batch) as { id: string }[],
+          why: `${n} versions`,
+        });
+      }
+      if (rule.maxAgeDays !== undefined) {
+        const cutoff = now - rule.maxAgeDays * DAY;
+        limits.push({
+          condition: `(at < ? AND seq <> (SELECT max(seq) FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS}))`,
+          params: (id) => [cutoff, id],
+          candidates: () =>
+            stmt(
+              db,
+              `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
+                WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} AND h.at < ?
+                  AND h.seq <> (SELECT max(h2.seq) FROM history h2 WHERE h2.memory_id = h.memory_id AND h2.op NOT IN ${KEEP_OPS})
+                GROUP BY h.memory_id LIMIT ?`,
+            ).all(...sub.params, cutoff, batch) as { id: string }[],
+          why: `${rule.maxAgeDays} days of history`,
+        });
+      }
+      if (limits.length > 0) {
+        const ids = [...new Set(limits.flatMap((l) => l.candidates().map((c) => c.id)))].slice(0, batch);
+        const condition = limits.map((l) => l.condition).join(' OR ');
+        const why = `retention: ${rule.root} keeps ${limits.map((l) => l.why).join(' and ')}`;
+        for (const id of ids) {
           const removed = stmt(
             db,
-            `DELETE FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} AND ${condition} RETURNING version`,
-          ).all(id, ...params(id)) as { version: number }[];
+            `DELETE FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} AND (${condition}) RETURNING version`,
+          ).all(id, ...limits.flatMap((l) => l.params(id))) as { version: number }[];
           if (removed.length === 0) continue;
           const m = stmt(
             db,
@@ -183,35 +219,6 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
           trimmedMemories++;
           note({ root: rule.root, action: 'versions', memoryId: id, count: removed.length });
         }
-      };
-      if (rule.maxVersions !== undefined) {
-        const over = stmt(
-          db,
-          `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
-            WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} GROUP BY h.memory_id HAVING count(*) > ? LIMIT ?`,
-        ).all(...sub.params, rule.maxVersions, batch) as { id: string }[];
-        trim(
-          over,
-          `seq NOT IN (SELECT seq FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS} ORDER BY seq DESC LIMIT ?)`,
-          (id) => [id, rule.maxVersions],
-          `retention: ${rule.root} keeps ${rule.maxVersions} versions`,
-        );
-      }
-      if (rule.maxAgeDays !== undefined) {
-        const cutoff = now - rule.maxAgeDays * DAY;
-        const old = stmt(
-          db,
-          `SELECT h.memory_id AS id FROM history h JOIN memories m ON m.id = h.memory_id JOIN namespaces n ON n.id = m.ns_id
-            WHERE ${sub.sql} AND h.op NOT IN ${KEEP_OPS} AND h.at < ?
-              AND h.seq <> (SELECT max(h2.seq) FROM history h2 WHERE h2.memory_id = h.memory_id AND h2.op NOT IN ${KEEP_OPS})
-            GROUP BY h.memory_id LIMIT ?`,
-        ).all(...sub.params, cutoff, batch) as { id: string }[];
-        trim(
-          old,
-          `at < ? AND seq <> (SELECT max(seq) FROM history WHERE memory_id = ? AND op NOT IN ${KEEP_OPS})`,
-          (id) => [cutoff, id],
-          `retention: ${rule.root} keeps ${rule.maxAgeDays} days of history`,
-        );
       }
       if (compact && report.purged > purgedBefore) ftsCompact(db);
     });

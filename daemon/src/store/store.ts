@@ -425,6 +425,17 @@ export class Store {
     if (pos === 0 && count === 0) return;
     // An index dropped because an older Cairn wrote it in another format or shape (schema.ts FTS_FORMAT), or never built.
     if (count > 0) this.log(`rebuilding the full-text index of ${count} memories`);
+    this.rebuildFullText();
+  }
+
+  /**
+   * Rebuild the full-text index from the memories themselves, whatever its watermark says, and set the watermark to
+   * the head of the change log (restore runs it on a copy before the copy replaces the store: store/backup.ts).
+   * Returns how many memories were indexed.
+   */
+  rebuildFullText(): number {
+    const pos = this.position();
+    let n = 0;
     writeTx(this.db, () => {
       stmt(this.db, 'DELETE FROM memories_fts').run();
       const page = stmt(this.db, 'SELECT rowid, key, value, summary, tags, ns_id FROM memories WHERE rowid > ? ORDER BY rowid LIMIT 1000');
@@ -440,10 +451,12 @@ export class Store {
         if (rows.length === 0) break;
         for (const r of rows)
           this.ftsPut(r.rowid, { key: r.key, value: r.value, summary: r.summary, tags: JSON.parse(r.tags), nsId: r.ns_id });
+        n += rows.length;
         after = rows[rows.length - 1].rowid;
       }
       stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
     });
+    return n;
   }
 
   // -------------------------------------------------------------------------
