@@ -108,12 +108,18 @@ export class FileText {
   /** 24-bit hash of each stripped line. */
   readonly h: Int32Array;
   private byHash: Map<number, number[]> | null = null;
-  private byToken: Map<string, number[]> | null = null;
+  private readonly byToken = new Map<string, { lines: number[]; complete: boolean }>();
+  private readonly text: string;
+  /** Offset of each line's first character in `text`. */
+  private readonly starts: Int32Array;
 
   constructor(text: string) {
+    this.text = text;
     this.lines = text.split('\n');
     if (this.lines.length > 1 && this.lines[this.lines.length - 1] === '') this.lines.pop();
     const n = this.lines.length;
+    this.starts = new Int32Array(n);
+    for (let i = 1; i < n; i++) this.starts[i] = this.starts[i - 1] + this.lines[i - 1].length + 1;
     this.stripped = new Array<string>(n);
     this.h = new Int32Array(n);
     for (let i = 0; i < n; i++) {
@@ -143,18 +149,34 @@ export class FileText {
 
   /** 0-based positions of lines holding this word. */
   withToken(t: string): number[] {
-    if (!this.byToken) {
-      const m = new Map<string, number[]>();
-      for (let i = 0; i < this.lines.length; i++) {
-        for (const w of new Set(tokens(this.lines[i]))) {
-          const l = m.get(w);
-          if (l) l.push(i);
-          else m.set(w, [i]);
-        }
+    return this.linesWith(t, Infinity) ?? [];
+  }
+
+  /** 0-based positions of lines holding this word, or null when more than `max` lines do (a word too common to tell). */
+  linesWith(t: string, max: number): number[] | null {
+    const cached = this.byToken.get(t);
+    if (cached && (cached.complete || cached.lines.length > max)) return cached.lines.length > max ? null : cached.lines;
+    // One word at a time, by the native substring search over the whole text: far cheaper than indexing every word.
+    const hit: number[] = [];
+    let complete = true;
+    for (let at = this.text.indexOf(t); at >= 0; at = this.text.indexOf(t, at + t.length)) {
+      if (WORD_CHAR.test(this.text[at - 1] ?? '') || WORD_CHAR.test(this.text[at + t.length] ?? '')) continue;
+      let lo = 0;
+      let hi = this.starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.starts[mid] <= at) lo = mid;
+        else hi = mid - 1;
       }
-      this.byToken = m;
+      if (hit[hit.length - 1] !== lo) hit.push(lo);
+      if (hit.length > max) {
+        complete = false;
+        break;
+      }
     }
-    return this.byToken.get(t) ?? [];
+    if (this.byToken.size > 4096) this.byToken.clear();
+    this.byToken.set(t, { lines: hit, complete });
+    return hit.length > max ? null : hit;
   }
 
   /** Stripped text of lines [s, s+m). */
@@ -176,6 +198,7 @@ export class FileText {
   }
 }
 
+const WORD_CHAR = /[\w$]/;
 function tokens(line: string): string[] {
   return line.match(/[A-Za-z_$][\w$]{2,}|\d{2,}/g) ?? [];
 }
@@ -243,9 +266,10 @@ function bigrams(s: string): Map<number, number> {
  * bigrams with recall weighted over precision (β = 2), so a window holding all the anchored code plus an inserted line
  * beats one holding only part of it.
  */
+const seen = new Map<number, number>();
 function cover(a: Map<number, number>, aLen: number, b: string): number {
   if (aLen < 2 || b.length < 2) return aLen === b.length && aLen > 0 ? 1 : 0;
-  const seen = new Map<number, number>();
+  seen.clear();
   let common = 0;
   for (let i = 0; i + 1 < b.length; i++) {
     const k = (b.charCodeAt(i) << 16) | b.charCodeAt(i + 1);
@@ -282,13 +306,17 @@ interface Probe {
   hash: string;
   /** How many lines longer or shorter than n a window may be. */
   delta: number;
+  /** The recorded context lines' hashes that are none of the anchored lines' own. */
+  neighbours: number[];
 }
 
+const lineCounts = new Map<number, number>();
 function similarity(f: FileText, p: Probe, s: number, m: number): number {
   const win = f.window(s, m);
   const text = cover(p.excerptBigrams, p.excerptStripped.length, p.complete ? win : win.slice(0, p.excerptStripped.length));
   if (!p.hashes) return text;
-  const counts = new Map<number, number>();
+  const counts = lineCounts;
+  counts.clear();
   for (const h of p.hashes) counts.set(h, (counts.get(h) ?? 0) + 1);
   let common = 0;
   for (let i = s; i < s + m && i < f.lineCount; i++) {
@@ -333,13 +361,7 @@ function accepted(sim: number, sides: number, p: Probe, unique: boolean, near: b
 
 /** A window holding one of the anchor's recorded neighbours is not the anchor (a deleted line's neighbour slid up). */
 function holdsNeighbour(f: FileText, p: Probe, s: number, m: number): boolean {
-  if (p.context.length !== 16) return false;
-  for (let k = 0; k < 16; k += 4) {
-    const c = p.context.slice(k, k + 4);
-    if (c === NO_CONTEXT) continue;
-    const h = decodeLines(c)[0];
-    for (let i = s; i < s + m; i++) if (f.h[i] === h && !p.hashes?.includes(h)) return true;
-  }
+  for (const h of p.neighbours) for (let i = s; i < s + m; i++) if (f.h[i] === h) return true;
   return false;
 }
 
@@ -400,12 +422,13 @@ export function locate(anchor: AnchorFacts, file: FileText | string): Located {
   // the file and is the one copy again; longer code also when it is the one copy now: else it may be another copy.
   const exact = exactAt(f, p.hash, p.hashes, n);
   const distinctive = p.excerptStripped.length >= DISTINCTIVE_CHARS;
-  const defs = anchor.symbol ? findDefinitions(f, anchor.symbol) : [];
+  let defsFound: number[] | null = null;
+  const defs = (): number[] => (defsFound ??= anchor.symbol ? findDefinitions(f, anchor.symbol) : []);
   const exactOk = exact
     .map((s) => ({ s, m: n, sim: 1, ctx: contextAgreement(f, p, s, n), own: 0 }))
     .filter((c) => c.ctx >= (c.s === s0 ? 1 : 2) || (exact.length === 1 && (unique || distinctive)));
   if (exactOk.length > 0) {
-    if (exactOk.length > 1 && defs.length) for (const c of exactOk) c.own = insideSymbol(f, c.s, defs);
+    if (exactOk.length > 1 && defs().length) for (const c of exactOk) c.own = insideSymbol(f, c.s, defs());
     const best = pick(exactOk, s0, n);
     return { status: best.s === s0 ? 'exact' : 'moved', startLine: best.s + 1, endLine: best.s + n };
   }
@@ -416,7 +439,7 @@ export function locate(anchor: AnchorFacts, file: FileText | string): Located {
   let best = 0;
   for (const c of scored) best = Math.max(best, c.sim);
   if (ok.length > 0) {
-    if (defs.length) for (const c of ok) c.own = insideSymbol(f, c.s, defs);
+    if (defs().length) for (const c of ok) c.own = insideSymbol(f, c.s, defs());
     const b = pick(ok, s0, n);
     const same = contentHash(f.window(b.s, b.m)) === p.hash;
     if (same) return { status: b.s === s0 ? 'exact' : 'moved', startLine: b.s + 1, endLine: b.s + b.m };
@@ -424,8 +447,8 @@ export function locate(anchor: AnchorFacts, file: FileText | string): Located {
   }
 
   // 3. symbol: an anchor on a whole definition whose name is still defined here, changed but still like itself
-  if (anchor.symbol && defs.length > 0) {
-    const d = defs[0];
+  if (anchor.symbol && defs().length > 0) {
+    const d = defs()[0];
     const name = anchor.symbol.split('.').pop() ?? anchor.symbol;
     if (definitionPattern(name)?.test(p.excerptLines[0] ?? '')) {
       let b: { s: number; m: number; sim: number } | null = null;
@@ -464,6 +487,14 @@ function probeOf(anchor: AnchorFacts): Probe | null {
     context: anchor.context ?? '',
     hash: anchor.hash,
     delta: Math.min(10, Math.max(2, Math.round(n * 0.3))),
+    neighbours:
+      anchor.context && anchor.context.length === 16
+        ? [0, 4, 8, 12]
+            .map((k) => anchor.context!.slice(k, k + 4))
+            .filter((c) => c !== NO_CONTEXT)
+            .map((c) => decodeLines(c)[0])
+            .filter((h) => !hashes?.includes(h))
+        : [],
   };
 }
 
@@ -477,7 +508,8 @@ interface Scored {
 
 /**
  * Windows worth scoring, scored: starts that the anchor's line hashes, rarer words and context lines point at (each
- * votes for where the anchor would start), the 12 best and their neighbours, each at lengths n ± delta. Windows
+ * votes for where the anchor would start); the 12 with most votes are scored at the anchor's length, and the 4 most
+ * similar, with a line either side, at every length n ± delta. Windows
  * holding one of the anchor's recorded neighbours, or below SIMILAR_WITH_CONTEXT, are left out.
  */
 function scoreWindows(f: FileText, p: Probe, s0: number, skip?: (s: number, m: number) => boolean): Scored[] {
@@ -494,8 +526,8 @@ function scoreWindows(f: FileText, p: Probe, s0: number, skip?: (s: number, m: n
     });
   p.excerptLines.forEach((line, i) => {
     for (const t of new Set(tokens(line))) {
-      const at = f.withToken(t);
-      if (at.length > 0 && at.length <= 20) for (const j of at) vote(j - i, 0.5 / at.length);
+      const at = f.linesWith(t, 20);
+      if (at && at.length > 0) for (const j of at) vote(j - i, 0.5 / at.length);
     }
   });
   if (p.context.length === 16) {
@@ -514,9 +546,15 @@ function scoreWindows(f: FileText, p: Probe, s0: number, skip?: (s: number, m: n
     .sort((a, b) => b[1] - a[1] || Math.abs(a[0] - s0) - Math.abs(b[0] - s0))
     .slice(0, 12)
     .map(([s]) => s);
+  // A first pass at the anchor's own length picks the starts worth every length (and a line either side).
+  const rough = top
+    .filter((s) => s + Math.min(n, f.lineCount - s) <= f.lineCount)
+    .map((s) => ({ s, sim: similarity(f, p, s, Math.min(n, f.lineCount - s)) }))
+    .sort((a, b) => b.sim - a.sim)
+    .slice(0, 4);
   const scored: Scored[] = [];
   const tried = new Set<number>();
-  for (const base of top) {
+  for (const { s: base } of rough) {
     for (const s of [base - 1, base, base + 1]) {
       if (s < 0 || s >= f.lineCount || tried.has(s)) continue;
       tried.add(s);
