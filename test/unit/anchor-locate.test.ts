@@ -258,7 +258,8 @@ type EditKind =
   | 'edit-inside'
   | 'insert-inside'
   | 'rewrite'
-  | 'move-and-insert-above';
+  | 'move-and-insert-above'
+  | 'insert-above-and-edit-inside';
 const KINDS: EditKind[] = [
   'insert-above',
   'insert-below',
@@ -273,6 +274,7 @@ const KINDS: EditKind[] = [
   'insert-inside',
   'rewrite',
   'move-and-insert-above',
+  'insert-above-and-edit-inside',
 ];
 
 interface Case {
@@ -387,10 +389,12 @@ function makeCase(seed: number, kind: EditKind): Case | null {
       fns = [...fns.slice(0, at), copy, ...fns.slice(at)];
       break;
     }
-    case 'edit-inside': {
+    case 'edit-inside':
+    case 'insert-above-and-edit-inside': {
       const i = fn.lines.findIndex((l) => anchored.has(l.id) && /\d/.test(l.text));
       if (i < 0) return null;
       fn.lines[i].text = fn.lines[i].text.replace(/\d+/, (d) => String(Number(d) + 7));
+      if (kind === 'insert-above-and-edit-inside') insertAt(1 + Math.floor(r() * fns.indexOf(fn)), 1);
       break;
     }
     case 'insert-inside': {

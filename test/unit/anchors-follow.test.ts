@@ -283,6 +283,8 @@ describe('anchors/check on a git repository', () => {
     assert.equal((await get(other.id)).anchors[0].hash, undefined, 'another project’s anchor was touched');
     await rejectsWith(t.core.request('anchors/check', { root: 'relative/dir' }), 'InvalidParams', 'root');
     await rejectsWith(t.core.request('anchors/check', { root: path.join(dir, 'missing') }), 'NotFound', 'root');
+    await rejectsWith(t.core.request('anchors/check', { root: path.join(dir, 'README.md') }), 'NotFound', 'root');
+    await rejectsWith(t.core.request('anchors/check', { root: '/nul\u0000byte' }), 'NotFound', 'root');
     await rejectsWith(t.core.request('anchors/check', { root: dir, extra: 1 }), 'InvalidParams');
   });
 });

@@ -168,8 +168,13 @@ export class Core {
     on(Requests.injectLog, (p) => tasks.log(p));
     on(Requests.anchorsCheck, (p) => {
       if (!path.isAbsolute(p.root)) throw new CairnError('InvalidParams', 'root must be an absolute path', { field: 'root' });
-      if (!fs.statSync(p.root, { throwIfNoEntry: false })?.isDirectory())
-        throw new CairnError('NotFound', `no folder ${p.root}`, { field: 'root' });
+      let folder = false;
+      try {
+        folder = !!fs.statSync(p.root, { throwIfNoEntry: false })?.isDirectory();
+      } catch {
+        /* a path the OS refuses (a NUL byte, too long): no such folder */
+      }
+      if (!folder) throw new CairnError('NotFound', `no folder ${p.root}`, { field: 'root' });
       const scope = p.scope ?? { root: projectNamespaceFor(p.root).namespace, includeUser: true };
       return checkUnder(s, p.root, scope, p.paths);
     });

@@ -306,7 +306,7 @@ interface Probe {
   hash: string;
   /** How many lines longer or shorter than n a window may be. */
   delta: number;
-  /** The recorded context lines' hashes that are none of the anchored lines' own. */
+  /** The recorded context lines' hashes (a window holding one is not the anchor, even where a copy of it is). */
   neighbours: number[];
 }
 
@@ -435,12 +435,21 @@ export function locate(anchor: AnchorFacts, file: FileText | string): Located {
 
   // 2. similar: score windows where the anchor's lines, words and context point
   const scored = scoreWindows(f, p, s0);
-  const ok = scored.filter((c) => accepted(c.sim, c.ctx, p, unique, Math.abs(c.s - s0) <= NEAR_LINES));
+  // "Where it was": within NEAR_LINES of its recorded start, or right below (above) its nearest neighbour above (below)
+  // when that line is the only one of its kind in the file (lines inserted or removed above moved it).
+  const [aboveAt, belowAt] = [0, 8].map((k) => {
+    const c = p.context.slice(k, k + 4);
+    if (c.length < 4 || c === NO_CONTEXT) return -2;
+    const at = f.at(decodeLines(c)[0]);
+    return at.length === 1 ? at[0] : -2;
+  });
+  const near = (c: Scored) => Math.abs(c.s - s0) <= NEAR_LINES || c.s === aboveAt + 1 || c.s + c.m === belowAt;
+  const ok = scored.filter((c) => accepted(c.sim, c.ctx, p, unique, near(c)));
   let best = 0;
   for (const c of scored) best = Math.max(best, c.sim);
   if (ok.length > 0) {
     if (defs().length) for (const c of ok) c.own = insideSymbol(f, c.s, defs());
-    const b = pick(ok, s0, n);
+    const b = grow(f, p, pick(ok, s0, n));
     const same = contentHash(f.window(b.s, b.m)) === p.hash;
     if (same) return { status: b.s === s0 ? 'exact' : 'moved', startLine: b.s + 1, endLine: b.s + b.m };
     return { status: 'similar', startLine: b.s + 1, endLine: b.s + b.m, similarity: round(b.sim) };
@@ -493,7 +502,6 @@ function probeOf(anchor: AnchorFacts): Probe | null {
             .map((k) => anchor.context!.slice(k, k + 4))
             .filter((c) => c !== NO_CONTEXT)
             .map((c) => decodeLines(c)[0])
-            .filter((h) => !hashes?.includes(h))
         : [],
   };
 }
@@ -566,6 +574,37 @@ function scoreWindows(f: FileText, p: Probe, s0: number, skip?: (s: number, m: n
     }
   }
   return scored;
+}
+
+/**
+ * A similar window stretched over anchored lines just beyond its ends (a line inserted inside the anchor pushed them
+ * out, and a short line adds too little text to win on similarity alone), at most to the longest length allowed.
+ */
+function grow(f: FileText, p: Probe, c: Scored): Scored {
+  if (!p.hashes) return c;
+  const left = new Map<number, number>();
+  for (const h of p.hashes) left.set(h, (left.get(h) ?? 0) + 1);
+  for (let i = c.s; i < c.s + c.m; i++) if ((left.get(f.h[i]) ?? 0) > 0) left.set(f.h[i], left.get(f.h[i])! - 1);
+  let { s, m } = c;
+  const room = () => p.n + p.delta - m;
+  for (let k = 1; k <= 2 && room() > 0 && s + m - 1 + k < f.lineCount; k++) {
+    const h = f.h[s + m - 1 + k];
+    if ((left.get(h) ?? 0) > 0 && !p.neighbours.includes(h)) {
+      left.set(h, left.get(h)! - 1);
+      m += k;
+      k = 0;
+    }
+  }
+  for (let k = 1; k <= 2 && room() > 0 && s - k >= 0; k++) {
+    const h = f.h[s - k];
+    if ((left.get(h) ?? 0) > 0 && !p.neighbours.includes(h)) {
+      left.set(h, left.get(h)! - 1);
+      s -= k;
+      m += k;
+      k = 0;
+    }
+  }
+  return m === c.m ? c : { ...c, s, m };
 }
 
 /**
