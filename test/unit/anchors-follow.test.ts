@@ -146,7 +146,7 @@ describe('LSP documents', () => {
 });
 
 describe('write rules keep what the daemon knows of an anchor', () => {
-  it('an anchor given back without a fingerprint keeps the stored one (stale stays stale); a fingerprint starts afresh', async () => {
+  it('an anchor given back as read, or without a fingerprint, keeps the stored one (stale stays stale); a new fingerprint starts afresh', async () => {
     const fp = fingerprint(SOURCE, 4, 6)!;
     const m = await remember('k', { path: 'a.ts', startLine: 4, endLine: 6, ...fp, stale: true, staleReason: 'client says' });
     assert.deepEqual(m.anchors[0], { path: 'a.ts', startLine: 4, endLine: 6, ...fp }, 'daemon-only fields are dropped');
@@ -155,21 +155,26 @@ describe('write rules keep what the daemon knows of an anchor', () => {
       [{ ...m.anchors[0], stale: true, staleReason: 'gone' }],
       'the code it describes changed: test',
     );
+    const stored = (await get(m.id)).anchors[0];
     // saving the memory with the anchor as a form shows it (path and lines) keeps it stale
     const saved = (
       await t.core.call(R.upsert, { namespace: NS, key: 'k', value: 'edited', anchors: [{ path: 'a.ts', startLine: 4, endLine: 6 }] })
     ).memory;
-    assert.deepEqual([saved.anchors[0].stale, saved.anchors[0].hash], [true, fp.hash]);
-    // anchoring again (the client's own fingerprint) starts afresh
+    assert.deepEqual(saved.anchors[0], stored);
+    // and so does saving it with the anchors as read (an editor keeps the stored fields)
+    const asRead = (await t.core.call(R.upsert, { namespace: NS, key: 'k', value: 'edited again', anchors: saved.anchors })).memory;
+    assert.deepEqual(asRead.anchors[0], stored);
+    // anchoring again (a new fingerprint of the lines as they are now) starts afresh
+    const now = fingerprint(SOURCE.replace('round(total, 2)', 'round(total, 4)'), 4, 6)!;
     const again = (
       await t.core.call(R.upsert, {
         namespace: NS,
         key: 'k',
         value: 'edited',
-        anchors: [{ path: 'a.ts', startLine: 4, endLine: 6, ...fp }],
+        anchors: [{ path: 'a.ts', startLine: 4, endLine: 6, ...now }],
       })
     ).memory;
-    assert.equal(again.anchors[0].stale, undefined);
+    assert.deepEqual([again.anchors[0].stale, again.anchors[0].hash], [undefined, now.hash]);
   });
 
   it('refuses a malformed fingerprint', async () => {

@@ -212,18 +212,22 @@ export function mergeContent(
 }
 
 /**
- * Anchors as a write gives them. `stale`, `staleReason` and `relocated` are the daemon's: an anchor the client gives
- * with its own fingerprint (`hash`) starts afresh without them; one without a fingerprint that names the same place
- * as a stored anchor (path, lines, symbol) keeps the stored one whole, so saving a memory keeps what the daemon knows
- * of its code (a stale anchor stays stale until it is anchored again).
+ * Anchors as a write gives them. `stale`, `staleReason` and `relocated` are the daemon's: an anchor that names the
+ * same place as a stored one (path, lines, symbol) with no fingerprint or the stored one keeps the stored anchor whole,
+ * so saving a memory (from a form, or the memory as read) keeps what the daemon knows of its code — a stale anchor
+ * stays stale until it is anchored again. Any other anchor (a new place, a new fingerprint) starts afresh.
  */
 function incomingAnchors(given: Anchor[], stored: Anchor[]): Anchor[] {
   return given.map((a) => {
-    if (a.hash === undefined) {
-      const same = stored.find((s) => s.path === a.path && s.startLine === a.startLine && s.endLine === a.endLine && s.symbol === a.symbol);
-      if (same) return same;
-    }
-    return stripUndefined({ ...a, stale: undefined, staleReason: undefined, relocated: undefined });
+    const same = stored.find(
+      (s) =>
+        s.path === a.path &&
+        s.startLine === a.startLine &&
+        s.endLine === a.endLine &&
+        s.symbol === a.symbol &&
+        (a.hash === undefined || a.hash === s.hash),
+    );
+    return same ?? stripUndefined({ ...a, stale: undefined, staleReason: undefined, relocated: undefined });
   });
 }
 
