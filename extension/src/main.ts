@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { registerAgents, type AgentsExports } from './agents';
 import { registerAnchors } from './anchors';
+import { registerGutter } from './gutter';
 import { registerCommands } from './commands';
 import { Ctx } from './ctx';
 import { registerDashboard } from './dashboard';
@@ -34,6 +35,7 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
   registerCommands(c);
   registerDashboard(c);
   registerAnchors(c);
+  registerGutter(c);
 
   c.push(
     c.client.onDidChangeMemories(() => {
