@@ -28,9 +28,10 @@ export function registerAnchors(c: Ctx): void {
   void watchHeads(c, check);
 }
 
+/** The project's memories only: the `user` tree's relative paths may name files of any project. */
 function scopeOf(c: Ctx): Scope | undefined {
   const ns = c.project?.namespace;
-  return ns ? { root: ns, includeUser: c.config.includeUser } : undefined;
+  return ns ? { root: ns, includeUser: false } : undefined;
 }
 
 async function checkFolders(c: Ctx, why: string): Promise<void> {

@@ -279,6 +279,30 @@ describe('anchors/check on a git repository', () => {
     assert.equal((await t.core.call(R.anchorsCheck, { root: dir, scope: SCOPE, paths: ['a.py'] })).stale, 1);
   });
 
+  it('leaves what it cannot judge: an anchor never fingerprinted on a missing file, and the user tree by default', async () => {
+    const dir = repo();
+    const never = await remember('never', { path: 'src/elsewhere.ts', startLine: 3 });
+    const elsewhere = fingerprint('const a = 1;\nconst b = 2;\n', 1, 2)!;
+    const mine = (
+      await t.core.call(R.upsert, {
+        namespace: 'user',
+        key: 'personal',
+        value: 'a note about some other checkout',
+        anchors: [{ path: 'src/billing.ts', startLine: 1, endLine: 2, ...elsewhere }],
+      })
+    ).memory;
+    const r = await t.core.call(R.anchorsCheck, { root: dir, scope: { root: NS, includeUser: false } });
+    assert.deepEqual([r.checked, r.stale, r.fingerprinted], [0, 0, 0]);
+    assert.deepEqual((await get(never.id)).anchors[0], { path: 'src/elsewhere.ts', startLine: 3 });
+    // the default scope is the folder's project without the user tree
+    assert.equal((await t.core.call(R.anchorsCheck, { root: dir })).checked, 0);
+    assert.deepEqual([(await get(mine.id)).anchors[0].stale, (await get(mine.id)).status], [undefined, 'active']);
+    // nor does opening the file in an editor judge the user tree's anchors
+    const { send } = lspFor(dir);
+    send('textDocument/didOpen', { textDocument: { uri: `file://${dir}/src/billing.ts`, text: SOURCE } });
+    assert.equal((await get(mine.id)).version, mine.version);
+  });
+
   it('checks only the scope it is given, and refuses a bad root', async () => {
     const dir = repo();
     const other = (

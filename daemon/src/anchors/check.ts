@@ -36,6 +36,18 @@ const place = (a: Pick<Anchor, 'path' | 'startLine' | 'endLine'>): string =>
     ? a.path
     : `${a.path}:${a.startLine}${a.endLine !== undefined && a.endLine !== a.startLine ? `-${a.endLine}` : ''}`;
 
+/**
+ * Memories of the `user` tree are not re-checked against a workspace's files on their own: their relative paths may
+ * name files of any project. (An explicit `anchors/check` with a scope that covers them does check them.)
+ */
+export function projectRows(rows: AnchoredRow[]): AnchoredRow[] {
+  return rows.filter((r) => !inUserTree(r.namespace));
+}
+
+export function inUserTree(namespace: string): boolean {
+  return namespace === 'user' || namespace.startsWith('user.');
+}
+
 /** Re-check the anchors of these rows (only those on paths `only` admits, when given) and write what changed. */
 export function recheckAnchors(store: Store, rows: AnchoredRow[], files: AnchorFiles, only?: (p: string) => boolean): AnchorsCheckResult {
   const result: AnchorsCheckResult = { checked: 0, matched: 0, relocated: 0, stale: 0, fingerprinted: 0, changes: [] };
@@ -72,6 +84,12 @@ export function recheckAnchors(store: Store, rows: AnchoredRow[], files: AnchorF
         }
       }
       if (!file) {
+        // Only a file the daemon has seen (the anchor has a fingerprint) is known to be gone; of an anchor never
+        // fingerprinted nothing is known (its path may belong to another checkout).
+        if (!a.hash) {
+          result.checked--;
+          return a;
+        }
         const reason = `the file ${a.path} is gone`;
         reasons.push(reason);
         result.stale++;

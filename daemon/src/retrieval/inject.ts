@@ -26,7 +26,7 @@ import type { Tasks } from '../store/tasks';
 import { sha256 } from '../text/hash';
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 import { search, type VectorSearcher } from './search';
-import { diskFiles, recheckAnchors } from '../anchors/check';
+import { diskFiles, inUserTree, recheckAnchors } from '../anchors/check';
 
 export const INJECT_DEFAULT_K = 8;
 export const INJECT_DEFAULT_BUDGET = 4000;
@@ -110,7 +110,7 @@ export async function injectBlock(
   for (const h of relevant) {
     if (chosen.length >= k) break;
     let m = h.memory;
-    if (files && h.store !== 'team' && m.anchors.some((a) => !a.stale)) {
+    if (files && h.store !== 'team' && !inUserTree(m.namespace) && m.anchors.some((a) => !a.stale)) {
       // the just-in-time citation check: the code this memory cites, as it is on disk now
       const row = store.anchorsOf(m.id);
       if (row && recheckAnchors(store, [row], files).stale > 0) continue; // it went to review

@@ -175,7 +175,7 @@ export class Core {
         /* a path the OS refuses (a NUL byte, too long): no such folder */
       }
       if (!folder) throw new CairnError('NotFound', `no folder ${p.root}`, { field: 'root' });
-      const scope = p.scope ?? { root: projectNamespaceFor(p.root).namespace, includeUser: true };
+      const scope = p.scope ?? { root: projectNamespaceFor(p.root).namespace, includeUser: false };
       return checkUnder(s, p.root, scope, p.paths);
     });
     on(Requests.indexWait, async (p) => {

@@ -21,7 +21,7 @@ import { namespaceProblem } from '../protocol/namespace';
 import type { Anchor, Memory, Scope } from '../protocol/types';
 import { projectNamespaceFor } from '../project';
 import type { Store } from '../store/store';
-import { recheckAnchors, type AnchorFiles } from '../anchors/check';
+import { projectRows, recheckAnchors, type AnchorFiles } from '../anchors/check';
 import { gitHead } from '../anchors/git';
 import { checkAt } from '../text/anchor-locate';
 import { escapeMarkdown } from '../text/format';
@@ -286,7 +286,7 @@ export class LspDocuments {
     const paths = this.candidates(uri);
     const scope = this.scopeFor(uri);
     if (paths.length === 0 || !scope) return;
-    const rows = this.store.anchorsByPath(paths, scope);
+    const rows = projectRows(this.store.anchorsByPath(paths, scope));
     if (rows.length === 0) return;
     const abs = uriToPath(uri)!;
     const files: AnchorFiles = {
