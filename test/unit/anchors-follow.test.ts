@@ -303,6 +303,25 @@ describe('anchors/check on a git repository', () => {
     assert.equal((await get(mine.id)).version, mine.version);
   });
 
+  it('works in chunks that yield to other requests, and stops at the time limit with what it did kept', async () => {
+    const dir = repo();
+    await t.core.call(R.upsertBatch, {
+      items: Array.from({ length: 150 }, (_, i) => ({
+        namespace: NS,
+        key: `k${i}`,
+        value: `v${i}`,
+        anchors: [{ path: 'README.md', startLine: 1 }],
+      })),
+    });
+    t.core.requestTimeMs = 0;
+    const e = await rejectsWith(t.core.request('anchors/check', { root: dir, scope: SCOPE }), 'RequestTimeLimit');
+    assert.deepEqual(e.progress, { checked: 100 });
+    assert.equal(t.store.anchorsByPath(['README.md'], SCOPE).filter((r) => r.anchors[0].hash).length, 100, 'the first chunk stands');
+    t.core.requestTimeMs = 60_000;
+    const rest = await t.core.call(R.anchorsCheck, { root: dir, scope: SCOPE });
+    assert.deepEqual([rest.checked, rest.matched, rest.fingerprinted], [150, 100, 50]);
+  });
+
   it('checks only the scope it is given, and refuses a bad root', async () => {
     const dir = repo();
     const other = (

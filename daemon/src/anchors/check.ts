@@ -16,6 +16,7 @@ import type { Anchor, AnchorChange, AnchorsCheckResult } from '../protocol/types
 import type { AnchoredRow, Store } from '../store/store';
 import { FileText, fingerprint, locate } from '../text/anchor-locate';
 import { followRenames, gitHead, gitRenamesSince } from './git';
+import { pace, type RequestContext } from '../server/limits';
 
 /** Files as one checker sees them. */
 export interface AnchorFiles {
@@ -49,9 +50,15 @@ export function inUserTree(namespace: string): boolean {
 }
 
 /** Re-check the anchors of these rows (only those on paths `only` admits, when given) and write what changed. */
-export function recheckAnchors(store: Store, rows: AnchoredRow[], files: AnchorFiles, only?: (p: string) => boolean): AnchorsCheckResult {
-  const result: AnchorsCheckResult = { checked: 0, matched: 0, relocated: 0, stale: 0, fingerprinted: 0, changes: [] };
-  const texts = new Map<string, FileText | null | undefined>();
+export function recheckAnchors(
+  store: Store,
+  rows: AnchoredRow[],
+  files: AnchorFiles,
+  only?: (p: string) => boolean,
+  /** Files already read (a check done in chunks shares them), and the result to add to. */
+  texts = new Map<string, FileText | null | undefined>(),
+  result: AnchorsCheckResult = { checked: 0, matched: 0, relocated: 0, stale: 0, fingerprinted: 0, changes: [] },
+): AnchorsCheckResult {
   const fileOf = (p: string): FileText | null | undefined => {
     if (!texts.has(p)) {
       const t = files.read(p);
@@ -222,9 +229,34 @@ export function diskFiles(root: string): AnchorFiles {
   };
 }
 
-/** Memories in `scope` anchored to these paths (or to any path), re-checked against the files under `root`. */
-export function checkUnder(store: Store, root: string, scope: Parameters<Store['anchorsByPath']>[1], paths?: string[]): AnchorsCheckResult {
+/** Rows re-checked between two yields to the event loop. */
+const CHUNK_ROWS = 100;
+
+/**
+ * Memories in `scope` anchored to these paths (or to any path), re-checked against the files under `root`, in chunks
+ * that let the daemon answer other requests in between (and stop at the request's time limit, what was done kept).
+ */
+export async function checkUnder(
+  store: Store,
+  root: string,
+  scope: Parameters<Store['anchorsByPath']>[1],
+  paths?: string[],
+  ctx?: RequestContext,
+): Promise<AnchorsCheckResult> {
   const wanted = paths?.map((p) => (path.isAbsolute(p) ? p : p.split(path.sep).join('/')));
-  const rows = store.anchorsByPath(wanted ?? null, scope);
-  return recheckAnchors(store, rows, diskFiles(root), wanted ? (p) => wanted.includes(p) : undefined);
+  // rows sorted by their first anchor's path, so a chunk mostly reads files the one before read
+  const rows = store
+    .anchorsByPath(wanted ?? null, scope)
+    .sort((a, b) => (a.anchors[0]?.path ?? '').localeCompare(b.anchors[0]?.path ?? ''));
+  const files = diskFiles(root);
+  const texts = new Map<string, FileText | null | undefined>();
+  const result: AnchorsCheckResult = { checked: 0, matched: 0, relocated: 0, stale: 0, fingerprinted: 0, changes: [] };
+  for (let i = 0; i < rows.length; i += CHUNK_ROWS) {
+    if (i > 0) {
+      await pace(ctx, { checked: result.checked });
+      if (texts.size > 256) texts.clear();
+    }
+    recheckAnchors(store, rows.slice(i, i + CHUNK_ROWS), files, wanted ? (p) => wanted.includes(p) : undefined, texts, result);
+  }
+  return result;
 }

@@ -166,7 +166,7 @@ export class Core {
       ),
     );
     on(Requests.injectLog, (p) => tasks.log(p));
-    on(Requests.anchorsCheck, (p) => {
+    on(Requests.anchorsCheck, (p, ctx) => {
       if (!path.isAbsolute(p.root)) throw new CairnError('InvalidParams', 'root must be an absolute path', { field: 'root' });
       let folder = false;
       try {
@@ -176,7 +176,7 @@ export class Core {
       }
       if (!folder) throw new CairnError('NotFound', `no folder ${p.root}`, { field: 'root' });
       const scope = p.scope ?? { root: projectNamespaceFor(p.root).namespace, includeUser: false };
-      return checkUnder(s, p.root, scope, p.paths);
+      return checkUnder(s, p.root, scope, p.paths, ctx);
     });
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
