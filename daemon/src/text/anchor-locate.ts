@@ -73,15 +73,6 @@ export type Located =
 // ---------------------------------------------------------------------------
 // hashing
 // ---------------------------------------------------------------------------
-function fnv1a(s: string, seed = 0x811c9dc5): number {
-  let h = seed >>> 0;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 function enc24(h: number): string {
   return B64[(h >>> 18) & 63] + B64[(h >>> 12) & 63] + B64[(h >>> 6) & 63] + B64[h & 63];
 }
@@ -90,23 +81,40 @@ function hex8(h: number): string {
   return h.toString(16).padStart(8, '0');
 }
 
-/** The hash of a run of stripped lines (all whitespace removed, so line breaks do not count either). */
-function contentHash(stripped: string): string {
-  return hex8(fnv1a(stripped)) + hex8(fnv1a(stripped, 0x9747b28c ^ stripped.length));
+const SEED2 = 0x9747b28c;
+
+/** JavaScript's whitespace (what /\s/ matches), by character code. */
+function isSpace(c: number): boolean {
+  return (
+    c === 32 ||
+    (c >= 9 && c <= 13) ||
+    (c > 127 &&
+      (c === 0xa0 ||
+        c === 0x1680 ||
+        (c >= 0x2000 && c <= 0x200a) ||
+        c === 0x2028 ||
+        c === 0x2029 ||
+        c === 0x202f ||
+        c === 0x205f ||
+        c === 0x3000 ||
+        c === 0xfeff))
+  );
 }
 
 const strip = (line: string): string => line.replace(/\s+/g, '');
-/** Lines too common to tell one place from another ("}", "end", blank). */
-const trivial = (stripped: string): boolean => stripped.length <= 3;
+/** Lines too common to tell one place from another ("}", "end", blank): at most this many characters besides spaces. */
+const TRIVIAL_CHARS = 3;
 
 // ---------------------------------------------------------------------------
 // a file, prepared once for any number of anchors
 // ---------------------------------------------------------------------------
 export class FileText {
   readonly lines: string[];
-  readonly stripped: string[];
-  /** 24-bit hash of each stripped line. */
+  /** 24-bit hash of each line, its whitespace removed. */
   readonly h: Int32Array;
+  /** How many characters besides whitespace each line has. */
+  private readonly len: Int32Array;
+  private readonly strippedLines: (string | undefined)[];
   private byHash: Map<number, number[]> | null = null;
   private readonly byToken = new Map<string, { lines: number[]; complete: boolean }>();
   private readonly text: string;
@@ -119,14 +127,50 @@ export class FileText {
     if (this.lines.length > 1 && this.lines[this.lines.length - 1] === '') this.lines.pop();
     const n = this.lines.length;
     this.starts = new Int32Array(n);
-    for (let i = 1; i < n; i++) this.starts[i] = this.starts[i - 1] + this.lines[i - 1].length + 1;
-    this.stripped = new Array<string>(n);
     this.h = new Int32Array(n);
+    this.len = new Int32Array(n);
+    this.strippedLines = new Array<string | undefined>(n);
     for (let i = 0; i < n; i++) {
-      const s = strip(this.lines[i]);
-      this.stripped[i] = s;
-      this.h[i] = fnv1a(s) & 0xffffff;
+      const line = this.lines[i];
+      if (i > 0) this.starts[i] = this.starts[i - 1] + this.lines[i - 1].length + 1;
+      // FNV-1a over the characters that are not whitespace, without making the stripped string
+      let h = 0x811c9dc5;
+      let k = 0;
+      for (let j = 0; j < line.length; j++) {
+        const c = line.charCodeAt(j);
+        if (isSpace(c)) continue;
+        h = Math.imul(h ^ c, 0x01000193);
+        k++;
+      }
+      this.h[i] = (h >>> 0) & 0xffffff;
+      this.len[i] = k;
     }
+  }
+
+  /** Line i with its whitespace removed. */
+  stripped(i: number): string {
+    return (this.strippedLines[i] ??= strip(this.lines[i]));
+  }
+
+  /** Whether line i is too common to tell one place from another. */
+  trivial(i: number): boolean {
+    return this.len[i] <= TRIVIAL_CHARS;
+  }
+
+  /** The content hash of lines [s, s+m): 16 hex digits over their characters besides whitespace. */
+  hashOf(s: number, m: number): string {
+    let a = 0x811c9dc5;
+    let b = SEED2;
+    for (let i = s; i < s + m && i < this.lines.length; i++) {
+      const line = this.lines[i];
+      for (let j = 0; j < line.length; j++) {
+        const c = line.charCodeAt(j);
+        if (isSpace(c)) continue;
+        a = Math.imul(a ^ c, 0x01000193);
+        b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
+      }
+    }
+    return hex8(a >>> 0) + hex8(b >>> 0);
   }
 
   get lineCount(): number {
@@ -182,16 +226,16 @@ export class FileText {
   /** Stripped text of lines [s, s+m). */
   window(s: number, m: number): string {
     let out = '';
-    for (let i = s; i < s + m && i < this.stripped.length; i++) out += this.stripped[i];
+    for (let i = s; i < s + m && i < this.lines.length; i++) out += this.stripped(i);
     return out;
   }
 
   /** The context string of lines [s, s+m): hashes of the two nearest non-trivial lines above and below. */
   context(s: number, m: number): string {
     const above: string[] = [];
-    for (let i = s - 1; i >= 0 && above.length < 2; i--) if (!trivial(this.stripped[i])) above.push(enc24(this.h[i]));
+    for (let i = s - 1; i >= 0 && above.length < 2; i--) if (!this.trivial(i)) above.push(enc24(this.h[i]));
     const below: string[] = [];
-    for (let i = s + m; i < this.stripped.length && below.length < 2; i++) if (!trivial(this.stripped[i])) below.push(enc24(this.h[i]));
+    for (let i = s + m; i < this.lines.length && below.length < 2; i++) if (!this.trivial(i)) below.push(enc24(this.h[i]));
     while (above.length < 2) above.push(NO_CONTEXT);
     while (below.length < 2) below.push(NO_CONTEXT);
     return above.join('') + below.join('');
@@ -222,7 +266,7 @@ export function fingerprint(file: FileText | string, startLine: number, endLine:
     lines = '';
     for (let i = s; i < s + n; i++) lines += enc24(f.h[i]);
   }
-  const hash = contentHash(f.window(s, n));
+  const hash = f.hashOf(s, n);
   const context = f.context(s, n);
   const probe = probeOf({ startLine, endLine, hash, excerpt, lines, context })!;
   // Unique: no other copy, and no other window as similar as SIMILAR_ALONE (an anchor that had look-alikes is found
@@ -244,7 +288,7 @@ function exactAt(f: FileText, hash: string, hashes: number[] | null, n: number):
       for (let k = 1; k < n && ok; k++) ok = f.h[s + k] === hashes[k];
       if (!ok) continue;
     }
-    if (contentHash(f.window(s, n)) === hash) out.push(s);
+    if (f.hashOf(s, n) === hash) out.push(s);
   }
   return out;
 }
@@ -450,7 +494,7 @@ export function locate(anchor: AnchorFacts, file: FileText | string): Located {
   if (ok.length > 0) {
     if (defs().length) for (const c of ok) c.own = insideSymbol(f, c.s, defs());
     const b = grow(f, p, pick(ok, s0, n));
-    const same = contentHash(f.window(b.s, b.m)) === p.hash;
+    const same = f.hashOf(b.s, b.m) === p.hash;
     if (same) return { status: b.s === s0 ? 'exact' : 'moved', startLine: b.s + 1, endLine: b.s + b.m };
     return { status: 'similar', startLine: b.s + 1, endLine: b.s + b.m, similarity: round(b.sim) };
   }
@@ -637,7 +681,7 @@ export function checkAt(anchor: AnchorFacts, file: FileText | string): 'exact' |
   const s = anchor.startLine - 1;
   const m = (anchor.endLine ?? anchor.startLine) - anchor.startLine + 1;
   if (s + m > f.lineCount) return 'mismatch';
-  if (contentHash(f.window(s, m)) === anchor.hash) return 'exact';
+  if (f.hashOf(s, m) === anchor.hash) return 'exact';
   if (holdsNeighbour(f, p, s, m)) return 'mismatch';
   return accepted(similarity(f, p, s, m), contextAgreement(f, p, s, m), p, anchor.unique === true, true) ? 'similar' : 'mismatch';
 }
