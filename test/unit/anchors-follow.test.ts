@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Anchor, Memory } from '../../daemon/src/protocol/types';
+import { memoryFull } from '../../daemon/src/mcp/format';
 import { LspDocuments } from '../../daemon/src/server/lsp';
 import { fingerprint } from '../../daemon/src/text/anchor-locate';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
@@ -74,6 +75,8 @@ describe('LSP documents', () => {
     const a = (await get(m.id)).anchors[0];
     assert.deepEqual([a.startLine, a.endLine, a.relocated?.how, a.relocated?.from], [8, 10, 'moved', 'src/billing.ts:4-6']);
     assert.equal((await get(m.id)).version, m.version, 'moving an anchor is bookkeeping, not a new version');
+    // agents reading it through MCP are told too
+    assert.match(memoryFull(await get(m.id)), /anchor: src\/billing\.ts:8-10 \[re-located from src\/billing\.ts:4-6\]/);
     const hover = lsp.hover(uri, { line: 8, character: 2 })?.contents.value ?? '';
     assert.match(hover, /about rounding/);
     assert.match(hover, /Anchor re-located, from src\/billing\.ts:4-6/);
@@ -96,6 +99,7 @@ describe('LSP documents', () => {
     const after = await get(m.id);
     assert.deepEqual([after.status, after.version, after.anchors[0].stale], ['proposed', m.version + 1, true]);
     assert.match(after.anchors[0].staleReason!, /no longer in the file/);
+    assert.match(memoryFull(after), /anchor: src\/billing\.ts:4 \[stale: src\/billing\.ts:4: the anchored lines are no longer in the file/);
     const h = await t.core.call(R.history, { id: m.id });
     const last = h.entries[0];
     assert.equal(last.actor, 'system:anchors');
