@@ -326,6 +326,33 @@ describe('anchors/check on a git repository', () => {
     assert.deepEqual([rest.checked, rest.matched, rest.fingerprinted], [150, 100, 50]);
   });
 
+  it('a write made while it yields is not overwritten by the anchors it read before', async () => {
+    const dir = repo();
+    await t.core.call(R.upsertBatch, {
+      items: Array.from({ length: 150 }, (_, i) => ({
+        namespace: NS,
+        key: `k${i}`,
+        value: `v${i}`,
+        anchors: [{ path: 'README.md', startLine: 1 }],
+      })),
+    });
+    // the rows are checked in order of their first anchor's path, then as stored: the last one is in the second chunk
+    const last = t.store.anchorsByPath(['README.md'], SCOPE).at(-1)!;
+    const read = t.store.anchorsOf.bind(t.store);
+    let wrote = false;
+    t.store.anchorsOf = (id: string) => {
+      if (!wrote) {
+        wrote = true; // a client's write lands between the two chunks
+        t.store.upsert({ namespace: NS, key: last.key, value: 'moved', anchors: [{ path: 'src/billing.ts', startLine: 4, endLine: 6 }] });
+      }
+      return read(id);
+    };
+    await t.core.call(R.anchorsCheck, { root: dir, scope: SCOPE });
+    assert.ok(wrote, 'the second chunk read its rows again');
+    const now = await get(last.id);
+    assert.deepEqual([now.value, now.anchors[0].path, now.anchors[0].startLine], ['moved', 'src/billing.ts', 4]);
+  });
+
   it('checks only the scope it is given, and refuses a bad root', async () => {
     const dir = repo();
     const other = (

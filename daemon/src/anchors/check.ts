@@ -256,7 +256,10 @@ export async function checkUnder(
       await pace(ctx, { checked: result.checked });
       if (texts.size > 256) texts.clear();
     }
-    recheckAnchors(store, rows.slice(i, i + CHUNK_ROWS), files, wanted ? (p) => wanted.includes(p) : undefined, texts, result);
+    // read again after a yield: a write in between must not be overwritten with the anchors read before it
+    const chunk = rows.slice(i, i + CHUNK_ROWS);
+    const fresh = i === 0 ? chunk : chunk.map((r) => store.anchorsOf(r.id)).filter((r): r is AnchoredRow => r !== null);
+    recheckAnchors(store, fresh, files, wanted ? (p) => wanted.includes(p) : undefined, texts, result);
   }
   return result;
 }
