@@ -111,6 +111,26 @@ describe('LSP documents', () => {
     assert.equal((await get(m.id)).version, after.version);
   });
 
+  it('judges code gone only on saved text: not on a whole-text change, nor on a document opened with unsaved edits', async () => {
+    const dir = tempDir('cairn-anchors-lsp-');
+    fs.mkdirSync(path.join(dir, 'src'));
+    fs.writeFileSync(path.join(dir, 'src', 'billing.ts'), SOURCE);
+    const fileUri = `file://${dir}/src/billing.ts`;
+    const m = await remember('rounding', { path: 'src/billing.ts', startLine: 4, endLine: 6, ...fingerprint(SOURCE, 4, 6)! });
+    const without = SOURCE.split('\n')
+      .filter((_, i) => i < 3 || i > 5)
+      .join('\n');
+    const { lsp, send } = lspFor(dir);
+    // opened with edits the disk does not have (an editor restoring a dirty buffer)
+    send('textDocument/didOpen', { textDocument: { uri: fileUri, text: without } });
+    assert.deepEqual([(await get(m.id)).status, (await get(m.id)).anchors[0].stale], ['active', undefined]);
+    assert.equal(lsp.hover(fileUri, { line: 3, character: 0 }), null, 'but no hover on lines that no longer hold the code');
+    send('textDocument/didChange', { textDocument: { uri: fileUri }, contentChanges: [{ text: without + '\n// more\n' }] });
+    assert.equal((await get(m.id)).status, 'active');
+    send('textDocument/didSave', { textDocument: { uri: fileUri } });
+    assert.deepEqual([(await get(m.id)).status, (await get(m.id)).anchors[0].stale], ['proposed', true]);
+  });
+
   it('a cut and paste before saving is followed, not staled', async () => {
     const m = await remember('rounding', { path: 'src/billing.ts', startLine: 4, endLine: 6 });
     const { send } = lspFor(root);

@@ -26,6 +26,11 @@ export interface AnchorFiles {
   head(anchorPath: string): string | null;
   /** The anchor path a file recorded at `commit` has now, when git saw it renamed since; else null. */
   renamed(anchorPath: string, commit: string): string | null;
+  /**
+   * The text is an editor's, not saved yet: anchors are re-located, but code that is gone is left for the save to
+   * judge (the hover already hides an anchor whose lines no longer hold its code).
+   */
+  unsaved?: boolean;
 }
 
 /** Files larger than this are not read for anchor checks (left as they are). */
@@ -142,6 +147,7 @@ export function recheckAnchors(
           return { ...cur, ...fp, ...(commit ? { commit } : {}) };
         }
         case 'stale': {
+          if (files.unsaved) return a;
           const reason = `${place(cur)}: ${found.reason}`;
           reasons.push(reason);
           result.stale++;

@@ -8,11 +8,14 @@
  * textDocument/didChange with ranges shifts anchors with lines inserted or
  * removed above them (cheap bookkeeping while typing); a document opened,
  * saved or replaced whole re-checks its anchors (anchors/check.ts): moved code
- * is followed, gone code marks the anchor stale and sends its memory to review.
+ * is followed; code that is gone marks the anchor stale and sends its memory
+ * to review — judged on saved text only (a save, or a document opened as it
+ * is on disk), never on edits in progress.
  *
  * Hover markdown carries command links the VS Code extension implements:
  * cairn.openMemory, cairn.editMemory, cairn.showHistory, cairn.forgetMemory, each with args [{ id }].
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
@@ -117,7 +120,7 @@ export class LspDocuments {
     connection.onNotification('textDocument/didOpen', (p: { textDocument: { uri: string; text: string } }) => {
       if (typeof p?.textDocument?.uri !== 'string' || typeof p.textDocument.text !== 'string') return;
       this.docs.set(p.textDocument.uri, p.textDocument.text);
-      this.safe(() => this.recheck(p.textDocument.uri, p.textDocument.text));
+      this.safe(() => this.recheck(p.textDocument.uri, p.textDocument.text, !sameAsDisk(p.textDocument.uri, p.textDocument.text)));
     });
     connection.onNotification('textDocument/didChange', (p: { textDocument: { uri: string }; contentChanges: ContentChange[] }) => {
       if (typeof p?.textDocument?.uri !== 'string' || !Array.isArray(p.contentChanges)) return;
@@ -135,7 +138,7 @@ export class LspDocuments {
         text = applyChange(text, c);
       }
       this.docs.set(p.textDocument.uri, text);
-      if (whole) this.safe(() => this.recheck(p.textDocument.uri, text));
+      if (whole) this.safe(() => this.recheck(p.textDocument.uri, text, true));
     });
     connection.onNotification('textDocument/didSave', (p: { textDocument: { uri: string }; text?: unknown }) => {
       if (typeof p?.textDocument?.uri !== 'string') return;
@@ -281,8 +284,12 @@ export class LspDocuments {
     }
   }
 
-  /** Re-check the document's anchors against its whole text (opened, saved or replaced). */
-  private recheck(uri: string, text: string): void {
+  /**
+   * Re-check the document's anchors against its whole text (opened, saved or replaced). `unsaved`: text the editor has
+   * not saved (a whole-text change, a document opened with edits): anchors move with their code, but the verdict on
+   * code that is gone waits for the save, so a cut-and-paste in progress never sends a memory to review.
+   */
+  private recheck(uri: string, text: string, unsaved = false): void {
     const paths = this.candidates(uri);
     const scope = this.scopeFor(uri);
     if (paths.length === 0 || !scope) return;
@@ -293,6 +300,7 @@ export class LspDocuments {
       read: (p) => (paths.includes(p) ? text : undefined),
       head: () => this.headOf(path.dirname(abs)),
       renamed: () => null,
+      unsaved,
     };
     recheckAnchors(this.store, rows, files, (p) => paths.includes(p));
   }
@@ -318,6 +326,17 @@ export function anchorNote(a: Anchor, state?: ReturnType<typeof checkAt>): strin
   if (a.relocated.how === 'renamed') return `Anchor followed a rename, from ${a.relocated.from}.`;
   if (a.relocated.how === 'symbol') return `Anchor re-located by its symbol, from ${a.relocated.from}${pct(a.relocated.similarity)}.`;
   return `Anchor re-located, from ${a.relocated.from}.`;
+}
+
+/** Whether a document's text is what its file holds on disk (an unreadable file counts as the same: nothing to wait for). */
+function sameAsDisk(uri: string, text: string): boolean {
+  const abs = uriToPath(uri);
+  if (!abs) return true;
+  try {
+    return fs.readFileSync(abs, 'utf8') === text;
+  } catch {
+    return true;
+  }
 }
 
 function validRange(r: unknown): r is Range {
