@@ -58,7 +58,7 @@ async function remember(key: string, anchor: Anchor): Promise<Memory> {
 const get = (id: string) => t.core.call(R.get, { id });
 
 describe('LSP documents', () => {
-  const root = '/work/space';
+  const root = '/home/dev/space';
   const uri = `file://${root}/src/billing.ts`;
 
   it('records a fingerprint when it first sees the file, and follows code moved and saved', async () => {
