@@ -18,6 +18,7 @@ import { keptFields, memoryUri, showView, STATUS_URI, viewUri } from './document
 import { Cancelled, cairnErrorName, describeError } from './errors';
 import { DEFAULT_KIND, EDIT_IN_EDITOR, kindItems, parseTags, stepTitle, VALUE_PROMPT_MORE } from './add-memory-steps';
 import { anchorPathOf } from './hover';
+import { fingerprint } from '../../daemon/src/text/anchor-locate';
 import type { Node } from './memoryTree';
 import { pickMemory, type PickOptions } from './search';
 import { statusMenu } from './statusBar';
@@ -138,7 +139,9 @@ async function rememberSelection(ctx: Ctx, a: { key?: string; value?: string } =
   const endLine = Math.max(startLine, sel.end.character === 0 && sel.end.line > sel.start.line ? sel.end.line : sel.end.line + 1);
   const text = sel.isEmpty ? doc.lineAt(sel.start.line).text : doc.getText(sel);
   const symbol = await symbolAt(doc, sel.start);
-  const anchor: Anchor = { path: anchorPathOf(doc.uri), startLine, endLine, ...(symbol ? { symbol } : {}) };
+  // The lines' fingerprint, from the editor's text as it is now: the daemon follows the code with it.
+  const fp = fingerprint(doc.getText(), startLine, endLine);
+  const anchor: Anchor = { path: anchorPathOf(doc.uri), startLine, endLine, ...(symbol ? { symbol } : {}), ...(fp ?? {}) };
   const suggested = `${symbol ?? path.basename(doc.uri.fsPath)}:${startLine}${endLine !== startLine ? `-${endLine}` : ''}`;
   const value =
     a.value ??

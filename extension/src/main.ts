@@ -4,6 +4,8 @@
  */
 import * as vscode from 'vscode';
 import { registerAgents, type AgentsExports } from './agents';
+import { registerAnchors } from './anchors';
+import { registerGutter } from './gutter';
 import { registerCommands } from './commands';
 import { Ctx } from './ctx';
 import { registerDashboard } from './dashboard';
@@ -32,6 +34,8 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
   c.push(c.tree, c.statusBar);
   registerCommands(c);
   registerDashboard(c);
+  registerAnchors(c);
+  registerGutter(c);
 
   c.push(
     c.client.onDidChangeMemories(() => {

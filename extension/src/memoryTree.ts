@@ -332,5 +332,12 @@ export function memoryTooltip(m: Memory): vscode.MarkdownString {
 
 export function anchorLabel(a: Memory['anchors'][number]): string {
   const lines = a.startLine ? `:${a.startLine}${a.endLine && a.endLine !== a.startLine ? `-${a.endLine}` : ''}` : '';
-  return `${a.path}${lines}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale]' : ''}`;
+  const state = a.stale
+    ? ` [stale: ${a.staleReason ?? 'the code changed'}]`
+    : a.relocated
+      ? a.relocated.how === 'similar'
+        ? ' [code changed since]'
+        : ` [re-located from ${a.relocated.from}]`
+      : '';
+  return `${a.path}${lines}${a.symbol ? ` (${a.symbol})` : ''}${state}`;
 }

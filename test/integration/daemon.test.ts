@@ -191,14 +191,16 @@ describe('daemon over a socket', () => {
     await new Promise((r) => setTimeout(r, 100));
     const m = await c.call(R.get, { namespace: 'project.hover', key: 'retry-policy' });
     assert.deepEqual([m.anchors[0].startLine, m.anchors[0].endLine], [4, 6]);
-    // deleting the anchored lines marks the anchor stale
+    // deleting the anchored lines hides the hover at once; saving marks the anchor stale and sends the memory to review
     await c.connection.sendNotification('textDocument/didChange', {
       textDocument: { uri, version: 3 },
       contentChanges: [{ range: { start: { line: 3, character: 0 }, end: { line: 6, character: 0 } }, text: '' }],
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await c.connection.sendNotification('textDocument/didSave', { textDocument: { uri } });
+    const staleNow = async () => (await c.call(R.get, { namespace: 'project.hover', key: 'retry-policy' })).anchors[0].stale === true;
+    for (let i = 0; i < 200 && !(await staleNow()); i++) await new Promise((r) => setTimeout(r, 25));
     const s = await c.call(R.get, { namespace: 'project.hover', key: 'retry-policy' });
-    assert.equal(s.anchors[0].stale, true);
+    assert.deepEqual([s.anchors[0].stale, s.status], [true, 'proposed']);
   });
 });
 

@@ -139,16 +139,25 @@ export function Detail({ id }: { id: string }) {
               Approve
             </button>
           ) : null}
-          {memory.anchors.map((a) => (
-            <button
-              type="button"
-              class="secondary"
-              title={`Open ${a.path} in an editor beside the dashboard`}
-              onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
-            >
-              {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}`}
-            </button>
-          ))}
+          {memory.anchors.map((a) =>
+            // a stale anchor's lines no longer hold its code: say so instead of opening them
+            a.stale ? (
+              <span class="anchor-stale" title={a.staleReason ?? ''}>
+                {`${a.path}: the code it describes changed${a.staleReason ? ` (${a.staleReason})` : ''}`}
+              </span>
+            ) : (
+              <button
+                type="button"
+                class="secondary"
+                title={`Open ${a.path} in an editor beside the dashboard${a.relocated ? ` (re-located from ${a.relocated.from})` : ''}`}
+                onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
+              >
+                {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}${
+                  a.relocated ? (a.relocated.how === 'similar' ? ' (code changed since)' : ' (re-located)') : ''
+                }`}
+              </button>
+            ),
+          )}
           {memory.deletedAt ? (
             <button
               type="button"

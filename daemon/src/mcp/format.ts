@@ -11,7 +11,14 @@ import { oneLine } from '../text/format';
 export const LIST_VALUE_CHARS = 400;
 
 function anchorText(a: Memory['anchors'][number]): string {
-  return `${a.path}${a.startLine ? `:${a.startLine}${a.endLine && a.endLine !== a.startLine ? `-${a.endLine}` : ''}` : ''}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale: the code moved or disappeared]' : ''}`;
+  const state = a.stale
+    ? ` [stale: ${a.staleReason ?? 'the code moved or disappeared'}]`
+    : a.relocated
+      ? a.relocated.how === 'similar'
+        ? ' [the code changed since it was anchored]'
+        : ` [re-located from ${a.relocated.from}]`
+      : '';
+  return `${a.path}${a.startLine ? `:${a.startLine}${a.endLine && a.endLine !== a.startLine ? `-${a.endLine}` : ''}` : ''}${a.symbol ? ` (${a.symbol})` : ''}${state}`;
 }
 
 /** `namespace/key` plus the facts in one line. */

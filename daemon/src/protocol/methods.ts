@@ -182,6 +182,13 @@ export const Requests = {
     'Which memories were injected into which task, and which tasks used a memory.',
   ),
 
+  anchorsCheck: request(
+    'anchors/check',
+    T.AnchorsCheckParams,
+    T.AnchorsCheckResult,
+    'Re-check the anchors under a workspace folder against its files: follow moved code and git renames, mark the gone stale (their memories go to review).',
+  ),
+
   indexWait: request('index/wait', T.IndexWaitParams, T.IndexWaitResult, 'Wait until the vector index includes a change-log position.'),
   indexRebuild: request('index/rebuild', T.IndexRebuildParams, T.IndexRebuildResult, 'Re-embed everything, optionally switching model.'),
 } as const;

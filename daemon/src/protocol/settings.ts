@@ -67,6 +67,11 @@ export const Settings = {
     description: 'Allow downloading the configured model on first use. Off: local folders and the built-in model only.',
   },
   'cairn.hover.enabled': { type: 'boolean', default: true, description: 'Show memories anchored to code on hover.' },
+  'cairn.hover.gutter': {
+    type: 'boolean',
+    default: true,
+    description: 'Mark lines that memories are anchored to in the editor gutter (while the lines still hold the anchored code).',
+  },
   'cairn.injection.auto': {
     type: 'boolean',
     default: false,

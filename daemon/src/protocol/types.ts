@@ -94,6 +94,22 @@ export const MemoryId = z.string().min(1).max(64);
 export const Actor = z.string().min(1).max(200);
 export const Reason = z.string().max(2000);
 
+/** How the daemon last re-located an anchor (see docs/protocol.md#anchors-that-follow-the-code). */
+export const ANCHOR_RELOCATIONS = ['moved', 'similar', 'symbol', 'renamed'] as const;
+export const AnchorRelocation = z
+  .object({
+    /** moved: the same lines elsewhere; similar: changed lines still like the anchored ones; symbol: found again by its
+     *  symbol; renamed: its file was renamed (git). */
+    how: z.enum(ANCHOR_RELOCATIONS),
+    /** Where it was before: "path:start-end". */
+    from: z.string().max(1100),
+    at: isoDate,
+    /** For similar and symbol: how similar the lines are now (0..1). */
+    similarity: z.number().min(0).max(1).optional(),
+  })
+  .strict();
+export type AnchorRelocation = z.infer<typeof AnchorRelocation>;
+
 export const Anchor = z
   .object({
     /** Workspace-relative (preferred) or absolute path, '/' separated. */
@@ -102,8 +118,37 @@ export const Anchor = z
     /** 1-based inclusive line range. */
     startLine: z.number().int().min(1).optional(),
     endLine: z.number().int().min(1).optional(),
-    /** Set by the daemon when the anchored code disappeared. */
+    /**
+     * The anchored lines' fingerprint (text/anchor-locate.ts): content hash (whitespace removed), a short excerpt,
+     * 4 characters of hash per line, the hashes of the nearest lines around, and whether nothing else in the file looked
+     * like them. Given by the client that anchors (the extension) or recorded by the daemon when it first sees the file.
+     */
+    hash: z
+      .string()
+      .regex(/^[0-9a-f]{16}$/)
+      .optional(),
+    excerpt: z.string().max(240).optional(),
+    lines: z
+      .string()
+      .max(800)
+      .regex(/^(?:[A-Za-z0-9_-]{4})*$/)
+      .optional(),
+    context: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{16}$/)
+      .optional(),
+    unique: z.boolean().optional(),
+    /** The git HEAD when the fingerprint was recorded: a file renamed since (git mv) is followed. */
+    commit: z
+      .string()
+      .regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/)
+      .optional(),
+    /** Set by the daemon when the anchored code disappeared or changed beyond recognition (the memory went to review). */
     stale: z.boolean().optional(),
+    /** Set by the daemon with `stale`: why. */
+    staleReason: z.string().max(300).optional(),
+    /** Set by the daemon when it re-located the anchor. */
+    relocated: AnchorRelocation.optional(),
   })
   .strict();
 export type Anchor = z.infer<typeof Anchor>;
@@ -875,9 +920,51 @@ export const InjectBlockParams = z
     trigger: z.enum(['auto', 'explicit']).optional(),
     /** Also inject memories tagged `secret` (the user's cairn.agents.allowSecrets setting). Default false. */
     allowSecrets: z.boolean().optional(),
+    /**
+     * Absolute path of the workspace folder the anchors' relative paths start from: the anchors of the memories
+     * injected are checked against the files there first (a memory whose code is gone goes to review, not into the block).
+     */
+    root: z.string().min(1).max(4096).optional(),
   })
   .strict();
 export type InjectBlockParams = z.infer<typeof InjectBlockParams>;
+export const AnchorsCheckParams = z
+  .object({
+    /** Absolute path of the workspace folder (the anchors' relative paths start there). */
+    root: z.string().min(1).max(4096),
+    /** Default: the project namespace of `root` plus `user`, as hovers use. */
+    scope: Scope.optional(),
+    /** Only anchors on these paths (relative to root, or absolute). */
+    paths: z.array(z.string().min(1).max(1024)).max(1000).optional(),
+  })
+  .strict();
+export type AnchorsCheckParams = z.infer<typeof AnchorsCheckParams>;
+export const AnchorChange = z.object({
+  id: z.string(),
+  namespace: z.string(),
+  key: z.string(),
+  path: z.string(),
+  /** fingerprinted: the daemon recorded the lines' content for the first time. */
+  status: z.enum(['moved', 'similar', 'symbol', 'renamed', 'stale', 'fingerprinted']),
+  /** "path:start-end" before and after. */
+  from: z.string(),
+  to: z.string().optional(),
+  reason: z.string().optional(),
+});
+export type AnchorChange = z.infer<typeof AnchorChange>;
+export const AnchorsCheckResult = z.object({
+  /** Anchors checked (stale ones are not checked again). */
+  checked: z.number().int(),
+  /** Still where they were. */
+  matched: z.number().int(),
+  relocated: z.number().int(),
+  stale: z.number().int(),
+  fingerprinted: z.number().int(),
+  /** What changed, at most 200 entries. */
+  changes: z.array(AnchorChange),
+});
+export type AnchorsCheckResult = z.infer<typeof AnchorsCheckResult>;
+
 export const InjectSkip = z.enum(['disabled', 'auto-off', 'no-matches']);
 export const InjectBlockResult = z.object({
   block: z.string(),

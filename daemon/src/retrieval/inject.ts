@@ -14,14 +14,19 @@
  * - Every call is recorded in the injection log (task, memory ids, prompt hash, time, skip reason).
  * - Escaping: every character of memory-derived text that could open or close markup (<, >, &, and " in
  *   attributes) is replaced by its XML entity, so no value can fake or close a tag of the block.
+ * - Citations: a memory's anchors that still match are listed in its `anchors` attribute (re-located ones say so).
+ *   With `root`, each chosen memory's anchors are first checked against the files there (anchors/check.ts, the
+ *   just-in-time citation check): moved code is followed, and a memory whose code is gone goes to review instead of
+ *   into the block.
  */
-import type { Filter, InjectBlockParams, InjectBlockResult, Memory, Scope, SearchParams, SearchResult } from '../protocol/types';
+import type { Anchor, Filter, InjectBlockParams, InjectBlockResult, Memory, Scope, SearchParams, SearchResult } from '../protocol/types';
 import { Limits } from '../protocol/types';
 import type { Store } from '../store/store';
 import type { Tasks } from '../store/tasks';
 import { sha256 } from '../text/hash';
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 import { search, type VectorSearcher } from './search';
+import { diskFiles, inUserTree, recheckAnchors } from '../anchors/check';
 
 export const INJECT_DEFAULT_K = 8;
 export const INJECT_DEFAULT_BUDGET = 4000;
@@ -40,8 +45,22 @@ export function escapeAttr(s: string): string {
     .replace(/[\r\n]/g, ' ');
 }
 
+/** The anchors that still match, as "path:start-end", re-located ones marked. */
+export function citations(anchors: Anchor[]): string {
+  return anchors
+    .filter((a) => !a.stale)
+    .map((a) => {
+      const lines =
+        a.startLine === undefined ? '' : `:${a.startLine}${a.endLine !== undefined && a.endLine !== a.startLine ? `-${a.endLine}` : ''}`;
+      const how = a.relocated ? (a.relocated.how === 'similar' ? ' (code changed since)' : ' (re-located)') : '';
+      return `${a.path}${lines}${a.symbol ? `#${a.symbol}` : ''}${how}`;
+    })
+    .join(', ');
+}
+
 function entry(m: Memory, text: string): string {
-  return `<memory namespace="${escapeAttr(m.namespace)}" key="${escapeAttr(m.key)}" kind="${m.kind}">\n${escapeText(text)}\n</memory>\n`;
+  const cited = citations(m.anchors);
+  return `<memory namespace="${escapeAttr(m.namespace)}" key="${escapeAttr(m.key)}" kind="${m.kind}"${cited ? ` anchors="${escapeAttr(cited)}"` : ''}>\n${escapeText(text)}\n</memory>\n`;
 }
 
 /** `searchAll`: the daemon's routed search (local + team stores, each inside its part of the scope), when team memory is attached. */
@@ -87,9 +106,17 @@ export async function injectBlock(
   let used = OPEN.length + CLOSE.length;
   let block = OPEN;
   const chosen: InjectBlockResult['memories'] = [];
+  const files = p.root ? diskFiles(p.root) : null;
   for (const h of relevant) {
     if (chosen.length >= k) break;
-    const m = h.memory;
+    let m = h.memory;
+    if (files && h.store !== 'team' && !inUserTree(m.namespace) && m.anchors.some((a) => !a.stale)) {
+      // the just-in-time citation check: the code this memory cites, as it is on disk now
+      const row = store.anchorsOf(m.id);
+      if (row && recheckAnchors(store, [row], files).stale > 0) continue; // it went to review
+      const now = store.anchorsOf(m.id);
+      if (now) m = { ...m, anchors: now.anchors };
+    }
     let text = m.summary ?? m.value;
     let e = entry(m, text);
     if (used + e.length > budget) {

@@ -24,6 +24,10 @@ import { overview } from '../store/overview';
 import { dropIdempotencyRecords, onceByKey, recordAnswer } from '../store/idempotency';
 import type { Store } from '../store/store';
 import type { TeamRouter } from '../team/router';
+import { checkUnder } from '../anchors/check';
+import { projectNamespaceFor } from '../project';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- params are validated against the method's schema before a handler runs
 export type Handler = (params: any, ctx: RequestContext) => unknown | Promise<unknown>;
@@ -171,6 +175,18 @@ export class Core {
       ),
     );
     on(Requests.injectLog, (p) => tasks.log(p));
+    on(Requests.anchorsCheck, (p, ctx) => {
+      if (!path.isAbsolute(p.root)) throw new CairnError('InvalidParams', 'root must be an absolute path', { field: 'root' });
+      let folder = false;
+      try {
+        folder = !!fs.statSync(p.root, { throwIfNoEntry: false })?.isDirectory();
+      } catch {
+        /* a path the OS refuses (a NUL byte, too long): no such folder */
+      }
+      if (!folder) throw new CairnError('NotFound', `no folder ${p.root}`, { field: 'root' });
+      const scope = p.scope ?? { root: projectNamespaceFor(p.root).namespace, includeUser: false };
+      return checkUnder(s, p.root, scope, p.paths, ctx);
+    });
     on(Requests.indexWait, async (p) => {
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
       // No embedding index runs here: the full-text index is the only one; it catches up with the log first.

@@ -2,16 +2,22 @@
  * The LSP side of the daemon, so any LSP editor gets memory hovers:
  * textDocument/hover answers with the memories anchored to the file (and the
  * line range or symbol) under the cursor — a plain indexed lookup, no
- * embedding on the hover path — and null where nothing is anchored.
- * textDocument/didOpen|didChange|didClose keep anchors in step with simple
- * edits: lines inserted or removed above an anchor shift it; an anchor whose
- * lines were deleted, or whose symbol vanished, is marked stale.
+ * embedding on the hover path — and null where nothing is anchored. An
+ * anchor shows only while its lines still hold its code (checked against the
+ * open document), and says when it was re-located or the code changed.
+ * textDocument/didChange with ranges shifts anchors with lines inserted or
+ * removed above them (cheap bookkeeping while typing); a document opened,
+ * saved or replaced whole re-checks its anchors (anchors/check.ts): moved code
+ * is followed; code that is gone marks the anchor stale and sends its memory
+ * to review — judged on saved text only (a save, or a document opened as it
+ * is on disk), never on edits in progress.
  *
  * A memory tagged `secret` shows its key and a note, never its value or summary (docs/protocol.md#secrets).
  *
  * Hover markdown carries command links the VS Code extension implements:
  * cairn.openMemory, cairn.editMemory, cairn.showHistory, cairn.forgetMemory, each with args [{ id }].
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ResponseError, type MessageConnection } from 'vscode-jsonrpc/node';
@@ -20,6 +26,9 @@ import { namespaceProblem } from '../protocol/namespace';
 import type { Anchor, Memory, Scope } from '../protocol/types';
 import { projectNamespaceFor } from '../project';
 import type { Store } from '../store/store';
+import { projectRows, recheckAnchors, type AnchorFiles } from '../anchors/check';
+import { gitHead } from '../anchors/git';
+import { checkAt } from '../text/anchor-locate';
 import { escapeMarkdown } from '../text/format';
 import { isSecretTagged } from '../text/secrets';
 
@@ -116,15 +125,17 @@ export class LspDocuments {
     connection.onNotification('textDocument/didOpen', (p: { textDocument: { uri: string; text: string } }) => {
       if (typeof p?.textDocument?.uri !== 'string' || typeof p.textDocument.text !== 'string') return;
       this.docs.set(p.textDocument.uri, p.textDocument.text);
-      this.safe(() => this.checkStale(p.textDocument.uri, p.textDocument.text));
+      this.safe(() => this.recheck(p.textDocument.uri, p.textDocument.text, !sameAsDisk(p.textDocument.uri, p.textDocument.text)));
     });
     connection.onNotification('textDocument/didChange', (p: { textDocument: { uri: string }; contentChanges: ContentChange[] }) => {
       if (typeof p?.textDocument?.uri !== 'string' || !Array.isArray(p.contentChanges)) return;
       if (!p.contentChanges.every((c) => c && typeof c.text === 'string' && (c.range === undefined || validRange(c.range)))) return;
       let text = this.docs.get(p.textDocument.uri) ?? '';
+      let whole = false;
       for (const c of p.contentChanges ?? []) {
         if (!c.range) {
           text = c.text;
+          whole = true;
           continue;
         }
         const ranged = c as ContentChange & { range: Range };
@@ -132,6 +143,13 @@ export class LspDocuments {
         text = applyChange(text, c);
       }
       this.docs.set(p.textDocument.uri, text);
+      if (whole) this.safe(() => this.recheck(p.textDocument.uri, text, true));
+    });
+    connection.onNotification('textDocument/didSave', (p: { textDocument: { uri: string }; text?: unknown }) => {
+      if (typeof p?.textDocument?.uri !== 'string') return;
+      const text = typeof p.text === 'string' ? p.text : this.docs.get(p.textDocument.uri);
+      if (typeof p.text === 'string') this.docs.set(p.textDocument.uri, p.text);
+      if (text !== undefined) this.safe(() => this.recheck(p.textDocument.uri, text));
     });
     connection.onNotification('textDocument/didClose', (p: { textDocument: { uri: string } }) => {
       if (typeof p?.textDocument?.uri === 'string') this.docs.delete(p.textDocument.uri);
@@ -204,16 +222,24 @@ export class LspDocuments {
     const word = wordAt(this.docs.get(uri), pos);
     const scope = this.scopeFor(uri);
     if (!scope) return null;
+    const doc = this.docs.get(uri);
+    const checked = new Map<Anchor, ReturnType<typeof checkAt>>();
     const matches = [...this.store.anchoredAt(paths, scope), ...more].filter(({ anchor: a }) => {
       if (a.stale) return false;
-      if (a.startLine !== undefined) return line >= a.startLine && line <= (a.endLine ?? a.startLine);
+      if (a.startLine !== undefined) {
+        if (line < a.startLine || line > (a.endLine ?? a.startLine)) return false;
+        // Only an anchor whose lines still hold its code shows (edits not yet saved, or not yet re-checked).
+        const state = doc === undefined ? 'unknown' : checkAt(a, doc);
+        checked.set(a, state);
+        return state !== 'mismatch';
+      }
       if (a.symbol !== undefined) return word !== null && (word === a.symbol || a.symbol.endsWith('.' + word));
       return line === 1; // a whole-file anchor shows on the first line only
     });
     if (matches.length === 0) return null;
     const seen = new Set<string>();
     const parts: string[] = [];
-    for (const { memory: m } of matches) {
+    for (const { memory: m, anchor } of matches) {
       if (seen.has(m.id) || seen.size >= HOVER_MAX_MEMORIES) continue;
       seen.add(m.id);
       const args = encodeURIComponent(JSON.stringify([{ id: m.id }]));
@@ -222,8 +248,10 @@ export class LspDocuments {
       const body = isSecretTagged(m.tags)
         ? SECRET_HOVER_NOTE
         : escapeMarkdown(text.length > HOVER_VALUE_CHARS ? text.slice(0, HOVER_VALUE_CHARS) + '…' : text);
+      const note = anchorNote(anchor, checked.get(anchor));
       parts.push(
         `**Cairn** · \`${m.namespace}\` · **${escapeMarkdown(m.key)}** _(${m.kind}, v${m.version})_\n\n${body}\n\n` +
+          (note ? `_${escapeMarkdown(note)}_\n\n` : '') +
           `[Open](command:cairn.openMemory?${args}) · [Edit](command:cairn.editMemory?${args}) · [History](command:cairn.showHistory?${args}) · [Forget](command:cairn.forgetMemory?${args})`,
       );
     }
@@ -237,7 +265,6 @@ export class LspDocuments {
     const endLine = c.range.end.line + 1;
     const added = (c.text.match(/\n/g) ?? []).length;
     const delta = added - (endLine - startLine);
-    const removedWhole = c.text.trim() === '' && c.range.end.line > c.range.start.line && c.range.start.character === 0;
     const scope = this.scopeFor(uri);
     if (!scope) return;
     for (const { rowid, anchors } of this.store.anchorsByPath(paths, scope)) {
@@ -253,12 +280,8 @@ export class LspDocuments {
           return { ...a, startLine: s + delta, ...(a.endLine !== undefined ? { endLine: e + delta } : {}) };
         }
         if (e < startLine) return a;
-        // The edit touches the anchor: deleting every anchored line makes it stale.
-        const lastRemoved = c.range.end.character === 0 ? endLine - 1 : endLine;
-        if (removedWhole && startLine <= s && lastRemoved >= e) {
-          changed = true;
-          return { ...a, stale: true };
-        }
+        // The edit touches the anchor: it keeps its lines (the hover checks they still hold its code); the verdict on
+        // code deleted or rewritten comes when the document is saved (recheck), so a cut-and-paste is followed.
         if (delta !== 0 && a.endLine !== undefined) {
           changed = true;
           return { ...a, endLine: Math.max(s, e + delta) };
@@ -269,24 +292,58 @@ export class LspDocuments {
     }
   }
 
-  private checkStale(uri: string, text: string): void {
+  /**
+   * Re-check the document's anchors against its whole text (opened, saved or replaced). `unsaved`: text the editor has
+   * not saved (a whole-text change, a document opened with edits): anchors move with their code, but the verdict on
+   * code that is gone waits for the save, so a cut-and-paste in progress never sends a memory to review.
+   */
+  private recheck(uri: string, text: string, unsaved = false): void {
     const paths = this.candidates(uri);
-    if (paths.length === 0) return;
-    const lineCount = text.split('\n').length;
     const scope = this.scopeFor(uri);
-    if (!scope) return;
-    for (const { rowid, anchors } of this.store.anchorsByPath(paths, scope)) {
-      let changed = false;
-      const next = anchors.map((a) => {
-        if (!paths.includes(a.path) || a.stale) return a;
-        const gone =
-          (a.startLine !== undefined && a.startLine > lineCount) || (a.symbol !== undefined && !text.includes(a.symbol.split('.').pop()!));
-        if (!gone) return a;
-        changed = true;
-        return { ...a, stale: true };
-      });
-      if (changed) this.store.updateAnchors(rowid, next);
-    }
+    if (paths.length === 0 || !scope) return;
+    const rows = projectRows(this.store.anchorsByPath(paths, scope));
+    if (rows.length === 0) return;
+    const abs = uriToPath(uri)!;
+    const files: AnchorFiles = {
+      read: (p) => (paths.includes(p) ? text : undefined),
+      head: () => this.headOf(path.dirname(abs)),
+      renamed: () => null,
+      unsaved,
+    };
+    recheckAnchors(this.store, rows, files, (p) => paths.includes(p));
+  }
+
+  private heads = new Map<string, { at: number; head: string | null }>();
+  /** The HEAD commit of the repository holding a folder (asked of git at most every 10 s per folder). */
+  private headOf(dir: string): string | null {
+    const hit = this.heads.get(dir);
+    if (hit && Date.now() - hit.at < 10_000) return hit.head;
+    const head = gitHead(dir)?.head ?? null;
+    if (this.heads.size > 100) this.heads.clear();
+    this.heads.set(dir, { at: Date.now(), head });
+    return head;
+  }
+}
+
+/** What a hover says about an anchor that was re-located or whose code changed, or null. */
+export function anchorNote(a: Anchor, state?: ReturnType<typeof checkAt>): string | null {
+  const pct = (x: number | undefined) => (x === undefined ? '' : ` (${Math.round(x * 100)}% similar)`);
+  if (state === 'similar' || (state !== 'exact' && a.relocated?.how === 'similar'))
+    return `The code changed since this was anchored${pct(state === 'similar' ? undefined : a.relocated?.similarity)}.`;
+  if (!a.relocated) return null;
+  if (a.relocated.how === 'renamed') return `Anchor followed a rename, from ${a.relocated.from}.`;
+  if (a.relocated.how === 'symbol') return `Anchor re-located by its symbol, from ${a.relocated.from}${pct(a.relocated.similarity)}.`;
+  return `Anchor re-located, from ${a.relocated.from}.`;
+}
+
+/** Whether a document's text is what its file holds on disk (an unreadable file counts as the same: nothing to wait for). */
+function sameAsDisk(uri: string, text: string): boolean {
+  const abs = uriToPath(uri);
+  if (!abs) return true;
+  try {
+    return fs.readFileSync(abs, 'utf8') === text;
+  } catch {
+    return true;
   }
 }
 

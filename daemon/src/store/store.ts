@@ -45,6 +45,7 @@ import {
   refuseStaleVersion,
   sameContent,
   summaryOf,
+  SYSTEM_ANCHORS,
   SYSTEM_EXPIRE,
   validateContent,
 } from './write-rules';
@@ -62,6 +63,15 @@ import { loadStoreKeys, type StoreKeys } from './keys';
 import { findRejection, liftRejection, rejectValue, rekeyLegacy } from './rejected';
 
 export type ChangeListener = (change: DidChangeParams) => void;
+
+/** A live memory's anchors, for re-checking them (server/anchor-check.ts). */
+export interface AnchoredRow {
+  rowid: number;
+  id: string;
+  namespace: string;
+  key: string;
+  anchors: Anchor[];
+}
 
 /**
  * Full text is indexed this long after the first write that leaves it behind, for every write since, in one
@@ -1090,15 +1100,52 @@ export class Store {
       .filter((x) => x.anchor !== undefined);
   }
 
-  /** Live memories anchored to one of `paths`, with all their anchors (for line tracking). */
-  anchorsByPath(paths: string[], scope?: Scope): { rowid: number; anchors: Anchor[] }[] {
-    if (paths.length === 0) return [];
+  /** Live memories anchored to one of `paths` (null: to any path), with all their anchors (for line tracking). */
+  anchorsByPath(paths: string[] | null, scope?: Scope): AnchoredRow[] {
+    if (paths !== null && paths.length === 0) return [];
     const sc = scopePredicate(scope) ?? { sql: '1', params: [] };
+    const where = paths === null ? '1' : `a.path IN (SELECT value FROM json_each(?))`;
     const rows = stmt(
       this.db,
-      `SELECT DISTINCT m.rowid AS rowid, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id WHERE a.path IN (${paths.map(() => '?').join(',')}) AND m.deleted_at IS NULL AND n.deleted_at IS NULL AND ${sc.sql}`,
-    ).all(...paths, ...sc.params) as { rowid: number; anchors: string }[];
-    return rows.map((r) => ({ rowid: r.rowid, anchors: JSON.parse(r.anchors) as Anchor[] }));
+      `SELECT DISTINCT m.rowid AS rowid, m.id, n.path AS namespace, m.key, m.anchors FROM anchors a JOIN memories m ON m.rowid = a.memory_rowid JOIN namespaces n ON n.id = m.ns_id WHERE ${where} AND m.deleted_at IS NULL AND n.deleted_at IS NULL AND ${sc.sql}`,
+    ).all(...(paths === null ? [] : [JSON.stringify(paths)]), ...sc.params) as (Omit<AnchoredRow, 'anchors'> & { anchors: string })[];
+    return rows.map((r) => ({ ...r, anchors: JSON.parse(r.anchors) as Anchor[] }));
+  }
+
+  /** One live memory's anchors by id (the injection's citation check). */
+  anchorsOf(id: string): AnchoredRow | null {
+    const r = stmt(
+      this.db,
+      'SELECT m.rowid AS rowid, m.id, n.path AS namespace, m.key, m.anchors FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.id = ? AND m.deleted_at IS NULL',
+    ).get(id) as (Omit<AnchoredRow, 'anchors'> & { anchors: string }) | undefined;
+    return r ? { ...r, anchors: JSON.parse(r.anchors) as Anchor[] } : null;
+  }
+
+  /**
+   * Anchors whose code is gone or changed beyond recognition: a new version with the anchors marked stale, and an
+   * active memory sent to review (status `proposed`), with a history row by `system:anchors` giving the reason — so
+   * nothing changes silently and the previous state stays in history.
+   */
+  staleAnchors(rowid: number, anchors: Anchor[], reason: string): WriteResult | null {
+    return this.write(() => {
+      const r = this.rowBy('m.rowid = ? AND m.deleted_at IS NULL', rowid);
+      if (!r) return null;
+      const now = this.now();
+      const before = toMemory(r);
+      const status = r.status === 'active' ? 'proposed' : r.status;
+      stmt(this.db, 'UPDATE memories SET anchors = ?, status = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(
+        JSON.stringify(anchors),
+        status,
+        now,
+        rowid,
+      );
+      this.writeAnchors(rowid, anchors);
+      const after = toMemory(this.rowBy('m.rowid = ?', rowid)!);
+      const stale = anchors.filter((a) => a.stale).map((a) => a.path);
+      this.appendHistory(r.id, 'update', SYSTEM_ANCHORS, reason, after.version, before, after, { staleAnchors: stale }, now);
+      const position = this.logChange('update', r.id, r.ns_id, r.ns_path, r.key);
+      return { memory: after, position };
+    });
   }
 
   /**

@@ -13,6 +13,8 @@ import { fromIso, iso, isoReq, type MemoryRow } from './rows';
 
 /** The actor of deletions done by the TTL sweep: such a memory may be written again without `restore`. */
 export const SYSTEM_EXPIRE = 'system:expire';
+/** The actor of the daemon's anchor checks (an anchor gone stale sends its memory to review). */
+export const SYSTEM_ANCHORS = 'system:anchors';
 
 /** The content a write stores, merged from the request and the stored row. */
 export interface NextContent {
@@ -187,7 +189,11 @@ export function mergeContent(
     detail.autoSecret = credentials.map((c) => c.kind);
   }
   const anchors: Anchor[] =
-    p.anchors !== undefined ? p.anchors.map((a) => stripUndefined({ ...a, stale: undefined })) : base ? JSON.parse(base.anchors) : [];
+    p.anchors !== undefined
+      ? incomingAnchors(p.anchors, base ? (JSON.parse(base.anchors) as Anchor[]) : [])
+      : base
+        ? JSON.parse(base.anchors)
+        : [];
   const next: NextContent = {
     value: p.value,
     kind: p.kind ?? (base?.kind as string | undefined) ?? 'note',
@@ -205,6 +211,26 @@ export function mergeContent(
   if (next.validFrom !== null && next.validTo !== null && next.validTo <= next.validFrom)
     throw new CairnError('InvalidParams', 'validTo must be after validFrom', { field: 'validTo' });
   return { next, warn: warnings.length > 0 ? { warnings } : {} };
+}
+
+/**
+ * Anchors as a write gives them. `stale`, `staleReason` and `relocated` are the daemon's: an anchor that names the
+ * same place as a stored one (path, lines, symbol) with no fingerprint or the stored one keeps the stored anchor whole,
+ * so saving a memory (from a form, or the memory as read) keeps what the daemon knows of its code — a stale anchor
+ * stays stale until it is anchored again. Any other anchor (a new place, a new fingerprint) starts afresh.
+ */
+function incomingAnchors(given: Anchor[], stored: Anchor[]): Anchor[] {
+  return given.map((a) => {
+    const same = stored.find(
+      (s) =>
+        s.path === a.path &&
+        s.startLine === a.startLine &&
+        s.endLine === a.endLine &&
+        s.symbol === a.symbol &&
+        (a.hash === undefined || a.hash === s.hash),
+    );
+    return same ?? stripUndefined({ ...a, stale: undefined, staleReason: undefined, relocated: undefined });
+  });
 }
 
 /** 6. Whether the stored row already holds exactly this content (then nothing is written). */

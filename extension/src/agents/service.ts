@@ -304,6 +304,7 @@ export class AgentService implements vscode.Disposable {
   // ---------------------------------------------------------------------------------------------
   injectionBlock(taskId: string | undefined, prompt: string, o: CairnInjectionOptions = {}): Promise<InjectBlockResult> {
     const clamp = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.round(v)));
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
     return this.request('injectBlock', {
       prompt,
       k: clamp(o.k ?? this.ctx.config.get('cairn.injection.k'), 1, 50),
@@ -311,6 +312,7 @@ export class AgentService implements vscode.Disposable {
       trigger: o.trigger ?? 'explicit',
       ...(this.allowSecrets ? { allowSecrets: true } : {}),
       ...(taskId ? { taskId } : { scope: this.workspaceScope() }),
+      ...(folder?.scheme === 'file' ? { root: folder.fsPath } : {}), // re-check cited code on disk first
     });
   }
 
