@@ -182,6 +182,57 @@ export const Requests = {
     'Which memories were injected into which task, and which tasks used a memory.',
   ),
 
+  episodesStart: request(
+    'episodes/start',
+    T.EpisodeStartParams,
+    T.EpisodeStartResult,
+    'Start an episode (a session) in a project namespace; starting a client-chosen id again returns it.',
+  ),
+  eventsAppend: request(
+    'events/append',
+    T.EventAppendParams,
+    T.EventAppendResult,
+    'Append a batch of events to an episode, idempotent per (episode, seq); credential-looking text is marked secret.',
+  ),
+  episodesEnd: request('episodes/end', T.EpisodeEndParams, T.Episode, 'Mark an episode ended; it takes no more events.'),
+  episodesGet: request('episodes/get', T.EpisodeGetParams, T.EpisodeGetResult, 'One episode and its events in order, in pages.'),
+  episodesList: request(
+    'episodes/list',
+    T.EpisodeListParams,
+    T.EpisodeListResult,
+    'Episodes in scope, newest start first, by time range, task, source or branch.',
+  ),
+  eventsSearch: request(
+    'events/search',
+    T.EventSearchParams,
+    T.EventSearchResult,
+    'Ranked search over events (hybrid, full-text or vector) in a scope, with filters, a time range and relative time phrases.',
+  ),
+  eventsExpand: request(
+    'events/expand',
+    T.EventExpandParams,
+    T.EventExpandResult,
+    'An event with its neighbours in its episode: n before and after, or a time window.',
+  ),
+  episodesTimeline: request(
+    'episodes/timeline',
+    T.EpisodeTimelineParams,
+    T.EpisodeTimelineResult,
+    'Short entries around an anchor event by reference time, across the episodes in scope.',
+  ),
+  episodesPropose: request(
+    'episodes/propose',
+    T.EpisodeProposeParams,
+    T.EpisodeProposeResult,
+    'Turn events into a proposed memory (review queue) whose provenance is the source event positions.',
+  ),
+  episodesErase: request(
+    'episodes/erase',
+    T.EpisodeEraseParams,
+    T.EpisodeEraseResult,
+    'Remove an episode, its events, their index rows and vectors from the disk, and truncate the WAL.',
+  ),
+
   indexWait: request('index/wait', T.IndexWaitParams, T.IndexWaitResult, 'Wait until the vector index includes a change-log position.'),
   indexRebuild: request('index/rebuild', T.IndexRebuildParams, T.IndexRebuildResult, 'Re-embed everything, optionally switching model.'),
 } as const;
