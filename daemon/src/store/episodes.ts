@@ -279,7 +279,10 @@ export class Episodes {
 
   /** Events by position that the scope and filters admit, keyed by position. */
   byPositions(positions: number[], q: { scope?: T.Scope; excludeSecrets?: boolean }): Map<number, EventRow & { ep_title: string; ep_ns: string; ep_source: string; ep_started: number }> {
-    const where = and(eventWhere(q), { sql: 'e.pos IN (SELECT value FROM json_each(?))', params: [JSON.stringify(positions)] });
+    const where = and(eventWhere({ scope: q.scope, excludeSecrets: q.excludeSecrets }), {
+      sql: 'e.pos IN (SELECT value FROM json_each(?))',
+      params: [JSON.stringify(positions)],
+    });
     const rows = stmt(
       this.db,
       `SELECT ${EVENT_COLUMNS}, ep.title AS ep_title, n.path AS ep_ns, ep.source AS ep_source, ep.started_at AS ep_started
@@ -349,7 +352,7 @@ export class Episodes {
 
   timeline(p: T.EpisodeTimelineParams): T.EpisodeTimelineResult {
     const anchor = this.event(p.anchor, p, 'anchor');
-    const where = eventWhere(p);
+    const where = eventWhere({ scope: p.scope, excludeSecrets: p.excludeSecrets });
     const cols = `e.pos, ep.id AS episode_id, ep.title AS title, e.kind, e.at, substr(e.text, 1, 400) AS text`;
     type Row = { pos: number; episode_id: string; title: string; kind: string; at: number; text: string };
     const earlier = stmt(
