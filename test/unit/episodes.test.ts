@@ -134,7 +134,11 @@ describe('episodes and events', () => {
         'InvalidParams',
         'events[0].at',
       );
-      await rejectsWith(t.core.call(R.eventsAppend, { episodeId: 'no-such-episode', events: [{ kind: 'note', text: 'x' }] }), 'NotFound', 'episodeId');
+      await rejectsWith(
+        t.core.call(R.eventsAppend, { episodeId: 'no-such-episode', events: [{ kind: 'note', text: 'x' }] }),
+        'NotFound',
+        'episodeId',
+      );
       await rejectsWith(t.core.call(R.episodesEnd, { id: e.id, endedAt: '2000-01-01T00:00:00Z' }), 'InvalidParams', 'endedAt');
       await rejectsWith(t.core.call(R.episodesList, { cursor: 'bogus' }), 'InvalidParams', 'cursor');
       await rejectsWith(t.core.call(R.eventsExpand, { position: 1, before: 1, windowMinutes: 5 }), 'NotFound', 'position');
@@ -142,7 +146,11 @@ describe('episodes and events', () => {
       await rejectsWith(t.core.call(R.eventsExpand, { position: 1, before: 1, windowMinutes: 5 }), 'InvalidParams', 'windowMinutes');
       const ended = await t.core.call(R.episodesEnd, { id: e.id });
       assert.ok(ended.endedAt);
-      await rejectsWith(t.core.call(R.eventsAppend, { episodeId: e.id, events: [{ kind: 'note', text: 'late' }] }), 'InvalidState', 'events[0]');
+      await rejectsWith(
+        t.core.call(R.eventsAppend, { episodeId: e.id, events: [{ kind: 'note', text: 'late' }] }),
+        'InvalidState',
+        'events[0]',
+      );
       // ...but a retry of an event stored before the end still answers its position.
       const retry = await t.core.call(R.eventsAppend, { episodeId: e.id, events: [{ seq: 0, kind: 'note', text: 'x' }] });
       assert.deepEqual(retry.results[0], { seq: 0, position: 1, created: false });
@@ -190,7 +198,10 @@ describe('episodes and events', () => {
         assert.equal(r.hits[0].position, mine.results[0].position, mode);
         assert.equal(r.hits[0].episode.namespace, 'project.a');
         const all = await t.core.call(R.eventsSearch, { query: 'flaky websocket reconnect', scope: A, mode, limit: 50 });
-        assert.ok(all.hits.every((h) => h.episode.namespace === 'project.a'), mode);
+        assert.ok(
+          all.hits.every((h) => h.episode.namespace === 'project.a'),
+          mode,
+        );
       }
       const inB = 1; // b's first event
       await rejectsWith(t.core.call(R.eventsExpand, { position: inB, scope: A }), 'NotFound', 'position');
@@ -198,7 +209,11 @@ describe('episodes and events', () => {
       await rejectsWith(t.core.call(R.episodesGet, { id: b.id, scope: A }), 'NotFound', 'id');
       await rejectsWith(t.core.call(R.episodesEnd, { id: b.id, scope: A }), 'NotFound', 'id');
       await rejectsWith(t.core.call(R.episodesErase, { id: b.id, scope: A }), 'NotFound', 'id');
-      await rejectsWith(t.core.call(R.eventsAppend, { episodeId: b.id, events: [{ kind: 'note', text: 'x' }], scope: A }), 'NotFound', 'episodeId');
+      await rejectsWith(
+        t.core.call(R.eventsAppend, { episodeId: b.id, events: [{ kind: 'note', text: 'x' }], scope: A }),
+        'NotFound',
+        'episodeId',
+      );
       await rejectsWith(t.core.call(R.episodesPropose, { events: [inB], key: 'k', value: 'v', scope: A }), 'NotFound', 'events[0]');
       await rejectsWith(t.core.call(R.episodesStart, { namespace: 'project.b', title: 'x', scope: A }), 'NotFound', 'namespace');
       // The timeline around a's event never lists b's events, although they are nearer in time.
@@ -238,7 +253,10 @@ describe('episodes and events', () => {
       const user = await t.core.call(R.eventsSearch, { query: 'deploy', mode: 'fts' });
       assert.equal(user.hits.length, 3);
       assert.deepEqual(
-        user.hits.filter((h) => h.event.secret).map((h) => h.position).sort(),
+        user.hits
+          .filter((h) => h.event.secret)
+          .map((h) => h.position)
+          .sort(),
         [1, 3],
       );
       const agent = await t.core.call(R.eventsSearch, { query: 'deploy', mode: 'fts', excludeSecrets: true, expand: 2 });
@@ -399,8 +417,14 @@ describe('episodes and events', () => {
       assert.equal(p.memory.properties.sourceEvents, '5,6');
       assert.equal(p.memory.properties.sourceEpisodes, e.id);
       // In the review queue: listed only with proposed included.
-      assert.equal((await t.core.call(R.list, { scope: A })).items.some((m) => m.id === p.memory.id), false);
-      assert.equal((await t.core.call(R.list, { scope: A, include: { proposed: true } })).items.some((m) => m.id === p.memory.id), true);
+      assert.equal(
+        (await t.core.call(R.list, { scope: A })).items.some((m) => m.id === p.memory.id),
+        false,
+      );
+      assert.equal(
+        (await t.core.call(R.list, { scope: A, include: { proposed: true } })).items.some((m) => m.id === p.memory.id),
+        true,
+      );
     } finally {
       t.close();
     }
@@ -410,7 +434,13 @@ describe('episodes and events', () => {
     const t = tempCore();
     try {
       const e = await episode(t.core, 'project.a');
-      await t.core.call(R.eventsAppend, { episodeId: e.id, events: [{ kind: 'note', text: 'hello' }, { kind: 'note', text: 'world' }] });
+      await t.core.call(R.eventsAppend, {
+        episodeId: e.id,
+        events: [
+          { kind: 'note', text: 'hello' },
+          { kind: 'note', text: 'world' },
+        ],
+      });
       const w = await t.core.call(R.indexWait, { position: 0 });
       assert.deepEqual(w.events, { position: 2, fts: 2, vector: null, reached: true });
       const row = t.store.db.prepare(`SELECT watermark FROM index_state WHERE name = 'events_fts'`).get() as { watermark: number };

@@ -645,7 +645,9 @@ export const IndexWaitResult = z.object({
    * The events' indexes (docs/episodes.md): caught up to the newest event at the time of the call (full text always;
    * vectors when the daemon embeds, within the same timeout).
    */
-  events: z.object({ position: z.number().int(), fts: z.number().int(), vector: z.number().int().nullable(), reached: z.boolean() }).optional(),
+  events: z
+    .object({ position: z.number().int(), fts: z.number().int(), vector: z.number().int().nullable(), reached: z.boolean() })
+    .optional(),
 });
 export type IndexWaitResult = z.infer<typeof IndexWaitResult>;
 export const IndexRebuildParams = z.object({ model: z.string().min(1).max(512).optional() }).strict();
@@ -1134,9 +1136,7 @@ export const EventAppendResult = z.object({
 });
 export type EventAppendResult = z.infer<typeof EventAppendResult>;
 
-export const EpisodeEndParams = z
-  .object({ id: EpisodeId, endedAt: isoDate.optional(), scope: Scope.optional() })
-  .strict();
+export const EpisodeEndParams = z.object({ id: EpisodeId, endedAt: isoDate.optional(), scope: Scope.optional() }).strict();
 export type EpisodeEndParams = z.infer<typeof EpisodeEndParams>;
 
 export const EpisodeGetParams = z
@@ -1234,7 +1234,11 @@ export const EventExpandParams = z
     before: z.number().int().min(0).max(EpisodeLimits.expandEach).optional(),
     after: z.number().int().min(0).max(EpisodeLimits.expandEach).optional(),
     /** Instead of counts: the events of its episode within this many minutes of it. */
-    windowMinutes: z.number().min(0).max(7 * 24 * 60).optional(),
+    windowMinutes: z
+      .number()
+      .min(0)
+      .max(7 * 24 * 60)
+      .optional(),
     scope: Scope.optional(),
     excludeSecrets: z.boolean().optional(),
   })

@@ -120,7 +120,13 @@ function hits(episodes: Episodes, list: { pos: number; score: number }[], p: T.E
     list.map((h) => h.pos),
     p,
   );
-  const around = p.expand ? episodes.around(list.map((h) => h.pos), p.expand, p.excludeSecrets === true) : null;
+  const around = p.expand
+    ? episodes.around(
+        list.map((h) => h.pos),
+        p.expand,
+        p.excludeSecrets === true,
+      )
+    : null;
   return list.flatMap((h): T.EventHit[] => {
     const r = rows.get(h.pos);
     if (!r) return [];
@@ -128,7 +134,13 @@ function hits(episodes: Episodes, list: { pos: number; score: number }[], p: T.E
     return [
       {
         event: toEvent(r),
-        episode: { id: r.episode_id, title: r.ep_title, namespace: r.ep_ns, source: r.ep_source, startedAt: new Date(r.ep_started).toISOString() },
+        episode: {
+          id: r.episode_id,
+          title: r.ep_title,
+          namespace: r.ep_ns,
+          source: r.ep_source,
+          startedAt: new Date(r.ep_started).toISOString(),
+        },
         position: r.pos,
         score: h.score,
         snippet: snippet(r.text, query),

@@ -11,14 +11,16 @@ import { Episodes } from '../store/episodes';
 import type { Store } from '../store/store';
 import type { TeamRouter } from '../team/router';
 
-type On = <P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>) => void;
+type On = <P extends z.ZodType, R extends z.ZodType>(
+  def: RequestDef<P, R>,
+  fn: (p: z.infer<P>) => z.infer<R> | Promise<z.infer<R>>,
+) => void;
 
 export function teamRefusal(ns: string): CairnError {
-  return new CairnError(
-    'InvalidState',
-    `episodes are kept in the local store only; ${ns} is a team namespace (docs/episodes.md#team)`,
-    { field: 'namespace', store: 'team' },
-  );
+  return new CairnError('InvalidState', `episodes are kept in the local store only; ${ns} is a team namespace (docs/episodes.md#team)`, {
+    field: 'namespace',
+    store: 'team',
+  });
 }
 
 export function registerEpisodeHandlers(

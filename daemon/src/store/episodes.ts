@@ -278,7 +278,10 @@ export class Episodes {
   }
 
   /** Events by position that the scope and filters admit, keyed by position. */
-  byPositions(positions: number[], q: { scope?: T.Scope; excludeSecrets?: boolean }): Map<number, EventRow & { ep_title: string; ep_ns: string; ep_source: string; ep_started: number }> {
+  byPositions(
+    positions: number[],
+    q: { scope?: T.Scope; excludeSecrets?: boolean },
+  ): Map<number, EventRow & { ep_title: string; ep_ns: string; ep_source: string; ep_started: number }> {
     const where = and(eventWhere({ scope: q.scope, excludeSecrets: q.excludeSecrets }), {
       sql: 'e.pos IN (SELECT value FROM json_each(?))',
       params: [JSON.stringify(positions)],
@@ -295,8 +298,7 @@ export class Episodes {
   private event(position: number, q: { scope?: T.Scope; excludeSecrets?: boolean }, field: string): EventRow & { episode: number } {
     const where = and(eventWhere({ scope: q.scope }), { sql: 'e.pos = ?', params: [position] });
     const r = stmt(this.db, `SELECT ${EVENT_COLUMNS}, e.episode AS episode FROM ${EVENT_FROM} WHERE ${where.sql}`).get(...where.params) as
-      | (EventRow & { episode: number })
-      | undefined;
+      (EventRow & { episode: number }) | undefined;
     if (!r) throw new CairnError('NotFound', `no event ${position}${q.scope ? ' in scope' : ''}`, { field });
     if (q.excludeSecrets && r.secret === 1)
       throw new CairnError(
@@ -406,7 +408,9 @@ export class Episodes {
       const positions = (stmt(this.db, 'SELECT pos FROM events WHERE episode = ?').all(ep.rowid) as { pos: number }[]).map((x) => x.pos);
       const del = stmt(this.db, 'DELETE FROM events_fts WHERE rowid = ?');
       for (const pos of positions) if (pos <= wm) del.run(pos);
-      const vectors = stmt(this.db, 'DELETE FROM event_vectors WHERE pos IN (SELECT pos FROM events WHERE episode = ?)').run(ep.rowid).changes;
+      const vectors = stmt(this.db, 'DELETE FROM event_vectors WHERE pos IN (SELECT pos FROM events WHERE episode = ?)').run(
+        ep.rowid,
+      ).changes;
       const events = stmt(this.db, 'DELETE FROM events WHERE episode = ?').run(ep.rowid).changes;
       stmt(this.db, 'DELETE FROM episodes WHERE rowid = ?').run(ep.rowid);
       if (positions.length) this.db.exec(`INSERT INTO events_fts(events_fts) VALUES ('optimize')`);
@@ -425,6 +429,10 @@ export class Episodes {
 
 /** The first line of a text, at most 160 characters. */
 export function excerpt(text: string): string {
-  const line = text.split('\n').find((l) => l.trim().length > 0)?.trim() ?? '';
+  const line =
+    text
+      .split('\n')
+      .find((l) => l.trim().length > 0)
+      ?.trim() ?? '';
   return line.length > 160 ? line.slice(0, 159) + '…' : line;
 }

@@ -177,7 +177,10 @@ export function eventsToEmbed(db: DB, limit: number): { pos: number; text: strin
 export function putEventVectors(db: DB, model: string, rows: { pos: number; q: Int8Array; inv: number }[], upTo: number): boolean {
   return writeTx(db, () => {
     if (eventVectorModel(db) !== model) return false;
-    const put = stmt(db, 'INSERT OR REPLACE INTO event_vectors(pos, q, inv) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE pos = ?)');
+    const put = stmt(
+      db,
+      'INSERT OR REPLACE INTO event_vectors(pos, q, inv) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE pos = ?)',
+    );
     for (const r of rows) put.run(r.pos, Buffer.from(r.q.buffer, r.q.byteOffset, r.q.byteLength), r.inv, r.pos);
     stmt(db, `UPDATE index_state SET watermark = max(watermark, ?) WHERE name = 'events_vec'`).run(upTo);
     return true;
@@ -190,7 +193,10 @@ export function putEventVectors(db: DB, model: string, rows: { pos: number; q: I
  */
 export function eventVectorArm(db: DB, query: Float32Array, q: EventArmQuery): { pos: number; score: number }[] {
   const where = eventWhere(q);
-  const it = stmt(db, `SELECT e.pos AS pos, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos ${EVENT_JOINS} WHERE ${where.sql}`)
+  const it = stmt(
+    db,
+    `SELECT e.pos AS pos, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos ${EVENT_JOINS} WHERE ${where.sql}`,
+  )
     .raw()
     .iterate(...where.params) as IterableIterator<[number, Buffer, number]>;
   const top: { pos: number; score: number }[] = [];

@@ -54,8 +54,7 @@ const weekStart = (t: number) => {
 const monthStart = (y: number, m: number) => Date.UTC(y, m, 1);
 const day = (t: number) => new Date(t).toISOString().slice(0, 10);
 /** "2023-05-01 to 2023-05-07": the inclusive days of [since, before). */
-const span = (since: number, before: number) =>
-  before - since <= DAY ? day(since) : `${day(since)} to ${day(before - 1)}`;
+const span = (since: number, before: number) => (before - since <= DAY ? day(since) : `${day(since)} to ${day(before - 1)}`);
 
 function num(s: string): number | null {
   const w = s.toLowerCase();
