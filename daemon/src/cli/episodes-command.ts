@@ -360,7 +360,10 @@ export async function importEpisodes(
         actor,
         events: e.events.slice(i, i + T.EpisodeLimits.appendEvents),
       });
-      for (const x of r.results) x.created ? created++ : existing++;
+      for (const x of r.results) {
+        if (x.created) created++;
+        else existing++;
+      }
     }
     if (e.endedAt && !s.episode.endedAt) await c.call(Requests.episodesEnd, { id: s.episode.id, endedAt: e.endedAt });
     done.push({ id: s.episode.id, title: s.episode.title, events: e.events.length });
