@@ -135,4 +135,56 @@ describe('cairn mcp: episodic memory tools', () => {
     await fails(s, 'cairn_propose_from_events', { events: [positions[3]], key: 'k', value: 'v' }, 'NotFound', 'events[0]');
     await fails(s, 'cairn_events_search', { query: 'checkout', scope: { root: 'project.other' } }, 'InvalidParams', 'scope.root');
   });
+
+  test('capture is off by default: the session records no episode of its own', async () => {
+    const all = await d.call(Requests.episodesList, {});
+    assert.deepEqual(all.episodes.map((e) => e.title).sort(), ['elsewhere', 'fix the checkout rounding bug']);
+  });
+});
+
+describe('cairn mcp with cairn.episodes.capture on', () => {
+  test('records each tool call of the session, with its answer, as events of one episode', async () => {
+    const dir = tempDir('cairn-mcp-cap-');
+    const repo = fakeRepo(dir, 'shop', 'https://example.com/acme/shop.git');
+    const s = await startMcp({ dir, cwd: repo, env: { CAIRN_EPISODES_CAPTURE: '1', CAIRN_REVIEW_AGENT_WRITES: '0' } });
+    let d: StreamClient | null = null;
+    try {
+      await ok(s, 'cairn_remember', { key: 'build-tool', value: 'The shop builds with pnpm.' });
+      await fails(s, 'cairn_recall', { id: 'no-such-memory' }, 'NotFound');
+      await ok(s, 'cairn_events_search', { query: 'pnpm' });
+      await s.close(); // the server appends what it captured before it exits
+      d = await daemonClient(s.db);
+      await d.initialize('capture-test');
+      // Wait for the state (the server process may still be appending after the client closed).
+      for (const end = Date.now() + 10_000; ;) {
+        const l = await d.call(Requests.episodesList, {});
+        if (l.episodes[0]?.events === 5 || Date.now() > end) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const list = await d.call(Requests.episodesList, {});
+      assert.equal(list.episodes.length, 1);
+      const ep = list.episodes[0];
+      assert.equal(ep.namespace, 'project.shop');
+      assert.equal(ep.source, 'agent:cairn-test-client');
+      assert.match(ep.id, /^mcp:/);
+      const got = await d.call(Requests.episodesGet, { id: ep.id });
+      assert.deepEqual(
+        got.events.map((e) => [e.kind, e.context?.tool]),
+        [
+          ['tool_call', 'cairn_remember'],
+          ['tool_result', 'cairn_remember'],
+          ['tool_call', 'cairn_recall'],
+          ['tool_result', 'cairn_recall'],
+          ['tool_call', 'cairn_events_search'],
+        ],
+      );
+      assert.match(got.events[0].text, /The shop builds with pnpm/);
+      assert.match(got.events[3].text, /^error: .*NotFound/);
+    } finally {
+      await d?.close();
+      await s.close();
+      await stopDaemon(path.join(dir, 'cairn.db'));
+      rmDir(dir);
+    }
+  });
 });

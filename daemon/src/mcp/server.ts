@@ -31,6 +31,7 @@ import { VERSION } from '../version';
 import { errorText } from './format';
 import { isExplicit, projectNamespaceFor, resolveMcpScope, type McpScope } from './scope';
 import { TOOLS, type CairnTool, type ToolContext } from './tools';
+import { SessionCapture } from './capture';
 
 export interface McpOptions {
   /** Store file (default $CAIRN_DB, else the per-user store). */
@@ -229,6 +230,15 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
     rootsRead = readRoots();
   });
   const byName = new Map(TOOLS.map((t) => [t.name, t]));
+  // Episode capture (docs/episodes.md): off until the user turns it on.
+  const capture = envFlag('CAIRN_EPISODES_CAPTURE', Settings['cairn.episodes.capture'].default, env)
+    ? new SessionCapture(
+        (def, params) => link.call(def, params),
+        () => scope.root,
+        actor,
+        log,
+      )
+    : null;
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: TOOLS.map((t) => ({
@@ -253,9 +263,11 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
       const parsed = t.input.safeParse(req.params.arguments ?? {});
       if (!parsed.success) throw argumentsError(t.name, parsed.error);
       const out = await t.run(parsed.data, ctx);
+      capture?.record(t.name, req.params.arguments, { text: out.text, error: false });
       return { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
     } catch (e) {
       if (!(e instanceof CairnError)) log(`${t.name} failed: ${(e as Error)?.stack ?? String(e)}`);
+      capture?.record(t.name, req.params.arguments, { text: errorText(toCairnError(e)), error: true });
       return toolError(e);
     }
   });
@@ -265,6 +277,7 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
     link,
     scope: () => scope,
     close: async () => {
+      await capture?.flush();
       await server.close().catch(() => undefined);
       await link.close();
     },
