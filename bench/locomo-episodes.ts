@@ -221,7 +221,9 @@ async function main() {
           if (mode === 'hybrid' && r.time) phrases.push(`${qa.question} → ${r.time.reading}`);
           const hits = r.hits.map((h) => diaOf.get(h.position) ?? '?');
           const expanded =
-            mode === 'hybrid' && EXPAND > 0 ? r.hits.slice(0, 5).flatMap((h) => (h.context ?? []).map((e) => diaOf.get(e.position) ?? '?')) : null;
+            mode === 'hybrid' && EXPAND > 0
+              ? r.hits.slice(0, 5).flatMap((h) => (h.context ?? []).map((e) => diaOf.get(e.position) ?? '?'))
+              : null;
           add(results[mode], cat, qa.category, hits, ev, expanded);
         }
         const t = now();

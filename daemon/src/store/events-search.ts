@@ -18,9 +18,15 @@ import { and } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
 
 export const EVENTS_FTS =
-  "CREATE VIRTUAL TABLE events_fts USING fts5(text, ctx, kind, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')";
-/** BM25 column weights: text, context parts, kind. */
-export const EVENT_BM25 = [1.0, 0.5, 0.2] as const;
+  "CREATE VIRTUAL TABLE events_fts USING fts5(text, ctx, kind, prev, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')";
+/**
+ * BM25 column weights: text, context parts, kind, and `prev`, the text of the event before it in its episode (what
+ * the event answers or continues: a turn is often understood only with the one before it). 0.5 for `prev` was chosen
+ * on LoCoMo conversations 0-2 (bench/locomo-episodes.ts; 0, 0.15, 0.3, 0.5, 0.75, 1 tried; bench/README.md).
+ */
+export const EVENT_BM25 = [1.0, 0.5, 0.2, 0.5] as const;
+/** The event before `e` in its episode (alias e), the `prev` column's text. */
+export const PREV_TEXT = '(SELECT p.text FROM events p WHERE p.episode = e.episode AND p.seq < e.seq ORDER BY p.seq DESC LIMIT 1)';
 const FTS_STEP = 2000;
 
 /** Indexes and index-state rows of the event tables, re-asserted at every open (schema.ts). */
@@ -64,16 +70,14 @@ export function catchUpEventText(db: DB): number {
   if (db.readonly || wm >= top) return wm;
   return writeTx(db, () => {
     wm = eventWatermark(db, 'events_fts');
-    const put = stmt(db, 'INSERT INTO events_fts(rowid, text, ctx, kind) VALUES (?, ?, ?, ?)');
+    const put = stmt(db, 'INSERT INTO events_fts(rowid, text, ctx, kind, prev) VALUES (?, ?, ?, ?, ?)');
     for (;;) {
-      const rows = stmt(db, 'SELECT pos, text, context, kind FROM events WHERE pos > ? ORDER BY pos LIMIT ?').all(wm, FTS_STEP) as {
-        pos: number;
-        text: string;
-        context: string | null;
-        kind: string;
-      }[];
+      const rows = stmt(
+        db,
+        `SELECT e.pos, e.text, e.context, e.kind, ${PREV_TEXT} AS prev FROM events e WHERE e.pos > ? ORDER BY e.pos LIMIT ?`,
+      ).all(wm, FTS_STEP) as { pos: number; text: string; context: string | null; kind: string; prev: string | null }[];
       if (rows.length === 0) break;
-      for (const r of rows) put.run(r.pos, r.text, contextText(r.context), r.kind.replace(/[_.-]+/g, ' '));
+      for (const r of rows) put.run(r.pos, r.text, contextText(r.context), r.kind.replace(/[_.-]+/g, ' '), r.prev ?? '');
       wm = rows[rows.length - 1].pos;
       if (rows.length < FTS_STEP) break;
     }
@@ -122,7 +126,14 @@ export function eventMatch(query: string): string | null {
 }
 
 /** The full-text arm: BM25 over the events the scope and filters admit, best first. Catches the index up first. */
-export function eventTextArm(db: DB, query: string, q: EventArmQuery): { pos: number; score: number }[] {
+/** One arm's candidate: the event's position, its episode (rowid) and the arm's score (higher is better). */
+export interface EventArmHit {
+  pos: number;
+  ep: number;
+  score: number;
+}
+
+export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmHit[] {
   catchUpEventText(db);
   const match = eventMatch(query);
   if (!match) return [];
@@ -130,20 +141,20 @@ export function eventTextArm(db: DB, query: string, q: EventArmQuery): { pos: nu
   const w = EVENT_BM25.join(', ');
   return stmt(
     db,
-    `SELECT e.pos AS pos, -bm25(events_fts, ${w}) AS score
+    `SELECT e.pos AS pos, e.episode AS ep, -bm25(events_fts, ${w}) AS score
        FROM events_fts JOIN events e ON e.pos = events_fts.rowid ${EVENT_JOINS}
       WHERE events_fts MATCH ? AND ${where.sql}
       ORDER BY bm25(events_fts, ${w}), e.pos DESC LIMIT ?`,
-  ).all(match, ...where.params, q.limit) as { pos: number; score: number }[];
+  ).all(match, ...where.params, q.limit) as EventArmHit[];
 }
 
 /** Events the scope and filters admit, newest first (a query that was only a time phrase). */
-export function eventsByTime(db: DB, q: EventArmQuery): { pos: number; score: number }[] {
+export function eventsByTime(db: DB, q: EventArmQuery): EventArmHit[] {
   const where = eventWhere(q);
-  return stmt(db, `SELECT e.pos AS pos, 0 AS score FROM ${EVENT_FROM} WHERE ${where.sql} ORDER BY e.at DESC, e.pos DESC LIMIT ?`).all(
-    ...where.params,
-    q.limit,
-  ) as { pos: number; score: number }[];
+  return stmt(
+    db,
+    `SELECT e.pos AS pos, e.episode AS ep, 0 AS score FROM ${EVENT_FROM} WHERE ${where.sql} ORDER BY e.at DESC, e.pos DESC LIMIT ?`,
+  ).all(...where.params, q.limit) as EventArmHit[];
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -191,17 +202,17 @@ export function putEventVectors(db: DB, model: string, rows: { pos: number; q: I
  * The vector arm: cosine similarity of the query to every embedded event the scope and filters admit (the SQL admits
  * them, then this ranks and cuts), best first. `query` is the unit-length query vector.
  */
-export function eventVectorArm(db: DB, query: Float32Array, q: EventArmQuery): { pos: number; score: number }[] {
+export function eventVectorArm(db: DB, query: Float32Array, q: EventArmQuery): EventArmHit[] {
   const where = eventWhere(q);
   const it = stmt(
     db,
-    `SELECT e.pos AS pos, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos ${EVENT_JOINS} WHERE ${where.sql}`,
+    `SELECT e.pos AS pos, e.episode AS ep, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos ${EVENT_JOINS} WHERE ${where.sql}`,
   )
     .raw()
-    .iterate(...where.params) as IterableIterator<[number, Buffer, number]>;
-  const top: { pos: number; score: number }[] = [];
+    .iterate(...where.params) as IterableIterator<[number, number, Buffer, number]>;
+  const top: EventArmHit[] = [];
   let floor = -Infinity;
-  for (const [pos, buf, inv] of it) {
+  for (const [pos, ep, buf, inv] of it) {
     if (inv === 0) continue;
     const v = new Int8Array(buf.buffer, buf.byteOffset, buf.byteLength);
     const n = Math.min(v.length, query.length);
@@ -209,7 +220,7 @@ export function eventVectorArm(db: DB, query: Float32Array, q: EventArmQuery): {
     for (let i = 0; i < n; i++) dot += v[i] * query[i];
     const score = dot * inv;
     if (top.length >= q.limit && score <= floor) continue;
-    top.push({ pos, score });
+    top.push({ pos, ep, score });
     if (top.length > q.limit * 2) {
       top.sort((a, b) => b.score - a.score || b.pos - a.pos);
       top.length = q.limit;
