@@ -442,7 +442,7 @@ describe('episodes and events', () => {
     }
   });
 
-  it('index/wait brings the events full text up to the newest event', async () => {
+  it('index/wait brings the events full text up to the newest event; store/status counts episodes and events', async () => {
     const t = tempCore();
     try {
       const e = await episode(t.core, 'project.a');
@@ -457,6 +457,12 @@ describe('episodes and events', () => {
       assert.deepEqual(w.events, { position: 2, fts: 2, vector: null, reached: true });
       const row = t.store.db.prepare(`SELECT watermark FROM index_state WHERE name = 'events_fts'`).get() as { watermark: number };
       assert.equal(row.watermark, 2);
+      const st = await t.core.call(R.status, {});
+      assert.deepEqual(st.episodes, { episodes: 1, events: 2, position: 2 });
+      assert.deepEqual(
+        st.indexes.filter((i) => i.name.startsWith('events')),
+        [{ name: 'events_fts', watermark: 2, behind: 0 }], // no events_vec: nothing embeds events in this process
+      );
     } finally {
       t.close();
     }

@@ -627,6 +627,8 @@ export const StoreStatusResult = z.object({
     .optional(),
   /** Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role, whether it opened. */
   team: z.object({ url: z.string(), roots: z.array(z.string()), user: z.string().nullable(), connected: z.boolean() }).optional(),
+  /** Episodic memory (docs/episodes.md): episodes, events and the newest event position (`indexes` lists events_fts and events_vec against it). */
+  episodes: z.object({ episodes: z.number().int(), events: z.number().int(), position: z.number().int() }).optional(),
 });
 export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
 

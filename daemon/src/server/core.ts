@@ -226,13 +226,14 @@ export class Core {
       ...i,
       behind: Math.max(0, pos - i.watermark),
     }));
+    const ev = this.episodes.status(!!this.hooks.eventVectors);
     return {
       path: s.path,
       sizeBytes: s.fileSize(),
       schemaVersion: s.schemaVersion,
       position: pos,
       counts: s.counts(),
-      indexes,
+      indexes: [...indexes, ...ev.indexes],
       historyCap: s.historyCap(),
       embeddings: this.hooks.embeddings?.() ?? {
         model: null,
@@ -246,6 +247,7 @@ export class Core {
       },
       ...(this.hooks.daemonInfo ? { daemon: this.hooks.daemonInfo() } : {}),
       ...(this.team ? { team: this.team.info() } : {}),
+      episodes: ev.counts,
     };
   }
 }

@@ -273,6 +273,29 @@ export class Episodes {
     return { watermark: catchUpEventText(this.db), position: newestEventPosition(this.db) };
   }
 
+  /**
+   * store/status: counts, the newest event position and the events' index watermarks (full text caught up first; the
+   * vectors' only where events are embedded).
+   */
+  status(withVectors: boolean): {
+    counts: { episodes: number; events: number; position: number };
+    indexes: { name: string; watermark: number; behind: number }[];
+  } {
+    const { watermark, position } = this.catchUp();
+    const c = stmt(this.db, 'SELECT (SELECT count(*) FROM episodes) AS episodes, (SELECT count(*) FROM events) AS events').get() as {
+      episodes: number;
+      events: number;
+    };
+    const vec = this.vectorWatermark();
+    return {
+      counts: { ...c, position },
+      indexes: [
+        { name: 'events_fts', watermark, behind: Math.max(0, position - watermark) },
+        ...(withVectors ? [{ name: 'events_vec', watermark: vec, behind: Math.max(0, position - vec) }] : []),
+      ],
+    };
+  }
+
   vectorWatermark(): number {
     return eventWatermark(this.db, 'events_vec');
   }
