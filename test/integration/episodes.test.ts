@@ -155,6 +155,10 @@ describe('episodes through the daemon and the CLI', () => {
     assert.match(human.out, /npm run e2e/, 'the hit is shown with its neighbour');
     const list = cli(['episodes', 'list', '--source', 'ci']);
     assert.match(list.out, /ci-run-000042 .* 2 events {2}CI run 42/);
+    const erased = cli(['episodes', 'erase', 'ci-run-000042']);
+    assert.equal(erased.code, 0, erased.err);
+    assert.match(erased.out, /erased episode ci-run-000042: 2 events, 2 vectors/);
+    assert.equal(JSON.parse(cli(['episodes', 'search', 'login button timeout', '--json']).out).hits.length, 0);
     const bad = cli(['episodes', 'import', '-'], {}, '{"type":"event","kind":"note","text":"orphan"}\n');
     assert.equal(bad.code, 1);
     assert.match(bad.err, /line 1: an event before any/);

@@ -1,5 +1,5 @@
 /**
- * `cairn log` and `cairn episodes list|show|search|import` (docs/episodes.md).
+ * `cairn log` and `cairn episodes list|show|search|import|erase` (docs/episodes.md).
  *
  * `cairn log` appends one event from a shell (hooks, CI) to an episode of the project: the one named by --episode
  * (started when new), else the newest open episode of the same source, else a new one. Like all capture it does
@@ -41,6 +41,7 @@ export interface EpisodeOpts {
   limit?: number;
   mode?: T.SearchMode;
   expand?: number;
+  reason?: string;
   cwd: string;
 }
 
@@ -202,8 +203,23 @@ export async function episodesCommand(
       );
       return 0;
     }
+    case 'erase': {
+      if (rest.length !== 1) throw new EpisodeUsageError('usage: cairn episodes erase <episode id> [--reason TEXT]');
+      const r = await c.call(Requests.episodesErase, {
+        id: rest[0],
+        actor: o.actor,
+        ...(o.reason ? { reason: o.reason } : {}),
+        ...(scope ? { scope } : {}),
+      });
+      emit(r, () =>
+        out(
+          `erased episode ${r.id}: ${r.events} events, ${r.vectors} vectors${r.walTruncated ? '' : ' (the WAL could not be truncated yet: another connection reads; erase again later)'}`,
+        ),
+      );
+      return 0;
+    }
     default:
-      throw new EpisodeUsageError('usage: cairn episodes list|show <id>|search <query...>|import <FILE|->');
+      throw new EpisodeUsageError('usage: cairn episodes list|show <id>|search <query...>|import <FILE|->|erase <id>');
   }
 }
 

@@ -71,6 +71,7 @@ Commands:
   episodes search <query...>         search events ("last week", "in May" read as time) [--root NS] [--kind K]
       [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N] [--expand N]
   episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
+  episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
 
@@ -318,6 +319,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       limit: num(o.limit, 'limit'),
       mode: o.mode as SearchMode | undefined,
       expand: num(o.expand, 'expand'),
+      reason: o.reason,
     };
     try {
       if (cmd === 'episodes') return await episodesCommand(c, pos, eo, out, (f) => readFileInput(f, readStdin));
