@@ -16,15 +16,17 @@ import { STOPWORDS } from '../text/identifiers';
 import { stmt, writeTx, type DB } from './db';
 import { and } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
+import { FTS_MAX_NS_TOKENS, namespaceToken } from './search-fts';
 
 export const EVENTS_FTS =
-  "CREATE VIRTUAL TABLE events_fts USING fts5(text, ctx, kind, prev, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')";
+  "CREATE VIRTUAL TABLE events_fts USING fts5(text, ctx, kind, prev, ns, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')";
 /**
- * BM25 column weights: text, context parts, kind, and `prev`, the text of the event before it in its episode (what
+ * BM25 column weights: text, context parts, kind, `ns` (0: the episode's namespace token only scopes, as the memories'
+ * index does: search-fts.ts namespaceToken) and `prev`, the text of the event before it in its episode (what
  * the event answers or continues: a turn is often understood only with the one before it). 0.5 for `prev` was chosen
  * on LoCoMo conversations 0-2 (bench/locomo-episodes.ts; 0, 0.15, 0.3, 0.5, 0.75, 1 tried; bench/README.md).
  */
-export const EVENT_BM25 = [1.0, 0.5, 0.2, 0.5] as const;
+export const EVENT_BM25 = [1.0, 0.5, 0.2, 0.5, 0.0] as const; // text, ctx, kind, prev, ns
 /** The event before `e` in its episode (alias e), the `prev` column's text. */
 export const PREV_TEXT = '(SELECT p.text FROM events p WHERE p.episode = e.episode AND p.seq < e.seq ORDER BY p.seq DESC LIMIT 1)';
 const FTS_STEP = 2000;
@@ -70,14 +72,16 @@ export function catchUpEventText(db: DB): number {
   if (db.readonly || wm >= top) return wm;
   return writeTx(db, () => {
     wm = eventWatermark(db, 'events_fts');
-    const put = stmt(db, 'INSERT INTO events_fts(rowid, text, ctx, kind, prev) VALUES (?, ?, ?, ?, ?)');
+    const put = stmt(db, 'INSERT INTO events_fts(rowid, text, ctx, kind, prev, ns) VALUES (?, ?, ?, ?, ?, ?)');
     for (;;) {
       const rows = stmt(
         db,
-        `SELECT e.pos, e.text, e.context, e.kind, ${PREV_TEXT} AS prev FROM events e WHERE e.pos > ? ORDER BY e.pos LIMIT ?`,
-      ).all(wm, FTS_STEP) as { pos: number; text: string; context: string | null; kind: string; prev: string | null }[];
+        `SELECT e.pos, e.text, e.context, e.kind, ${PREV_TEXT} AS prev, ep.ns_id FROM events e JOIN episodes ep ON ep.rowid = e.episode
+          WHERE e.pos > ? ORDER BY e.pos LIMIT ?`,
+      ).all(wm, FTS_STEP) as { pos: number; text: string; context: string | null; kind: string; prev: string | null; ns_id: string }[];
       if (rows.length === 0) break;
-      for (const r of rows) put.run(r.pos, r.text, contextText(r.context), r.kind.replace(/[_.-]+/g, ' '), r.prev ?? '');
+      for (const r of rows)
+        put.run(r.pos, r.text, contextText(r.context), r.kind.replace(/[_.-]+/g, ' '), r.prev ?? '', namespaceToken(r.ns_id));
       wm = rows[rows.length - 1].pos;
       if (rows.length < FTS_STEP) break;
     }
@@ -135,8 +139,19 @@ export interface EventArmHit {
 
 export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmHit[] {
   catchUpEventText(db);
-  const match = eventMatch(query);
+  let match = eventMatch(query);
   if (!match) return [];
+  // The scope inside MATCH too (its live namespaces' tokens, when few enough), so FTS5 only scores in-scope events;
+  // the SQL predicate below still decides.
+  const scopeSql = scopePredicate(q.scope, 'path');
+  if (scopeSql) {
+    const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
+      ...scopeSql.params,
+      FTS_MAX_NS_TOKENS + 1,
+    ) as { id: string }[];
+    if (ids.length === 0) return [];
+    if (ids.length <= FTS_MAX_NS_TOKENS) match = `(${match}) AND ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
+  }
   const where = eventWhere(q);
   const w = EVENT_BM25.join(', ');
   return stmt(
