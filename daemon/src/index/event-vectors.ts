@@ -62,6 +62,8 @@ export class EventVectors implements EventVectorSearcher {
   }
 
   async embedQuery(text: string): Promise<Float32Array> {
+    // Events another process appended (`cairn log --direct`) are embedded from the next search on.
+    if (!this.running && this.watermark() < newestEventPosition(this.store.db)) this.kick();
     const [v] = await this.indexer.embedder!.embed([text], { priority: true });
     return unitVector(v);
   }
