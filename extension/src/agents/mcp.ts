@@ -64,6 +64,8 @@ export async function mcpServerSpec(ctx: Ctx, agents: AgentService): Promise<Mcp
   env.CAIRN_DAEMON = script;
   env.CAIRN_REVIEW_AGENT_WRITES = agents.reviewAgentWrites ? '1' : '0';
   env.CAIRN_AGENTS_ALLOW_SECRETS = agents.allowSecrets ? '1' : '0';
+  // Episode capture (docs/episodes.md): the session records its tool calls only while the user turned it on.
+  env.CAIRN_EPISODES_CAPTURE = ctx.config.get('cairn.episodes.capture') === true ? '1' : '0';
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   return {
     label: 'Cairn memory',
