@@ -116,7 +116,11 @@ export function registerMcpServer(ctx: Ctx, agents: AgentService, push: (...d: v
       registration,
       changed,
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings'].some((k) => e.affectsConfiguration(k)))
+        if (
+          ['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings', 'cairn.episodes'].some((k) =>
+            e.affectsConfiguration(k),
+          )
+        )
           changed.fire();
       }),
     );
