@@ -33,6 +33,10 @@ const TOOL_NAMES = [
   'cairn_link',
   'cairn_neighbors',
   'cairn_status',
+  'cairn_events_search',
+  'cairn_events_timeline',
+  'cairn_events_expand',
+  'cairn_propose_from_events',
 ];
 
 describe('cairn mcp (review off: agent writes are active)', () => {
@@ -55,7 +59,7 @@ describe('cairn mcp (review off: agent writes are active)', () => {
     rmDir(dir);
   });
 
-  test('lists the eight tools, each with a description and an object input schema', async () => {
+  test('lists the tools, each with a description and an object input schema', async () => {
     const { tools } = await s.client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOL_NAMES].sort());
     for (const t of tools) {

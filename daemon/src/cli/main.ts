@@ -73,6 +73,15 @@ Commands:
   wait <position> [--timeout MS]     wait until the vector index includes a change
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
   mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
+  log <text...|->                    append an event to an episode of this project (hooks, CI; only while
+      [--kind K] [--episode ID] [--title T] [--source S] [--task ID] [--branch B] [--commit SHA] [--at ISO] [--seq N]
+      [--file PATH[:START[-END]]] [--command CMD] [--exit-code N] [--tool NAME]   cairn.episodes.capture is on)
+  episodes list [--root NS] [--source S] [--task ID] [--branch B] [--since ISO] [--before ISO] [--limit N]
+  episodes show <id>                 an episode and its events
+  episodes search <query...>         search events ("last week", "in May" read as time) [--root NS] [--kind K]
+      [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N] [--expand N]
+  episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
+  episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
 
@@ -132,6 +141,20 @@ const OPTIONS = {
   'max-ttl': { type: 'string' },
   'no-content': { type: 'boolean' },
   'team-url': { type: 'string' },
+  episode: { type: 'string' },
+  title: { type: 'string' },
+  task: { type: 'string' },
+  branch: { type: 'string' },
+  commit: { type: 'string' },
+  at: { type: 'string' },
+  seq: { type: 'string' },
+  file: { type: 'string' },
+  command: { type: 'string' },
+  'exit-code': { type: 'string' },
+  tool: { type: 'string' },
+  since: { type: 'string' },
+  before: { type: 'string' },
+  expand: { type: 'string' },
   'team-roots': { type: 'string' },
 } as const;
 
@@ -275,8 +298,15 @@ export async function run(argv: string[]): Promise<number> {
     'config',
     'wait',
     'rebuild-index',
+    'log',
+    'episodes',
   ];
   if (!known.includes(cmd)) throw unknownCommand(cmd);
+  if (cmd === 'log' && !(await import('./episodes-command')).captureOn()) {
+    // Checked before connecting: with capture off, a hook calling `cairn log` starts no daemon and writes nothing.
+    process.stderr.write('cairn: episode capture is off (set cairn.episodes.capture, or CAIRN_EPISODES_CAPTURE=1): nothing was recorded\n');
+    return 0;
+  }
   const open = () =>
     connect({
       db: o.db,
@@ -311,6 +341,41 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     const w = await missingRootWarning(c, scope.root, scope.includeUser !== false);
     if (w) process.stderr.write(`${paint(colourFor(process.stderr)).yellow('warning')}: ${w}\n`);
   };
+  if (cmd === 'log' || cmd === 'episodes') {
+    const { episodesCommand, EpisodeUsageError, logCommand, readFileInput } = await import('./episodes-command');
+    const eo = {
+      json,
+      actor,
+      cwd: process.cwd(),
+      root: o.root,
+      episode: o.episode,
+      title: o.title,
+      source: o.source,
+      kind: o.kind,
+      task: o.task,
+      branch: o.branch,
+      commit: o.commit,
+      at: o.at,
+      seq: num(o.seq, 'seq'),
+      file: o.file,
+      command: o.command,
+      exitCode: num(o['exit-code'], 'exit-code'),
+      tool: o.tool,
+      since: o.since,
+      before: o.before,
+      limit: num(o.limit, 'limit'),
+      mode: o.mode as SearchMode | undefined,
+      expand: num(o.expand, 'expand'),
+      reason: o.reason,
+    };
+    try {
+      if (cmd === 'episodes') return await episodesCommand(c, pos, eo, out, (f) => readFileInput(f, readStdin));
+      if (pos.length === 0) throw new UsageError('usage: cairn log <text...|->');
+      return await logCommand(c, pos.length === 1 && pos[0] === '-' ? await readStdin() : pos.join(' '), eo, out, note);
+    } catch (e) {
+      throw e instanceof EpisodeUsageError ? new UsageError(e.message) : e;
+    }
+  }
   switch (cmd) {
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');

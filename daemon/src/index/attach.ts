@@ -13,6 +13,7 @@ import { toMemory } from '../store/rows';
 import type { Store } from '../store/store';
 import type { Daemon } from '../server/daemon';
 import { Indexer, type EmbeddingModel } from './indexer';
+import { EventVectors } from './event-vectors';
 
 export { DUPLICATE_THRESHOLD } from './indexer';
 /** How long memory/upsert with waitForDuplicates waits for the vector index. */
@@ -88,6 +89,13 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   );
   const hooks = d.core.hooks;
   hooks.vectors = indexer;
+  // Events (docs/episodes.md) are embedded with the same model and worker, after each append and once it is ready.
+  const eventVectors = new EventVectors(d.store, indexer, d.log);
+  hooks.eventVectors = eventVectors;
+  d.core.episodes.onAppend = () => eventVectors.kick();
+  settling.add(() => {
+    if (indexer.state === 'ready') eventVectors.kick(); // stays registered: every time the model is (re)loaded
+  });
   hooks.embeddings = () => indexer.status();
   hooks.indexes = () => (indexer.model ? [{ name: `vec:${indexer.model.model}`, watermark: indexer.watermark() }] : []);
   // Read-your-writes means the vector arm can serve the write: wait while the model loads or the index is
@@ -112,8 +120,11 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       return { watermark, reached: false, index: 'vector' as const, reason: busy() ? why : `no vector index can exist: ${why}` };
     }
     const r = await indexer.waitFor(p.position, Math.max(0, deadline - Date.now()));
+    const ev = await eventVectors.waitForNewest(Math.max(0, deadline - Date.now()));
+    const fts = d.core.episodes.catchUp().watermark;
     return {
       ...r,
+      events: { position: ev.position, fts, vector: ev.vector, reached: fts >= ev.position && ev.reached },
       index: 'vector' as const,
       ...(r.reached ? {} : { reason: `the vector index reached ${r.watermark}, not yet ${p.position}` }),
     };
@@ -150,6 +161,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     return { duplicateCheck: r.state, possibleDuplicates: possibleDuplicates(d.store, r.duplicates) };
   };
   d.store.onChange(() => indexer.kick());
+  d.extraStop.push(() => eventVectors.stop());
   d.extraStop.push(() => indexer.stop());
   void loadModel(o, d.log)
     .then((e) => indexer.use(e))

@@ -11,6 +11,8 @@ import { listText, memoryFull, neighborsText, rememberText, scopeText, searchTex
 import { USER_ROOT } from '../protocol/namespace';
 import { boundedScope, checkNamespace, defaultScope, type McpScope } from './scope';
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
+// Episodic memory's tools live in their own file (episode-tools.ts).
+import { EPISODE_TOOLS } from './episode-tools';
 
 /** What a tool handler may use. */
 export interface ToolContext {
@@ -445,4 +447,5 @@ export const TOOLS: CairnTool[] = [
   linkTool,
   neighborsTool,
   statusTool,
+  ...EPISODE_TOOLS,
 ] as unknown as CairnTool[];

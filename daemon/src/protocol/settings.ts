@@ -118,6 +118,13 @@ export const Settings = {
     env: 'CAIRN_TEAM_ROOTS',
     description: 'Namespace roots stored in the team database, comma separated (e.g. "team, project.shared"); everything else stays local.',
   },
+  'cairn.episodes.capture': {
+    type: 'boolean',
+    default: false,
+    env: 'CAIRN_EPISODES_CAPTURE',
+    description:
+      'Record agent sessions as episodes (docs/episodes.md): `cairn log` appends events, and `cairn mcp` records its tool calls. Off: nothing is captured.',
+  },
 } as const satisfies Record<string, SettingDef>;
 
 export type SettingKey = keyof typeof Settings;

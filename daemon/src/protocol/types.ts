@@ -678,6 +678,8 @@ export const StoreStatusResult = z.object({
     .optional(),
   /** Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role, whether it opened. */
   team: z.object({ url: z.string(), roots: z.array(z.string()), user: z.string().nullable(), connected: z.boolean() }).optional(),
+  /** Episodic memory (docs/episodes.md): episodes, events and the newest event position (`indexes` lists events_fts and events_vec against it). */
+  episodes: z.object({ episodes: z.number().int(), events: z.number().int(), position: z.number().int() }).optional(),
 });
 export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
 
@@ -692,6 +694,13 @@ export const IndexWaitResult = z.object({
   index: z.enum(['vector', 'fts']).optional(),
   /** Why `reached` is false beyond the timeout: the model is still loading, the index is being rebuilt, or no vector index can exist. */
   reason: z.string().optional(),
+  /**
+   * The events' indexes (docs/episodes.md): caught up to the newest event at the time of the call (full text always;
+   * vectors when the daemon embeds, within the same timeout).
+   */
+  events: z
+    .object({ position: z.number().int(), fts: z.number().int(), vector: z.number().int().nullable(), reached: z.boolean() })
+    .optional(),
 });
 export type IndexWaitResult = z.infer<typeof IndexWaitResult>;
 export const IndexRebuildParams = z.object({ model: z.string().min(1).max(512).optional() }).strict();
@@ -1089,3 +1098,309 @@ export const ImportPreviewResult = z.object({
   truncated: z.boolean(),
 });
 export type ImportPreviewResult = z.infer<typeof ImportPreviewResult>;
+
+// ---------------------------------------------------------------------------
+// Episodic memory: episodes (sessions) and their events (docs/episodes.md)
+// ---------------------------------------------------------------------------
+/** Built-in event kinds; a client may use a name of its own (lowercase, `[a-z][a-z0-9_.-]*`). */
+export const EVENT_KINDS = ['user', 'agent', 'tool_call', 'tool_result', 'command', 'edit', 'note'] as const;
+export const EventKind = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z][a-z0-9_.-]*$/, 'a lowercase name such as user, agent, tool_call, tool_result, command, edit or note');
+/** An episode's id: client-chosen (8-128 of `A-Z a-z 0-9 _ . : -`, e.g. a session id) or given by the daemon. */
+export const EpisodeId = z
+  .string()
+  .min(8)
+  .max(128)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'use 8-128 characters of A-Z a-z 0-9 _ . : -');
+/** Max events in one events/append, and max characters of one event's text. */
+export const EpisodeLimits = { appendEvents: 5000, eventTextChars: 65_536, expandEach: 200, timelineEach: 100 } as const;
+
+/** Context parts of an event, kept as data: the file and range it touched, the symbol, the command and its exit code, the tool. */
+export const EventContext = z
+  .object({
+    path: z.string().min(1).max(1024).optional(),
+    startLine: z.number().int().min(1).optional(),
+    endLine: z.number().int().min(1).optional(),
+    symbol: z.string().min(1).max(512).optional(),
+    command: z.string().min(1).max(4096).optional(),
+    exitCode: z.number().int().optional(),
+    tool: z.string().min(1).max(200).optional(),
+    properties: Properties.optional(),
+  })
+  .strict();
+export type EventContext = z.infer<typeof EventContext>;
+
+export const Episode = z.object({
+  id: z.string(),
+  title: z.string(),
+  namespace: z.string(),
+  taskId: z.string().nullable(),
+  source: z.string(),
+  branch: z.string().nullable(),
+  commit: z.string().nullable(),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  /** Events appended so far. */
+  events: z.number().int(),
+  /** Reference time of its newest event (null without events). */
+  lastEventAt: z.string().nullable(),
+});
+export type Episode = z.infer<typeof Episode>;
+
+export const EpisodeEvent = z.object({
+  /** The event's id: its position in the store's total order of events. */
+  position: z.number().int(),
+  episodeId: z.string(),
+  /** The client's sequence number inside the episode. */
+  seq: z.number().int(),
+  kind: z.string(),
+  text: z.string(),
+  /** When it happened (the reference time), which may be long before it was ingested. */
+  at: z.string(),
+  actor: z.string(),
+  context: EventContext.nullable(),
+  /** The text looks like a credential (or the client said so): never shown to agents unless the user allows it. */
+  secret: z.boolean(),
+});
+export type EpisodeEvent = z.infer<typeof EpisodeEvent>;
+
+export const EpisodeStartParams = z
+  .object({
+    /** The episode's project namespace (team namespaces are refused: docs/episodes.md#team). */
+    namespace: NamespacePath,
+    title: z.string().min(1).max(500),
+    /** Client-chosen id (e.g. a session id): starting it again returns the stored episode (`created: false`). */
+    id: EpisodeId.optional(),
+    taskId: MemoryId.optional(),
+    /** The agent or tool producing it, e.g. `agent:claude-code`, `cli`, `ci`. Default `user`. */
+    source: z.string().min(1).max(200).optional(),
+    branch: z.string().min(1).max(255).optional(),
+    commit: z.string().min(1).max(64).optional(),
+    /** Default: now. */
+    startedAt: isoDate.optional(),
+    actor: Actor.optional(),
+    /** The caller's scope: the namespace must lie inside it. */
+    scope: Scope.optional(),
+  })
+  .strict();
+export type EpisodeStartParams = z.infer<typeof EpisodeStartParams>;
+export const EpisodeStartResult = z.object({ episode: Episode, created: z.boolean() });
+export type EpisodeStartResult = z.infer<typeof EpisodeStartResult>;
+
+export const EventInput = z
+  .object({
+    /** The client's sequence number (>= 0): an event already stored at (episode, seq) is not appended again. Default: the next one. */
+    seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    kind: EventKind,
+    text: z.string().max(EpisodeLimits.eventTextChars),
+    /** When it happened; default now. An imported transcript keeps its dates. */
+    at: isoDate.optional(),
+    actor: Actor.optional(),
+    context: EventContext.optional(),
+    /** Mark the event secret even if no credential is detected in it. */
+    secret: z.boolean().optional(),
+  })
+  .strict();
+export type EventInput = z.infer<typeof EventInput>;
+export const EventAppendParams = z
+  .object({
+    episodeId: EpisodeId,
+    events: z.array(EventInput).min(1).max(EpisodeLimits.appendEvents),
+    /** Default actor of events without one. */
+    actor: Actor.optional(),
+    scope: Scope.optional(),
+  })
+  .strict();
+export type EventAppendParams = z.infer<typeof EventAppendParams>;
+export const EventAppendResult = z.object({
+  episodeId: z.string(),
+  results: z.array(
+    z.object({
+      seq: z.number().int(),
+      position: z.number().int(),
+      /** False: an event was already stored at this seq (a retried append); it is kept as it was. */
+      created: z.boolean(),
+      warnings: z.array(WriteWarning).optional(),
+    }),
+  ),
+  /** The newest event position after the append (index/wait with `events` waits for it). */
+  position: z.number().int(),
+});
+export type EventAppendResult = z.infer<typeof EventAppendResult>;
+
+export const EpisodeEndParams = z.object({ id: EpisodeId, endedAt: isoDate.optional(), scope: Scope.optional() }).strict();
+export type EpisodeEndParams = z.infer<typeof EpisodeEndParams>;
+
+export const EpisodeGetParams = z
+  .object({
+    id: EpisodeId,
+    scope: Scope.optional(),
+    /** Events to return, in order (default 100, 0 for none). */
+    limit: z.number().int().min(0).max(Limits.pageSize).optional(),
+    /** Return events after this seq (paging). */
+    afterSeq: z.number().int().min(-1).optional(),
+    /** Leave out events marked secret (agents). */
+    excludeSecrets: z.boolean().optional(),
+  })
+  .strict();
+export type EpisodeGetParams = z.infer<typeof EpisodeGetParams>;
+export const EpisodeGetResult = z.object({ episode: Episode, events: z.array(EpisodeEvent), nextSeq: z.number().int().nullable() });
+export type EpisodeGetResult = z.infer<typeof EpisodeGetResult>;
+
+export const EpisodeListParams = z
+  .object({
+    scope: Scope.optional(),
+    /** Episodes started at or after / before these times. */
+    since: isoDate.optional(),
+    before: isoDate.optional(),
+    taskId: MemoryId.optional(),
+    source: z.string().min(1).max(200).optional(),
+    branch: z.string().min(1).max(255).optional(),
+    /** Only episodes not ended yet. */
+    open: z.boolean().optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+    cursor: z.string().max(512).optional(),
+  })
+  .strict();
+export type EpisodeListParams = z.infer<typeof EpisodeListParams>;
+export const EpisodeListResult = z.object({ episodes: z.array(Episode), nextCursor: z.string().nullable() });
+export type EpisodeListResult = z.infer<typeof EpisodeListResult>;
+
+/** How a relative time phrase of the query was read (docs/episodes.md#time). */
+export const TimeReadingResult = z.object({
+  phrase: z.string(),
+  since: z.string(),
+  before: z.string(),
+  reading: z.string(),
+  reference: z.string(),
+  /** Where the reference time came from: the caller (`reference`), the newest event in scope, or the clock. */
+  referenceFrom: z.enum(['param', 'newest-event', 'now']),
+});
+export type TimeReadingResult = z.infer<typeof TimeReadingResult>;
+
+export const EventSearchParams = z
+  .object({
+    query: z.string().max(Limits.queryChars),
+    scope: Scope.optional(),
+    mode: SearchMode.optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+    kinds: z.array(EventKind).min(1).max(64).optional(),
+    /** Episode sources (e.g. `agent:claude-code`). */
+    sources: z.array(z.string().min(1).max(200)).min(1).max(64).optional(),
+    episodeId: EpisodeId.optional(),
+    /** Events that happened at or after / before these times (reference time `at`). */
+    since: isoDate.optional(),
+    before: isoDate.optional(),
+    /** The time relative phrases are read against; default the newest event in scope, else now. */
+    reference: isoDate.optional(),
+    /** Read a relative time phrase of the query as a time range (default true). */
+    timePhrases: z.boolean().optional(),
+    /** Return each hit with this many events before and after it in its episode (0-10). */
+    expand: z.number().int().min(0).max(10).optional(),
+    excludeSecrets: z.boolean().optional(),
+  })
+  .strict();
+export type EventSearchParams = z.infer<typeof EventSearchParams>;
+export const EventHit = z.object({
+  event: EpisodeEvent,
+  episode: z.object({ id: z.string(), title: z.string(), namespace: z.string(), source: z.string(), startedAt: z.string() }),
+  position: z.number().int(),
+  score: z.number(),
+  snippet: z.string(),
+  /** With `expand`: the neighbouring events of the same episode, in order (the hit included). */
+  context: z.array(EpisodeEvent).optional(),
+});
+export type EventHit = z.infer<typeof EventHit>;
+export const EventSearchResult = z.object({
+  hits: z.array(EventHit),
+  mode: SearchMode,
+  degraded: z.string().optional(),
+  time: TimeReadingResult.optional(),
+});
+export type EventSearchResult = z.infer<typeof EventSearchResult>;
+
+export const EventExpandParams = z
+  .object({
+    position: z.number().int().min(1),
+    /** Events before / after it in its episode (default 3 each, at most 200). */
+    before: z.number().int().min(0).max(EpisodeLimits.expandEach).optional(),
+    after: z.number().int().min(0).max(EpisodeLimits.expandEach).optional(),
+    /** Instead of counts: the events of its episode within this many minutes of it. */
+    windowMinutes: z
+      .number()
+      .min(0)
+      .max(7 * 24 * 60)
+      .optional(),
+    scope: Scope.optional(),
+    excludeSecrets: z.boolean().optional(),
+  })
+  .strict();
+export type EventExpandParams = z.infer<typeof EventExpandParams>;
+export const EventExpandResult = z.object({ episode: Episode, anchor: z.number().int(), events: z.array(EpisodeEvent) });
+export type EventExpandResult = z.infer<typeof EventExpandResult>;
+
+export const EpisodeTimelineParams = z
+  .object({
+    /** The anchor event's position. */
+    anchor: z.number().int().min(1),
+    /** Entries before / after it by reference time, across the episodes in scope (default 5 each, at most 100). */
+    before: z.number().int().min(0).max(EpisodeLimits.timelineEach).optional(),
+    after: z.number().int().min(0).max(EpisodeLimits.timelineEach).optional(),
+    scope: Scope.optional(),
+    excludeSecrets: z.boolean().optional(),
+  })
+  .strict();
+export type EpisodeTimelineParams = z.infer<typeof EpisodeTimelineParams>;
+export const TimelineEntry = z.object({
+  position: z.number().int(),
+  episodeId: z.string(),
+  episodeTitle: z.string(),
+  kind: z.string(),
+  at: z.string(),
+  /** The event's first line, at most 160 characters: the full text is one events/expand away. */
+  excerpt: z.string(),
+  anchor: z.boolean(),
+});
+export const EpisodeTimelineResult = z.object({ entries: z.array(TimelineEntry) });
+export type EpisodeTimelineResult = z.infer<typeof EpisodeTimelineResult>;
+
+export const EpisodeProposeParams = z
+  .object({
+    /** Positions of the source events (all in scope): the memory's provenance. */
+    events: z.array(z.number().int().min(1)).min(1).max(64),
+    /** Default: the namespace of the first source event's episode. */
+    namespace: NamespacePath.optional(),
+    key: z.string().min(1).max(Limits.keyChars),
+    value: z.string().min(1),
+    kind: MemoryKind.optional(),
+    tags: z.array(z.string().min(1).max(Limits.tagChars)).max(Limits.tags).optional(),
+    importance: unit.optional(),
+    confidence: unit.optional(),
+    /** Id of a memory this one replaces when approved (the usual supersession). */
+    supersedes: MemoryId.optional(),
+    actor: Actor.optional(),
+    reason: Reason.optional(),
+    scope: Scope.optional(),
+    /** Refuse source events marked secret (agents). */
+    excludeSecrets: z.boolean().optional(),
+  })
+  .strict();
+export type EpisodeProposeParams = z.infer<typeof EpisodeProposeParams>;
+export const EpisodeProposeResult = z.object({ memory: Memory, position: z.number().int(), sourceEvents: z.array(z.number().int()) });
+export type EpisodeProposeResult = z.infer<typeof EpisodeProposeResult>;
+
+export const EpisodeEraseParams = z
+  .object({ id: EpisodeId, actor: Actor.optional(), reason: Reason.optional(), scope: Scope.optional() })
+  .strict();
+export type EpisodeEraseParams = z.infer<typeof EpisodeEraseParams>;
+export const EpisodeEraseResult = z.object({
+  id: z.string(),
+  events: z.number().int(),
+  vectors: z.number().int(),
+  /** The WAL was checkpointed and truncated after the erasure. */
+  walTruncated: z.boolean(),
+});
+export type EpisodeEraseResult = z.infer<typeof EpisodeEraseResult>;

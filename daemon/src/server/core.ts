@@ -28,6 +28,9 @@ import { checkUnder } from '../anchors/check';
 import { projectNamespaceFor } from '../project';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { EventVectorSearcher } from '../retrieval/events';
+import type { Episodes } from '../store/episodes';
+import { registerEpisodeHandlers } from './episode-handlers';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- params are validated against the method's schema before a handler runs
 export type Handler = (params: any, ctx: RequestContext) => unknown | Promise<unknown>;
@@ -55,6 +58,8 @@ export interface CoreHooks {
   daemonInfo?: () => NonNullable<T.StoreStatusResult['daemon']>;
   /** Progress of long store operations (the daemon broadcasts it as store/progress). */
   progress?: (p: T.ProgressParams) => void;
+  /** Vector arm of events/search, once an embedding model is loaded (index/event-vectors.ts). */
+  eventVectors?: EventVectorSearcher;
 }
 
 /** A zod failure of a method's params as InvalidParams / InvalidFilter naming the field (see protocol/errors.ts). */
@@ -70,6 +75,8 @@ const REQUEST_DEFS = new Map<string, RequestDef<z.ZodType, z.ZodType>>(
 export class Core {
   private handlers = new Map<string, Handler>();
   readonly tasks: Tasks;
+  /** Episodic memory: episodes and their events (server/episode-handlers.ts). */
+  readonly episodes: Episodes;
   /** Team memory: namespaces under the team roots are served by the team database (daemon/src/team/). */
   team?: TeamRouter;
   /** Per-request time limit (ms) for chunked work (server/limits.ts `pace`); Limits.requestTimeMs unless set. */
@@ -187,11 +194,19 @@ export class Core {
       const scope = p.scope ?? { root: projectNamespaceFor(p.root).namespace, includeUser: false };
       return checkUnder(s, p.root, scope, p.paths, ctx);
     });
+    this.episodes = registerEpisodeHandlers(on, s, { team: () => this.team, vectors: () => this.hooks.eventVectors });
     on(Requests.indexWait, async (p) => {
+      // The events' full text catches up with the event log first (the daemon's hook also waits for their vectors).
+      const ev = this.episodes.catchUp();
       if (this.hooks.indexWait) return this.hooks.indexWait(p);
       // No embedding index runs here: the full-text index is the only one; it catches up with the log first.
       const wm = s.catchUpFullText();
-      return { watermark: wm, reached: wm >= p.position, index: 'fts' as const };
+      return {
+        watermark: wm,
+        reached: wm >= p.position,
+        index: 'fts' as const,
+        events: { position: ev.position, fts: ev.watermark, vector: null, reached: ev.watermark >= ev.position },
+      };
     });
     on(Requests.indexRebuild, async (p) => {
       if (!this.hooks.indexRebuild)
@@ -236,13 +251,14 @@ export class Core {
       ...i,
       behind: Math.max(0, pos - i.watermark),
     }));
+    const ev = this.episodes.status(!!this.hooks.eventVectors);
     return {
       path: s.path,
       sizeBytes: s.fileSize(),
       schemaVersion: s.schemaVersion,
       position: pos,
       counts: s.counts(),
-      indexes,
+      indexes: [...indexes, ...ev.indexes],
       historyCap: s.historyCap(),
       signingKey: s.keys ? { algorithm: 'ed25519', publicKey: s.keys.publicKeyB64 } : null,
       embeddings: this.hooks.embeddings?.() ?? {
@@ -257,6 +273,7 @@ export class Core {
       },
       ...(this.hooks.daemonInfo ? { daemon: this.hooks.daemonInfo() } : {}),
       ...(this.team ? { team: this.team.info() } : {}),
+      episodes: ev.counts,
     };
   }
 }

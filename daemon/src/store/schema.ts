@@ -5,6 +5,7 @@
  */
 import type { DB } from './db';
 import { toRowValueForm } from './history-codec';
+import { assertEventInvariants } from './events-search';
 import { hashKey, quantize } from './quantize';
 
 interface Migration {
@@ -254,6 +255,48 @@ export const MIGRATIONS: Migration[] = [
       db.exec('DROP INDEX IF EXISTS duplicate_candidates_other');
     },
   },
+  {
+    version: 6,
+    description: 'episodic memory: episodes, their append-only events in one total order, and event vectors (store/episodes.ts)',
+    up(db) {
+      // events.pos is the store-wide total order of events (never reused: AUTOINCREMENT); (episode, seq) is the
+      // client's sequence number, unique so a retried append never duplicates. Context parts are one JSON column.
+      db.exec(`
+        CREATE TABLE episodes (
+          rowid INTEGER PRIMARY KEY,
+          id TEXT NOT NULL UNIQUE,
+          ns_id TEXT NOT NULL REFERENCES namespaces(id),
+          title TEXT NOT NULL,
+          task_id TEXT,
+          source TEXT NOT NULL,
+          branch TEXT,
+          git_commit TEXT,
+          started_at INTEGER NOT NULL,
+          ended_at INTEGER,
+          created_at INTEGER NOT NULL,
+          actor TEXT NOT NULL
+        );
+        CREATE TABLE events (
+          pos INTEGER PRIMARY KEY AUTOINCREMENT,
+          episode INTEGER NOT NULL REFERENCES episodes(rowid),
+          seq INTEGER NOT NULL,
+          kind TEXT NOT NULL,
+          text TEXT NOT NULL,
+          at INTEGER NOT NULL,
+          actor TEXT NOT NULL,
+          context TEXT,
+          secret INTEGER NOT NULL DEFAULT 0,
+          ingested_at INTEGER NOT NULL,
+          UNIQUE (episode, seq)
+        );
+        CREATE TABLE event_vectors (
+          pos INTEGER PRIMARY KEY,
+          q BLOB NOT NULL,
+          inv REAL NOT NULL
+        );
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
@@ -324,6 +367,7 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
       .all() as { name: string }[];
     if (hasVec0) for (const t of stale) db.exec(`DROP TABLE IF EXISTS "${t.name}"`);
   }
+  if (version >= 6) assertEventInvariants(db);
   // Document frequencies of (stemmed) terms, the fast path of full-text query planning (see search-fts.ts).
   db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row')`);
 }

@@ -64,6 +64,8 @@ export async function mcpServerSpec(ctx: Ctx, agents: AgentService): Promise<Mcp
   env.CAIRN_DAEMON = script;
   env.CAIRN_REVIEW_AGENT_WRITES = agents.reviewAgentWrites ? '1' : '0';
   env.CAIRN_AGENTS_ALLOW_SECRETS = agents.allowSecrets ? '1' : '0';
+  // Episode capture (docs/episodes.md): the session records its tool calls only while the user turned it on.
+  env.CAIRN_EPISODES_CAPTURE = ctx.config.get('cairn.episodes.capture') === true ? '1' : '0';
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   return {
     label: 'Cairn memory',
@@ -114,7 +116,11 @@ export function registerMcpServer(ctx: Ctx, agents: AgentService, push: (...d: v
       registration,
       changed,
       vscode.workspace.onDidChangeConfiguration((e) => {
-        if (['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings'].some((k) => e.affectsConfiguration(k)))
+        if (
+          ['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings', 'cairn.episodes'].some((k) =>
+            e.affectsConfiguration(k),
+          )
+        )
           changed.fire();
       }),
     );

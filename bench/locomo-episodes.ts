@@ -1,0 +1,280 @@
+/**
+ * LoCoMo as episodes (issue 25): each session of a conversation becomes an episode (its session date the reference
+ * time), each turn an event; every question is asked with events/search in its conversation's scope and scored
+ * against the evidence turn ids, as bench/locomo.ts scores memory search:
+ *   turn level:    recall@5, recall@10, MRR
+ *   session level: recall@5 (share of evidence sessions among the top 5's sessions)
+ * for fts, vector and hybrid events/search, for hybrid + expand (the top 5 each with its neighbours in its episode,
+ * `--expand N` each side, default 1: turn recall among them), and — in the same run, on the same turns — the
+ * memory-per-turn hybrid figure of bench/locomo.ts (every turn a memory, memory/search), so the two compare directly.
+ * Temporal questions (category 2) are in the per-category lines.
+ *
+ *   node --import tsx bench/locomo-episodes.ts [--data FILE] [--model builtin|ID|PATH] [--model-path DIR]
+ *                                              [--convs 0-2] [--expand N] [--no-time-phrases] [--json out.json]
+ *
+ * Protocol (bench/README.md): tune on conversations 0-2, confirm on 3-4, report both.
+ * Default data: ../shared/data/locomo/locomo-dev5.json (CC BY-NC 4.0, evaluation only).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { attachEmbeddings } from '../daemon/src/index/attach';
+import type { Indexer } from '../daemon/src/index/indexer';
+import { slugify } from '../daemon/src/protocol/namespace';
+import { Requests as R } from '../daemon/src/protocol/methods';
+import type { EventInput, SearchMode, UpsertParams } from '../daemon/src/protocol/types';
+import { Daemon } from '../daemon/src/server/daemon';
+import { tempDir } from '../test/helpers';
+import { arg, fmt, now } from './stats';
+
+const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
+const MODEL = ((m) => (fs.existsSync(path.join(m, 'config.json')) ? path.resolve(m) : m))(arg('model', 'builtin'));
+const MODEL_PATH = arg('model-path', '');
+const CONVS = arg('convs', '');
+const EXPAND = Number(arg('expand', '1'));
+const TIME_PHRASES = !process.argv.includes('--no-time-phrases');
+const JSON_OUT = arg('json', '');
+const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
+const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+
+interface Turn {
+  speaker: string;
+  dia_id: string;
+  text: string;
+  blip_caption?: string;
+}
+interface Sample {
+  sample_id: string;
+  conversation: Record<string, unknown>;
+  qa: { question: string; evidence?: string[]; category: number }[];
+}
+interface Session {
+  n: number;
+  date: string;
+  at: number;
+  turns: Turn[];
+}
+
+const sessionOf = (dia: string) => Number(/^D(\d+):/.exec(dia)?.[1] ?? -1);
+const evidenceIds = (ev: string[] | undefined) => [
+  ...new Set((ev ?? []).flatMap((e) => [...String(e).matchAll(/D\d+:\d+/g)].map((m) => m[0]))),
+];
+
+/** "1:56 pm on 8 May, 2023" as ms (UTC). */
+export function sessionTime(s: string): number {
+  const m = /(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})/i.exec(s);
+  if (!m) throw new Error(`cannot read the session date "${s}"`);
+  const h = (Number(m[1]) % 12) + (m[3].toLowerCase() === 'pm' ? 12 : 0);
+  const month = MONTHS.indexOf(m[5].toLowerCase());
+  if (month < 0) throw new Error(`cannot read the month of "${s}"`);
+  return Date.UTC(Number(m[6]), month, Number(m[4]), h, Number(m[2]));
+}
+
+function sessions(s: Sample): Session[] {
+  const out: Session[] = [];
+  for (const [k, v] of Object.entries(s.conversation)) {
+    const m = /^session_(\d+)$/.exec(k);
+    if (!m || !Array.isArray(v)) continue;
+    const date = String(s.conversation[`session_${m[1]}_date_time`] ?? '');
+    out.push({ n: Number(m[1]), date, at: sessionTime(date), turns: v as Turn[] });
+  }
+  return out.sort((a, b) => a.n - b.n);
+}
+
+const turnText = (t: Turn) => `${t.speaker}: ${t.text}${t.blip_caption ? ` [shares a photo: ${t.blip_caption}]` : ''}`;
+
+interface Acc {
+  n: number;
+  r5: number;
+  r10: number;
+  mrr: number;
+  sr5: number;
+  x5: number;
+}
+const zero = (): Acc => ({ n: 0, r5: 0, r10: 0, mrr: 0, sr5: 0, x5: 0 });
+
+/** `expanded`: the turns of the top 5 with their neighbours (hybrid + expand), else null. */
+function score(acc: Acc, hits: string[], evidence: string[], expanded: string[] | null = null): void {
+  const ev = new Set(evidence);
+  const evS = new Set(evidence.map(sessionOf));
+  const inTop = (k: number) => hits.slice(0, k).filter((h) => ev.has(h)).length / ev.size;
+  const first = hits.findIndex((h) => ev.has(h));
+  const sessions5 = new Set(hits.slice(0, 5).map(sessionOf));
+  acc.n++;
+  acc.r5 += inTop(5);
+  acc.r10 += inTop(10);
+  acc.mrr += first >= 0 ? 1 / (first + 1) : 0;
+  acc.sr5 += [...evS].filter((s) => sessions5.has(s)).length / evS.size;
+  if (expanded) acc.x5 += [...new Set(expanded)].filter((h) => ev.has(h)).length / ev.size;
+}
+const fin = (a: Acc) => ({
+  questions: a.n,
+  turnRecall5: a.r5 / a.n,
+  turnRecall10: a.r10 / a.n,
+  turnMRR: a.mrr / a.n,
+  sessionRecall5: a.sr5 / a.n,
+  ...(a.x5 ? { turnRecall5Expanded: a.x5 / a.n } : {}),
+});
+
+async function main() {
+  let samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
+  if (CONVS) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(CONVS);
+    if (!m) throw new Error(`--convs takes A or A-B (0-based conversation indices), not "${CONVS}"`);
+    samples = samples.slice(Number(m[1]), Number(m[2] ?? m[1]) + 1);
+  }
+  const dir = tempDir('cairn-locomo-ep-');
+  let indexer!: Indexer;
+  const d = await Daemon.start({
+    db: path.join(dir, 'locomo.db'),
+    socket: null,
+    sweepEveryMs: 0,
+    log: () => {},
+    setup: async (dd) => {
+      indexer = await attachEmbeddings(dd, {
+        model: MODEL,
+        allowRemote: false,
+        ...(MODEL_PATH ? { modelPath: path.resolve(MODEL_PATH) } : {}),
+      });
+    },
+  });
+  try {
+    for (let i = 0; i < 6000 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
+    const info = d.core.status().embeddings;
+    console.log(`model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back: ${info.fallbackReason}` : ''}`);
+
+    // Ingest: events (one episode per session) and, for the side-by-side, one memory per turn.
+    const diaOf = new Map<number, string>(); // event position -> dia_id
+    let t0 = now();
+    let events = 0;
+    let memPos = 0;
+    for (const s of samples) {
+      const ns = `locomo.${slugify(s.sample_id)}`;
+      const mems: UpsertParams[] = [];
+      for (const ses of sessions(s)) {
+        const ep = await d.core.call(R.episodesStart, {
+          id: `locomo-${slugify(s.sample_id)}-s${ses.n}`,
+          namespace: ns,
+          title: `session ${ses.n} (${ses.date})`,
+          source: 'import:locomo',
+          startedAt: new Date(ses.at).toISOString(),
+        });
+        const batch: EventInput[] = ses.turns.map((t, i) => ({
+          seq: i,
+          kind: 'user',
+          actor: t.speaker.slice(0, 200),
+          text: turnText(t),
+          at: new Date(ses.at + i * 1000).toISOString(),
+        }));
+        const r = await d.core.call(R.eventsAppend, { episodeId: ep.episode.id, events: batch });
+        r.results.forEach((x, i) => diaOf.set(x.position, ses.turns[i].dia_id));
+        events += batch.length;
+        for (const t of ses.turns)
+          mems.push({
+            namespace: ns,
+            key: t.dia_id,
+            kind: 'episode',
+            source: 'import',
+            value: turnText(t),
+            properties: { speaker: t.speaker, session: ses.n, sessionDate: ses.date },
+          });
+      }
+      for (let i = 0; i < mems.length; i += 1000) memPos = (await d.core.call(R.upsertBatch, { items: mems.slice(i, i + 1000) })).position;
+    }
+    const tIngest = now() - t0;
+    t0 = now();
+    const w = await d.core.call(R.indexWait, { position: memPos, timeoutMs: 600_000 });
+    if (!w.reached || !w.events?.reached) throw new Error(`indexes did not catch up: ${JSON.stringify(w)}`);
+    console.log(
+      `ingested ${events} turns (as events and as memories) from ${samples.length} conversations in ${fmt(tIngest / 1000)} s; indexed in ${fmt((now() - t0) / 1000)} s`,
+    );
+
+    const modes: SearchMode[] = ['fts', 'vector', 'hybrid'];
+    type Res = { all: Acc; noAdv: Acc; byCat: Record<string, Acc> };
+    const results: Record<string, Res> = {};
+    for (const m of [...modes, 'memories-hybrid']) results[m] = { all: zero(), noAdv: zero(), byCat: {} };
+    const lat: Record<string, number[]> = { fts: [], vector: [], hybrid: [], 'memories-hybrid': [] };
+    let questions = 0;
+    const phrases: string[] = [];
+    const add = (res: Res, cat: string, category: number, hits: string[], ev: string[], expanded: string[] | null = null) => {
+      score(res.all, hits, ev, expanded);
+      if (category !== 5) score(res.noAdv, hits, ev, expanded);
+      score((res.byCat[cat] ??= zero()), hits, ev, expanded);
+    };
+    for (const s of samples) {
+      const scope = { root: `locomo.${slugify(s.sample_id)}`, includeUser: false };
+      for (const qa of s.qa) {
+        const ev = evidenceIds(qa.evidence);
+        if (ev.length === 0) continue;
+        questions++;
+        const cat = CATEGORY[qa.category] ?? String(qa.category);
+        for (const mode of modes) {
+          const t = now();
+          const r = await d.core.call(R.eventsSearch, {
+            query: qa.question,
+            scope,
+            mode,
+            limit: 10,
+            ...(TIME_PHRASES ? {} : { timePhrases: false }),
+            ...(mode === 'hybrid' && EXPAND > 0 ? { expand: EXPAND } : {}),
+          });
+          lat[mode].push(now() - t);
+          if (mode === 'hybrid' && r.time) phrases.push(`${qa.question} → ${r.time.reading}`);
+          const hits = r.hits.map((h) => diaOf.get(h.position) ?? '?');
+          const expanded =
+            mode === 'hybrid' && EXPAND > 0
+              ? r.hits.slice(0, 5).flatMap((h) => (h.context ?? []).map((e) => diaOf.get(e.position) ?? '?'))
+              : null;
+          add(results[mode], cat, qa.category, hits, ev, expanded);
+        }
+        const t = now();
+        const m = await d.core.call(R.search, { query: qa.question, scope, mode: 'hybrid', limit: 10 });
+        lat['memories-hybrid'].push(now() - t);
+        add(
+          results['memories-hybrid'],
+          cat,
+          qa.category,
+          m.hits.map((h) => h.memory.key),
+          ev,
+        );
+      }
+    }
+    const report: Record<string, unknown> = {
+      data: path.basename(DATA),
+      conversations: samples.length,
+      convs: CONVS || 'all',
+      turns: events,
+      questions,
+      model: info.model,
+      expand: EXPAND,
+      timePhrases: TIME_PHRASES,
+      phrasesRead: phrases.length,
+    };
+    console.log(`\n${questions} questions with evidence; turn-level R@5 / R@10 / MRR, session-level R@5`);
+    for (const mode of [...modes, 'memories-hybrid']) {
+      const sorted = [...lat[mode]].sort((a, b) => a - b);
+      report[mode] = {
+        all: fin(results[mode].all),
+        excludingAdversarial: fin(results[mode].noAdv),
+        byCategory: Object.fromEntries(Object.entries(results[mode].byCat).map(([k, v]) => [k, fin(v)])),
+        latencyMs: { p50: sorted[Math.floor(sorted.length / 2)], p95: sorted[Math.floor(sorted.length * 0.95)] },
+      };
+      const line = (name: string, x: ReturnType<typeof fin>) =>
+        console.log(
+          `${mode.padEnd(15)} ${name.padEnd(20)} n=${String(x.questions).padStart(4)}  turn R@5 ${fmt(x.turnRecall5, 3)}  R@10 ${fmt(x.turnRecall10, 3)}  MRR ${fmt(x.turnMRR, 3)}  | session R@5 ${fmt(x.sessionRecall5, 3)}${x.turnRecall5Expanded !== undefined ? `  | top 5 + expand ${EXPAND}: turn recall ${fmt(x.turnRecall5Expanded, 3)}` : ''}`,
+        );
+      line('all', fin(results[mode].all));
+      line('all but adversarial', fin(results[mode].noAdv));
+      for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));
+    }
+    if (phrases.length) console.log(`\ntime phrases read in ${phrases.length} questions, e.g.:\n  ${phrases.slice(0, 5).join('\n  ')}`);
+    if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
+  } finally {
+    await d.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,156 @@
+/**
+ * The MCP tools of episodic memory (docs/episodes.md): search past sessions' events, see the timeline around one,
+ * read it in full with its neighbours, and propose a memory from events. The three-step recall (search → timeline →
+ * expand) keeps an agent's tokens few: search and timeline answer with short excerpts, expand with full events.
+ * Every call is bounded by the session's scope; events marked secret never reach the agent unless the user allows it.
+ */
+import { z } from 'zod';
+import { Requests } from '../protocol/methods';
+import * as T from '../protocol/types';
+import { oneLine } from '../text/format';
+import { boundedScope, checkNamespace, defaultScope } from './scope';
+import type { CairnTool, ToolAnnotations } from './tools';
+import { memoryHeading } from './format';
+
+function tool<S extends z.ZodObject>(t: CairnTool<S>): CairnTool<S> {
+  return t;
+}
+const ro = (title: string): ToolAnnotations => ({
+  title,
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+});
+
+const eventLine = (e: T.EpisodeEvent, chars = 300) =>
+  `#${e.position} ${e.at} ${e.kind}${e.context?.path ? ` [${e.context.path}${e.context.startLine ? `:${e.context.startLine}` : ''}]` : ''}${
+    e.context?.command ? ` $ ${e.context.command}${e.context.exitCode !== undefined ? ` (exit ${e.context.exitCode})` : ''}` : ''
+  }: ${oneLine(e.text, chars)}`;
+
+export const eventsSearchTool = tool({
+  name: 'cairn_events_search',
+  description:
+    'Search what happened in past sessions (agent turns, tool calls, commands, edits, notes recorded as events of episodes), by meaning and keywords. ' +
+    'Use it to recall how something was done or decided before, what failed, or what the user said in an earlier session. ' +
+    'Relative time in the query ("yesterday", "last week", "in May") is read against the time of the sessions and the answer says how. ' +
+    'Returns short excerpts with each event’s #position; then use cairn_events_timeline or cairn_events_expand on a position to read around it.',
+  input: z
+    .object({
+      query: T.EventSearchParams.shape.query.min(1).describe('What to look for, e.g. "why did the migration fail last week".'),
+      scope: T.Scope.optional().describe('Where to look. Default: this project’s namespace (and the user’s own `user` namespace).'),
+      kinds: T.EventSearchParams.shape.kinds.describe('Only these event kinds: user, agent, tool_call, tool_result, command, edit, note.'),
+      since: T.EventSearchParams.shape.since.describe('Only events at or after this ISO-8601 time.'),
+      before: T.EventSearchParams.shape.before.describe('Only events before this ISO-8601 time.'),
+      limit: z.number().int().min(1).max(50).optional().describe('Most events to return (default 10).'),
+    })
+    .strict(),
+  annotations: ro('Search past sessions'),
+  async run(a, ctx) {
+    const scope = boundedScope(ctx.scope, a.scope);
+    const r = await ctx.call(Requests.eventsSearch, {
+      query: a.query,
+      scope,
+      limit: a.limit ?? 10,
+      ...(a.kinds ? { kinds: a.kinds } : {}),
+      ...(a.since ? { since: a.since } : {}),
+      ...(a.before ? { before: a.before } : {}),
+      excludeSecrets: !ctx.allowSecrets,
+    });
+    const lines: string[] = [];
+    if (r.time) lines.push(`Time: ${r.time.reading}.`);
+    if (r.degraded) lines.push(`(keyword search only: ${r.degraded})`);
+    if (r.hits.length === 0) lines.push(`No events found for "${a.query}".`);
+    for (const h of r.hits) lines.push(`${eventLine({ ...h.event, text: h.snippet }, 240)}\n   in "${h.episode.title}" (${h.episode.id})`);
+    return { text: lines.join('\n'), structured: { ...r, scope } };
+  },
+});
+
+export const eventsTimelineTool = tool({
+  name: 'cairn_events_timeline',
+  description:
+    'The events just before and after one event (by time, across the sessions in scope), one short line each: what led to it and what followed. ' +
+    'Use it after cairn_events_search, then cairn_events_expand to read the few events that matter in full.',
+  input: z
+    .object({
+      position: z.number().int().min(1).describe('The #position of an event from cairn_events_search.'),
+      before: z.number().int().min(0).max(50).optional().describe('Events before it (default 5).'),
+      after: z.number().int().min(0).max(50).optional().describe('Events after it (default 5).'),
+    })
+    .strict(),
+  annotations: ro('Timeline around an event'),
+  async run(a, ctx) {
+    const r = await ctx.call(Requests.episodesTimeline, {
+      anchor: a.position,
+      ...(a.before !== undefined ? { before: a.before } : {}),
+      ...(a.after !== undefined ? { after: a.after } : {}),
+      scope: defaultScope(ctx.scope),
+      excludeSecrets: !ctx.allowSecrets,
+    });
+    const text = r.entries
+      .map((e) => `${e.anchor ? '→' : ' '} #${e.position} ${e.at} ${e.kind} (${e.episodeTitle}): ${e.excerpt}`)
+      .join('\n');
+    return { text, structured: r };
+  },
+});
+
+export const eventsExpandTool = tool({
+  name: 'cairn_events_expand',
+  description:
+    'Read an event in full together with its neighbours in the same session (n before and after, or every event within some minutes of it).',
+  input: z
+    .object({
+      position: z.number().int().min(1).describe('The #position of an event.'),
+      before: z.number().int().min(0).max(50).optional().describe('Events before it in its session (default 3).'),
+      after: z.number().int().min(0).max(50).optional().describe('Events after it in its session (default 3).'),
+      windowMinutes: z.number().min(0).max(1440).optional().describe('Instead of counts: the events within this many minutes of it.'),
+    })
+    .strict(),
+  annotations: ro('Read events in context'),
+  async run(a, ctx) {
+    const r = await ctx.call(Requests.eventsExpand, { ...a, scope: defaultScope(ctx.scope), excludeSecrets: !ctx.allowSecrets });
+    const head = `Session "${r.episode.title}" (${r.episode.id}, ${r.episode.namespace}, ${r.episode.source}, started ${r.episode.startedAt}):`;
+    const body = r.events.map((e) => `${e.position === r.anchor ? '→ ' : '  '}${eventLine(e, 4000)}`).join('\n');
+    return { text: `${head}\n${body}`, structured: r };
+  },
+});
+
+export const proposeTool = tool({
+  name: 'cairn_propose_from_events',
+  description:
+    'Propose a memory (a fact, a decision, a procedure) distilled from past events, for the user to review: it is saved as `proposed` with the source events as its provenance. ' +
+    'Write one self-contained idea. To replace an existing memory that the events contradict, pass its id as supersedes (it is superseded when the user approves; nothing is deleted).',
+  input: z
+    .object({
+      events: T.EpisodeProposeParams.shape.events.describe('The #positions of the events this memory is drawn from.'),
+      key: T.EpisodeProposeParams.shape.key.describe('Short stable identifier, e.g. "deploy-needs-vpn".'),
+      value: T.EpisodeProposeParams.shape.value.describe('The memory itself: clear, specific, self-contained text.'),
+      kind: T.MemoryKind.optional().describe('fact (default), decision, procedure, preference or note.'),
+      namespace: T.NamespacePath.optional().describe('Default: the namespace of the events’ session.'),
+      supersedes: T.MemoryId.optional().describe('Id of a memory this one replaces.'),
+      reason: T.Reason.optional().describe('Why (kept in the history).'),
+    })
+    .strict(),
+  annotations: {
+    title: 'Propose a memory from events',
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: true,
+    openWorldHint: false,
+  },
+  async run(a, ctx) {
+    if (a.namespace !== undefined) checkNamespace(ctx.scope, a.namespace, 'namespace');
+    const r = await ctx.call(Requests.episodesPropose, {
+      ...a,
+      actor: ctx.actor(),
+      scope: defaultScope(ctx.scope),
+      excludeSecrets: !ctx.allowSecrets,
+    });
+    return {
+      text: `Proposed for the user’s review: ${memoryHeading(r.memory)}, from events ${r.sourceEvents.map((p) => `#${p}`).join(', ')}.`,
+      structured: r,
+    };
+  },
+});
+
+export const EPISODE_TOOLS = [eventsSearchTool, eventsTimelineTool, eventsExpandTool, proposeTool] as unknown as CairnTool[];
