@@ -625,8 +625,20 @@ export const StoreStatusResult = z.object({
       uptimeMs: z.number().int(),
     })
     .optional(),
-  /** Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role, whether it opened. */
-  team: z.object({ url: z.string(), roots: z.array(z.string()), user: z.string().nullable(), connected: z.boolean() }).optional(),
+  /**
+   * Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role,
+   * whether it opened; until it has, why not (`error`) and when the next attempt is due (`nextAttemptAt`, ISO 8601).
+   */
+  team: z
+    .object({
+      url: z.string(),
+      roots: z.array(z.string()),
+      user: z.string().nullable(),
+      connected: z.boolean(),
+      error: z.string().nullable().optional(),
+      nextAttemptAt: z.string().nullable().optional(),
+    })
+    .optional(),
 });
 export type StoreStatusResult = z.infer<typeof StoreStatusResult>;
 

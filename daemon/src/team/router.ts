@@ -28,8 +28,11 @@ import { CairnError } from '../protocol/errors';
 import { isUnder } from '../protocol/namespace';
 import type * as T from '../protocol/types';
 import { rrf, type Fusion } from '../retrieval/fusion';
+import { holds, missingGrant, namespaceOf } from '../store/pg/access';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
+import type { Level } from '../store/pg/schema';
 import { pgSearch } from '../store/pg/search';
+import type { TeamOpener } from './opener';
 import { DEFAULT_TEAM_ROOTS, parseRoots } from './roots';
 
 export type LocalCall = (method: string, params: any) => Promise<any>;
@@ -78,21 +81,74 @@ const ROUTED = new Set([
   'store/importPreview',
 ]);
 
+/** The grant each method needs on the team side (what the row-level-security policies check), and its verb. */
+const NEEDS: Record<string, [Level, string]> = {
+  'memory/upsert': ['write', 'write'],
+  'memory/upsertBatch': ['write', 'write'],
+  'memory/delete': ['write', 'delete in'],
+  'memory/restore': ['write', 'restore in'],
+  'memory/forget': ['write', 'forget in'],
+  'memory/link': ['write', 'link in'],
+  'memory/unlink': ['write', 'unlink in'],
+  'memory/purge': ['admin', 'purge in'],
+  'namespaces/rename': ['admin', 'rename'],
+  'namespaces/delete': ['admin', 'delete'],
+  'memory/get': ['read', 'read'],
+  'memory/history': ['read', 'read'],
+  'memory/neighbors': ['read', 'read'],
+  'memory/list': ['read', 'read'],
+  'memory/search': ['read', 'read'],
+  'namespaces/list': ['read', 'read'],
+  'memory/erase': ['read', 'read'],
+};
+
 type Side = T.Scope | undefined | null; // undefined: whole store; null: nothing in this store
 
 export class TeamRouter {
   vectors: VectorSource | undefined;
+  /** Opens the database and keeps trying while it cannot (attach.ts); without one, calls go straight to the store. */
+  opener: TeamOpener | undefined;
   private backfilled: string | null = null;
+  private backfillError: string | null = null;
+  /** The team store, each call made only once the database is open (TeamOpener.ensure: tries at once if it is not). */
+  private readonly gated: PgBackend;
 
   constructor(
     readonly team: PgBackend,
     readonly roots: string[] = DEFAULT_TEAM_ROOTS,
     private readonly log: (m: string) => void = () => {},
-  ) {}
+  ) {
+    this.gated = new Proxy(team, {
+      get: (b, k) => {
+        const v: unknown = Reflect.get(b, k);
+        if (typeof v !== 'function') return v;
+        return async (...a: unknown[]) => {
+          await this.opener?.ensure();
+          return (v as (...x: unknown[]) => unknown).apply(b, a);
+        };
+      },
+    });
+  }
 
-  /** For store/status: the database (password never included), the roots, the login role, whether it opened. */
+  private get isOpen(): boolean {
+    return !this.opener || this.opener.open;
+  }
+
+  /**
+   * For store/status: the database (password never included), the roots, the login role, whether it opened; while it
+   * has not, why not and when the next attempt is due.
+   */
   info(): NonNullable<T.StoreStatusResult['team']> {
-    return { url: this.team.url, roots: [...this.roots], user: this.team.user || null, connected: this.team.schemaVersion > 0 };
+    const o = this.opener;
+    return {
+      url: this.team.url,
+      roots: [...this.roots],
+      user: this.team.user || null,
+      connected: this.team.schemaVersion > 0,
+      ...(o && !o.open
+        ? { error: o.error?.message ?? null, nextAttemptAt: o.nextAttemptAt === null ? null : new Date(o.nextAttemptAt).toISOString() }
+        : {}),
+    };
   }
 
   claims(method: string): boolean {
@@ -130,7 +186,7 @@ export class TeamRouter {
   /** Keep the team store on the daemon's embedding model (and embed what it lacks once per model). */
   private syncEmbedder(): Fusion | null {
     const v = this.vectors;
-    if (!v || v.unavailable() || !v.embedder) {
+    if (!v || v.unavailable() || !v.embedder || !this.isOpen) {
       this.team.embedder = null;
       return null;
     }
@@ -138,10 +194,16 @@ export class TeamRouter {
     if (this.backfilled !== v.embedder.info.model) {
       this.backfilled = v.embedder.info.model;
       void this.team.backfill().then(
-        (n) => n && this.log(`team store: embedded ${n} memories with ${v.embedder!.info.model}`),
+        (n) => {
+          if (n) this.log(`team store: embedded ${n} memories with ${v.embedder!.info.model}`);
+          this.backfillError = null;
+        },
         (e) => {
+          // Tried again on a later request; a failure that persists is logged once, and again only when it changes.
           this.backfilled = null;
-          this.log(`team store: embedding backlog failed: ${(e as Error).message}`);
+          const m = (e as Error).message;
+          if (m !== this.backfillError) this.log(`team store: embedding backlog failed: ${m} (retried on later requests)`);
+          this.backfillError = m;
         },
       );
     }
@@ -149,8 +211,51 @@ export class TeamRouter {
   }
 
   async request(method: string, p: any, local: LocalCall): Promise<unknown> {
+    try {
+      return await this.route(method, p, local);
+    } catch (e) {
+      throw await this.explain(e, method, p);
+    }
+  }
+
+  /**
+   * A team refusal (`Forbidden`) names the grant the request lacks: the level its method needs, on its namespace
+   * (or, by id, the memory's), and the `cairn team grant` command. A refusal for any other reason (the role holds
+   * that grant) passes unchanged.
+   */
+  private async explain(e: unknown, method: string, p: any): Promise<unknown> {
+    if (!(e instanceof CairnError) || e.codeName !== 'Forbidden' || e.data.namespace !== undefined) return e;
+    const need = NEEDS[method];
+    if (!need) return e;
+    const [level, verb] = need;
+    const scopeNs = (s: T.Scope | undefined | null) => s?.root ?? s?.namespaces?.[0];
+    let ns: string | undefined | null =
+      method === 'namespaces/rename'
+        ? p.from
+        : method === 'namespaces/delete'
+          ? p.path
+          : method === 'memory/upsertBatch'
+            ? (p.items as T.UpsertParams[]).find((it) => this.isTeam(it.namespace))?.namespace
+            : method === 'memory/list' || method === 'memory/search'
+              ? scopeNs(this.split(p.scope).team)
+              : method === 'namespaces/list'
+                ? p.root
+                : p.namespace;
+    if (ns && !this.isTeam(ns)) ns = undefined;
+    if (!this.isOpen) {
+      const user = typeof e.data.role === 'string' ? e.data.role : this.team.user;
+      return missingGrant({ user, level, verb, namespace: ns ?? this.roots[0], member: false });
+    }
+    const id = p.id ?? (method === 'memory/link' || method === 'memory/unlink' ? p.from : undefined);
+    if (ns === undefined && typeof id === 'string') ns = await namespaceOf(this.team.pool, id);
+    if (!ns) return e;
+    if ((await holds(this.team.pool, ns, level)) !== false) return e;
+    return missingGrant({ user: this.team.user, level, verb, namespace: ns, member: true, cause: e.message });
+  }
+
+  private async route(method: string, p: any, local: LocalCall): Promise<unknown> {
     const fusion = this.syncEmbedder();
-    const t = this.team;
+    const t = this.gated;
     switch (method) {
       case 'memory/upsert':
         return this.isTeam(p.namespace) ? t.upsert(p) : local(method, p);
@@ -231,6 +336,7 @@ export class TeamRouter {
       }
       case 'store/sweep': {
         const l = await local(method, p);
+        if (!this.isOpen) return l; // the opener keeps trying; a sweep does not add a failure per minute to the log
         try {
           const r = await t.sweep(p?.batch);
           return { ...l, expired: l.expired + r.expired, purged: l.purged + r.purged };
@@ -247,7 +353,7 @@ export class TeamRouter {
   async anchoredAt(paths: string[], scope: T.Scope): Promise<{ memory: T.Memory; anchor: T.Anchor }[]> {
     const s = this.split(scope);
     if (s.team === null) return [];
-    return this.team.anchoredAt(paths, s.team ?? undefined);
+    return this.gated.anchoredAt(paths, s.team ?? undefined);
   }
 
   /** Does an export record name a team namespace? (Malformed records are left to the local import to refuse.) */
@@ -284,11 +390,11 @@ export class TeamRouter {
     const idx = { local: [] as number[], team: [] as number[] };
     p.items.forEach((it, i) => idx[this.isTeam(it.namespace) ? 'team' : 'local'].push(i));
     if (idx.team.length === 0) return local('memory/upsertBatch', p);
-    if (idx.local.length === 0) return this.team.upsertBatch(p.items, p.actor, p.idempotencyKey);
+    if (idx.local.length === 0) return this.gated.upsertBatch(p.items, p.actor, p.idempotencyKey);
     // A mixed batch: each store applies its part at most once under the same key (each records its own part).
     const [l, t] = await Promise.all([
       local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>,
-      this.team.upsertBatch(
+      this.gated.upsertBatch(
         idx.team.map((i) => p.items[i]),
         p.actor,
         p.idempotencyKey,
@@ -303,7 +409,7 @@ export class TeamRouter {
   private async list(p: T.ListParams, local: LocalCall): Promise<T.ListResult & { degraded?: string }> {
     const s = this.split(p.scope);
     if (s.team === null) return local('memory/list', p);
-    if (s.local === null) return this.team.list({ ...p, scope: s.team ?? undefined });
+    if (s.local === null) return this.gated.list({ ...p, scope: s.team ?? undefined });
     // Both stores: one cursor per store.
     const limit = p.limit ?? 100;
     let st: { l: string | null | false; t: string | null | false } = { l: null, t: null };
@@ -323,7 +429,7 @@ export class TeamRouter {
       if (c === false) return Promise.resolve({ items: [], nextCursor: null });
       const q = { ...(side === 'l' ? lp : tp), limit: n, ...(c ? { cursor: c } : { cursor: undefined }) };
       if (q.cursor === undefined) delete (q as { cursor?: string }).cursor;
-      return side === 'l' ? local('memory/list', q) : this.team.list(q);
+      return side === 'l' ? local('memory/list', q) : this.gated.list(q);
     };
     const [l, t] = await Promise.all([page('l', limit), page('t', limit)]);
     const merged = [...l.items.map((m) => ({ m, side: 'l' as const })), ...t.items.map((m) => ({ m, side: 't' as const }))].sort((a, b) =>
@@ -348,7 +454,10 @@ export class TeamRouter {
   private async search(p: T.SearchParams, local: LocalCall, fusion: Fusion | null): Promise<T.SearchResult> {
     const s = this.split(p.scope);
     const tag = (r: T.SearchResult, store: 'local' | 'team'): T.SearchResult => ({ ...r, hits: r.hits.map((h) => ({ ...h, store })) });
-    const teamPart = () => pgSearch(this.team, { ...p, scope: s.team ?? undefined }, fusion);
+    const teamPart = async () => {
+      await this.opener?.ensure();
+      return pgSearch(this.team, { ...p, scope: s.team ?? undefined }, fusion);
+    };
     if (s.team === null) return tag(await local('memory/search', p), 'local');
     if (s.local === null) return tag(await teamPart(), 'team');
     const [l, t] = await Promise.all([
@@ -356,8 +465,12 @@ export class TeamRouter {
       teamPart().catch((e: unknown) => e as Error),
     ]);
     if (t instanceof Error) {
-      if (!(t instanceof CairnError) || t.codeName !== 'Unavailable') throw t;
-      return { ...tag(l, 'local'), degraded: `team store unavailable: ${t.message}` };
+      if (!(t instanceof CairnError) || (t.codeName !== 'Unavailable' && t.codeName !== 'Forbidden')) throw t;
+      const why = t.codeName === 'Forbidden' ? await this.explain(t, 'memory/search', p) : t;
+      return {
+        ...tag(l, 'local'),
+        degraded: `team store ${t.codeName === 'Forbidden' ? 'refused' : 'unavailable'}: ${(why as Error).message}`,
+      };
     }
     // Reciprocal-rank fusion across the stores: scores of different stores are not on one scale, ranks are.
     const limit = p.limit ?? 10;
