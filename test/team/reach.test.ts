@@ -1,8 +1,8 @@
 /**
  * Team memory reaches the rest of the product: injection and LSP hovers find team
- * memories when the scope covers them; erasure, export and import, which work on the local store
- * only, refuse (typed, nothing done) whenever they would reach team namespaces, and
- * keep working for local ones.
+ * memories when the scope covers them; erasure and import, which work on the local store
+ * only, refuse (typed, nothing done) whenever they would reach team namespaces, export refuses
+ * a scope across both stores, and all keep working for local ones.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -73,10 +73,9 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     await rejectsWith(t.client.call(R.get, { id: l.memory.id }), 'NotFound');
   });
 
-  it('export refuses a scope covering team namespaces (and the whole store); a local scope exports', async () => {
+  it('export refuses a scope covering local and team namespaces (and the whole store); a local scope exports, and a team one from the team database', async () => {
     for (const scope of [
       undefined,
-      { root: 'team', includeUser: false },
       { root: 'project', includeUser: false },
       { namespaces: ['project.mine', 'project.shared'], includeUser: false },
     ]) {
@@ -89,6 +88,9 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     assert.ok(mems.length >= 1 && mems.every((r) => r.type === 'memory' && r.memory.namespace.startsWith('project.mine')));
     const page = await t.client.call(R.exportPage, { scope: { root: 'project.mine', includeUser: false } });
     assert.ok(page.records.length > 0);
+    const team = await t.client.call(R.exportRecords, { scope: { root: 'team', includeUser: false } });
+    const teamMems = team.records.filter((r) => r.type === 'memory');
+    assert.ok(teamMems.length >= 1 && teamMems.every((r) => r.type === 'memory' && r.memory.namespace.startsWith('team.')));
   });
 
   it('import refuses records holding team namespaces before writing any; local records import', async () => {

@@ -65,6 +65,8 @@ Commands:
   mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
+  team audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
+                                     history of the team roots you administer, as JSON Lines (admins only)
 
 Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (open the store in-process: no daemon, full-text search only),
         --actor NAME, --json. Without --direct the CLI uses the store's daemon, starting it when none runs.
@@ -203,7 +205,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (cmd === 'team') {
     const { runTeam } = await import('./team-command');
-    return runTeam(pos, { url: o['team-url'], roots: o['team-roots'], json: !!o.json }, out);
+    return runTeam(
+      pos,
+      { url: o['team-url'], roots: o['team-roots'], json: !!o.json, from: o.from, to: o.to, root: o.root, noContent: !!o['no-content'] },
+      out,
+    );
   }
   if (cmd === 'mcp') {
     const { runMcp } = await import('../mcp/server');

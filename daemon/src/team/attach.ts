@@ -68,6 +68,7 @@ export function attachTeam(core: Core, o: TeamOptions & { url: string }, broadca
     ready,
     close: async () => {
       opener.close();
+      router.exports.closeAll();
       off();
       if (core.team === router) core.team = undefined;
       await backend.close();

@@ -11,12 +11,13 @@
  *   updatedAt with a cursor per store, searches by reciprocal rank;
  * - every search hit says which store it came from (`store`).
  *
- * Erasure, export and import work on the local store only. A request that
- * reaches team namespaces (an erase of a team memory or subtree, an export
- * whose scope covers a team root, an import holding team records) is refused
- * with `InvalidState` (data.store = 'team') before anything is done, so it is
- * never carried out for the local half alone; the team database's own tools
- * (pg_dump, row deletes by its admins) serve the team part.
+ * An export or audit whose scope holds team namespaces only is the team
+ * database's, for admins of what it covers (store/pg/admin.ts). Erasure and
+ * import work on the local store only. A request that reaches team namespaces
+ * (an erase of a team memory or subtree, an import holding team records, an
+ * export or audit whose scope covers both stores) is refused with
+ * `InvalidState` (data.store = 'team') before anything is done, so it is never
+ * carried out for one half alone.
  *
  * When the team database cannot be reached, team requests fail at once with
  * `Unavailable`; a search over both stores returns the local part and says so
@@ -29,6 +30,7 @@ import { isUnder } from '../protocol/namespace';
 import type * as T from '../protocol/types';
 import { rrf, type Fusion } from '../retrieval/fusion';
 import { holds, missingGrant, namespaceOf } from '../store/pg/access';
+import { isTeamExportCursor, teamAuditPage, TeamExports } from '../store/pg/admin';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
 import type { Level } from '../store/pg/schema';
 import { pgSearch } from '../store/pg/search';
@@ -79,6 +81,7 @@ const ROUTED = new Set([
   'store/exportPage',
   'store/import',
   'store/importPreview',
+  'store/audit',
 ]);
 
 /** The grant each method needs on the team side (what the row-level-security policies check), and its verb. */
@@ -100,6 +103,9 @@ const NEEDS: Record<string, [Level, string]> = {
   'memory/search': ['read', 'read'],
   'namespaces/list': ['read', 'read'],
   'memory/erase': ['read', 'read'],
+  'store/audit': ['admin', 'audit'],
+  'store/export': ['admin', 'export'],
+  'store/exportPage': ['admin', 'export'],
 };
 
 type Side = T.Scope | undefined | null; // undefined: whole store; null: nothing in this store
@@ -112,12 +118,15 @@ export class TeamRouter {
   private backfillError: string | null = null;
   /** The team store, each call made only once the database is open (TeamOpener.ensure: tries at once if it is not). */
   private readonly gated: PgBackend;
+  /** Team exports in progress (each a snapshot on its own connection). */
+  readonly exports: TeamExports;
 
   constructor(
     readonly team: PgBackend,
     readonly roots: string[] = DEFAULT_TEAM_ROOTS,
     private readonly log: (m: string) => void = () => {},
   ) {
+    this.exports = new TeamExports(team);
     this.gated = new Proxy(team, {
       get: (b, k) => {
         const v: unknown = Reflect.get(b, k);
@@ -181,6 +190,16 @@ export class TeamRouter {
         ? { ...(teamNs?.length ? { namespaces: teamNs } : {}), ...(teamRoot !== undefined ? { root: teamRoot } : {}), includeUser: false }
         : null;
     return { local: localEmpty ? null : local, team };
+  }
+
+  /**
+   * Does the scope name team namespaces only (the user tree, added to a scope by default, aside)? Then an export or
+   * audit of it is the team database's.
+   */
+  private teamOnly(scope: T.Scope | undefined): boolean {
+    const s = this.split(scope);
+    if (!scope || s.team === null) return false;
+    return s.local === null || (s.local !== undefined && s.local.root === undefined && (s.local.namespaces?.length ?? 0) === 0);
   }
 
   /** Keep the team store on the daemon's embedding model (and embed what it lacks once per model). */
@@ -319,12 +338,20 @@ export class TeamRouter {
       }
       case 'store/export':
       case 'store/exportPage': {
-        if (method === 'store/exportPage' && p.cursor !== undefined) return local(method, p); // the first page was checked
+        if (method === 'store/exportPage' && p.cursor !== undefined)
+          return isTeamExportCursor(p.cursor) ? this.exports.page(p) : local(method, p); // the first page was checked
+        if (this.teamOnly(p.scope)) {
+          // An export of team namespaces only: an admin of them exports them from the team database.
+          await this.opener?.ensure();
+          return method === 'store/export' ? this.exports.all(p) : this.exports.page(p);
+        }
         if (this.split(p.scope).team !== null)
           throw notServed(
             method,
             'scope',
-            p.scope ? 'the scope covers team namespaces' : 'the whole store includes the team namespaces; pass a scope of local namespaces',
+            p.scope
+              ? 'the scope covers both local and team namespaces; export each separately'
+              : 'the whole store includes the team namespaces; pass a scope of local namespaces, or of team namespaces you administer',
           );
         return local(method, p);
       }
@@ -333,6 +360,17 @@ export class TeamRouter {
         const bad = (p.records as unknown[]).findIndex((r) => this.teamRecord(r));
         if (bad >= 0) throw notServed(method, `records[${bad}]`, 'the records hold team namespaces');
         return local(method, p);
+      }
+      case 'store/audit': {
+        if (!p?.scope || this.split(p.scope).team === null) return local(method, p ?? {});
+        if (!this.teamOnly(p.scope))
+          throw new CairnError(
+            'InvalidState',
+            'store/audit covers one store at a time and the scope covers both local and team namespaces; nothing was done. Audit each separately.',
+            { field: 'scope', store: 'team' },
+          );
+        await this.opener?.ensure();
+        return teamAuditPage(this.team, p);
       }
       case 'store/sweep': {
         const l = await local(method, p);
