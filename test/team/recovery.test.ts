@@ -110,6 +110,20 @@ describe('team memory: a role without the grant it needs', () => {
     );
     assert.equal(web?.data.name, 'Forbidden');
     assert.match(web!.message, /`cairn team grant reader team\.web\.x write`/);
+    // A batch reports it per item, with the same sentence.
+    const batch = await reader.client.call(R.upsertBatch, {
+      items: [
+        { namespace: 'team.docs', key: 'b1', value: 'one' },
+        { namespace: 'team.docs.sub', key: 'b2', value: 'two' },
+      ],
+    });
+    assert.deepEqual(
+      batch.results.map((r) => (r.ok ? 'ok' : (r.error.data as { name: string }).name)),
+      ['Forbidden', 'Forbidden'],
+    );
+    const second = batch.results[1];
+    assert.ok(!second.ok);
+    assert.match(second.error.message, /reader may not write team\.docs\.sub.*`cairn team grant reader team\.docs\.sub write`/);
   });
 });
 

@@ -25,7 +25,7 @@
  * would break its cursor).
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- params reach the router already validated by the Core's zod schemas; each branch reads the shape of its own method. */
-import { CairnError } from '../protocol/errors';
+import { CairnError, ErrorCodes, type CairnErrorData } from '../protocol/errors';
 import { isUnder } from '../protocol/namespace';
 import type * as T from '../protocol/types';
 import { rrf, type Fusion } from '../retrieval/fusion';
@@ -428,7 +428,7 @@ export class TeamRouter {
     const idx = { local: [] as number[], team: [] as number[] };
     p.items.forEach((it, i) => idx[this.isTeam(it.namespace) ? 'team' : 'local'].push(i));
     if (idx.team.length === 0) return local('memory/upsertBatch', p);
-    if (idx.local.length === 0) return this.gated.upsertBatch(p.items, p.actor, p.idempotencyKey);
+    if (idx.local.length === 0) return this.explainItems(await this.gated.upsertBatch(p.items, p.actor, p.idempotencyKey), p.items);
     // A mixed batch: each store applies its part at most once under the same key (each records its own part).
     const [l, t] = await Promise.all([
       local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>,
@@ -440,8 +440,26 @@ export class TeamRouter {
     ]);
     const results: T.UpsertBatchResult['results'] = new Array(p.items.length);
     idx.local.forEach((i, k) => (results[i] = l.results[k]));
-    idx.team.forEach((i, k) => (results[i] = t.results[k]));
+    const te = await this.explainItems(
+      t,
+      idx.team.map((i) => p.items[i]),
+    );
+    idx.team.forEach((i, k) => (results[i] = te.results[k]));
     return { results, position: l.position };
+  }
+
+  /** The team items of a batch refused with `Forbidden` name the grant they lacked, as a single upsert does. */
+  private async explainItems(r: T.UpsertBatchResult, items: T.UpsertParams[]): Promise<T.UpsertBatchResult> {
+    if (!r.results.some((x) => !x.ok && x.error.code === ErrorCodes.Forbidden)) return r;
+    const results = await Promise.all(
+      r.results.map(async (x, k) => {
+        if (x.ok || x.error.code !== ErrorCodes.Forbidden) return x;
+        const data = (x.error.data ?? {}) as Omit<CairnErrorData, 'name'>;
+        const e = await this.explain(new CairnError('Forbidden', x.error.message, data), 'memory/upsert', items[k]);
+        return e instanceof CairnError ? { ok: false as const, error: { code: e.code, message: e.message, data: e.data } } : x;
+      }),
+    );
+    return { ...r, results };
   }
 
   private async list(p: T.ListParams, local: LocalCall): Promise<T.ListResult & { degraded?: string }> {
