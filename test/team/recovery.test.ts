@@ -82,6 +82,16 @@ describe('team memory: a role without the grant it needs', () => {
       'Forbidden',
     );
     assert.equal(reconnects, 0);
+    // `cairn team status` says the same, once, with no retry.
+    const status = await run(process.execPath, [CAIRN_BIN, 'team', 'status'], {
+      env: { ...process.env, CAIRN_TEAM_URL: pg.url('nogrant', db) },
+      timeout: 60_000,
+    }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    assert.equal(status?.code, 1);
+    assert.match(status!.stderr, /Forbidden.*database role nogrant has no grant on the team database.*`cairn team grant nogrant ROOT/);
     // The local store still works for this daemon.
     assert.equal((await nobody.client.call(R.upsert, { namespace: 'project.x', key: 'k', value: 'local' })).memory.version, 1);
   });
