@@ -52,7 +52,7 @@ export { DEFAULT_TEAM_ROOTS, parseRoots };
 function notServed(method: string, field: string, why: string): CairnError {
   return new CairnError(
     'InvalidState',
-    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; the team database is exported and erased with PostgreSQL's own tools by its administrators.`,
+    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; team memory is erased and imported with PostgreSQL's own tools by the database's administrators (an admin exports a team root with a scope of team namespaces only).`,
     { field, store: 'team' },
   );
 }
@@ -346,12 +346,10 @@ export class TeamRouter {
           return method === 'store/export' ? this.exports.all(p) : this.exports.page(p);
         }
         if (this.split(p.scope).team !== null)
-          throw notServed(
-            method,
-            'scope',
-            p.scope
-              ? 'the scope covers both local and team namespaces; export each separately'
-              : 'the whole store includes the team namespaces; pass a scope of local namespaces, or of team namespaces you administer',
+          throw new CairnError(
+            'InvalidState',
+            `${method} covers one store at a time and ${p.scope ? 'the scope covers both local and team namespaces' : 'the whole store includes the team namespaces'}; nothing was done. Export local namespaces, and (as their admin) team namespaces, separately.`,
+            { field: 'scope', store: 'team' },
           );
         return local(method, p);
       }
