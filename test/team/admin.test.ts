@@ -1,16 +1,21 @@
 /**
  * What a team admin does with a team root, against a real PostgreSQL + pgvector server: the audit
- * (`store/audit` with a team scope, `cairn team audit`) and the export (`store/exportPage`,
+ * (`store/audit` with a team scope, `cairn team audit`), the export (`store/exportPage`,
  * `store/export` with a team scope), for admins of what they cover only, under row-level security,
- * in the local store's JSON Lines records, paged on the server from one snapshot.
+ * in the local store's JSON Lines records, paged on the server from one snapshot; and erasure with
+ * a receipt the database signs with a key members cannot read.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { Requests as R } from '../../daemon/src/protocol/methods';
+import pgLib from 'pg';
+import { teamContentHash } from '../../daemon/src/store/pg/erasure';
 import { ExportRecord, HistoryEntry, type ExportPageResult, type ExportRecord as Rec } from '../../daemon/src/protocol/types';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { CAIRN_BIN, rejectsWith, spawnDaemon } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
@@ -256,5 +261,101 @@ describe('team admin: audit and export of a team root', () => {
       'InvalidState',
       'cursor',
     );
+  });
+
+  it('an admin erases a team memory and a subtree with a receipt the database signed; nothing of them remains', async () => {
+    const MARK = 'ERASE-ME-7f3a';
+    const value = `${MARK} Ünïcode "quoted" \\ back\nslash`;
+    const a = await alice.client.call(R.upsert, { namespace: 'team.web.gone', key: 'a', value, tags: ['pii'] });
+    await alice.client.call(R.upsert, { namespace: 'team.web.gone', key: 'a', value: `${value} v2` });
+    const b = await alice.client.call(R.upsert, { namespace: 'team.web.gone.sub', key: 'b', value: `${MARK} second` });
+    await alice.client.call(R.link, { from: a.memory.id, to: ids.cdn, type: 'relates_to' });
+    const f = await bob.client.call(R.upsert, { namespace: 'team.web.gone', key: 'f', value: `${MARK} forgotten` });
+    await bob.client.call(R.forget, { id: f.memory.id });
+    // Not an admin: Forbidden, naming the grant; not visible at all: NotFound. Nothing happens.
+    const writer = await message(bob.client.call(R.erase, { id: a.memory.id }));
+    assert.equal(writer.name, 'Forbidden');
+    assert.match(writer.message, /bob may not erase in team\.web\.gone: it needs admin.*`cairn team grant bob team\.web\.gone admin`/);
+    await rejectsWith(carol.client.call(R.erase, { id: a.memory.id }), 'NotFound');
+    await rejectsWith(bob.client.call(R.erase, { root: 'team.web.gone' }), 'Forbidden');
+    assert.equal((await alice.client.call(R.get, { id: a.memory.id })).version, 2);
+
+    const r = await alice.client.call(R.erase, { id: a.memory.id, reason: 'right to erasure #12' });
+    const rec = r.receipt;
+    assert.ok('store' in rec && rec.store === 'team');
+    assert.equal(r.erased, 1);
+    assert.deepEqual(rec.memories, [{ id: a.memory.id, namespace: 'team.web.gone' }]);
+    assert.deepEqual(rec.target, { id: a.memory.id });
+    assert.equal(rec.actor, 'alice');
+    assert.equal(rec.reason, 'right to erasure #12');
+    assert.deepEqual(rec.removed, { history: 2, links: 1, vectors: 0, namespaces: 0 });
+    assert.equal(
+      rec.contentHash,
+      teamContentHash(rec.salt, [{ id: a.memory.id, namespace: 'team.web.gone', key: 'a', value: `${value} v2` }]),
+    );
+    await bob.waitChange((c) => c.id === a.memory.id && c.op === 'erase');
+    await rejectsWith(alice.client.call(R.get, { id: a.memory.id }), 'NotFound');
+
+    const subtree = await alice.client.call(R.erase, { root: 'team.web.gone' });
+    assert.equal(subtree.erased, 2);
+    assert.deepEqual(subtree.receipt.memories.map((m) => m.id).sort(), [b.memory.id, f.memory.id].sort());
+    assert.equal(subtree.receipt.removed.namespaces, 2);
+    assert.equal((await alice.client.call(R.get, { id: ids.cdn })).key, 'cdn', 'nothing outside the target');
+
+    // As the owner: not a byte of the erased text in any table; what is left is one `erase` row per memory.
+    const owner = pg.admin(db);
+    for (const [t, col] of [
+      ['memories', 'value'],
+      ['history', "coalesce(previous, '') || coalesce(state, '') || coalesce(detail, '')"],
+      ['changes', "coalesce(key, '') || coalesce(ns_path, '')"],
+      ['rejected_values', 'value_hash'],
+    ])
+      assert.equal((await owner.query(`SELECT count(*)::int AS c FROM cairn.${t} WHERE ${col} LIKE '%${MARK}%'`)).rows[0].c, 0, t);
+    const left = await owner.query(`SELECT memory_id, op, actor, state FROM cairn.history WHERE memory_id = ANY($1) ORDER BY seq`, [
+      [a.memory.id, b.memory.id, f.memory.id],
+    ]);
+    assert.deepEqual(
+      left.rows.map((x) => [x.op, x.actor, x.state]),
+      [
+        ['erase', 'alice', null],
+        ['erase', 'alice', null],
+        ['erase', 'alice', null],
+      ],
+    );
+    assert.equal((await owner.query(`SELECT count(*)::int AS c FROM cairn.links WHERE src = $1 OR dst = $1`, [a.memory.id])).rows[0].c, 0);
+    assert.equal((await owner.query(`SELECT count(*)::int AS c FROM cairn.namespaces WHERE path LIKE 'team.web.gone%'`)).rows[0].c, 0);
+    assert.equal(
+      (await owner.query(`SELECT count(*)::int AS c FROM cairn.rejected_values WHERE memory_id = $1`, [f.memory.id])).rows[0].c,
+      0,
+    );
+
+    // Any role verifies with the database; an altered receipt fails; members cannot read the key.
+    const member = new pgLib.Client({ connectionString: pg.url('bob', db) });
+    member.on('error', () => undefined);
+    await member.connect();
+    try {
+      const v = async (x: unknown) => (await member.query(`SELECT cairn.verify_receipt($1::jsonb) AS ok`, [JSON.stringify(x)])).rows[0].ok;
+      // The MAC is HMAC-SHA256 (RFC 4231's construction; the well-known test vector).
+      const mac = await member.query(`SELECT encode(cairn.hmac_sha256('key', 'The quick brown fox jumps over the lazy dog'), 'hex') AS h`);
+      assert.equal(mac.rows[0].h, createHmac('sha256', 'key').update('The quick brown fox jumps over the lazy dog').digest('hex'));
+      assert.equal(await v(rec), true);
+      assert.equal(await v(subtree.receipt), true);
+      assert.equal(await v({ ...rec, actor: 'mallory' }), false);
+      assert.equal(await v({ ...rec, memories: [] }), false);
+      await assert.rejects(member.query('SELECT * FROM cairn.signing_key'), /permission denied/);
+      await assert.rejects(member.query(`SELECT cairn.erase(ARRAY[$1], NULL, '{}', NULL, 's', NULL)`, [ids.cdn]), /needs admin/);
+    } finally {
+      await member.end();
+    }
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-receipt-')), 'r.json');
+    fs.writeFileSync(file, JSON.stringify(rec));
+    const ok = await cairn(['team', 'verify-receipt', file], { CAIRN_TEAM_URL: pg.url('bob', db) });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /valid: receipt/);
+    fs.writeFileSync(file, JSON.stringify({ ...rec, reason: 'something else' }));
+    const bad = await cairn(['team', 'verify-receipt', file], { CAIRN_TEAM_URL: pg.url('bob', db) });
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /did not sign it/);
+    fs.rmSync(path.dirname(file), { recursive: true, force: true });
   });
 });

@@ -50,10 +50,10 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     assert.match(early.stderr, /Unavailable.*run `cairn team init`/);
     const init = await cairn(['team', 'init', '--team-url', pg.adminUrl(db)]);
     assert.equal(init.code, 0, init.stderr);
-    assert.match(init.stdout, /migrated from schema v0 to v3/);
+    assert.match(init.stdout, /migrated from schema v0 to v4/);
     const again = await cairn(['team', 'init', '--json'], { CAIRN_TEAM_URL: pg.adminUrl(db) });
     assert.equal(again.code, 0, again.stderr);
-    assert.deepEqual(JSON.parse(again.stdout), { url: pg.adminUrl(db), from: 3, to: 3 });
+    assert.deepEqual(JSON.parse(again.stdout), { url: pg.adminUrl(db), from: 4, to: 4 });
     const g = await cairn(['team', 'grant', 'erin', 'team.web', 'write', '--team-url', pg.adminUrl(db)]);
     assert.equal(g.code, 0, g.stderr);
     const bad = await cairn(['team', 'grant', 'erin', 'team.%', 'write', '--team-url', pg.adminUrl(db)]);
@@ -70,13 +70,13 @@ describe('cairn team (CLI) and a daemon with --team-url', () => {
     const s = await cairn(['team', 'status'], env);
     assert.equal(s.code, 0, s.stderr);
     assert.match(s.stdout, /PostgreSQL 16\.\d+, pgvector 0\.\d+\.\d+/);
-    assert.match(s.stdout, /schema {10}v3/);
+    assert.match(s.stdout, /schema {10}v4/);
     assert.match(s.stdout, /latency {9}[\d.]+ ms/);
     assert.match(s.stdout, /your grants {5}team\.web:write/);
     assert.ok(!s.stdout.includes(password) && !s.stderr.includes(password));
     const js = JSON.parse((await cairn(['team', 'status', '--json'], env)).stdout);
     assert.equal(js.user, 'erin');
-    assert.equal(js.schemaVersion, 3);
+    assert.equal(js.schemaVersion, 4);
     assert.deepEqual(js.roots, ['team']);
     assert.equal(typeof js.counts.memories, 'number');
     // Even a password written into the URL is never shown.

@@ -1,6 +1,6 @@
 /**
- * `cairn team init|status|grant|history-cap|audit`: set up, inspect and audit the team
- * database directly (no daemon needed). The URL comes from --team-url or CAIRN_TEAM_URL;
+ * `cairn team init|status|grant|history-cap|audit|verify-receipt`: set up, inspect and
+ * audit the team database directly (no daemon needed). The URL comes from --team-url or CAIRN_TEAM_URL;
  * the password from PGPASSWORD or ~/.pgpass. Nothing printed ever contains the
  * password (the URL is shown redacted).
  */
@@ -9,6 +9,7 @@ import { CairnError, fromZodError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import { AuditParams } from '../protocol/types';
 import { teamAuditPage } from '../store/pg/admin';
+import { verifyTeamReceipt } from '../store/pg/erasure';
 import { PgBackend } from '../store/pg/backend';
 import { redactUrl } from '../store/pg/db';
 import { grant, LEVELS, migrate, setHistoryCap, type Level } from '../store/pg/schema';
@@ -22,9 +23,9 @@ export async function runTeam(
 ): Promise<number> {
   const [sub, ...args] = pos;
   const cfg = teamConfig({ url: o.url, roots: o.roots });
-  if (!sub || !['init', 'status', 'grant', 'history-cap', 'audit'].includes(sub))
+  if (!sub || !['init', 'status', 'grant', 'history-cap', 'audit', 'verify-receipt'].includes(sub))
     throw new UsageError(
-      'usage: cairn team init|status|grant ROLE ROOT read|write|admin|history-cap N|off|audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]',
+      'usage: cairn team init|status|grant ROLE ROOT read|write|admin|history-cap N|off|audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]|verify-receipt FILE',
     );
   if (!cfg) throw new UsageError('no team database configured: pass --team-url postgres://user@host:port/db or set CAIRN_TEAM_URL');
   const b = new PgBackend({ url: cfg.url, connectTimeoutMs: 5000 });
@@ -53,6 +54,27 @@ export async function runTeam(
       return 0;
     }
     if (sub === 'audit') return await audit(b, args, o);
+    if (sub === 'verify-receipt') {
+      // The team database signed it with a key only its owner can read: it is the one to ask.
+      if (args.length !== 1) throw new UsageError('usage: cairn team verify-receipt FILE|-');
+      const text = args[0] === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(args[0], 'utf8');
+      let receipt: { id?: string; erasedAt?: string; actor?: string; memories?: unknown[]; store?: unknown };
+      try {
+        receipt = JSON.parse(text);
+      } catch (e) {
+        throw new CairnError('InvalidParams', `the receipt is not JSON: ${(e as Error).message}`, { field: 'receipt' });
+      }
+      await b.open();
+      const ok = receipt?.store === 'team' && (await verifyTeamReceipt(b, receipt));
+      emit({ ok, id: receipt?.id ?? null }, () => {
+        if (ok)
+          out(
+            `valid: receipt ${receipt.id}, ${receipt.memories?.length ?? 0} memories erased at ${receipt.erasedAt} by ${receipt.actor}, signed by this team database`,
+          );
+        else process.stderr.write('cairn: invalid receipt: this team database did not sign it (altered, or from another database)\n');
+      });
+      return ok ? 0 : 1;
+    }
     if (sub === 'history-cap') {
       const [v] = args;
       const cap = v === 'off' ? null : Number(v);

@@ -12,9 +12,10 @@
  * - every search hit says which store it came from (`store`).
  *
  * An export or audit whose scope holds team namespaces only is the team
- * database's, for admins of what it covers (store/pg/admin.ts). Erasure and
- * import work on the local store only. A request that reaches team namespaces
- * (an erase of a team memory or subtree, an import holding team records, an
+ * database's, for admins of what it covers (store/pg/admin.ts), and so is an
+ * erase of team memory (store/pg/erasure.ts). Import works on the local store
+ * only. A request that reaches both stores or team namespaces it cannot serve
+ * (an erase of a root holding both, an import holding team records, an
  * export or audit whose scope covers both stores) is refused with
  * `InvalidState` (data.store = 'team') before anything is done, so it is never
  * carried out for one half alone.
@@ -31,6 +32,7 @@ import type * as T from '../protocol/types';
 import { rrf, type Fusion } from '../retrieval/fusion';
 import { holds, missingGrant, namespaceOf } from '../store/pg/access';
 import { isTeamExportCursor, teamAuditPage, TeamExports } from '../store/pg/admin';
+import { teamErase } from '../store/pg/erasure';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
 import type { Level } from '../store/pg/schema';
 import { pgSearch } from '../store/pg/search';
@@ -52,7 +54,7 @@ export { DEFAULT_TEAM_ROOTS, parseRoots };
 function notServed(method: string, field: string, why: string): CairnError {
   return new CairnError(
     'InvalidState',
-    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; team memory is erased and imported with PostgreSQL's own tools by the database's administrators (an admin exports a team root with a scope of team namespaces only).`,
+    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; team memory is imported with PostgreSQL's own tools by the database's administrators.`,
     { field, store: 'team' },
   );
 }
@@ -102,7 +104,7 @@ const NEEDS: Record<string, [Level, string]> = {
   'memory/list': ['read', 'read'],
   'memory/search': ['read', 'read'],
   'namespaces/list': ['read', 'read'],
-  'memory/erase': ['read', 'read'],
+  'memory/erase': ['admin', 'erase in'],
   'store/audit': ['admin', 'audit'],
   'store/export': ['admin', 'export'],
   'store/exportPage': ['admin', 'export'],
@@ -328,13 +330,21 @@ export class TeamRouter {
       case 'memory/erase': {
         const target = p.root ?? (p.id === undefined ? p.namespace : undefined);
         if (target !== undefined) {
-          if (this.isTeam(target) || (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root))))
-            throw notServed('memory/erase', `${p.root !== undefined ? 'root' : 'namespace'}`, `${target} is (or holds) team memory`);
+          if (this.isTeam(target)) {
+            await this.opener?.ensure();
+            return teamErase(this.team, p); // an admin of it erases team memory, with the team database's receipt
+          }
+          if (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root)))
+            throw new CairnError(
+              'InvalidState',
+              `memory/erase of ${target} would reach both the local and the team store; nothing was done. Erase each part by its own root.`,
+              { field: 'root', store: 'team' },
+            );
           return local(method, p);
         }
         if (await this.localHas(p.id, local)) return local(method, p);
-        await t.history({ id: p.id, limit: 1 }); // NotFound when the team store has no such memory either
-        throw notServed('memory/erase', 'id', `memory ${p.id} is team memory`);
+        await this.opener?.ensure();
+        return teamErase(this.team, p); // NotFound when the team store has no such memory either
       }
       case 'store/export':
       case 'store/exportPage': {

@@ -18,13 +18,25 @@
 import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
+import { ERASURE_MIGRATION } from './erasure';
 
-export const PG_SCHEMA_VERSION = 3;
+export const PG_SCHEMA_VERSION = 4;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
 
-const TABLES = ['meta', 'namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'grants', 'idempotency_keys'] as const;
+const TABLES = [
+  'meta',
+  'namespaces',
+  'memories',
+  'history',
+  'links',
+  'rejected_values',
+  'changes',
+  'grants',
+  'idempotency_keys',
+  'signing_key',
+] as const;
 
 const MIGRATIONS: string[] = [
   // 1: everything
@@ -151,6 +163,9 @@ const MIGRATIONS: string[] = [
     END $$;
   CREATE TRIGGER memories_blank_idempotency AFTER DELETE ON cairn.memories FOR EACH ROW EXECUTE FUNCTION cairn.blank_idempotency();
   `,
+  // 4: erasure with signed receipts (store/pg/erasure.ts): the team's signing key, readable by the owner only, and the
+  // SECURITY DEFINER functions cairn.erase() and cairn.verify_receipt().
+  ERASURE_MIGRATION,
 ];
 
 async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
