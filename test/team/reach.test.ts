@@ -1,8 +1,8 @@
 /**
  * Team memory reaches the rest of the product: injection and LSP hovers find team
- * memories when the scope covers them; erasure, export and import, which work on the local store
- * only, refuse (typed, nothing done) whenever they would reach team namespaces, and
- * keep working for local ones.
+ * memories when the scope covers them; import, which works on the local store only, refuses
+ * (typed, nothing done) whenever it would reach team namespaces, erase and export refuse what
+ * would reach both stores, and all keep working for local ones.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -12,7 +12,7 @@ import { rejectsWith } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
 import { teamDaemon, type TeamDaemon } from './team-daemon';
 
-describe('team memory reaches injection, and export/import/erase refuse team namespaces', () => {
+describe('team memory reaches injection; import refuses team namespaces, erase and export what spans both stores', () => {
   let pg: PgServer;
   let t: TeamDaemon;
   before(async () => {
@@ -57,26 +57,27 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     assert.deepEqual(onlyTeam.memoryIds, [team.memory.id]);
   });
 
-  it('erase refuses team memory and team subtrees, typed, and leaves them in place; local erase still works', async () => {
-    const m = await t.client.call(R.upsert, { namespace: 'team.erase', key: 'k', value: 'A team memory someone wants erased' });
-    let e: Record<string, unknown> = await rejectsWith(t.client.call(R.erase, { id: m.memory.id }), 'InvalidState', 'id');
+  it('erase refuses a root holding both local and team memory, typed, and leaves it in place; local erase still works', async () => {
+    const m = await t.client.call(R.upsert, { namespace: 'project.shared.erase', key: 'k', value: 'A team memory under project' });
+    const e = await rejectsWith(t.client.call(R.erase, { root: 'project' }), 'InvalidState', 'root'); // holds project.shared
     assert.equal(e.store, 'team');
-    e = await rejectsWith(t.client.call(R.erase, { namespace: 'team.erase', key: 'k' }), 'InvalidState', 'namespace');
-    e = await rejectsWith(t.client.call(R.erase, { root: 'team' }), 'InvalidState', 'root');
-    e = await rejectsWith(t.client.call(R.erase, { root: 'project' }), 'InvalidState', 'root'); // holds project.shared
-    await assert.rejects(t.client.call(R.erase, { root: 'team.erase' }), /nothing was done/);
+    await assert.rejects(t.client.call(R.erase, { root: 'project' }), /nothing was done/);
     assert.equal((await t.client.call(R.get, { id: m.memory.id })).version, 1);
     await rejectsWith(t.client.call(R.erase, { id: '01900000-0000-7000-8000-000000000000' }), 'NotFound');
     const l = await t.client.call(R.upsert, { namespace: 'project.mine.tmp', key: 'x', value: 'a local memory to erase' });
     const r = await t.client.call(R.erase, { id: l.memory.id });
     assert.equal(r.receipt.format, 'cairn-erasure-receipt');
+    assert.ok(!('store' in r.receipt), 'a local receipt');
     await rejectsWith(t.client.call(R.get, { id: l.memory.id }), 'NotFound');
+    // Team memory is erased by the team database, with its receipt (test/team/admin.test.ts has the rest).
+    const tr = await t.client.call(R.erase, { id: m.memory.id });
+    assert.ok('store' in tr.receipt && tr.receipt.store === 'team');
+    await rejectsWith(t.client.call(R.get, { id: m.memory.id }), 'NotFound');
   });
 
-  it('export refuses a scope covering team namespaces (and the whole store); a local scope exports', async () => {
+  it('export refuses a scope covering local and team namespaces (and the whole store); a local scope exports, and a team one from the team database', async () => {
     for (const scope of [
       undefined,
-      { root: 'team', includeUser: false },
       { root: 'project', includeUser: false },
       { namespaces: ['project.mine', 'project.shared'], includeUser: false },
     ]) {
@@ -89,6 +90,9 @@ describe('team memory reaches injection, and export/import/erase refuse team nam
     assert.ok(mems.length >= 1 && mems.every((r) => r.type === 'memory' && r.memory.namespace.startsWith('project.mine')));
     const page = await t.client.call(R.exportPage, { scope: { root: 'project.mine', includeUser: false } });
     assert.ok(page.records.length > 0);
+    const team = await t.client.call(R.exportRecords, { scope: { root: 'team', includeUser: false } });
+    const teamMems = team.records.filter((r) => r.type === 'memory');
+    assert.ok(teamMems.length >= 1 && teamMems.every((r) => r.type === 'memory' && r.memory.namespace.startsWith('team.')));
   });
 
   it('import refuses records holding team namespaces before writing any; local records import', async () => {

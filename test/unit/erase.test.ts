@@ -79,7 +79,7 @@ describe('memory/erase', () => {
 
       const r = await t.core.call(R.erase, { id: m.memory.id, reason: 'user asked', actor: 'alice' });
       assert.equal(r.erased, 1);
-      assert.equal(r.receipt.walTruncated, true);
+      assert.equal('walTruncated' in r.receipt ? r.receipt.walTruncated : null, true);
       assert.deepEqual(copiesOnDisk(db), { 'cairn.db': 0, 'cairn.db-wal': 0, 'cairn.db-shm': 0 });
       assert.equal(r.receipt.removed.links, 1);
       assert.ok(r.receipt.removed.history >= 6, 'every version is gone');

@@ -84,6 +84,9 @@ Commands:
   episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
+  team audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
+                                     history of the team roots you administer, as JSON Lines (admins only)
+  team verify-receipt FILE           ask the team database whether it signed an erasure receipt of team memory
 
 Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (open the store in-process: no daemon, full-text search only),
         --actor NAME, --json. Without --direct the CLI uses the store's daemon, starting it when none runs.
@@ -255,7 +258,11 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (cmd === 'team') {
     const { runTeam } = await import('./team-command');
-    return runTeam(pos, { url: o['team-url'], roots: o['team-roots'], json: !!o.json }, out);
+    return runTeam(
+      pos,
+      { url: o['team-url'], roots: o['team-roots'], json: !!o.json, from: o.from, to: o.to, root: o.root, noContent: !!o['no-content'] },
+      out,
+    );
   }
   if (cmd === 'mcp') {
     const { runMcp } = await import('../mcp/server');
@@ -496,8 +503,12 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         out(
           `erased ${r.erased} memor${r.erased === 1 ? 'y' : 'ies'} (${r.receipt.removed.history} history rows, ${r.receipt.removed.links} links, ${r.receipt.removed.vectors} vectors, ${r.receipt.removed.namespaces} namespaces)`,
         );
-        if (!r.receipt.walTruncated)
+        if ('walTruncated' in r.receipt && !r.receipt.walTruncated)
           out('warning: another connection held an old snapshot, so the WAL was not truncated; erase again once it is gone');
+        if ('vacuumPending' in r.receipt)
+          out(
+            'note: team memory: the database frees the erased row versions at its next VACUUM; verify the receipt with `cairn team verify-receipt`',
+          );
         if (o.receipt) out(`receipt ${r.receipt.id} written to ${o.receipt}`);
         else out(receiptText.trimEnd());
       });

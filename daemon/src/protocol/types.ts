@@ -518,7 +518,46 @@ export const ErasureReceipt = z
   })
   .strict();
 export type ErasureReceipt = z.infer<typeof ErasureReceipt>;
-export const EraseResult = z.object({ erased: z.number().int(), position: z.number().int(), receipt: ErasureReceipt });
+/**
+ * The receipt of an erasure of team memory, signed by the team database (HMAC-SHA256 with a key only its owner can
+ * read; `cairn team verify-receipt` asks the database to check it). Canonical forms are PostgreSQL's jsonb text.
+ */
+export const TeamErasureReceipt = z
+  .object({
+    format: z.literal('cairn-erasure-receipt'),
+    version: z.literal(1),
+    store: z.literal('team'),
+    id: z.string(),
+    erasedAt: z.string(),
+    /** The database login role that erased. */
+    actor: z.string(),
+    reason: z.string().nullable(),
+    target: z
+      .object({ id: z.string().optional(), namespace: z.string().optional(), key: z.string().optional(), root: z.string().optional() })
+      .strict(),
+    memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
+    removed: z
+      .object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() })
+      .strict(),
+    /** sha256 over the jsonb text of [salt, [[id, namespace, key, value], ...] sorted by id]. */
+    contentHash: z.string(),
+    salt: z.string(),
+    /** Always true: PostgreSQL reclaims the deleted row versions at the next VACUUM (autovacuum or the owner's). */
+    vacuumPending: z.boolean(),
+    /** The database that signed (its name), and its key's id. */
+    database: z.string(),
+    keyId: z.string(),
+    algorithm: z.literal('hmac-sha256'),
+    /** Hex HMAC-SHA256 over the jsonb text of every other field. */
+    signature: z.string(),
+  })
+  .strict();
+export type TeamErasureReceipt = z.infer<typeof TeamErasureReceipt>;
+export const EraseResult = z.object({
+  erased: z.number().int(),
+  position: z.number().int(),
+  receipt: z.union([ErasureReceipt, TeamErasureReceipt]),
+});
 export type EraseResult = z.infer<typeof EraseResult>;
 
 export const HistoryParams = z
@@ -676,8 +715,20 @@ export const StoreStatusResult = z.object({
       uptimeMs: z.number().int(),
     })
     .optional(),
-  /** Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role, whether it opened. */
-  team: z.object({ url: z.string(), roots: z.array(z.string()), user: z.string().nullable(), connected: z.boolean() }).optional(),
+  /**
+   * Team memory, when this daemon has a team database: its URL without password, the roots it serves, the login role,
+   * whether it opened; until it has, why not (`error`) and when the next attempt is due (`nextAttemptAt`, ISO 8601).
+   */
+  team: z
+    .object({
+      url: z.string(),
+      roots: z.array(z.string()),
+      user: z.string().nullable(),
+      connected: z.boolean(),
+      error: z.string().nullable().optional(),
+      nextAttemptAt: z.string().nullable().optional(),
+    })
+    .optional(),
   /** Episodic memory (docs/episodes.md): episodes, events and the newest event position (`indexes` lists events_fts and events_vec against it). */
   episodes: z.object({ episodes: z.number().int(), events: z.number().int(), position: z.number().int() }).optional(),
 });

@@ -61,6 +61,12 @@ export interface ReceiptCheck {
 /** Check a receipt's signature against the key it names, and (optionally) that the key is the one you trust. */
 export function verifyReceipt(r: unknown, trustedPublicKeyB64?: string): ReceiptCheck {
   const rec = r as Partial<ErasureReceipt> | null;
+  if (rec && typeof rec === 'object' && (rec as { store?: unknown }).store === 'team')
+    return {
+      ok: false,
+      problem: 'a receipt of the team database: it verifies it itself (`cairn team verify-receipt`)',
+      trustedKey: null,
+    };
   if (
     !rec ||
     typeof rec !== 'object' ||

@@ -6,14 +6,16 @@
  * the database's change notifications into `memory/didChange` (store: team).
  *
  * An unreachable database never stops the daemon: team requests fail with
- * `Unavailable` until it answers again (the pool reconnects per request; the
- * change feed reconnects by itself).
+ * `Unavailable` until it answers again. Until the database first opens, the
+ * opener (opener.ts) tries again with back-off and on every team request; after
+ * that the pool reconnects per request and the change feed by itself.
  */
 import type { DidChangeParams } from '../protocol/types';
 import { Settings, readEnv, processEnv, type Env } from '../protocol/settings';
 import type { Core } from '../server/core';
 import { PgBackend } from '../store/pg/backend';
 import { redactUrl } from '../store/pg/db';
+import { TeamOpener } from './opener';
 import { parseRoots, TeamRouter, type VectorSource } from './router';
 
 export interface TeamOptions {
@@ -33,7 +35,8 @@ export function teamConfig(o: TeamOptions = {}, env: Env = processEnv()): { url:
 export interface AttachedTeam {
   router: TeamRouter;
   backend: PgBackend;
-  /** Resolves when the first open attempt ended (true: the schema checked out). */
+  opener: TeamOpener;
+  /** Resolves when the first open attempt ended (true: the schema checked out); later attempts follow with back-off. */
   ready: Promise<boolean>;
   close(): Promise<void>;
 }
@@ -51,21 +54,21 @@ export function attachTeam(core: Core, o: TeamOptions & { url: string }, broadca
   // Keep following the daemon's vector arm (it is attached after us, or replaced on a model switch).
   Object.defineProperty(router, 'vectors', { get: () => core.hooks.vectors as VectorSource | undefined, configurable: true });
   const off = broadcast ? backend.onChange((c) => broadcast({ ...c, store: 'team' })) : () => {};
-  const ready = backend.open().then(
-    () => {
-      log(`team memory: ${redactUrl(o.url)} as ${backend.user}, roots ${router.roots.join(', ')} (schema v${backend.schemaVersion})`);
-      return true;
-    },
-    (e) => {
-      log(`team memory: ${(e as Error).message} (team namespaces answer Unavailable until it is reachable)`);
-      return false;
-    },
-  );
+  const opener = new TeamOpener(backend, {
+    log,
+    onOpen: () =>
+      log(`team memory: ${redactUrl(o.url)} as ${backend.user}, roots ${router.roots.join(', ')} (schema v${backend.schemaVersion})`),
+  });
+  router.opener = opener;
+  const ready = opener.tryOpen();
   return {
     router,
     backend,
+    opener,
     ready,
     close: async () => {
+      opener.close();
+      router.exports.closeAll();
       off();
       if (core.team === router) core.team = undefined;
       await backend.close();

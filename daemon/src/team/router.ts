@@ -11,12 +11,14 @@
  *   updatedAt with a cursor per store, searches by reciprocal rank;
  * - every search hit says which store it came from (`store`).
  *
- * Erasure, export and import work on the local store only. A request that
- * reaches team namespaces (an erase of a team memory or subtree, an export
- * whose scope covers a team root, an import holding team records) is refused
- * with `InvalidState` (data.store = 'team') before anything is done, so it is
- * never carried out for the local half alone; the team database's own tools
- * (pg_dump, row deletes by its admins) serve the team part.
+ * An export or audit whose scope holds team namespaces only is the team
+ * database's, for admins of what it covers (store/pg/admin.ts), and so is an
+ * erase of team memory (store/pg/erasure.ts). Import works on the local store
+ * only. A request that reaches both stores or team namespaces it cannot serve
+ * (an erase of a root holding both, an import holding team records, an
+ * export or audit whose scope covers both stores) is refused with
+ * `InvalidState` (data.store = 'team') before anything is done, so it is never
+ * carried out for one half alone.
  *
  * When the team database cannot be reached, team requests fail at once with
  * `Unavailable`; a search over both stores returns the local part and says so
@@ -24,12 +26,17 @@
  * would break its cursor).
  */
 /* eslint-disable @typescript-eslint/no-explicit-any -- params reach the router already validated by the Core's zod schemas; each branch reads the shape of its own method. */
-import { CairnError } from '../protocol/errors';
+import { CairnError, ErrorCodes, type CairnErrorData } from '../protocol/errors';
 import { isUnder } from '../protocol/namespace';
 import type * as T from '../protocol/types';
 import { rrf, type Fusion } from '../retrieval/fusion';
+import { holds, missingGrant, namespaceOf } from '../store/pg/access';
+import { isTeamExportCursor, teamAuditPage, TeamExports } from '../store/pg/admin';
+import { teamErase } from '../store/pg/erasure';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
+import type { Level } from '../store/pg/schema';
 import { pgSearch } from '../store/pg/search';
+import type { TeamOpener } from './opener';
 import { DEFAULT_TEAM_ROOTS, parseRoots } from './roots';
 
 export type LocalCall = (method: string, params: any) => Promise<any>;
@@ -47,7 +54,7 @@ export { DEFAULT_TEAM_ROOTS, parseRoots };
 function notServed(method: string, field: string, why: string): CairnError {
   return new CairnError(
     'InvalidState',
-    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; the team database is exported and erased with PostgreSQL's own tools by its administrators.`,
+    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; team memory is imported with PostgreSQL's own tools by the database's administrators.`,
     { field, store: 'team' },
   );
 }
@@ -76,23 +83,83 @@ const ROUTED = new Set([
   'store/exportPage',
   'store/import',
   'store/importPreview',
+  'store/audit',
 ]);
+
+/** The grant each method needs on the team side (what the row-level-security policies check), and its verb. */
+const NEEDS: Record<string, [Level, string]> = {
+  'memory/upsert': ['write', 'write'],
+  'memory/upsertBatch': ['write', 'write'],
+  'memory/delete': ['write', 'delete in'],
+  'memory/restore': ['write', 'restore in'],
+  'memory/forget': ['write', 'forget in'],
+  'memory/link': ['write', 'link in'],
+  'memory/unlink': ['write', 'unlink in'],
+  'memory/purge': ['admin', 'purge in'],
+  'namespaces/rename': ['admin', 'rename'],
+  'namespaces/delete': ['admin', 'delete'],
+  'memory/get': ['read', 'read'],
+  'memory/history': ['read', 'read'],
+  'memory/neighbors': ['read', 'read'],
+  'memory/list': ['read', 'read'],
+  'memory/search': ['read', 'read'],
+  'namespaces/list': ['read', 'read'],
+  'memory/erase': ['admin', 'erase in'],
+  'store/audit': ['admin', 'audit'],
+  'store/export': ['admin', 'export'],
+  'store/exportPage': ['admin', 'export'],
+};
 
 type Side = T.Scope | undefined | null; // undefined: whole store; null: nothing in this store
 
 export class TeamRouter {
   vectors: VectorSource | undefined;
+  /** Opens the database and keeps trying while it cannot (attach.ts); without one, calls go straight to the store. */
+  opener: TeamOpener | undefined;
   private backfilled: string | null = null;
+  private backfillError: string | null = null;
+  /** The team store, each call made only once the database is open (TeamOpener.ensure: tries at once if it is not). */
+  private readonly gated: PgBackend;
+  /** Team exports in progress (each a snapshot on its own connection). */
+  readonly exports: TeamExports;
 
   constructor(
     readonly team: PgBackend,
     readonly roots: string[] = DEFAULT_TEAM_ROOTS,
     private readonly log: (m: string) => void = () => {},
-  ) {}
+  ) {
+    this.exports = new TeamExports(team);
+    this.gated = new Proxy(team, {
+      get: (b, k) => {
+        const v: unknown = Reflect.get(b, k);
+        if (typeof v !== 'function') return v;
+        return async (...a: unknown[]) => {
+          await this.opener?.ensure();
+          return (v as (...x: unknown[]) => unknown).apply(b, a);
+        };
+      },
+    });
+  }
 
-  /** For store/status: the database (password never included), the roots, the login role, whether it opened. */
+  private get isOpen(): boolean {
+    return !this.opener || this.opener.open;
+  }
+
+  /**
+   * For store/status: the database (password never included), the roots, the login role, whether it opened; while it
+   * has not, why not and when the next attempt is due.
+   */
   info(): NonNullable<T.StoreStatusResult['team']> {
-    return { url: this.team.url, roots: [...this.roots], user: this.team.user || null, connected: this.team.schemaVersion > 0 };
+    const o = this.opener;
+    return {
+      url: this.team.url,
+      roots: [...this.roots],
+      user: this.team.user || null,
+      connected: this.team.schemaVersion > 0,
+      ...(o && !o.open
+        ? { error: o.error?.message ?? null, nextAttemptAt: o.nextAttemptAt === null ? null : new Date(o.nextAttemptAt).toISOString() }
+        : {}),
+    };
   }
 
   claims(method: string): boolean {
@@ -127,10 +194,20 @@ export class TeamRouter {
     return { local: localEmpty ? null : local, team };
   }
 
+  /**
+   * Does the scope name team namespaces only (the user tree, added to a scope by default, aside)? Then an export or
+   * audit of it is the team database's.
+   */
+  private teamOnly(scope: T.Scope | undefined): boolean {
+    const s = this.split(scope);
+    if (!scope || s.team === null) return false;
+    return s.local === null || (s.local !== undefined && s.local.root === undefined && (s.local.namespaces?.length ?? 0) === 0);
+  }
+
   /** Keep the team store on the daemon's embedding model (and embed what it lacks once per model). */
   private syncEmbedder(): Fusion | null {
     const v = this.vectors;
-    if (!v || v.unavailable() || !v.embedder) {
+    if (!v || v.unavailable() || !v.embedder || !this.isOpen) {
       this.team.embedder = null;
       return null;
     }
@@ -138,10 +215,16 @@ export class TeamRouter {
     if (this.backfilled !== v.embedder.info.model) {
       this.backfilled = v.embedder.info.model;
       void this.team.backfill().then(
-        (n) => n && this.log(`team store: embedded ${n} memories with ${v.embedder!.info.model}`),
+        (n) => {
+          if (n) this.log(`team store: embedded ${n} memories with ${v.embedder!.info.model}`);
+          this.backfillError = null;
+        },
         (e) => {
+          // Tried again on a later request; a failure that persists is logged once, and again only when it changes.
           this.backfilled = null;
-          this.log(`team store: embedding backlog failed: ${(e as Error).message}`);
+          const m = (e as Error).message;
+          if (m !== this.backfillError) this.log(`team store: embedding backlog failed: ${m} (retried on later requests)`);
+          this.backfillError = m;
         },
       );
     }
@@ -149,8 +232,51 @@ export class TeamRouter {
   }
 
   async request(method: string, p: any, local: LocalCall): Promise<unknown> {
+    try {
+      return await this.route(method, p, local);
+    } catch (e) {
+      throw await this.explain(e, method, p);
+    }
+  }
+
+  /**
+   * A team refusal (`Forbidden`) names the grant the request lacks: the level its method needs, on its namespace
+   * (or, by id, the memory's), and the `cairn team grant` command. A refusal for any other reason (the role holds
+   * that grant) passes unchanged.
+   */
+  private async explain(e: unknown, method: string, p: any): Promise<unknown> {
+    if (!(e instanceof CairnError) || e.codeName !== 'Forbidden' || e.data.namespace !== undefined) return e;
+    const need = NEEDS[method];
+    if (!need) return e;
+    const [level, verb] = need;
+    const scopeNs = (s: T.Scope | undefined | null) => s?.root ?? s?.namespaces?.[0];
+    let ns: string | undefined | null =
+      method === 'namespaces/rename'
+        ? p.from
+        : method === 'namespaces/delete'
+          ? p.path
+          : method === 'memory/upsertBatch'
+            ? (p.items as T.UpsertParams[]).find((it) => this.isTeam(it.namespace))?.namespace
+            : method === 'memory/list' || method === 'memory/search'
+              ? scopeNs(this.split(p.scope).team)
+              : method === 'namespaces/list'
+                ? p.root
+                : p.namespace;
+    if (ns && !this.isTeam(ns)) ns = undefined;
+    if (!this.isOpen) {
+      const user = typeof e.data.role === 'string' ? e.data.role : this.team.user;
+      return missingGrant({ user, level, verb, namespace: ns ?? this.roots[0], member: false });
+    }
+    const id = p.id ?? (method === 'memory/link' || method === 'memory/unlink' ? p.from : undefined);
+    if (ns === undefined && typeof id === 'string') ns = await namespaceOf(this.team.pool, id);
+    if (!ns) return e;
+    if ((await holds(this.team.pool, ns, level)) !== false) return e;
+    return missingGrant({ user: this.team.user, level, verb, namespace: ns, member: true, cause: e.message });
+  }
+
+  private async route(method: string, p: any, local: LocalCall): Promise<unknown> {
     const fusion = this.syncEmbedder();
-    const t = this.team;
+    const t = this.gated;
     switch (method) {
       case 'memory/upsert':
         return this.isTeam(p.namespace) ? t.upsert(p) : local(method, p);
@@ -204,22 +330,36 @@ export class TeamRouter {
       case 'memory/erase': {
         const target = p.root ?? (p.id === undefined ? p.namespace : undefined);
         if (target !== undefined) {
-          if (this.isTeam(target) || (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root))))
-            throw notServed('memory/erase', `${p.root !== undefined ? 'root' : 'namespace'}`, `${target} is (or holds) team memory`);
+          if (this.isTeam(target)) {
+            await this.opener?.ensure();
+            return teamErase(this.team, p); // an admin of it erases team memory, with the team database's receipt
+          }
+          if (p.root !== undefined && this.roots.some((r) => isUnder(r, p.root)))
+            throw new CairnError(
+              'InvalidState',
+              `memory/erase of ${target} would reach both the local and the team store; nothing was done. Erase each part by its own root.`,
+              { field: 'root', store: 'team' },
+            );
           return local(method, p);
         }
         if (await this.localHas(p.id, local)) return local(method, p);
-        await t.history({ id: p.id, limit: 1 }); // NotFound when the team store has no such memory either
-        throw notServed('memory/erase', 'id', `memory ${p.id} is team memory`);
+        await this.opener?.ensure();
+        return teamErase(this.team, p); // NotFound when the team store has no such memory either
       }
       case 'store/export':
       case 'store/exportPage': {
-        if (method === 'store/exportPage' && p.cursor !== undefined) return local(method, p); // the first page was checked
+        if (method === 'store/exportPage' && p.cursor !== undefined)
+          return isTeamExportCursor(p.cursor) ? this.exports.page(p) : local(method, p); // the first page was checked
+        if (this.teamOnly(p.scope)) {
+          // An export of team namespaces only: an admin of them exports them from the team database.
+          await this.opener?.ensure();
+          return method === 'store/export' ? this.exports.all(p) : this.exports.page(p);
+        }
         if (this.split(p.scope).team !== null)
-          throw notServed(
-            method,
-            'scope',
-            p.scope ? 'the scope covers team namespaces' : 'the whole store includes the team namespaces; pass a scope of local namespaces',
+          throw new CairnError(
+            'InvalidState',
+            `${method} covers one store at a time and ${p.scope ? 'the scope covers both local and team namespaces' : 'the whole store includes the team namespaces'}; nothing was done. Export local namespaces, and (as their admin) team namespaces, separately.`,
+            { field: 'scope', store: 'team' },
           );
         return local(method, p);
       }
@@ -229,8 +369,20 @@ export class TeamRouter {
         if (bad >= 0) throw notServed(method, `records[${bad}]`, 'the records hold team namespaces');
         return local(method, p);
       }
+      case 'store/audit': {
+        if (!p?.scope || this.split(p.scope).team === null) return local(method, p ?? {});
+        if (!this.teamOnly(p.scope))
+          throw new CairnError(
+            'InvalidState',
+            'store/audit covers one store at a time and the scope covers both local and team namespaces; nothing was done. Audit each separately.',
+            { field: 'scope', store: 'team' },
+          );
+        await this.opener?.ensure();
+        return teamAuditPage(this.team, p);
+      }
       case 'store/sweep': {
         const l = await local(method, p);
+        if (!this.isOpen) return l; // the opener keeps trying; a sweep does not add a failure per minute to the log
         try {
           const r = await t.sweep(p?.batch);
           return { ...l, expired: l.expired + r.expired, purged: l.purged + r.purged };
@@ -247,7 +399,7 @@ export class TeamRouter {
   async anchoredAt(paths: string[], scope: T.Scope): Promise<{ memory: T.Memory; anchor: T.Anchor }[]> {
     const s = this.split(scope);
     if (s.team === null) return [];
-    return this.team.anchoredAt(paths, s.team ?? undefined);
+    return this.gated.anchoredAt(paths, s.team ?? undefined);
   }
 
   /** Does an export record name a team namespace? (Malformed records are left to the local import to refuse.) */
@@ -284,11 +436,11 @@ export class TeamRouter {
     const idx = { local: [] as number[], team: [] as number[] };
     p.items.forEach((it, i) => idx[this.isTeam(it.namespace) ? 'team' : 'local'].push(i));
     if (idx.team.length === 0) return local('memory/upsertBatch', p);
-    if (idx.local.length === 0) return this.team.upsertBatch(p.items, p.actor, p.idempotencyKey);
+    if (idx.local.length === 0) return this.explainItems(await this.gated.upsertBatch(p.items, p.actor, p.idempotencyKey), p.items);
     // A mixed batch: each store applies its part at most once under the same key (each records its own part).
     const [l, t] = await Promise.all([
       local('memory/upsertBatch', { ...p, items: idx.local.map((i) => p.items[i]) }) as Promise<T.UpsertBatchResult>,
-      this.team.upsertBatch(
+      this.gated.upsertBatch(
         idx.team.map((i) => p.items[i]),
         p.actor,
         p.idempotencyKey,
@@ -296,14 +448,32 @@ export class TeamRouter {
     ]);
     const results: T.UpsertBatchResult['results'] = new Array(p.items.length);
     idx.local.forEach((i, k) => (results[i] = l.results[k]));
-    idx.team.forEach((i, k) => (results[i] = t.results[k]));
+    const te = await this.explainItems(
+      t,
+      idx.team.map((i) => p.items[i]),
+    );
+    idx.team.forEach((i, k) => (results[i] = te.results[k]));
     return { results, position: l.position };
+  }
+
+  /** The team items of a batch refused with `Forbidden` name the grant they lacked, as a single upsert does. */
+  private async explainItems(r: T.UpsertBatchResult, items: T.UpsertParams[]): Promise<T.UpsertBatchResult> {
+    if (!r.results.some((x) => !x.ok && x.error.code === ErrorCodes.Forbidden)) return r;
+    const results = await Promise.all(
+      r.results.map(async (x, k) => {
+        if (x.ok || x.error.code !== ErrorCodes.Forbidden) return x;
+        const data = (x.error.data ?? {}) as Omit<CairnErrorData, 'name'>;
+        const e = await this.explain(new CairnError('Forbidden', x.error.message, data), 'memory/upsert', items[k]);
+        return e instanceof CairnError ? { ok: false as const, error: { code: e.code, message: e.message, data: e.data } } : x;
+      }),
+    );
+    return { ...r, results };
   }
 
   private async list(p: T.ListParams, local: LocalCall): Promise<T.ListResult & { degraded?: string }> {
     const s = this.split(p.scope);
     if (s.team === null) return local('memory/list', p);
-    if (s.local === null) return this.team.list({ ...p, scope: s.team ?? undefined });
+    if (s.local === null) return this.gated.list({ ...p, scope: s.team ?? undefined });
     // Both stores: one cursor per store.
     const limit = p.limit ?? 100;
     let st: { l: string | null | false; t: string | null | false } = { l: null, t: null };
@@ -323,7 +493,7 @@ export class TeamRouter {
       if (c === false) return Promise.resolve({ items: [], nextCursor: null });
       const q = { ...(side === 'l' ? lp : tp), limit: n, ...(c ? { cursor: c } : { cursor: undefined }) };
       if (q.cursor === undefined) delete (q as { cursor?: string }).cursor;
-      return side === 'l' ? local('memory/list', q) : this.team.list(q);
+      return side === 'l' ? local('memory/list', q) : this.gated.list(q);
     };
     const [l, t] = await Promise.all([page('l', limit), page('t', limit)]);
     const merged = [...l.items.map((m) => ({ m, side: 'l' as const })), ...t.items.map((m) => ({ m, side: 't' as const }))].sort((a, b) =>
@@ -348,7 +518,10 @@ export class TeamRouter {
   private async search(p: T.SearchParams, local: LocalCall, fusion: Fusion | null): Promise<T.SearchResult> {
     const s = this.split(p.scope);
     const tag = (r: T.SearchResult, store: 'local' | 'team'): T.SearchResult => ({ ...r, hits: r.hits.map((h) => ({ ...h, store })) });
-    const teamPart = () => pgSearch(this.team, { ...p, scope: s.team ?? undefined }, fusion);
+    const teamPart = async () => {
+      await this.opener?.ensure();
+      return pgSearch(this.team, { ...p, scope: s.team ?? undefined }, fusion);
+    };
     if (s.team === null) return tag(await local('memory/search', p), 'local');
     if (s.local === null) return tag(await teamPart(), 'team');
     const [l, t] = await Promise.all([
@@ -356,8 +529,12 @@ export class TeamRouter {
       teamPart().catch((e: unknown) => e as Error),
     ]);
     if (t instanceof Error) {
-      if (!(t instanceof CairnError) || t.codeName !== 'Unavailable') throw t;
-      return { ...tag(l, 'local'), degraded: `team store unavailable: ${t.message}` };
+      if (!(t instanceof CairnError) || (t.codeName !== 'Unavailable' && t.codeName !== 'Forbidden')) throw t;
+      const why = t.codeName === 'Forbidden' ? await this.explain(t, 'memory/search', p) : t;
+      return {
+        ...tag(l, 'local'),
+        degraded: `team store ${t.codeName === 'Forbidden' ? 'refused' : 'unavailable'}: ${(why as Error).message}`,
+      };
     }
     // Reciprocal-rank fusion across the stores: scores of different stores are not on one scale, ranks are.
     const limit = p.limit ?? 10;

@@ -46,6 +46,7 @@ import { pathInScope } from '../scope';
 import { iso, isoReq, toMemory, type MemoryRow } from '../rows';
 import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
 import { checkSchema } from './schema';
+import { explainOpenFailure } from './access';
 import { IdempotencyWindow, fingerprint, replayOf, resultMemoryId } from '../idempotency';
 import {
   contentColumns,
@@ -139,7 +140,10 @@ export class PgBackend {
 
   /** Check the schema's invariants and learn who we are. Throws Unavailable when the server can't be reached. */
   async open(): Promise<this> {
-    this.schemaVersion = await checkSchema(this.pool);
+    // A role that cannot use the schema is told which grant it lacks (store/pg/access.ts), not "not set up".
+    this.schemaVersion = await checkSchema(this.pool).catch(async (e: unknown) => {
+      throw await explainOpenFailure(this.pool, e);
+    });
     this.user = (await query<{ u: string }>(this.pool, 'SELECT session_user AS u'))[0].u;
     return this;
   }

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { CairnError } from '../../protocol/errors';
 import { readEnv, processEnv, type Env } from '../../protocol/settings';
 
@@ -71,22 +72,21 @@ export function lookupPassword(
   return undefined;
 }
 
+/**
+ * The pool's settings. The URL is parsed here (by pg's own parser) rather than handed to pg as `connectionString`:
+ * pg lets a connection string's fields override the config, an absent password included, and then falls back to its
+ * deprecated built-in pgpass lookup (which prints a DeprecationWarning on every run). Without a password in the URL,
+ * `password` is our function: PGPASSWORD, else the pgpass file (lookupPassword), asked per connection.
+ */
 export function poolConfig(o: PgOptions): pg.PoolConfig {
-  let hasPassword = false;
+  let fromUrl: Record<string, unknown>;
   try {
-    hasPassword = new URL(o.url).password !== '';
+    fromUrl = { ...parseConnectionString(o.url) };
   } catch {
-    /* pg reports the bad URL */
+    fromUrl = { connectionString: o.url }; // pg reports the bad URL when it connects
   }
+  for (const k of Object.keys(fromUrl)) if (fromUrl[k] === null || fromUrl[k] === undefined || fromUrl[k] === '') delete fromUrl[k];
   return {
-    connectionString: o.url,
-    // pg calls this with the connection parameters; undefined means "no password" (its types say otherwise).
-    ...(hasPassword
-      ? {}
-      : {
-          password: (async (cp: { host?: string; port?: number; database?: string; user?: string }) =>
-            lookupPassword(cp)) as unknown as () => Promise<string>,
-        }),
     max: o.poolSize ?? 8,
     connectionTimeoutMillis: o.connectTimeoutMs ?? 3000,
     statement_timeout: o.statementTimeoutMs ?? 15000,
@@ -95,6 +95,15 @@ export function poolConfig(o: PgOptions): pg.PoolConfig {
     options: '-c search_path=cairn,public',
     application_name: 'cairn',
     types,
+    // What the URL says wins over the defaults above, as with pg's connectionString.
+    ...(fromUrl as pg.PoolConfig),
+    ...(typeof fromUrl.password === 'string'
+      ? {}
+      : {
+          // pg calls this with the connection parameters; undefined means "no password" (its types say otherwise).
+          password: (async (cp: { host?: string; port?: number; database?: string; user?: string }) =>
+            lookupPassword(cp)) as unknown as () => Promise<string>,
+        }),
   };
 }
 

@@ -20,13 +20,25 @@
 import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
+import { ERASURE_MIGRATION } from './erasure';
 
-export const PG_SCHEMA_VERSION = 4;
+export const PG_SCHEMA_VERSION = 5;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
 
-const TABLES = ['meta', 'namespaces', 'memories', 'history', 'links', 'rejected_values', 'changes', 'grants', 'idempotency_keys'] as const;
+const TABLES = [
+  'meta',
+  'namespaces',
+  'memories',
+  'history',
+  'links',
+  'rejected_values',
+  'changes',
+  'grants',
+  'idempotency_keys',
+  'signing_key',
+] as const;
 
 const MIGRATIONS: string[] = [
   // 1: everything
@@ -426,6 +438,9 @@ const MIGRATIONS: string[] = [
       RETURN done;
     END $$;
   `,
+  // 5: erasure with signed receipts (store/pg/erasure.ts): the team's signing key, readable by the owner only, and the
+  // SECURITY DEFINER functions cairn.erase() and cairn.verify_receipt().
+  ERASURE_MIGRATION,
 ];
 
 /** The privileges of `cairn_member`, re-asserted (and everything else revoked) by every migrate. */
