@@ -31,6 +31,7 @@ import type {
   CairnSearchOptions,
   CairnTaskOptions,
 } from './api';
+import { EditorCapture } from './capture';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
 import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
@@ -55,8 +56,12 @@ export class AgentService implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.taskEmitter, this.changeEmitter, this.activeEmitter];
   /** How task notifications reach us (see hookTaskNotifications). */
   taskNotifications: 'client-event' | 'connection' | 'none' = 'none';
+  /** Episode capture of @cairn's turns and the tools' calls (cairn.episodes.capture). */
+  readonly capture: EditorCapture;
 
   constructor(readonly ctx: Ctx) {
+    this.capture = new EditorCapture(this);
+    this.disposables.push(this.capture);
     this.disposables.push(
       ctx.client.onDidChangeMemories((change) => this.changeEmitter.fire({ kind: 'memory', change })),
       ctx.client.onDidConnect(() => {
