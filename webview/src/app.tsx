@@ -1,4 +1,4 @@
-/** The dashboard: tabs (search, review, overview, import/export) beside the open memory. */
+/** The dashboard: tabs (search, review, timeline, overview, import/export) beside the open memory. */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ToWebview, WebviewInit } from '../../daemon/src/protocol/webview';
 import { Detail } from './detail';
@@ -7,10 +7,17 @@ import { OverviewTab } from './overview';
 import { ReviewTab } from './review';
 import type { RpcClient } from './rpc';
 import { SearchTab } from './search';
+import { TimelineTab } from './timeline';
 import { changeEffects, debounce, TABS, type PersistedState, type Tab } from './state';
 import { EnvContext, ErrorLine, errorText, type Env } from './ui';
 
-const TAB_LABEL: Record<Tab, string> = { search: 'Search', review: 'Review', overview: 'Overview', import: 'Import / Export' };
+const TAB_LABEL: Record<Tab, string> = {
+  search: 'Search',
+  review: 'Review',
+  timeline: 'Timeline',
+  overview: 'Overview',
+  import: 'Import / Export',
+};
 
 export interface AppProps {
   rpc: RpcClient;
@@ -90,6 +97,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
           <div role="tabpanel" id={`panel-${s.tab}`} aria-labelledby={`tab-${s.tab}`}>
             {s.tab === 'search' ? <SearchTab s={s} set={set} /> : null}
             {s.tab === 'review' ? <ReviewTab scope={s.scope} /> : null}
+            {s.tab === 'timeline' ? <TimelineTab scope={s.scope} /> : null}
             {s.tab === 'overview' ? <OverviewTab scope={s.scope} /> : null}
             {s.tab === 'import' ? <ImportTab /> : null}
           </div>

@@ -6,7 +6,7 @@
 import type { DidChangeParams, Filter, FilterLeaf, Include, Scope, SearchParams } from '../../daemon/src/protocol/types';
 import type { WebviewInit } from '../../daemon/src/protocol/webview';
 
-export const TABS = ['search', 'review', 'overview', 'import'] as const;
+export const TABS = ['search', 'review', 'timeline', 'overview', 'import'] as const;
 export type Tab = (typeof TABS)[number];
 export const SCOPES = ['project', 'user', 'team', 'all'] as const;
 export type ScopeKey = (typeof SCOPES)[number];
