@@ -8,16 +8,15 @@
  *   session) continues after its events.
  * - Each event gets its client sequence number before it is first sent and keeps it: a batch that failed (daemon
  *   gone, time-out) is sent again with the same numbers, so the daemon stores it once (`events/append` is idempotent
- *   per episode and seq).
+ *   per episode and seq). A number already taken on the first send (another window capturing in the same task's
+ *   episode) is replaced by one after the episode's events.
  * - Recording never delays or fails a chat turn or a tool call: events are appended in order in the background. A
  *   daemon that cannot be reached keeps them queued (at most MAX_PENDING, oldest dropped) until it is back; an episode
  *   the daemon refuses (a team namespace, bad input) is logged once and not captured further.
  */
-import * as vscode from 'vscode';
 import { CairnError } from '../../../daemon/src/protocol/errors';
 import { EpisodeLimits, type EventContext, type EventInput } from '../../../daemon/src/protocol/types';
 import type { ParamsOf, RequestName, ResultOf } from '../../../daemon/src/protocol/methods';
-import type { Ctx } from '../ctx';
 
 /** Characters kept of a tool's result or @cairn's answer (the turn's text is kept whole, up to the event limit). */
 export const RESULT_CHARS = 4000;
@@ -32,12 +31,19 @@ export interface CapturedEvent {
   context?: EventContext;
 }
 
-/** What capture needs from the agent service (tests pass a stand-in). */
+/** What capture needs from the editor (the agent service; unit tests pass a stand-in over an in-process daemon). */
 export interface CaptureHost {
-  readonly ctx: Ctx;
-  readonly root: string;
+  /** cairn.episodes.capture */
+  enabled(): boolean;
+  /** The namespace episodes start in: the project's, else `user`. */
+  root(): string;
   activeTaskId(): string | undefined;
+  /** A daemon request whose Cairn errors reject as CairnError. */
   request<K extends RequestName>(name: K, params: ParamsOf<K>): Promise<ResultOf<K>>;
+  log(level: 'info' | 'warn', message: string): void;
+  /** This window's session id (vscode.env.sessionId) and workspace name. */
+  readonly sessionId: string;
+  workspaceName(): string | undefined;
 }
 
 interface EpisodeState {
@@ -46,7 +52,9 @@ interface EpisodeState {
   started: boolean;
   nextSeq: number;
   /** Events not yet stored, in order; each keeps the seq it was first sent with. */
-  pending: (EventInput & { seq?: number })[];
+  pending: (EventInput & { seq?: number; tries?: number })[];
+  /** Times events were renumbered because another window had taken their seq numbers. */
+  collisions: number;
   /** The daemon refused the episode: nothing more is captured in it. */
   refused: boolean;
 }
@@ -57,31 +65,32 @@ export function episodeIdFor(taskId: string | undefined, sessionId: string): str
   return (taskId ? `vscode-task:${clean(taskId)}` : `vscode-session:${clean(sessionId)}`).slice(0, 128);
 }
 
-export class EditorCapture implements vscode.Disposable {
+export class EditorCapture {
   private readonly episodes = new Map<string, EpisodeState>();
   private chain: Promise<void> = Promise.resolve();
-  private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(
-    private readonly host: CaptureHost,
-    private readonly sessionId: string = vscode.env.sessionId,
-  ) {
-    // Events queued while the daemon was away are sent when it is back.
-    this.disposables.push(host.ctx.client.onDidConnect(() => void this.flush()));
-  }
+  /** The agent service calls flush() again when the daemon (re)connects: events queued meanwhile go then. */
+  constructor(private readonly host: CaptureHost) {}
 
   get enabled(): boolean {
-    return this.host.ctx.config.get('cairn.episodes.capture') === true;
+    return this.host.enabled();
+  }
+
+  /** Events recorded but not stored yet (waiting for the daemon). */
+  get pending(): number {
+    let n = 0;
+    for (const ep of this.episodes.values()) n += ep.pending.length;
+    return n;
   }
 
   /** Record events in the current task's episode (nothing when capture is off). Returns the episode id, or undefined. */
   record(events: CapturedEvent[]): string | undefined {
     if (!this.enabled || !events.length) return undefined;
     const taskId = this.host.activeTaskId();
-    const id = episodeIdFor(taskId, this.sessionId);
+    const id = episodeIdFor(taskId, this.host.sessionId);
     let ep = this.episodes.get(id);
     if (!ep) {
-      ep = { id, ...(taskId ? { taskId } : {}), started: false, nextSeq: 0, pending: [], refused: false };
+      ep = { id, ...(taskId ? { taskId } : {}), started: false, nextSeq: 0, pending: [], refused: false, collisions: 0 };
       this.episodes.set(id, ep);
     }
     if (ep.refused) return undefined;
@@ -96,7 +105,7 @@ export class EditorCapture implements vscode.Disposable {
       });
     if (ep.pending.length > MAX_PENDING) {
       const dropped = ep.pending.splice(0, ep.pending.length - MAX_PENDING);
-      this.host.ctx.output.warn(`episode capture: dropped ${dropped.length} events of ${id} the daemon could not take`);
+      this.host.log('warn', `episode capture: dropped ${dropped.length} events of ${id} the daemon could not take`);
     }
     void this.flush();
     return id;
@@ -117,10 +126,10 @@ export class EditorCapture implements vscode.Disposable {
         if (e instanceof CairnError && !RETRIED.has(e.data.name)) {
           ep.refused = true;
           ep.pending = [];
-          this.host.ctx.output.warn(`episode capture stopped for ${ep.id}: ${e.message}`);
+          this.host.log('warn', `episode capture stopped for ${ep.id}: ${e.message}`);
         } else {
           // Not reachable now: the events stay queued with their seq numbers and go again on reconnect.
-          this.host.ctx.output.info(`episode capture: ${ep.pending.length} events of ${ep.id} wait for the daemon`);
+          this.host.log('info', `episode capture: ${ep.pending.length} events of ${ep.id} wait for the daemon`);
         }
       }
     }
@@ -130,7 +139,7 @@ export class EditorCapture implements vscode.Disposable {
     if (!ep.started) {
       const r = await this.host.request('episodesStart', {
         id: ep.id,
-        namespace: this.host.root,
+        namespace: this.host.root(),
         title: await this.title(ep),
         source: 'vscode',
         actor: 'vscode',
@@ -141,14 +150,28 @@ export class EditorCapture implements vscode.Disposable {
       ep.nextSeq = Math.max(ep.nextSeq, r.episode.events);
     }
     const batch = ep.pending.slice(0, EpisodeLimits.appendEvents);
-    for (const e of batch) if (e.seq === undefined) e.seq = ep.nextSeq++;
-    await this.host.request('eventsAppend', { episodeId: ep.id, actor: 'vscode', events: batch });
+    for (const e of batch) {
+      if (e.seq === undefined) e.seq = ep.nextSeq++;
+      e.tries = (e.tries ?? 0) + 1;
+    }
+    const r = await this.host.request('eventsAppend', { episodeId: ep.id, actor: 'vscode', events: batch.map(({ tries: _t, ...e }) => e) });
     ep.pending.splice(0, batch.length);
+    // An event already stored at a seq this window never sent before: another window captures in the same task's
+    // episode. Those events go again after the episode's events, with new numbers.
+    const created = new Map(r.results.map((x) => [x.seq, x.created]));
+    const taken = batch.filter((e) => e.tries === 1 && created.get(e.seq!) === false);
+    if (taken.length && ep.collisions++ < 3) {
+      const now = await this.host.request('episodesGet', { id: ep.id, limit: 0 });
+      ep.nextSeq = Math.max(ep.nextSeq, now.episode.events);
+      ep.pending.unshift(...taken.map(({ seq: _s, tries: _t, ...e }) => e));
+    } else if (taken.length) {
+      this.host.log('warn', `episode capture: ${taken.length} events of ${ep.id} lost to another window's numbers`);
+    }
     if (ep.pending.length) await this.send(ep);
   }
 
   private async title(ep: EpisodeState): Promise<string> {
-    const where = vscode.workspace.name ?? 'this window';
+    const where = this.host.workspaceName() ?? 'this window';
     if (!ep.taskId) return `Editor session in ${where}`.slice(0, 500);
     try {
       const t = await this.host.request('tasksGet', { id: ep.taskId });
@@ -156,9 +179,5 @@ export class EditorCapture implements vscode.Disposable {
     } catch {
       return `Agent task ${ep.taskId}`;
     }
-  }
-
-  dispose(): void {
-    for (const d of this.disposables.splice(0)) d.dispose();
   }
 }

@@ -60,12 +60,20 @@ export class AgentService implements vscode.Disposable {
   readonly capture: EditorCapture;
 
   constructor(readonly ctx: Ctx) {
-    this.capture = new EditorCapture(this);
-    this.disposables.push(this.capture);
+    this.capture = new EditorCapture({
+      enabled: () => ctx.config.get('cairn.episodes.capture') === true,
+      root: () => this.root,
+      activeTaskId: () => this.activeTaskId(),
+      request: (name, params) => this.request(name, params),
+      log: (level, message) => ctx.output[level](message),
+      sessionId: vscode.env.sessionId,
+      workspaceName: () => vscode.workspace.name,
+    });
     this.disposables.push(
       ctx.client.onDidChangeMemories((change) => this.changeEmitter.fire({ kind: 'memory', change })),
       ctx.client.onDidConnect(() => {
         void this.syncInjectAuto();
+        void this.capture.flush();
         this.taskEmitter.fire(undefined);
       }),
       vscode.workspace.onDidChangeConfiguration((e) => {
