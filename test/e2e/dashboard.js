@@ -7,7 +7,8 @@
 //   dash-04b-anchor.png    the memory's anchor opens the code; returning to the dashboard restores its state
 //   dash-05-diff.png       history: two versions compared as a diff
 //   dash-06-review.png     the review queue: approve a proposed memory
-//   dash-06c-timeline.png  the timeline: an imported session, its file opened, a turn searched and expanded, a fact proposed and approved
+//   dash-06c-timeline*.png the timeline: an imported session, its file opened, a turn searched and expanded (-search),
+//                          a fact proposed from it, beside its source event in review (-review), approved
 //   dash-06b-overview.png  the overview: counts by namespace, kind, status; the writes-per-day chart
 //   dash-07-graph.png      relations graph: click a node to navigate to the linked memory
 //   dash-08-import.png     import a file: preview counts first (nothing written yet)
@@ -257,6 +258,7 @@ async function axe(f, label) {
         const hit = await visible(hits.locator('li.event.hit', { hasText: 'listens on port 8443' }).first(), 'the turn, in context');
         await (await visible(hits.getByRole('button', { name: /^Expand event #/ }).first(), 'expand')).click();
         await visible(hits.getByText('Thanks, and the staging hostname?').first(), 'the events around it');
+        await page.screenshot({ path: path.join(ART, 'dash-06c-timeline-search.png') });
         await hit.getByRole('checkbox').check();
         await g.getByRole('textbox', { name: 'Proposal key' }).fill('otter-gateway-port');
         await g.getByRole('textbox', { name: 'Proposal value' }).fill('The otter gateway listens on port 8443.');

@@ -66,7 +66,7 @@ suite('episodes', () => {
     assert.equal(x.agents.service.capture.enabled, false);
     assert.doesNotMatch(x.ctx.statusBar.item.text, /\$\(record\)/);
     const s = stream();
-    const r = await x.agents.chat({ prompt: `/search ${uniq('nothing-captured')}`, command: 'search' }, s.stream);
+    const r = await x.agents.chat({ prompt: uniq('nothing-captured'), command: 'search' }, s.stream);
     assert.equal(r.metadata.episodeId, undefined);
     assert.equal(x.agents.service.capture.pending, 0);
   });
