@@ -204,9 +204,11 @@ function EpisodeView({
   scope,
   picked,
   onPick,
+  tick,
 }: {
   episode: Episode;
   scope: Scope | undefined;
+  tick: number;
   picked: number[];
   onPick: (p: number) => void;
 }) {
@@ -221,7 +223,7 @@ function EpisodeView({
       },
       (e) => setError(errorText(e)),
     );
-  }, [episode.id, env.changeTick]);
+  }, [episode.id, env.changeTick, tick]);
   if (error) return <ErrorLine error={error} />;
   if (!events) return <p class="meta">Loading events…</p>;
   return (
@@ -244,6 +246,8 @@ export function TimelineTab({ scope }: { scope: ScopeKey }) {
   const [picked, setPicked] = useState<number[]>([]);
   const [done, setDone] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  /** Bumped by Refresh: events come with no change notification, so new ones show on demand. */
+  const [tick, setTick] = useState(0);
   const seq = useRef(0);
   useEffect(() => {
     env.rpc.request('episodesList', { ...(sc ? { scope: sc } : {}), limit: 100 }).then(
@@ -253,7 +257,7 @@ export function TimelineTab({ scope }: { scope: ScopeKey }) {
       },
       (e) => setError(errorText(e)),
     );
-  }, [scope, env.changeTick]);
+  }, [scope, env.changeTick, tick]);
   const search = useMemo(
     () =>
       debounce((q: string) => {
@@ -267,6 +271,7 @@ export function TimelineTab({ scope }: { scope: ScopeKey }) {
     [scope],
   );
   useEffect(() => () => search.cancel(), [search]);
+  useEffect(() => search(query), [search, tick]); // the same query again in a new scope, or on Refresh
   const onPick = (p: number) => setPicked((old) => (old.includes(p) ? old.filter((x) => x !== p) : [...old, p]));
   const groups = groupByDay(episodes ?? []);
   return (
@@ -284,6 +289,9 @@ export function TimelineTab({ scope }: { scope: ScopeKey }) {
             search(q);
           }}
         />
+        <button type="button" onClick={() => setTick((t) => t + 1)}>
+          Refresh
+        </button>
       </div>
       {picked.length ? (
         <ProposeForm
@@ -335,7 +343,7 @@ export function TimelineTab({ scope }: { scope: ScopeKey }) {
                     <span class="key">{ep.title}</span>{' '}
                     <span class="meta">{`${when(ep.startedAt)} · ${ep.source} · ${ep.events} event${ep.events === 1 ? '' : 's'}${ep.branch ? ` · ${ep.branch}` : ''}${ep.endedAt ? '' : ' · open'}`}</span>
                   </button>
-                  {open === ep.id ? <EpisodeView episode={ep} scope={sc} picked={picked} onPick={onPick} /> : null}
+                  {open === ep.id ? <EpisodeView episode={ep} scope={sc} tick={tick} picked={picked} onPick={onPick} /> : null}
                 </li>
               ))}
             </ul>
