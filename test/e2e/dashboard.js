@@ -270,7 +270,7 @@ async function axe(f, label) {
           g.getByRole('list', { name: 'Source events' }).getByText(/listens on port 8443; invoice totals/),
           'its source event beside it',
         );
-        await page.screenshot({ path: path.join(ART, 'dash-06c-timeline.png') });
+        await page.screenshot({ path: path.join(ART, 'dash-06c-timeline-review.png') });
         await g.getByRole('button', { name: 'Approve otter-gateway-port', exact: true }).click();
         await until(
           'the approved fact',
