@@ -1,6 +1,7 @@
 /**
  * The status bar item: daemon state (connected / starting / error), embedding index progress while a
- * re-embed runs, and a click that opens the Cairn quick menu.
+ * re-embed runs, a record mark while episode capture (cairn.episodes.capture) is on, and a click that opens
+ * the Cairn quick menu.
  */
 import * as vscode from 'vscode';
 import type { IndexProgressParams } from '../../daemon/src/protocol/types';
@@ -12,7 +13,7 @@ export class StatusBar implements vscode.Disposable {
   private progress: IndexProgressParams | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(ctx: Ctx) {
+  constructor(private readonly ctx: Ctx) {
     this.item = vscode.window.createStatusBarItem('cairn.status', vscode.StatusBarAlignment.Left, 10);
     this.item.name = 'Cairn';
     this.item.command = 'cairn.statusMenu';
@@ -22,6 +23,9 @@ export class StatusBar implements vscode.Disposable {
       ctx.client.onIndexProgress((p) => {
         this.progress = p.state === 'ready' ? undefined : p;
         this.render(ctx.client.state);
+      }),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('cairn.episodes.capture')) this.render(ctx.client.state);
       }),
     );
     this.render(ctx.client.state);
@@ -49,6 +53,13 @@ export class StatusBar implements vscode.Disposable {
         this.item.text = '$(error) Cairn';
         this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
         break;
+    }
+    if (this.ctx.config.get('cairn.episodes.capture')) {
+      // Capture is on: say so whatever the daemon's state (docs/episodes.md#capture).
+      this.item.text += ' $(record)';
+      tip.appendMarkdown(
+        '\n\nEpisode capture is on: @cairn and the Cairn language-model tools record this session as events (`cairn.episodes.capture`).',
+      );
     }
     this.item.tooltip = tip;
     void vscode.commands.executeCommand('setContext', 'cairn.state', s.kind);

@@ -8,6 +8,8 @@
 //   dash-05-diff.png       history: two versions compared as a diff
 //   dash-06-review.png     the review queue: approve a proposed memory
 //   dash-06c-new.png       "New memory" creates a memory and opens it
+//   dash-06c-timeline*.png the timeline: an imported session, its file opened, a turn searched and expanded (-search),
+//                          a fact proposed from it, beside its source event in review (-review), approved
 //   dash-06b-overview.png  the overview: counts by namespace, kind, status; the writes-per-day chart
 //   dash-07-graph.png      relations graph: click a node to navigate to the linked memory
 //   dash-08-import.png     import a file: preview counts first (nothing written yet)
@@ -367,6 +369,60 @@ async function axe(f, label) {
       const m = cliJson('get', 'project.sample-app', 'made-in-dashboard');
       if (!/New memory form/.test(m.value)) throw new Error(`stored: ${m.value}`);
     });
+    await check(
+      'the timeline: an episode, a turn found and expanded, a fact proposed from it and approved',
+      'dash-06c-timeline.png',
+      async () => {
+        // A session imported as an agent's transcript (the editor's own capture is covered in the extension-host suite).
+        const file = path.join(tmp, 'session.jsonl');
+        const lines = [
+          { type: 'episode', id: 'e2e-timeline-0001', title: 'Otter gateway session', source: 'agent:e2e' },
+          { type: 'event', kind: 'user', text: 'Which port does the otter gateway listen on?' },
+          {
+            type: 'event',
+            kind: 'agent',
+            text: 'The otter gateway listens on port 8443; invoice totals are in billing.py.',
+            context: { path: 'src/billing.py', startLine: 1, endLine: 3 },
+          },
+          { type: 'event', kind: 'user', text: 'Thanks, and the staging hostname?' },
+        ];
+        fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+        cli('episodes', 'import', file, '--root', 'project.sample-app');
+        const f = await dash();
+        await f.getByRole('tab', { name: 'Timeline' }).click();
+        await (await visible(f.getByRole('button', { name: /Otter gateway session/ }), 'the episode on the timeline')).click();
+        const events = await visible(f.getByRole('list', { name: 'Events of Otter gateway session' }), "the episode's events");
+        await visible(events.getByText('Thanks, and the staging hostname?'), 'its last event');
+        await (await visible(events.getByRole('button', { name: 'Open src/billing.py:1-3' }), "the event's file")).click();
+        await visible(page.locator('.tab', { hasText: 'billing.py' }), 'the file in an editor');
+        await page.locator('.tab', { hasText: 'Cairn Dashboard' }).click();
+        const g = await dash();
+        await (await visible(g.getByRole('searchbox', { name: 'Search events' }), 'the event search')).fill('port of the otter gateway');
+        const hits = await visible(g.getByRole('list', { name: 'Event search results' }), 'event hits');
+        const hit = await visible(hits.locator('li.event.hit', { hasText: 'listens on port 8443' }).first(), 'the turn, in context');
+        await (await visible(hits.getByRole('button', { name: /^Expand event #/ }).first(), 'expand')).click();
+        await visible(hits.getByText('Thanks, and the staging hostname?').first(), 'the events around it');
+        await page.screenshot({ path: path.join(ART, 'dash-06c-timeline-search.png') });
+        await hit.getByRole('checkbox').check();
+        await g.getByRole('textbox', { name: 'Proposal key' }).fill('otter-gateway-port');
+        await g.getByRole('textbox', { name: 'Proposal value' }).fill('The otter gateway listens on port 8443.');
+        await g.getByRole('button', { name: 'Propose for review' }).click();
+        await visible(g.getByText(/^Proposed project\.sample-app\/otter-gateway-port from events #\d+/), 'the proposal made');
+        await g.getByRole('tab', { name: 'Review' }).click();
+        await visible(g.getByRole('button', { name: 'project.sample-app/otter-gateway-port' }), 'the proposal in review');
+        await visible(
+          g.getByRole('list', { name: 'Source events' }).getByText(/listens on port 8443; invoice totals/),
+          'its source event beside it',
+        );
+        await page.screenshot({ path: path.join(ART, 'dash-06c-timeline-review.png') });
+        await g.getByRole('button', { name: 'Approve otter-gateway-port', exact: true }).click();
+        await until(
+          'the approved fact',
+          () => cliJson('get', 'project.sample-app', 'otter-gateway-port').status === 'active' || null,
+          15000,
+        );
+      },
+    );
 
     await check('the overview shows counts and writes per day by source', 'dash-06b-overview.png', async () => {
       const f = await dash();

@@ -1,4 +1,4 @@
-/** The dashboard: tabs (search, review, overview, import/export) beside the open memory. */
+/** The dashboard: tabs (search, review, timeline, overview, import/export) beside the open memory. */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ToWebview, WebviewInit } from '../../daemon/src/protocol/webview';
 import { NewMemory } from './create';
@@ -8,11 +8,18 @@ import { OverviewTab } from './overview';
 import { ReviewTab } from './review';
 import type { RpcClient } from './rpc';
 import { SearchTab } from './search';
+import { TimelineTab } from './timeline';
 import { discardQuestion, type Question } from './confirm';
 import { changeEffects, debounce, NEW_MEMORY, REVIEW_LIMIT, scopeFor, TABS, withDraft, type PersistedState, type Tab } from './state';
 import { EnvContext, ErrorLine, errorText, type Env, type Notice, type Shown } from './ui';
 
-const TAB_LABEL: Record<Tab, string> = { search: 'Search', review: 'Review', overview: 'Overview', import: 'Import / Export' };
+const TAB_LABEL: Record<Tab, string> = {
+  search: 'Search',
+  review: 'Review',
+  timeline: 'Timeline',
+  overview: 'Overview',
+  import: 'Import / Export',
+};
 
 export interface AppProps {
   rpc: RpcClient;
@@ -167,6 +174,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
           <div role="tabpanel" id={`panel-${s.tab}`} aria-labelledby={`tab-${s.tab}`}>
             {s.tab === 'search' ? <SearchTab s={s} set={set} onNew={() => env.select(NEW_MEMORY)} /> : null}
             {s.tab === 'review' ? <ReviewTab scope={s.scope} /> : null}
+            {s.tab === 'timeline' ? <TimelineTab scope={s.scope} /> : null}
             {s.tab === 'overview' ? <OverviewTab scope={s.scope} /> : null}
             {s.tab === 'import' ? <ImportTab /> : null}
           </div>

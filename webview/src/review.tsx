@@ -1,9 +1,11 @@
-/** Review queue: memories agents proposed, with approve, edit-then-approve, reject (forget) and bulk actions. */
+/** Review queue: memories agents proposed (with their source events when proposed from episodes), with approve, edit-then-approve, reject (forget) and bulk actions. */
 import { useEffect, useState } from 'preact/hooks';
 import type { Memory } from '../../daemon/src/protocol/types';
 import { discardQuestion, rejectQuestion } from './confirm';
 import { EditForm } from './detail';
+import { sourceEventsOf } from './episodes';
 import { REVIEW_LIMIT, scopeFor, type ScopeKey } from './state';
+import { SourceEvents } from './timeline';
 import { ErrorLine, errorText, label, useEnv, type Shown } from './ui';
 
 export function ReviewTab({ scope }: { scope: ScopeKey }) {
@@ -120,6 +122,9 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
               <span class="meta">{`${m.kind} · from ${m.source}`}</span>
             </div>
             <p class="value">{m.value}</p>
+            {sourceEventsOf(m).length ? (
+              <SourceEvents positions={sourceEventsOf(m)} scope={scopeFor(scope, env.init.projectNamespace)} />
+            ) : null}
             <div class="row">
               <button type="button" aria-label={`Approve ${m.key}`} onClick={() => run('Approved', [m])}>
                 Approve

@@ -7,7 +7,7 @@ import type { DidChangeParams, Filter, FilterLeaf, Include, Scope, SearchParams 
 import type { WebviewInit } from '../../daemon/src/protocol/webview';
 import { FORM_FIELDS, type Form } from './form';
 
-export const TABS = ['search', 'review', 'overview', 'import'] as const;
+export const TABS = ['search', 'review', 'timeline', 'overview', 'import'] as const;
 export type Tab = (typeof TABS)[number];
 export const SCOPES = ['project', 'user', 'team', 'all'] as const;
 export type ScopeKey = (typeof SCOPES)[number];

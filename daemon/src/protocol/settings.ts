@@ -123,7 +123,7 @@ export const Settings = {
     default: false,
     env: 'CAIRN_EPISODES_CAPTURE',
     description:
-      'Record agent sessions as episodes (docs/episodes.md): `cairn log` appends events, and `cairn mcp` records its tool calls. Off: nothing is captured.',
+      'Record agent sessions as episodes (docs/episodes.md): `cairn log` appends events, `cairn mcp` records its tool calls, and in the editor @cairn records its turns and the language-model tools their calls (the status bar shows a record mark). Off: nothing is captured.',
   },
 } as const satisfies Record<string, SettingDef>;
 

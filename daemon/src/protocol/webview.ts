@@ -32,6 +32,13 @@ export const WEBVIEW_DAEMON_REQUESTS = [
   'overview',
   'injectLog',
   'tasksList',
+  // The Timeline tab (docs/episodes.md): episodes by time, their events, search with expand, proposals.
+  'episodesList',
+  'episodesGet',
+  'eventsSearch',
+  'eventsExpand',
+  'episodesTimeline',
+  'episodesPropose',
 ] as const;
 export type WebviewDaemonRequest = (typeof WEBVIEW_DAEMON_REQUESTS)[number];
 

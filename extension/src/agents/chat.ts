@@ -18,6 +18,7 @@ import { CairnError } from '../../../daemon/src/protocol/errors';
 import type { InjectBlockResult, Memory, SearchHit, Task } from '../../../daemon/src/protocol/types';
 import { viewUri } from '../documents';
 import { describeError } from '../errors';
+import { RESULT_CHARS } from './capture';
 import type { AgentService } from './service';
 import { escapeMarkdown, oneLine } from '../../../daemon/src/text/format';
 import { withTimeout } from '../../../daemon/src/wait';
@@ -43,6 +44,8 @@ export interface CairnChatMetadata {
   skipped?: string;
   /** Why there was no answer from a model ('no-model' | 'model-error'). */
   noAnswer?: string;
+  /** With capture on: the episode the turn was recorded in. */
+  episodeId?: string;
 }
 
 const MODEL_LOOKUP_MS = 5000;
@@ -100,6 +103,37 @@ export async function handleChatRequest(
   selectModels: ModelSelector = () => vscode.lm.selectChatModels(),
 ): Promise<vscode.ChatResult & { metadata: CairnChatMetadata }> {
   const meta: CairnChatMetadata = { command: request.command ?? null, taskId: null, memoryIds: [] };
+  // With capture on, the turn (as the user typed it) and @cairn's answer (what it streamed) become events.
+  const turn = `${request.command ? `/${request.command} ` : ''}${request.prompt}`.trim();
+  const episodeId = turn ? agents.capture.record([{ kind: 'user', text: turn, actor: 'vscode' }]) : undefined;
+  if (episodeId) meta.episodeId = episodeId;
+  const answer: string[] = [];
+  const out: ChatStreamLike = episodeId
+    ? {
+        markdown: (v) => {
+          answer.push(typeof v === 'string' ? v : v.value);
+          return stream.markdown(v);
+        },
+        progress: (v) => stream.progress(v),
+        reference: (v, i) => stream.reference(v, i),
+        button: (c) => stream.button(c),
+      }
+    : stream;
+  const result = await answerTurn(agents, request, context, out, token, selectModels, meta);
+  const said = answer.join('').trim();
+  if (episodeId && said) agents.capture.record([{ kind: 'agent', text: said.slice(0, RESULT_CHARS), actor: 'agent:cairn-chat' }]);
+  return result;
+}
+
+async function answerTurn(
+  agents: AgentService,
+  request: ChatRequestLike,
+  context: ChatContextLike,
+  stream: ChatStreamLike,
+  token: vscode.CancellationToken,
+  selectModels: ModelSelector,
+  meta: CairnChatMetadata,
+): Promise<vscode.ChatResult & { metadata: CairnChatMetadata }> {
   try {
     switch (request.command) {
       case 'search':

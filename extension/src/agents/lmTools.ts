@@ -20,6 +20,7 @@ import * as vscode from 'vscode';
 import { errorText } from '../../../daemon/src/mcp/format';
 import { CairnError } from '../../../daemon/src/protocol/errors';
 import type { Memory } from '../../../daemon/src/protocol/types';
+import { RESULT_CHARS } from './capture';
 import type { AgentService } from './service';
 import { AGENT_TOOL_NAMES, type AgentToolName } from './toolDefs';
 import { oneLine } from '../../../daemon/src/text/format';
@@ -32,8 +33,18 @@ export interface ToolRun {
   structured?: Record<string, unknown>;
 }
 
-/** Run a tool for a model: never throws; the text is what the model reads. */
+/** Run a tool for a model: never throws; the text is what the model reads. With capture on, the call and its result become events. */
 export async function runForModel(agents: AgentService, name: AgentToolName, input: unknown): Promise<ToolRun> {
+  const r = await runTool(agents, name, input);
+  const actor = `agent:${name}`;
+  agents.capture.record([
+    { kind: 'tool_call', text: `${name} ${JSON.stringify(input ?? {})}`, actor, context: { tool: name } },
+    { kind: 'tool_result', text: (r.ok ? r.text : `error: ${r.text}`).slice(0, RESULT_CHARS), actor, context: { tool: name } },
+  ]);
+  return r;
+}
+
+async function runTool(agents: AgentService, name: AgentToolName, input: unknown): Promise<ToolRun> {
   try {
     const out = await agents.runTool(name, input, `agent:${name}`);
     let text = out.text;

@@ -31,6 +31,7 @@ import type {
   CairnSearchOptions,
   CairnTaskOptions,
 } from './api';
+import { EditorCapture } from './capture';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
 import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
@@ -55,12 +56,24 @@ export class AgentService implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.taskEmitter, this.changeEmitter, this.activeEmitter];
   /** How task notifications reach us (see hookTaskNotifications). */
   taskNotifications: 'client-event' | 'connection' | 'none' = 'none';
+  /** Episode capture of @cairn's turns and the tools' calls (cairn.episodes.capture). */
+  readonly capture: EditorCapture;
 
   constructor(readonly ctx: Ctx) {
+    this.capture = new EditorCapture({
+      enabled: () => ctx.config.get('cairn.episodes.capture') === true,
+      root: () => this.root,
+      activeTaskId: () => this.activeTaskId(),
+      request: (name, params) => this.request(name, params),
+      log: (level, message) => ctx.output[level](message),
+      sessionId: vscode.env.sessionId,
+      workspaceName: () => vscode.workspace.name,
+    });
     this.disposables.push(
       ctx.client.onDidChangeMemories((change) => this.changeEmitter.fire({ kind: 'memory', change })),
       ctx.client.onDidConnect(() => {
         void this.syncInjectAuto();
+        void this.capture.flush();
         this.taskEmitter.fire(undefined);
       }),
       vscode.workspace.onDidChangeConfiguration((e) => {

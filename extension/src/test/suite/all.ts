@@ -5,5 +5,6 @@ import './hover.test';
 import './commands.test';
 import './settings.test';
 import './agents.test';
+import './episodes.test';
 import './dashboard.test';
 import './reconnect.test';
