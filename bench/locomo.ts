@@ -9,6 +9,7 @@
  *
  *   node --import tsx bench/locomo.ts [--data FILE] [--model builtin|ID|PATH] [--model-path DIR]
  *                                     [--convs 0-2] [--grid] [--json out.json]
+ *                                     [--arms-out F] [--arms-in F] [--fusion rrf,agreement,…]
  *
  * --convs A-B   only conversations A..B (0-based, in file order) of the data file.
  * --grid        also fuse the two arms offline for every RRF constant K, vector-arm weight and
@@ -17,12 +18,17 @@
  *               the same for every LoCoMo turn) and print turn R@5 / MRR for each: how the fusion
  *               constants in daemon/src/retrieval/fusion.ts are chosen. Protocol (bench/README.md):
  *               pick on conversations 0-2, confirm on 3-4, report both.
+ * --arms-out F  save each question's two candidate lists (key, arm score), evidence and category to F.
+ * --arms-in F   no daemon: read such a file and compare fusion rules on it offline.
+ * --fusion R,…  the rules of FUSION_RULES (daemon/src/retrieval/fusion.ts) to compare per category, next to
+ *               full text alone, with the paired standard error of each gain (all rules with --arms-in).
  *
  * Default data: ../shared/data/locomo/locomo-dev5.json (5 of the 10 conversations, CC BY-NC 4.0,
  * evaluation only). The full 10-conversation locomo10.json has the same format: pass it with --data.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isBuiltinModelId } from '../daemon/src/embed';
 import { attachEmbeddings } from '../daemon/src/index/attach';
 import type { Indexer } from '../daemon/src/index/indexer';
 import { slugify } from '../daemon/src/protocol/namespace';
@@ -182,10 +188,11 @@ function grid(lists: ArmLists[]) {
 }
 
 /**
- * Each fusion rule of fusion.ts over the two arms' candidate lists (offline, as `--grid`; the built-in model's
- * constants where a rule reads them), per category, next to full text alone: turn R@5 / R@10 / MRR, session R@5.
+ * Each fusion rule of fusion.ts over the two arms' candidate lists (offline, as `--grid`; the constants of the model
+ * kind the lists came from where a rule reads them), per category, next to full text alone: turn R@5 / R@10 / MRR, session R@5.
  */
-function compareRules(lists: ArmLists[], rules: FusionRuleName[]) {
+function compareRules(lists: ArmLists[], rules: FusionRuleName[], model: string) {
+  const constants = FUSION[isBuiltinModelId(model) ? 'builtin' : 'transformer'];
   const out: Record<string, Record<string, ReturnType<typeof fin> & { gainSE?: number }>> = {};
   const ftsAcc: Record<string, Acc> = { all: zero() };
   const ftsR5: number[] = [];
@@ -205,7 +212,7 @@ function compareRules(lists: ArmLists[], rules: FusionRuleName[]) {
       const id = (k: string) => ids.get(k) ?? (ids.set(k, ids.size + 1), ids.size);
       const keys = new Map<number, string>();
       const arm = (l: Array<[string, number]>) => l.map(([k, s]) => (keys.set(id(k), k), { rowid: id(k), score: s }));
-      const fused = FUSION_RULES[rule](arm(q.fts), arm(q.vec), FUSION.builtin, HYBRID_MIN_SIMILARITY);
+      const fused = FUSION_RULES[rule](arm(q.fts), arm(q.vec), constants, HYBRID_MIN_SIMILARITY);
       const hits = [...fused.entries()]
         .sort((a, b) => b[1].fused - a[1].fused || a[0] - b[0])
         .slice(0, 10)
@@ -236,9 +243,10 @@ function compareRules(lists: ArmLists[], rules: FusionRuleName[]) {
 
 async function main() {
   if (ARMS_IN) {
-    const saved = JSON.parse(fs.readFileSync(ARMS_IN, 'utf8')) as { questions: ArmLists[] };
+    const saved = JSON.parse(fs.readFileSync(ARMS_IN, 'utf8')) as { model: string; questions: ArmLists[] };
     if (GRID) grid(saved.questions);
-    compareRules(saved.questions, RULES.length > 0 ? RULES : (Object.keys(FUSION_RULES) as FusionRuleName[]));
+    const rules = compareRules(saved.questions, RULES.length > 0 ? RULES : (Object.keys(FUSION_RULES) as FusionRuleName[]), saved.model);
+    if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ arms: path.basename(ARMS_IN), rules }, null, 2));
     return;
   }
   let samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
@@ -347,7 +355,7 @@ async function main() {
       for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));
     }
     if (GRID) report.grid = grid(armLists);
-    if (RULES.length > 0) report.rules = compareRules(armLists, RULES);
+    if (RULES.length > 0) report.rules = compareRules(armLists, RULES, info.model ?? '');
     if (ARMS_OUT)
       fs.writeFileSync(ARMS_OUT, JSON.stringify({ data: path.basename(DATA), convs: CONVS, model: info.model, questions: armLists }));
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
