@@ -9,6 +9,7 @@
  *
  *   node --import tsx bench/locomo.ts [--data FILE] [--model builtin|ID|PATH] [--model-path DIR]
  *                                     [--convs 0-2] [--grid] [--json out.json]
+ *                                     [--arms-out F] [--arms-in F] [--fusion rrf,agreement,…]
  *
  * --convs A-B   only conversations A..B (0-based, in file order) of the data file.
  * --grid        also fuse the two arms offline for every RRF constant K, vector-arm weight and
@@ -17,12 +18,17 @@
  *               the same for every LoCoMo turn) and print turn R@5 / MRR for each: how the fusion
  *               constants in daemon/src/retrieval/fusion.ts are chosen. Protocol (bench/README.md):
  *               pick on conversations 0-2, confirm on 3-4, report both.
+ * --arms-out F  save each question's two candidate lists (key, arm score), evidence and category to F.
+ * --arms-in F   no daemon: read such a file and compare fusion rules on it offline.
+ * --fusion R,…  the rules of FUSION_RULES (daemon/src/retrieval/fusion.ts) to compare per category, next to
+ *               full text alone, with the paired standard error of each gain (all rules with --arms-in).
  *
  * Default data: ../shared/data/locomo/locomo-dev5.json (5 of the 10 conversations, CC BY-NC 4.0,
  * evaluation only). The full 10-conversation locomo10.json has the same format: pass it with --data.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { isBuiltinModelId } from '../daemon/src/embed';
 import { attachEmbeddings } from '../daemon/src/index/attach';
 import type { Indexer } from '../daemon/src/index/indexer';
 import { slugify } from '../daemon/src/protocol/namespace';
@@ -31,7 +37,7 @@ import type { SearchMode, UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
 import { tempDir } from '../test/helpers';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../daemon/src/retrieval/search';
-import { FUSION } from '../daemon/src/retrieval/fusion';
+import { FUSION, FUSION_RULES, type FusionRuleName } from '../daemon/src/retrieval/fusion';
 import { arg, fmt, now } from './stats';
 
 const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
@@ -40,6 +46,15 @@ const MODEL_PATH = arg('model-path', '');
 const CONVS = arg('convs', '');
 const GRID = process.argv.includes('--grid');
 const JSON_OUT = arg('json', '');
+const ARMS_OUT = arg('arms-out', '');
+const ARMS_IN = arg('arms-in', '');
+const RULES = arg('fusion', '')
+  .split(',')
+  .filter(Boolean)
+  .map((r) => {
+    if (!(r in FUSION_RULES)) throw new Error(`--fusion takes rules among ${Object.keys(FUSION_RULES).join(', ')}, not "${r}"`);
+    return r as FusionRuleName;
+  });
 const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
 
 interface Turn {
@@ -130,13 +145,32 @@ function fuse(fts: string[], vec: Array<[string, number]>, K: number, vw: number
     .map((e) => e[0]);
 }
 
-function grid(lists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: string[] }>) {
+/** One question's two candidate lists ([key, arm score], best first), its evidence turns and category. */
+interface ArmLists {
+  fts: Array<[string, number]>;
+  vec: Array<[string, number]>;
+  ev: string[];
+  cat: string;
+}
+
+function grid(lists: ArmLists[]) {
   const rows: Array<{ K: number; vectorWeight: number; floor: number; turnRecall5: number; turnMRR: number; sessionRecall5: number }> = [];
   for (const K of [1, 2, 5, 10, 20, 60]) {
     for (const vw of [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2]) {
       for (const floor of [0, 0.2, 0.3, 0.4, 0.5]) {
         const acc = zero();
-        for (const q of lists) score(acc, fuse(q.fts, q.vec, K, vw, floor), q.ev);
+        for (const q of lists)
+          score(
+            acc,
+            fuse(
+              q.fts.map((h) => h[0]),
+              q.vec,
+              K,
+              vw,
+              floor,
+            ),
+            q.ev,
+          );
         const f = fin(acc);
         rows.push({ K, vectorWeight: vw, floor, turnRecall5: f.turnRecall5, turnMRR: f.turnMRR, sessionRecall5: f.sessionRecall5 });
       }
@@ -153,7 +187,68 @@ function grid(lists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: st
   return rows;
 }
 
+/**
+ * Each fusion rule of fusion.ts over the two arms' candidate lists (offline, as `--grid`; the constants of the model
+ * kind the lists came from where a rule reads them), per category, next to full text alone: turn R@5 / R@10 / MRR, session R@5.
+ */
+function compareRules(lists: ArmLists[], rules: FusionRuleName[], model: string) {
+  const constants = FUSION[isBuiltinModelId(model) ? 'builtin' : 'transformer'];
+  const out: Record<string, Record<string, ReturnType<typeof fin> & { gainSE?: number }>> = {};
+  const ftsAcc: Record<string, Acc> = { all: zero() };
+  const ftsR5: number[] = [];
+  for (const q of lists) {
+    const hits = q.fts.slice(0, 10).map((h) => h[0]);
+    const before = ftsAcc.all.r5;
+    score(ftsAcc.all, hits, q.ev);
+    ftsR5.push(ftsAcc.all.r5 - before);
+    score((ftsAcc[q.cat] ??= zero()), hits, q.ev);
+  }
+  out.fts = Object.fromEntries(Object.entries(ftsAcc).map(([k, v]) => [k, fin(v)]));
+  for (const rule of rules) {
+    const acc: Record<string, Acc> = { all: zero() };
+    const diffs: number[] = [];
+    for (const [qi, q] of lists.entries()) {
+      const ids = new Map<string, number>();
+      const id = (k: string) => ids.get(k) ?? (ids.set(k, ids.size + 1), ids.size);
+      const keys = new Map<number, string>();
+      const arm = (l: Array<[string, number]>) => l.map(([k, s]) => (keys.set(id(k), k), { rowid: id(k), score: s }));
+      const fused = FUSION_RULES[rule](arm(q.fts), arm(q.vec), constants, HYBRID_MIN_SIMILARITY);
+      const hits = [...fused.entries()]
+        .sort((a, b) => b[1].fused - a[1].fused || a[0] - b[0])
+        .slice(0, 10)
+        .map(([rowid]) => keys.get(rowid)!);
+      const before = acc.all.r5;
+      score(acc.all, hits, q.ev);
+      diffs.push(acc.all.r5 - before - ftsR5[qi]);
+      score((acc[q.cat] ??= zero()), hits, q.ev);
+    }
+    out[rule] = Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, fin(v)]));
+    // Standard error of the turn R@5 gain over full text, from the per-question paired differences.
+    const mean = diffs.reduce((a, b) => a + b, 0) / diffs.length;
+    out[rule].all.gainSE = Math.sqrt(diffs.reduce((a, d) => a + (d - mean) ** 2, 0) / (diffs.length - 1) / diffs.length);
+  }
+  const cats = Object.keys(out.fts).sort((a, b) => (a === 'all' ? -1 : b === 'all' ? 1 : a < b ? -1 : 1));
+  console.log(`\nfusion rules offline (${lists.length} questions): turn R@5 (gain over full text) / R@10 / MRR / session R@5`);
+  for (const rule of ['fts', ...rules])
+    for (const c of cats) {
+      const x = out[rule][c];
+      const d = x.turnRecall5 - out.fts[c].turnRecall5;
+      const gain = rule === 'fts' ? '' : ` (${d >= 0 ? '+' : ''}${fmt(d, 3)}${x.gainSE === undefined ? '' : ` ± ${fmt(x.gainSE, 3)}`})`;
+      console.log(
+        `  ${rule.padEnd(16)} ${c.padEnd(12)} n=${String(x.questions).padStart(4)}  ${fmt(x.turnRecall5, 3)}${gain.padEnd(17)} / ${fmt(x.turnRecall10, 3)} / ${fmt(x.turnMRR, 3)} / ${fmt(x.sessionRecall5, 3)}`,
+      );
+    }
+  return out;
+}
+
 async function main() {
+  if (ARMS_IN) {
+    const saved = JSON.parse(fs.readFileSync(ARMS_IN, 'utf8')) as { model: string; questions: ArmLists[] };
+    if (GRID) grid(saved.questions);
+    const rules = compareRules(saved.questions, RULES.length > 0 ? RULES : (Object.keys(FUSION_RULES) as FusionRuleName[]), saved.model);
+    if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ arms: path.basename(ARMS_IN), rules }, null, 2));
+    return;
+  }
   let samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
   if (CONVS) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(CONVS);
@@ -201,7 +296,7 @@ async function main() {
     const results: Record<string, { all: Acc; noAdv: Acc; byCat: Record<string, Acc> }> = {};
     for (const mode of modes) results[mode] = { all: zero(), noAdv: zero(), byCat: {} };
     const lat: Record<string, number[]> = { fts: [], vector: [], hybrid: [] };
-    const armLists: Array<{ fts: string[]; vec: Array<[string, number]>; ev: string[] }> = [];
+    const armLists: ArmLists[] = [];
     let questions = 0;
     for (const s of samples) {
       const scope = { root: `locomo.${slugify(s.sample_id)}`, includeUser: false };
@@ -220,11 +315,16 @@ async function main() {
           if (qa.category !== 5) score(res.noAdv, hits, ev);
           score((res.byCat[cat] ??= zero()), hits, ev);
         }
-        if (GRID) {
+        if (GRID || ARMS_OUT || RULES.length > 0) {
           const limit = Math.max(10 * CANDIDATE_FACTOR, MIN_CANDIDATES);
           const f = await d.core.call(R.search, { query: qa.question, scope, mode: 'fts', limit });
           const v = await d.core.call(R.search, { query: qa.question, scope, mode: 'vector', limit });
-          armLists.push({ fts: f.hits.map((h) => h.memory.key), vec: v.hits.map((h) => [h.memory.key, h.score] as [string, number]), ev });
+          armLists.push({
+            fts: f.hits.map((h) => [h.memory.key, h.score]),
+            vec: v.hits.map((h) => [h.memory.key, h.score]),
+            ev,
+            cat,
+          });
         }
       }
     }
@@ -255,6 +355,9 @@ async function main() {
       for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));
     }
     if (GRID) report.grid = grid(armLists);
+    if (RULES.length > 0) report.rules = compareRules(armLists, RULES, info.model ?? '');
+    if (ARMS_OUT)
+      fs.writeFileSync(ARMS_OUT, JSON.stringify({ data: path.basename(DATA), convs: CONVS, model: info.model, questions: armLists }));
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
   } finally {
     await d.stop();

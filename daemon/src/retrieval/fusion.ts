@@ -19,6 +19,13 @@
  * With K = 60, rank 1 and rank 6 differ by 8% and the vector arm overturns
  * decisive full-text matches.
  *
+ * Issue 27 (bench/README.md, "Fusion on data it was not tuned on"): rules without per-model constants
+ * (FUSION_RULES below: CombSUM, CombMNZ, per-query confidence weights over min-max scores, Borda ranks or RRF,
+ * and top-10 agreement between the arms) were compared offline with this one on conversations 0-2 and 3-4 and
+ * chosen by the smallest gap between the sets. None was at least as good on 3-4 with a smaller gap (this rule:
+ * +0.028 / +0.022 turn R@5 over full text, gap 0.005; `agreement` +0.031 / +0.024, gap 0.007; score-based ones
+ * lose on 3-4), so fuseArms stays the daemon's rule; the others are kept for bench/locomo.ts `--fusion`.
+ *
  * RRF_K (2) also merges the local and the team store's ranked lists (team/router.ts).
  *
  * Then a bounded adjustment: fused × (1 + a), with
@@ -93,6 +100,103 @@ export function fuseArms(fts: ArmCandidate[], vec: ArmCandidate[], fusion: Fusio
   });
   return fused;
 }
+
+/** A fusion rule: two arms' candidates (each best first) to fused candidates; same contract as `fuseArms`. */
+export type FusionRule = (fts: ArmCandidate[], vec: ArmCandidate[], fusion: Fusion, minVectorOnly: number) => Map<number, FusedCandidate>;
+
+/**
+ * One arm's scores min-max normalized over its own candidate list: the best 1, the worst 0. A flat list (one
+ * candidate, or all scores equal) normalizes to 1 everywhere: the arm cannot tell its candidates apart.
+ */
+export function minMax(list: ArmCandidate[]): number[] {
+  if (list.length === 0) return [];
+  let hi = -Infinity;
+  let lo = Infinity;
+  for (const h of list) {
+    hi = Math.max(hi, h.score);
+    lo = Math.min(lo, h.score);
+  }
+  const span = hi - lo;
+  return list.map((h) => (span > 0 && Number.isFinite(span) ? (h.score - lo) / span : 1));
+}
+
+/**
+ * How confident an arm is of its own ranking for this query, in [0, 1]: how far its top `top` candidates stand
+ * above the rest of its list, on the min-max scale, i.e. 1 − the mean normalized score of the candidates below the
+ * top. A list whose scores fall away after the top gives near 1; a flat one (every candidate about as good, or fewer
+ * than two candidates) gives 0.
+ */
+export function armConfidence(list: ArmCandidate[], top = 1): number {
+  const u = minMax(list);
+  if (u.length <= top) return 0;
+  const rest = u.slice(top);
+  const mean = rest.reduce((a, b) => a + b, 0) / rest.length;
+  return Math.min(1, Math.max(0, 1 - mean));
+}
+
+/** Shared shape of the score-based rules: per-arm normalized scores, per-arm weights, weighted mean in [0, 1]. */
+function fuseWeighted(
+  fts: ArmCandidate[],
+  vec: ArmCandidate[],
+  minVectorOnly: number,
+  norm: (list: ArmCandidate[]) => number[],
+  weights: (fts: ArmCandidate[], vec: ArmCandidate[]) => [number, number],
+  mnz = false,
+): Map<number, FusedCandidate> {
+  // Weights read whole lists (scores, and for `agreement` the identities at the top), never one candidate's place.
+  let [wf, wv] = weights(fts, vec);
+  if (!(wf + wv > 0)) [wf, wv] = [1, 1];
+  const uf = norm(fts);
+  const uv = norm(vec);
+  const fused = new Map<number, FusedCandidate & { n: number }>();
+  fts.forEach((h, i) => fused.set(h.rowid, { fts: { rank: i + 1, score: h.score }, vector: null, fused: (wf * uf[i]) / (wf + wv), n: 1 }));
+  vec.forEach((h, i) => {
+    if (!fused.has(h.rowid) && h.score < minVectorOnly) return;
+    const e = fused.get(h.rowid) ?? { fts: null, vector: null, fused: 0, n: 0 };
+    e.vector = { rank: i + 1, score: h.score };
+    e.fused += (wv * uv[i]) / (wf + wv);
+    e.n++;
+    fused.set(h.rowid, e);
+  });
+  const out = new Map<number, FusedCandidate>();
+  for (const [rowid, { n, ...e }] of fused) out.set(rowid, mnz ? { ...e, fused: (e.fused * n) / 2 } : e);
+  return out;
+}
+
+/** Borda-normalized rank: 1 at rank 1, falling linearly to 1/n at rank n. */
+const borda = (list: ArmCandidate[]) => list.map((_, i) => 1 - i / list.length);
+
+/** Candidate rules compared in bench/locomo.ts (`--fusion`); none but `rrf` reads the per-model constants. */
+export const FUSION_RULES = {
+  /** Weighted normalized RRF with the model kind's K and vector weight (the rule shipped before issue 27). */
+  rrf: fuseArms,
+  /** CombSUM: per-query min-max normalized scores, equal weights. */
+  combsum: (f, v, _c, floor) => fuseWeighted(f, v, floor, minMax, () => [1, 1]),
+  /** CombMNZ: CombSUM times the number of arms that found the candidate (halved, so it stays in [0, 1]). */
+  combmnz: (f, v, _c, floor) => fuseWeighted(f, v, floor, minMax, () => [1, 1], true),
+  /** Min-max scores, each arm weighted by its confidence (top 1 over the rest). */
+  confidence: (f, v, _c, floor) => fuseWeighted(f, v, floor, minMax, (a, b) => [armConfidence(a), armConfidence(b)]),
+  /** As `confidence`, with the top five over the rest. */
+  confidence5: (f, v, _c, floor) => fuseWeighted(f, v, floor, minMax, (a, b) => [armConfidence(a, 5), armConfidence(b, 5)]),
+  /** Borda ranks, each arm weighted by its confidence. */
+  'confidence-rank': (f, v, _c, floor) => fuseWeighted(f, v, floor, borda, (a, b) => [armConfidence(a), armConfidence(b)]),
+  /** RRF at a fixed K = 5 (not per model), each arm weighted by its confidence. */
+  'confidence-rrf': (f, v, _c, floor) =>
+    fuseWeighted(
+      f,
+      v,
+      floor,
+      (l) => l.map((_, i) => rrf(i + 1, 5)),
+      (a, b) => [armConfidence(a), armConfidence(b)],
+    ),
+  /** Min-max scores; the vector arm weighted by how much of its top 10 the full-text arm's top 10 holds. */
+  agreement: (f, v, _c, floor) =>
+    fuseWeighted(f, v, floor, minMax, (a, b) => {
+      const top = new Set(a.slice(0, 10).map((h) => h.rowid));
+      return [1, b.slice(0, 10).filter((h) => top.has(h.rowid)).length / 10];
+    }),
+} as const satisfies Record<string, FusionRule>;
+export type FusionRuleName = keyof typeof FUSION_RULES;
 
 /**
  * The top `limit` fused candidates by fused × (1 + adjustment), ties by the newer
