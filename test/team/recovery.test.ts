@@ -91,7 +91,7 @@ describe('team memory: a role without the grant it needs', () => {
       (e: { code: number; stderr: string }) => e,
     );
     assert.equal(status?.code, 1);
-    assert.match(status!.stderr, /Forbidden.*database role nogrant has no grant on the team database.*`cairn team grant nogrant ROOT/);
+    assert.match(status!.stderr, /database role nogrant has no grant on the team database.*`cairn team grant nogrant ROOT[\s\S]*Forbidden/);
     // The local store still works for this daemon.
     assert.equal((await nobody.client.call(R.upsert, { namespace: 'project.x', key: 'k', value: 'local' })).memory.version, 1);
   });

@@ -467,6 +467,8 @@ async function ensureMemberRole(c: pg.ClientBase): Promise<void> {
 async function assertGrants(c: pg.ClientBase, version: number): Promise<void> {
   await c.query(`GRANT USAGE ON SCHEMA cairn TO ${MEMBER_ROLE}`);
   for (const t of TABLES) {
+    // A table of a later version than the one migrated to (tests of upgrades stop at a version) is not there yet.
+    if (!(await c.query(`SELECT to_regclass($1) IS NOT NULL AS ok`, [`cairn.${t}`])).rows[0].ok) continue;
     // Not FORCEd: the owner (who runs `cairn team init`) administers everything, and the SECURITY DEFINER
     // functions the policies call read grants and namespaces as the owner.
     await c.query(`ALTER TABLE cairn.${t} ENABLE ROW LEVEL SECURITY`);
