@@ -83,7 +83,7 @@ Commands:
   episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
   episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
-  team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
+  team grant ROLE ROOT read|write|admin   let a database role use a namespace root (docs/team.md)
   team audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
                                      history of the team roots you administer, as JSON Lines (admins only)
   team verify-receipt FILE           ask the team database whether it signed an erasure receipt of team memory
