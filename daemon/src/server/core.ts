@@ -6,12 +6,14 @@
  */
 import type { z } from 'zod';
 import { CairnError, fromZodError } from '../protocol/errors';
+import { isUnder } from '../protocol/namespace';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
 import { checkParamsShapePaced, requestContext, type RequestContext } from './limits';
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
+import { Branches } from '../store/branches';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
@@ -65,6 +67,7 @@ const REQUEST_DEFS = new Map<string, RequestDef<z.ZodType, z.ZodType>>(
 export class Core {
   private handlers = new Map<string, Handler>();
   readonly tasks: Tasks;
+  readonly branches: Branches;
   /** Team memory: namespaces under the team roots are served by the team database (daemon/src/team/). */
   team?: TeamRouter;
   /** Per-request time limit (ms) for chunked work (server/limits.ts `pace`); Limits.requestTimeMs unless set. */
@@ -76,12 +79,14 @@ export class Core {
   ) {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
+    const br = (this.branches = new Branches(store));
     const on = <P extends z.ZodType, R extends z.ZodType>(
       def: RequestDef<P, R>,
       fn: (p: z.infer<P>, ctx: RequestContext) => z.infer<R> | Promise<z.infer<R>>,
     ) => this.handlers.set(def.method, fn as Handler);
 
     on(Requests.upsert, async (p) => {
+      if (p.branch !== undefined) return onceByKey(s, 'memory/upsert', p, () => br.upsert({ ...p, branch: p.branch! }));
       const r = onceByKey(s, 'memory/upsert', p, () => s.upsert(p));
       if (!r.changed || 'replayed' in r) return r;
       if (!this.hooks.duplicates) return { ...r, duplicateCheck: 'unavailable' as const };
@@ -105,9 +110,11 @@ export class Core {
       return { id: m.id, version: m.version, ...d };
     });
     on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
-    on(Requests.get, (p) => s.get(p));
-    on(Requests.list, (p) => s.list(p));
-    on(Requests.delete, (p) => onceByKey(s, 'memory/delete', p, () => s.delete(p)));
+    on(Requests.get, (p) => (p.branch !== undefined ? br.get({ ...p, branch: p.branch }) : s.get(p)));
+    on(Requests.list, (p) => (p.branch !== undefined ? br.listMemories({ ...p, branch: p.branch }) : s.list(p)));
+    on(Requests.delete, (p) =>
+      onceByKey(s, 'memory/delete', p, () => (p.branch !== undefined ? br.delete({ ...p, branch: p.branch }) : s.delete(p))),
+    );
     on(Requests.restore, (p) => onceByKey(s, 'memory/restore', p, () => s.restore(p)));
     on(Requests.forget, (p) => onceByKey(s, 'memory/forget', p, () => s.forget(p)));
     on(Requests.purge, (p) =>
@@ -122,7 +129,17 @@ export class Core {
     on(Requests.link, (p) => s.link(p));
     on(Requests.unlink, (p) => s.unlink(p));
     on(Requests.neighbors, (p) => s.neighbors(p));
-    on(Requests.search, (p) => search(s, p, this.hooks.vectors));
+    on(Requests.search, (p) => search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined));
+    on(Requests.branchCreate, (p) => {
+      // Team namespaces are shared by many writers: a branch of them is refused (docs/branches.md).
+      if (this.team?.isTeam(p.root) || this.team?.roots.some((r) => isUnder(r, p.root)))
+        throw new CairnError('InvalidParams', `branches of team namespaces are not supported (${p.root})`, { field: 'root' });
+      return br.create(p);
+    });
+    on(Requests.branchList, (p) => ({ branches: br.list(p.all) }));
+    on(Requests.branchDiff, (p) => br.diff(p.name));
+    on(Requests.branchMerge, (p) => br.merge(p));
+    on(Requests.branchDiscard, (p) => br.discard(p.name, p.actor));
     on(Requests.namespacesList, (p) => ({ namespaces: s.listNamespaces(p.root) }));
     on(Requests.namespacesRename, (p) => s.renameNamespace(p.from, p.to, p.actor));
     on(Requests.namespacesDelete, (p) => s.deleteNamespace(p.path, p.actor, p.reason));
@@ -194,7 +211,10 @@ export class Core {
     const parsed = fast ? { success: true as const, data: fast } : def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method);
     const ctx = requestContext(this.requestTimeMs);
-    if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
+    // A request on a memory branch stays local: branches are refused under team roots, and their writes must lie under them.
+    const onBranch = typeof parsed.data === 'object' && parsed.data !== null && 'branch' in parsed.data && parsed.data.branch !== undefined;
+    if (this.team?.claims(method) && !onBranch)
+      return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
     return fn(parsed.data, ctx);
   }
 
