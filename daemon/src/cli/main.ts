@@ -63,6 +63,8 @@ Commands:
   wait <position> [--timeout MS]     wait until the vector index includes a change
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
   mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
+  branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
+                                     memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (README "Team memory")
 
@@ -120,6 +122,8 @@ const OPTIONS = {
   'no-content': { type: 'boolean' },
   'team-url': { type: 'string' },
   'team-roots': { type: 'string' },
+  branch: { type: 'string' },
+  take: { type: 'string', multiple: true },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -240,6 +244,7 @@ export async function run(argv: string[]): Promise<number> {
     'config',
     'wait',
     'rebuild-index',
+    'branch',
   ];
   if (!known.includes(cmd)) throw new UsageError(`unknown command ${JSON.stringify(cmd)}; run cairn --help`);
   const open = () =>
@@ -264,7 +269,12 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
   const actor = o.actor ?? readEnv('CAIRN_ACTOR') ?? 'user';
   const json = !!o.json;
   const emit = (value: unknown, human: () => void) => (json ? out(JSON.stringify(value, null, 2)) : human());
+  const onBranch = o.branch !== undefined ? { branch: o.branch } : {};
   switch (cmd) {
+    case 'branch': {
+      const { runBranch } = await import('./branch-command');
+      return runBranch(c, pos, { json, actor, all: o.all, from: o.from, take: o.take, reason: o.reason }, out);
+    }
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
       const value = pos[2] === '-' ? await readStdin() : pos[2];
@@ -300,6 +310,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           ...(o.force ? { force: true } : {}),
           ...(o.proposed ? { status: 'proposed' as const } : {}),
           ...(o.reason ? { reason: o.reason } : {}),
+          ...onBranch,
         },
         note,
       );
@@ -315,7 +326,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'get': {
-      const r = await c.call(Requests.get, { ...target(pos, o), ...(o['include-deleted'] ? { includeDeleted: true } : {}) });
+      const r = await c.call(Requests.get, { ...target(pos, o), ...(o['include-deleted'] ? { includeDeleted: true } : {}), ...onBranch });
       emit(r, () => printMemory(out, r));
       return 0;
     }
@@ -328,6 +339,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         ...(o.limit ? { limit: num(o.limit, 'limit') } : {}),
         ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
         ...(o.explain ? { explain: true } : {}),
+        ...onBranch,
       });
       emit(r, () => printSearch(out, r));
       return 0;
@@ -342,6 +354,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
           limit: Math.min(limit ?? 1000, 1000),
           ...(cursor ? { cursor } : {}),
+          ...onBranch,
         });
         items.push(...page.items);
         cursor = page.nextCursor ?? undefined;
@@ -354,11 +367,13 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'forget':
     case 'purge': {
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
+      if (o.branch !== undefined && cmd !== 'delete')
+        throw new UsageError(`cairn ${cmd} has no --branch (only add, get, search, list, delete)`);
       const r = await callWriteOnce(
         c,
         reconnect,
         def as typeof Requests.delete,
-        { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) },
+        { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}), ...onBranch },
         note,
       );
       emit(r, () =>
