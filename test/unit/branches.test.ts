@@ -276,4 +276,20 @@ describe('memory branches', () => {
     assert.equal((await c.core.call(R.get, { namespace: 'project.app', key: 'db', branch: 'child' })).value, 'the database is postgres');
     await rejectsWith(c.core.call(R.branchCreate, { name: 'c2', root: 'project.other', from: 'parent' }), 'InvalidParams', 'root');
   });
+
+  it('erase reaches branch rows: of the erased memory, and every one under an erased root', async () => {
+    await c.core.call(R.branchCreate, { name: 'b1', root: 'project.app' });
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'db', value: 'branch secret db text', branch: 'b1' });
+    await c.core.call(R.upsert, { namespace: 'project.app.api', key: 'fresh', value: 'branch only text', branch: 'b1' });
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'style', value: 'branch style', branch: 'b1' });
+    await c.core.call(R.erase, { namespace: 'project.app', key: 'db' });
+    const left = () => (c.store.db.prepare('SELECT key FROM branch_memories ORDER BY key').all() as { key: string }[]).map((r) => r.key);
+    assert.deepEqual(left(), ['fresh', 'style']);
+    assert.equal(count(c, 'branch_fts'), 2);
+    const s = await c.core.call(R.search, { query: 'secret', mode: 'fts', branch: 'b1' });
+    assert.equal(s.hits.length, 0);
+    await c.core.call(R.erase, { root: 'project.app.api' });
+    assert.deepEqual(left(), ['style']);
+    assert.equal(count(c, 'branch_fts'), 1);
+  });
 });

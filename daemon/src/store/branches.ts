@@ -564,6 +564,21 @@ export class Branches {
   }
 }
 
+/**
+ * memory/erase reaches branch rows (called in its transaction): every branch's row of an erased memory (same id), and
+ * with a root every branch row under it, with their full-text rows. Returns how many rows were removed.
+ */
+export function eraseBranchRows(db: DB, ids: string[], root?: string): number {
+  const under =
+    root !== undefined ? { sql: ' OR ns_path = ? OR substr(ns_path, 1, ?) = ?', params: [root, root.length + 1, root + '.'] } : null;
+  const where = `id IN (SELECT value FROM json_each(?))${under ? under.sql : ''}`;
+  const params = [JSON.stringify(ids), ...(under?.params ?? [])];
+  stmt(db, `DELETE FROM branch_fts WHERE rowid IN (SELECT rowid FROM branch_memories WHERE ${where})`).run(...params);
+  const n = stmt(db, `DELETE FROM branch_memories WHERE ${where}`).run(...params).changes;
+  if (n > 0) stmt(db, `INSERT INTO branch_fts(branch_fts) VALUES ('optimize')`).run();
+  return n;
+}
+
 export interface SearchOverlay {
   /** Base rowids the branch shadows: no base arm admits them. */
   exclude: Set<number>;
