@@ -11,7 +11,7 @@
  * transaction, and refuses while a key changed on both sides has no resolution.
  */
 import { CairnError } from '../protocol/errors';
-import { isUnder, namespaceProblem } from '../protocol/namespace';
+import { isUnder, namespaceProblem, USER_ROOT } from '../protocol/namespace';
 import type {
   Branch,
   BranchChange,
@@ -31,11 +31,12 @@ import type {
   WriteResult,
 } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
+import { STOPWORDS } from '../text/identifiers';
 import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { findRejection } from './rejected';
 import { and, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, visibility, type MemoryRow } from './rows';
-import { pathInScope, scopePredicate, type SqlFragment } from './scope';
+import { effectiveIncludeUser, pathInScope, scopePredicate, type SqlFragment } from './scope';
 import type { ArmHit, ArmQuery } from './search-fts';
 import type { Store } from './store';
 import {
@@ -61,6 +62,8 @@ interface BranchRow {
   closed_at: number | null;
   closed_by: string | null;
   task_id: string | null;
+  /** Bumped by every write of the branch's rows (the cache of shadowed base rows is keyed by it). */
+  generation: number;
 }
 
 type OwnRow = MemoryRow & { base_version: number | null };
@@ -81,12 +84,32 @@ function notShadowed(branchId: string): SqlFragment {
 /** A full-text query over branch rows: each word of the query, any of them (BM25 ranks rows with more first). */
 function branchMatch(query: string): string | null {
   const words = query.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
-  const uniq = [...new Set(words)].slice(0, 32);
+  const content = words.filter((w) => !STOPWORDS.has(w));
+  const uniq = [...new Set(content.length ? content : words)].slice(0, 32);
   return uniq.length ? uniq.map((w) => `"${w.replace(/"/g, '""')}"`).join(' OR ') : null;
 }
 
+/**
+ * A scope as a MATCH over the `ns` column (each path as a phrase at the column's start): a superset of the scope's
+ * rows (the SQL scope predicate is exact), so FTS5 only scores rows near the scope. null: the whole store; '': nothing.
+ */
+function scopeMatch(scope: Scope | undefined): string | null {
+  if (!scope || (scope.namespaces === undefined && scope.root === undefined)) return null;
+  const paths = [...(scope.namespaces ?? []), ...(scope.root !== undefined ? [scope.root] : [])];
+  if (effectiveIncludeUser(scope)) paths.push(USER_ROOT);
+  return paths.map((p) => `^"${p.split('.').join(' ').replace(/"/g, '""')}"`).join(' OR ');
+}
+
 export class Branches {
+  /** The base rowids each branch shadows, valid while its generation and the change-log position are the same. */
+  private shadowCache = new Map<string, { generation: number; position: number; rowids: Set<number> }>();
+
   constructor(private readonly store: Store) {}
+
+  /** A write of a branch's rows: bump its generation (in the write's transaction). */
+  private touched(branchId: string): void {
+    stmt(this.db, 'UPDATE branches SET generation = generation + 1 WHERE id = ?').run(branchId);
+  }
 
   private get db(): DB {
     return this.store.db;
@@ -189,6 +212,7 @@ export class Branches {
   }
 
   private drop(branchId: string): number {
+    this.touched(branchId);
     stmt(this.db, 'DELETE FROM branch_fts WHERE rowid IN (SELECT rowid FROM branch_memories WHERE branch_id = ?)').run(branchId);
     return stmt(this.db, 'DELETE FROM branch_memories WHERE branch_id = ?').run(branchId).changes;
   }
@@ -247,7 +271,8 @@ export class Branches {
     stmt(this.db, 'DELETE FROM branch_fts WHERE rowid = ?').run(rowid);
     stmt(
       this.db,
-      `INSERT INTO branch_fts(rowid, key, value, summary, tags) SELECT rowid, key, value, coalesce(summary, ''), tags FROM branch_memories WHERE rowid = ?`,
+      `INSERT INTO branch_fts(rowid, key, value, summary, tags, ns)
+       SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories WHERE rowid = ?`,
     ).run(rowid);
   }
 
@@ -318,13 +343,20 @@ export class Branches {
    */
   overlay(name: string): SearchOverlay {
     const b = this.open(name);
-    const shadowed = stmt(
-      this.db,
-      `SELECT m.rowid AS rowid FROM branch_memories b JOIN namespaces n ON n.path = b.ns_path AND n.deleted_at IS NULL
-         JOIN memories m ON m.ns_id = n.id AND m.key = b.key WHERE b.branch_id = ?`,
-    )
-      .all(b.id)
-      .map((r) => (r as { rowid: number }).rowid);
+    const position = this.store.position();
+    let cached = this.shadowCache.get(b.id);
+    if (!cached || cached.generation !== b.generation || cached.position !== position) {
+      // Base memories of the keys the branch wrote (a base change that could add one moves the change-log position).
+      const rowids = stmt(
+        this.db,
+        `SELECT m.rowid AS rowid FROM branch_memories b JOIN namespaces n ON n.path = b.ns_path AND n.deleted_at IS NULL
+           JOIN memories m ON m.ns_id = n.id AND m.key = b.key WHERE b.branch_id = ?`,
+      )
+        .all(b.id)
+        .map((r) => (r as { rowid: number }).rowid);
+      this.shadowCache.set(b.id, (cached = { generation: b.generation, position, rowids: new Set(rowids) }));
+    }
+    const shadowed = cached.rowids;
     const rowsOf = (rowids: number[]): Map<number, MemoryRow> => {
       const out = new Map<number, MemoryRow>();
       const own = rowids.filter((r) => r < 0).map((r) => -r);
@@ -333,21 +365,25 @@ export class Branches {
       if (own.length) {
         const rows = stmt(
           this.db,
-          `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.branch_id = ? AND m.rowid IN (SELECT value FROM json_each(?))`,
-        ).all(b.id, JSON.stringify(own)) as MemoryRow[];
+          // rowid lookups, not the branch's index (`+`: the branch id is only checked)
+          `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid IN (SELECT value FROM json_each(?)) AND +m.branch_id = ?`,
+        ).all(JSON.stringify(own), b.id) as MemoryRow[];
         for (const r of rows) out.set(-r.rowid, r);
       }
       return out;
     };
     return {
-      exclude: new Set(shadowed),
+      exclude: shadowed,
       fullText: (query, q) => {
-        const match = branchMatch(query);
-        if (!match) return [];
+        const words = branchMatch(query);
+        if (!words) return [];
+        const ns = scopeMatch(q.scope);
+        if (ns === '') return [];
+        const match = ns ? `(${words}) AND ns : (${ns})` : words;
         const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
         const rows = stmt(
           this.db,
-          `SELECT m.rowid AS rowid, bm25(branch_fts, 4.0, 1.0, 0.5, 2.0) AS bm FROM branch_fts f
+          `SELECT m.rowid AS rowid, bm25(branch_fts, 4.0, 1.0, 0.5, 2.0, 0.0) AS bm FROM branch_fts f
              JOIN branch_memories m ON m.rowid = f.rowid JOIN branch_ns n ON n.rid = m.rowid
             WHERE branch_fts MATCH ? AND m.branch_id = ? AND ${where.sql} ORDER BY bm LIMIT ?`,
         ).all(match, b.id, ...where.params, q.limit) as { rowid: number; bm: number }[];
@@ -432,6 +468,7 @@ export class Branches {
         );
       }
       this.indexRow(rowid);
+      this.touched(b.id);
       const row = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
       return { memory: toMemory(row), created: !existing, position: this.store.position(), changed: true, ...warn };
     });
@@ -474,6 +511,7 @@ export class Branches {
         );
       }
       this.indexRow(rowid);
+      this.touched(b.id);
       const after = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
       return { memory: toMemory(after), position: this.store.position() };
     });
@@ -574,6 +612,8 @@ export function eraseBranchRows(db: DB, ids: string[], root?: string): number {
   const where = `id IN (SELECT value FROM json_each(?))${under ? under.sql : ''}`;
   const params = [JSON.stringify(ids), ...(under?.params ?? [])];
   stmt(db, `DELETE FROM branch_fts WHERE rowid IN (SELECT rowid FROM branch_memories WHERE ${where})`).run(...params);
+  const touched = stmt(db, `SELECT DISTINCT branch_id FROM branch_memories WHERE ${where}`).all(...params) as { branch_id: string }[];
+  for (const t of touched) stmt(db, 'UPDATE branches SET generation = generation + 1 WHERE id = ?').run(t.branch_id);
   const n = stmt(db, `DELETE FROM branch_memories WHERE ${where}`).run(...params).changes;
   if (n > 0) stmt(db, `INSERT INTO branch_fts(branch_fts) VALUES ('optimize')`).run();
   return n;

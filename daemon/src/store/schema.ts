@@ -275,7 +275,8 @@ export const MIGRATIONS: Migration[] = [
           status TEXT NOT NULL DEFAULT 'open',
           closed_at INTEGER,
           closed_by TEXT,
-          task_id TEXT
+          task_id TEXT,
+          generation INTEGER NOT NULL DEFAULT 0
         );
         CREATE UNIQUE INDEX branches_open_name ON branches(name) WHERE status = 'open';
         CREATE TABLE branch_memories (
@@ -313,7 +314,7 @@ export const MIGRATIONS: Migration[] = [
         );
         CREATE INDEX branch_memories_id ON branch_memories(id, branch_id);
         CREATE VIEW branch_ns AS SELECT rowid AS rid, ns_path AS path, NULL AS deleted_at FROM branch_memories;
-        CREATE VIRTUAL TABLE branch_fts USING fts5(key, value, summary, tags, tokenize='porter unicode61 remove_diacritics 2');
+        CREATE VIRTUAL TABLE branch_fts USING fts5(key, value, summary, tags, ns, tokenize='porter unicode61 remove_diacritics 2');
       `);
       // Deleted rows' terms are removed from the index at once (discard, merge, erase leave no text behind).
       db.exec(`INSERT INTO branch_fts(branch_fts, rank) VALUES ('secure-delete', 1)`);
