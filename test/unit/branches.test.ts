@@ -292,4 +292,28 @@ describe('memory branches', () => {
     assert.deepEqual(left(), ['style']);
     assert.equal(count(c, 'branch_fts'), 1);
   });
+
+  it('tasks/create with branch: true gives the task a burner branch that its injection reads', async () => {
+    await rejectsWith(c.core.call(R.tasksCreate, { title: 't', branch: true }), 'InvalidParams', 'scope.root');
+    const t = await c.core.call(R.tasksCreate, { title: 'agent work', scope: { root: 'project.app' }, branch: true });
+    assert.equal(t.branch, `task/${t.id}`);
+    const listed = (await c.core.call(R.branchList, {})).branches;
+    assert.deepEqual(
+      listed.map((b) => [b.name, b.root, b.taskId]),
+      [[`task/${t.id}`, 'project.app', t.id]],
+    );
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'db', value: 'the database is duckdb now', branch: t.branch! });
+    const block = await c.core.call(R.injectBlock, { taskId: t.id, prompt: 'which database do we use' });
+    assert.match(block.block, /duckdb/);
+    assert.doesNotMatch(block.block, /postgres/);
+    const plain = await c.core.call(R.injectBlock, { prompt: 'which database do we use', scope: { root: 'project.app' } });
+    assert.match(plain.block, /postgres/);
+    assert.equal((await c.core.call(R.get, { namespace: 'project.app', key: 'db' })).value, 'the database is postgres');
+    const m = await c.core.call(R.branchMerge, { name: t.branch! });
+    assert.equal(m.merged, true);
+    assert.equal((await c.core.call(R.tasksGet, { id: t.id })).branch, undefined);
+    assert.equal((await c.core.call(R.get, { namespace: 'project.app', key: 'db' })).value, 'the database is duckdb now');
+    // A task without branch: true has none.
+    assert.equal((await c.core.call(R.tasksCreate, { title: 'plain' })).branch, undefined);
+  });
 });

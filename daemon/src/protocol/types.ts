@@ -835,10 +835,18 @@ export const Task = z.object({
   status: z.enum(TASK_STATUSES),
   createdAt: z.string(),
   updatedAt: z.string(),
+  /** The task's open burner branch (tasks/create with `branch: true`): its agent writes go there until merged. */
+  branch: z.string().optional(),
 });
 export type Task = z.infer<typeof Task>;
 export const TaskCreateParams = z
-  .object({ title: z.string().min(1).max(500), scope: Scope.optional(), dontInject: z.boolean().optional() })
+  .object({
+    title: z.string().min(1).max(500),
+    scope: Scope.optional(),
+    dontInject: z.boolean().optional(),
+    /** Give the task its own memory branch of `scope.root`, named `task/<id>` (docs/branches.md). */
+    branch: z.boolean().optional(),
+  })
   .strict();
 export type TaskCreateParams = z.infer<typeof TaskCreateParams>;
 export const TaskUpdateParams = z

@@ -80,6 +80,11 @@ export class Core {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
     const br = (this.branches = new Branches(store));
+    // Team namespaces are shared by many writers: a branch of them is refused (docs/branches.md).
+    const refuseTeamBranch = (root: string) => {
+      if (this.team?.isTeam(root) || this.team?.roots.some((r) => isUnder(r, root)))
+        throw new CairnError('InvalidParams', `branches of team namespaces are not supported (${root})`, { field: 'root' });
+    };
     const on = <P extends z.ZodType, R extends z.ZodType>(
       def: RequestDef<P, R>,
       fn: (p: z.infer<P>, ctx: RequestContext) => z.infer<R> | Promise<z.infer<R>>,
@@ -131,9 +136,7 @@ export class Core {
     on(Requests.neighbors, (p) => s.neighbors(p));
     on(Requests.search, (p) => search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined));
     on(Requests.branchCreate, (p) => {
-      // Team namespaces are shared by many writers: a branch of them is refused (docs/branches.md).
-      if (this.team?.isTeam(p.root) || this.team?.roots.some((r) => isUnder(r, p.root)))
-        throw new CairnError('InvalidParams', `branches of team namespaces are not supported (${p.root})`, { field: 'root' });
+      refuseTeamBranch(p.root);
       return br.create(p);
     });
     on(Requests.branchList, (p) => ({ branches: br.list(p.all) }));
@@ -164,7 +167,19 @@ export class Core {
     on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope));
     on(Requests.importPreview, (p) => importPreview(s, p));
     on(Requests.overview, (p) => overview(s, p));
-    on(Requests.tasksCreate, (p) => tasks.create(p));
+    on(Requests.tasksCreate, (p) => {
+      if (!p.branch) return tasks.create(p);
+      // A burner branch of the task's scope root: its agent's writes (with `branch`) stay there until merged.
+      const root = p.scope?.root;
+      if (root === undefined)
+        throw new CairnError('InvalidParams', 'a task branch needs scope.root (the subtree it branches)', { field: 'scope.root' });
+      refuseTeamBranch(root);
+      return s.transaction(() => {
+        const t = tasks.create(p);
+        br.create({ name: `task/${t.id}`, root }, t.id);
+        return tasks.get(t.id);
+      });
+    });
     on(Requests.tasksUpdate, (p) => tasks.update(p));
     on(Requests.tasksGet, (p) => tasks.get(p.id));
     on(Requests.tasksList, (p) => ({ tasks: tasks.list(p.status, p.limit) }));
@@ -175,7 +190,11 @@ export class Core {
         tasks,
         p,
         this.hooks.vectors,
-        this.team ? (sp) => this.request(Requests.search.method, sp) as Promise<T.SearchResult> : undefined,
+        // Routed when team memory is attached or the task has a branch (its injection sees the branch's writes).
+        (sp) =>
+          this.team || sp.branch !== undefined
+            ? (this.request(Requests.search.method, sp) as Promise<T.SearchResult>)
+            : search(s, sp, this.hooks.vectors),
       ),
     );
     on(Requests.injectLog, (p) => tasks.log(p));
