@@ -84,6 +84,12 @@ describe('memory branches', () => {
       'InvalidParams',
       'namespace',
     );
+    // A batch has no branch: an item naming one is refused rather than written to the base.
+    await rejectsWith(
+      c.core.request(R.upsertBatch.method, { items: [{ namespace: 'project.app', key: 'k', value: 'v', branch: 'b1' }] }),
+      'InvalidParams',
+    );
+    await rejectsWith(c.core.call(R.get, { namespace: 'project.app', key: 'k' }), 'NotFound', 'key');
     await c.core.call(R.delete, { namespace: 'project.app', key: 'db', branch: 'b1' });
     await rejectsWith(c.core.call(R.upsert, { namespace: 'project.app', key: 'db', value: 'again', branch: 'b1' }), 'Deleted', 'key');
     await rejectsWith(c.core.call(R.delete, { namespace: 'project.app', key: 'db', branch: 'b1' }), 'InvalidState', 'key');

@@ -356,7 +356,7 @@ export type DuplicatesResult = z.infer<typeof DuplicatesResult>;
 export const UpsertBatchParams = z
   .object({
     items: z
-      .array(UpsertParams.omit({ idempotencyKey: true }))
+      .array(UpsertParams.omit({ idempotencyKey: true, branch: true }))
       .min(1)
       .max(Limits.batchItems),
     actor: Actor.optional(),
