@@ -316,8 +316,6 @@ export const MIGRATIONS: Migration[] = [
         CREATE VIEW branch_ns AS SELECT rowid AS rid, ns_path AS path, NULL AS deleted_at FROM branch_memories;
         CREATE VIRTUAL TABLE branch_fts USING fts5(key, value, summary, tags, ns, tokenize='porter unicode61 remove_diacritics 2');
       `);
-      // Deleted rows' terms are removed from the index at once (discard, merge, erase leave no text behind).
-      db.exec(`INSERT INTO branch_fts(branch_fts, rank) VALUES ('secure-delete', 1)`);
     },
   },
 ];
