@@ -322,4 +322,30 @@ describe('memory branches', () => {
     // A task without branch: true has none.
     assert.equal((await c.core.call(R.tasksCreate, { title: 'plain' })).branch, undefined);
   });
+
+  it('a search on a branch follows later branch writes and base writes of the keys it shadows', async () => {
+    await c.core.call(R.branchCreate, { name: 'b1', root: 'project.app' });
+    const values = async () =>
+      (
+        await c.core.call(R.search, { query: 'database', mode: 'fts', branch: 'b1', scope: { root: 'project.app', includeUser: false } })
+      ).hits
+        .map((h) => h.memory.value)
+        .sort();
+    assert.deepEqual(await values(), ['the database is postgres']);
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'db', value: 'the database is sqlite', branch: 'b1' });
+    assert.deepEqual(await values(), ['the database is sqlite']);
+    // The branch adds a key; the base then creates the same key: the branch's version still wins.
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'cache', value: 'database cache on the branch', branch: 'b1' });
+    assert.deepEqual(await values(), ['database cache on the branch', 'the database is sqlite']);
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'cache', value: 'database cache on the base' });
+    assert.deepEqual(await values(), ['database cache on the branch', 'the database is sqlite']);
+    const d = await c.core.call(R.branchDiff, { name: 'b1' });
+    assert.deepEqual(
+      d.changes.map((x) => [x.key, x.change, x.conflict]),
+      [
+        ['cache', 'added', true],
+        ['db', 'changed', false],
+      ],
+    );
+  });
 });
