@@ -82,6 +82,8 @@ Commands:
       [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N] [--expand N]
   episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
   episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
+  branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
+                                     memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (docs/team.md)
   team audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
@@ -159,6 +161,7 @@ const OPTIONS = {
   before: { type: 'string' },
   expand: { type: 'string' },
   'team-roots': { type: 'string' },
+  take: { type: 'string', multiple: true },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -307,6 +310,7 @@ export async function run(argv: string[]): Promise<number> {
     'rebuild-index',
     'log',
     'episodes',
+    'branch',
   ];
   if (!known.includes(cmd)) throw unknownCommand(cmd);
   if (cmd === 'log' && !(await import('./episodes-command')).captureOn()) {
@@ -383,7 +387,12 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       throw e instanceof EpisodeUsageError ? new UsageError(e.message) : e;
     }
   }
+  const onBranch = o.branch !== undefined ? { branch: o.branch } : {};
   switch (cmd) {
+    case 'branch': {
+      const { runBranch } = await import('./branch-command');
+      return runBranch(c, pos, { json, actor, all: o.all, from: o.from, take: o.take, reason: o.reason }, out);
+    }
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
       const value = pos[2] === '-' ? await readStdin() : pos[2];
@@ -419,6 +428,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           ...(o.force ? { force: true } : {}),
           ...(o.proposed ? { status: 'proposed' as const } : {}),
           ...(o.reason ? { reason: o.reason } : {}),
+          ...onBranch,
         },
         note,
       );
@@ -434,7 +444,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'get': {
-      const r = await c.call(Requests.get, { ...target(pos, o), ...(o['include-deleted'] ? { includeDeleted: true } : {}) });
+      const r = await c.call(Requests.get, { ...target(pos, o), ...(o['include-deleted'] ? { includeDeleted: true } : {}), ...onBranch });
       emit(r, () => printMemory(out, r));
       return 0;
     }
@@ -447,6 +457,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         ...(o.limit ? { limit: num(o.limit, 'limit') } : {}),
         ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
         ...(o.explain ? { explain: true } : {}),
+        ...onBranch,
       });
       emit(r, () => printSearch(out, r, p));
       await warnIfNoRoot();
@@ -462,6 +473,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
           limit: Math.min(limit ?? 1000, 1000),
           ...(cursor ? { cursor } : {}),
+          ...onBranch,
         });
         items.push(...page.items);
         cursor = page.nextCursor ?? undefined;
@@ -475,11 +487,13 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'forget':
     case 'purge': {
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
+      if (o.branch !== undefined && cmd !== 'delete')
+        throw new UsageError(`cairn ${cmd} has no --branch (only add, get, search, list, delete)`);
       const r = await callWriteOnce(
         c,
         reconnect,
         def as typeof Requests.delete,
-        { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}) },
+        { ...target(pos, o), actor, ...(o.reason ? { reason: o.reason } : {}), ...onBranch },
         note,
       );
       emit(r, () =>

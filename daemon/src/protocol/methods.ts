@@ -159,6 +159,27 @@ export const Requests = {
     'Counts by namespace, kind and status, and writes per day by source, inside a scope.',
   ),
 
+  branchCreate: request(
+    'branch/create',
+    T.BranchCreateParams,
+    T.Branch,
+    'Make a copy-on-write branch of a namespace subtree (nothing is copied); reads and writes with `branch` use it.',
+  ),
+  branchList: request('branch/list', T.BranchListParams, T.BranchListResult, 'Open branches (with `all`, merged and discarded ones too).'),
+  branchDiff: request(
+    'branch/diff',
+    T.BranchNameParams,
+    T.BranchDiffResult,
+    "What a branch added, changed and deleted against the base, with each change's base version and conflicts.",
+  ),
+  branchMerge: request(
+    'branch/merge',
+    T.BranchMergeParams,
+    T.BranchMergeResult,
+    'Apply a branch to the base in one transaction through the normal write path; refused while a conflict has no resolution.',
+  ),
+  branchDiscard: request('branch/discard', T.BranchNameParams, T.BranchDiscardResult, 'Drop a branch and its rows.'),
+
   tasksCreate: request(
     'tasks/create',
     T.TaskCreateParams,

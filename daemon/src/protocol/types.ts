@@ -93,6 +93,11 @@ export const NamespacePath = z.string().min(1).max(Limits.namespaceChars);
 export const MemoryId = z.string().min(1).max(64);
 export const Actor = z.string().min(1).max(200);
 export const Reason = z.string().max(2000);
+/** A memory branch's name (docs/branches.md): letters, digits, `.`, `_`, `-`, `/`; starts with a letter or digit. */
+export const BranchName = z
+  .string()
+  .max(100)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'a branch name is letters, digits, ".", "_", "-" and "/", starting with a letter or digit');
 
 /** How the daemon last re-located an anchor (see docs/protocol.md#anchors-that-follow-the-code). */
 export const ANCHOR_RELOCATIONS = ['moved', 'similar', 'symbol', 'renamed'] as const;
@@ -335,6 +340,8 @@ export const UpsertParams = z
     restore: z.boolean().optional(),
     /** Write a rejected (forgotten) value anyway (recorded in history). */
     force: z.boolean().optional(),
+    /** Read or write the memory branch of this name instead of the base (docs/branches.md). */
+    branch: BranchName.optional(),
     /** Fail with VersionConflict unless the stored version equals this (0 = must not exist). */
     ifVersion: z.number().int().min(0).optional(),
     /** The caller's scope: `namespace` and the memory named by `supersedes` must lie inside it. */
@@ -394,7 +401,7 @@ export type DuplicatesResult = z.infer<typeof DuplicatesResult>;
 export const UpsertBatchParams = z
   .object({
     items: z
-      .array(UpsertParams.omit({ idempotencyKey: true }))
+      .array(UpsertParams.omit({ idempotencyKey: true, branch: true }))
       .min(1)
       .max(Limits.batchItems),
     actor: Actor.optional(),
@@ -422,13 +429,14 @@ export const UpsertBatchResult = z.object({
 export type UpsertBatchResult = z.infer<typeof UpsertBatchResult>;
 
 export const GetParams = z.union([
-  z.object({ id: MemoryId, includeDeleted: z.boolean().optional(), scope: Scope.optional() }).strict(),
+  z.object({ id: MemoryId, includeDeleted: z.boolean().optional(), scope: Scope.optional(), branch: BranchName.optional() }).strict(),
   z
     .object({
       namespace: NamespacePath,
       key: z.string().min(1).max(Limits.keyChars),
       includeDeleted: z.boolean().optional(),
       scope: Scope.optional(),
+      branch: BranchName.optional(),
     })
     .strict(),
 ]);
@@ -442,6 +450,8 @@ export const ListParams = z
     limit: z.number().int().min(1).max(Limits.pageSize).optional(),
     /** Opaque cursor from a previous page. */
     cursor: z.string().max(512).optional(),
+    /** Read or write the memory branch of this name instead of the base (docs/branches.md). */
+    branch: BranchName.optional(),
   })
   .strict();
 export type ListParams = z.infer<typeof ListParams>;
@@ -459,7 +469,7 @@ const target = {
   /** Apply this write once: a retry with the same key gets the first result (docs/protocol.md#idempotency). */
   idempotencyKey: IdempotencyKey.optional(),
 };
-export const DeleteParams = z.object(target).strict();
+export const DeleteParams = z.object({ ...target, branch: BranchName.optional() }).strict();
 export type DeleteParams = z.infer<typeof DeleteParams>;
 export const RestoreParams = z.object(target).strict();
 export type RestoreParams = z.infer<typeof RestoreParams>;
@@ -621,6 +631,8 @@ export const SearchParams = z
     limit: z.number().int().min(1).max(200).optional(),
     mode: SearchMode.optional(),
     explain: z.boolean().optional(),
+    /** Read or write the memory branch of this name instead of the base (docs/branches.md). */
+    branch: BranchName.optional(),
   })
   .strict();
 export type SearchParams = z.infer<typeof SearchParams>;
@@ -934,10 +946,18 @@ export const Task = z.object({
   status: z.enum(TASK_STATUSES),
   createdAt: z.string(),
   updatedAt: z.string(),
+  /** The task's open burner branch (tasks/create with `branch: true`): its agent writes go there until merged. */
+  branch: z.string().optional(),
 });
 export type Task = z.infer<typeof Task>;
 export const TaskCreateParams = z
-  .object({ title: z.string().min(1).max(500), scope: Scope.optional(), dontInject: z.boolean().optional() })
+  .object({
+    title: z.string().min(1).max(500),
+    scope: Scope.optional(),
+    dontInject: z.boolean().optional(),
+    /** Give the task its own memory branch of `scope.root`, named `task/<id>` (docs/branches.md). */
+    branch: z.boolean().optional(),
+  })
   .strict();
 export type TaskCreateParams = z.infer<typeof TaskCreateParams>;
 export const TaskUpdateParams = z
@@ -1455,3 +1475,91 @@ export const EpisodeEraseResult = z.object({
   walTruncated: z.boolean(),
 });
 export type EpisodeEraseResult = z.infer<typeof EpisodeEraseResult>;
+// Memory branches (branch/*): copy-on-write overlays of a namespace subtree. See docs/branches.md.
+export const Branch = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** The namespace subtree the branch covers: its writes must lie under it. */
+  root: z.string(),
+  /** The branch it was made from (its writes were copied at creation), or null: made from the base. */
+  from: z.string().nullable(),
+  /** The change-log position of the base when the branch was made. */
+  forkPosition: z.number().int(),
+  createdAt: z.string(),
+  createdBy: z.string(),
+  status: z.enum(['open', 'merged', 'discarded']),
+  closedAt: z.string().nullable(),
+  closedBy: z.string().nullable(),
+  /** The agent task this branch belongs to (tasks/create with branch: true), or null. */
+  taskId: z.string().nullable(),
+  /** How many memories the branch has written (changed, added or deleted). */
+  writes: z.number().int(),
+});
+export type Branch = z.infer<typeof Branch>;
+export const BranchCreateParams = z
+  .object({ name: BranchName, root: NamespacePath, from: BranchName.optional(), actor: Actor.optional() })
+  .strict();
+export type BranchCreateParams = z.infer<typeof BranchCreateParams>;
+export const BranchListParams = z.object({ all: z.boolean().optional() }).strict();
+export type BranchListParams = z.infer<typeof BranchListParams>;
+export const BranchListResult = z.object({ branches: z.array(Branch) });
+export type BranchListResult = z.infer<typeof BranchListResult>;
+export const BranchNameParams = z.object({ name: BranchName, actor: Actor.optional() }).strict();
+export type BranchNameParams = z.infer<typeof BranchNameParams>;
+export const BranchChange = z.object({
+  namespace: z.string(),
+  key: z.string(),
+  change: z.enum(['added', 'changed', 'deleted']),
+  /** The base memory's version when the branch first wrote this key (null: the base had none). */
+  baseVersion: z.number().int().nullable(),
+  /** The base memory now (null: none); its version differs from baseVersion when the base changed since. */
+  base: Memory.nullable(),
+  branch: Memory,
+  /** Changed on both sides since the branch first wrote it: merge needs a resolution. */
+  conflict: z.boolean(),
+});
+export type BranchChange = z.infer<typeof BranchChange>;
+export const BranchDiffResult = z.object({ branch: Branch, changes: z.array(BranchChange) });
+export type BranchDiffResult = z.infer<typeof BranchDiffResult>;
+export const BranchResolution = z
+  .object({
+    namespace: NamespacePath,
+    key: z.string().min(1).max(Limits.keyChars),
+    /** `branch`: the branch's version wins; `base`: the base stays; an object: this content is written. */
+    take: z.union([
+      z.enum(['branch', 'base']),
+      z
+        .object({
+          value: z.string(),
+          kind: MemoryKind.optional(),
+          tags: z.array(z.string().min(1).max(Limits.tagChars)).max(Limits.tags).optional(),
+          importance: unit.optional(),
+          confidence: unit.optional(),
+          properties: Properties.optional(),
+        })
+        .strict(),
+    ]),
+  })
+  .strict();
+export type BranchResolution = z.infer<typeof BranchResolution>;
+export const BranchMergeParams = z
+  .object({
+    name: BranchName,
+    actor: Actor.optional(),
+    reason: Reason.optional(),
+    resolutions: z.array(BranchResolution).max(Limits.batchItems).optional(),
+  })
+  .strict();
+export type BranchMergeParams = z.infer<typeof BranchMergeParams>;
+export const BranchMergeResult = z.object({
+  /** False when a conflict has no resolution: then nothing was written. */
+  merged: z.boolean(),
+  /** Base writes made (upserts and deletes). */
+  applied: z.number().int(),
+  /** The conflicts still without a resolution (empty when merged). */
+  conflicts: z.array(BranchChange),
+  position: z.number().int(),
+});
+export type BranchMergeResult = z.infer<typeof BranchMergeResult>;
+export const BranchDiscardResult = z.object({ name: z.string(), dropped: z.number().int() });
+export type BranchDiscardResult = z.infer<typeof BranchDiscardResult>;

@@ -94,6 +94,7 @@ export async function injectBlock(
     limit: Math.min(200, k * 3),
     mode: 'hybrid',
     explain: true,
+    ...(task?.branch ? { branch: task.branch } : {}),
   };
   const result = searchAll ? await searchAll(sp) : await search(store, sp, vectors);
   const relevant = result.hits.filter(

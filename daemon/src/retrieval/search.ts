@@ -13,6 +13,7 @@
  */
 import type { SearchHit, SearchParams, SearchResult } from '../protocol/types';
 import { toMemory, type MemoryRow } from '../store/rows';
+import type { SearchOverlay } from '../store/branches';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
 import { FUSION, fuseArms, rankFusedLazy, type Fusion } from './fusion';
@@ -41,16 +42,34 @@ export const MIN_CANDIDATES = 40;
 
 export { FUSION };
 
-export async function search(store: Store, p: SearchParams, vectors?: VectorSearcher): Promise<SearchResult> {
+/**
+ * With `overlay` (a search on a memory branch, store/branches.ts): the base rows the branch shadows are left out
+ * inside both arms before their limits, and the branch's own rows come from its full-text arm (scope, filter and
+ * visibility inside its query), merged into the full-text candidates by score. Branch rows have no vectors.
+ */
+export async function search(store: Store, p: SearchParams, vectors?: VectorSearcher, overlay?: SearchOverlay): Promise<SearchResult> {
   const limit = p.limit ?? DEFAULT_LIMIT;
   const mode = p.mode ?? 'hybrid';
   const now = store.now();
-  const arm: ArmQuery = { scope: p.scope, filter: p.filter, include: p.include, now, limit };
+  const arm: ArmQuery = {
+    scope: p.scope,
+    filter: p.filter,
+    include: p.include,
+    now,
+    limit,
+    ...(overlay ? { exclude: overlay.exclude } : {}),
+  };
+  const rowsOf = (rowids: number[]) => (overlay ? overlay.rows(rowids) : store.byRowids(rowids));
+  const fullText = (q: ArmQuery): ArmHit[] => {
+    const base = store.fullTextArm(p.query, q);
+    if (!overlay) return base;
+    return [...base, ...overlay.fullText(p.query, q)].sort((a, b) => b.score - a.score).slice(0, q.limit);
+  };
   vectors?.noteQuery?.();
 
-  if (mode === 'fts') return ftsOnly(store, p, arm);
+  if (mode === 'fts') return ftsOnly(p, arm, fullText, rowsOf);
   const why = vectors ? vectors.unavailable() : 'no embedding model is configured';
-  if (why) return { ...ftsOnly(store, p, arm), degraded: why };
+  if (why) return { ...ftsOnly(p, arm, fullText, rowsOf), degraded: why };
   if (p.query.trim().length === 0) return { hits: [], mode };
 
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
@@ -58,12 +77,12 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   const pending = vectors!.search(p.query, { ...arm, limit: mode === 'vector' ? limit : candidates });
   if (mode === 'vector') {
     const vec = await pending;
-    return { hits: armHits(vec, store.byRowids(vec.map((h) => h.rowid)), p, 'vector'), mode };
+    return { hits: armHits(vec, rowsOf(vec.map((h) => h.rowid)), p, 'vector'), mode };
   }
 
   let fts: ArmHit[];
   try {
-    fts = store.fullTextArm(p.query, { ...arm, limit: candidates });
+    fts = fullText({ ...arm, limit: candidates });
   } catch (e) {
     pending.catch(() => {}); // the full-text error is the one reported
     throw e;
@@ -72,8 +91,8 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   const fused = fuseArms(fts, vec, vectors!.fusion(), HYBRID_MIN_SIMILARITY);
   // Rank on the few facts fusion needs, of the candidates that can still reach the top; read whole rows (values,
   // JSON fields) only for the hits returned.
-  const ranked = rankFusedLazy(fused, (rowids) => store.rankFacts(rowids), now, limit);
-  const rows = store.byRowids(ranked.map((x) => x.rowid));
+  const ranked = rankFusedLazy(fused, (rowids) => (overlay ? overlay.rankFacts(rowids) : store.rankFacts(rowids)), now, limit);
+  const rows = rowsOf(ranked.map((x) => x.rowid));
   return {
     hits: ranked.flatMap((x) => {
       const r = rows.get(x.rowid);
@@ -85,9 +104,14 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
   };
 }
 
-function ftsOnly(store: Store, p: SearchParams, arm: ArmQuery): SearchResult {
-  const fts = store.fullTextArm(p.query, arm);
-  return { hits: armHits(fts, store.byRowids(fts.map((h) => h.rowid)), p, 'fts'), mode: 'fts' };
+function ftsOnly(
+  p: SearchParams,
+  arm: ArmQuery,
+  fullText: (q: ArmQuery) => ArmHit[],
+  rowsOf: (rowids: number[]) => Map<number, MemoryRow>,
+): SearchResult {
+  const fts = fullText(arm);
+  return { hits: armHits(fts, rowsOf(fts.map((h) => h.rowid)), p, 'fts'), mode: 'fts' };
 }
 
 /**

@@ -7,12 +7,14 @@
 import type { z } from 'zod';
 import { CairnError, fromZodError } from '../protocol/errors';
 import { explainFilter } from '../protocol/filter-explain';
+import { isUnder } from '../protocol/namespace';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { injectBlock } from '../retrieval/inject';
 import { checkParamsShapePaced, requestContext, type RequestContext } from './limits';
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
+import { Branches } from '../store/branches';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
@@ -77,6 +79,7 @@ export class Core {
   readonly tasks: Tasks;
   /** Episodic memory: episodes and their events (server/episode-handlers.ts). */
   readonly episodes: Episodes;
+  readonly branches: Branches;
   /** Team memory: namespaces under the team roots are served by the team database (daemon/src/team/). */
   team?: TeamRouter;
   /** Per-request time limit (ms) for chunked work (server/limits.ts `pace`); Limits.requestTimeMs unless set. */
@@ -88,12 +91,19 @@ export class Core {
   ) {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
+    const br = (this.branches = new Branches(store));
+    // Team namespaces are shared by many writers: a branch of them is refused (docs/branches.md).
+    const refuseTeamBranch = (root: string) => {
+      if (this.team?.isTeam(root) || this.team?.roots.some((r) => isUnder(r, root)))
+        throw new CairnError('InvalidParams', `branches of team namespaces are not supported (${root})`, { field: 'root' });
+    };
     const on = <P extends z.ZodType, R extends z.ZodType>(
       def: RequestDef<P, R>,
       fn: (p: z.infer<P>, ctx: RequestContext) => z.infer<R> | Promise<z.infer<R>>,
     ) => this.handlers.set(def.method, fn as Handler);
 
     on(Requests.upsert, async (p) => {
+      if (p.branch !== undefined) return onceByKey(s, 'memory/upsert', p, () => br.upsert({ ...p, branch: p.branch! }));
       // A keyed write records its answer with the write: `pending` while the duplicate check (after the commit) runs,
       // then the answer the client gets, so a replay returns exactly that (store/idempotency.ts recordAnswer).
       const hasCheck = !!this.hooks.duplicates;
@@ -125,9 +135,11 @@ export class Core {
       return { id: m.id, version: m.version, ...d };
     });
     on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
-    on(Requests.get, (p) => s.get(p));
-    on(Requests.list, (p) => s.list(p));
-    on(Requests.delete, (p) => onceByKey(s, 'memory/delete', p, () => s.delete(p)));
+    on(Requests.get, (p) => (p.branch !== undefined ? br.get({ ...p, branch: p.branch }) : s.get(p)));
+    on(Requests.list, (p) => (p.branch !== undefined ? br.listMemories({ ...p, branch: p.branch }) : s.list(p)));
+    on(Requests.delete, (p) =>
+      onceByKey(s, 'memory/delete', p, () => (p.branch !== undefined ? br.delete({ ...p, branch: p.branch }) : s.delete(p))),
+    );
     on(Requests.restore, (p) => onceByKey(s, 'memory/restore', p, () => s.restore(p)));
     on(Requests.forget, (p) => onceByKey(s, 'memory/forget', p, () => s.forget(p)));
     on(Requests.purge, (p) =>
@@ -142,7 +154,15 @@ export class Core {
     on(Requests.link, (p) => s.link(p));
     on(Requests.unlink, (p) => s.unlink(p));
     on(Requests.neighbors, (p) => s.neighbors(p));
-    on(Requests.search, (p) => search(s, p, this.hooks.vectors));
+    on(Requests.search, (p) => search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined));
+    on(Requests.branchCreate, (p) => {
+      refuseTeamBranch(p.root);
+      return br.create(p);
+    });
+    on(Requests.branchList, (p) => ({ branches: br.list(p.all) }));
+    on(Requests.branchDiff, (p) => br.diff(p.name));
+    on(Requests.branchMerge, (p) => br.merge(p));
+    on(Requests.branchDiscard, (p) => br.discard(p.name, p.actor));
     on(Requests.namespacesList, (p) => ({ namespaces: s.listNamespaces(p.root) }));
     on(Requests.namespacesRename, (p) => s.renameNamespace(p.from, p.to, p.actor));
     on(Requests.namespacesDelete, (p) => s.deleteNamespace(p.path, p.actor, p.reason));
@@ -167,7 +187,19 @@ export class Core {
     on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope));
     on(Requests.importPreview, (p) => importPreview(s, p));
     on(Requests.overview, (p) => overview(s, p));
-    on(Requests.tasksCreate, (p) => tasks.create(p));
+    on(Requests.tasksCreate, (p) => {
+      if (!p.branch) return tasks.create(p);
+      // A burner branch of the task's scope root: its agent's writes (with `branch`) stay there until merged.
+      const root = p.scope?.root;
+      if (root === undefined)
+        throw new CairnError('InvalidParams', 'a task branch needs scope.root (the subtree it branches)', { field: 'scope.root' });
+      refuseTeamBranch(root);
+      return s.transaction(() => {
+        const t = tasks.create(p);
+        br.create({ name: `task/${t.id}`, root }, t.id);
+        return tasks.get(t.id);
+      });
+    });
     on(Requests.tasksUpdate, (p) => tasks.update(p));
     on(Requests.tasksGet, (p) => tasks.get(p.id));
     on(Requests.tasksList, (p) => ({ tasks: tasks.list(p.status, p.limit) }));
@@ -178,7 +210,11 @@ export class Core {
         tasks,
         p,
         this.hooks.vectors,
-        this.team ? (sp) => this.request(Requests.search.method, sp) as Promise<T.SearchResult> : undefined,
+        // Routed when team memory is attached or the task has a branch (its injection sees the branch's writes).
+        (sp) =>
+          this.team || sp.branch !== undefined
+            ? (this.request(Requests.search.method, sp) as Promise<T.SearchResult>)
+            : search(s, sp, this.hooks.vectors),
       ),
     );
     on(Requests.injectLog, (p) => tasks.log(p));
@@ -234,7 +270,10 @@ export class Core {
     const parsed = fast ? { success: true as const, data: fast } : def.params.safeParse(params ?? undefined);
     if (!parsed.success) throw validationError(parsed.error, method, params);
     const ctx = requestContext(this.requestTimeMs);
-    if (this.team?.claims(method)) return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
+    // A request on a memory branch stays local: branches are refused under team roots, and their writes must lie under them.
+    const onBranch = typeof parsed.data === 'object' && parsed.data !== null && 'branch' in parsed.data && parsed.data.branch !== undefined;
+    if (this.team?.claims(method) && !onBranch)
+      return this.team.request(method, parsed.data, async (m, p) => this.handlers.get(m)!(p, ctx));
     return fn(parsed.data, ctx);
   }
 

@@ -17,6 +17,7 @@ import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
+import { eraseBranchRows } from './branches';
 import { stmt } from './db';
 import { contentHash, newSalt, signReceipt, type ErasedContent } from './receipt';
 import { pathInScope, scopePredicate } from './scope';
@@ -126,6 +127,11 @@ export function erase(store: Store, p: EraseParams): EraseResult {
     store.forgetDuplicatesOf(
       t.rows.map((r) => r.rowid),
       true,
+    );
+    eraseBranchRows(
+      db,
+      t.rows.map((r) => r.id),
+      p.root,
     );
     // Purge rows of memories purged earlier name their namespace and key: remove those of the erased keys or subtree.
     const purged = stmt(

@@ -297,6 +297,69 @@ export const MIGRATIONS: Migration[] = [
       `);
     },
   },
+  {
+    version: 7,
+    description: 'memory branches: copy-on-write overlays of a namespace subtree (branches, branch_memories, branch_fts)',
+    up(db) {
+      // A branch is one row (O(1) to create: nothing is copied). Its writes are whole memory rows, keyed by
+      // (branch, namespace path, key), over the base; `base_version` is the base memory's version when the branch
+      // first wrote the key (null: the base had none), what merge compares to find conflicts. branch_ns lets the
+      // store's scope, filter and visibility SQL (aliases m, n) run over branch rows unchanged.
+      db.exec(`
+        CREATE TABLE branches (
+          id TEXT PRIMARY KEY,
+          name TEXT NOT NULL,
+          root TEXT NOT NULL,
+          parent TEXT,
+          fork_position INTEGER NOT NULL,
+          created_at INTEGER NOT NULL,
+          created_by TEXT NOT NULL,
+          status TEXT NOT NULL DEFAULT 'open',
+          closed_at INTEGER,
+          closed_by TEXT,
+          task_id TEXT,
+          generation INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE UNIQUE INDEX branches_open_name ON branches(name) WHERE status = 'open';
+        CREATE TABLE branch_memories (
+          rowid INTEGER PRIMARY KEY,
+          branch_id TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+          base_version INTEGER,
+          ns_path TEXT NOT NULL,
+          id TEXT NOT NULL,
+          ns_id TEXT NOT NULL,
+          key TEXT NOT NULL,
+          value TEXT NOT NULL,
+          value_hash TEXT NOT NULL,
+          summary TEXT,
+          kind TEXT NOT NULL,
+          tags TEXT NOT NULL DEFAULT '[]',
+          importance REAL NOT NULL,
+          confidence REAL NOT NULL,
+          source TEXT NOT NULL,
+          properties TEXT NOT NULL DEFAULT '{}',
+          anchors TEXT NOT NULL DEFAULT '[]',
+          created_at INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL,
+          valid_from INTEGER,
+          valid_to INTEGER,
+          expires_at INTEGER,
+          last_accessed_at INTEGER,
+          access_count INTEGER NOT NULL DEFAULT 0,
+          version INTEGER NOT NULL,
+          status TEXT NOT NULL,
+          superseded_by TEXT,
+          deleted_at INTEGER,
+          deleted_by TEXT,
+          delete_reason TEXT,
+          UNIQUE (branch_id, ns_path, key)
+        );
+        CREATE INDEX branch_memories_id ON branch_memories(id, branch_id);
+        CREATE VIEW branch_ns AS SELECT rowid AS rid, ns_path AS path, NULL AS deleted_at FROM branch_memories;
+        CREATE VIRTUAL TABLE branch_fts USING fts5(key, value, summary, tags, ns, tokenize='porter unicode61 remove_diacritics 2');
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -79,6 +79,14 @@ export interface ArmQuery {
   include?: Include;
   limit: number;
   now: number;
+  /** Rowids no arm may admit (the base rows a memory branch shadows, store/branches.ts), left out before the limit. */
+  exclude?: Set<number>;
+}
+
+/** ArmQuery.exclude as SQL over alias m (null when there is nothing to leave out). */
+export function excluded(q: { exclude?: Set<number> }): { sql: string; params: unknown[] } | null {
+  if (!q.exclude || q.exclude.size === 0) return null;
+  return { sql: 'm.rowid NOT IN (SELECT value FROM json_each(?))', params: [JSON.stringify([...q.exclude])] };
 }
 
 interface Term {
@@ -348,7 +356,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   const match = (expr: string, phrases: string[]): Match => ({ expr, phrases: [...phrases, ...new Array<null>(nsTokens).fill(null)] });
   const all = plan.all ? match(plan.all, plan.allPhrases) : null;
   const any = plan.any ? match(plan.any, plan.anyPhrases) : null;
-  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
+  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter), excluded(q));
   const own = ownScopeRank(q.scope);
   const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or

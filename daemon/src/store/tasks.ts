@@ -15,6 +15,7 @@ interface TaskRow {
   status: Task['status'];
   created_at: number;
   updated_at: number;
+  branch: string | null;
 }
 
 const toTask = (r: TaskRow): Task => ({
@@ -25,7 +26,11 @@ const toTask = (r: TaskRow): Task => ({
   status: r.status,
   createdAt: isoReq(r.created_at),
   updatedAt: isoReq(r.updated_at),
+  ...(r.branch ? { branch: r.branch } : {}),
 });
+
+/** A task row with the name of its open memory branch (store/branches.ts), if it has one. */
+const TASK = `SELECT t.*, (SELECT b.name FROM branches b WHERE b.task_id = t.id AND b.status = 'open') AS branch FROM tasks t`;
 
 export type TaskListener = (ev: { id: string; op: 'create' | 'update' | 'delete'; task: Task | null }) => void;
 
@@ -60,7 +65,7 @@ export class Tasks {
   }
 
   get(id: string): Task {
-    const r = stmt(this.store.db, 'SELECT * FROM tasks WHERE id = ?').get(id) as TaskRow | undefined;
+    const r = stmt(this.store.db, `${TASK} WHERE t.id = ?`).get(id) as TaskRow | undefined;
     if (!r) throw new CairnError('NotFound', `no task ${id}`, { field: 'id' });
     return toTask(r);
   }
@@ -93,8 +98,8 @@ export class Tasks {
   list(status?: Task['status'], limit = 200): Task[] {
     const rows = (
       status
-        ? stmt(this.store.db, 'SELECT * FROM tasks WHERE status = ? ORDER BY created_at DESC, id DESC LIMIT ?').all(status, limit)
-        : stmt(this.store.db, 'SELECT * FROM tasks ORDER BY created_at DESC, id DESC LIMIT ?').all(limit)
+        ? stmt(this.store.db, `${TASK} WHERE t.status = ? ORDER BY t.created_at DESC, t.id DESC LIMIT ?`).all(status, limit)
+        : stmt(this.store.db, `${TASK} ORDER BY t.created_at DESC, t.id DESC LIMIT ?`).all(limit)
     ) as TaskRow[];
     return rows.map(toTask);
   }

@@ -384,6 +384,8 @@ export interface KnnQuery {
   include?: Include;
   now: number;
   limit: number;
+  /** Rowids not admitted (the base rows a memory branch shadows). */
+  exclude?: Set<number>;
 }
 
 /** A KNN's admitted set and what its scan reads (VectorTables.prepareKnn). */
@@ -671,7 +673,13 @@ export class VectorTables {
       );
     }
     const ns = this.nsMask(q.scope);
-    return { ix, admitted: ix.admit(ns.mask, q.include, q.now, only, ns.ids), only };
+    const admitted = ix.admit(ns.mask, q.include, q.now, only, ns.ids);
+    if (!q.exclude || q.exclude.size === 0) return { ix, admitted, only };
+    // A memory branch's shadowed base rows: left out of a copy (the admitted set may be a cached one, never written to).
+    const kept = new Int32Array(admitted.length);
+    let n = 0;
+    for (const s of admitted) if (!q.exclude.has(ix.rowid[s])) kept[n++] = s;
+    return { ix, admitted: kept.subarray(0, n), only };
   }
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */
@@ -689,7 +697,7 @@ export class VectorTables {
     if (hits.length === 0) return hits;
     const ix = this.liveIndex(model);
     const want = new Set<number>();
-    for (const h of hits) if (!prepared.only || prepared.only.has(h.rowid)) want.add(h.rowid);
+    for (const h of hits) if ((!prepared.only || prepared.only.has(h.rowid)) && !q.exclude?.has(h.rowid)) want.add(h.rowid);
     const ns = this.nsMask(q.scope);
     const ok = new Set<number>();
     for (const s of ix.admit(ns.mask, q.include, q.now, want)) ok.add(ix.rowid[s]);
