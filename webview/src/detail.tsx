@@ -546,7 +546,7 @@ function Diff({ from, to, title }: { from: Memory | null; to: Memory | null; tit
 interface GraphApi {
   draw(
     container: HTMLElement,
-    nodes: { id: string; label: string; center?: boolean }[],
+    nodes: { id: string; label: string; kind?: string; center?: boolean }[],
     edges: { from: string; to: string; type: string }[],
     onSelect: (id: string) => void,
   ): { destroy(): void };
@@ -603,10 +603,10 @@ function Relations({ memory }: { memory: Memory }) {
       (api) => {
         if (gone || !box.current) return;
         const nodes = [
-          { id: memory.id, label: memory.key, center: true },
+          { id: memory.id, label: memory.key, kind: memory.kind, center: true },
           ...n
             .filter((x, i, a) => a.findIndex((y) => y.memory.id === x.memory.id) === i)
-            .map((x) => ({ id: x.memory.id, label: x.memory.key })),
+            .map((x) => ({ id: x.memory.id, label: x.memory.key, kind: x.memory.kind })),
         ];
         const edges = n.map((x) =>
           x.direction === 'out' ? { from: memory.id, to: x.memory.id, type: x.type } : { from: x.memory.id, to: memory.id, type: x.type },
@@ -654,6 +654,18 @@ function Relations({ memory }: { memory: Memory }) {
         role="img"
         aria-label={`Graph of ${memory.key} and ${n?.length ?? 0} linked memories; the list below holds the same links`}
       />
+      {n && n.length ? (
+        <ul class="legend row graph-legend" aria-label="Node colours by kind">
+          <li class="meta" aria-hidden="true">
+            Kind:
+          </li>
+          {[...new Set([memory.kind, ...n.map((x) => x.memory.kind)])].map((k) => (
+            <li key={k}>
+              <span class={`swatch kind-${k}`} aria-hidden="true" /> {k}
+            </li>
+          ))}
+        </ul>
+      ) : null}
       <ul class="neighbors" aria-label="Linked memories">
         {(n ?? []).map((x) => (
           <li key={`${x.memory.id}-${x.type}-${x.direction}`}>
