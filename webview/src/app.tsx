@@ -10,9 +10,10 @@ import type { RpcClient } from './rpc';
 import { SearchTab } from './search';
 import { discardQuestion, type Question } from './confirm';
 import { changeEffects, debounce, NEW_MEMORY, REVIEW_LIMIT, scopeFor, TABS, withDraft, type PersistedState, type Tab } from './state';
-import { EnvContext, ErrorLine, errorText, type Env, type Notice, type Shown } from './ui';
+import { EnvContext, ErrorLine, errorText, Icon, type Env, type Notice, type Shown } from './ui';
 
 const TAB_LABEL: Record<Tab, string> = { search: 'Search', review: 'Review', overview: 'Overview', import: 'Import / Export' };
+const TAB_ICON: Record<Tab, string> = { search: 'search', review: 'inbox', overview: 'graph', import: 'arrow-swap' };
 
 export interface AppProps {
   rpc: RpcClient;
@@ -138,7 +139,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
               </button>
             ) : null}
             <button type="button" class="icon" aria-label="Dismiss" title="Dismiss" onClick={() => setNotice(null)}>
-              ×
+              <Icon name="close" />
             </button>
           </div>
         ) : null}
@@ -154,6 +155,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
                 tabIndex={s.tab === t ? 0 : -1}
                 onClick={() => set({ tab: t })}
               >
+                <Icon name={TAB_ICON[t]} />
                 {TAB_LABEL[t]}
                 {t === 'review' && reviewCount ? (
                   <span class="badge count">

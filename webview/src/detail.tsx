@@ -20,7 +20,7 @@ import {
 } from './form';
 import { RequestError } from './rpc';
 import { deleteQuestion, discardQuestion, forgetQuestion } from './confirm';
-import { ErrorLine, errorText, label, Time, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, label, Time, useEnv, type Shown } from './ui';
 
 type Sub = 'edit' | 'history' | 'relations' | 'usedBy';
 const SUBS: [Sub, string][] = [
@@ -146,6 +146,7 @@ export function Detail({ id }: { id: string }) {
               title={`Open ${a.path} in an editor beside the dashboard`}
               onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
             >
+              <Icon name="go-to-file" />
               {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}`}
             </button>
           ))}
@@ -157,19 +158,23 @@ export function Detail({ id }: { id: string }) {
                 act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))
               }
             >
+              <Icon name="discard" />
               Restore
             </button>
           ) : (
             <>
               <button type="button" class="danger" onClick={del}>
+                <Icon name="trash" />
                 Delete…
               </button>
               <button type="button" class="danger" onClick={forget}>
+                <Icon name="circle-slash" />
                 Forget…
               </button>
             </>
           )}
           <button type="button" class="secondary" onClick={() => env.select(null)}>
+            <Icon name="close" />
             Close
           </button>
         </div>
@@ -421,7 +426,10 @@ export function EditForm({ memory, onSaved, approve }: { memory: Memory; onSaved
         );
       })}
       <div class="row">
-        <button type="submit">{approve ? 'Save and approve' : 'Save'}</button>
+        <button type="submit">
+          <Icon name={approve ? 'check' : 'save'} />
+          {approve ? 'Save and approve' : 'Save'}
+        </button>
         {env.drafts[memory.id] ? (
           <>
             <button type="button" class="secondary" onClick={discard}>
@@ -669,7 +677,19 @@ function Relations({ memory }: { memory: Memory }) {
       <ul class="neighbors" aria-label="Linked memories">
         {(n ?? []).map((x) => (
           <li key={`${x.memory.id}-${x.type}-${x.direction}`}>
-            <span>{x.direction === 'out' ? `${x.type} →` : `← ${x.type}`}</span>{' '}
+            <span class="direction">
+              {x.direction === 'out' ? (
+                <>
+                  {x.type} <Icon name="arrow-right" />
+                  <span class="visually-hidden">to</span>
+                </>
+              ) : (
+                <>
+                  <Icon name="arrow-left" />
+                  <span class="visually-hidden">from</span> {x.type}
+                </>
+              )}
+            </span>{' '}
             <button type="button" class="link" onClick={() => env.select(x.memory.id)}>
               {label(x.memory)}
             </button>{' '}
@@ -701,6 +721,7 @@ function Relations({ memory }: { memory: Memory }) {
           ))}
         </select>
         <button type="button" onClick={resolveTarget}>
+          <Icon name="link" />
           Link
         </button>
       </div>

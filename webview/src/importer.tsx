@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { WebviewResult } from '../../daemon/src/protocol/webview';
 import { SCOPES, scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, useEnv, type Shown } from './ui';
 
 const OUTCOME_LABEL: Record<string, string> = {
   new: 'New (will be added)',
@@ -69,6 +69,7 @@ export function ImportTab() {
           ))}
         </select>
         <button type="button" onClick={exportScope}>
+          <Icon name="export" />
           Export to JSON Lines…
         </button>
         {exported ? <span role="status">{exported}</span> : null}

@@ -15,7 +15,7 @@ import {
   type PersistedState,
   type ScopeKey,
 } from './state';
-import { ErrorLine, errorText, Snippet, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, Snippet, useEnv, type Shown } from './ui';
 
 const SCOPE_LABEL: Record<ScopeKey, string> = { project: 'This project', user: 'User', team: 'Team', all: 'Everything' };
 
@@ -93,6 +93,7 @@ export function SearchTab({ s, set, onNew }: { s: PersistedState; set: (p: Parti
           ))}
         </select>
         <button type="button" class="secondary" onClick={onNew}>
+          <Icon name="add" />
           New memory
         </button>
       </div>
