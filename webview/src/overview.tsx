@@ -62,7 +62,7 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
 }
 
 /** Chart geometry (px): plot area inside the axes' margins. */
-const G = { left: 36, right: 8, top: 14, bottom: 22, height: 150, bar: 18 };
+const G = { left: 32, right: 12, top: 14, bottom: 22, height: 150, bar: 12 };
 
 /** Memories written (created, changed or restored) per day, stacked by source, with axes, values and tooltips. */
 function WritesChart({ chart, days }: { chart: ChartModel; days: number }) {
@@ -74,7 +74,7 @@ function WritesChart({ chart, days }: { chart: ChartModel; days: number }) {
   // about six day labels, the last day always (and no label crowding it)
   const every = Math.max(1, Math.ceil(bars.length / 6));
   const summary = chart.total
-    ? `${chart.total} ${chart.total === 1 ? 'write' : 'writes'} in the last ${days} days; busiest ${shortDay(chart.busiest!.day)} with ${chart.busiest!.total}.`
+    ? `${chart.total} ${chart.total === 1 ? 'write' : 'writes'} (memories created, changed or restored) in the last ${days} days; busiest ${shortDay(chart.busiest!.day)} with ${chart.busiest!.total}.`
     : `No memory written in the last ${days} days.`;
   return (
     <figure class="chart">
