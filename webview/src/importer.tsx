@@ -113,7 +113,7 @@ export function ImportTab() {
             <button type="button" disabled={!!progress} onClick={apply}>
               {`Import ${c.new} new memor${c.new === 1 ? 'y' : 'ies'}`}
             </button>
-            <button type="button" onClick={() => setPreview(null)}>
+            <button type="button" class="secondary" onClick={() => setPreview(null)}>
               Cancel
             </button>
           </div>
