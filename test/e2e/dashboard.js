@@ -446,7 +446,13 @@ async function axe(f, label) {
       run('export', file, '--root', 'project.sample-app');
       const f = await dash();
       await f.getByRole('tab', { name: 'Import / Export' }).click();
-      await f.getByLabel('Choose a file to import').setInputFiles(file);
+      // the editor's own open dialog (code-server's simple file dialog: a quick input holding a path)
+      await f.getByRole('button', { name: 'Choose a file to import…' }).click();
+      const pathBox = await visible(page.locator('.quick-input-widget input'), "the editor's open dialog");
+      await pathBox.fill(file);
+      // the dialog has read the folder and lists the file: its "Preview import" button accepts the path
+      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }), 'the file in the dialog');
+      await page.locator('.quick-input-widget .monaco-button', { hasText: 'Preview import' }).click();
       const preview = await visible(f.getByRole('table', { name: 'What the import would do' }), 'the preview counts');
       const count = async (outcome) => (await preview.locator(`tr[data-outcome="${outcome}"] td`).textContent()).trim();
       if ((await count('new')) !== '2' || (await count('conflicting')) !== '1')

@@ -11,7 +11,7 @@ import { SearchTab } from './search';
 import { TimelineTab } from './timeline';
 import { discardQuestion, type Question } from './confirm';
 import { changeEffects, debounce, NEW_MEMORY, REVIEW_LIMIT, scopeFor, TABS, withDraft, type PersistedState, type Tab } from './state';
-import { EnvContext, ErrorLine, errorText, type Env, type Notice, type Shown } from './ui';
+import { EnvContext, ErrorLine, errorText, Icon, type Env, type Notice, type Shown } from './ui';
 
 const TAB_LABEL: Record<Tab, string> = {
   search: 'Search',
@@ -20,6 +20,7 @@ const TAB_LABEL: Record<Tab, string> = {
   overview: 'Overview',
   import: 'Import / Export',
 };
+const TAB_ICON: Record<Tab, string> = { search: 'search', review: 'inbox', timeline: 'history', overview: 'graph', import: 'arrow-swap' };
 
 export interface AppProps {
   rpc: RpcClient;
@@ -145,7 +146,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
               </button>
             ) : null}
             <button type="button" class="icon" aria-label="Dismiss" title="Dismiss" onClick={() => setNotice(null)}>
-              ×
+              <Icon name="close" />
             </button>
           </div>
         ) : null}
@@ -161,6 +162,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
                 tabIndex={s.tab === t ? 0 : -1}
                 onClick={() => set({ tab: t })}
               >
+                <Icon name={TAB_ICON[t]} />
                 {TAB_LABEL[t]}
                 {t === 'review' && reviewCount ? (
                   <span class="badge count">

@@ -20,7 +20,7 @@ import {
 } from './form';
 import { RequestError } from './rpc';
 import { deleteQuestion, discardQuestion, forgetQuestion } from './confirm';
-import { ErrorLine, errorText, label, Time, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, label, Time, useEnv, type Shown } from './ui';
 
 type Sub = 'edit' | 'history' | 'relations' | 'usedBy';
 const SUBS: [Sub, string][] = [
@@ -152,6 +152,7 @@ export function Detail({ id }: { id: string }) {
                 title={`Open ${a.path} in an editor beside the dashboard${a.relocated ? ` (re-located from ${a.relocated.from})` : ''}`}
                 onClick={() => act(() => env.rpc.request('host/openAnchor', { anchor: a }))}
               >
+                <Icon name="go-to-file" />
                 {`Open ${a.path}${a.startLine ? `:${a.startLine}` : ''}${
                   a.relocated ? (a.relocated.how === 'similar' ? ' (code changed since)' : ' (re-located)') : ''
                 }`}
@@ -166,19 +167,23 @@ export function Detail({ id }: { id: string }) {
                 act(() => env.rpc.request('restore', { id: memory.id, actor: 'dashboard', reason: 'restored in the dashboard' }))
               }
             >
+              <Icon name="discard" />
               Restore
             </button>
           ) : (
             <>
               <button type="button" class="danger" onClick={del}>
+                <Icon name="trash" />
                 Delete…
               </button>
               <button type="button" class="danger" onClick={forget}>
+                <Icon name="circle-slash" />
                 Forget…
               </button>
             </>
           )}
           <button type="button" class="secondary" onClick={() => env.select(null)}>
+            <Icon name="close" />
             Close
           </button>
         </div>
@@ -430,7 +435,10 @@ export function EditForm({ memory, onSaved, approve }: { memory: Memory; onSaved
         );
       })}
       <div class="row">
-        <button type="submit">{approve ? 'Save and approve' : 'Save'}</button>
+        <button type="submit">
+          <Icon name={approve ? 'check' : 'save'} />
+          {approve ? 'Save and approve' : 'Save'}
+        </button>
         {env.drafts[memory.id] ? (
           <>
             <button type="button" class="secondary" onClick={discard}>
@@ -555,7 +563,7 @@ function Diff({ from, to, title }: { from: Memory | null; to: Memory | null; tit
 interface GraphApi {
   draw(
     container: HTMLElement,
-    nodes: { id: string; label: string; center?: boolean }[],
+    nodes: { id: string; label: string; kind?: string; center?: boolean }[],
     edges: { from: string; to: string; type: string }[],
     onSelect: (id: string) => void,
   ): { destroy(): void };
@@ -612,10 +620,10 @@ function Relations({ memory }: { memory: Memory }) {
       (api) => {
         if (gone || !box.current) return;
         const nodes = [
-          { id: memory.id, label: memory.key, center: true },
+          { id: memory.id, label: memory.key, kind: memory.kind, center: true },
           ...n
             .filter((x, i, a) => a.findIndex((y) => y.memory.id === x.memory.id) === i)
-            .map((x) => ({ id: x.memory.id, label: x.memory.key })),
+            .map((x) => ({ id: x.memory.id, label: x.memory.key, kind: x.memory.kind })),
         ];
         const edges = n.map((x) =>
           x.direction === 'out' ? { from: memory.id, to: x.memory.id, type: x.type } : { from: x.memory.id, to: memory.id, type: x.type },
@@ -663,10 +671,34 @@ function Relations({ memory }: { memory: Memory }) {
         role="img"
         aria-label={`Graph of ${memory.key} and ${n?.length ?? 0} linked memories; the list below holds the same links`}
       />
+      {n && n.length ? (
+        <ul class="legend row graph-legend" aria-label="Node colours by kind">
+          <li class="meta" aria-hidden="true">
+            Kind:
+          </li>
+          {[...new Set([memory.kind, ...n.map((x) => x.memory.kind)])].map((k) => (
+            <li key={k}>
+              <span class={`swatch kind-${k}`} aria-hidden="true" /> {k}
+            </li>
+          ))}
+        </ul>
+      ) : null}
       <ul class="neighbors" aria-label="Linked memories">
         {(n ?? []).map((x) => (
           <li key={`${x.memory.id}-${x.type}-${x.direction}`}>
-            <span>{x.direction === 'out' ? `${x.type} →` : `← ${x.type}`}</span>{' '}
+            <span class="direction">
+              {x.direction === 'out' ? (
+                <>
+                  {x.type} <Icon name="arrow-right" />
+                  <span class="visually-hidden">to</span>
+                </>
+              ) : (
+                <>
+                  <Icon name="arrow-left" />
+                  <span class="visually-hidden">from</span> {x.type}
+                </>
+              )}
+            </span>{' '}
             <button type="button" class="link" onClick={() => env.select(x.memory.id)}>
               {label(x.memory)}
             </button>{' '}
@@ -698,6 +730,7 @@ function Relations({ memory }: { memory: Memory }) {
           ))}
         </select>
         <button type="button" onClick={resolveTarget}>
+          <Icon name="link" />
           Link
         </button>
       </div>

@@ -1,12 +1,17 @@
 /**
  * The relations graph, a separate bundle (cytoscape is most of its size) that the dashboard loads only when a
- * graph is first opened. Layout is cytoscape's own (concentric around the memory); labels are canvas text.
+ * graph is first opened. Layout is dagre (layered, left to right); colours, labels and spacing are in graphstyle.ts.
  */
 import cytoscape from 'cytoscape';
+import dagre from 'cytoscape-dagre';
+import { graphLayout, graphStyle, nodeClasses } from './graphstyle';
+
+cytoscape.use(dagre);
 
 export interface GraphNode {
   id: string;
   label: string;
+  kind?: string;
   center?: boolean;
 }
 export interface GraphEdge {
@@ -18,9 +23,8 @@ export interface GraphApi {
   draw(container: HTMLElement, nodes: GraphNode[], edges: GraphEdge[], onSelect: (id: string) => void): { destroy(): void };
 }
 
-function color(name: string, fallback: string): string {
-  const v = getComputedStyle(document.body).getPropertyValue(name).trim();
-  return v || fallback;
+function color(name: string): string {
+  return getComputedStyle(document.body).getPropertyValue(name).trim();
 }
 
 const api: GraphApi = {
@@ -28,17 +32,12 @@ const api: GraphApi = {
     const cy = cytoscape({
       container,
       elements: [
-        ...nodes.map((n) => ({ data: { id: n.id, label: n.label }, classes: n.center ? 'center' : '' })),
+        ...nodes.map((n) => ({ data: { id: n.id, label: n.label }, classes: nodeClasses(n.kind, !!n.center) })),
         ...edges.map((e) => ({ data: { id: `${e.from}>${e.to}:${e.type}`, source: e.from, target: e.to, label: e.type } })),
       ],
       style: themed(),
-      layout: {
-        name: 'concentric',
-        concentric: (n: cytoscape.NodeSingular) => (n.hasClass('center') ? 2 : 1),
-        levelWidth: () => 1,
-        minNodeSpacing: 40,
-        animate: false,
-      },
+      layout: graphLayout() as cytoscape.LayoutOptions,
+      maxZoom: 1.5,
       userZoomingEnabled: true,
       boxSelectionEnabled: false,
     });
@@ -59,30 +58,7 @@ const api: GraphApi = {
 
 /** The graph's style from the current theme's colours. */
 function themed(): cytoscape.StylesheetJson {
-  const fg = color('--vscode-foreground', '#333');
-  const accent = color('--vscode-focusBorder', '#0078d4');
-  const node = color('--vscode-button-background', '#0e639c');
-  return [
-    {
-      selector: 'node',
-      style: { 'background-color': node, label: 'data(label)', color: fg, 'font-size': 11, 'text-valign': 'bottom', 'text-margin-y': 4 },
-    },
-    { selector: 'node.center', style: { 'border-width': 3, 'border-color': accent, width: 36, height: 36 } },
-    {
-      selector: 'edge',
-      style: {
-        width: 1.5,
-        'line-color': fg,
-        'target-arrow-color': fg,
-        'target-arrow-shape': 'triangle',
-        'curve-style': 'bezier',
-        label: 'data(label)',
-        'font-size': 9,
-        color: fg,
-        'text-rotation': 'autorotate',
-      },
-    },
-  ];
+  return graphStyle(color) as unknown as cytoscape.StylesheetJson;
 }
 
 (window as unknown as { cairnGraph?: GraphApi }).cairnGraph = api;

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { WebviewResult } from '../../daemon/src/protocol/webview';
 import { SCOPES, scopeFor, type ScopeKey } from './state';
-import { ErrorLine, errorText, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, useEnv, type Shown } from './ui';
 
 const OUTCOME_LABEL: Record<string, string> = {
   new: 'New (will be added)',
@@ -21,6 +21,7 @@ export function ImportTab() {
   const [progress, setProgress] = useState<{ done: number; total: number } | null>(null);
   const [result, setResult] = useState<WebviewResult<'host/importApply'> | null>(null);
   const [error, setError] = useState<Shown>(null);
+  const [picking, setPicking] = useState(false);
   const exportScope = async () => {
     setError(null);
     try {
@@ -31,16 +32,19 @@ export function ImportTab() {
       setError(errorText(e));
     }
   };
-  const pickFile = async (input: HTMLInputElement) => {
-    const file = input.files?.[0];
-    if (!file) return;
+  // the editor's own open dialog (the extension reads the file), not the browser's "Choose File" control
+  const pickFile = async () => {
     setError(null);
     setResult(null);
-    setPreview(null);
+    setPicking(true);
     try {
-      setPreview(await env.rpc.request('host/importPreview', { name: file.name, text: await file.text() }));
+      const p = await env.rpc.request('host/importPick', {});
+      if (p) setPreview(p);
     } catch (e) {
+      setPreview(null);
       setError(errorText(e));
+    } finally {
+      setPicking(false);
     }
   };
   const apply = async () => {
@@ -69,20 +73,19 @@ export function ImportTab() {
           ))}
         </select>
         <button type="button" onClick={exportScope}>
+          <Icon name="export" />
           Export to JSON Lines…
         </button>
         {exported ? <span role="status">{exported}</span> : null}
       </div>
       <h2>Import</h2>
-      <label class="row">
-        {'JSON Lines file from a Cairn export: '}
-        <input
-          type="file"
-          accept=".jsonl,.json,application/jsonl,application/json"
-          aria-label="Choose a file to import"
-          onChange={(e) => void pickFile(e.target as HTMLInputElement)}
-        />
-      </label>
+      <div class="row">
+        <button type="button" class="secondary" disabled={picking} onClick={() => void pickFile()}>
+          <Icon name="folder-opened" />
+          Choose a file to import…
+        </button>
+        <span class="meta">{preview ? preview.name : 'A JSON Lines file from a Cairn export; nothing is written before you confirm.'}</span>
+      </div>
       {preview && c ? (
         <div class="preview" aria-label="Import preview">
           <p>{`${preview.name}: ${preview.lines} records. Nothing is written until you import; existing memories are never overwritten.`}</p>
@@ -110,7 +113,7 @@ export function ImportTab() {
             <button type="button" disabled={!!progress} onClick={apply}>
               {`Import ${c.new} new memor${c.new === 1 ? 'y' : 'ies'}`}
             </button>
-            <button type="button" onClick={() => setPreview(null)}>
+            <button type="button" class="secondary" onClick={() => setPreview(null)}>
               Cancel
             </button>
           </div>

@@ -1,19 +1,11 @@
-/** Overview: counts by namespace, kind and status; index, model and store size; writes per day by source (SVG bars). */
+/** Overview: counts by namespace, kind and status; index, model and store size; writes per day by source (an SVG chart). */
 import { useEffect, useState } from 'preact/hooks';
 import type { OverviewResult, StoreStatusResult } from '../../daemon/src/protocol/types';
+import { chartModel, dayTitle, shortDay, type ChartModel } from './chart';
 import { overviewTotals, scopeFor, type ScopeKey } from './state';
 import { ErrorLine, errorText, useEnv, type Shown } from './ui';
 
 const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
-
-/** Per-day totals stacked by source, for the chart. */
-export function stackByDay(
-  rows: OverviewResult['writesPerDay'],
-): { day: string; parts: { source: string; count: number }[]; total: number }[] {
-  const days = new Map<string, { source: string; count: number }[]>();
-  for (const r of rows) days.set(r.day, [...(days.get(r.day) ?? []), { source: r.source, count: r.count }]);
-  return [...days].map(([day, parts]) => ({ day, parts, total: parts.reduce((a, p) => a + p.count, 0) }));
-}
 
 function Counts({ title, rows }: { title: string; rows: { name: string; count: number }[] }) {
   return (
@@ -50,11 +42,7 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
   if (error) return <ErrorLine error={error} />;
   if (!o || !st) return <p class="meta">Loading…</p>;
   const totals = overviewTotals(o);
-  const stacks = stackByDay(o.writesPerDay);
-  const sources = [...new Set(o.writesPerDay.map((r) => r.source))];
-  const max = Math.max(1, ...stacks.map((s) => s.total));
-  const W = 24,
-    H = 120;
+  const chart = chartModel(o.writesPerDay, o.days, new Date().toISOString().slice(0, 10));
   return (
     <section aria-label="Overview" class="overview">
       <p class="headline">
@@ -68,42 +56,86 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
         <Counts title="By kind" rows={o.byKind} />
         <Counts title="By status" rows={o.byStatus} />
       </div>
-      <figure>
-        <figcaption>{`Memories written per day by source (last ${o.days} days)`}</figcaption>
-        <svg
-          width={Math.max(W * stacks.length, 200)}
-          height={H + 20}
-          role="img"
-          aria-label={stacks.map((s) => `${s.day}: ${s.total}`).join('; ') || 'no writes'}
-        >
-          {stacks.map((s, i) => {
-            let y = H;
-            return (
-              <g key={s.day}>
-                {s.parts.map((p) => {
-                  const h = (p.count / max) * H;
-                  y -= h;
-                  return (
-                    <rect x={i * W + 2} y={y} width={W - 4} height={h} class={`bar src-${sources.indexOf(p.source) % 6}`}>
-                      <title>{`${s.day} ${p.source}: ${p.count}`}</title>
-                    </rect>
-                  );
-                })}
-                <text x={i * W + W / 2} y={H + 14} text-anchor="middle" class="axis">
-                  {s.day.slice(8)}
-                </text>
-              </g>
-            );
-          })}
-        </svg>
-        <ul class="legend row" aria-label="Sources">
-          {sources.map((src, i) => (
-            <li key={src}>
-              <span class={`swatch src-${i % 6}`} aria-hidden="true" /> {src}
-            </li>
-          ))}
-        </ul>
-      </figure>
+      <WritesChart chart={chart} days={o.days} />
     </section>
+  );
+}
+
+/** Chart geometry (px): plot area inside the axes' margins. */
+const G = { left: 32, right: 12, top: 14, bottom: 22, height: 150, bar: 12 };
+
+/** Memories written (created, changed or restored) per day, stacked by source, with axes, values and tooltips. */
+function WritesChart({ chart, days }: { chart: ChartModel; days: number }) {
+  const { bars, ticks, sources } = chart;
+  const top = ticks[ticks.length - 1];
+  const plotH = G.height - G.top - G.bottom;
+  const y = (v: number) => G.top + plotH - (v / top) * plotH;
+  const width = G.left + bars.length * G.bar + G.right;
+  // about six day labels, the last day always (and no label crowding it)
+  const every = Math.max(1, Math.ceil(bars.length / 6));
+  const summary = chart.total
+    ? `${chart.total} ${chart.total === 1 ? 'write' : 'writes'} (memories created, changed or restored) in the last ${days} days; busiest ${shortDay(chart.busiest!.day)} with ${chart.busiest!.total}.`
+    : `No memory written in the last ${days} days.`;
+  return (
+    <figure class="chart">
+      <figcaption>{`Memories written per day by source (last ${days} days)`}</figcaption>
+      <p class="meta">{summary}</p>
+      <svg
+        width={width}
+        height={G.height}
+        viewBox={`0 0 ${width} ${G.height}`}
+        role="img"
+        aria-label={`${summary} ${bars
+          .filter((b) => b.total)
+          .map(dayTitle)
+          .join('; ')}`}
+      >
+        {ticks.map((t) => (
+          <g key={t} class="tick">
+            <line x1={G.left} x2={width - G.right} y1={y(t)} y2={y(t)} class={t ? 'grid' : 'axis-line'} />
+            <text x={G.left - 6} y={y(t) + 3} text-anchor="end" class="axis">
+              {t}
+            </text>
+          </g>
+        ))}
+        {bars.map((b, i) => {
+          const x = G.left + i * G.bar;
+          return (
+            <g key={b.day} class="day">
+              <title>{dayTitle(b)}</title>
+              {/* the whole column answers the hover, not just the (maybe tiny) bar */}
+              <rect x={x} y={G.top} width={G.bar} height={plotH} class="hover" />
+              {b.parts.map((p) => (
+                <rect
+                  key={p.source}
+                  x={x + 2}
+                  y={y(p.y1)}
+                  width={G.bar - 4}
+                  height={y(p.y0) - y(p.y1)}
+                  class={`bar src-${sources.indexOf(p.source) % 6}`}
+                />
+              ))}
+              {b.total ? (
+                <text x={x + G.bar / 2} y={y(b.total) - 3} text-anchor="middle" class="value">
+                  {b.total}
+                </text>
+              ) : null}
+              {(i % every === 0 && bars.length - 1 - i >= every / 2) || i === bars.length - 1 ? (
+                <text x={x + G.bar / 2} y={G.height - 6} text-anchor="middle" class="axis">
+                  {shortDay(b.day)}
+                </text>
+              ) : null}
+            </g>
+          );
+        })}
+      </svg>
+      <ul class="legend row" aria-label="Sources">
+        {sources.map((src, i) => (
+          <li key={src}>
+            <span class={`swatch src-${i % 6}`} aria-hidden="true" /> {src}
+          </li>
+        ))}
+      </ul>
+    </figure>
   );
 }

@@ -6,7 +6,7 @@ import { EditForm } from './detail';
 import { sourceEventsOf } from './episodes';
 import { REVIEW_LIMIT, scopeFor, type ScopeKey } from './state';
 import { SourceEvents } from './timeline';
-import { ErrorLine, errorText, label, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, label, useEnv, type Shown } from './ui';
 
 export function ReviewTab({ scope }: { scope: ScopeKey }) {
   const env = useEnv();
@@ -127,12 +127,14 @@ export function ReviewTab({ scope }: { scope: ScopeKey }) {
             ) : null}
             <div class="row">
               <button type="button" aria-label={`Approve ${m.key}`} onClick={() => run('Approved', [m])}>
+                <Icon name="check" />
                 Approve
               </button>
               <button type="button" class="secondary" aria-label={`Edit, then approve ${m.key}`} onClick={() => void toggleEdit(m)}>
                 Edit, then approve
               </button>
               <button type="button" class="danger" aria-label={`Reject ${m.key}`} onClick={() => run('Rejected', [m])}>
+                <Icon name="close" />
                 Reject…
               </button>
             </div>

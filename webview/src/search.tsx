@@ -2,10 +2,12 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { SearchResult } from '../../daemon/src/protocol/types';
 import {
+  dayRangeError,
   debounce,
   noResultsHint,
   pageCount,
   pageOf,
+  parseDay,
   resultSummary,
   SCOPES,
   SEARCH_LIMIT,
@@ -15,7 +17,7 @@ import {
   type PersistedState,
   type ScopeKey,
 } from './state';
-import { ErrorLine, errorText, Snippet, useEnv, type Shown } from './ui';
+import { ErrorLine, errorText, Icon, Snippet, useEnv, type Shown } from './ui';
 
 const SCOPE_LABEL: Record<ScopeKey, string> = { project: 'This project', user: 'User', team: 'Team', all: 'Everything' };
 
@@ -93,6 +95,7 @@ export function SearchTab({ s, set, onNew }: { s: PersistedState; set: (p: Parti
           ))}
         </select>
         <button type="button" class="secondary" onClick={onNew}>
+          <Icon name="add" />
           New memory
         </button>
       </div>
@@ -143,28 +146,17 @@ export function SearchTab({ s, set, onNew }: { s: PersistedState; set: (p: Parti
             onChange={(e) => set({ chips: { ...s.chips, sources: splitList((e.target as HTMLInputElement).value) }, page: 0 })}
           />
         </label>
-        <label>
-          From{' '}
-          <input
-            type="date"
-            aria-label="Updated from"
-            value={s.chips.from}
-            onChange={(e) => set({ chips: { ...s.chips, from: (e.target as HTMLInputElement).value }, page: 0 })}
-          />
-        </label>
-        <label>
-          To{' '}
-          <input
-            type="date"
-            aria-label="Updated to"
-            value={s.chips.to}
-            onChange={(e) => set({ chips: { ...s.chips, to: (e.target as HTMLInputElement).value }, page: 0 })}
-          />
-        </label>
+        <DayField label="From" name="Updated from" value={s.chips.from} onDay={(from) => set({ chips: { ...s.chips, from }, page: 0 })} />
+        <DayField label="To" name="Updated to" value={s.chips.to} onDay={(to) => set({ chips: { ...s.chips, to }, page: 0 })} />
         <label>
           <input type="checkbox" checked={s.explain} onChange={(e) => set({ explain: (e.target as HTMLInputElement).checked })} /> Explain
         </label>
       </div>
+      {dayRangeError(s.chips.from, s.chips.to) ? (
+        <p class="field-error" role="alert">
+          {dayRangeError(s.chips.from, s.chips.to)}
+        </p>
+      ) : null}
       <ErrorLine error={error} />
       <div class={busy ? 'busy' : 'idle'} aria-hidden="true" />
       <p class="meta" role="status" aria-live="polite" data-testid="result-count">
@@ -205,5 +197,49 @@ export function SearchTab({ s, set, onNew }: { s: PersistedState; set: (p: Parti
         </nav>
       ) : null}
     </section>
+  );
+}
+
+/**
+ * A day typed as YYYY-MM-DD in a text field drawn like the editor's inputs (the browser's date control shows
+ * "mm/dd/yyyy" and a picker that looks like no part of VS Code). Applied on Enter or leaving the field; a
+ * mistyped day is said in words under the field and leaves the filter as it was.
+ */
+function DayField({ label, name, value, onDay }: { label: string; name: string; value: string; onDay: (day: string) => void }) {
+  const [text, setText] = useState(value);
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => {
+    setText(value);
+    setProblem(null);
+  }, [value]);
+  const id = `day-${label.toLowerCase()}`;
+  const apply = () => {
+    const r = parseDay(text);
+    if ('error' in r) return setProblem(r.error);
+    setProblem(null);
+    setText(r.day);
+    if (r.day !== value) onDay(r.day);
+  };
+  return (
+    <label class="day">
+      {label}{' '}
+      <input
+        aria-label={name}
+        placeholder="YYYY-MM-DD"
+        size={11}
+        inputMode="numeric"
+        value={text}
+        aria-invalid={problem ? 'true' : undefined}
+        aria-describedby={problem ? `${id}-error` : undefined}
+        onInput={(e) => setText((e.target as HTMLInputElement).value)}
+        onChange={apply}
+        onKeyDown={(e) => e.key === 'Enter' && apply()}
+      />
+      {problem ? (
+        <span class="field-error" id={`${id}-error`} role="alert">
+          {problem}
+        </span>
+      ) : null}
+    </label>
   );
 }

@@ -327,3 +327,24 @@ export function overviewTotals(o: { byNamespace: { count: number }[]; byStatus: 
     deleted: o.byStatus.find((r) => r.name === 'deleted')?.count ?? 0,
   };
 }
+
+/**
+ * A date typed into the From/To fields (a text field in the editor's style, not the browser's date picker):
+ * empty clears it; YYYY-MM-DD (one-digit month or day allowed) is a day; anything else, or a day that does not
+ * exist, is an error in words.
+ */
+export function parseDay(text: string): { day: string } | { error: string } {
+  const t = text.trim();
+  if (!t) return { day: '' };
+  const m = /^(\d{4})-(\d{1,2})-(\d{1,2})$/.exec(t);
+  if (!m) return { error: 'Type a date as YYYY-MM-DD, such as 2026-05-01, or leave it empty.' };
+  const day = `${m[1]}-${m[2].padStart(2, '0')}-${m[3].padStart(2, '0')}`;
+  const d = new Date(`${day}T00:00:00Z`);
+  if (Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== day) return { error: `${t} is not a day of the calendar.` };
+  return { day };
+}
+
+/** Why a From/To pair cannot be used (From after To), or null. */
+export function dayRangeError(from: string, to: string): string | null {
+  return from && to && from > to ? 'From is after To: no memory can match; swap them.' : null;
+}

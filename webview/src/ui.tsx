@@ -68,3 +68,8 @@ export function ErrorLine({ error, id }: { error: Shown; id?: string }) {
     </div>
   );
 }
+
+/** A codicon (@vscode/codicons, the editor's own icon font) beside a control's text; hidden from screen readers. */
+export function Icon({ name }: { name: string }) {
+  return <i class={`codicon codicon-${name}`} aria-hidden="true" />;
+}

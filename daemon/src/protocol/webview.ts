@@ -62,6 +62,14 @@ export const ImportApplyResult = z.object({
   position: z.number().int(),
 });
 
+/** A previewed import: the records stay in the extension under `token` until applied. */
+export const ImportPreviewHostResult = z.object({
+  token: z.string(),
+  name: z.string(),
+  lines: z.number().int(),
+  preview: T.ImportPreviewResult,
+});
+
 /** Requests the extension answers itself: params and result schemas. */
 export const HostRequests = {
   'host/init': { params: z.object({}).strict(), result: WebviewInit },
@@ -86,8 +94,10 @@ export const HostRequests = {
   /** Parse a JSON Lines export (the file's text, read in the webview) and preview it; the records stay in the extension under `token`. */
   'host/importPreview': {
     params: z.object({ name: z.string().max(1000), text: z.string().max(T.Limits.messageBytes) }).strict(),
-    result: z.object({ token: z.string(), name: z.string(), lines: z.number().int(), preview: T.ImportPreviewResult }),
+    result: ImportPreviewHostResult,
   },
+  /** Ask for a file in the editor's own open dialog, read it in the extension and preview it; null when cancelled. */
+  'host/importPick': { params: z.object({}).strict(), result: ImportPreviewHostResult.nullable() },
   /** Apply a previewed import in chunks; `progress` messages with this request's id report memories done. */
   'host/importApply': { params: z.object({ token: z.string().min(1).max(100) }).strict(), result: ImportApplyResult },
 } as const;

@@ -1,4 +1,7 @@
-/** Snippets: an excerpt of the value around the first match, matches wrapped in «…». */
+/**
+ * Snippets: an excerpt of the value around the first match, matches wrapped in «…». The excerpt's cut sides fall
+ * between words (marked …), unless a single word longer than the slack is in the way (a URL, a hash): then it is cut.
+ */
 import { queryTokens, splitIdentifier, STOPWORDS, WORD } from '../text/identifiers';
 
 const WINDOW = 160;
@@ -42,6 +45,8 @@ export function snippet(value: string, query: string): string {
     hits.push([m.index!, m.index! + raw.length]);
   }
   if (hits.length === 0) return clip(flat, 0);
+  start = snapStart(flat, start, hits[0][0]);
+  end = snapEnd(flat, end, hits[0][1]);
   let out = '';
   let at = start;
   for (const [s, e] of hits) {
@@ -54,5 +59,30 @@ export function snippet(value: string, query: string): string {
 }
 
 function clip(s: string, from: number): string {
-  return s.length - from > WINDOW ? s.slice(from, from + WINDOW) + '…' : s.slice(from);
+  return s.length - from > WINDOW ? s.slice(from, snapEnd(s, from + WINDOW, from + WINDOW - SLACK)) + '…' : s.slice(from);
+}
+
+/** How far (characters) a cut side may move to fall between words. */
+const SLACK = 30;
+
+/**
+ * Where an excerpt starting at `start` (in a value whose whitespace is single spaces) should start so that it
+ * does not begin mid-word: the next word's start, if there is one within SLACK and no later than `max`.
+ */
+export function snapStart(flat: string, start: number, max: number): number {
+  if (start <= 0 || flat[start - 1] === ' ') return start;
+  if (flat[start] === ' ') return Math.min(start + 1, max);
+  const space = flat.indexOf(' ', start);
+  return space >= 0 && space + 1 <= max && space + 1 - start <= SLACK ? space + 1 : start;
+}
+
+/**
+ * Where an excerpt ending at `end` (exclusive) should end so that it does not end mid-word or on a space: after
+ * the last whole word, if that is within SLACK and later than `min`.
+ */
+export function snapEnd(flat: string, end: number, min: number): number {
+  if (end >= flat.length) return flat.length;
+  if (flat[end] === ' ' || flat[end - 1] === ' ') return flat[end - 1] === ' ' && end - 1 > min ? end - 1 : end;
+  const space = flat.lastIndexOf(' ', end - 1);
+  return space > min && end - space <= SLACK ? space : end;
 }

@@ -110,6 +110,8 @@ export class DashboardHost {
         return this.exportScope(p.data as { scope?: never });
       case 'host/importPreview':
         return this.importPreview(p.data as { name: string; text: string });
+      case 'host/importPick':
+        return this.importPick();
       case 'host/importApply':
         return this.importApply(id, (p.data as { token: string }).token);
     }
@@ -152,6 +154,26 @@ export class DashboardHost {
     };
     await vscode.workspace.fs.writeFile(uri, Buffer.from(res.records.map((r) => JSON.stringify(r)).join('\n') + '\n', 'utf8'));
     return { file: uri.fsPath, records: res.records.length };
+  }
+
+  private async importPick() {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const [uri] =
+      (await this.ctx.ui.openDialog({
+        title: 'Import Cairn memories (JSON Lines)',
+        canSelectMany: false,
+        openLabel: 'Preview import',
+        filters: { 'JSON Lines': ['jsonl', 'json'], 'All files': ['*'] },
+        ...(folder ? { defaultUri: folder } : {}),
+      })) ?? [];
+    if (!uri) return null;
+    let text: string;
+    try {
+      text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
+    } catch (e) {
+      throw new CairnError('NotFound', `cannot read ${uri.fsPath}: ${(e as Error).message}`, { field: 'file' });
+    }
+    return this.importPreview({ name: path.basename(uri.fsPath), text });
   }
 
   private async importPreview(p: { name: string; text: string }) {

@@ -173,6 +173,23 @@ suite('dashboard', () => {
     assert.deepEqual(again.type === 'error' && [again.error.name, again.error.data.field], ['NotFound', 'token']);
     const bad = await call('host/importPreview', { name: 'bad.jsonl', text: '{"type":"header"\nnot json' });
     assert.deepEqual(bad.type === 'error' && [bad.error.name, bad.error.data.field], ['InvalidParams', 'file']);
+    // the editor's open dialog instead of the browser's file control: picked, cancelled, unreadable
+    const saved = c.ui;
+    try {
+      const answers: (vscode.Uri[] | undefined)[] = [[vscode.Uri.file(exported)], undefined, [vscode.Uri.file(exported + '.missing')]];
+      c.ui = { ...saved, openDialog: () => Promise.resolve(answers.shift()) };
+      const picked = await call('host/importPick', {});
+      assert.equal(picked.type, 'response', JSON.stringify(picked));
+      const pr = picked.result as { name: string; preview: { counts: Record<string, number> } };
+      assert.equal(pr.name, 'x.jsonl');
+      assert.ok(Object.values(pr.preview.counts).reduce((x, y) => x + y, 0) >= 2, 'both memories of the file are previewed');
+      const cancelled = await call('host/importPick', {});
+      assert.deepEqual(cancelled.type === 'response' && cancelled.result, null);
+      const missing = await call('host/importPick', {});
+      assert.deepEqual(missing.type === 'error' && [missing.error.name, missing.error.data.field], ['NotFound', 'file']);
+    } finally {
+      c.ui = saved;
+    }
   });
 
   test('the open panel receives memory/didChange for writes made elsewhere', async () => {
