@@ -77,13 +77,13 @@ describe('the public signing key is published and receipts verify against it', (
     for (const k of ['not-a-key', Buffer.alloc(16).toString('base64')]) {
       const r = cli(['verify-receipt', receiptFile, '--key', k], elsewhere);
       assert.equal(r.code, 1);
-      assert.match(r.err, /InvalidParams.*\(key\).*not an Ed25519 public key/);
+      assert.match(r.err, /not an Ed25519 public key[\s\S]*\(code InvalidParams 1001, field key\)/);
     }
     const both = cli(['verify-receipt', receiptFile, '--key', 'a', '--public-key', 'b'], elsewhere);
     assert.equal(both.code, 2);
     const none = cli(['keys', 'public'], elsewhere);
     assert.equal(none.code, 1);
-    assert.match(none.err, /NotFound.*no key file/);
+    assert.match(none.err, /no key file[\s\S]*\(code NotFound 1002/);
     assert.equal(cli(['keys'], env).code, 2);
     assert.equal(cli(['keys', 'private'], env).code, 2);
   });
