@@ -32,6 +32,7 @@ import type {
   CairnTaskOptions,
 } from './api';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
+import { checkParamsShape } from '../../../daemon/src/server/limits';
 import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
 const ACTIVE_TASK_KEY = 'cairn.agents.activeTaskId';
@@ -171,6 +172,8 @@ export class AgentService implements vscode.Disposable {
    */
   async runTool(name: AgentToolName, input: unknown, actor: string): Promise<ToolOutput> {
     const tool = AGENT_TOOLS[name] as unknown as CairnTool;
+    // As `cairn mcp`: the shape limits (a filter nested thousands deep is InvalidFilter) before zod sees the input.
+    checkParamsShape(input);
     const parsed = tool.input.safeParse(input ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
