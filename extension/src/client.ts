@@ -18,7 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Notifications, Requests, type ParamsOf, type RequestName, type ResultOf } from '../../daemon/src/protocol/methods';
 import type { DidChangeParams, IndexProgressParams, InitializeResult } from '../../daemon/src/protocol/types';
-import { checkParamsShape } from '../../daemon/src/server/limits';
+import { checkParamsShape } from '../../daemon/src/protocol/shape';
 import { BootstrapError, connectSocket, ensureDaemon, readDaemonInfo, resolveTarget, sleep, stopProcess, type Target } from './bootstrap';
 import type { Config } from './config';
 import { NotConnectedError, RequestTimeoutError } from './errors';

@@ -19,7 +19,7 @@ import type { z } from 'zod';
 import { CairnError, toCairnError } from '../protocol/errors';
 import { Notifications, Requests, type NotificationDef, type RequestDef } from '../protocol/methods';
 import type { DidChangeParams, InitializeResult } from '../protocol/types';
-import { checkParamsShape } from '../server/limits';
+import { checkParamsShape } from '../protocol/shape';
 
 /** An error reply's `error` member, as it arrives on the wire. */
 interface ResponseErrorLiteral {

@@ -25,7 +25,7 @@ import { z } from 'zod';
 import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
 import { envFlag, processEnv, Settings } from '../protocol/settings';
 import { Requests, type RequestDef } from '../protocol/methods';
-import { checkParamsShape } from '../server/limits';
+import { checkParamsShape } from '../protocol/shape';
 import { StreamClient, unavailable } from '../client/socket-client';
 import { ensureDaemon, type EnsuredDaemon } from '../client/ensure-daemon';
 import { VERSION } from '../version';

@@ -32,7 +32,7 @@ import type {
   CairnTaskOptions,
 } from './api';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
-import { checkParamsShape } from '../../../daemon/src/server/limits';
+import { checkParamsShape } from '../../../daemon/src/protocol/shape';
 import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
 const ACTIVE_TASK_KEY = 'cairn.agents.activeTaskId';
