@@ -1,8 +1,11 @@
 /** `cairn daemon`: serve the store on a socket (default) and/or stdio until stopped. */
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as v8 from 'node:v8';
+import { DAEMON_ENV, DAEMON_NODE_FLAGS } from '../client/ensure-daemon';
 import { canonicalPath, dataDir, resolveDbPath } from '../paths';
+import { processEnv, readEnv, type Env } from '../protocol/settings';
 import { ensurePrivateDir, UnsafePathError } from '../private-files';
 import { Daemon } from '../server/daemon';
 import { StoreLockedError } from '../server/lock';
@@ -29,7 +32,74 @@ export const HEAP_GROWING_PERCENT = 20;
 
 const log = (m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`);
 
+/** What this process lacks of the daemon's settings: DAEMON_ENV variables not set at all, DAEMON_NODE_FLAGS not given. */
+export function missingDaemonSettings(
+  env: Env = processEnv(),
+  execArgv: readonly string[] = process.execArgv,
+): { env: Record<string, string>; flags: string[] } {
+  const missingEnv: Record<string, string> = {};
+  // A variable the caller set (to any value) wins, as it does for a spawned daemon (daemonEnv).
+  for (const [k, v] of Object.entries(DAEMON_ENV)) if (env[k] === undefined) missingEnv[k] = v;
+  const given = [...execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
+  const flags = DAEMON_NODE_FLAGS.filter((f) => {
+    const name = f.split('=')[0];
+    return !given.some((g) => g === f || g.startsWith(`${name}=`));
+  });
+  return { env: missingEnv, flags };
+}
+
+/**
+ * A daemon started by hand (`cairn daemon`) gets the memory settings a spawned one gets (DAEMON_ENV, read by glibc
+ * only at process start, and DAEMON_NODE_FLAGS, read by V8 only at start): when any is missing it runs itself once
+ * more with them, once (CAIRN_DAEMON_REEXEC marks the copy, which never starts another), with the same stdio (so
+ * `--stdio` is served by the copy), passing SIGINT, SIGTERM and SIGHUP on and ending as it ends (its exit code, or
+ * the same signal). Resolves to the exit code, or null when this process already has the settings and serves.
+ */
+export async function reexecWithDaemonSettings(log: (m: string) => void): Promise<number | null> {
+  if (readEnv('CAIRN_DAEMON_REEXEC') !== undefined) return null;
+  const missing = missingDaemonSettings();
+  if (Object.keys(missing.env).length === 0 && missing.flags.length === 0) return null;
+  const args = [...process.execArgv, ...missing.flags, ...process.argv.slice(1)];
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(process.execPath, args, {
+      stdio: 'inherit',
+      env: { ...missing.env, ...processEnv(), CAIRN_DAEMON_REEXEC: '1' },
+    });
+  } catch (e) {
+    log(`could not restart with the daemon's memory settings (${(e as Error).message}); serving without them`);
+    return null;
+  }
+  const forward = (sig: NodeJS.Signals) => () => {
+    try {
+      child.kill(sig);
+    } catch {
+      /* already gone */
+    }
+  };
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  const handlers = signals.map((sig) => [sig, forward(sig)] as const);
+  for (const [sig, h] of handlers) process.on(sig, h);
+  return new Promise<number>((resolve) => {
+    child.once('error', (e) => {
+      log(`could not restart with the daemon's memory settings: ${e.message}`);
+      resolve(1);
+    });
+    child.once('exit', (code, signal) => {
+      for (const [sig, h] of handlers) process.off(sig, h);
+      if (signal) {
+        // End the way the daemon ended: by the same signal (its default action, now that our handler is gone).
+        process.kill(process.pid, signal);
+        return;
+      }
+      resolve(code ?? 1);
+    });
+  });
+}
+
 export async function runDaemon(o: DaemonCommandOptions): Promise<number> {
+  const reexec = await reexecWithDaemonSettings(log);
+  if (reexec !== null) return reexec;
   // Everything the daemon creates (store files, logs, keys, sockets) is private to the user.
   process.umask(0o077);
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
