@@ -2,17 +2,17 @@
  * Arguments nested far deeper than any limit, sent to `cairn mcp` as raw JSON text over stdio (an SDK client would
  * itself overflow its stack stringifying them): the tool answers `InvalidFilter` / `InvalidParams` naming the limit,
  * never `Internal`, and the session keeps serving. The same bound holds in the socket client every other caller
- * (CLI, MCP, extension host) sends through.
+ * (CLI, MCP) sends through, and so for the CLI's --filter.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { CairnError } from '../../daemon/src/protocol/errors';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { Limits } from '../../daemon/src/protocol/types';
-import { spawnDaemon, tempDir } from '../helpers';
+import { CAIRN_BIN, spawnDaemon, tempDir } from '../helpers';
 import { ENTRY, isolatedEnv, rmDir, stopDaemon, TSX_LOADER } from './harness';
 
 /** JSON text of a filter nested `depth` deep (built as text: JSON.stringify itself recurses). */
@@ -126,6 +126,14 @@ test('the socket client refuses params past the shape limits before writing them
     // the connection was never used for it, and still works
     assert.ok((await c.call(Requests.status, {})).counts);
     await c.close();
+    // the CLI's --filter goes the same way: a typed error, exit code 1
+    const cli = spawnSync(
+      process.execPath,
+      [CAIRN_BIN, '--db', d.db, '--socket', d.socket, 'search', 'x', '--filter', deepFilter(10_000)],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(cli.status, 1, cli.stderr);
+    assert.match(cli.stderr, /InvalidFilter/);
   } finally {
     await d.stop();
   }

@@ -179,6 +179,15 @@ test('finds bin/cairn.js from the sources and from the bundle, and honours CAIRN
   }
 });
 
+/** Whether a process runs: exists and is not a zombie (an orphan's exit status waits for an init that may not reap it). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /** `cairn daemon` started by hand (the built CLI), with none of the daemon settings in its environment or flags. */
 function handStarted(dir: string, env: Record<string, string>, args: string[], stdin: 'ignore' | 'pipe' = 'ignore') {
   const clean = { ...env };
@@ -217,7 +226,7 @@ test('a daemon started by hand runs with the daemon memory settings too, and end
     // SIGTERM to the process the user started stops the daemon, and the exit status is the daemon's
     p.kill('SIGTERM');
     assert.deepEqual(await ended(p), { code: 0, signal: null });
-    await until('the daemon to stop', () => !pidAlive(pid));
+    await until('the daemon to stop', () => !running(pid));
   } finally {
     p.kill('SIGKILL');
   }
@@ -239,6 +248,19 @@ test('a hand-started daemon keeps its exit code (3: the store is served already)
     // the stdio client leaving ends the daemon, and with it the process the client started
     await c.close();
     assert.deepEqual(await ended(p), { code: 0, signal: null });
+  } finally {
+    p.kill('SIGKILL');
+  }
+});
+
+test('the copy a hand-started daemon runs stops when its starter is killed (SIGKILL cannot be passed on)', async () => {
+  const { dir, db, env } = sandbox();
+  const p = handStarted(dir, env, ['--db', db, '--socket', path.join(dir, 'k.sock'), ...ARGS]);
+  try {
+    await until('the copy to serve', () => daemonInfo(db) !== null && daemonInfo(db)!.pid !== p.pid, 30_000);
+    const pid = daemonInfo(db)!.pid;
+    p.kill('SIGKILL');
+    await until('the copy to stop', () => !running(pid), 30_000);
   } finally {
     p.kill('SIGKILL');
   }

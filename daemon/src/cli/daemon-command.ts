@@ -97,9 +97,29 @@ export async function reexecWithDaemonSettings(log: (m: string) => void): Promis
   });
 }
 
+/**
+ * Whether the process that started this one still runs: on Linux, whether it is still our parent (a killed starter
+ * leaves us to init even while it waits, a zombie, for its own parent to reap it); elsewhere, whether its pid exists.
+ */
+function starterAlive(starter: number): boolean {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === starter;
+  } catch {
+    try {
+      process.kill(starter, 0);
+      return true;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  }
+}
+
 export async function runDaemon(o: DaemonCommandOptions): Promise<number> {
   const reexec = await reexecWithDaemonSettings(log);
   if (reexec !== null) return reexec;
+  // The copy's starter, read now: it can be killed while the store opens (process.ppid then names init).
+  const starter = process.ppid;
   // Everything the daemon creates (store files, logs, keys, sockets) is private to the user.
   process.umask(0o077);
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
@@ -147,6 +167,16 @@ export async function runDaemon(o: DaemonCommandOptions): Promise<number> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  if (readEnv('CAIRN_DAEMON_REEXEC') !== undefined) {
+    // The copy run with the daemon settings: its starter passes signals on, except SIGKILL. When the starter is gone
+    // (killed), the copy stops too, as the daemon it stands for did.
+    const watch = setInterval(() => {
+      if (starterAlive(starter)) return;
+      clearInterval(watch);
+      stop('the process that started this daemon ended');
+    }, 1000);
+    watch.unref();
+  }
   process.on('uncaughtException', (e) => d.log(`uncaught exception (still serving): ${e.stack ?? e}`));
   process.on('unhandledRejection', (e) => d.log(`unhandled rejection (still serving): ${(e as Error)?.stack ?? e}`));
   return new Promise<number>(() => {}); // runs until a signal or (stdio) the client leaves
