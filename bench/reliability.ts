@@ -15,6 +15,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { DAEMON_NODE_FLAGS, daemonEnv } from '../daemon/src/client/ensure-daemon';
 import { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { Store } from '../daemon/src/store/store';
@@ -33,8 +34,9 @@ export interface Verdict {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function startDaemon(db: string, socket: string, bin = CAIRN_BIN): ChildProcess {
-  return spawn(process.execPath, [bin, 'daemon', '--db', db, '--socket', socket, '--no-embeddings'], {
-    env: { ...process.env, XDG_RUNTIME_DIR: path.dirname(socket) },
+  // with the daemon settings (as every starter): the pid started is the pid serving, and SIGKILL reaches the daemon
+  return spawn(process.execPath, [...DAEMON_NODE_FLAGS, bin, 'daemon', '--db', db, '--socket', socket, '--no-embeddings'], {
+    env: daemonEnv({ ...process.env, XDG_RUNTIME_DIR: path.dirname(socket) }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
 }

@@ -18,6 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Notifications, Requests, type ParamsOf, type RequestName, type ResultOf } from '../../daemon/src/protocol/methods';
 import type { DidChangeParams, IndexProgressParams, InitializeResult } from '../../daemon/src/protocol/types';
+import { checkParamsShape } from '../../daemon/src/protocol/shape';
 import { BootstrapError, connectSocket, ensureDaemon, readDaemonInfo, resolveTarget, sleep, stopProcess, type Target } from './bootstrap';
 import type { Config } from './config';
 import { NotConnectedError, RequestTimeoutError } from './errors';
@@ -250,6 +251,8 @@ export class DaemonClient implements vscode.Disposable {
       throw new NotConnectedError(this._state.kind === 'error' ? this._state.message : describeState(this._state));
     }
     const method = Requests[name].method;
+    // The daemon's shape limits (params and filter depth and size) before JSON.stringify, which recurses, sends them.
+    checkParamsShape(params);
     const cts = new vscode.CancellationTokenSource();
     let timer: NodeJS.Timeout | undefined;
     try {

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ensureDaemon } from '../../daemon/src/client/ensure-daemon';
+import { DAEMON_NODE_FLAGS, daemonEnv, ensureDaemon } from '../../daemon/src/client/ensure-daemon';
 import { identityInfoPath, readDaemonInfo, runningDaemon } from '../../daemon/src/client/daemon-info';
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { daemonInfoPath } from '../../daemon/src/paths';
@@ -24,7 +24,10 @@ describe('a hard-link spelling of the store reaches the running daemon', { skip:
     fs.mkdirSync(path.join(dir, 'run'), { mode: 0o700 });
     const env = { ...process.env, XDG_RUNTIME_DIR: path.join(dir, 'run'), XDG_DATA_HOME: path.join(dir, 'data'), CAIRN_DB: '' };
     const real = path.join(dir, 'real', 'cairn.db');
-    const p = spawn(process.execPath, [CAIRN_BIN, 'daemon', '--db', real, '--no-embeddings'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [...DAEMON_NODE_FLAGS, CAIRN_BIN, 'daemon', '--db', real, '--no-embeddings'], {
+      env: daemonEnv(env),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     p.stderr!.on('data', (d) => (err += d));
     pids.push(p.pid!);

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ensureDaemon } from '../../daemon/src/client/ensure-daemon';
+import { DAEMON_NODE_FLAGS, daemonEnv, ensureDaemon } from '../../daemon/src/client/ensure-daemon';
 import { readDaemonInfo } from '../../daemon/src/client/daemon-info';
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { daemonInfoPath } from '../../daemon/src/paths';
@@ -29,7 +29,11 @@ async function startDaemon(
   env: NodeJS.ProcessEnv,
   db: string,
 ): Promise<{ pid: number; exit: Promise<number | null>; err: () => string }> {
-  const p = spawn(process.execPath, [CAIRN_BIN, 'daemon', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  // with the daemon settings, as every starter passes them (a daemon without them runs a copy of itself: another pid)
+  const p = spawn(process.execPath, [...DAEMON_NODE_FLAGS, CAIRN_BIN, 'daemon', ...args], {
+    env: daemonEnv(env),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   p.stderr.on('data', (d) => (err += d));
   const exit = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));

@@ -3,6 +3,7 @@
  * for its socket, and survive callers racing to start it.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
@@ -17,7 +18,7 @@ import {
 import { StreamClient } from '../../daemon/src/client/socket-client';
 import { Requests } from '../../daemon/src/protocol/methods';
 import { daemonInfoPath, defaultSocketPath } from '../../daemon/src/paths';
-import { tempDir } from '../helpers';
+import { ROOT, tempDir, until } from '../helpers';
 import { daemonInfo, isolatedEnv, killAndWait, pidAlive, rmDir, stopDaemonAndRemove } from './harness';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -175,5 +176,92 @@ test('finds bin/cairn.js from the sources and from the bundle, and honours CAIRN
     assert.throws(() => findDaemonScript({}, lonely), /cannot find the Cairn daemon script/);
   } finally {
     rmDir(lonely);
+  }
+});
+
+/** Whether a process runs: exists and is not a zombie (an orphan's exit status waits for an init that may not reap it). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** `cairn daemon` started by hand (the built CLI), with none of the daemon settings in its environment or flags. */
+function handStarted(dir: string, env: Record<string, string>, args: string[], stdin: 'ignore' | 'pipe' = 'ignore') {
+  const clean = { ...env };
+  for (const k of Object.keys(DAEMON_ENV)) delete clean[k];
+  return spawn(process.execPath, [path.join(ROOT, 'daemon', 'bin', 'cairn.js'), 'daemon', ...args], {
+    env: clean,
+    cwd: dir,
+    stdio: [stdin, 'pipe', 'pipe'],
+  });
+}
+
+/** Wait for a child process to end; its exit code, or the signal that ended it. */
+function ended(p: ReturnType<typeof spawn>): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((r) =>
+    p.exitCode !== null || p.signalCode !== null
+      ? r({ code: p.exitCode, signal: p.signalCode })
+      : p.once('exit', (code, signal) => r({ code, signal })),
+  );
+}
+
+test('a daemon started by hand runs with the daemon memory settings too, and ends as its starter is told to', async () => {
+  const { dir, db, env } = sandbox();
+  const socket = path.join(dir, 'hand.sock');
+  const p = handStarted(dir, env, ['--db', db, '--socket', socket, ...ARGS]);
+  let err = '';
+  p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  try {
+    await until('the hand-started daemon to serve', () => daemonInfo(db) !== null && fs.existsSync(socket), 30_000);
+    const pid = daemonInfo(db)!.pid;
+    const c = await StreamClient.connect(socket);
+    assert.equal((await c.call(Requests.status, {})).daemon?.pid, pid);
+    await c.close();
+    for (const [k, v] of Object.entries(DAEMON_ENV)) assert.equal(environOf(pid, k), v, `${k} of the serving daemon; ${err}`);
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    for (const f of DAEMON_NODE_FLAGS) assert.ok(cmdline.includes(f), `${f} in ${cmdline.join(' ')}`);
+    // SIGTERM to the process the user started stops the daemon, and the exit status is the daemon's
+    p.kill('SIGTERM');
+    assert.deepEqual(await ended(p), { code: 0, signal: null });
+    await until('the daemon to stop', () => !running(pid));
+  } finally {
+    p.kill('SIGKILL');
+  }
+});
+
+test('a hand-started daemon keeps its exit code (3: the store is served already) and serves --stdio through the same stdio', async () => {
+  const { dir, db, env } = sandbox();
+  const owner = await ensureDaemon({ db, env, args: ARGS });
+  const second = handStarted(dir, env, ['--db', db, '--socket', path.join(dir, 'other.sock'), ...ARGS]);
+  assert.deepEqual(await ended(second), { code: 3, signal: null });
+  await killAndWait(owner.pid!);
+
+  const p = handStarted(dir, env, ['--db', db, '--stdio', ...ARGS], 'pipe');
+  try {
+    const c = new StreamClient(p.stdout!, p.stdin!, () => p.stdin!.end());
+    const st = await c.call(Requests.status, {});
+    assert.ok(st.daemon && st.daemon.pid !== p.pid, 'served by the copy that has the settings');
+    for (const [k, v] of Object.entries(DAEMON_ENV)) assert.equal(environOf(st.daemon.pid, k), v, k);
+    // the stdio client leaving ends the daemon, and with it the process the client started
+    await c.close();
+    assert.deepEqual(await ended(p), { code: 0, signal: null });
+  } finally {
+    p.kill('SIGKILL');
+  }
+});
+
+test('the copy a hand-started daemon runs stops when its starter is killed (SIGKILL cannot be passed on)', async () => {
+  const { dir, db, env } = sandbox();
+  const p = handStarted(dir, env, ['--db', db, '--socket', path.join(dir, 'k.sock'), ...ARGS]);
+  try {
+    await until('the copy to serve', () => daemonInfo(db) !== null && daemonInfo(db)!.pid !== p.pid, 30_000);
+    const pid = daemonInfo(db)!.pid;
+    p.kill('SIGKILL');
+    await until('the copy to stop', () => !running(pid), 30_000);
+  } finally {
+    p.kill('SIGKILL');
   }
 });

@@ -1,13 +1,14 @@
 /**
  * Bounded requests, in-process: shape limits checked before schema validation (filter depth and size,
  * params depth, forbidden property names, unpaired surrogates), a scope of 33,000 namespaces in every
- * search arm, and the framing reader's per-connection bounds (chunked bodies, invalid UTF-8, idle
- * partial frames, backpressure, a peer that never reads).
+ * search arm, and the framing reader's per-connection bounds (chunked bodies, invalid UTF-8, empty and
+ * oversized lengths, header and frame deadlines, backpressure, a peer that never reads).
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PassThrough, Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { ErrorCodes } from '../../daemon/src/protocol/errors';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { Limits } from '../../daemon/src/protocol/types';
 import type { VectorSearcher } from '../../daemon/src/retrieval/search';
@@ -182,7 +183,7 @@ describe('framing reader bounds', () => {
       await new Promise((r) => setImmediate(r));
     }
   };
-  const limits = { frameIdleMs: 50, outputHighWaterBytes: 4096, outputMaxBytes: 64 * 1024 };
+  const limits = { frameHeaderMs: 50, frameTimeMs: 50, outputHighWaterBytes: 4096, outputMaxBytes: 64 * 1024 };
 
   it('joins a body sent in many chunks once, and refuses invalid UTF-8 without closing', async () => {
     const input = new PassThrough();
@@ -223,8 +224,8 @@ describe('framing reader bounds', () => {
       await waitFor(`two messages after ${JSON.stringify(head)}`, () => msgs.length === 2);
       assert.equal(out.text(), '', head);
     }
-    // Not a number, or more than 15 digits: the connection gets a ParseError and is closed, whatever the form.
-    for (const head of ['Content-Length: 12a', 'Content-Length: 1234567890123456', 'Content-Length: ', 'Content-Length: -1']) {
+    // Not a number: the connection gets a ParseError and is closed, whatever the form.
+    for (const head of ['Content-Length: 12a', 'Content-Length: ', 'Content-Length: -1', 'Content-Length: 1e20']) {
       const input = new PassThrough();
       const out = sink();
       const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, limits);
@@ -243,9 +244,132 @@ describe('framing reader bounds', () => {
     reader.onClose(() => (closed = true));
     reader.listen(() => {});
     input.write('Content-Length: 100\r\n\r\n{"jsonrpc":');
-    await waitFor('the idle close', () => closed);
-    assert.match(out.text(), /frame incomplete for 50 ms/);
+    await waitFor('the close', () => closed);
+    assert.match(out.text(), /frame not complete within 50 ms/);
     assert.ok(input.destroyed);
+  });
+
+  /** Feed `bytes` one byte every `everyMs` until the reader closes; returns how many bytes went in. */
+  async function trickle(input: PassThrough, bytes: Buffer, everyMs: number, closed: () => boolean): Promise<number> {
+    let i = 0;
+    const deadline = Date.now() + 20_000;
+    while (!closed() && i < bytes.length) {
+      if (Date.now() > deadline) throw new Error('the reader never closed the connection');
+      input.write(bytes.subarray(i, i + 1));
+      i++;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+    return i;
+  }
+
+  it('closes a connection that sends a header a byte at a time past the header limit (slowloris)', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024, () => {}, { ...limits, frameHeaderMs: 150, frameTimeMs: 10_000 });
+    let closed = false;
+    reader.onClose(() => (closed = true));
+    reader.listen(() => assert.fail('no message'));
+    // Each byte comes well inside any idle limit; the header as a whole does not.
+    const sent = await trickle(input, Buffer.from('Content-Length: 2\r\nX-Padding: ' + 'x'.repeat(4000) + '\r\n\r\n{}'), 5, () => closed);
+    assert.ok(closed && sent < 4000, `closed after ${sent} bytes`);
+    assert.match(out.text(), /header section not complete within 150 ms/);
+  });
+
+  it('closes a connection whose body trickles in past the frame limit, though bytes keep coming', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, { ...limits, frameHeaderMs: 10_000, frameTimeMs: 200 });
+    let closed = false;
+    reader.onClose(() => (closed = true));
+    reader.listen(() => assert.fail('no message'));
+    const body = JSON.stringify({ jsonrpc: '2.0', method: 'x', params: { s: 'y'.repeat(4000) } });
+    input.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`); // the header at once, then the body a byte at a time
+    const sent = await trickle(input, Buffer.from(body), 5, () => closed);
+    assert.ok(closed && sent < body.length, `closed after ${sent} bytes`);
+    assert.match(out.text(), /frame not complete within 200 ms/);
+  });
+
+  it('frames that complete in time are never cut, however many follow each other', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024, () => {}, { ...limits, frameHeaderMs: 1000, frameTimeMs: 1000 });
+    let closed = false;
+    reader.onClose(() => (closed = true));
+    const msgs: unknown[] = [];
+    reader.listen((m) => msgs.push(m));
+    // one whole frame every 20 ms for longer than the frame limit: each one is quick, so none is late
+    const started = Date.now();
+    for (let i = 0; Date.now() - started < 1500; i++) {
+      input.write(frame(`{"jsonrpc":"2.0","method":"m${i}"}`));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await waitFor('every message', () => msgs.length > 10);
+    assert.equal(closed, false);
+    assert.equal(out.text(), '');
+  });
+
+  it('answers an empty body with ParseError and reads on', async () => {
+    const input = new PassThrough();
+    const out = sink();
+    const reader = new GuardedMessageReader(input, out.w, 1024, () => {}, limits);
+    const msgs: unknown[] = [];
+    reader.listen((m) => msgs.push(m));
+    input.write(Buffer.concat([Buffer.from('Content-Length: 0\r\n\r\n'), frame('{"jsonrpc":"2.0","method":"after"}')]));
+    await waitFor('the message after the empty one', () => msgs.length === 1);
+    assert.match(out.text(), /"id":null,"error":\{"code":-32700,"message":"empty message body \(Content-Length: 0\)"/);
+  });
+
+  it('refuses a Content-Length of any size past the limit with ValueTooLarge', async () => {
+    for (const [n, stays] of [
+      ['1025', true],
+      ['1234567890123456', false],
+      ['100000000000000000000', false],
+      ['9'.repeat(400), false],
+    ] as const) {
+      const input = new PassThrough();
+      const out = sink();
+      const reader = new GuardedMessageReader(input, out.w, 1024, () => {}, limits);
+      let closed = false;
+      reader.onClose(() => (closed = true));
+      reader.listen(() => {});
+      input.write(`Content-Length: ${n}\r\n\r\n`);
+      await waitFor(`the reply to ${n.slice(0, 30)}`, () => out.text().includes('"error"'));
+      const reply = JSON.parse(out.text().slice(out.text().indexOf('{'))) as {
+        error: { code: number; data: { name: string; limit: number } };
+      };
+      assert.equal(reply.error.code, ErrorCodes.ValueTooLarge, n);
+      assert.deepEqual(reply.error.data, { name: 'ValueTooLarge', limit: 1024 });
+      // a length that can be skipped keeps the connection; one past any skippable size ends it
+      assert.equal(closed, !stays, n);
+    }
+  });
+
+  it('answers a request holding invalid UTF-8 under its own id and keeps the connection', async () => {
+    for (const pad of [0, 300_000]) {
+      // the second size goes through the sliced decoder of large frames
+      const input = new PassThrough();
+      const out = sink();
+      const reader = new GuardedMessageReader(input, out.w, 1024 * 1024, () => {}, limits);
+      const msgs: unknown[] = [];
+      reader.listen((m) => msgs.push(m));
+      const bad = Buffer.concat([
+        Buffer.from(`{"jsonrpc":"2.0","id":42,"method":"memory/search","params":{"pad":"${'p'.repeat(pad)}","query":"a`),
+        Buffer.from([0xff, 0xfe, 0xc3]),
+        Buffer.from('"}}'),
+      ]);
+      input.write(frame(bad));
+      input.write(frame('{"jsonrpc":"2.0","id":43,"method":"after"}'));
+      await waitFor('the message after the bad one', () => msgs.length === 1);
+      await waitFor('the reply', () => out.text().includes('"id":42'));
+      const reply = JSON.parse(out.text().slice(out.text().indexOf('{'))) as {
+        id: number;
+        error: { code: number; data: { name: string } };
+      };
+      assert.equal(reply.id, 42);
+      assert.equal(reply.error.code, ErrorCodes.InvalidParams);
+      assert.equal(reply.error.data.name, 'InvalidParams');
+      assert.equal((msgs[0] as { id: number }).id, 43);
+    }
   });
 
   it('pauses reading while replies wait unread, resumes when the peer reads', async () => {

@@ -39,6 +39,8 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
   private laterTimer: NodeJS.Timeout | null = null;
   private laterImmediate: NodeJS.Immediate | null = null;
   private errors = 0;
+  /** Replies (messages with an id and no method) written so far. */
+  replies = 0;
   private readonly flushNow = () => this.flush();
 
   constructor(
@@ -51,6 +53,7 @@ export class FramedMessageWriter extends AbstractMessageWriter implements Messag
   }
 
   async write(msg: Message): Promise<void> {
+    if ((msg as { id?: unknown }).id !== undefined && (msg as { method?: unknown }).method === undefined) this.replies++;
     if (bigResult(msg)) return this.writeSliced(msg as Message & { result: Record<string, unknown> });
     const json = JSON.stringify(msg);
     const bytes = Buffer.byteLength(json, 'utf8');

@@ -19,6 +19,7 @@ import type { z } from 'zod';
 import { CairnError, toCairnError } from '../protocol/errors';
 import { Notifications, Requests, type NotificationDef, type RequestDef } from '../protocol/methods';
 import type { DidChangeParams, InitializeResult } from '../protocol/types';
+import { checkParamsShape } from '../protocol/shape';
 
 /** An error reply's `error` member, as it arrives on the wire. */
 interface ResponseErrorLiteral {
@@ -136,6 +137,9 @@ export class StreamClient implements CairnClient {
 
   async call<P extends z.ZodType, R extends z.ZodType>(def: RequestDef<P, R>, params: z.input<P>): Promise<z.infer<R>> {
     if (this.closed) throw unavailable('the connection to the daemon is closed', false);
+    // The daemon's shape limits, checked iteratively before JSON.stringify (recursive) writes the params: a filter
+    // nested thousands deep gets InvalidFilter here, as it would from the daemon, instead of a stack overflow.
+    checkParamsShape(params);
     const id = this.nextId++;
     // The params as the connection sent one argument: an object as it is, anything else as a one-element array.
     const p = params as unknown;

@@ -26,6 +26,7 @@ import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
 import { explainFilter } from '../protocol/filter-explain';
 import { envFlag, processEnv, Settings } from '../protocol/settings';
 import { Requests, type RequestDef } from '../protocol/methods';
+import { checkParamsShape } from '../protocol/shape';
 import { StreamClient, unavailable } from '../client/socket-client';
 import { ensureDaemon, type EnsuredDaemon } from '../client/ensure-daemon';
 import { VERSION } from '../version';
@@ -262,6 +263,9 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
       );
     try {
       await rootsRead;
+      // The daemon's shape limits (filter depth and size, params depth) before anything recursive sees the
+      // arguments: zod, and JSON.stringify when they are sent on, would overflow the stack on a deep filter.
+      checkParamsShape(req.params.arguments);
       const parsed = t.input.safeParse(req.params.arguments ?? {});
       if (!parsed.success) throw argumentsError(t.name, parsed.error, req.params.arguments);
       const out = await t.run(parsed.data, ctx);

@@ -134,6 +134,11 @@ export const Environment = {
   CAIRN_ACTOR: 'Actor the CLI records on its writes when --actor is not given (default "user").',
   CAIRN_SCOPE_ROOT: 'Namespace root of a `cairn mcp` session, as --root (default: derived from the workspace).',
   CAIRN_DISABLE_VEC: 'Boolean: open stores without sqlite-vec (vector search off); for diagnosis.',
+  CAIRN_DAEMON_REEXEC:
+    'Set by `cairn daemon` on the copy of itself it runs with the memory settings it was started without (MALLOC_ARENA_MAX, Node flags); that copy never runs another.',
+  CAIRN_FRAME_HEADER_MS:
+    "The daemon's time limit (ms, default 10000) for a connection to complete a frame's header section after its first byte.",
+  CAIRN_FRAME_TIME_MS: "The daemon's time limit (ms, default 30000) for a connection to complete a whole frame after its first byte.",
   HF_ENDPOINT: 'Model hub to download embedding models from (default https://huggingface.co/).',
   HOME: 'Expands `~` in a model path.',
   XDG_DATA_HOME: 'Per-user data directory on Linux (the default store lives in $XDG_DATA_HOME/cairn).',

@@ -47,14 +47,22 @@ export const Limits = {
   filterNodes: 256,
   /** Max nesting of any params object (objects and arrays), checked before schema validation. */
   paramsDepth: 64,
-  /** Max simultaneous client connections on the daemon's socket; more get an Overloaded reply and are closed. */
+  /**
+   * Max simultaneous client connections on the daemon's socket. One more closes the least recently active idle one
+   * (no request under way) to make room; only when every one has a request under way is it refused (Overloaded).
+   */
   connections: 128,
   /** Reading a connection's requests pauses while this many reply bytes wait to be sent to it. */
   outputHighWaterBytes: 16 * 1024 * 1024,
   /** A connection with more than this many unsent reply/notification bytes is closed (a client that never reads). */
   outputMaxBytes: 128 * 1024 * 1024,
-  /** A connection that leaves a frame (headers or body) incomplete this long is closed. */
-  frameIdleMs: 30_000,
+  /**
+   * A frame's header section must be complete this long after its first byte, and the whole frame (header and body)
+   * within frameTimeMs: a total deadline, so a peer sending a byte now and then is closed too. Defaults; the daemon
+   * takes others from CAIRN_FRAME_HEADER_MS / CAIRN_FRAME_TIME_MS (server/limits.ts frameLimits).
+   */
+  frameHeaderMs: 10_000,
+  frameTimeMs: 30_000,
   /** Values longer than this many characters get an extractive summary at write time. */
   summaryThresholdChars: 600,
   /**

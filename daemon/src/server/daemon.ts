@@ -19,6 +19,7 @@ import { enforceRetentionPaced } from '../store/retention';
 import { VERSION } from '../version';
 import { Core } from './core';
 import { FramedMessageWriter, GuardedMessageReader } from './framing';
+import { frameLimits, type FrameLimits } from './limits';
 import { acquireDaemonLock } from './lock';
 import { LspDocuments } from './lsp';
 
@@ -42,6 +43,8 @@ export interface DaemonOptions {
   watchEveryMs?: number;
   /** Hook for adding the embedding index once the store is open. */
   setup?: (d: Daemon) => Promise<void> | void;
+  /** Frame time limits of every connection. Default: Limits', or CAIRN_FRAME_HEADER_MS / CAIRN_FRAME_TIME_MS. */
+  frameLimits?: FrameLimits;
 }
 
 export interface Client {
@@ -50,6 +53,13 @@ export interface Client {
   connection: MessageConnection;
   lsp: LspDocuments;
   initialized: boolean;
+  reader: GuardedMessageReader;
+  writer: FramedMessageWriter;
+}
+
+/** A client with a request under way: its reply is not written yet, or its large frame is still being parsed. */
+function working(c: Client): boolean {
+  return c.reader.busy || c.reader.requests > c.writer.replies;
 }
 
 export class Daemon {
@@ -65,7 +75,12 @@ export class Daemon {
   private readonly startedAt = Date.now();
   private stopping = false;
   private stopPromise: Promise<void> | null = null;
-  private readonly sockets = new Set<net.Socket>();
+  /** Socket connections, oldest first. */
+  private readonly sockets = new Map<net.Socket, Client>();
+  private frame: FrameLimits = { frameHeaderMs: Limits.frameHeaderMs, frameTimeMs: Limits.frameTimeMs };
+  /** Idle connections closed to make room since the last log line about it, and when that line was written. */
+  private evicted = 0;
+  private evictedLoggedAt = 0;
   readonly extraStop: (() => Promise<void> | void)[] = [];
 
   private constructor(store: Store, log: Logger) {
@@ -100,6 +115,7 @@ export class Daemon {
       throw e;
     }
     d.releaseLock = release;
+    d.frame = opts.frameLimits ?? frameLimits(undefined, log);
     // WAL checkpoints from a worker thread's own connection: never a stall inside a client's commit (store/checkpointer.ts).
     d.store.checkpointInBackground();
     try {
@@ -169,8 +185,9 @@ export class Daemon {
     if (process.platform !== 'win32') ensurePrivateDir(path.dirname(socket), { what: 'the socket folder' });
     if (process.platform !== 'win32') fs.rmSync(socket, { force: true }); // we hold the store lock: any socket file here is stale
     const server = net.createServer((sock) => {
-      if (this.sockets.size >= Limits.connections) {
-        // Over the connection limit: one typed reply, then close (docs/protocol.md#limits).
+      if (this.sockets.size >= Limits.connections && !this.makeRoom()) {
+        // Over the connection limit with a request under way on every one: one typed reply, then close
+        // (docs/protocol.md#limits).
         const body = JSON.stringify({
           jsonrpc: '2.0',
           id: null,
@@ -185,10 +202,10 @@ export class Daemon {
         this.log(`refused a connection: ${this.sockets.size} open (limit ${Limits.connections})`);
         return;
       }
-      this.sockets.add(sock);
-      sock.on('close', () => this.sockets.delete(sock));
       sock.on('error', () => {});
-      this.serve(sock, sock, 'socket');
+      const client = this.serve(sock, sock, 'socket');
+      this.sockets.set(sock, client);
+      sock.on('close', () => this.sockets.delete(sock));
     });
     const oldMask = process.umask(0o177);
     try {
@@ -208,9 +225,35 @@ export class Daemon {
     this.socketPath = socket;
   }
 
+  /**
+   * At the connection limit: close the least recently active connection with no request under way (idle, or holding
+   * only part of a frame), so that a new client is always served. False when every connection is working.
+   */
+  private makeRoom(): boolean {
+    let oldest: [net.Socket, Client] | null = null;
+    for (const entry of this.sockets) {
+      if (working(entry[1])) continue;
+      if (!oldest || entry[1].reader.lastMessageAt < oldest[1].reader.lastMessageAt) oldest = entry;
+    }
+    if (!oldest) return false;
+    const [sock, client] = oldest;
+    this.sockets.delete(sock);
+    // Nothing of it is under way: its unread notifications are all it loses (a client reconnects on its next call).
+    sock.destroy();
+    this.clients.delete(client);
+    this.evicted++;
+    const now = Date.now();
+    if (now - this.evictedLoggedAt >= 1000) {
+      this.log(`closed ${this.evicted} idle connection(s) to serve new ones (limit ${Limits.connections} connections)`);
+      this.evicted = 0;
+      this.evictedLoggedAt = now;
+    }
+    return true;
+  }
+
   /** Serve one client on a pair of streams. */
   serve(input: Readable, output: Writable, kind: Client['kind']): Client {
-    const reader = new GuardedMessageReader(input, output, undefined, (m) => this.log(m));
+    const reader = new GuardedMessageReader(input, output, undefined, (m) => this.log(m), { ...Limits, ...this.frame });
     const writer = new FramedMessageWriter(output, { notificationDelayMs: NOTIFICATION_DELAY_MS });
     const connection = createMessageConnection(reader, writer, {
       error: (m) => this.log(m),
@@ -218,7 +261,15 @@ export class Daemon {
       info: () => {},
       log: () => {},
     });
-    const client: Client = { id: this.nextClientId++, kind, connection, lsp: new LspDocuments(this.store), initialized: false };
+    const client: Client = {
+      id: this.nextClientId++,
+      kind,
+      connection,
+      lsp: new LspDocuments(this.store),
+      initialized: false,
+      reader,
+      writer,
+    };
     client.lsp.teamAnchors = (paths, scope) => this.core.team?.anchoredAt(paths, scope) ?? Promise.resolve([]);
 
     connection.onRequest(Requests.initialize.method, (params: unknown) => {
@@ -310,7 +361,7 @@ export class Daemon {
     for (const fn of this.extraStop) await fn();
     for (const c of this.clients) c.connection.dispose();
     this.clients.clear();
-    for (const s of this.sockets) s.destroy();
+    for (const s of this.sockets.keys()) s.destroy();
     if (this.server) {
       await new Promise<void>((r) => this.server!.close(() => r()));
       if (this.socketPath && process.platform !== 'win32') fs.rmSync(this.socketPath, { force: true });

@@ -5,17 +5,20 @@
  * cannot be parsed gets an error reply and the connection is closed (the byte
  * stream cannot be re-synchronised); every other connection keeps being served.
  *
- * Memory per connection is bounded (docs/protocol.md#limits): a body is kept as
- * its chunks and joined once (at most Limits.messageBytes), a frame left
- * incomplete for Limits.frameIdleMs closes the connection, reading pauses while
- * more than Limits.outputHighWaterBytes of replies wait for the peer, and a peer
- * that leaves more than Limits.outputMaxBytes unread is disconnected. Bodies
- * that are not valid UTF-8 are refused (ParseError), never decoded with U+FFFD.
+ * Memory and time per connection are bounded (docs/protocol.md#limits): a body is kept as its chunks and joined once
+ * (at most Limits.messageBytes); a frame's header section must be complete within Limits.frameHeaderMs of its first
+ * byte and the whole frame within Limits.frameTimeMs (a total deadline: a peer sending one byte now and then is
+ * closed as surely as one that stopped); reading pauses while more than Limits.outputHighWaterBytes of replies wait
+ * for the peer, and a peer that leaves more than Limits.outputMaxBytes unread is disconnected. Bodies that are not
+ * valid UTF-8 are refused, never decoded with U+FFFD: with `InvalidParams` to the request's id when the id can be
+ * read, else ParseError with id null. An empty body is a ParseError; a Content-Length over the size limit, however
+ * many digits, is ValueTooLarge.
  */
 import type { Readable, Writable } from 'node:stream';
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-jsonrpc/node';
 export { FramedMessageWriter } from '../client/framed-writer';
 import { ErrorCodes } from '../protocol/errors';
+import type { FrameLimits } from './limits';
 import { Limits } from '../protocol/types';
 import { SLICED_PARSE_BYTES, decodeSliced, parseSliced } from './sliced-json';
 
@@ -23,6 +26,9 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 const MAX_HEADER_BYTES = 8 * 1024;
 
 export const JsonRpcErrors = { ParseError: -32700, InvalidRequest: -32600 } as const;
+
+/** The time and output limits of one connection (Limits' values by default; the daemon's can come from settings). */
+export type ReaderLimits = FrameLimits & { outputHighWaterBytes: number; outputMaxBytes: number };
 
 const CONTENT_LENGTH = Buffer.from('Content-Length: ', 'latin1');
 
@@ -55,7 +61,13 @@ export class GuardedMessageReader extends AbstractMessageReader {
   /** A large frame is being decoded and parsed in slices: later frames of this connection wait for it (order). */
   private parsing = false;
   private closed = false;
-  private idleTimer: NodeJS.Timeout | null = null;
+  private frameTimer: NodeJS.Timeout | null = null;
+  /** performance.now() when the first byte of the frame being read arrived (0: between frames). */
+  private frameStart = 0;
+  /** Requests (messages with a method and an id) handed on so far: the daemon compares it with the replies written. */
+  requests = 0;
+  /** When the last message was handed on (or the connection opened): the daemon closes the least recently active. */
+  lastMessageAt = performance.now();
   private outputTimer: NodeJS.Timeout | null = null;
   private readonly decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -64,7 +76,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
     private readonly output: Writable,
     private readonly maxBytes: number = Limits.messageBytes,
     private readonly log: (msg: string) => void = () => {},
-    private readonly limits: { frameIdleMs: number; outputHighWaterBytes: number; outputMaxBytes: number } = Limits,
+    private readonly limits: ReaderLimits = Limits,
   ) {
     super();
   }
@@ -99,9 +111,9 @@ export class GuardedMessageReader extends AbstractMessageReader {
   }
 
   private clearTimers(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.frameTimer) clearTimeout(this.frameTimer);
     if (this.outputTimer) clearInterval(this.outputTimer);
-    this.idleTimer = this.outputTimer = null;
+    this.frameTimer = this.outputTimer = null;
   }
 
   private shut(): void {
@@ -112,6 +124,11 @@ export class GuardedMessageReader extends AbstractMessageReader {
     this.header = Buffer.alloc(0);
     this.clearTimers();
     this.fireClose();
+  }
+
+  /** A large frame of this connection is being decoded and parsed (its request is under way). */
+  get busy(): boolean {
+    return this.parsing;
   }
 
   /** Bytes written to this connection and not yet taken by the peer. */
@@ -146,24 +163,35 @@ export class GuardedMessageReader extends AbstractMessageReader {
       while (chunk.length > 0 && !this.paused && !this.closed) chunk = this.consume(chunk);
       if (chunk.length > 0 && !this.closed) this.pending.unshift(chunk);
     }
-    this.armIdle();
+    this.armDeadline();
   }
 
-  /** A frame left incomplete (headers or body) for frameIdleMs closes the connection; a paused reader is our doing. */
-  private armIdle(): void {
-    if (this.idleTimer) clearTimeout(this.idleTimer);
-    this.idleTimer = null;
-    const partial = this.header.length > 0 || this.expected !== null || this.skipping > 0;
-    if (!partial || this.paused || this.closed) return;
-    this.idleTimer = setTimeout(() => {
-      this.log(`closing a connection: a frame stayed incomplete for ${this.limits.frameIdleMs} ms`);
-      this.reply(null, JsonRpcErrors.ParseError, `frame incomplete for ${this.limits.frameIdleMs} ms; closing the connection`, {
-        limit: this.limits.frameIdleMs,
-      });
-      this.input.destroy();
-      this.shut();
-    }, this.limits.frameIdleMs);
-    this.idleTimer.unref?.();
+  /**
+   * The deadline of the frame being read: its header section within frameHeaderMs of its first byte, all of it within
+   * frameTimeMs. Bytes arriving meanwhile do not move it. Reading pauses only between frames, so a paused reader never
+   * holds a partial frame.
+   */
+  private armDeadline(): void {
+    if (this.frameTimer) clearTimeout(this.frameTimer);
+    this.frameTimer = null;
+    const inHeader = this.expected === null && this.skipping === 0;
+    const partial = this.header.length > 0 || !inHeader;
+    if (!partial || this.paused || this.closed) {
+      if (!partial) this.frameStart = 0;
+      return;
+    }
+    const limit = inHeader ? Math.min(this.limits.frameHeaderMs, this.limits.frameTimeMs) : this.limits.frameTimeMs;
+    const what = inHeader ? 'header section' : 'frame';
+    this.frameTimer = setTimeout(
+      () => {
+        this.log(`closing a connection: a ${what} was not complete within ${limit} ms`);
+        this.reply(null, JsonRpcErrors.ParseError, `${what} not complete within ${limit} ms; closing the connection`, { limit });
+        this.input.destroy();
+        this.shut();
+      },
+      Math.max(0, this.frameStart + limit - performance.now()),
+    );
+    this.frameTimer.unref?.();
   }
 
   /** Write a raw JSON-RPC error reply (used before vscode-jsonrpc ever sees the message). */
@@ -184,6 +212,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
       return chunk.subarray(n);
     }
     if (this.expected === null) {
+      if (this.header.length === 0) this.frameStart = performance.now();
       const buf = this.header.length === 0 ? chunk : Buffer.concat([this.header, chunk]);
       const end = buf.indexOf(HEADER_END);
       if (end < 0) {
@@ -211,11 +240,12 @@ export class GuardedMessageReader extends AbstractMessageReader {
         }
         if (h.slice(0, i).trim().toLowerCase() === 'content-length') {
           const v = h.slice(i + 1).trim();
-          if (!/^\d{1,15}$/.test(v)) {
+          if (!/^\d+$/.test(v)) {
             this.malformed(`Content-Length is not a number: ${JSON.stringify(v.slice(0, 40))}`);
             return Buffer.alloc(0);
           }
-          length = Number(v);
+          // More than 15 digits is past any limit (and past exact doubles): too large, not malformed.
+          length = v.length > 15 ? Infinity : Number(v);
         }
       }
       if (length === null) {
@@ -224,12 +254,30 @@ export class GuardedMessageReader extends AbstractMessageReader {
       }
       const rest = buf.subarray(end + HEADER_END.length);
       if (length > this.maxBytes) {
-        this.log(`refused a ${length}-byte message (limit ${this.maxBytes})`);
-        this.reply(null, ErrorCodes.ValueTooLarge, `message of ${length} bytes exceeds the ${this.maxBytes}-byte limit`, {
+        const shown = Number.isFinite(length)
+          ? `${length}`
+          : `${buf
+              .subarray(0, Math.min(end, 80))
+              .toString('latin1')
+              .replace(/^.*?:\s*/s, '')}`;
+        this.log(`refused a ${shown}-byte message (limit ${this.maxBytes})`);
+        this.reply(null, ErrorCodes.ValueTooLarge, `message of ${shown} bytes exceeds the ${this.maxBytes}-byte limit`, {
           name: 'ValueTooLarge',
           limit: this.maxBytes,
         });
+        if (length > Number.MAX_SAFE_INTEGER) {
+          // Bytes that could never all arrive cannot be skipped to the next frame: this connection ends here.
+          this.log('closing a connection: its Content-Length is past any size that can be skipped');
+          this.input.destroy();
+          this.shut();
+          return Buffer.alloc(0);
+        }
         this.skipping = length;
+        return rest;
+      }
+      if (length === 0) {
+        // No body to wait for: answered now (an empty body is not JSON), and the connection reads on.
+        this.reply(null, JsonRpcErrors.ParseError, 'empty message body (Content-Length: 0)');
         return rest;
       }
       this.expected = length;
@@ -287,7 +335,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
     try {
       text = await decodeSliced(body);
     } catch {
-      this.reply(null, JsonRpcErrors.ParseError, 'message body is not valid UTF-8');
+      this.notUtf8(await parseSliced(body.toString('utf8')).catch(() => undefined));
       return;
     }
     let msg: unknown;
@@ -305,7 +353,13 @@ export class GuardedMessageReader extends AbstractMessageReader {
     try {
       text = this.decoder.decode(body);
     } catch {
-      this.reply(null, JsonRpcErrors.ParseError, 'message body is not valid UTF-8');
+      let lossy: unknown;
+      try {
+        lossy = JSON.parse(body.toString('utf8'));
+      } catch {
+        /* not JSON either: no id to answer */
+      }
+      this.notUtf8(lossy);
       return;
     }
     let msg: unknown;
@@ -316,6 +370,25 @@ export class GuardedMessageReader extends AbstractMessageReader {
       return;
     }
     this.dispatch(msg);
+  }
+
+  /**
+   * A body that is not valid UTF-8. It is never handled, but a request whose id can still be read (the bad bytes
+   * sit inside a string, say) is answered under that id, so its caller is not left waiting: `InvalidParams`.
+   * Anything else gets ParseError with id null. `lossy` is the body decoded with U+FFFD and parsed, if it parses.
+   */
+  private notUtf8(lossy: unknown): void {
+    const m = lossy as { id?: unknown; method?: unknown } | null | undefined;
+    let id: string | number | null = null;
+    if (m && typeof m === 'object' && typeof m.method === 'string') {
+      if (typeof m.id === 'string' || (typeof m.id === 'number' && Number.isFinite(m.id))) id = m.id;
+    }
+    if (id === null) {
+      this.reply(null, JsonRpcErrors.ParseError, 'message body is not valid UTF-8');
+      return;
+    }
+    this.lastMessageAt = performance.now();
+    this.reply(id, ErrorCodes.InvalidParams, 'message body is not valid UTF-8; nothing was done', { name: 'InvalidParams' });
   }
 
   /** Check a parsed message's JSON-RPC shape and hand it on. */
@@ -352,6 +425,8 @@ export class GuardedMessageReader extends AbstractMessageReader {
       this.reply(id, JsonRpcErrors.InvalidRequest, 'params must be an object or array');
       return;
     }
+    if (isRequest && m.id !== undefined && m.id !== null) this.requests++;
+    this.lastMessageAt = performance.now();
     this.callback?.(m as unknown as Message);
   }
 }

@@ -1,147 +1,36 @@
 /**
- * Request-shape limits checked before schema validation (docs/protocol.md#limits).
- *
- * Schema validation (zod) is recursive and does work per node, so a params object is first walked
- * once, iteratively, with hard caps — nesting depth, filter depth and size — and refused with a typed
- * error before any recursive code sees it. The same walk refuses what JSON.parse accepts but the
- * store would silently change:
- * - `__proto__`, `constructor` and `prototype` as property keys (copying them into a plain object
- *   re-wires its prototype or is dropped), and
- * - strings with unpaired UTF-16 surrogates (`"\ud800"` is valid JSON but has no UTF-8 form; SQLite
- *   would store U+FFFD instead).
- * Invalid UTF-8 in a frame's bytes is refused by the framing layer (server/framing.ts).
+ * The daemon's request limits: the shape check before schema validation (protocol/shape.ts, shared with the
+ * clients), the frame time limits of a connection (from the environment), and `pace()` for long handlers.
  */
 import { CairnError } from '../protocol/errors';
+import { processEnv, readEnv, type Env } from '../protocol/settings';
 import { Limits } from '../protocol/types';
+export { checkParamsShape, checkParamsShapePaced, FORBIDDEN_KEYS, wellFormed } from '../protocol/shape';
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const nativeWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed;
-/** True when a string has no unpaired surrogate (so it has a UTF-8 form). */
-export function wellFormed(s: string): boolean {
-  return nativeWellFormed ? nativeWellFormed.call(s) : !LONE_SURROGATE.test(s);
+/** How long a connection may take over one frame (server/framing.ts). */
+export interface FrameLimits {
+  /** From a frame's first byte to the end of its header section. */
+  frameHeaderMs: number;
+  /** From a frame's first byte to its last (a total deadline, not an idle timer). */
+  frameTimeMs: number;
 }
-
-export const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
-function at(path: (string | number)[]): string {
-  let s = '';
-  for (const p of path) s += typeof p === 'number' ? `[${p}]` : s ? `.${p}` : p;
-  return s;
-}
-
-/** One node of the walk; the path is rebuilt from parent links only when an error names it. */
-interface Node {
-  v: unknown;
-  parent: Node | null;
-  key: string | number;
-  depth: number;
-  /** Depth inside `filter` (-1 outside it). */
-  fdepth: number;
-}
-
-function pathOf(n: Node | null): (string | number)[] {
-  const out: (string | number)[] = [];
-  for (let x = n; x && x.parent; x = x.parent) out.push(x.key);
-  return out.reverse();
-}
-
-/** Throws InvalidParams / InvalidFilter when `params` breaks a shape limit; cheap (one iterative pass, no copies). */
-export function checkParamsShape(params: unknown): void {
-  if (params === null || typeof params !== 'object') return;
-  const w: Walk = { stack: [{ v: params, parent: null, key: '', depth: 0, fdepth: -1 }], filterNodes: 0 };
-  walk(w, Infinity);
-}
-
-/** Nodes visited between two clock reads of the paced check. */
-const NODES_PER_CLOCK = 4096;
-/** Work of the paced check between two yields (ms). */
-const SHAPE_SLICE_MS = 8;
 
 /**
- * checkParamsShape for the daemon: the same pass, but a large params object (a 16 MiB `store/import`) is walked in
- * slices of about 8 ms that yield to the event loop, so other connections are served meanwhile. Small params finish
- * within the first slice without yielding.
+ * The daemon's frame time limits: Limits' defaults, or CAIRN_FRAME_HEADER_MS / CAIRN_FRAME_TIME_MS (whole
+ * milliseconds ≥ 1; anything else is ignored with a line in the log).
  */
-export async function checkParamsShapePaced(params: unknown): Promise<void> {
-  if (params === null || typeof params !== 'object') return;
-  const w: Walk = { stack: [{ v: params, parent: null, key: '', depth: 0, fdepth: -1 }], filterNodes: 0 };
-  let until = performance.now() + SHAPE_SLICE_MS;
-  while (!walk(w, NODES_PER_CLOCK)) {
-    if (performance.now() > until) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      until = performance.now() + SHAPE_SLICE_MS;
-    }
-  }
-}
-
-interface Walk {
-  stack: Node[];
-  filterNodes: number;
-}
-
-/** Visit up to `budget` nodes; true when the walk is complete. Throws on the first broken limit. */
-function walk(w: Walk, budget: number): boolean {
-  const stack = w.stack;
-  for (let visited = 0; stack.length > 0; visited++) {
-    if (visited >= budget) return false;
-    const n = stack.pop()!;
-    const v = n.v;
-    if (typeof v === 'string') {
-      if (!wellFormed(v)) {
-        const f = at(pathOf(n));
-        throw new CairnError('InvalidParams', `${f || 'params'}: string holds an unpaired UTF-16 surrogate (not representable as UTF-8)`, {
-          field: f,
-        });
-      }
-      continue;
-    }
-    if (v === null || typeof v !== 'object') continue;
-    if (n.depth > Limits.paramsDepth) {
-      throw new CairnError('InvalidParams', `params are nested deeper than ${Limits.paramsDepth} levels`, {
-        field: at(pathOf(n)),
-        limit: Limits.paramsDepth,
-      });
-    }
-    if (n.fdepth >= 0 && !Array.isArray(v)) {
-      if (++w.filterNodes > Limits.filterNodes)
-        throw new CairnError('InvalidFilter', `filter has more than ${Limits.filterNodes} nodes`, {
-          field: at(pathOf(n)),
-          limit: Limits.filterNodes,
-        });
-      if (n.fdepth > Limits.filterDepth)
-        throw new CairnError('InvalidFilter', `filter is nested deeper than ${Limits.filterDepth}`, {
-          field: at(pathOf(n)),
-          limit: Limits.filterDepth,
-        });
-    }
-    if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) {
-        const x = v[i];
-        // Numbers, booleans and null need no visit: skip the node allocation.
-        if (x !== null && (typeof x === 'object' || typeof x === 'string'))
-          stack.push({ v: x, parent: n, key: i, depth: n.depth + 1, fdepth: n.fdepth });
-      }
-      continue;
-    }
-    const keys = Object.keys(v);
-    for (let i = keys.length - 1; i >= 0; i--) {
-      const k = keys[i];
-      if (FORBIDDEN_KEYS.has(k)) {
-        const f = at([...pathOf(n), k]);
-        throw new CairnError('InvalidParams', `${f}: "${k}" is not allowed as a property name`, { field: f });
-      }
-      if (!wellFormed(k)) {
-        const f = at(pathOf(n));
-        throw new CairnError('InvalidParams', `${f || 'params'}: a property name holds an unpaired UTF-16 surrogate`, { field: f });
-      }
-      const isFilterRoot = n.depth === 0 && k === 'filter';
-      const nextF = n.fdepth >= 0 ? (k === 'and' || k === 'or' || k === 'not' ? n.fdepth + 1 : n.fdepth) : isFilterRoot ? 0 : -1;
-      const x = (v as Record<string, unknown>)[k];
-      if (x !== null && (typeof x === 'object' || typeof x === 'string'))
-        stack.push({ v: x, parent: n, key: k, depth: n.depth + 1, fdepth: nextF });
-    }
-  }
-  return true;
+export function frameLimits(env: Env = processEnv(), log: (m: string) => void = () => {}): FrameLimits {
+  const read = (name: string, raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (Number.isSafeInteger(n) && n >= 1) return n;
+    log(`ignoring ${name}=${JSON.stringify(raw.slice(0, 40))}: not a whole number of milliseconds; using ${fallback}`);
+    return fallback;
+  };
+  return {
+    frameHeaderMs: read('CAIRN_FRAME_HEADER_MS', readEnv('CAIRN_FRAME_HEADER_MS', env), Limits.frameHeaderMs),
+    frameTimeMs: read('CAIRN_FRAME_TIME_MS', readEnv('CAIRN_FRAME_TIME_MS', env), Limits.frameTimeMs),
+  };
 }
 
 /**

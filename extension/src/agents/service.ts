@@ -33,6 +33,7 @@ import type {
 } from './api';
 import { EditorCapture } from './capture';
 import { AGENT_TOOLS, type AgentToolName } from './toolDefs';
+import { checkParamsShape } from '../../../daemon/src/protocol/shape';
 import { USER_ROOT } from '../../../daemon/src/protocol/namespace';
 
 const ACTIVE_TASK_KEY = 'cairn.agents.activeTaskId';
@@ -184,6 +185,8 @@ export class AgentService implements vscode.Disposable {
    */
   async runTool(name: AgentToolName, input: unknown, actor: string): Promise<ToolOutput> {
     const tool = AGENT_TOOLS[name] as unknown as CairnTool;
+    // As `cairn mcp`: the shape limits (a filter nested thousands deep is InvalidFilter) before zod sees the input.
+    checkParamsShape(input);
     const parsed = tool.input.safeParse(input ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
