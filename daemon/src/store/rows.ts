@@ -1,5 +1,5 @@
 /** Row shapes and their conversion to protocol types. */
-import type { Anchor, Include, Memory, MemoryKind, MemoryStatus, Properties } from '../protocol/types';
+import type { Anchor, HistoryEntry, Include, Memory, MemoryKind, MemoryStatus, Properties } from '../protocol/types';
 import { ROW_VALUE_GLOB } from './history-codec';
 import type { SqlFragment } from './scope';
 
@@ -55,6 +55,36 @@ export const HISTORY_COLUMNS = `h.*, CASE WHEN h.state GLOB '${ROW_VALUE_GLOB}' 
 export const iso = (ms: number | null): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 export const isoReq = (ms: number): string => new Date(ms).toISOString();
 export const fromIso = (s: string | null | undefined): number | null => (s === null || s === undefined ? null : Date.parse(s));
+
+/** A team-store (PostgreSQL) history row: states and detail are stored as JSON text. */
+export interface PgHistoryRow {
+  seq: number;
+  memory_id: string;
+  op: HistoryEntry['op'];
+  actor: string;
+  reason: string | null;
+  at: number;
+  version: number;
+  previous: string | null;
+  state: string | null;
+  detail: string | null;
+}
+
+/** The protocol's HistoryEntry of a team-store history row (its history, audit and export read it the same way). */
+export function pgHistoryEntry(r: PgHistoryRow): HistoryEntry {
+  return {
+    seq: r.seq,
+    memoryId: r.memory_id,
+    op: r.op,
+    actor: r.actor,
+    reason: r.reason,
+    at: isoReq(r.at),
+    version: r.version,
+    previous: r.previous ? JSON.parse(r.previous) : null,
+    state: r.state ? JSON.parse(r.state) : null,
+    detail: r.detail ? JSON.parse(r.detail) : null,
+  };
+}
 
 export function toMemory(r: MemoryRow): Memory {
   return {

@@ -21,11 +21,10 @@ import {
   type ExportPageResult,
   type ExportParams,
   type ExportRecord,
-  type HistoryEntry,
   type Scope,
 } from '../../protocol/types';
 import { uuidv7 } from '../../text/hash';
-import { fromIso, iso, isoReq, toMemory, type MemoryRow } from '../rows';
+import { fromIso, iso, isoReq, pgHistoryEntry, toMemory, type MemoryRow, type PgHistoryRow } from '../rows';
 import { missingGrant } from './access';
 import type { PgBackend } from './backend';
 import { mapError, type Sql } from './db';
@@ -66,34 +65,6 @@ async function requireAdmin(b: PgBackend, db: Sql, scope: Scope | undefined, ver
   return false;
 }
 
-interface HistoryRow {
-  seq: number;
-  memory_id: string;
-  op: HistoryEntry['op'];
-  actor: string;
-  reason: string | null;
-  at: number;
-  version: number;
-  previous: string | null;
-  state: string | null;
-  detail: string | null;
-}
-
-function entry(r: HistoryRow): HistoryEntry {
-  return {
-    seq: r.seq,
-    memoryId: r.memory_id,
-    op: r.op,
-    actor: r.actor,
-    reason: r.reason,
-    at: isoReq(r.at),
-    version: r.version,
-    previous: r.previous ? JSON.parse(r.previous) : null,
-    state: r.state ? JSON.parse(r.state) : null,
-    detail: r.detail ? JSON.parse(r.detail) : null,
-  };
-}
-
 // ---------------------------------------------------------------------------
 // audit
 // ---------------------------------------------------------------------------
@@ -125,9 +96,9 @@ export async function teamAuditPage(b: PgBackend, p: AuditParams): Promise<Audit
         `SELECT h.* FROM history h JOIN namespaces n ON n.id = h.ns_id WHERE ${where.join(' AND ')} ORDER BY h.seq LIMIT ${q.p(limit + 1)}`,
         q.values,
       )
-    ).rows as HistoryRow[];
+    ).rows as PgHistoryRow[];
     const more = rows.length > limit;
-    const page = rows.slice(0, limit).map(entry);
+    const page = rows.slice(0, limit).map(pgHistoryEntry);
     return {
       entries: p.content === false ? page.map((e) => ({ ...e, previous: null, state: null })) : page,
       nextCursor: more ? Buffer.from(`ta${rows[limit - 1].seq}`).toString('base64url') : null,
@@ -231,14 +202,14 @@ class TeamExportWalker {
               q.values,
             )
           ).rows as MemoryRow[];
-          const history = new Map<string, HistoryRow[]>();
+          const history = new Map<string, PgHistoryRow[]>();
           if (this.includeHistory && rows.length) {
             const h = await this.c.query(`SELECT * FROM history WHERE memory_id = ANY($1::text[]) ORDER BY seq`, [rows.map((r) => r.id)]);
-            for (const r of h.rows as HistoryRow[]) history.set(r.memory_id, [...(history.get(r.memory_id) ?? []), r]);
+            for (const r of h.rows as PgHistoryRow[]) history.set(r.memory_id, [...(history.get(r.memory_id) ?? []), r]);
           }
           for (const r of rows) {
             push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
-            for (const h of history.get(r.id) ?? []) push({ type: 'history', entry: entry(h) });
+            for (const h of history.get(r.id) ?? []) push({ type: 'history', entry: pgHistoryEntry(h) });
             this.after = [r.rowid];
             this.done++;
             if (full()) break;

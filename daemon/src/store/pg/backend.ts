@@ -43,7 +43,7 @@ import {
 import { normalizedValueHash, sha256, uuidv7 } from '../../text/hash';
 import { identifierWords } from '../../text/identifiers';
 import { pathInScope } from '../scope';
-import { iso, isoReq, toMemory, type MemoryRow } from '../rows';
+import { iso, isoReq, pgHistoryEntry, toMemory, type MemoryRow, type PgHistoryRow } from '../rows';
 import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
 import { checkSchema } from './schema';
 import { explainOpenFailure } from './access';
@@ -597,18 +597,7 @@ export class PgBackend {
     );
     if (rows.length === 0) throw new CairnError('NotFound', `no history for ${memoryId}`, { field: 'id' });
     return {
-      entries: rows.map((r) => ({
-        seq: r.seq,
-        memoryId: r.memory_id,
-        op: r.op,
-        actor: r.actor,
-        reason: r.reason,
-        at: isoReq(r.at),
-        version: r.version,
-        previous: r.previous ? JSON.parse(r.previous) : null,
-        state: r.state ? JSON.parse(r.state) : null,
-        detail: r.detail ? JSON.parse(r.detail) : null,
-      })),
+      entries: rows.map((r) => pgHistoryEntry(r as PgHistoryRow)),
       capped: rows[0].cap !== null,
     };
   }
