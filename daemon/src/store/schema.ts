@@ -414,7 +414,7 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
   const wanted = `CREATE VIRTUAL TABLE memories_fts USING fts5(${FTS_COLUMNS.join(', ')}, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')`;
   const format = db.prepare(`SELECT value FROM meta WHERE key = 'fts_format'`).get() as { value: string } | undefined;
   if (!row || row.sql !== wanted || format?.value !== FTS_FORMAT) {
-    if (row) db.exec('DROP TABLE memories_fts'); // the store's open rebuilds it from the memories (Store.healFts)
+    if (row) db.exec('DROP TABLE memories_fts'); // the store's open rebuilds it from the memories (FullText.heal, full-text.ts)
     db.exec(wanted);
     db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
     db.prepare(`INSERT INTO meta(key, value) VALUES ('fts_format', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`).run(

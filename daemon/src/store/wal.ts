@@ -1,0 +1,111 @@
+/**
+ * The store connection's WAL: checkpoints from the daemon's periodic sweep, or from a background worker with its
+ * own connection once the daemon asks for them (checkpointer.ts), told of every commit; and the file's size.
+ */
+import * as fs from 'node:fs';
+import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type MergeResult } from './checkpointer';
+import { stmt, WAL_CHECKPOINT_PAGES, type DB } from './db';
+
+export class Wal {
+  /** WAL checkpoints in a worker thread (inBackground), once the daemon asked for them. */
+  private checkpointer: BackgroundCheckpointer | null = null;
+  /** SQLite's total_changes() at the last checkpoint(): whether anything was written since. */
+  private changesAtCheckpoint = -1;
+
+  constructor(
+    private readonly db: DB,
+    private readonly path: string,
+    private readonly readonly: boolean,
+    private readonly log: (msg: string) => void,
+  ) {}
+
+  /** A write committed (`ftsWritten`: with a new full-text segment): the background worker may checkpoint or merge. */
+  committed(ftsWritten: boolean): void {
+    this.checkpointer?.committed(ftsWritten);
+  }
+
+  /** Stop the background worker (its connection closes first: the last connection to close folds the WAL in). */
+  close(): void {
+    this.checkpointer?.close();
+    this.checkpointer = null;
+  }
+
+  /**
+   * Copy WAL pages into the database without waiting for readers (called from the daemon's periodic
+   * sweep); when that copied everything, cut the WAL file to zero bytes.
+   */
+  checkpoint(): void {
+    // In the background while writes come in; an idle store (no write since the last checkpoint, e.g. the daemon's
+    // first sweep right after it opened) is checkpointed here: nothing waits, and no worker is started for it.
+    // "No write" is counted in rows changed, not in transactions: the sweep itself commits one (usually changing
+    // nothing) right before it asks for this checkpoint, so counting commits started the worker at every sweep.
+    const changes = this.totalChanges();
+    const wrote = changes !== this.changesAtCheckpoint;
+    this.changesAtCheckpoint = changes;
+    if (this.checkpointer?.alive && (this.checkpointer.running || wrote)) return this.checkpointer.request(true);
+    try {
+      const [r] = this.db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+      if (r && r.busy === 0 && r.log === r.checkpointed) this.db.pragma('wal_checkpoint(TRUNCATE)');
+    } catch {
+      /* busy: the next one will do */
+    }
+  }
+
+  /**
+   * Checkpoint the WAL from a worker thread with its own connection from now on (the daemon), instead of inside
+   * the commit that crosses the threshold on this connection (store/checkpointer.ts). False when this store
+   * cannot (in memory, read-only); if the worker fails later, automatic checkpoints come back on this connection.
+   */
+  inBackground(): boolean {
+    if (this.checkpointer || this.readonly || this.path === ':memory:' || !this.db.open) return !!this.checkpointer;
+    const synchronous = (this.db.pragma('synchronous', { simple: true }) as number) >= 2 ? 'FULL' : 'NORMAL';
+    this.checkpointer = new BackgroundCheckpointer(this.path, require.resolve('better-sqlite3'), synchronous, (reason) => {
+      this.log(`${reason}; checkpoints run in the write path again`);
+      this.checkpointer = null;
+      if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+    });
+    this.db.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+    this.changesAtCheckpoint = this.totalChanges();
+    return true;
+  }
+
+  /** Rows this connection has changed since it opened (SQLite's total_changes()). */
+  private totalChanges(): number {
+    return (stmt(this.db, 'SELECT total_changes() AS c').get() as { c: number }).c;
+  }
+
+  /**
+   * Background checkpoints done so far, whether their worker runs now, and its merge runs of the full-text index
+   * (runs, slices, the latest one) (null: none run in the background).
+   */
+  backgroundCheckpoints(): {
+    completed: number;
+    running: boolean;
+    merges: number;
+    mergeSlices: number;
+    lastMerge: MergeResult | null;
+  } | null {
+    const c = this.checkpointer;
+    return c ? { completed: c.completed, running: c.running, merges: c.merges, mergeSlices: c.mergeSlices, lastMerge: c.lastMerge } : null;
+  }
+
+  /** Run a checkpoint of this connection (`fn`) while the background one is held off (SQLite refuses two at once). */
+  withoutBackgroundCheckpoint<T>(fn: () => T): T {
+    return this.checkpointer ? this.checkpointer.paused(fn) : fn();
+  }
+
+  /** The database file's size plus its WAL's (0 when it cannot be read). */
+  fileSize(): number {
+    try {
+      let size = fs.statSync(this.path).size;
+      try {
+        size += fs.statSync(this.path + '-wal').size;
+      } catch {
+        /* no WAL file */
+      }
+      return size;
+    } catch {
+      return 0;
+    }
+  }
+}
