@@ -5,10 +5,14 @@
  * deleted and forgotten values stay forgotten, as in the local import.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { HistoryEntry, type ExportRecord } from '../../daemon/src/protocol/types';
-import { rejectsWith } from '../helpers';
+import { CAIRN_BIN, rejectsWith, spawnDaemon } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
 import { teamDaemon, type TeamDaemon } from './team-daemon';
 
@@ -223,5 +227,39 @@ describe('team memory: import into a team root', () => {
       assert.equal(e.store, 'team');
     }
     await rejectsWith(bob.client.call(R.get, { namespace: 'project.mine', key: 'note' }), 'NotFound');
+  });
+  it('cairn import of a team root file writes it through a daemon with --team-url', async () => {
+    const d = await spawnDaemon({ args: ['--no-embeddings', '--team-url', pg.url('alice', db2), '--team-roots', 'team'] });
+    try {
+      const c = await d.client();
+      const end = Date.now() + 60_000;
+      while ((await c.call(R.status, {})).team?.connected !== true) {
+        if (Date.now() > end) throw new Error('the team database did not open');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const template = memories(exported).find((m) => m.memory.id === ids.auth)!;
+      const recs = ['f1', 'f2'].map((key, i): MemoryRecord => ({
+        ...template,
+        namespaceId: 'ns-cli-file',
+        memory: {
+          ...template.memory,
+          id: `01900000-0000-7000-8000-0000000000f${i}`,
+          namespace: 'team.cli',
+          key,
+          value: `CLI import ${key}`,
+        },
+      }));
+      const file = path.join(d.dir, 'cli.jsonl');
+      fs.writeFileSync(file, recs.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const r = await promisify(execFile)(process.execPath, [CAIRN_BIN, '--db', d.db, '--socket', d.socket, 'import', file], {
+        timeout: 60_000,
+      });
+      assert.match(r.stdout, /imported 2 memories/);
+      const got = await alice.client.call(R.get, { namespace: 'team.cli', key: 'f2' });
+      assert.equal(got.value, 'CLI import f2');
+      assert.equal((await alice.client.call(R.history, { id: got.id })).entries[0].actor, 'alice');
+    } finally {
+      await d.stop();
+    }
   });
 });

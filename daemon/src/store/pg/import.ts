@@ -83,14 +83,14 @@ async function rejectedNamespace(
   c: C,
   rec: Extract<ExportRecord, { type: 'rejected' }>,
   path: string | undefined,
-): Promise<{ id: string; writable: boolean } | undefined> {
+): Promise<{ id: string; path: string; writable: boolean } | undefined> {
   // Its forgotten memory's namespace (imported with its id), else the namespace at its exported path, else by its exported id.
   const r = await c.query(
-    `SELECT n.id, cairn.allowed(n.path, 2) AS writable FROM namespaces n WHERE n.deleted_at IS NULL AND n.id = COALESCE(
+    `SELECT n.id, n.path, cairn.allowed(n.path, 2) AS writable FROM namespaces n WHERE n.deleted_at IS NULL AND n.id = COALESCE(
        (SELECT m.ns_id FROM memories m WHERE m.id = $1), (SELECT x.id FROM namespaces x WHERE x.path = $2 AND x.deleted_at IS NULL), $3)`,
     [rec.memoryId, path ?? null, rec.namespaceId],
   );
-  return r.rows[0] as { id: string; writable: boolean } | undefined;
+  return r.rows[0] as { id: string; path: string; writable: boolean } | undefined;
 }
 
 /** Import records into the team store (see the file comment). */
@@ -157,7 +157,7 @@ export async function teamImport(b: PgBackend, p: ImportParams): Promise<ImportR
           }
           case 'rejected': {
             const ns = await rejectedNamespace(c, rec, nsPath.get(rec.namespaceId));
-            if (!ns?.writable) {
+            if (!ns?.writable || (p.scope && !pathInScope(ns.path, p.scope))) {
               counts.skipped++;
               break;
             }
