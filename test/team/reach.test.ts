@@ -1,8 +1,8 @@
 /**
  * Team memory reaches the rest of the product: injection and LSP hovers find team
- * memories when the scope covers them; import, which works on the local store only, refuses
- * (typed, nothing done) whenever it would reach team namespaces, erase and export refuse what
- * would reach both stores, and all keep working for local ones.
+ * memories when the scope covers them; import, erase and export refuse (typed, nothing done)
+ * what would reach both stores, and all keep working for local ones (team-only imports:
+ * import.test.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -12,7 +12,7 @@ import { rejectsWith } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
 import { teamDaemon, type TeamDaemon } from './team-daemon';
 
-describe('team memory reaches injection; import refuses team namespaces, erase and export what spans both stores', () => {
+describe('team memory reaches injection; import, erase and export refuse what spans both stores', () => {
   let pg: PgServer;
   let t: TeamDaemon;
   before(async () => {
@@ -95,7 +95,7 @@ describe('team memory reaches injection; import refuses team namespaces, erase a
     assert.ok(teamMems.length >= 1 && teamMems.every((r) => r.type === 'memory' && r.memory.namespace.startsWith('team.')));
   });
 
-  it('import refuses records holding team namespaces before writing any; local records import', async () => {
+  it('import refuses records holding both local and team namespaces before writing any; local records import', async () => {
     const ok = await t.client.call(R.exportRecords, { scope: { root: 'project.mine', includeUser: false } });
     const ns = ok.records.find((r) => r.type === 'namespace')!;
     const mem = ok.records.find((r) => r.type === 'memory')!;

@@ -145,7 +145,12 @@ export const Requests = {
     T.BackupResult,
     'Online, consistent copy of the store (SQLite backup API) to a file the daemon writes, with store/progress notifications.',
   ),
-  importRecords: request('store/import', T.ImportParams, T.ImportResult, 'Import records produced by store/export, exactly.'),
+  importRecords: request(
+    'store/import',
+    T.ImportParams,
+    T.ImportResult,
+    'Import records produced by store/export: exactly into the local store; into a team root through its write path.',
+  ),
   importPreview: request(
     'store/importPreview',
     T.ImportPreviewParams,

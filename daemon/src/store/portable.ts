@@ -16,7 +16,8 @@ import {
   type ExportParams,
   type ImportResult,
 } from '../protocol/types';
-import { fromIso, HISTORY_COLUMNS, isoReq, iso, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, type MemoryRow } from './rows';
+import { fromIso, HISTORY_COLUMNS, MEMORY_COLUMNS, UNSTORED_VALUE_HASH, type MemoryRow } from './rows';
+import { headerRecord, linkRecord, memoryRecord, namespaceRecord, rejectedRecord } from './export-records';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import { historyEntry, type Store } from './store';
 import { uuidv7 } from '../text/hash';
@@ -96,13 +97,7 @@ export class ExportWalker {
       const room = Math.max(1, limit - out.length);
       switch (this.phase) {
         case 'header':
-          push({
-            type: 'header',
-            format: 'cairn-export',
-            version: 1,
-            exportedAt: new Date(this.now).toISOString(),
-            schemaVersion: this.schemaVersion,
-          });
+          push(headerRecord(this.now, this.schemaVersion));
           this.next();
           break;
         case 'namespaces': {
@@ -117,15 +112,7 @@ export class ExportWalker {
             deleted_at: number | null;
             deleted_by: string | null;
           }[];
-          for (const n of rows)
-            push({
-              type: 'namespace',
-              id: n.id,
-              path: n.path,
-              createdAt: isoReq(n.created_at),
-              deletedAt: iso(n.deleted_at),
-              deletedBy: n.deleted_by,
-            });
+          for (const n of rows) push(namespaceRecord(n));
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].r;
           break;
@@ -136,7 +123,7 @@ export class ExportWalker {
             `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${this.inScope} AND m.rowid > ? ORDER BY m.rowid LIMIT ?`,
           ).all(...this.params, this.after, room) as MemoryRow[];
           for (const r of rows) {
-            push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
+            push(memoryRecord(r));
             if (this.p.includeHistory !== false) {
               for (const h of stmt(db, `SELECT ${HISTORY_COLUMNS} FROM history h WHERE h.memory_id = ? ORDER BY h.seq`).all(
                 r.id,
@@ -180,11 +167,7 @@ export class ExportWalker {
             created_at: number;
             actor: string;
           }[];
-          for (const l of rows)
-            push({
-              type: 'link',
-              link: { from: l.src, to: l.dst, type: l.type as never, createdAt: isoReq(l.created_at), actor: l.actor },
-            });
+          for (const l of rows) push(linkRecord(l));
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].r;
           break;
@@ -203,15 +186,7 @@ export class ExportWalker {
             actor: string;
             at: number;
           }[];
-          for (const r of rows)
-            push({
-              type: 'rejected',
-              namespaceId: r.ns_id,
-              valueHash: r.value_hash,
-              memoryId: r.memory_id,
-              actor: r.actor,
-              at: isoReq(r.at),
-            });
+          for (const r of rows) push(rejectedRecord(r));
           if (rows.length < room) this.next();
           else this.after = rows[rows.length - 1].rr;
           break;

@@ -1,6 +1,6 @@
 /**
  * The rules of a write, shared by both stores (the SQLite store in `store.ts` and the team store in
- * `pg/backend.ts`): what content is accepted, which writes are refused (deletion sticks, optimistic
+ * `pg/write-plan.ts`): what content is accepted, which writes are refused (deletion sticks, optimistic
  * concurrency, forgotten values, supersession), and how a request merges with the stored row. Each store
  * fetches the rows these rules need in its own way and applies them in the order written here; keeping one
  * copy is what makes "a behaviour that differs between the backends is a bug" hold by construction.

@@ -13,10 +13,11 @@
  *
  * An export or audit whose scope holds team namespaces only is the team
  * database's, for admins of what it covers (store/pg/admin.ts), and so is an
- * erase of team memory (store/pg/erasure.ts). Import works on the local store
- * only. A request that reaches both stores or team namespaces it cannot serve
- * (an erase of a root holding both, an import holding team records, an
- * export or audit whose scope covers both stores) is refused with
+ * erase of team memory (store/pg/erasure.ts); an import whose records hold team
+ * namespaces only is written into the team database, for writers of them
+ * (store/pg/import.ts). A request that reaches both stores (an erase of a root
+ * holding both, an import holding local and team records, an export or audit
+ * whose scope covers both stores) is refused with
  * `InvalidState` (data.store = 'team') before anything is done, so it is never
  * carried out for one half alone.
  *
@@ -33,6 +34,7 @@ import { rrf, type Fusion } from '../retrieval/fusion';
 import { holds, missingGrant, namespaceOf } from '../store/pg/access';
 import { isTeamExportCursor, teamAuditPage, TeamExports } from '../store/pg/admin';
 import { teamErase } from '../store/pg/erasure';
+import { teamImport, teamImportPreview } from '../store/pg/import';
 import type { PgBackend, PgEmbedder } from '../store/pg/backend';
 import type { Level } from '../store/pg/schema';
 import { pgSearch } from '../store/pg/search';
@@ -49,15 +51,6 @@ export interface VectorSource {
 }
 
 export { DEFAULT_TEAM_ROOTS, parseRoots };
-
-/** A request the team store does not serve reached team namespaces: refused before anything is done. */
-function notServed(method: string, field: string, why: string): CairnError {
-  return new CairnError(
-    'InvalidState',
-    `${method} works on the local store only and ${why}; nothing was done. Narrow it to local namespaces; team memory is imported with PostgreSQL's own tools by the database's administrators.`,
-    { field, store: 'team' },
-  );
-}
 
 const ROUTED = new Set([
   'memory/upsert',
@@ -77,7 +70,7 @@ const ROUTED = new Set([
   'namespaces/rename',
   'namespaces/delete',
   'store/sweep',
-  // Not served by the team store: refused (typed) when they reach team namespaces, never done by halves.
+  // Served by the team store for what lies in it alone: refused (typed) when they reach both stores, never done by halves.
   'memory/erase',
   'store/export',
   'store/exportPage',
@@ -108,6 +101,8 @@ const NEEDS: Record<string, [Level, string]> = {
   'store/audit': ['admin', 'audit'],
   'store/export': ['admin', 'export'],
   'store/exportPage': ['admin', 'export'],
+  'store/import': ['write', 'import into'],
+  'store/importPreview': ['write', 'import into'],
 };
 
 type Side = T.Scope | undefined | null; // undefined: whole store; null: nothing in this store
@@ -365,9 +360,18 @@ export class TeamRouter {
       }
       case 'store/import':
       case 'store/importPreview': {
-        const bad = (p.records as unknown[]).findIndex((r) => this.teamRecord(r));
-        if (bad >= 0) throw notServed(method, `records[${bad}]`, 'the records hold team namespaces');
-        return local(method, p);
+        const records = p.records as unknown[];
+        const team = records.findIndex((r) => this.recordStore(r) === 'team');
+        if (team < 0) return local(method, p);
+        if (records.some((r) => this.recordStore(r) === 'local'))
+          throw new CairnError(
+            'InvalidState',
+            `${method} covers one store at a time and the records hold both local and team namespaces; nothing was done. Import the local and the team records separately.`,
+            { field: `records[${team}]`, store: 'team' },
+          );
+        // Records of team namespaces only: written into the team database by a writer of them.
+        await this.opener?.ensure();
+        return method === 'store/import' ? teamImport(this.team, p) : teamImportPreview(this.team, p);
       }
       case 'store/audit': {
         if (!p?.scope || this.split(p.scope).team === null) return local(method, p ?? {});
@@ -402,13 +406,13 @@ export class TeamRouter {
     return this.gated.anchoredAt(paths, s.team ?? undefined);
   }
 
-  /** Does an export record name a team namespace? (Malformed records are left to the local import to refuse.) */
-  private teamRecord(r: unknown): boolean {
+  /** The store of the namespace an export record names, if it names one. (Malformed records are left to the import to refuse.) */
+  private recordStore(r: unknown): 'local' | 'team' | null {
     const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown } };
-    if (!x || typeof x !== 'object') return false;
-    if (x.type === 'namespace' && typeof x.path === 'string') return this.isTeam(x.path);
-    if (x.type === 'memory' && typeof x.memory?.namespace === 'string') return this.isTeam(x.memory.namespace);
-    return false;
+    if (!x || typeof x !== 'object') return null;
+    const ns = x.type === 'namespace' ? x.path : x.type === 'memory' ? x.memory?.namespace : undefined;
+    if (typeof ns !== 'string') return null;
+    return this.isTeam(ns) ? 'team' : 'local';
   }
 
   /** Is this memory id in the local store? (history rows outlive deletes, so this finds deleted memories too.) */

@@ -24,7 +24,8 @@ import {
   type Scope,
 } from '../../protocol/types';
 import { uuidv7 } from '../../text/hash';
-import { fromIso, iso, isoReq, pgHistoryEntry, toMemory, type MemoryRow, type PgHistoryRow } from '../rows';
+import { headerRecord, linkRecord, memoryRecord, namespaceRecord, rejectedRecord } from '../export-records';
+import { fromIso, pgHistoryEntry, type MemoryRow, type PgHistoryRow } from '../rows';
 import { missingGrant } from './access';
 import type { PgBackend } from './backend';
 import { mapError, type Sql } from './db';
@@ -166,13 +167,7 @@ class TeamExportWalker {
       const q = new Params();
       switch (this.phase) {
         case 'header':
-          push({
-            type: 'header',
-            format: 'cairn-export',
-            version: 1,
-            exportedAt: new Date(this.now).toISOString(),
-            schemaVersion: this.schemaVersion,
-          });
+          push(headerRecord(this.now, this.schemaVersion));
           this.next();
           break;
         case 'namespaces': {
@@ -182,15 +177,7 @@ class TeamExportWalker {
               q.values,
             )
           ).rows as { id: string; path: string; created_at: number; deleted_at: number | null; deleted_by: string | null }[];
-          for (const n of rows)
-            push({
-              type: 'namespace',
-              id: n.id,
-              path: n.path,
-              createdAt: isoReq(n.created_at),
-              deletedAt: iso(n.deleted_at),
-              deletedBy: n.deleted_by,
-            });
+          for (const n of rows) push(namespaceRecord(n));
           if (rows.length < room) this.next();
           else this.after = [rows[rows.length - 1].id];
           break;
@@ -208,7 +195,7 @@ class TeamExportWalker {
             for (const r of h.rows as PgHistoryRow[]) history.set(r.memory_id, [...(history.get(r.memory_id) ?? []), r]);
           }
           for (const r of rows) {
-            push({ type: 'memory', memory: toMemory(r), namespaceId: r.ns_id, deleteReason: r.delete_reason });
+            push(memoryRecord(r));
             for (const h of history.get(r.id) ?? []) push({ type: 'history', entry: pgHistoryEntry(h) });
             this.after = [r.rowid];
             this.done++;
@@ -228,11 +215,7 @@ class TeamExportWalker {
               q.values,
             )
           ).rows as { src: string; dst: string; type: string; created_at: number; actor: string }[];
-          for (const l of rows)
-            push({
-              type: 'link',
-              link: { from: l.src, to: l.dst, type: l.type as never, createdAt: isoReq(l.created_at), actor: l.actor },
-            });
+          for (const l of rows) push(linkRecord(l));
           if (rows.length < room) this.next();
           else this.after = [rows[rows.length - 1].src, rows[rows.length - 1].dst, rows[rows.length - 1].type];
           break;
@@ -246,15 +229,7 @@ class TeamExportWalker {
               q.values,
             )
           ).rows as { ns_id: string; value_hash: string; memory_id: string | null; actor: string; at: number }[];
-          for (const r of rows)
-            push({
-              type: 'rejected',
-              namespaceId: r.ns_id,
-              valueHash: r.value_hash,
-              memoryId: r.memory_id,
-              actor: r.actor,
-              at: isoReq(r.at),
-            });
+          for (const r of rows) push(rejectedRecord(r));
           if (rows.length < room) this.next();
           else this.after = [rows[rows.length - 1].ns_id, rows[rows.length - 1].value_hash];
           break;
