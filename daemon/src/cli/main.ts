@@ -796,7 +796,9 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   if (o.json) out(JSON.stringify(r, null, 2));
   else {
     out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
-    out(`full-text index rebuilt for ${r.fullTextIndexed} memories`);
+    out(`full-text index rebuilt for ${r.fullTextIndexed} memories and ${r.eventsIndexed} events`);
+    if (r.eventVectorsMissing > 0)
+      out(`the backup's event vectors missed ${r.eventVectorsMissing} events: the daemon embeds the events again when it starts`);
     if (r.vectorsMissing > 0)
       out(`the backup's vector index missed ${r.vectorsMissing} memories: the daemon re-embeds the store when it starts`);
     if (r.previous) out(`the replaced store is kept as ${r.previous}`);

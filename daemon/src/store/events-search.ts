@@ -91,6 +91,36 @@ export function catchUpEventText(db: DB): number {
   });
 }
 
+/**
+ * Rebuild `events_fts` from the event log, whatever its watermark says (restore runs it on a copy before the copy
+ * replaces the store: a copy taken under writers can hold an index that lags or misses an event). Returns how many
+ * events were indexed.
+ */
+export function rebuildEventText(db: DB): number {
+  writeTx(db, () => {
+    db.exec(`INSERT INTO events_fts(events_fts) VALUES ('delete-all')`);
+    stmt(db, `UPDATE index_state SET watermark = 0 WHERE name = 'events_fts'`).run();
+  });
+  catchUpEventText(db);
+  return (stmt(db, 'SELECT count(*) AS c FROM events').get() as { c: number }).c;
+}
+
+/**
+ * Events at or below the vector watermark without a vector (a copy whose vector table missed some): when any, the
+ * watermark goes back to 0 so the daemon's event embedder embeds them all again. Returns how many were missing.
+ */
+export function resetEventVectorsIfMissing(db: DB): number {
+  return writeTx(db, () => {
+    const missing = (
+      stmt(db, 'SELECT count(*) AS c FROM events WHERE pos <= ? AND pos NOT IN (SELECT pos FROM event_vectors)').get(
+        eventWatermark(db, 'events_vec'),
+      ) as { c: number }
+    ).c;
+    if (missing > 0) stmt(db, `UPDATE index_state SET watermark = 0 WHERE name = 'events_vec'`).run();
+    return missing;
+  });
+}
+
 /** What narrows an arm's candidates: scope and filters, applied inside the arm's query. */
 export interface EventArmQuery {
   scope?: Scope;
