@@ -13,6 +13,7 @@ import { Requests as R } from '../../daemon/src/protocol/methods';
 import type * as T from '../../daemon/src/protocol/types';
 import type { Core } from '../../daemon/src/server/core';
 import { restore } from '../../daemon/src/store/backup';
+import { eventContentHash, verifyReceipt } from '../../daemon/src/store/receipt';
 import { Store } from '../../daemon/src/store/store';
 import { Core as CoreClass } from '../../daemon/src/server/core';
 import { tempCore, tempDir } from '../helpers';
@@ -65,6 +66,57 @@ describe('restore brings the events indexes up to the event log', () => {
     } finally {
       t.close();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('episodes/erase gives a signed receipt', () => {
+  it('the receipt verifies with the store key, its content hash is over the erased events, and the removal is logged', async () => {
+    const t = tempCore();
+    try {
+      const ep = await episode(t.core, 'project.a', 'to erase');
+      await t.core.call(R.eventsAppend, {
+        episodeId: ep.id,
+        events: [
+          { kind: 'user', text: 'first', at: '2026-01-01T00:00:00.000Z' },
+          { kind: 'agent', text: 'second', at: '2026-01-01T00:01:00.000Z' },
+        ],
+      });
+      const r = await t.core.call(R.episodesErase, { id: ep.id, reason: 'asked to', scope: A });
+      assert.equal(r.events, 2);
+      const rc = r.receipt as T.ErasureReceipt;
+      assert.deepEqual(rc.target, { episode: ep.id });
+      assert.deepEqual(rc.episodes, [{ id: ep.id, namespace: 'project.a', events: 2 }]);
+      assert.equal(rc.removed.events, 2);
+      assert.equal(rc.reason, 'asked to');
+      assert.deepEqual(verifyReceipt(rc, t.store.keys!.publicKeyB64), { ok: true, problem: null, trustedKey: true });
+      assert.equal(
+        rc.contentHash,
+        eventContentHash(rc.salt, [
+          [ep.id, 0, 'user', '2026-01-01T00:00:00.000Z', 'first'],
+          [ep.id, 1, 'agent', '2026-01-01T00:01:00.000Z', 'second'],
+        ]),
+      );
+      assert.equal(verifyReceipt({ ...rc, episodes: [{ id: ep.id, namespace: 'project.a', events: 1 }] }).ok, false, 'altered');
+      const log = await t.core.call(R.episodesRemovals, { scope: A });
+      assert.equal(log.entries.length, 1);
+      assert.deepEqual(
+        { ...log.entries[0], at: undefined, seq: undefined },
+        {
+          op: 'erase',
+          episodeId: ep.id,
+          namespace: 'project.a',
+          events: 2,
+          actor: 'user',
+          reason: 'asked to',
+          detail: { receipt: rc.id },
+          at: undefined,
+          seq: undefined,
+        },
+      );
+      assert.deepEqual((await t.core.call(R.episodesRemovals, { scope: { root: 'project.b', includeUser: false } })).entries, []);
+    } finally {
+      t.close();
     }
   });
 });

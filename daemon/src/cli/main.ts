@@ -82,6 +82,8 @@ Commands:
       [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N] [--expand N]
   episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
   episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
+                                     [--receipt FILE]; prints (or writes) a signed erasure receipt
+  episodes removals [--root NS]      what erase and retention removed from the event log (ids and counts)
   branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
                                      memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
@@ -378,6 +380,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       mode: o.mode as SearchMode | undefined,
       expand: num(o.expand, 'expand'),
       reason: o.reason,
+      receipt: o.receipt,
     };
     try {
       if (cmd === 'episodes') return await episodesCommand(c, pos, eo, out, (f) => readFileInput(f, readStdin));

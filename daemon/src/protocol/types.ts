@@ -516,15 +516,33 @@ export const ErasureReceipt = z
     reason: z.string().nullable(),
     /** What was asked: one memory (id, or namespace and key) or a namespace subtree (root). */
     target: z
-      .object({ id: z.string().optional(), namespace: z.string().optional(), key: z.string().optional(), root: z.string().optional() })
+      .object({
+        id: z.string().optional(),
+        namespace: z.string().optional(),
+        key: z.string().optional(),
+        root: z.string().optional(),
+        /** episodes/erase: the episode's id. */
+        episode: z.string().optional(),
+      })
       .strict(),
-    /** Ids and namespaces of the erased memories (keys and values are not repeated here). */
+    /** Ids and namespaces of the erased memories (keys and values are not repeated here); [] for an episode. */
     memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
-    /** Rows removed besides the memories. */
+    /** episodes/erase: the erased episode, its namespace and how many events it held. */
+    episodes: z.array(z.object({ id: z.string(), namespace: z.string(), events: z.number().int() }).strict()).optional(),
+    /** Rows removed besides the memories (for an episode: its events' vectors in `vectors`, and `events`). */
     removed: z
-      .object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() })
+      .object({
+        history: z.number().int(),
+        links: z.number().int(),
+        vectors: z.number().int(),
+        namespaces: z.number().int(),
+        events: z.number().int().optional(),
+      })
       .strict(),
-    /** sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]. */
+    /**
+     * sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]; for an episode over
+     * [salt, [[episode id, seq, kind, at, text], ...] in seq order] (`at` as ISO-8601).
+     */
     contentHash: z.string(),
     salt: z.string(),
     /** The WAL was checkpointed and truncated after the erasure (false: another connection held an old snapshot; erase again once it is gone). */
@@ -1481,8 +1499,35 @@ export const EpisodeEraseResult = z.object({
   vectors: z.number().int(),
   /** The WAL was checkpointed and truncated after the erasure. */
   walTruncated: z.boolean(),
+  /** The signed erasure receipt (`cairn verify-receipt` checks it), as memory/erase returns. */
+  receipt: ErasureReceipt,
 });
 export type EpisodeEraseResult = z.infer<typeof EpisodeEraseResult>;
+/** One removal from the event log: an erased episode, or the events retention removed from one episode. */
+export const EpisodeRemoval = z.object({
+  seq: z.number().int(),
+  op: z.enum(['erase', 'retention']),
+  episodeId: z.string(),
+  namespace: z.string(),
+  /** Events removed. */
+  events: z.number().int(),
+  actor: z.string(),
+  reason: z.string().nullable(),
+  at: z.string(),
+  /** erase: `receipt` (its id); retention: `root`, `byKind` (events removed per kind), `before` (the cutoff). */
+  detail: z.record(z.string(), z.unknown()).nullable(),
+});
+export type EpisodeRemoval = z.infer<typeof EpisodeRemoval>;
+export const EpisodeRemovalsParams = z
+  .object({
+    scope: Scope.optional(),
+    episodeId: EpisodeId.optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+  })
+  .strict();
+export type EpisodeRemovalsParams = z.infer<typeof EpisodeRemovalsParams>;
+export const EpisodeRemovalsResult = z.object({ entries: z.array(EpisodeRemoval) });
+export type EpisodeRemovalsResult = z.infer<typeof EpisodeRemovalsResult>;
 // Memory branches (branch/*): copy-on-write overlays of a namespace subtree. See docs/branches.md.
 export const Branch = z.object({
   id: z.string(),

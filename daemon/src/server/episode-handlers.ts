@@ -48,5 +48,6 @@ export function registerEpisodeHandlers(
     return propose(store, episodes, p);
   });
   on(Requests.episodesErase, (p) => episodes.erase(p));
+  on(Requests.episodesRemovals, (p) => episodes.removals(p));
   return episodes;
 }
