@@ -16,7 +16,7 @@ import { restore } from '../../daemon/src/store/backup';
 import { eventContentHash, verifyReceipt } from '../../daemon/src/store/receipt';
 import { Store } from '../../daemon/src/store/store';
 import { Core as CoreClass } from '../../daemon/src/server/core';
-import { tempCore, tempDir } from '../helpers';
+import { rejectsWith, tempCore, tempDir } from '../helpers';
 
 const A = { root: 'project.a', includeUser: false };
 
@@ -115,6 +115,76 @@ describe('episodes/erase gives a signed receipt', () => {
         },
       );
       assert.deepEqual((await t.core.call(R.episodesRemovals, { scope: { root: 'project.b', includeUser: false } })).entries, []);
+    } finally {
+      t.close();
+    }
+  });
+});
+
+describe('retention of events by source and kind', () => {
+  const DAY = 86_400_000;
+  const T0 = Date.parse('2026-06-01T00:00:00Z');
+  const ago = (days: number) => new Date(T0 - days * DAY).toISOString();
+
+  it('removes events past the shortest limit that applies, leaves no index row with their text, and logs each episode', async () => {
+    const t = tempCore();
+    t.store.now = () => T0;
+    try {
+      const agent = await episode(t.core, 'project.r', 'agent run', { source: 'agent:claude-code', startedAt: ago(300) });
+      const editor = await episode(t.core, 'project.r', 'chat', { source: 'vscode', startedAt: ago(300) });
+      const other = await episode(t.core, 'project.other', 'elsewhere', { startedAt: ago(300) });
+      await t.core.call(R.eventsAppend, {
+        episodeId: agent.id,
+        events: [
+          { kind: 'note', text: 'a note from long ago', at: ago(70) }, // agent: 60 days
+          { kind: 'tool_result', text: 'old tool output zebra', at: ago(40) }, // tool_result: 30 days
+          { kind: 'agent', text: 'the reply that follows it', at: ago(40) }, // kept: no limit under 40 days applies
+          { kind: 'user', text: 'an older user turn', at: ago(45) }, // kept: user 180, agent: 60
+          { kind: 'tool_result', text: 'fresh tool output', at: ago(1) },
+        ],
+      });
+      await t.core.call(R.eventsAppend, {
+        episodeId: editor.id,
+        events: [
+          { kind: 'user', text: 'a turn from last year', at: ago(200) }, // user: 180 days
+          { kind: 'user', text: 'a turn from the spring', at: ago(100) },
+        ],
+      });
+      await t.core.call(R.eventsAppend, { episodeId: other.id, events: [{ kind: 'tool_result', text: 'outside zebra', at: ago(400) }] });
+      // Index everything first, so the removal has index rows to take away.
+      assert.equal(
+        (await t.core.call(R.eventsSearch, { query: 'zebra', scope: { root: 'project.r', includeUser: false } })).hits.length,
+        2,
+      );
+
+      await rejectsWith(t.core.call(R.retention, { set: { root: 'project.r', events: {} } }), 'InvalidParams', 'set.events');
+      await t.core.call(R.retention, {
+        set: { root: 'project.r', events: { bySource: { 'agent:': 60 }, byKind: { tool_result: 30, user: 180 } } },
+      });
+      const r = (await t.core.call(R.sweep, {})).retention!;
+      assert.equal(r.removedEvents, 3);
+      assert.deepEqual(
+        r.eventActions?.map((a) => [a.episodeId, a.count]).sort(),
+        [
+          [agent.id, 2],
+          [editor.id, 1],
+        ].sort(),
+      );
+      const texts = async (id: string) => (await t.core.call(R.episodesGet, { id })).events.map((e) => e.text);
+      assert.deepEqual(await texts(agent.id), ['the reply that follows it', 'an older user turn', 'fresh tool output']);
+      assert.deepEqual(await texts(editor.id), ['a turn from the spring']);
+      assert.deepEqual(await texts(other.id), ['outside zebra'], 'outside the root: kept');
+      // Neither the removed event nor the one after it (whose index row held its text as `prev`) matches its words.
+      const hits = await t.core.call(R.eventsSearch, { query: 'zebra', scope: { root: 'project.r', includeUser: false } });
+      assert.deepEqual(hits.hits, []);
+      const log = (await t.core.call(R.episodesRemovals, { scope: { root: 'project.r', includeUser: false } })).entries;
+      const mine = log.find((e) => e.episodeId === agent.id)!;
+      assert.equal(mine.op, 'retention');
+      assert.equal(mine.actor, 'retention');
+      assert.equal(mine.events, 2);
+      assert.deepEqual(mine.detail, { root: 'project.r', byKind: { note: 1, tool_result: 1 } });
+      assert.match(mine.reason!, /tool_result 30 days/);
+      assert.equal((await t.core.call(R.sweep, {})).retention!.removedEvents ?? 0, 0, 'a second sweep finds nothing more');
     } finally {
       t.close();
     }

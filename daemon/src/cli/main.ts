@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { CairnError, ErrorCodes } from '../protocol/errors';
 import { Notifications, Requests } from '../protocol/methods';
 import { readEnv } from '../protocol/settings';
-import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
+import type { Filter, RetentionRule, Scope, SearchMode, UpsertParams } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
 import { projectNamespaceFor } from '../project';
 import { VERSION } from '../version';
@@ -66,6 +66,8 @@ Commands:
   sweep                              expire memories past expiresAt, purge deleted namespaces, apply retention
   retention [list]                   retention rules per namespace root (enforced by the daemon's sweep)
   retention set <ROOT> [--max-versions N] [--max-age DAYS] [--max-ttl DAYS]
+                     [--events-max-age DAYS] [--events-source SOURCE=DAYS]... [--events-kind KIND=DAYS]...
+                                     (events: by when they happened; the shortest limit that applies wins)
   retention clear <ROOT>
   audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
                                      history (who did what, when, why) as JSON Lines for a time range
@@ -146,6 +148,9 @@ const OPTIONS = {
   'max-versions': { type: 'string' },
   'max-age': { type: 'string' },
   'max-ttl': { type: 'string' },
+  'events-max-age': { type: 'string' },
+  'events-source': { type: 'string', multiple: true },
+  'events-kind': { type: 'string', multiple: true },
   'no-content': { type: 'boolean' },
   'team-url': { type: 'string' },
   episode: { type: 'string' },
@@ -183,6 +188,30 @@ function num(v: string | undefined, name: string): number | undefined {
   const n = Number(v);
   if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
   return n;
+}
+
+/** `cairn retention set`'s events limits: --events-max-age DAYS, --events-source SOURCE=DAYS, --events-kind KIND=DAYS. */
+function eventLimits(
+  maxAge: string | undefined,
+  sources: string[] | undefined,
+  kinds: string[] | undefined,
+): { events?: RetentionRule['events'] } {
+  const pairs = (list: string[] | undefined, name: string): Record<string, number> | undefined => {
+    if (!list?.length) return undefined;
+    const out: Record<string, number> = {};
+    for (const item of list) {
+      const at = item.lastIndexOf('=');
+      if (at <= 0) throw new UsageError(`--${name} takes NAME=DAYS, got ${JSON.stringify(item)}`);
+      out[item.slice(0, at)] = num(item.slice(at + 1), name)!;
+    }
+    return out;
+  };
+  const events = {
+    ...(maxAge !== undefined ? { maxAgeDays: num(maxAge, 'events-max-age') } : {}),
+    ...(sources?.length ? { bySource: pairs(sources, 'events-source') } : {}),
+    ...(kinds?.length ? { byKind: pairs(kinds, 'events-kind') } : {}),
+  };
+  return Object.keys(events).length ? { events } : {};
 }
 
 function jsonArg<T>(v: string | undefined, name: string): T | undefined {
@@ -633,11 +662,14 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
             ...(o['max-versions'] !== undefined ? { maxVersions: num(o['max-versions'], 'max-versions') } : {}),
             ...(o['max-age'] !== undefined ? { maxAgeDays: num(o['max-age'], 'max-age') } : {}),
             ...(o['max-ttl'] !== undefined ? { maxTtlDays: num(o['max-ttl'], 'max-ttl') } : {}),
+            ...eventLimits(o['events-max-age'], o['events-source'], o['events-kind']),
           },
         });
       } else if (sub === 'clear' && root !== undefined) r = await c.call(Requests.retention, { clear: root });
       else
-        throw new UsageError('usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] | clear ROOT]');
+        throw new UsageError(
+          'usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] [--events-max-age DAYS] [--events-source SOURCE=DAYS]... [--events-kind KIND=DAYS]... | clear ROOT]',
+        );
       const rules = r.rules;
       emit(r, () => {
         if (rules.length === 0) out('no retention rules (everything is kept)');
@@ -646,6 +678,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
             x.maxVersions !== undefined ? `max ${x.maxVersions} versions` : '',
             x.maxAgeDays !== undefined ? `max age ${x.maxAgeDays} days` : '',
             x.maxTtlDays !== undefined ? `max lifetime ${x.maxTtlDays} days` : '',
+            x.events?.maxAgeDays !== undefined ? `events ${x.events.maxAgeDays} days` : '',
+            ...Object.entries(x.events?.bySource ?? {}).map(([s, d]) => `source ${s} events ${d} days`),
+            ...Object.entries(x.events?.byKind ?? {}).map(([k, d]) => `${k} events ${d} days`),
           ].filter(Boolean);
           out(`${x.root.padEnd(30)} ${parts.join(', ')} (since ${x.setAt})`);
         }
@@ -737,8 +772,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         const k = r.retention;
         if (k)
           out(
-            `retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}`,
+            `retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}, removed ${k.removedEvents ?? 0} events`,
           );
+        for (const a of k?.eventActions ?? []) out(`  ${a.root}: removed ${a.count} events of episode ${a.episodeId}`);
         for (const a of k?.actions ?? [])
           out(
             `  ${a.root}: ${a.action === 'versions' ? `removed ${a.count} past versions of` : a.action === 'purge' ? 'purged' : 'set an expiry on'} ${a.memoryId}`,

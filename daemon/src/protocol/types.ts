@@ -913,6 +913,21 @@ export const RetentionRule = z
     maxAgeDays: z.number().min(0.001).max(36_500).optional(),
     /** Longest lifetime of a live memory after its last update (or the rule's start): sets expiresAt. */
     maxTtlDays: z.number().min(0.001).max(36_500).optional(),
+    /**
+     * How long events of the episodes under the root are kept, by the time they happened (`at`): the shortest limit
+     * that applies to an event wins. Episodes themselves stay. See docs/episodes.md#retention.
+     */
+    events: z
+      .object({
+        /** Every event. */
+        maxAgeDays: z.number().min(0.001).max(36_500).optional(),
+        /** By the episode's source: an exact source (`vscode`), or a prefix ending in `:` (`agent:` for every agent). */
+        bySource: z.record(z.string().min(1).max(200), z.number().min(0.001).max(36_500)).optional(),
+        /** By event kind (`tool_result`, `user`, …). */
+        byKind: z.record(z.string().min(1).max(64), z.number().min(0.001).max(36_500)).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type RetentionRule = z.infer<typeof RetentionRule>;
@@ -928,6 +943,10 @@ export const RetentionReport = z.object({
   actions: z.array(
     z.object({ root: z.string(), action: z.enum(['versions', 'purge', 'ttl']), memoryId: z.string(), count: z.number().int() }),
   ),
+  /** Events removed by the rules' `events` limits. */
+  removedEvents: z.number().int().optional(),
+  /** Per episode, the events removed (the first 200; episodes/removals keeps them all). */
+  eventActions: z.array(z.object({ root: z.string(), episodeId: z.string(), count: z.number().int() })).optional(),
 });
 export type RetentionReport = z.infer<typeof RetentionReport>;
 

@@ -91,6 +91,25 @@ export function catchUpEventText(db: DB): number {
   });
 }
 
+/** Index one event's full text again (its row replaced), inside the caller's transaction: its `prev` changed. */
+export function reindexEventText(db: DB, pos: number): void {
+  const r = stmt(
+    db,
+    `SELECT e.pos, e.text, e.context, e.kind, ${PREV_TEXT} AS prev, ep.ns_id FROM events e JOIN episodes ep ON ep.rowid = e.episode
+      WHERE e.pos = ?`,
+  ).get(pos) as { pos: number; text: string; context: string | null; kind: string; prev: string | null; ns_id: string } | undefined;
+  stmt(db, 'DELETE FROM events_fts WHERE rowid = ?').run(pos);
+  if (r)
+    stmt(db, 'INSERT INTO events_fts(rowid, text, ctx, kind, prev, ns) VALUES (?, ?, ?, ?, ?, ?)').run(
+      r.pos,
+      r.text,
+      contextText(r.context),
+      r.kind.replace(/[_.-]+/g, ' '),
+      r.prev ?? '',
+      namespaceToken(r.ns_id),
+    );
+}
+
 /**
  * Rebuild `events_fts` from the event log, whatever its watermark says (restore runs it on a copy before the copy
  * replaces the store: a copy taken under writers can hold an index that lags or misses an event). Returns how many
