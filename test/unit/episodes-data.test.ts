@@ -190,3 +190,89 @@ describe('retention of events by source and kind', () => {
     }
   });
 });
+
+describe('export and import carry episodes and events', () => {
+  it('round trip into an empty store, paged through a long episode, idempotent per (episode, seq), previewed', async () => {
+    const a = tempCore();
+    const b = tempCore();
+    try {
+      const ep = await episode(a.core, 'project.a', 'long session', {
+        source: 'agent:x',
+        branch: 'main',
+        startedAt: '2026-01-01T00:00:00.000Z',
+      });
+      await a.core.call(R.eventsAppend, {
+        episodeId: ep.id,
+        events: Array.from({ length: 25 }, (_, i) => ({
+          kind: i % 2 ? 'agent' : 'user',
+          text: i === 7 ? 'the capybara migration turn' : `turn ${i}`,
+          at: new Date(Date.parse('2026-01-01T00:00:00Z') + i * 1000).toISOString(),
+          ...(i === 3 ? { context: { path: 'src/a.ts', startLine: 2, endLine: 4, tool: 'edit' } } : {}),
+        })),
+      });
+      await a.core.call(R.episodesEnd, { id: ep.id, endedAt: '2026-01-01T01:00:00.000Z' });
+      const other = await episode(a.core, 'project.b', 'elsewhere');
+      await a.core.call(R.eventsAppend, { episodeId: other.id, events: [{ kind: 'note', text: 'not in the scoped export' }] });
+      await a.core.call(R.upsert, { namespace: 'project.a', key: 'k', value: 'a memory too' });
+
+      // Paged with small pages: the episode's events span several pages and come back in order, each once.
+      const records: unknown[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await a.core.call(R.exportPage, { scope: A, limit: 4, ...(cursor ? { cursor } : {}) });
+        records.push(...page.records);
+        cursor = page.nextCursor ?? undefined;
+      } while (cursor);
+      const types = (records as { type: string }[]).map((r) => r.type);
+      assert.equal(types.filter((t) => t === 'episode').length, 1, 'the scope leaves project.b out');
+      const events = (records as { type: string; seq?: number }[]).filter((r) => r.type === 'event');
+      assert.deepEqual(
+        events.map((e) => e.seq),
+        Array.from({ length: 25 }, (_, i) => i),
+      );
+      assert.ok(types.indexOf('episode') < types.indexOf('event'));
+      // The same records from store/export.
+      assert.deepEqual((await a.core.call(R.exportRecords, { scope: A })).records.slice(1), records.slice(1));
+
+      const preview = await b.core.call(R.importPreview, { records });
+      assert.deepEqual(preview.episodes, { new: 1, existing: 0, refused: 0 });
+      assert.deepEqual(preview.events, { new: 25, existing: 0, refused: 0 });
+      assert.equal(preview.records.events, 25);
+      const first = await b.core.call(R.importRecords, { records });
+      assert.equal(first.episodes, 1);
+      assert.equal(first.events, 25);
+      const got = await b.core.call(R.episodesGet, { id: ep.id });
+      const orig = await a.core.call(R.episodesGet, { id: ep.id });
+      assert.deepEqual(got.episode, orig.episode);
+      assert.deepEqual(
+        got.events.map(({ position: _p, ...e }) => e),
+        orig.events.map(({ position: _p, ...e }) => e),
+      );
+      const hit = (await b.core.call(R.eventsSearch, { query: 'capybara', scope: A })).hits.map((h) => h.event.seq);
+      assert.equal(hit[0], 7, 'imported events are searchable (the next one matches through its `prev` text too)');
+
+      const again = await b.core.call(R.importRecords, { records });
+      assert.equal(again.episodes, 0);
+      assert.equal(again.events, 0);
+      assert.equal((await b.core.call(R.episodesGet, { id: ep.id })).events.length, 25, 'nothing duplicated');
+      const preview2 = await b.core.call(R.importPreview, { records });
+      assert.deepEqual(preview2.episodes, { new: 0, existing: 1, refused: 0 });
+      assert.deepEqual(preview2.events, { new: 0, existing: 25, refused: 0 });
+
+      // An event whose episode is nowhere is skipped; an episode record outside the import's scope is refused.
+      const orphan = { ...(events[0] as object), episodeId: 'no-such-episode' };
+      const r = await b.core.call(R.importRecords, { records: [orphan] });
+      assert.equal(r.events, 0);
+      assert.equal(r.skipped, 1);
+      const epRecord = (records as { type: string }[]).find((x) => x.type === 'episode')!;
+      await rejectsWith(
+        b.core.call(R.importRecords, { records: [epRecord], scope: { root: 'project.z', includeUser: false } }),
+        'InvalidParams',
+        'records[0]',
+      );
+    } finally {
+      a.close();
+      b.close();
+    }
+  });
+});

@@ -825,6 +825,37 @@ export const ExportRecord = z.union([
     actor: z.string(),
     at: z.string(),
   }),
+  /** An episode (docs/episodes.md), followed in an export by its events in seq order. */
+  z.object({
+    type: z.literal('episode'),
+    episode: z.object({
+      id: z.lazy(() => EpisodeId),
+      namespace: NamespacePath,
+      title: z.string().min(1).max(500),
+      taskId: z.string().nullable(),
+      source: z.string().min(1).max(200),
+      branch: z.string().nullable(),
+      commit: z.string().nullable(),
+      startedAt: isoDate,
+      endedAt: isoDate.nullable(),
+    }),
+    namespaceId: z.string(),
+    createdAt: isoDate,
+    actor: z.string(),
+  }),
+  /** One event of an episode; imported once per (episode, seq). */
+  z.object({
+    type: z.literal('event'),
+    episodeId: z.string(),
+    seq: z.number().int().min(0),
+    kind: z.lazy(() => EventKind),
+    text: z.string().max(65_536),
+    at: isoDate,
+    actor: z.string(),
+    context: z.lazy(() => EventContext).nullable(),
+    secret: z.boolean(),
+    ingestedAt: isoDate,
+  }),
 ]);
 export type ExportRecord = z.infer<typeof ExportRecord>;
 export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: z.boolean().optional() }).strict();
@@ -888,6 +919,9 @@ export const ImportResult = z.object({
   links: z.number().int(),
   skipped: z.number().int(),
   position: z.number().int(),
+  /** Episodes and events written (an episode or event already stored is neither written nor counted as skipped). */
+  episodes: z.number().int().optional(),
+  events: z.number().int().optional(),
 });
 export type ImportResult = z.infer<typeof ImportResult>;
 
@@ -1199,7 +1233,21 @@ export const ImportPreviewResult = z.object({
     refusedForgotten: z.number().int(),
   }),
   /** Non-memory records in the file. */
-  records: z.object({ namespaces: z.number().int(), history: z.number().int(), links: z.number().int(), rejected: z.number().int() }),
+  records: z.object({
+    namespaces: z.number().int(),
+    history: z.number().int(),
+    links: z.number().int(),
+    rejected: z.number().int(),
+    episodes: z.number().int().optional(),
+    events: z.number().int().optional(),
+  }),
+  /**
+   * What store/import would do with the episode and event records: `new` are written; `existing` are stored already
+   * (an episode by id, an event by (episode, seq)) and left as they are; `refused`: an episode id stored in another
+   * namespace, or an event whose episode is neither stored nor in the records.
+   */
+  episodes: z.object({ new: z.number().int(), existing: z.number().int(), refused: z.number().int() }).optional(),
+  events: z.object({ new: z.number().int(), existing: z.number().int(), refused: z.number().int() }).optional(),
   items: z.array(
     z.object({
       id: z.string(),

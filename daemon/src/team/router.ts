@@ -404,10 +404,11 @@ export class TeamRouter {
 
   /** Does an export record name a team namespace? (Malformed records are left to the local import to refuse.) */
   private teamRecord(r: unknown): boolean {
-    const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown } };
+    const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown }; episode?: { namespace?: unknown } };
     if (!x || typeof x !== 'object') return false;
     if (x.type === 'namespace' && typeof x.path === 'string') return this.isTeam(x.path);
     if (x.type === 'memory' && typeof x.memory?.namespace === 'string') return this.isTeam(x.memory.namespace);
+    if (x.type === 'episode' && typeof x.episode?.namespace === 'string') return this.isTeam(x.episode.namespace);
     return false;
   }
 
