@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type * as T from '../../daemon/src/protocol/types';
 import type { Core } from '../../daemon/src/server/core';
+import type { TeamRouter } from '../../daemon/src/team/router';
 import { restore } from '../../daemon/src/store/backup';
 import { eventContentHash, verifyReceipt } from '../../daemon/src/store/receipt';
 import { Store } from '../../daemon/src/store/store';
@@ -273,6 +274,44 @@ describe('export and import carry episodes and events', () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+});
+
+describe('team namespaces', () => {
+  it('every episodes and events method refuses a scope of team namespaces only, typed, and serves a mixed scope locally', async () => {
+    const t = tempCore();
+    try {
+      const ep = await episode(t.core, 'project.a', 'local');
+      const appended = await t.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ kind: 'note', text: 'a local note' }] });
+      const pos = appended.results[0].position;
+      t.core.team = {
+        claims: () => false,
+        isTeam: (ns: string) => ns === 'team' || ns.startsWith('team.'),
+      } as unknown as TeamRouter;
+      const team = { root: 'team.web', includeUser: false };
+      const calls: [string, Promise<unknown>][] = [
+        ['episodes/start', t.core.call(R.episodesStart, { namespace: 'project.a', title: 'x', scope: team })],
+        ['events/append', t.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ kind: 'note', text: 'x' }], scope: team })],
+        ['episodes/end', t.core.call(R.episodesEnd, { id: ep.id, scope: team })],
+        ['episodes/get', t.core.call(R.episodesGet, { id: ep.id, scope: team })],
+        ['episodes/list', t.core.call(R.episodesList, { scope: team })],
+        ['events/search', t.core.call(R.eventsSearch, { query: 'note', scope: { namespaces: ['team.web', 'team.api'] } })],
+        ['events/expand', t.core.call(R.eventsExpand, { position: pos, scope: team })],
+        ['episodes/timeline', t.core.call(R.episodesTimeline, { anchor: pos, scope: team })],
+        ['episodes/propose', t.core.call(R.episodesPropose, { events: [pos], key: 'k', value: 'v', scope: team })],
+        ['episodes/erase', t.core.call(R.episodesErase, { id: ep.id, scope: team })],
+        ['episodes/removals', t.core.call(R.episodesRemovals, { scope: team })],
+      ];
+      for (const [name, call] of calls) {
+        const data = await rejectsWith(call, 'InvalidState', 'scope');
+        assert.equal(data.store, 'team', name);
+      }
+      const mixed = { namespaces: ['team.web', 'project.a'], includeUser: false };
+      assert.equal((await t.core.call(R.eventsSearch, { query: 'local note', scope: mixed })).hits.length, 1);
+      assert.equal((await t.core.call(R.episodesGet, { id: ep.id, scope: mixed })).events.length, 1, 'nothing was written');
+    } finally {
+      t.close();
     }
   });
 });
