@@ -1084,6 +1084,11 @@ export const InjectBlockParams = z
      * injected are checked against the files there first (a memory whose code is gone goes to review, not into the block).
      */
     root: z.string().min(1).max(4096).optional(),
+    /**
+     * Also add up to this many events most relevant to the prompt, each with its neighbours, as a <workspace_events>
+     * section inside the same budget (the client's cairn.injection.events). Default 0: none. Secret events never.
+     */
+    events: z.number().int().min(0).max(20).optional(),
   })
   .strict();
 export type InjectBlockParams = z.infer<typeof InjectBlockParams>;
@@ -1132,6 +1137,8 @@ export const InjectBlockResult = z.object({
   skipped: InjectSkip.optional(),
   /** Injection-log sequence number of this call. */
   logSeq: z.number().int(),
+  /** With `events`: the events injected (their position, episode, kind and search score), best first. */
+  events: z.array(z.object({ position: z.number().int(), episodeId: z.string(), kind: z.string(), score: z.number() })).optional(),
 });
 export type InjectBlockResult = z.infer<typeof InjectBlockResult>;
 export const InjectLogParams = z
@@ -1145,6 +1152,8 @@ export const InjectLogEntry = z.object({
   promptHash: z.string(),
   at: z.string(),
   skipped: InjectSkip.nullable(),
+  /** Positions of the events the call injected (inject/block `events`). */
+  eventPositions: z.array(z.number().int()).optional(),
 });
 export type InjectLogEntry = z.infer<typeof InjectLogEntry>;
 export const InjectLogResult = z.object({
