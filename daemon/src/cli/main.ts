@@ -874,10 +874,18 @@ async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
       throw new CairnError('NotFound', 'this store has no signing key yet; pass --public-key', { field: 'public-key' });
   }
   const check = verifyReceipt(receipt, trusted);
-  const r = receipt as { id?: string; erasedAt?: string; actor?: string; memories?: unknown[] };
+  const r = receipt as {
+    id?: string;
+    erasedAt?: string;
+    actor?: string;
+    memories?: unknown[];
+    episodes?: { id: string; events: number }[];
+  };
+  const what = r?.episodes?.length
+    ? `episode ${r.episodes.map((e) => `${e.id} (${e.events} events)`).join(', ')}`
+    : `${r?.memories?.length ?? 0} memories`;
   if (o.json) out(JSON.stringify({ ...check, id: r?.id ?? null }, null, 2));
-  else if (check.ok)
-    out(`valid: receipt ${r.id}, ${r.memories?.length ?? 0} memories erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
+  else if (check.ok) out(`valid: receipt ${r.id}, ${what} erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
   else process.stderr.write(`cairn: invalid receipt: ${check.problem}\n`);
   return check.ok ? 0 : 1;
 }
