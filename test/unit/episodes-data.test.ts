@@ -375,3 +375,39 @@ describe('inject/block with events', () => {
     }
   });
 });
+
+describe('memory/erase of a subtree erases its episodes too', () => {
+  it('removes the episodes of the erased namespaces with their events, lists them in the receipt and logs them', async () => {
+    const t = tempCore();
+    try {
+      await t.core.call(R.upsert, { namespace: 'project.gone', key: 'k', value: 'a memory' });
+      const ep = await episode(t.core, 'project.gone.sub', 'to go');
+      await t.core.call(R.eventsAppend, {
+        episodeId: ep.id,
+        events: [{ kind: 'note', text: 'the pangolin secret plan', at: '2026-01-01T00:00:00.000Z' }],
+      });
+      const kept = await episode(t.core, 'project.kept', 'stays');
+      await t.core.call(R.eventsAppend, { episodeId: kept.id, events: [{ kind: 'note', text: 'the pangolin public plan' }] });
+      const r = await t.core.call(R.erase, { root: 'project.gone', reason: 'project closed' });
+      const rc = r.receipt as T.ErasureReceipt;
+      assert.deepEqual(rc.episodes, [{ id: ep.id, namespace: 'project.gone.sub', events: 1 }]);
+      assert.equal(rc.removed.events, 1);
+      assert.equal(
+        rc.eventsContentHash,
+        eventContentHash(rc.salt, [[ep.id, 0, 'note', '2026-01-01T00:00:00.000Z', 'the pangolin secret plan']]),
+      );
+      assert.equal(verifyReceipt(rc, t.store.keys!.publicKeyB64).ok, true);
+      await rejectsWith(t.core.call(R.episodesGet, { id: ep.id }), 'NotFound');
+      const hits = (await t.core.call(R.eventsSearch, { query: 'pangolin' })).hits.map((h) => h.episode.id);
+      assert.deepEqual(hits, [kept.id]);
+      const log = (await t.core.call(R.episodesRemovals, {})).entries;
+      assert.deepEqual(
+        log.map((e) => [e.op, e.episodeId, e.events, e.reason, e.detail]),
+        [['erase', ep.id, 1, 'project closed', { receipt: rc.id }]],
+      );
+      assert.equal(t.store.db.prepare('SELECT count(*) FROM events').pluck().get(), 1);
+    } finally {
+      t.close();
+    }
+  });
+});

@@ -544,6 +544,8 @@ export const ErasureReceipt = z
      * [salt, [[episode id, seq, kind, at, text], ...] in seq order] (`at` as ISO-8601).
      */
     contentHash: z.string(),
+    /** A subtree erasure that removed episodes: their events' hash, computed as an episode erasure's contentHash. */
+    eventsContentHash: z.string().optional(),
     salt: z.string(),
     /** The WAL was checkpointed and truncated after the erasure (false: another connection held an old snapshot; erase again once it is gone). */
     walTruncated: z.boolean(),

@@ -14,6 +14,7 @@ import { uuidv7 } from '../text/hash';
 import { stmt, type DB } from './db';
 import { catchUpEventText, EVENT_FROM, eventWatermark, eventWhere, newestEventPosition } from './events-search';
 import { truncateWal } from './erase';
+import { eraseEpisodeRows } from './episode-erase';
 import { logRemoval, removals } from './episode-log';
 import { eventContentHash, newSalt, signReceipt } from './receipt';
 import { and, iso, isoReq } from './rows';
@@ -438,34 +439,19 @@ export class Episodes {
     const salt = newSalt();
     let content: unknown[][] = [];
     const r = this.store.transaction(() => {
-      const wm = eventWatermark(this.db, 'events_fts');
-      const rows = stmt(this.db, 'SELECT pos, seq, kind, at, text FROM events WHERE episode = ? ORDER BY seq').all(ep.rowid) as {
-        pos: number;
-        seq: number;
-        kind: string;
-        at: number;
-        text: string;
-      }[];
-      content = rows.map((e) => [ep.id, e.seq, e.kind, isoReq(e.at), e.text]);
-      const del = stmt(this.db, 'DELETE FROM events_fts WHERE rowid = ?');
-      for (const e of rows) if (e.pos <= wm) del.run(e.pos);
-      const vectors = stmt(this.db, 'DELETE FROM event_vectors WHERE pos IN (SELECT pos FROM events WHERE episode = ?)').run(
-        ep.rowid,
-      ).changes;
-      const events = stmt(this.db, 'DELETE FROM events WHERE episode = ?').run(ep.rowid).changes;
-      stmt(this.db, 'DELETE FROM episodes WHERE rowid = ?').run(ep.rowid);
-      if (rows.length) this.db.exec(`INSERT INTO events_fts(events_fts) VALUES ('optimize')`);
+      const gone = eraseEpisodeRows(this.db, { sql: 'ep.rowid = ?', params: [ep.rowid] });
+      content = gone.content;
       logRemoval(this.db, {
         op: 'erase',
         episodeId: ep.id,
         namespace: ep.ns_path,
-        events,
+        events: gone.events,
         actor,
         reason: p.reason ?? null,
         at,
         detail: { receipt: receiptId },
       });
-      return { events, vectors };
+      return { events: gone.events, vectors: gone.vectors };
     });
     const walTruncated = truncateWal(this.store);
     const receipt = signReceipt(
