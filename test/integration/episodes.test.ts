@@ -155,9 +155,15 @@ describe('episodes through the daemon and the CLI', () => {
     assert.match(human.out, /npm run e2e/, 'the hit is shown with its neighbour');
     const list = cli(['episodes', 'list', '--source', 'ci']);
     assert.match(list.out, /ci-run-000042 .* 2 events {2}CI run 42/);
-    const erased = cli(['episodes', 'erase', 'ci-run-000042']);
+    const receipt = path.join(d.dir, 'episode-receipt.json');
+    const erased = cli(['episodes', 'erase', 'ci-run-000042', '--reason', 'test', '--receipt', receipt]);
     assert.equal(erased.code, 0, erased.err);
     assert.match(erased.out, /erased episode ci-run-000042: 2 events, 2 vectors/);
+    assert.match(erased.out, /receipt \S+ written to /);
+    const verified = cli(['verify-receipt', receipt]);
+    assert.equal(verified.code, 0, verified.err);
+    assert.match(verified.out, /^valid: receipt \S+, episode ci-run-000042 \(2 events\) erased at /);
+    assert.match(cli(['episodes', 'removals']).out, /erase\s+ci-run-000042 {2}project\.widget-shop {2}2 events {2}by \S+: test/);
     assert.equal(JSON.parse(cli(['episodes', 'search', 'login button timeout', '--json']).out).hits.length, 0);
     const bad = cli(['episodes', 'import', '-'], {}, '{"type":"event","kind":"note","text":"orphan"}\n');
     assert.equal(bad.code, 1);

@@ -25,6 +25,10 @@ describe('cairn retention and audit export', () => {
       assert.equal(set.code, 0, set.err);
       assert.match(set.out, /project\.ret\s+max 1 versions/);
       assert.equal(cli(['retention', 'set', 'project.ret'], env).code, 1);
+      const ev = cli(['retention', 'set', 'project.ev', '--events-kind', 'tool_result=30', '--events-source', 'agent:=90'], env);
+      assert.equal(ev.code, 0, ev.err);
+      assert.match(ev.out, /project\.ev\s+source agent: events 90 days, tool_result events 30 days/);
+      assert.equal(cli(['retention', 'set', 'project.ev', '--events-kind', 'tool_result'], env).code, 2, 'NAME=DAYS');
       assert.equal(cli(['retention', 'bogus'], env).code, 2);
       const sw = cli(['sweep'], env);
       assert.equal(sw.code, 0, sw.err);

@@ -22,6 +22,14 @@ describe('dashboard import chunks', () => {
       const gone = await src.core.call(R.upsert, { namespace: 'project.a', key: 'purged', value: 'p' });
       await src.core.call(R.delete, { id: gone.memory.id });
       await src.core.call(R.purge, { id: gone.memory.id });
+      const ep = (await src.core.call(R.episodesStart, { namespace: 'project.a', title: 'a session' })).episode;
+      await src.core.call(R.eventsAppend, {
+        episodeId: ep.id,
+        events: [
+          { kind: 'user', text: 'a turn' },
+          { kind: 'agent', text: 'an answer' },
+        ],
+      });
       const records = (await src.core.call(R.exportRecords, {})).records;
 
       const chunks = importChunks(records, 3);
@@ -30,10 +38,10 @@ describe('dashboard import chunks', () => {
       const whole = await one.core.call(R.importRecords, { records });
       const parts: (typeof whole)[] = [];
       for (const c of chunks) parts.push(await chunked.core.call(R.importRecords, { records: c }));
-      const sum = (k: 'memories' | 'history' | 'links' | 'skipped') => parts.reduce((a, p) => a + p[k], 0);
+      const sum = (k: 'memories' | 'history' | 'links' | 'skipped' | 'episodes' | 'events') => parts.reduce((a, p) => a + (p[k] ?? 0), 0);
       assert.deepEqual(
-        [sum('memories'), sum('history'), sum('links'), sum('skipped')],
-        [whole.memories, whole.history, whole.links, whole.skipped],
+        [sum('memories'), sum('history'), sum('links'), sum('skipped'), sum('episodes'), sum('events')],
+        [whole.memories, whole.history, whole.links, whole.skipped, 1, 2],
       );
       // Same records; history rows are numbered per chunk, so compare them in a fixed order (each memory's own order is kept).
       const strip = (rs: typeof records) =>

@@ -99,6 +99,9 @@ export function ImportTab() {
               ))}
             </tbody>
           </table>
+          {preview.preview.episodes && preview.preview.events && (preview.preview.records.episodes ?? 0) > 0 ? (
+            <p>{`Episodes: ${preview.preview.episodes.new} new, ${preview.preview.episodes.existing} already here; events: ${preview.preview.events.new} new, ${preview.preview.events.existing} already here${preview.preview.episodes.refused + preview.preview.events.refused ? `, ${preview.preview.episodes.refused + preview.preview.events.refused} refused` : ''}.`}</p>
+          ) : null}
           <details>
             <summary>{`Memories in the file${preview.preview.truncated ? ' (first ones)' : ''}`}</summary>
             <ul>
@@ -121,7 +124,7 @@ export function ImportTab() {
       ) : null}
       {progress ? <progress aria-label="Import progress" max={Math.max(1, progress.total)} value={progress.done} /> : null}
       {result ? (
-        <p role="status">{`Imported ${result.memories} memories, ${result.history} history entries, ${result.links} links; ${result.skipped} skipped.`}</p>
+        <p role="status">{`Imported ${result.memories} memories, ${result.history} history entries, ${result.links} links${result.events ? `, ${result.episodes ?? 0} episodes, ${result.events} events` : ''}; ${result.skipped} skipped.`}</p>
       ) : null}
       <ErrorLine error={error} />
     </section>

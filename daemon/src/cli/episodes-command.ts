@@ -42,6 +42,7 @@ export interface EpisodeOpts {
   mode?: T.SearchMode;
   expand?: number;
   reason?: string;
+  receipt?: string;
   cwd: string;
 }
 
@@ -211,15 +212,30 @@ export async function episodesCommand(
         ...(o.reason ? { reason: o.reason } : {}),
         ...(scope ? { scope } : {}),
       });
-      emit(r, () =>
+      const receiptText = JSON.stringify(r.receipt, null, 2) + '\n';
+      if (o.receipt) fs.writeFileSync(o.receipt, receiptText, { mode: 0o600 });
+      emit(r, () => {
         out(
           `erased episode ${r.id}: ${r.events} events, ${r.vectors} vectors${r.walTruncated ? '' : ' (the WAL could not be truncated yet: another connection reads; erase again later)'}`,
-        ),
-      );
+        );
+        if (o.receipt) out(`receipt ${r.receipt.id} written to ${o.receipt}`);
+        else out(receiptText.trimEnd());
+      });
+      return 0;
+    }
+    case 'removals': {
+      const r = await c.call(Requests.episodesRemovals, { ...(scope ? { scope } : {}), ...(o.limit ? { limit: o.limit } : {}) });
+      emit(r, () => {
+        for (const e of r.entries)
+          out(
+            `${e.at}  ${e.op.padEnd(9)} ${e.episodeId}  ${e.namespace}  ${e.events} events  by ${e.actor}${e.reason ? `: ${e.reason}` : ''}`,
+          );
+        if (r.entries.length === 0) out('nothing was removed from the event log');
+      });
       return 0;
     }
     default:
-      throw new EpisodeUsageError('usage: cairn episodes list|show <id>|search <query...>|import <FILE|->|erase <id>');
+      throw new EpisodeUsageError('usage: cairn episodes list|show <id>|search <query...>|import <FILE|->|erase <id>|removals');
   }
 }
 

@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { CairnError, ErrorCodes } from '../protocol/errors';
 import { Notifications, Requests } from '../protocol/methods';
 import { readEnv } from '../protocol/settings';
-import type { Filter, Scope, SearchMode, UpsertParams } from '../protocol/types';
+import type { Filter, RetentionRule, Scope, SearchMode, UpsertParams } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
 import { projectNamespaceFor } from '../project';
 import { VERSION } from '../version';
@@ -66,6 +66,8 @@ Commands:
   sweep                              expire memories past expiresAt, purge deleted namespaces, apply retention
   retention [list]                   retention rules per namespace root (enforced by the daemon's sweep)
   retention set <ROOT> [--max-versions N] [--max-age DAYS] [--max-ttl DAYS]
+                     [--events-max-age DAYS] [--events-source SOURCE=DAYS]... [--events-kind KIND=DAYS]...
+                                     (events: by when they happened; the shortest limit that applies wins)
   retention clear <ROOT>
   audit export [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
                                      history (who did what, when, why) as JSON Lines for a time range
@@ -82,6 +84,8 @@ Commands:
       [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N] [--expand N]
   episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
   episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
+                                     [--receipt FILE]; prints (or writes) a signed erasure receipt
+  episodes removals [--root NS]      what erase and retention removed from the event log (ids and counts)
   branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
                                      memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
@@ -144,6 +148,9 @@ const OPTIONS = {
   'max-versions': { type: 'string' },
   'max-age': { type: 'string' },
   'max-ttl': { type: 'string' },
+  'events-max-age': { type: 'string' },
+  'events-source': { type: 'string', multiple: true },
+  'events-kind': { type: 'string', multiple: true },
   'no-content': { type: 'boolean' },
   'team-url': { type: 'string' },
   episode: { type: 'string' },
@@ -181,6 +188,30 @@ function num(v: string | undefined, name: string): number | undefined {
   const n = Number(v);
   if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number, got ${JSON.stringify(v)}`);
   return n;
+}
+
+/** `cairn retention set`'s events limits: --events-max-age DAYS, --events-source SOURCE=DAYS, --events-kind KIND=DAYS. */
+function eventLimits(
+  maxAge: string | undefined,
+  sources: string[] | undefined,
+  kinds: string[] | undefined,
+): { events?: RetentionRule['events'] } {
+  const pairs = (list: string[] | undefined, name: string): Record<string, number> | undefined => {
+    if (!list?.length) return undefined;
+    const out: Record<string, number> = {};
+    for (const item of list) {
+      const at = item.lastIndexOf('=');
+      if (at <= 0) throw new UsageError(`--${name} takes NAME=DAYS, got ${JSON.stringify(item)}`);
+      out[item.slice(0, at)] = num(item.slice(at + 1), name)!;
+    }
+    return out;
+  };
+  const events = {
+    ...(maxAge !== undefined ? { maxAgeDays: num(maxAge, 'events-max-age') } : {}),
+    ...(sources?.length ? { bySource: pairs(sources, 'events-source') } : {}),
+    ...(kinds?.length ? { byKind: pairs(kinds, 'events-kind') } : {}),
+  };
+  return Object.keys(events).length ? { events } : {};
 }
 
 function jsonArg<T>(v: string | undefined, name: string): T | undefined {
@@ -378,6 +409,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       mode: o.mode as SearchMode | undefined,
       expand: num(o.expand, 'expand'),
       reason: o.reason,
+      receipt: o.receipt,
     };
     try {
       if (cmd === 'episodes') return await episodesCommand(c, pos, eo, out, (f) => readFileInput(f, readStdin));
@@ -630,11 +662,14 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
             ...(o['max-versions'] !== undefined ? { maxVersions: num(o['max-versions'], 'max-versions') } : {}),
             ...(o['max-age'] !== undefined ? { maxAgeDays: num(o['max-age'], 'max-age') } : {}),
             ...(o['max-ttl'] !== undefined ? { maxTtlDays: num(o['max-ttl'], 'max-ttl') } : {}),
+            ...eventLimits(o['events-max-age'], o['events-source'], o['events-kind']),
           },
         });
       } else if (sub === 'clear' && root !== undefined) r = await c.call(Requests.retention, { clear: root });
       else
-        throw new UsageError('usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] | clear ROOT]');
+        throw new UsageError(
+          'usage: cairn retention [list | set ROOT [--max-versions N] [--max-age DAYS] [--max-ttl DAYS] [--events-max-age DAYS] [--events-source SOURCE=DAYS]... [--events-kind KIND=DAYS]... | clear ROOT]',
+        );
       const rules = r.rules;
       emit(r, () => {
         if (rules.length === 0) out('no retention rules (everything is kept)');
@@ -643,6 +678,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
             x.maxVersions !== undefined ? `max ${x.maxVersions} versions` : '',
             x.maxAgeDays !== undefined ? `max age ${x.maxAgeDays} days` : '',
             x.maxTtlDays !== undefined ? `max lifetime ${x.maxTtlDays} days` : '',
+            x.events?.maxAgeDays !== undefined ? `events ${x.events.maxAgeDays} days` : '',
+            ...Object.entries(x.events?.bySource ?? {}).map(([s, d]) => `source ${s} events ${d} days`),
+            ...Object.entries(x.events?.byKind ?? {}).map(([k, d]) => `${k} events ${d} days`),
           ].filter(Boolean);
           out(`${x.root.padEnd(30)} ${parts.join(', ')} (since ${x.setAt})`);
         }
@@ -686,14 +724,14 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       const expected = !json && pos[0] !== '-' ? await countMemoryRecords(pos[0]) : undefined;
       const input = pos[0] === '-' ? process.stdin : fs.createReadStream(pos[0]);
       const rl = readline.createInterface({ input, crlfDelay: Infinity });
-      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0 };
+      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0, episodes: 0, events: 0 };
       let batch: unknown[] = [];
       let batchBytes = 0;
       let lineNo = 0;
       const flush = async () => {
         if (batch.length === 0) return;
         const r = await c.call(Requests.importRecords, { records: batch, actor });
-        for (const k of ['memories', 'history', 'links', 'skipped'] as const) totals[k] += r[k];
+        for (const k of ['memories', 'history', 'links', 'skipped', 'episodes', 'events'] as const) totals[k] += r[k] ?? 0;
         totals.position = r.position;
         batch = [];
         batchBytes = 0;
@@ -717,7 +755,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       await flush();
       if (!json) process.stderr.write('\n');
       emit(totals, () =>
-        out(`imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links; skipped ${totals.skipped}`),
+        out(
+          `imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links, ${totals.episodes} episodes, ${totals.events} events; skipped ${totals.skipped}`,
+        ),
       );
       return 0;
     }
@@ -734,8 +774,9 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         const k = r.retention;
         if (k)
           out(
-            `retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}`,
+            `retention: removed ${k.removedVersions} past versions, purged ${k.purged} long-deleted memories, capped the lifetime of ${k.ttlCapped}, removed ${k.removedEvents ?? 0} events`,
           );
+        for (const a of k?.eventActions ?? []) out(`  ${a.root}: removed ${a.count} events of episode ${a.episodeId}`);
         for (const a of k?.actions ?? [])
           out(
             `  ${a.root}: ${a.action === 'versions' ? `removed ${a.count} past versions of` : a.action === 'purge' ? 'purged' : 'set an expiry on'} ${a.memoryId}`,
@@ -796,7 +837,9 @@ async function restoreCommand(file: string, o: Opts): Promise<number> {
   if (o.json) out(JSON.stringify(r, null, 2));
   else {
     out(`restored ${r.memories} memories (schema v${r.schemaVersion}) from ${r.from} into ${r.restored}`);
-    out(`full-text index rebuilt for ${r.fullTextIndexed} memories`);
+    out(`full-text index rebuilt for ${r.fullTextIndexed} memories and ${r.eventsIndexed} events`);
+    if (r.eventVectorsMissing > 0)
+      out(`the backup's event vectors missed ${r.eventVectorsMissing} events: the daemon embeds the events again when it starts`);
     if (r.vectorsMissing > 0)
       out(`the backup's vector index missed ${r.vectorsMissing} memories: the daemon re-embeds the store when it starts`);
     if (r.previous) out(`the replaced store is kept as ${r.previous}`);
@@ -831,10 +874,18 @@ async function verifyReceiptCommand(pos: string[], o: Opts): Promise<number> {
       throw new CairnError('NotFound', 'this store has no signing key yet; pass --public-key', { field: 'public-key' });
   }
   const check = verifyReceipt(receipt, trusted);
-  const r = receipt as { id?: string; erasedAt?: string; actor?: string; memories?: unknown[] };
+  const r = receipt as {
+    id?: string;
+    erasedAt?: string;
+    actor?: string;
+    memories?: unknown[];
+    episodes?: { id: string; events: number }[];
+  };
+  const what = r?.episodes?.length
+    ? `episode ${r.episodes.map((e) => `${e.id} (${e.events} events)`).join(', ')}`
+    : `${r?.memories?.length ?? 0} memories`;
   if (o.json) out(JSON.stringify({ ...check, id: r?.id ?? null }, null, 2));
-  else if (check.ok)
-    out(`valid: receipt ${r.id}, ${r.memories?.length ?? 0} memories erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
+  else if (check.ok) out(`valid: receipt ${r.id}, ${what} erased at ${r.erasedAt} by ${r.actor}, signed by the trusted key`);
   else process.stderr.write(`cairn: invalid receipt: ${check.problem}\n`);
   return check.ok ? 0 : 1;
 }

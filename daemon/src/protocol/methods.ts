@@ -262,7 +262,13 @@ export const Requests = {
     'episodes/erase',
     T.EpisodeEraseParams,
     T.EpisodeEraseResult,
-    'Remove an episode, its events, their index rows and vectors from the disk, and truncate the WAL.',
+    'Remove an episode, its events, their index rows and vectors from the disk, truncate the WAL, and return a signed receipt.',
+  ),
+  episodesRemovals: request(
+    'episodes/removals',
+    T.EpisodeRemovalsParams,
+    T.EpisodeRemovalsResult,
+    'The log of what erase and retention removed from the event log (counts and ids, no text), newest first.',
   ),
 
   indexWait: request('index/wait', T.IndexWaitParams, T.IndexWaitResult, 'Wait until the vector index includes a change-log position.'),

@@ -85,6 +85,14 @@ export const Settings = {
     maximum: 100000,
     description: 'Character budget of an injected memory block.',
   },
+  'cairn.injection.events': {
+    type: 'number',
+    default: 0,
+    minimum: 0,
+    maximum: 20,
+    description:
+      'Also inject up to this many recorded events (episodes) most relevant to the prompt, each with its neighbours, as a separate section within the same budget. 0: none. Events marked secret are never injected.',
+  },
   'cairn.agents.allowSecrets': {
     type: 'boolean',
     default: false,

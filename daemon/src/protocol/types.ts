@@ -516,16 +516,36 @@ export const ErasureReceipt = z
     reason: z.string().nullable(),
     /** What was asked: one memory (id, or namespace and key) or a namespace subtree (root). */
     target: z
-      .object({ id: z.string().optional(), namespace: z.string().optional(), key: z.string().optional(), root: z.string().optional() })
+      .object({
+        id: z.string().optional(),
+        namespace: z.string().optional(),
+        key: z.string().optional(),
+        root: z.string().optional(),
+        /** episodes/erase: the episode's id. */
+        episode: z.string().optional(),
+      })
       .strict(),
-    /** Ids and namespaces of the erased memories (keys and values are not repeated here). */
+    /** Ids and namespaces of the erased memories (keys and values are not repeated here); [] for an episode. */
     memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
-    /** Rows removed besides the memories. */
+    /** episodes/erase: the erased episode, its namespace and how many events it held. */
+    episodes: z.array(z.object({ id: z.string(), namespace: z.string(), events: z.number().int() }).strict()).optional(),
+    /** Rows removed besides the memories (for an episode: its events' vectors in `vectors`, and `events`). */
     removed: z
-      .object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() })
+      .object({
+        history: z.number().int(),
+        links: z.number().int(),
+        vectors: z.number().int(),
+        namespaces: z.number().int(),
+        events: z.number().int().optional(),
+      })
       .strict(),
-    /** sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]. */
+    /**
+     * sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]; for an episode over
+     * [salt, [[episode id, seq, kind, at, text], ...] in seq order] (`at` as ISO-8601).
+     */
     contentHash: z.string(),
+    /** A subtree erasure that removed episodes: their events' hash, computed as an episode erasure's contentHash. */
+    eventsContentHash: z.string().optional(),
     salt: z.string(),
     /** The WAL was checkpointed and truncated after the erasure (false: another connection held an old snapshot; erase again once it is gone). */
     walTruncated: z.boolean(),
@@ -807,6 +827,37 @@ export const ExportRecord = z.union([
     actor: z.string(),
     at: z.string(),
   }),
+  /** An episode (docs/episodes.md), followed in an export by its events in seq order. */
+  z.object({
+    type: z.literal('episode'),
+    episode: z.object({
+      id: z.lazy(() => EpisodeId),
+      namespace: NamespacePath,
+      title: z.string().min(1).max(500),
+      taskId: z.string().nullable(),
+      source: z.string().min(1).max(200),
+      branch: z.string().nullable(),
+      commit: z.string().nullable(),
+      startedAt: isoDate,
+      endedAt: isoDate.nullable(),
+    }),
+    namespaceId: z.string(),
+    createdAt: isoDate,
+    actor: z.string(),
+  }),
+  /** One event of an episode; imported once per (episode, seq). */
+  z.object({
+    type: z.literal('event'),
+    episodeId: z.string(),
+    seq: z.number().int().min(0),
+    kind: z.lazy(() => EventKind),
+    text: z.string().max(65_536),
+    at: isoDate,
+    actor: z.string(),
+    context: z.lazy(() => EventContext).nullable(),
+    secret: z.boolean(),
+    ingestedAt: isoDate,
+  }),
 ]);
 export type ExportRecord = z.infer<typeof ExportRecord>;
 export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: z.boolean().optional() }).strict();
@@ -870,6 +921,9 @@ export const ImportResult = z.object({
   links: z.number().int(),
   skipped: z.number().int(),
   position: z.number().int(),
+  /** Episodes and events written (an episode or event already stored is neither written nor counted as skipped). */
+  episodes: z.number().int().optional(),
+  events: z.number().int().optional(),
 });
 export type ImportResult = z.infer<typeof ImportResult>;
 
@@ -895,6 +949,21 @@ export const RetentionRule = z
     maxAgeDays: z.number().min(0.001).max(36_500).optional(),
     /** Longest lifetime of a live memory after its last update (or the rule's start): sets expiresAt. */
     maxTtlDays: z.number().min(0.001).max(36_500).optional(),
+    /**
+     * How long events of the episodes under the root are kept, by the time they happened (`at`): the shortest limit
+     * that applies to an event wins. Episodes themselves stay. See docs/episodes.md#retention.
+     */
+    events: z
+      .object({
+        /** Every event. */
+        maxAgeDays: z.number().min(0.001).max(36_500).optional(),
+        /** By the episode's source: an exact source (`vscode`), or a prefix ending in `:` (`agent:` for every agent). */
+        bySource: z.record(z.string().min(1).max(200), z.number().min(0.001).max(36_500)).optional(),
+        /** By event kind (`tool_result`, `user`, …). */
+        byKind: z.record(z.string().min(1).max(64), z.number().min(0.001).max(36_500)).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type RetentionRule = z.infer<typeof RetentionRule>;
@@ -910,6 +979,10 @@ export const RetentionReport = z.object({
   actions: z.array(
     z.object({ root: z.string(), action: z.enum(['versions', 'purge', 'ttl']), memoryId: z.string(), count: z.number().int() }),
   ),
+  /** Events removed by the rules' `events` limits. */
+  removedEvents: z.number().int().optional(),
+  /** Per episode, the events removed (the first 200; episodes/removals keeps them all). */
+  eventActions: z.array(z.object({ root: z.string(), episodeId: z.string(), count: z.number().int() })).optional(),
 });
 export type RetentionReport = z.infer<typeof RetentionReport>;
 
@@ -1013,6 +1086,11 @@ export const InjectBlockParams = z
      * injected are checked against the files there first (a memory whose code is gone goes to review, not into the block).
      */
     root: z.string().min(1).max(4096).optional(),
+    /**
+     * Also add up to this many events most relevant to the prompt, each with its neighbours, as a <workspace_events>
+     * section inside the same budget (the client's cairn.injection.events). Default 0: none. Secret events never.
+     */
+    events: z.number().int().min(0).max(20).optional(),
   })
   .strict();
 export type InjectBlockParams = z.infer<typeof InjectBlockParams>;
@@ -1061,6 +1139,8 @@ export const InjectBlockResult = z.object({
   skipped: InjectSkip.optional(),
   /** Injection-log sequence number of this call. */
   logSeq: z.number().int(),
+  /** With `events`: the events injected (their position, episode, kind and search score), best first. */
+  events: z.array(z.object({ position: z.number().int(), episodeId: z.string(), kind: z.string(), score: z.number() })).optional(),
 });
 export type InjectBlockResult = z.infer<typeof InjectBlockResult>;
 export const InjectLogParams = z
@@ -1074,6 +1154,8 @@ export const InjectLogEntry = z.object({
   promptHash: z.string(),
   at: z.string(),
   skipped: InjectSkip.nullable(),
+  /** Positions of the events the call injected (inject/block `events`). */
+  eventPositions: z.array(z.number().int()).optional(),
 });
 export type InjectLogEntry = z.infer<typeof InjectLogEntry>;
 export const InjectLogResult = z.object({
@@ -1162,7 +1244,21 @@ export const ImportPreviewResult = z.object({
     refusedForgotten: z.number().int(),
   }),
   /** Non-memory records in the file. */
-  records: z.object({ namespaces: z.number().int(), history: z.number().int(), links: z.number().int(), rejected: z.number().int() }),
+  records: z.object({
+    namespaces: z.number().int(),
+    history: z.number().int(),
+    links: z.number().int(),
+    rejected: z.number().int(),
+    episodes: z.number().int().optional(),
+    events: z.number().int().optional(),
+  }),
+  /**
+   * What store/import would do with the episode and event records: `new` are written; `existing` are stored already
+   * (an episode by id, an event by (episode, seq)) and left as they are; `refused`: an episode id stored in another
+   * namespace, or an event whose episode is neither stored nor in the records.
+   */
+  episodes: z.object({ new: z.number().int(), existing: z.number().int(), refused: z.number().int() }).optional(),
+  events: z.object({ new: z.number().int(), existing: z.number().int(), refused: z.number().int() }).optional(),
   items: z.array(
     z.object({
       id: z.string(),
@@ -1481,8 +1577,35 @@ export const EpisodeEraseResult = z.object({
   vectors: z.number().int(),
   /** The WAL was checkpointed and truncated after the erasure. */
   walTruncated: z.boolean(),
+  /** The signed erasure receipt (`cairn verify-receipt` checks it), as memory/erase returns. */
+  receipt: ErasureReceipt,
 });
 export type EpisodeEraseResult = z.infer<typeof EpisodeEraseResult>;
+/** One removal from the event log: an erased episode, or the events retention removed from one episode. */
+export const EpisodeRemoval = z.object({
+  seq: z.number().int(),
+  op: z.enum(['erase', 'retention']),
+  episodeId: z.string(),
+  namespace: z.string(),
+  /** Events removed. */
+  events: z.number().int(),
+  actor: z.string(),
+  reason: z.string().nullable(),
+  at: z.string(),
+  /** erase: `receipt` (its id); retention: `root`, `byKind` (events removed per kind), `before` (the cutoff). */
+  detail: z.record(z.string(), z.unknown()).nullable(),
+});
+export type EpisodeRemoval = z.infer<typeof EpisodeRemoval>;
+export const EpisodeRemovalsParams = z
+  .object({
+    scope: Scope.optional(),
+    episodeId: EpisodeId.optional(),
+    limit: z.number().int().min(1).max(Limits.pageSize).optional(),
+  })
+  .strict();
+export type EpisodeRemovalsParams = z.infer<typeof EpisodeRemovalsParams>;
+export const EpisodeRemovalsResult = z.object({ entries: z.array(EpisodeRemoval) });
+export type EpisodeRemovalsResult = z.infer<typeof EpisodeRemovalsResult>;
 // Memory branches (branch/*): copy-on-write overlays of a namespace subtree. See docs/branches.md.
 export const Branch = z.object({
   id: z.string(),

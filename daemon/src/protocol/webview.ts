@@ -60,6 +60,8 @@ export const ImportApplyResult = z.object({
   links: z.number().int(),
   skipped: z.number().int(),
   position: z.number().int(),
+  episodes: z.number().int().optional(),
+  events: z.number().int().optional(),
 });
 
 /** A previewed import: the records stay in the extension under `token` until applied. */

@@ -11,7 +11,9 @@
  * - Minimum relevance: a memory must match the prompt's words (full-text arm) or be at least
  *   MIN_VECTOR_SIMILARITY close in meaning (vector arm).
  * - Budget: the whole block stays within the character budget; a long memory is cut to fit rather than dropped.
- * - Every call is recorded in the injection log (task, memory ids, prompt hash, time, skip reason).
+ * - Every call is recorded in the injection log (task, memory ids, event positions, prompt hash, time, skip reason).
+ * - With `events: n`, up to n relevant events (never secret ones) with their neighbours follow as a <workspace_events>
+ *   section inside the same budget (inject-events.ts).
  * - Escaping: every character of memory-derived text that could open or close markup (<, >, &, and " in
  *   attributes) is replaced by its XML entity, so no value can fake or close a tag of the block.
  * - Citations: a memory's anchors that still match are listed in its `anchors` attribute (re-located ones say so).
@@ -27,6 +29,7 @@ import { sha256 } from '../text/hash';
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 import { search, type VectorSearcher } from './search';
 import { diskFiles, inUserTree, recheckAnchors } from '../anchors/check';
+import { relevantEvents, renderEvents, type EventSources } from './inject-events';
 
 export const INJECT_DEFAULT_K = 8;
 export const INJECT_DEFAULT_BUDGET = 4000;
@@ -70,6 +73,7 @@ export async function injectBlock(
   p: InjectBlockParams,
   vectors?: VectorSearcher,
   searchAll?: (p: SearchParams) => Promise<SearchResult>,
+  eventSources?: EventSources,
 ): Promise<InjectBlockResult> {
   const task = p.taskId !== undefined ? tasks.get(p.taskId) : null;
   const promptHash = sha256(p.prompt);
@@ -86,6 +90,10 @@ export async function injectBlock(
   const k = p.k ?? INJECT_DEFAULT_K;
   const budget = Math.min(p.budgetChars ?? INJECT_DEFAULT_BUDGET, p.budgetTokens !== undefined ? p.budgetTokens * 4 : Infinity);
   const scope: Scope | undefined = task ? task.scope : p.scope;
+  // The events section (inject-events.ts): asked for, and relevant events found, it keeps a third of the budget from
+  // the memories; it then fills what the memories left.
+  const eventHits = p.events && eventSources ? await relevantEvents(store, eventSources, p.prompt, scope, p.events) : [];
+  const memoryBudget = eventHits.length ? budget - Math.floor(budget / 3) : budget;
   const noSecrets: Filter | undefined = p.allowSecrets ? undefined : { field: 'tags', op: 'hasNone', value: [SECRET_TAG] };
   const sp: SearchParams = {
     query: p.prompt.slice(0, Limits.queryChars),
@@ -120,22 +128,35 @@ export async function injectBlock(
     }
     let text = m.summary ?? m.value;
     let e = entry(m, text);
-    if (used + e.length > budget) {
-      const room = budget - used - (e.length - escapeText(text).length) - 1;
+    if (used + e.length > memoryBudget) {
+      const room = memoryBudget - used - (e.length - escapeText(text).length) - 1;
       if (room < MIN_EXCERPT) continue;
       // cut on the escaped length so the budget holds after escaping
       let cut = text.slice(0, room);
       while (escapeText(cut).length > room) cut = cut.slice(0, -Math.max(1, escapeText(cut).length - room));
       text = cut.trimEnd() + '…';
       e = entry(m, text);
-      if (used + e.length > budget) continue;
+      if (used + e.length > memoryBudget) continue;
     }
     block += e;
     used += e.length;
     chosen.push({ id: m.id, namespace: m.namespace, key: m.key, kind: m.kind, score: h.score });
   }
-  if (chosen.length === 0) return skip('no-matches');
   block += CLOSE;
+  if (chosen.length === 0) {
+    block = '';
+    used = 0;
+  }
+  const ev = renderEvents(eventHits, budget - used);
+  if (chosen.length === 0 && ev.events.length === 0) return skip('no-matches');
+  if (ev.text) block = block ? `${block}\n${ev.text}` : ev.text;
   const ids = chosen.map((c) => c.id);
-  return { block, memoryIds: ids, memories: chosen, logSeq: tasks.logInjection(task?.id ?? null, ids, promptHash, null) };
+  const positions = ev.events.map((e) => e.position);
+  return {
+    block,
+    memoryIds: ids,
+    memories: chosen,
+    ...(p.events ? { events: ev.events } : {}),
+    logSeq: tasks.logInjection(task?.id ?? null, ids, promptHash, null, positions),
+  };
 }

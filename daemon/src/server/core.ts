@@ -215,6 +215,7 @@ export class Core {
           this.team || sp.branch !== undefined
             ? (this.request(Requests.search.method, sp) as Promise<T.SearchResult>)
             : search(s, sp, this.hooks.vectors),
+        { episodes: this.episodes, vectors: this.hooks.eventVectors },
       ),
     );
     on(Requests.injectLog, (p) => tasks.log(p));

@@ -170,9 +170,9 @@ export class Daemon {
       if (this.stopping) return;
       this.store.checkpoint();
       if (r.expired || r.purged) this.log(`sweep: expired ${r.expired}, purged ${r.purged}`);
-      if (kept.removedVersions || kept.purged || kept.ttlCapped)
+      if (kept.removedVersions || kept.purged || kept.ttlCapped || kept.removedEvents)
         this.log(
-          `retention: removed ${kept.removedVersions} past versions, purged ${kept.purged} long-deleted memories, capped the lifetime of ${kept.ttlCapped}`,
+          `retention: removed ${kept.removedVersions} past versions, purged ${kept.purged} long-deleted memories, capped the lifetime of ${kept.ttlCapped}, removed ${kept.removedEvents ?? 0} events`,
         );
     } catch (e) {
       this.log(`sweep failed: ${(e as Error).message}`);

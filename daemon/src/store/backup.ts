@@ -12,8 +12,8 @@
  * and holds the daemon lock while it works so none can start. It verifies the
  * copy first (integrity_check, quick_check, schema version, Cairn's tables,
  * foreign keys) and replaces nothing when any check fails. The replaced store
- * is kept as `<store>.pre-restore-<time>` (with its keys). Before the copy replaces the store, its full-text index is
- * rebuilt from its memories (reindexCopy), so a restored store misses nothing in a search.
+ * is kept as `<store>.pre-restore-<time>` (with its keys). Before the copy replaces the store, its full-text indexes
+ * are rebuilt from its memories and its event log (reindexCopy), so a restored store misses nothing in a search.
  *
  * Neither writes over, nor restores from, a file of the store itself (its database, WAL, key file, lock, …) under
  * any spelling: store-files.ts compares file identities.
@@ -28,6 +28,7 @@ import { holdExclusiveLock } from './lock';
 import { SCHEMA_VERSION } from './schema';
 import { Store } from './store';
 import { storeFileAt } from './store-files';
+import { rebuildEventText, resetEventVectorsIfMissing } from './events-search';
 
 const PAGES_PER_STEP = 256;
 
@@ -142,6 +143,10 @@ export interface RestoreResult {
   fullTextIndexed: number;
   /** Live memories the copy's vector index missed: when any, the daemon re-embeds the store when it opens it. */
   vectorsMissing: number;
+  /** Events whose full text was indexed anew (the events' index is rebuilt from the event log as the memories' is). */
+  eventsIndexed: number;
+  /** Events the copy's event vectors missed: when any, the daemon embeds the events again when it opens the store. */
+  eventVectorsMissing: number;
 }
 
 /**
@@ -152,12 +157,15 @@ export interface RestoreResult {
  * watermark when it opens the store; when the copy's vector table misses a live memory that no later change
  * explains, its watermark is set to 0 so that the daemon re-embeds everything. Closing the store folds its WAL in.
  */
-function reindexCopy(file: string): { fullText: number; vectorsMissing: number } {
+function reindexCopy(file: string): { fullText: number; vectorsMissing: number; events: number; eventVectorsMissing: number } {
   const s = new Store(file, { log: () => {} });
   try {
     const fullText = s.rebuildFullText();
     const vectorsMissing = s.transaction(() => s.feed.resetIfVectorsMissing(s.vectors.models()));
-    return { fullText, vectorsMissing };
+    // The events' indexes likewise (docs/episodes.md): full text rebuilt from the event log, vectors checked.
+    const events = rebuildEventText(s.db);
+    const eventVectorsMissing = resetEventVectorsIfMissing(s.db);
+    return { fullText, vectorsMissing, events, eventVectorsMissing };
   } finally {
     s.close();
   }
@@ -229,6 +237,8 @@ export function restore(db: string, from: string, now = Date.now()): RestoreResu
       keys,
       fullTextIndexed: indexed.fullText,
       vectorsMissing: indexed.vectorsMissing,
+      eventsIndexed: indexed.events,
+      eventVectorsMissing: indexed.eventVectorsMissing,
     };
   } finally {
     lock.release();

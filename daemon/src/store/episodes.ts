@@ -13,6 +13,10 @@ import { detectCredentials } from '../text/secrets';
 import { uuidv7 } from '../text/hash';
 import { stmt, type DB } from './db';
 import { catchUpEventText, EVENT_FROM, eventWatermark, eventWhere, newestEventPosition } from './events-search';
+import { truncateWal } from './erase';
+import { eraseEpisodeRows } from './episode-erase';
+import { logRemoval, removals } from './episode-log';
+import { eventContentHash, newSalt, signReceipt } from './receipt';
 import { and, iso, isoReq } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
 import type { Store } from './store';
@@ -421,32 +425,61 @@ export class Episodes {
 
   /**
    * Remove an episode with its events, their full-text rows (FTS5 secure-delete, then a merge so no older segment
-   * holds their terms) and vectors, in one transaction; then truncate the WAL. secure_delete (on for every store)
-   * zeroes the freed pages.
+   * holds their terms) and vectors, in one transaction, logged in `episode_removals` (ids and counts only); then
+   * truncate the WAL. secure_delete (on for every store) zeroes the freed pages. Returns a receipt signed with the
+   * store's key, as memory/erase does (store/erase.ts, store/receipt.ts).
    */
   erase(p: T.EpisodeEraseParams): T.EpisodeEraseResult {
+    const keys = this.store.keys;
+    if (!keys) throw new CairnError('InvalidState', 'this store was opened read-only; it cannot erase');
     const ep = this.find(p.id, p.scope);
+    const at = this.now();
+    const actor = p.actor ?? 'user';
+    const receiptId = uuidv7(at);
+    const salt = newSalt();
+    let content: unknown[][] = [];
     const r = this.store.transaction(() => {
-      const wm = eventWatermark(this.db, 'events_fts');
-      const positions = (stmt(this.db, 'SELECT pos FROM events WHERE episode = ?').all(ep.rowid) as { pos: number }[]).map((x) => x.pos);
-      const del = stmt(this.db, 'DELETE FROM events_fts WHERE rowid = ?');
-      for (const pos of positions) if (pos <= wm) del.run(pos);
-      const vectors = stmt(this.db, 'DELETE FROM event_vectors WHERE pos IN (SELECT pos FROM events WHERE episode = ?)').run(
-        ep.rowid,
-      ).changes;
-      const events = stmt(this.db, 'DELETE FROM events WHERE episode = ?').run(ep.rowid).changes;
-      stmt(this.db, 'DELETE FROM episodes WHERE rowid = ?').run(ep.rowid);
-      if (positions.length) this.db.exec(`INSERT INTO events_fts(events_fts) VALUES ('optimize')`);
-      return { events, vectors };
+      const gone = eraseEpisodeRows(this.db, { sql: 'ep.rowid = ?', params: [ep.rowid] });
+      content = gone.content;
+      logRemoval(this.db, {
+        op: 'erase',
+        episodeId: ep.id,
+        namespace: ep.ns_path,
+        events: gone.events,
+        actor,
+        reason: p.reason ?? null,
+        at,
+        detail: { receipt: receiptId },
+      });
+      return { events: gone.events, vectors: gone.vectors };
     });
-    let walTruncated = false;
-    try {
-      const c = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
-      walTruncated = c[0]?.busy === 0;
-    } catch {
-      /* another connection holds the WAL: erase reports it */
-    }
-    return { id: ep.id, ...r, walTruncated };
+    const walTruncated = truncateWal(this.store);
+    const receipt = signReceipt(
+      {
+        format: 'cairn-erasure-receipt',
+        version: 1,
+        id: receiptId,
+        erasedAt: new Date(at).toISOString(),
+        actor,
+        reason: p.reason ?? null,
+        target: { episode: ep.id },
+        memories: [],
+        episodes: [{ id: ep.id, namespace: ep.ns_path, events: r.events }],
+        removed: { history: 0, links: 0, vectors: r.vectors, namespaces: 0, events: r.events },
+        contentHash: eventContentHash(salt, content),
+        salt,
+        walTruncated,
+        publicKey: keys.publicKeyB64,
+      },
+      keys.privateKey,
+    );
+    return { id: ep.id, ...r, walTruncated, receipt };
+  }
+
+  /** episodes/removals: what erase and retention removed from the event log (episode-log.ts). */
+  removals(p: T.EpisodeRemovalsParams): T.EpisodeRemovalsResult {
+    scopePredicate(p.scope); // validates the scope's names
+    return removals(this.db, p);
   }
 }
 

@@ -6,7 +6,8 @@
  * secure-delete, then an FTS merge that drops every older segment still
  * holding their terms), vectors, links (either end), anchors, every history
  * row (including purge rows naming their keys), and the memories themselves;
- * for a subtree also the namespace rows. Rejected-value rows stay (they hold
+ * for a subtree also the namespace rows and the episodes in them (their events, index rows and vectors; the receipt
+ * lists them and hashes their content in `eventsContentHash`). Rejected-value rows stay (they hold
  * only keyed hashes, see store/rejected.ts) with their memory id cleared.
  * One contentless `erase` history row per memory records who, when, why and
  * the receipt id. SQLite's secure_delete (on for every store) zeroes the freed
@@ -19,7 +20,9 @@ import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types
 import { uuidv7 } from '../text/hash';
 import { eraseBranchRows } from './branches';
 import { stmt } from './db';
-import { contentHash, newSalt, signReceipt, type ErasedContent } from './receipt';
+import { eraseEpisodeRows, type ErasedEpisodes } from './episode-erase';
+import { logRemoval } from './episode-log';
+import { contentHash, eventContentHash, newSalt, signReceipt, type ErasedContent } from './receipt';
 import { pathInScope, scopePredicate } from './scope';
 import { dropIdempotencyRecords } from './idempotency';
 import { ftsCompact, ftsSecureDelete, type Store } from './store';
@@ -107,6 +110,7 @@ export function erase(store: Store, p: EraseParams): EraseResult {
   let target: ErasureReceipt['target'] = {};
   let memories: ErasureReceipt['memories'] = [];
   const removed = { history: 0, links: 0, vectors: 0, namespaces: 0 };
+  let erasedEpisodes = null as ErasedEpisodes | null; // set inside the transaction
   const at = store.now();
   const position = store.transaction(() => {
     const t = targets(store, p);
@@ -147,6 +151,20 @@ export function erase(store: Store, p: EraseParams): EraseResult {
     }
     if (t.namespaces.length > 0) {
       const ids = t.namespaces.map((n) => n.id);
+      // The subtree's episodes go too (their events, index rows and vectors), each logged as episodes/erase logs it.
+      const eps = eraseEpisodeRows(db, { sql: 'ep.ns_id IN (SELECT value FROM json_each(?))', params: [JSON.stringify(ids)] });
+      for (const e of eps.episodes)
+        logRemoval(db, {
+          op: 'erase',
+          episodeId: e.id,
+          namespace: e.namespace,
+          events: e.events,
+          actor,
+          reason: p.reason ?? null,
+          at,
+          detail: { receipt: receiptId },
+        });
+      if (eps.episodes.length) erasedEpisodes = eps;
       stmt(db, `DELETE FROM namespaces WHERE id IN (SELECT value FROM json_each(?))`).run(JSON.stringify(ids));
       removed.namespaces = ids.length;
     }
@@ -176,8 +194,10 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       reason: p.reason ?? null,
       target,
       memories,
-      removed,
+      ...(erasedEpisodes ? { episodes: erasedEpisodes.episodes } : {}),
+      removed: erasedEpisodes ? { ...removed, vectors: removed.vectors + erasedEpisodes.vectors, events: erasedEpisodes.events } : removed,
       contentHash: contentHash(salt, content),
+      ...(erasedEpisodes ? { eventsContentHash: eventContentHash(salt, erasedEpisodes.content) } : {}),
       salt,
       walTruncated,
       publicKey: keys.publicKeyB64,

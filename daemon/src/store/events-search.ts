@@ -91,6 +91,55 @@ export function catchUpEventText(db: DB): number {
   });
 }
 
+/** Index one event's full text again (its row replaced), inside the caller's transaction: its `prev` changed. */
+export function reindexEventText(db: DB, pos: number): void {
+  const r = stmt(
+    db,
+    `SELECT e.pos, e.text, e.context, e.kind, ${PREV_TEXT} AS prev, ep.ns_id FROM events e JOIN episodes ep ON ep.rowid = e.episode
+      WHERE e.pos = ?`,
+  ).get(pos) as { pos: number; text: string; context: string | null; kind: string; prev: string | null; ns_id: string } | undefined;
+  stmt(db, 'DELETE FROM events_fts WHERE rowid = ?').run(pos);
+  if (r)
+    stmt(db, 'INSERT INTO events_fts(rowid, text, ctx, kind, prev, ns) VALUES (?, ?, ?, ?, ?, ?)').run(
+      r.pos,
+      r.text,
+      contextText(r.context),
+      r.kind.replace(/[_.-]+/g, ' '),
+      r.prev ?? '',
+      namespaceToken(r.ns_id),
+    );
+}
+
+/**
+ * Rebuild `events_fts` from the event log, whatever its watermark says (restore runs it on a copy before the copy
+ * replaces the store: a copy taken under writers can hold an index that lags or misses an event). Returns how many
+ * events were indexed.
+ */
+export function rebuildEventText(db: DB): number {
+  writeTx(db, () => {
+    db.exec(`INSERT INTO events_fts(events_fts) VALUES ('delete-all')`);
+    stmt(db, `UPDATE index_state SET watermark = 0 WHERE name = 'events_fts'`).run();
+  });
+  catchUpEventText(db);
+  return (stmt(db, 'SELECT count(*) AS c FROM events').get() as { c: number }).c;
+}
+
+/**
+ * Events at or below the vector watermark without a vector (a copy whose vector table missed some): when any, the
+ * watermark goes back to 0 so the daemon's event embedder embeds them all again. Returns how many were missing.
+ */
+export function resetEventVectorsIfMissing(db: DB): number {
+  return writeTx(db, () => {
+    const missing = (
+      stmt(db, 'SELECT count(*) AS c FROM events WHERE pos <= ? AND pos NOT IN (SELECT pos FROM event_vectors)').get(
+        eventWatermark(db, 'events_vec'),
+      ) as { c: number }
+    ).c;
+    if (missing > 0) stmt(db, `UPDATE index_state SET watermark = 0 WHERE name = 'events_vec'`).run();
+    return missing;
+  });
+}
+
 /** What narrows an arm's candidates: scope and filters, applied inside the arm's query. */
 export interface EventArmQuery {
   scope?: Scope;

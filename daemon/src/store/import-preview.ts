@@ -8,6 +8,7 @@ import { CairnError } from '../protocol/errors';
 import { ExportRecord, type ImportOutcome, type ImportPreviewParams, type ImportPreviewResult } from '../protocol/types';
 import { findRejection } from './rejected';
 import { outOfScope } from './portable';
+import { previewEpisodes } from './portable-episodes';
 import type { Store } from './store';
 
 /** Parse export records, naming the first bad one as importRecords does. */
@@ -53,7 +54,7 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
     refusedDeleted: 0,
     refusedForgotten: 0,
   };
-  const other = { namespaces: 0, history: 0, links: 0, rejected: 0 };
+  const other = { namespaces: 0, history: 0, links: 0, rejected: 0, episodes: 0, events: 0 };
   const items: ImportPreviewResult['items'] = [];
   let memories = 0;
   for (const rec of records) {
@@ -69,6 +70,12 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
         continue;
       case 'rejected':
         other.rejected++;
+        continue;
+      case 'episode':
+        other.episodes++;
+        continue;
+      case 'event':
+        other.events++;
         continue;
       case 'header':
         continue;
@@ -101,5 +108,5 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
         storeVersion: existing ? existing.version : null,
       });
   }
-  return { counts, records: other, items, truncated: memories > items.length };
+  return { counts, records: other, items, truncated: memories > items.length, ...previewEpisodes(db, records) };
 }

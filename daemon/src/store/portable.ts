@@ -23,6 +23,8 @@ import { historyEntry, type Store } from './store';
 import { uuidv7 } from '../text/hash';
 import { findRejection, rejectionHash } from './rejected';
 import { pace, type RequestContext } from '../server/limits';
+import { episodeRecords, importEpisode, importEvent, newEpisodeCursor, type EpisodeCounts } from './portable-episodes';
+import { catchUpEventText } from './events-search';
 
 /** Work between two yields of a long request: about this many ms (and at most Limits.chunkRecords records). */
 const CHUNK_MS = 20;
@@ -30,14 +32,14 @@ const CHUNK_MS = 20;
 const PAGE_MS = 40;
 
 type HistoryRow = Parameters<typeof historyEntry>[0];
-type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'done';
-const PHASES: Phase[] = ['header', 'namespaces', 'memories', 'orphans', 'links', 'rejected', 'done'];
+type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'episodes' | 'done';
+const PHASES: Phase[] = ['header', 'namespaces', 'memories', 'orphans', 'links', 'rejected', 'episodes', 'done'];
 
 /**
  * Walks an export in pages, memory-major: header, namespaces, then each memory
  * followed by its own history, then history rows whose memory is gone (purge
  * and erase rows; whole-store exports only), links with both ends in scope,
- * rejected values. Keeping a memory's history right after it lets an importer
+ * rejected values, then each episode in scope followed by its events (portable-episodes.ts). Keeping a memory's history right after it lets an importer
  * cut batches at memory boundaries. Each page is bounded in records and bytes.
  */
 export class ExportWalker {
@@ -48,6 +50,7 @@ export class ExportWalker {
   private readonly scope: SqlFragment | null;
   private readonly inScope: string;
   private readonly params: unknown[];
+  private readonly episodes = newEpisodeCursor();
 
   constructor(
     private readonly db: DB,
@@ -191,6 +194,9 @@ export class ExportWalker {
           else this.after = rows[rows.length - 1].rr;
           break;
         }
+        case 'episodes':
+          if (episodeRecords(db, this.scope, this.episodes, room, push, full)) this.next();
+          break;
         case 'done':
           break;
       }
@@ -346,7 +352,14 @@ function importedBy(store: Store): Set<string> {
  */
 export function outOfScope(rec: ExportRecord, i: number, scope: Scope | undefined): CairnError | null {
   if (!scope) return null;
-  const path = rec.type === 'namespace' ? rec.path : rec.type === 'memory' ? rec.memory.namespace : null;
+  const path =
+    rec.type === 'namespace'
+      ? rec.path
+      : rec.type === 'memory'
+        ? rec.memory.namespace
+        : rec.type === 'episode'
+          ? rec.episode.namespace
+          : null;
   if (path === null || pathInScope(path, scope)) return null;
   return new CairnError('InvalidParams', `records[${i}]: namespace ${path} is outside the caller's scope`, { field: `records[${i}]` });
 }
@@ -380,6 +393,7 @@ export async function importRecords(
     }
   }
   const counts = { memories: 0, history: 0, links: 0, skipped: 0 };
+  const episodeCounts: EpisodeCounts = { episodes: 0, events: 0, skipped: 0 };
   let position = 0;
   for (let at = 0; at < records.length;) {
     if (at > 0) await pace(ctx, { records: at, total: records.length, ...counts });
@@ -392,12 +406,20 @@ export async function importRecords(
       actor,
       counts,
       scope,
+      episodeCounts,
     );
     position = applied.position || position;
     at = applied.next;
     progress?.(at, records.length);
   }
-  return { ...counts, position: position || store.position() };
+  if (episodeCounts.events > 0) catchUpEventText(store.db); // the events' vectors follow (index/wait covers them)
+  return {
+    ...counts,
+    skipped: counts.skipped + episodeCounts.skipped,
+    position: position || store.position(),
+    episodes: episodeCounts.episodes,
+    events: episodeCounts.events,
+  };
 }
 
 /**
@@ -413,6 +435,7 @@ function applyRecords(
   actor: string,
   counts: { memories: number; history: number; links: number; skipped: number },
   scope?: Scope,
+  episodeCounts: EpisodeCounts = { episodes: 0, events: 0, skipped: 0 },
 ): { next: number; position: number } {
   const db = store.db;
   let next = from;
@@ -599,6 +622,12 @@ function applyRecords(
           );
           break;
         }
+        case 'episode':
+          importEpisode(db, rec, localNs(rec.namespaceId, rec.episode.namespace, false), episodeCounts);
+          break;
+        case 'event':
+          importEvent(db, rec, episodeCounts, (path) => !scope || pathInScope(path, scope), store.now());
+          break;
       }
     }
     return last;

@@ -43,6 +43,19 @@ export function contentHash(salt: string, items: ErasedContent[]): string {
   );
 }
 
+/**
+ * An erased episode's content hash: sha256 over the canonical JSON of [salt, [[episode id, seq, kind, at, text], ...]]
+ * in seq order (`at` as ISO-8601), which whoever holds the episode's events can recompute.
+ */
+export function eventContentHash(salt: string, events: unknown[][]): string {
+  return (
+    'sha256:' +
+    createHash('sha256')
+      .update(canonicalJson([salt, events]))
+      .digest('hex')
+  );
+}
+
 export const newSalt = () => randomBytes(16).toString('base64');
 
 export function signReceipt(unsigned: Omit<ErasureReceipt, 'signature'>, privateKey: KeyObject): ErasureReceipt {

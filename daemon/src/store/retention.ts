@@ -18,6 +18,9 @@
  * was trimmed gets one `retention` history row (actor `retention`, which
  * versions were removed) per rule: a rule's maxVersions and maxAgeDays trim
  * in one step. Rules on nested roots all apply.
+ *
+ * A rule's `events` limits remove old events of the episodes under its root (event-retention.ts), logged per episode
+ * in the log of removals (episode-log.ts).
  */
 import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
@@ -26,6 +29,7 @@ import { stmt } from './db';
 import { MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
 import { scopePredicate } from './scope';
 import { ftsCompact, type Store } from './store';
+import { compactEventText, enforceEventRetention } from './event-retention';
 import { pace, type RequestContext } from '../server/limits';
 
 export const RETENTION_ACTOR = 'retention';
@@ -49,9 +53,18 @@ export function configureRetention(store: Store, p: RetentionParams): RetentionR
     const problem = namespaceProblem(root);
     if (problem) throw new CairnError('InvalidNamespace', problem, { field: p.set ? 'set.root' : 'clear' });
   }
-  if (p.set && p.set.maxVersions === undefined && p.set.maxAgeDays === undefined && p.set.maxTtlDays === undefined) {
-    throw new CairnError('InvalidParams', 'a rule needs maxVersions, maxAgeDays or maxTtlDays', { field: 'set' });
+  if (
+    p.set &&
+    p.set.maxVersions === undefined &&
+    p.set.maxAgeDays === undefined &&
+    p.set.maxTtlDays === undefined &&
+    p.set.events === undefined
+  ) {
+    throw new CairnError('InvalidParams', 'a rule needs maxVersions, maxAgeDays, maxTtlDays or events', { field: 'set' });
   }
+  const ev = p.set?.events;
+  if (ev && ev.maxAgeDays === undefined && !Object.keys(ev.bySource ?? {}).length && !Object.keys(ev.byKind ?? {}).length)
+    throw new CairnError('InvalidParams', 'events needs maxAgeDays, bySource or byKind', { field: 'set.events' });
   store.transaction(() => {
     let rules = retentionRules(store);
     if (p.clear !== undefined) {
@@ -74,7 +87,10 @@ export function configureRetention(store: Store, p: RetentionParams): RetentionR
 /** Apply every rule once, at most `batch` memories per action per rule. */
 export function enforceRetention(store: Store, batch = 500): RetentionReport {
   const report: RetentionReport = { removedVersions: 0, purged: 0, ttlCapped: 0, actions: [] };
-  for (const rule of retentionRules(store)) enforceRule(store, rule, batch, report, true);
+  for (const rule of retentionRules(store)) {
+    enforceRule(store, rule, batch, report, true);
+    enforceEventRetention(store, rule, batch * 10, report, true);
+  }
   return report;
 }
 
@@ -98,6 +114,17 @@ export async function enforceRetentionPaced(store: Store, batch = 500, ctx?: Req
     }
     // Purged text may sit in older full-text segments: merge them once per rule, not once per step.
     if (report.purged > purgedBefore) store.transaction(() => ftsCompact(store.db));
+    // The rule's events limits (event-retention.ts), in steps too.
+    const eventsBefore = report.removedEvents ?? 0;
+    // Events are many and small: ten times the batch per sweep, ten times the step per transaction.
+    for (let done = 0; rule.events && done < batch * 10;) {
+      if (!first) await pace(ctx, progress());
+      first = false;
+      const n = enforceEventRetention(store, rule, Math.min(step * 10, batch * 10 - done), report, false);
+      if (n === 0) break;
+      done += n;
+    }
+    if ((report.removedEvents ?? 0) > eventsBefore) store.transaction(() => compactEventText(store.db));
   }
   return report;
 }

@@ -360,6 +360,27 @@ export const MIGRATIONS: Migration[] = [
       `);
     },
   },
+  {
+    version: 9,
+    description: 'episodic data: the log of removed events (episode_removals) and the events each injection added',
+    up(db) {
+      // What erase and retention removed from the event log: counts and ids only, never text (store/episode-log.ts).
+      db.exec(`
+        CREATE TABLE episode_removals (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          op TEXT NOT NULL,
+          episode_id TEXT NOT NULL,
+          namespace TEXT NOT NULL,
+          events INTEGER NOT NULL,
+          actor TEXT NOT NULL,
+          reason TEXT,
+          at INTEGER NOT NULL,
+          detail TEXT
+        );
+        ALTER TABLE injections ADD COLUMN event_positions TEXT NOT NULL DEFAULT '[]';
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

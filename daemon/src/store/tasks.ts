@@ -112,16 +112,19 @@ export class Tasks {
   }
 
   /** Record one inject/block call (also the skipped ones) and count the injected memories as accessed. */
-  logInjection(taskId: string | null, memoryIds: string[], promptHash: string, skipped: string | null): number {
+  logInjection(
+    taskId: string | null,
+    memoryIds: string[],
+    promptHash: string,
+    skipped: string | null,
+    eventPositions: number[] = [],
+  ): number {
     const seq = this.store.transaction(() => {
       const s = Number(
-        stmt(this.store.db, 'INSERT INTO injections(task_id, memory_ids, prompt_hash, at, skipped) VALUES (?, ?, ?, ?, ?)').run(
-          taskId,
-          JSON.stringify(memoryIds),
-          promptHash,
-          this.store.now(),
-          skipped,
-        ).lastInsertRowid,
+        stmt(
+          this.store.db,
+          'INSERT INTO injections(task_id, memory_ids, prompt_hash, at, skipped, event_positions) VALUES (?, ?, ?, ?, ?, ?)',
+        ).run(taskId, JSON.stringify(memoryIds), promptHash, this.store.now(), skipped, JSON.stringify(eventPositions)).lastInsertRowid,
       );
       const ins = stmt(this.store.db, 'INSERT OR IGNORE INTO injection_members(injection_seq, memory_id) VALUES (?, ?)');
       for (const id of memoryIds) ins.run(s, id);
@@ -157,6 +160,7 @@ export class Tasks {
       prompt_hash: string;
       at: number;
       skipped: string | null;
+      event_positions: string;
     }[];
     const entries: InjectLogEntry[] = rows.map((r) => ({
       seq: r.seq,
@@ -165,6 +169,7 @@ export class Tasks {
       promptHash: r.prompt_hash,
       at: isoReq(r.at),
       skipped: r.skipped as InjectLogEntry['skipped'],
+      eventPositions: JSON.parse(r.event_positions) as number[],
     }));
     const usedBy = p.memoryId
       ? (

@@ -361,6 +361,9 @@ export class TeamRouter {
       case 'store/import':
       case 'store/importPreview': {
         const records = p.records as unknown[];
+        // Episodes live in the local store only: a team episode record is refused before anything is written.
+        const teamEpisode = records.findIndex((r) => (r as { type?: unknown })?.type === 'episode' && this.recordStore(r) === 'team');
+        if (teamEpisode >= 0) throw notServed(method, `records[${teamEpisode}]`, 'the records hold episodes of team namespaces');
         const team = records.findIndex((r) => this.recordStore(r) === 'team');
         if (team < 0) return local(method, p);
         if (records.some((r) => this.recordStore(r) === 'local'))
@@ -408,9 +411,10 @@ export class TeamRouter {
 
   /** The store of the namespace an export record names, if it names one. (Malformed records are left to the import to refuse.) */
   private recordStore(r: unknown): 'local' | 'team' | null {
-    const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown } };
+    const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown }; episode?: { namespace?: unknown } };
     if (!x || typeof x !== 'object') return null;
-    const ns = x.type === 'namespace' ? x.path : x.type === 'memory' ? x.memory?.namespace : undefined;
+    const ns =
+      x.type === 'namespace' ? x.path : x.type === 'memory' ? x.memory?.namespace : x.type === 'episode' ? x.episode?.namespace : undefined;
     if (typeof ns !== 'string') return null;
     return this.isTeam(ns) ? 'team' : 'local';
   }

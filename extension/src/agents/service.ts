@@ -325,6 +325,7 @@ export class AgentService implements vscode.Disposable {
       prompt,
       k: clamp(o.k ?? this.ctx.config.get('cairn.injection.k'), 1, 50),
       budgetChars: clamp(o.budgetChars ?? this.ctx.config.get('cairn.injection.budgetChars'), 200, 100_000),
+      ...(this.ctx.config.get('cairn.injection.events') > 0 ? { events: clamp(this.ctx.config.get('cairn.injection.events'), 0, 20) } : {}),
       trigger: o.trigger ?? 'explicit',
       ...(this.allowSecrets ? { allowSecrets: true } : {}),
       ...(taskId ? { taskId } : { scope: this.workspaceScope() }),

@@ -196,7 +196,7 @@ export class DashboardHost {
     const pending = this.imports.get(token);
     if (!pending) throw new CairnError('NotFound', 'that import preview is gone; preview the file again', { field: 'token' });
     this.imports.delete(token);
-    const total: ImportResult = { memories: 0, history: 0, links: 0, skipped: 0, position: 0 };
+    const total: ImportResult = { memories: 0, history: 0, links: 0, skipped: 0, position: 0, episodes: 0, events: 0 };
     const chunks = importChunks(pending.records);
     let done = 0;
     this.post({ type: 'progress', id, done, total: pending.memories });
@@ -206,6 +206,8 @@ export class DashboardHost {
       total.history += r.history;
       total.links += r.links;
       total.skipped += r.skipped;
+      total.episodes! += r.episodes ?? 0;
+      total.events! += r.events ?? 0;
       total.position = Math.max(total.position, r.position);
       done += chunk.filter((c) => (c as { type?: string })?.type === 'memory').length;
       this.post({ type: 'progress', id, done, total: pending.memories });
