@@ -3,7 +3,7 @@
 // (fixtures/chat-model: a default chat participant and a deterministic language model, so the Chat view is on
 // without a network or Copilot). Screenshots in ARTIFACTS:
 //   chat-01-capture.png    capture turned on in the Settings editor; the status bar shows the record mark
-//   chat-02-view.png       the Chat view opened from the palette
+//   chat-02-view.png       the Chat view opened from the palette; the fixture's default participant answers
 //   chat-03-search.png     `@cairn /search …` typed into the chat input: @cairn's answer in the chat
 //   chat-04-answer.png     plain @cairn questions: the model's answers, with the memories @cairn gave it
 //   chat-05-timeline.png   the session on the dashboard's Timeline: the turns and @cairn's answers
@@ -26,8 +26,8 @@ const dash = () => webviewFrame(page, '#cairn-dashboard-root', 'the dashboard we
 const GATEWAY_TURN = 'the otter gateway listens on port 8443 now, right?';
 const BY_MEANING = 'which network socket does that service accept connections at';
 
-/** Type a request into the chat input and send it; resolves with the response it gets once `done` matches it. */
-async function ask(text, done, what) {
+/** Type a request into the chat input and send it; resolves with the response, signed by `by`, once `done` matches it. */
+async function ask(text, done, what, by = 'Cairn') {
   const input = await visible(page.locator('.interactive-input-part .interactive-input-editor .monaco-editor'), 'the chat input');
   await input.click();
   await page.keyboard.type(text);
@@ -44,7 +44,7 @@ async function ask(text, done, what) {
     },
     60000,
   );
-  await visible(response.locator('.username', { hasText: /^Cairn$/ }), 'the answer signed by Cairn');
+  await visible(response.locator('.username', { hasText: by }), `the answer signed by ${by}`);
   return response;
 }
 
@@ -76,6 +76,13 @@ async function ask(text, done, what) {
     await check('the Chat view opens offline, with @cairn in it', 'chat-02-view.png', async () => {
       await palette(page, 'Chat: Focus on Chat View');
       await visible(page.locator('.interactive-input-part .interactive-input-editor .monaco-editor'), 'the chat input');
+      // a request without @: the fixture's default participant answers, so the fixture (and its model) is active
+      await ask(
+        'hello from the e2e test',
+        /The e2e default participant got: hello from the e2e test/,
+        'the default answer',
+        'E2E default chat',
+      );
     });
 
     await check('@cairn /search typed into the chat input answers in the chat', 'chat-03-search.png', async () => {
