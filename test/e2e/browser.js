@@ -1,4 +1,4 @@
-// Shared by the UI scripts (smoke.js, dashboard.js): headless Debian Chromium with the flags this machine needs, and
+// Shared by the UI scripts (smoke.js, dashboard.js, chat.js): headless Debian Chromium with the flags this machine needs, and
 // the few state-waiting helpers every UI check uses. Nothing here waits for a moment: each helper polls a state until
 // its deadline and says what it last saw.
 const fs = require('fs'),
@@ -70,6 +70,45 @@ async function visible(locator, what, timeout = 30000) {
   }
 }
 
+/** The command palette row whose label is exactly `label`. */
+const exactRow = (page, label) =>
+  page.locator('.quick-input-list .monaco-list-row', {
+    has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
+  });
+
+/** Run a palette command; resolves with the time its entry was chosen. */
+async function palette(page, command) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await visible(input, 'command palette');
+  await input.fill(`>${command}`);
+  const row = await visible(exactRow(page, command), `palette entry ${command}`);
+  const at = Date.now();
+  await row.click(); // the row with exactly this label (Enter would run whichever entry ranks first)
+  return at;
+}
+
+/** The frame of the webview whose document holds `selector` (found again each time: a webview may reload). */
+async function webviewFrame(page, selector, what, timeout = 30000) {
+  return until(
+    what,
+    async () => {
+      for (const f of page.frames()) {
+        if (f.isDetached()) continue;
+        if (
+          await f
+            .locator(selector)
+            .count()
+            .catch(() => 0)
+        )
+          return f;
+      }
+      return null;
+    },
+    timeout,
+  );
+}
+
 /**
  * The checks of one UI script: `check(name, shot, fn)` runs a step, screenshots it (`-FAILED.png` on failure) and
  * records the outcome; `finish(results, extra)` writes `{passed, failed, checks, ...extra}` and prints the count. A
@@ -105,4 +144,4 @@ function checkRecorder({ name, art, page, afterEach }) {
   return { lap, check, finish };
 }
 
-module.exports = { launchBrowser, until, visible, checkRecorder };
+module.exports = { launchBrowser, until, visible, checkRecorder, exactRow, palette, webviewFrame };

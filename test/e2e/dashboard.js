@@ -21,7 +21,8 @@
 //   dash-06a-reject.png    Reject (one and bulk) asks first; Undo puts it back in the queue
 //   dash-layout-<1440|1024|800>-<dark|light>.png  the detail at each width with the sidebar open (nothing cut off)
 // env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks, metrics}), CLI + NODE_BIN, CHROMIUM
-const { launchBrowser, until, visible, checkRecorder } = require('./browser');
+const shared = require('./browser');
+const { launchBrowser, until, visible, checkRecorder, webviewFrame } = shared;
 const { execFileSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
@@ -36,42 +37,10 @@ const cli = (...args) => execFileSync(process.env.NODE_BIN, [process.env.CLI, ..
 const cliJson = (...args) => JSON.parse(cli(...args, '--json'));
 
 /** The dashboard's document (the webview's inner frame); found again each time, as a webview may reload. */
-async function dash(timeout = 30000) {
-  return until(
-    'the dashboard webview',
-    async () => {
-      for (const f of page.frames()) {
-        if (f.isDetached()) continue;
-        if (
-          await f
-            .locator('#cairn-dashboard-root')
-            .count()
-            .catch(() => 0)
-        )
-          return f;
-      }
-      return null;
-    },
-    timeout,
-  );
-}
-
-const exactRow = (label) =>
-  page.locator('.quick-input-list .monaco-list-row', {
-    has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
-  });
-
+const dash = (timeout = 30000) => webviewFrame(page, '#cairn-dashboard-root', 'the dashboard webview', timeout);
+const exactRow = (label) => shared.exactRow(page, label);
 /** Run a palette command; resolves with the time its entry was chosen. */
-async function palette(command) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await visible(input, 'command palette');
-  await input.fill(`>${command}`);
-  const row = await visible(exactRow(command), `palette entry ${command}`);
-  const at = Date.now();
-  await row.click(); // the row with exactly this label (Enter would run whichever entry ranks first)
-  return at;
-}
+const palette = (command) => shared.palette(page, command);
 
 /** Preferences: Color Theme, then pick `name` once the theme list is showing. */
 async function chooseTheme(name) {

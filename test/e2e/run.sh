@@ -9,6 +9,8 @@
 #    (extensionDevelopmentPath = this checkout's extension/)
 # 4. install the .vsix into a fresh profile and store, and drive the UI with playwright-core
 #    (Cairn view, memories, hover, Search Memories, a live CLI write), saving screenshots
+# 5. in a third profile with an offline chat fixture, @cairn in the real Chat view with capture on, then the
+#    session on the dashboard's Timeline (chat.js)
 #
 # Everything runs as this user with HOME, XDG_* and the store in a temporary folder: the tests never
 # touch the real store or editor profile. Every process started (code-server, chromium, daemons) is
@@ -17,7 +19,8 @@
 # Artifacts (screenshots, logs, results.json): test-artifacts/e2e/ (CAIRN_E2E_ARTIFACTS to change).
 # Knobs: CAIRN_E2E_CACHE (install cache, default .e2e/), CAIRN_E2E_KEEP=1 (keep the temp folder),
 #        CAIRN_E2E_GREP (only mocha tests matching), CAIRN_E2E_SKIP_SMOKE=1 (UI smoke and dashboard),
-#        CAIRN_E2E_SKIP_DASHBOARD=1, CAIRN_E2E_ONLY_DASHBOARD=1 (no UI smoke), CAIRN_E2E_SKIP_MOCHA=1.
+#        CAIRN_E2E_SKIP_DASHBOARD=1, CAIRN_E2E_ONLY_DASHBOARD=1 (no UI smoke), CAIRN_E2E_SKIP_MOCHA=1,
+#        CAIRN_E2E_SKIP_CHAT=1 (only the chat steps: CAIRN_E2E_SKIP_MOCHA=1 CAIRN_E2E_SKIP_SMOKE=1).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -226,5 +229,37 @@ if [ -z "${CAIRN_E2E_SKIP_SMOKE:-}" ]; then
   else
     tail -20 "$WORK/ui/install-extension.log"
     fail_step "installing the vsix into code-server"
+  fi
+fi
+
+# 6. @cairn in the real Chat view, with capture on, through to the Timeline (its own profile and code-server):
+#    the .vsix and the offline chat fixture (a default chat participant and a deterministic language model, so
+#    the Chat view is on without a network or Copilot), packaged and installed like any extension
+if [ -z "${CAIRN_E2E_SKIP_CHAT:-}" ]; then
+  make_profile chat
+  seed chat || fail_step "seeding the chat store with the CLI"
+  cp -r "$HERE/fixtures/chat-model" "$WORK/chat-model"
+  if (cd "$WORK/chat-model" && node "$REPO/node_modules/@vscode/vsce/vsce" package --out "$WORK/chat-model.vsix" \
+        --allow-missing-repository --skip-license >"$WORK/chat/package-fixture.log" 2>&1) &&
+     run_in chat "$CS" --config /dev/null --user-data-dir "$WORK/chat/ud" --extensions-dir "$WORK/chat/exts" \
+       --install-extension "$VSIX" --install-extension "$WORK/chat-model.vsix" >"$WORK/chat/install-extension.log" 2>&1; then
+    if start_server chat; then
+      lap "code-server up on 127.0.0.1:$PORT (chat profile, vsix and chat fixture installed)"
+      run_in chat env NODE_PATH="$CS_DIR/node_modules" CS_URL="http://127.0.0.1:$PORT/?folder=$WORK/chat/ws" ARTIFACTS="$ARTIFACTS" \
+        RESULTS="$WORK/results-chat.json" CLI="$CLI" NODE_BIN="$NODE_BIN" \
+        "$NODE_BIN" "$HERE/chat.js" 2>&1 | tee "$WORK/chat.log" | sed 's/^/  /'
+      if r=$(count_results "$WORK/results-chat.json"); then
+        PASSED=$((PASSED + ${r% *})); FAILED=$((FAILED + ${r#* }))
+        lap "@cairn in the Chat view: ${r% *} passed, ${r#* } failed; screenshots in $ARTIFACTS"
+      else
+        fail_step "the chat UI steps did not report results"
+      fi
+      stop_server chat
+    else
+      fail_step "code-server did not start (chat profile)"
+    fi
+  else
+    tail -20 "$WORK/chat/package-fixture.log" "$WORK/chat/install-extension.log" 2>/dev/null
+    fail_step "packaging or installing the vsix and the chat fixture"
   fi
 fi

@@ -2,7 +2,8 @@
  * Episodes in the real extension host: with cairn.episodes.capture on, @cairn's turn (its handler called directly:
  * code-server has no chat model) and a language-model tool call become events of the window's episode, the status bar
  * shows the record mark, and the dashboard's requests (through DashboardHost, as the Timeline tab sends them) list the
- * session, find the turn, expand it, propose a fact from it and approve it. Capture off records nothing.
+ * session, find the turn, expand it, propose a fact from it and approve it. Capture off records nothing. The same walk
+ * through the real Chat view and the dashboard's UI (with an offline chat fixture): test/e2e/chat.js.
  */
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
