@@ -161,20 +161,26 @@ suite('commands', () => {
 
   test('Edit Memory: a concurrent change surfaces as a conflict, nothing is overwritten', async () => {
     const key = uniq('conflict');
+    const announced = (): Promise<void> =>
+      new Promise<void>((resolve) => {
+        const d = c.client.onDidChangeMemories((p) => {
+          if (p.key === key) {
+            d.dispose();
+            resolve();
+          }
+        });
+      });
+    // The editor opens after the first write's announcement: a late announcement would make VS Code re-read a clean
+    // editor while the edit below is being typed, which is not the race this test is about.
+    const created = announced();
     const m = await add(c, key, 'Original');
+    await created;
     const { result: doc } = await run<vscode.TextDocument>(c, 'cairn.editMemory', [m.id]);
     const edit = new vscode.WorkspaceEdit();
     edit.replace(doc.uri, new vscode.Range(0, 0, doc.lineCount, 0), 'My editor change');
     await vscode.workspace.applyEdit(edit);
     assert.ok(doc.isDirty);
-    const notified = new Promise<void>((resolve) => {
-      const d = c.client.onDidChangeMemories((p) => {
-        if (p.key === key) {
-          d.dispose();
-          resolve();
-        }
-      });
-    });
+    const notified = announced();
     await cli(c, 'add', NS, key, 'Changed from the CLI meanwhile');
     await notified;
     const saved = await doc.save();
