@@ -520,11 +520,17 @@ export const ErasureReceipt = z
       .strict(),
     /** Ids and namespaces of the erased memories (keys and values are not repeated here). */
     memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
-    /** Rows removed besides the memories. */
+    /** Rows removed besides the memories (branchRows: memory branches' rows of them, also in contentHash). */
     removed: z
-      .object({ history: z.number().int(), links: z.number().int(), vectors: z.number().int(), namespaces: z.number().int() })
+      .object({
+        history: z.number().int(),
+        links: z.number().int(),
+        vectors: z.number().int(),
+        namespaces: z.number().int(),
+        branchRows: z.number().int().optional(),
+      })
       .strict(),
-    /** sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]. */
+    /** sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id, then namespace, key, value]. */
     contentHash: z.string(),
     salt: z.string(),
     /** The WAL was checkpointed and truncated after the erasure (false: another connection held an old snapshot; erase again once it is gone). */
