@@ -352,6 +352,58 @@ describe('memory branches', () => {
     await rejectsWith(c.core.call(R.erase, { root: 'project.nothing' }), 'NotFound', 'root');
   });
 
+  it('retention caps the lifetime of branch rows and purges long-deleted ones, keeping a delete that hides the base', async () => {
+    const DAY = 86_400_000;
+    const T0 = c.store.now() + DAY; // after the base writes of beforeEach
+    let now = T0;
+    c.store.now = () => now;
+    await c.core.call(R.branchCreate, { name: 'b1', root: 'project.app' });
+    await c.core.call(R.upsert, { namespace: 'project.app.api', key: 'auth', value: 'branch auth uses cookies', branch: 'b1' });
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'tmp', value: 'branch scratch secret', branch: 'b1' });
+    await c.core.call(R.delete, { namespace: 'project.app', key: 'tmp', branch: 'b1' });
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'style', value: 'branch style secret', branch: 'b1' });
+    await c.core.call(R.delete, { namespace: 'project.app', key: 'style', branch: 'b1' });
+    const row = (key: string) =>
+      c.store.db.prepare('SELECT value, version, expires_at, deleted_at FROM branch_memories WHERE key = ?').get(key) as
+        { value: string; version: number; expires_at: number | null; deleted_at: number | null } | undefined;
+
+    // maxTtlDays: the live branch row gets the expiry a base memory gets, as a new version; deleted rows are left.
+    await c.core.call(R.retention, { set: { root: 'project.app.api', maxTtlDays: 10 } });
+    now = T0 + DAY;
+    const r1 = await c.core.call(R.sweep, {});
+    assert.equal(r1.retention!.ttlCapped, 2, 'the base memory and the branch row');
+    assert.equal(row('auth')!.expires_at, T0 + 10 * DAY);
+    assert.equal(row('auth')!.version, 3);
+    assert.equal(
+      (await c.core.call(R.get, { namespace: 'project.app.api', key: 'auth', branch: 'b1' })).expiresAt,
+      new Date(T0 + 10 * DAY).toISOString(),
+    );
+    assert.equal(row('tmp')!.expires_at, null);
+    await c.core.call(R.retention, { clear: 'project.app.api' });
+
+    // maxAgeDays: a branch row deleted long ago goes; one whose delete hides a live base memory keeps it, text blanked.
+    now = T0 + 40 * DAY;
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'recent', value: 'recent branch text', branch: 'b1' });
+    await c.core.call(R.delete, { namespace: 'project.app', key: 'recent', branch: 'b1' });
+    await c.core.call(R.retention, { set: { root: 'project.app', maxAgeDays: 30 } });
+    now = T0 + 45 * DAY;
+    const r2 = await c.core.call(R.sweep, {});
+    assert.ok(r2.retention!.purged >= 2);
+    assert.equal(row('tmp'), undefined);
+    assert.equal(row('style')!.value, '');
+    assert.notEqual(row('style')!.deleted_at, null);
+    await rejectsWith(c.core.call(R.get, { namespace: 'project.app', key: 'style', branch: 'b1' }), 'NotFound', 'key');
+    assert.equal((await c.core.call(R.get, { namespace: 'project.app', key: 'style' })).value, 'tabs for indentation');
+    assert.equal((await c.core.call(R.search, { query: 'secret', mode: 'fts', branch: 'b1' })).hits.length, 0);
+    assert.equal((c.store.db.prepare(`SELECT count(*) AS n FROM branch_fts WHERE branch_fts MATCH 'secret'`).get() as { n: number }).n, 0);
+    assert.equal(row('recent')!.value, 'recent branch text', 'deleted 5 days ago: kept');
+    // The kept delete still merges as a delete; a second sweep finds nothing more.
+    const again = await c.core.call(R.sweep, {});
+    assert.equal(again.retention!.purged, 0);
+    const d = (await c.core.call(R.branchDiff, { name: 'b1' })).changes.find((x) => x.key === 'style')!;
+    assert.equal(d.change, 'deleted');
+  });
+
   it('tasks/create with branch: true gives the task a burner branch that its injection reads', async () => {
     await rejectsWith(c.core.call(R.tasksCreate, { title: 't', branch: true }), 'InvalidParams', 'scope.root');
     const t = await c.core.call(R.tasksCreate, { title: 'agent work', scope: { root: 'project.app' }, branch: true });

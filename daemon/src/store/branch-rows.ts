@@ -60,14 +60,14 @@ function touch(db: DB, branchId: string): void {
 
 const under = (root: string) => ({ sql: '(b.ns_path = ? OR substr(b.ns_path, 1, ?) = ?)', params: [root, root.length + 1, root + '.'] });
 
-/** Retention's TTL cap on the live branch rows under a root: the expiry a base memory would get. Returns how many. */
-export function capBranchTtl(db: DB, root: string, since: number, ttl: number, now: number, batch: number): number {
+/** Retention's TTL cap on the live branch rows under a root: the expiry a base memory would get. Returns their ids. */
+export function capBranchTtl(db: DB, root: string, since: number, ttl: number, now: number, batch: number): string[] {
   const u = under(root);
   const rows = stmt(
     db,
-    `SELECT b.rowid, b.branch_id, b.updated_at FROM branch_memories b
+    `SELECT b.rowid, b.id, b.branch_id, b.updated_at FROM branch_memories b
       WHERE ${u.sql} AND b.deleted_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > max(b.updated_at, ?) + ?) LIMIT ?`,
-  ).all(...u.params, since, ttl, batch) as { rowid: number; branch_id: string; updated_at: number }[];
+  ).all(...u.params, since, ttl, batch) as { rowid: number; id: string; branch_id: string; updated_at: number }[];
   for (const r of rows) {
     stmt(db, 'UPDATE branch_memories SET expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(
       Math.max(r.updated_at, since) + ttl,
@@ -76,29 +76,30 @@ export function capBranchTtl(db: DB, root: string, since: number, ttl: number, n
     );
     touch(db, r.branch_id);
   }
-  return rows.length;
+  return rows.map((r) => r.id);
 }
 
 /**
  * Retention's purge of branch rows under a root deleted or expired before `cutoff`: a row with no live base memory of
- * its key is removed; one that hides a live base memory keeps its delete with its text blanked. Returns how many.
+ * its key is removed; one that hides a live base memory keeps its delete with its text blanked. Returns their ids.
  */
-export function purgeBranchRows(db: DB, root: string, cutoff: number, batch: number): number {
+export function purgeBranchRows(db: DB, root: string, cutoff: number, batch: number): string[] {
   const u = under(root);
   const rows = stmt(
     db,
-    `SELECT b.rowid, b.branch_id, b.value, EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id
+    `SELECT b.rowid, b.id, b.branch_id, EXISTS (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id
         WHERE n.path = b.ns_path AND n.deleted_at IS NULL AND m.key = b.key AND m.deleted_at IS NULL) AS base_live
        FROM branch_memories b
       WHERE ${u.sql} AND ((b.deleted_at IS NOT NULL AND b.deleted_at < ?) OR (b.expires_at IS NOT NULL AND b.expires_at < ?))
         AND NOT (b.value = '' AND b.deleted_at IS NOT NULL) LIMIT ?`,
-  ).all(...u.params, cutoff, cutoff, batch) as { rowid: number; branch_id: string; value: string; base_live: number }[];
+  ).all(...u.params, cutoff, cutoff, batch) as { rowid: number; id: string; branch_id: string; base_live: number }[];
   for (const r of rows) {
     stmt(db, 'DELETE FROM branch_fts WHERE rowid = ?').run(r.rowid);
     if (r.base_live) {
       stmt(
         db,
-        `UPDATE branch_memories SET value = '', summary = NULL, deleted_at = coalesce(deleted_at, expires_at), deleted_by = coalesce(deleted_by, 'retention')
+        `UPDATE branch_memories SET value = '', summary = NULL, deleted_at = coalesce(deleted_at, expires_at), deleted_by = coalesce(deleted_by, 'retention'),
+             delete_reason = coalesce(delete_reason, 'retention: expired')
           WHERE rowid = ?`,
       ).run(r.rowid);
       stmt(
@@ -108,5 +109,5 @@ export function purgeBranchRows(db: DB, root: string, cutoff: number, batch: num
     } else stmt(db, 'DELETE FROM branch_memories WHERE rowid = ?').run(r.rowid);
     touch(db, r.branch_id);
   }
-  return rows.length;
+  return rows.map((r) => r.id);
 }
