@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { FUSION } from '../../daemon/src/retrieval/fusion';
+import { contentHash, verifyReceipt } from '../../daemon/src/store/receipt';
 import type { VecModel } from '../../daemon/src/store/vectors';
 import { rejectsWith, tempCore } from '../helpers';
 
@@ -297,6 +298,110 @@ describe('memory branches', () => {
     await c.core.call(R.erase, { root: 'project.app.api' });
     assert.deepEqual(left(), ['style']);
     assert.equal(count(c, 'branch_fts'), 1);
+  });
+
+  it('erase reaches a branch row of the same key with its own id, and a branch-only memory, and the receipt covers them', async () => {
+    await c.core.call(R.branchCreate, { name: 'b1', root: 'project.app' });
+    await c.core.call(R.branchCreate, { name: 'b2', root: 'project.app' });
+    // The branch adds `cache` before the base writes it: the branch row has its own id.
+    const own = await c.core.call(R.upsert, { namespace: 'project.app', key: 'cache', value: 'branch cache secret', branch: 'b1' });
+    const base = await c.core.call(R.upsert, { namespace: 'project.app', key: 'cache', value: 'base cache secret' });
+    assert.notEqual(own.memory.id, base.memory.id);
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'db', value: 'b2 db secret', branch: 'b2' });
+    const r = await c.core.call(R.erase, { id: base.memory.id, reason: 'leaked' });
+    const left = () => (c.store.db.prepare('SELECT key FROM branch_memories ORDER BY key').all() as { key: string }[]).map((x) => x.key);
+    assert.deepEqual(left(), ['db'], 'the branch row of the erased key is gone with the base memory');
+    assert.equal(count(c, 'branch_fts'), 1);
+    assert.equal(r.erased, 2);
+    assert.deepEqual(r.receipt.memories.map((m) => m.id).sort(), [base.memory.id, own.memory.id].sort());
+    assert.ok('walTruncated' in r.receipt);
+    assert.equal((r.receipt as { removed: { branchRows?: number } }).removed.branchRows, 1);
+    const items = [
+      { id: base.memory.id, namespace: 'project.app', key: 'cache', value: 'base cache secret' },
+      { id: own.memory.id, namespace: 'project.app', key: 'cache', value: 'branch cache secret' },
+    ];
+    assert.equal(r.receipt.contentHash, contentHash(r.receipt.salt, items), 'the hash covers the branch row');
+    assert.notEqual(r.receipt.contentHash, contentHash(r.receipt.salt, items.slice(0, 1)));
+    assert.equal(verifyReceipt(r.receipt).ok, true);
+    await rejectsWith(c.core.call(R.get, { namespace: 'project.app', key: 'cache', branch: 'b1' }), 'NotFound', 'key');
+    // The erase is versioned for the branch-only memory too.
+    const h = (await c.core.call(R.history, { id: own.memory.id })).entries;
+    assert.deepEqual(
+      h.map((e) => [e.op, e.actor, e.reason]),
+      [['erase', 'user', 'leaked']],
+    );
+
+    // A memory only on a branch: by id, and by key.
+    const only = await c.core.call(R.upsert, { namespace: 'project.app.api', key: 'tmp', value: 'branch only secret', branch: 'b2' });
+    const e1 = await c.core.call(R.erase, { id: only.memory.id });
+    assert.equal(e1.erased, 1);
+    assert.deepEqual(e1.receipt.memories, [{ id: only.memory.id, namespace: 'project.app.api' }]);
+    await c.core.call(R.upsert, { namespace: 'project.app.api', key: 'tmp2', value: 'another branch secret', branch: 'b2' });
+    const e2 = await c.core.call(R.erase, { namespace: 'project.app.api', key: 'tmp2' });
+    assert.equal(e2.erased, 1);
+    assert.deepEqual(left(), ['db']);
+    // A root with only branch rows under it.
+    await c.core.call(R.upsert, { namespace: 'project.app.fresh', key: 'x', value: 'new namespace on a branch', branch: 'b1' });
+    const e3 = await c.core.call(R.erase, { root: 'project.app.fresh' });
+    assert.equal(e3.erased, 1);
+    assert.deepEqual(left(), ['db']);
+    // Scope holds for branch rows: outside it, NotFound and nothing erased.
+    await rejectsWith(c.core.call(R.erase, { namespace: 'project.app', key: 'db', scope: { root: 'project.other' } }), 'NotFound', 'key');
+    assert.deepEqual(left(), ['db']);
+    await rejectsWith(c.core.call(R.erase, { id: 'no-such-id' }), 'NotFound', 'id');
+    await rejectsWith(c.core.call(R.erase, { root: 'project.nothing' }), 'NotFound', 'root');
+  });
+
+  it('retention caps the lifetime of branch rows and purges long-deleted ones, keeping a delete that hides the base', async () => {
+    const DAY = 86_400_000;
+    const T0 = c.store.now() + DAY; // after the base writes of beforeEach
+    let now = T0;
+    c.store.now = () => now;
+    await c.core.call(R.branchCreate, { name: 'b1', root: 'project.app' });
+    await c.core.call(R.upsert, { namespace: 'project.app.api', key: 'auth', value: 'branch auth uses cookies', branch: 'b1' });
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'tmp', value: 'branch scratch secret', branch: 'b1' });
+    await c.core.call(R.delete, { namespace: 'project.app', key: 'tmp', branch: 'b1' });
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'style', value: 'branch style secret', branch: 'b1' });
+    await c.core.call(R.delete, { namespace: 'project.app', key: 'style', branch: 'b1' });
+    const row = (key: string) =>
+      c.store.db.prepare('SELECT value, version, expires_at, deleted_at FROM branch_memories WHERE key = ?').get(key) as
+        { value: string; version: number; expires_at: number | null; deleted_at: number | null } | undefined;
+
+    // maxTtlDays: the live branch row gets the expiry a base memory gets, as a new version; deleted rows are left.
+    await c.core.call(R.retention, { set: { root: 'project.app.api', maxTtlDays: 10 } });
+    now = T0 + DAY;
+    const r1 = await c.core.call(R.sweep, {});
+    assert.equal(r1.retention!.ttlCapped, 2, 'the base memory and the branch row');
+    assert.equal(row('auth')!.expires_at, T0 + 10 * DAY);
+    assert.equal(row('auth')!.version, 3);
+    assert.equal(
+      (await c.core.call(R.get, { namespace: 'project.app.api', key: 'auth', branch: 'b1' })).expiresAt,
+      new Date(T0 + 10 * DAY).toISOString(),
+    );
+    assert.equal(row('tmp')!.expires_at, null);
+    await c.core.call(R.retention, { clear: 'project.app.api' });
+
+    // maxAgeDays: a branch row deleted long ago goes; one whose delete hides a live base memory keeps it, text blanked.
+    now = T0 + 40 * DAY;
+    await c.core.call(R.upsert, { namespace: 'project.app', key: 'recent', value: 'recent branch text', branch: 'b1' });
+    await c.core.call(R.delete, { namespace: 'project.app', key: 'recent', branch: 'b1' });
+    await c.core.call(R.retention, { set: { root: 'project.app', maxAgeDays: 30 } });
+    now = T0 + 45 * DAY;
+    const r2 = await c.core.call(R.sweep, {});
+    assert.ok(r2.retention!.purged >= 2);
+    assert.equal(row('tmp'), undefined);
+    assert.equal(row('style')!.value, '');
+    assert.notEqual(row('style')!.deleted_at, null);
+    await rejectsWith(c.core.call(R.get, { namespace: 'project.app', key: 'style', branch: 'b1' }), 'NotFound', 'key');
+    assert.equal((await c.core.call(R.get, { namespace: 'project.app', key: 'style' })).value, 'tabs for indentation');
+    assert.equal((await c.core.call(R.search, { query: 'secret', mode: 'fts', branch: 'b1' })).hits.length, 0);
+    assert.equal((c.store.db.prepare(`SELECT count(*) AS n FROM branch_fts WHERE branch_fts MATCH 'secret'`).get() as { n: number }).n, 0);
+    assert.equal(row('recent')!.value, 'recent branch text', 'deleted 5 days ago: kept');
+    // The kept delete still merges as a delete; a second sweep finds nothing more.
+    const again = await c.core.call(R.sweep, {});
+    assert.equal(again.retention!.purged, 0);
+    const d = (await c.core.call(R.branchDiff, { name: 'b1' })).changes.find((x) => x.key === 'style')!;
+    assert.equal(d.change, 'deleted');
   });
 
   it('tasks/create with branch: true gives the task a burner branch that its injection reads', async () => {

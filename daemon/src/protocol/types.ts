@@ -529,7 +529,7 @@ export const ErasureReceipt = z
     memories: z.array(z.object({ id: z.string(), namespace: z.string() }).strict()),
     /** episodes/erase: the erased episode, its namespace and how many events it held. */
     episodes: z.array(z.object({ id: z.string(), namespace: z.string(), events: z.number().int() }).strict()).optional(),
-    /** Rows removed besides the memories (for an episode: its events' vectors in `vectors`, and `events`). */
+    /** Rows removed besides the memories (for an episode: its events' vectors in `vectors`, and `events`; branchRows: memory branches' rows of them, also in contentHash). */
     removed: z
       .object({
         history: z.number().int(),
@@ -537,11 +537,12 @@ export const ErasureReceipt = z
         vectors: z.number().int(),
         namespaces: z.number().int(),
         events: z.number().int().optional(),
+        branchRows: z.number().int().optional(),
       })
       .strict(),
     /**
-     * sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id]; for an episode over
-     * [salt, [[episode id, seq, kind, at, text], ...] in seq order] (`at` as ISO-8601).
+     * sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...] sorted by id, then namespace, key,
+     * value]; for an episode over [salt, [[episode id, seq, kind, at, text], ...] in seq order] (`at` as ISO-8601).
      */
     contentHash: z.string(),
     /** A subtree erasure that removed episodes: their events' hash, computed as an episode erasure's contentHash. */

@@ -602,27 +602,6 @@ export class Branches {
   }
 }
 
-/**
- * memory/erase reaches branch rows (called in its transaction): every branch's row of an erased memory (same id), and
- * with a root every branch row under it, with their full-text rows. Returns how many rows were removed.
- */
-export function eraseBranchRows(db: DB, ids: string[], root?: string): number {
-  const under =
-    root !== undefined ? { sql: ' OR ns_path = ? OR substr(ns_path, 1, ?) = ?', params: [root, root.length + 1, root + '.'] } : null;
-  const where = `id IN (SELECT value FROM json_each(?))${under ? under.sql : ''}`;
-  const params = [JSON.stringify(ids), ...(under?.params ?? [])];
-  // Erased terms leave the index at once (secure-delete: 0.4 s per 1,000 rows, so only erase pays it; discard and merge
-  // delete plainly, leaving old terms in segments until FTS5 merges them).
-  stmt(db, `INSERT INTO branch_fts(branch_fts, rank) VALUES ('secure-delete', 1)`).run();
-  stmt(db, `DELETE FROM branch_fts WHERE rowid IN (SELECT rowid FROM branch_memories WHERE ${where})`).run(...params);
-  stmt(db, `INSERT INTO branch_fts(branch_fts, rank) VALUES ('secure-delete', 0)`).run();
-  const touched = stmt(db, `SELECT DISTINCT branch_id FROM branch_memories WHERE ${where}`).all(...params) as { branch_id: string }[];
-  for (const t of touched) stmt(db, 'UPDATE branches SET generation = generation + 1 WHERE id = ?').run(t.branch_id);
-  const n = stmt(db, `DELETE FROM branch_memories WHERE ${where}`).run(...params).changes;
-  if (n > 0) stmt(db, `INSERT INTO branch_fts(branch_fts) VALUES ('optimize')`).run();
-  return n;
-}
-
 export interface SearchOverlay {
   /** Base rowids the branch shadows: no base arm admits them. */
   exclude: Set<number>;

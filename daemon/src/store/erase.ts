@@ -7,7 +7,9 @@
  * holding their terms), vectors, links (either end), anchors, every history
  * row (including purge rows naming their keys), and the memories themselves;
  * for a subtree also the namespace rows and the episodes in them (their events, index rows and vectors; the receipt
- * lists them and hashes their content in `eventsContentHash`). Rejected-value rows stay (they hold
+ * lists them and hashes their content in `eventsContentHash`); and the rows memory branches hold
+ * of those memories, their keys or the subtree (store/branch-rows.ts), which
+ * the receipt lists and hashes too. Rejected-value rows stay (they hold
  * only keyed hashes, see store/rejected.ts) with their memory id cleared.
  * One contentless `erase` history row per memory records who, when, why and
  * the receipt id. SQLite's secure_delete (on for every store) zeroes the freed
@@ -18,7 +20,7 @@ import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
-import { eraseBranchRows } from './branches';
+import { branchTargets, eraseBranchRows, type BranchTarget } from './branch-rows';
 import { stmt } from './db';
 import { eraseEpisodeRows, type ErasedEpisodes } from './episode-erase';
 import { logRemoval } from './episode-log';
@@ -45,14 +47,23 @@ const ROW_SQL =
  * a subtree is erased only when the root and every namespace under it lie inside the scope (else NotFound too, so
  * nothing about out-of-scope namespaces is revealed).
  */
-function targets(
-  store: Store,
-  p: EraseParams,
-): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
+interface Targets {
+  rows: Row[];
+  namespaces: { id: string; path: string }[];
+  /** Branch rows of the memories, of their keys, or under the root (store/branch-rows.ts). */
+  branchRows: BranchTarget[];
+  target: ErasureReceipt['target'];
+}
+
+function targets(store: Store, p: EraseParams): Targets {
   if (p.root !== undefined && p.scope && !pathInScope(p.root, p.scope))
     throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
   const t = unscopedTargets(store, p);
-  if (p.scope && (t.rows.some((r) => !pathInScope(r.ns_path, p.scope)) || t.namespaces.some((n) => !pathInScope(n.path, p.scope)))) {
+  const outside = (path: string) => !pathInScope(path, p.scope);
+  if (
+    p.scope &&
+    (t.rows.some((r) => outside(r.ns_path)) || t.namespaces.some((n) => outside(n.path)) || t.branchRows.some((r) => outside(r.ns_path)))
+  ) {
     if (p.root !== undefined) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
     throw p.id !== undefined
       ? new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' })
@@ -61,10 +72,7 @@ function targets(
   return t;
 }
 
-function unscopedTargets(
-  store: Store,
-  p: EraseParams,
-): { rows: Row[]; namespaces: { id: string; path: string }[]; target: ErasureReceipt['target'] } {
+function unscopedTargets(store: Store, p: EraseParams): Targets {
   const db = store.db;
   const byId = p.id !== undefined;
   const byKey = p.namespace !== undefined || p.key !== undefined;
@@ -73,8 +81,9 @@ function unscopedTargets(
     throw new CairnError('InvalidParams', 'give exactly one of id, namespace+key, or root', { field: byRoot ? 'root' : 'id' });
   if (byId) {
     const rows = stmt(db, `${ROW_SQL} WHERE m.id = ?`).all(p.id) as Row[];
-    if (rows.length === 0) throw new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' });
-    return { rows, namespaces: [], target: { id: p.id } };
+    const branchRows = branchTargets(db, [p.id!], keysOf(rows));
+    if (rows.length === 0 && branchRows.length === 0) throw new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' });
+    return { rows, namespaces: [], branchRows, target: { id: p.id } };
   }
   if (byKey) {
     if (p.namespace === undefined || p.key === undefined)
@@ -83,8 +92,10 @@ function unscopedTargets(
     if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'namespace' });
     // Every memory ever stored at this (namespace path, key): the live one and any left in deleted namespaces of that path.
     const rows = stmt(db, `${ROW_SQL} WHERE n.path = ? AND m.key = ?`).all(p.namespace, p.key) as Row[];
-    if (rows.length === 0) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
-    return { rows, namespaces: [], target: { namespace: p.namespace, key: p.key } };
+    const branchRows = branchTargets(db, [], [{ namespace: p.namespace, key: p.key }]);
+    if (rows.length === 0 && branchRows.length === 0)
+      throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
+    return { rows, namespaces: [], branchRows, target: { namespace: p.namespace, key: p.key } };
   }
   const root = p.root!;
   const problem = namespaceProblem(root);
@@ -94,9 +105,24 @@ function unscopedTargets(
     id: string;
     path: string;
   }[];
-  if (namespaces.length === 0) throw new CairnError('NotFound', `no namespace ${root}`, { field: 'root' });
   const rows = stmt(db, `${ROW_SQL} WHERE ${sub.sql} ORDER BY m.rowid`).all(...sub.params) as Row[];
-  return { rows, namespaces, target: { root } };
+  const branchRows = branchTargets(db, [], [], root);
+  if (namespaces.length === 0 && branchRows.length === 0) throw new CairnError('NotFound', `no namespace ${root}`, { field: 'root' });
+  return { rows, namespaces, branchRows, target: { root } };
+}
+
+const keysOf = (rows: Row[]) => rows.map((r) => ({ namespace: r.ns_path, key: r.key }));
+
+/** The branch-only memories among branch rows (ids no base row has), each with its newest version and namespace. */
+function branchOnly(rows: Row[], branchRows: BranchTarget[]): { id: string; namespace: string; version: number }[] {
+  const base = new Set(rows.map((r) => r.id));
+  const out = new Map<string, { id: string; namespace: string; version: number }>();
+  for (const b of branchRows) {
+    if (base.has(b.id)) continue;
+    const seen = out.get(b.id);
+    if (!seen || seen.version < b.version) out.set(b.id, { id: b.id, namespace: b.ns_path, version: b.version });
+  }
+  return [...out.values()];
 }
 
 export function erase(store: Store, p: EraseParams): EraseResult {
@@ -109,14 +135,16 @@ export function erase(store: Store, p: EraseParams): EraseResult {
   let content: ErasedContent[] = [];
   let target: ErasureReceipt['target'] = {};
   let memories: ErasureReceipt['memories'] = [];
-  const removed = { history: 0, links: 0, vectors: 0, namespaces: 0 };
+  const removed = { history: 0, links: 0, vectors: 0, namespaces: 0, branchRows: 0 };
   let erasedEpisodes = null as ErasedEpisodes | null; // set inside the transaction
   const at = store.now();
   const position = store.transaction(() => {
     const t = targets(store, p);
     target = t.target;
-    content = t.rows.map((r) => ({ id: r.id, namespace: r.ns_path, key: r.key, value: r.value }));
-    memories = t.rows.map((r) => ({ id: r.id, namespace: r.ns_path }));
+    const only = branchOnly(t.rows, t.branchRows);
+    content = [...t.rows, ...t.branchRows].map((r) => ({ id: r.id, namespace: r.ns_path, key: r.key, value: r.value }));
+    memories = [...t.rows.map((r) => ({ id: r.id, namespace: r.ns_path })), ...only.map((m) => ({ id: m.id, namespace: m.namespace }))];
+    for (const m of only) removed.history += stmt(db, 'DELETE FROM history WHERE memory_id = ?').run(m.id).changes;
     for (const r of t.rows) {
       ftsSecureDelete(db, r.rowid);
       removed.vectors += store.vectors.rowCount(r.rowid);
@@ -132,11 +160,7 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       t.rows.map((r) => r.rowid),
       true,
     );
-    eraseBranchRows(
-      db,
-      t.rows.map((r) => r.id),
-      p.root,
-    );
+    removed.branchRows = eraseBranchRows(db, t.branchRows);
     // Purge rows of memories purged earlier name their namespace and key: remove those of the erased keys or subtree.
     const purged = stmt(
       db,
@@ -169,10 +193,7 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       removed.namespaces = ids.length;
     }
     // Recorded results of idempotent writes hold the memories' text.
-    dropIdempotencyRecords(
-      db,
-      t.rows.map((r) => r.id),
-    );
+    dropIdempotencyRecords(db, [...t.rows.map((r) => r.id), ...only.map((m) => m.id)]);
     // Older segments may still hold terms of earlier versions (each update replaced the row): merge them away.
     ftsCompact(db);
     let last = store.position();
@@ -180,6 +201,8 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       store.appendHistory(r.id, 'erase', actor, p.reason, r.version + 1, null, null, { receipt: receiptId, namespace: r.ns_path });
       last = store.logChange('erase', r.id, r.ns_id, r.ns_path, null);
     }
+    for (const m of only)
+      store.appendHistory(m.id, 'erase', actor, p.reason, m.version + 1, null, null, { receipt: receiptId, namespace: m.namespace });
     if (t.rows.length === 0) last = store.logChange('erase', null, t.namespaces[0]?.id ?? null, p.root ?? null, null);
     return last;
   });

@@ -30,11 +30,18 @@ export interface ErasedContent {
 }
 
 /**
- * sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...]] with items sorted by id.
+ * sha256 over the canonical JSON of [salt, [[id, namespace, key, value], ...]] with items sorted by id (then namespace,
+ * key, value).
  * Anyone holding the erased memories and the receipt's salt can recompute it.
  */
 export function contentHash(salt: string, items: ErasedContent[]): string {
-  const rows = [...items].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((m) => [m.id, m.namespace, m.key, m.value]);
+  // By id, then the rest: a memory's branch rows (store/branch-rows.ts) share its id.
+  const tuple = (m: ErasedContent) => [m.id, m.namespace, m.key, m.value];
+  const order = (a: string[], b: string[]) => {
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
+    return 0;
+  };
+  const rows = items.map(tuple).sort(order);
   return (
     'sha256:' +
     createHash('sha256')

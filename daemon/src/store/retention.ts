@@ -12,6 +12,10 @@
  *   gets that expiry: a new version by actor `retention`; when it passes, the
  *   memory expires (a restorable soft delete), and only then can maxAgeDays purge it.
  *
+ * Branch rows (store/branch-rows.ts) under the root get the same TTL cap and
+ * purge (a purged branch delete that still hides a live base memory keeps the
+ * delete, its text blanked); they have no history to trim.
+ *
  * Never touched: the current version of a live memory (the memories row
  * itself). Retention removes past versions and long-deleted memories only, and
  * ends a live memory only through a visible expiry. Each memory whose history
@@ -25,6 +29,7 @@
 import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { RetentionParams, RetentionReport, RetentionResult, RetentionRule } from '../protocol/types';
+import { capBranchTtl, purgeBranchRows } from './branch-rows';
 import { stmt } from './db';
 import { MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
 import { scopePredicate } from './scope';
@@ -175,6 +180,11 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
           report.ttlCapped++;
           note({ root: rule.root, action: 'ttl', memoryId: r.id, count: 1 });
         }
+        // Branch rows under the root get the same cap (store/branch-rows.ts).
+        for (const id of capBranchTtl(db, rule.root, since, ttl, now, batch)) {
+          report.ttlCapped++;
+          note({ root: rule.root, action: 'ttl', memoryId: id, count: 1 });
+        }
       }
       // 2. Purge memories deleted (or expired) longer ago than maxAgeDays.
       if (rule.maxAgeDays !== undefined) {
@@ -188,6 +198,10 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
           store.purgeRow(d, RETENTION_ACTOR, `retention: ${rule.root} purges memories deleted more than ${rule.maxAgeDays} days ago`);
           report.purged++;
           note({ root: rule.root, action: 'purge', memoryId: d.id, count: 1 });
+        }
+        for (const id of purgeBranchRows(db, rule.root, cutoff, batch)) {
+          report.purged++;
+          note({ root: rule.root, action: 'purge', memoryId: id, count: 1 });
         }
       }
       // 3. Trim past versions (history), never the newest entry of a memory. maxVersions and maxAgeDays are one pass:

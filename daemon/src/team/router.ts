@@ -363,7 +363,12 @@ export class TeamRouter {
         const records = p.records as unknown[];
         // Episodes live in the local store only: a team episode record is refused before anything is written.
         const teamEpisode = records.findIndex((r) => (r as { type?: unknown })?.type === 'episode' && this.recordStore(r) === 'team');
-        if (teamEpisode >= 0) throw notServed(method, `records[${teamEpisode}]`, 'the records hold episodes of team namespaces');
+        if (teamEpisode >= 0)
+          throw new CairnError(
+            'InvalidState',
+            `${method}: episodes live in the local store only and the records hold episodes of team namespaces; nothing was done. Import the episode and event records into local namespaces.`,
+            { field: `records[${teamEpisode}]`, store: 'team' },
+          );
         const team = records.findIndex((r) => this.recordStore(r) === 'team');
         if (team < 0) return local(method, p);
         if (records.some((r) => this.recordStore(r) === 'local'))
