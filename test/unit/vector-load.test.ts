@@ -165,3 +165,45 @@ describe('vector index loaded in slices', () => {
     assert.deepEqual(knn(q), before);
   });
 });
+
+describe('Hamming pre-selection sized by a share of the admitted vectors', () => {
+  const c = tempCore();
+  let model: VecModel;
+  const r = rng(11);
+  const vec = () => new Float32Array(DIM).map(() => r());
+  before(async () => {
+    model = c.store.transaction(() => c.store.vectors.ensure('share-model', DIM));
+    c.store.vectors.load(model);
+    const res = await c.core.call(R.upsertBatch, {
+      items: Array.from({ length: 800 }, (_, i) => ({ namespace: i % 4 === 0 ? 'project.a' : 'project.b', key: `s${i}`, value: `m ${i}` })),
+    });
+    c.store.transaction(() =>
+      res.results.forEach((x, i) => {
+        if (!x.ok) throw new Error('write failed');
+        c.store.vectors.put(model, c.store.rowidOf(x.id)!, vec(), i);
+      }),
+    );
+  });
+  after(() => c.close());
+
+  it('takes max(candidates, share × admitted) by Hamming distance: a share of 1 ranks like the exact arm', () => {
+    const v = c.store.vectors;
+    const queries = Array.from({ length: 40 }, vec);
+    const run = (exactMax: number, candidates: number, share: number, scope?: { root: string; includeUser: boolean }) => {
+      v.exactMax = exactMax;
+      v.candidates = candidates;
+      v.candidateShare = share;
+      return queries.map((q) => v.knn(model, q, { now: Date.now(), limit: 2, ...(scope ? { scope } : {}) }));
+    };
+    for (const scope of [undefined, { root: 'project.a', includeUser: false }]) {
+      const exact = run(Infinity, 0, 0, scope);
+      assert.deepEqual(run(10, 10, 1, scope), exact, 'every admitted vector a candidate: exact');
+      // A share of 0 leaves `candidates` (10; 8 × limit = 16 at least, of 800 or 200): some true neighbours missed.
+      const few = run(10, 10, 0, scope);
+      const missed = few.reduce((n, hits, i) => n + hits.filter((h) => !exact[i].some((e) => e.rowid === h.rowid)).length, 0);
+      assert.ok(missed > 0, 'the pre-selection alone misses some');
+      for (const hits of few) assert.equal(hits.length, 2);
+    }
+    v.exactMax = Infinity;
+  });
+});

@@ -53,6 +53,12 @@ export const EXACT_MAX = 4096;
  * cut-off distance, ~5,000) kept 85.1% (92.2%).
  */
 export const SIMHASH_CANDIDATES = 5120;
+/**
+ * Above SIMHASH_CANDIDATES / CANDIDATE_SHARE admitted vectors (327,680), this share of them is taken by Hamming
+ * distance instead: a fixed 5,120 of a million kept too few of the true neighbours (recall figures in bench/README.md,
+ * "A million memories"), while ranking a few more thousand exactly costs little next to the Hamming pass over them all.
+ */
+export const CANDIDATE_SHARE = 1 / 64;
 /** A duplicate check scores every visible memory of a namespace exactly up to this many. */
 export const DUP_EXACT_MAX = 256;
 /**
@@ -62,8 +68,8 @@ export const DUP_EXACT_MAX = 256;
  */
 export const DUP_CANDIDATES = 128;
 /**
- * Slots the cache of admitted sets holds in all (4 bytes each): the whole store and a dozen scopes at 100k
- * memories. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
+ * Slots the cache of admitted sets holds in all beyond the store's own size (4 bytes each): the whole store and a
+ * dozen scopes at 100k memories, the whole store and a few large scopes at 1M. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
  * (about 0.4 ms scoped and 1 ms whole-store at 100k).
  */
 export const ADMIT_CACHE_SLOTS = 262_144;
@@ -130,7 +136,7 @@ class VectorIndex implements SlotArrays {
   /**
    * The admitted sets of recent scopes (no filter), by namespaces and visibility flags: reused while the index is
    * at the same version and the time is inside the window they hold for (no slot's expiry or validity bound
-   * crossed). Bounded to ADMIT_CACHE_SLOTS slots in all.
+   * crossed). Bounded to ADMIT_CACHE_SLOTS slots beyond the store's size in all.
    */
   private admitCache = new Map<string, { version: number; from: number; until: number; slots: Int32Array }>();
   private admitCached = 0;
@@ -382,8 +388,11 @@ class VectorIndex implements SlotArrays {
       this.admitCache.delete(key);
       this.admitCached -= hit.slots.length;
     }
-    if (n > ADMIT_CACHE_SLOTS) return found; // never cached: the other scopes' sets stay
-    if (this.admitCached + n > ADMIT_CACHE_SLOTS) {
+    // The budget grows with the store, so the whole store's set (a million slots at 1M memories, where building it
+    // is a pass over every slot per search) is cached beside the scopes' sets.
+    const budget = ADMIT_CACHE_SLOTS + this.size;
+    if (n > budget) return found; // never cached: the other scopes' sets stay
+    if (this.admitCached + n > budget) {
       this.admitCache.clear();
       this.admitCached = 0;
     }
@@ -439,6 +448,8 @@ export class VectorTables {
   exactMax = EXACT_MAX;
   /** Candidates taken by Hamming distance above exactMax (a knob for tests and benches). */
   candidates = SIMHASH_CANDIDATES;
+  /** The share of the admitted vectors taken by Hamming distance when that is more than `candidates` (CANDIDATE_SHARE). */
+  candidateShare = CANDIDATE_SHARE;
   /** DUP_EXACT_MAX and DUP_CANDIDATES (knobs for tests and benches). */
   dupExactMax = DUP_EXACT_MAX;
   dupCandidates = DUP_CANDIDATES;
@@ -745,7 +756,7 @@ export class VectorTables {
    */
   knn(model: VecModel, query: Float32Array, q: KnnQuery): ArmHit[] {
     const { ix, admitted } = this.admission(model, q);
-    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidates);
+    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidatesFor(admitted.length));
   }
 
   /**
@@ -759,7 +770,7 @@ export class VectorTables {
     // Into `spare` when it is large enough (the buffer the worker gave back after the last search), else a new one.
     const admitted = spare && spare.length >= found.length ? spare.subarray(0, found.length) : new Int32Array(found.length);
     admitted.set(found);
-    return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidates };
+    return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidatesFor(admitted.length) };
   }
 
   /**
@@ -787,6 +798,11 @@ export class VectorTables {
     let n = 0;
     for (const s of admitted) if (!q.exclude.has(ix.rowid[s])) kept[n++] = s;
     return { ix, admitted: kept.subarray(0, n), only };
+  }
+
+  /** How many of `admitted` vectors a KNN takes by Hamming distance before ranking them exactly. */
+  private candidatesFor(admitted: number): number {
+    return Math.max(this.candidates, Math.ceil(admitted * this.candidateShare));
   }
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */
