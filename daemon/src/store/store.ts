@@ -60,6 +60,7 @@ import { decodePrevious, decodeState, encodePrevious, encodeState, inlineValue, 
 import { IndexFeed } from './index-feed';
 import { VectorTables } from './vectors';
 import { loadStoreKeys, type StoreKeys } from './keys';
+import { DEAD_NAMESPACE_MEMORIES } from './sweep-sql';
 import { findRejection, liftRejection, rejectValue, rekeyLegacy } from './rejected';
 
 export type ChangeListener = (change: DidChangeParams) => void;
@@ -1202,10 +1203,9 @@ export class Store {
       }
     });
     this.write(() => {
-      const dead = stmt(
-        this.db,
-        `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`,
-      ).all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string })[];
+      const dead = stmt(this.db, DEAD_NAMESPACE_MEMORIES).all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & {
+        ns_path: string;
+      })[];
       for (const d of dead) {
         this.purgeRow(d, 'system:namespace-delete', 'namespace deleted');
         purged++;
