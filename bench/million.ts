@@ -282,7 +282,8 @@ async function rebuildPhase(r: Running, queries: Query[]) {
     const res = await r.c.call(R.search, { query: q.q, limit: 25 });
     during.push(now() - t);
     if (res.degraded) degraded++;
-    if (now() - lastProgress > 1000 || i % 50 === 0) {
+    // store/status reads the store's counts (a scan of the memories): sampled every 5 s, not to weigh on the searches.
+    if (now() - lastProgress > 5000) {
       lastProgress = now();
       const st = (await r.c.call(R.status, {})).embeddings;
       progress.push({ s: Math.round((now() - t0) / 100) / 10, pending: st?.pending ?? -1, state: st?.state ?? '?' });

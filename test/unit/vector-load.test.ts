@@ -128,6 +128,9 @@ describe('vector index loaded in slices', () => {
     });
     assert.equal(await loaded, true);
     assert.ok(acted, 'the writes ran between slices');
+    // store/status's count from memory agrees with the table (a purge took one, a new memory added one).
+    assert.equal(c.store.vectors.countQuick(model), N);
+    assert.equal(c.store.vectors.countQuick(model), c.store.vectors.count(model));
 
     const top = knn(qEarly, undefined, 1)[0];
     assert.equal(top.rowid, early);

@@ -162,7 +162,7 @@ export class Indexer implements VectorSearcher {
       dimension: this.embedder?.info.dimension ?? null,
       state: this.state,
       fallbackReason: this.embedder?.info.fallbackReason ?? (this.state === 'unavailable' ? this.lastError : null),
-      vectors: this.model ? this.store.vectors.count(this.model) : 0,
+      vectors: this.model ? this.store.vectors.countQuick(this.model) : 0,
       pending: this.backfill ? this.backfill.total - this.backfill.done : Math.max(0, pos - this.watermark()),
       vectorExtension: this.store.vecAvailable,
     };
