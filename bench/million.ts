@@ -4,7 +4,7 @@
  *
  *   node --import tsx bench/million.ts [--sizes 10000,100000,1000000] [--corpus DIR] [--gen gen_corpus.py]
  *       [--cairn path/to/bin/cairn.js] [--phases import,search,restart,rebuild] [--keep DIR] [--json out.json]
- *       [--hits out-hits.json]
+ *       [--hits out-hits.json] [--reuse DIR] [--queries N]
  *
  * Per size, on a fresh store in private XDG directories, built-in embedding model, remote models off:
  * - import: `memory/upsertBatch`, 500 records per call, then `index/wait` on the last position (vectors) and one
@@ -44,6 +44,8 @@ const jsonOut = arg('json', '');
 const hitsOut = arg('hits', '');
 const keep = arg('keep', '');
 /** `--reuse DIR`: a store kept by `--keep` (one size): no import, the other phases run on it. */
+/** `--queries N`: only the first N of the 200 queries (a loaded machine at 1M). */
+const queryCount = Number(arg('queries', '200'));
 const reuse = arg('reuse', '');
 /** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
 const PEER_DISK_MIB_PER_100K = 135;
@@ -321,7 +323,8 @@ async function main() {
       .readFileSync(path.join(corpusDir, `queries-${size}.jsonl`), 'utf8')
       .split('\n')
       .filter((l) => l.trim())
-      .map((l) => JSON.parse(l) as Query);
+      .map((l) => JSON.parse(l) as Query)
+      .slice(0, queryCount);
     const res: Record<string, unknown> = (results[size] = {});
     const kept = (keep || reuse) && size === sizes[sizes.length - 1];
     const dir = reuse ? path.resolve(reuse) : kept ? path.resolve(keep) : tempDir('cairn-1m-');
