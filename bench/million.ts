@@ -252,8 +252,12 @@ async function restartPhase(dir: string, queries: Query[], size: number) {
     if (now() - t0 > 600_000) break;
     await sleep(20);
   }
+  console.log(
+    `  restart: socket ${Math.round(socketMs)} ms, first answer ${Math.round(firstMs)} ms (${firstDegraded ?? 'hybrid'}), first hybrid ${Math.round(fullMs)} ms`,
+  );
   await sleep(10_000);
   const idleRssMiB = status(r.pid, 'VmRSS');
+  console.log(`  restart: idle RSS ${idleRssMiB} MiB`);
   const search = await searchPhase(r, queries, `restart_${size}`);
   return {
     r,
