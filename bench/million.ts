@@ -196,7 +196,7 @@ async function importPhase(r: Running, size: number) {
 const hitLog: Record<string, Record<string, string[][]>> = {};
 async function searchPhase(r: Running, queries: Query[], label: string) {
   resetPeak(r.pid);
-  for (let i = 0; i < 10; i++) await r.c.call(R.search, { query: queries[i].q, limit: 25 });
+  for (let i = 0; i < 10; i++) await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
   const out: Record<string, unknown> = { load: load() };
   let degraded = 0;
   for (const mode of ['hybrid', 'fts'] as const)
