@@ -99,6 +99,9 @@ export class Indexer implements VectorSearcher {
   /** The indexing pass and the re-embed in progress: stop() waits for both, so neither touches a closed store. */
   private pass: Promise<void> | null = null;
   private rebuild: Promise<void> | null = null;
+  /** The stored vectors being read into memory (use): stop() waits for it too. */
+  private loadingIndex: Promise<void> | null = null;
+  private indexLoad: { done: number; total: number } | null = null;
   lastError: string | null = null;
 
   constructor(
@@ -119,7 +122,10 @@ export class Indexer implements VectorSearcher {
 
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
-    if (this.state === 'loading') return 'the embedding model is still loading';
+    if (this.state === 'loading')
+      return this.indexLoad
+        ? `the vector index is loading (${this.indexLoad.done}/${this.indexLoad.total})`
+        : 'the embedding model is still loading';
     if (this.state === 'reindexing')
       return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
     if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
@@ -156,7 +162,7 @@ export class Indexer implements VectorSearcher {
       dimension: this.embedder?.info.dimension ?? null,
       state: this.state,
       fallbackReason: this.embedder?.info.fallbackReason ?? (this.state === 'unavailable' ? this.lastError : null),
-      vectors: this.model ? this.store.vectors.count(this.model) : 0,
+      vectors: this.model ? this.store.vectors.countQuick(this.model) : 0,
       pending: this.backfill ? this.backfill.total - this.backfill.done : Math.max(0, pos - this.watermark()),
       vectorExtension: this.store.vecAvailable,
     };
@@ -168,7 +174,19 @@ export class Indexer implements VectorSearcher {
     const previous = this.embedder;
     const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
     const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
-    this.store.vectors.load(model);
+    // The stored vectors are read into memory a slice at a time, the daemon serving meanwhile (search full-text,
+    // `degraded` saying the index is loading): a million of them take seconds.
+    this.state = 'loading';
+    this.indexLoad = { done: 0, total: 0 };
+    const loading = this.store.vectors.loadInSlices(
+      model,
+      (done, total) => (this.indexLoad = { done, total }),
+      () => this.stopped,
+    );
+    this.loadingIndex = loading.then(() => {});
+    const loaded = await loading.finally(() => (this.indexLoad = null));
+    if (this.stopped) return;
+    if (!loaded) this.store.vectors.load(model); // dropped and re-created meanwhile: at once
     this.embedder = embedder;
     this.model = model;
     if (previous && previous !== embedder) await previous.close().catch(() => {});
@@ -210,7 +228,7 @@ export class Indexer implements VectorSearcher {
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
     await this.embedder?.close().catch(() => {});
-    await Promise.allSettled([this.pass, this.rebuild]);
+    await Promise.allSettled([this.pass, this.rebuild, this.loadingIndex]);
     for (const w of this.waiters) w.resolve(this.watermark());
     this.waiters = [];
   }

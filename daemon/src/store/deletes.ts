@@ -12,6 +12,7 @@ import { resolveTarget, rowBy, type Target } from './reads';
 import { liftRejection, rejectValue } from './rejected';
 import { iso, toMemory, type MemoryRow } from './rows';
 import type { Store } from './store';
+import { DEAD_NAMESPACE_MEMORIES } from './sweep-sql';
 import { SYSTEM_EXPIRE } from './write-rules';
 
 export function forget(store: Store, t: Target): WriteResult {
@@ -153,10 +154,9 @@ export function sweep(store: Store, batch: number): SweepResult {
     }
   });
   store.transaction(() => {
-    const dead = stmt(
-      db,
-      `SELECT m.rowid, m.id, m.ns_id, m.key, m.version, n.path AS ns_path FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NOT NULL LIMIT ?`,
-    ).all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & { ns_path: string })[];
+    const dead = stmt(db, DEAD_NAMESPACE_MEMORIES).all(batch) as (Pick<MemoryRow, 'rowid' | 'id' | 'ns_id' | 'key' | 'version'> & {
+      ns_path: string;
+    })[];
     for (const d of dead) {
       purgeRow(store, d, 'system:namespace-delete', 'namespace deleted');
       purged++;

@@ -35,6 +35,7 @@ import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
 import { quantize, SIG_WORDS } from './quantize';
+import { RowSlots } from './row-slots';
 import { allocKernelArray, growKernelArray, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
 import { duplicateHits, newScratch, normalized, queryNearest, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
 
@@ -52,6 +53,14 @@ export const EXACT_MAX = 4096;
  * cut-off distance, ~5,000) kept 85.1% (92.2%).
  */
 export const SIMHASH_CANDIDATES = 5120;
+/**
+ * Above SIMHASH_CANDIDATES / CANDIDATE_SHARE admitted vectors (102,400), this share of them is taken by Hamming
+ * distance instead: the share 5,120 is of the 100k store, so a larger store keeps its recall. Recall@10 of the
+ * whole-store arm against exact at 100k (bench/vector-recall.ts) was 0.951 with 5.1% of the vectors as candidates,
+ * 0.851 with 1.6% and 0.775 with 0.5% (what a fixed 5,120 is of a million); the arm's time barely moved (the
+ * Hamming pass over every admitted vector is most of it, the exact scores of the candidates run in SIMD).
+ */
+export const CANDIDATE_SHARE = 1 / 20;
 /** A duplicate check scores every visible memory of a namespace exactly up to this many. */
 export const DUP_EXACT_MAX = 256;
 /**
@@ -61,11 +70,16 @@ export const DUP_EXACT_MAX = 256;
  */
 export const DUP_CANDIDATES = 128;
 /**
- * Slots the cache of admitted sets holds in all (4 bytes each): the whole store and a dozen scopes at 100k
- * memories. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
+ * Slots the cache of admitted sets holds in all beyond the store's own size (4 bytes each): the whole store and a
+ * dozen scopes at 100k memories, the whole store and a few large scopes at 1M. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
  * (about 0.4 ms scoped and 1 ms whole-store at 100k).
  */
 export const ADMIT_CACHE_SLOTS = 262_144;
+/**
+ * Vectors read per slice when the index is loaded in the background (loadInSlices): about 10-20 ms of the event
+ * loop each, so requests wait at most that long while a million vectors load.
+ */
+export const LOAD_SLICE = 8192;
 /** Scopes of more namespaces than this are not cached (their key would cost more than the pass it saves). */
 const ADMIT_CACHE_MAX_NS = 1024;
 
@@ -105,7 +119,8 @@ class VectorIndex implements SlotArrays {
   sig = new Int32Array(0);
   /** The memory `q` and `sig` live in when the SIMD kernels can run (vector-kernels.ts). */
   kmem: KernelMemory | null = null;
-  slotOf = new Map<number, number>();
+  /** Each memory's slot, by memory rowid (a typed array, not a Map: a million entries cost 4 bytes each, not ~40). */
+  slotOf = new RowSlots();
   /**
    * The slots of each namespace (by namespace rowid), packed, so a duplicate check scans one namespace's
    * signatures, not the store; `nsPos` is each slot's place in its namespace's list (-1: none).
@@ -123,7 +138,7 @@ class VectorIndex implements SlotArrays {
   /**
    * The admitted sets of recent scopes (no filter), by namespaces and visibility flags: reused while the index is
    * at the same version and the time is inside the window they hold for (no slot's expiry or validity bound
-   * crossed). Bounded to ADMIT_CACHE_SLOTS slots in all.
+   * crossed). Bounded to ADMIT_CACHE_SLOTS slots beyond the store's size in all.
    */
   private admitCache = new Map<string, { version: number; from: number; until: number; slots: Int32Array }>();
   private admitCached = 0;
@@ -221,6 +236,29 @@ class VectorIndex implements SlotArrays {
   }
 
   put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
+    const slot = this.slotFor(m);
+    this.inv[slot] = inv;
+    this.q.set(q, slot * this.model.dimension);
+    this.sig.set(sig, slot * SIG_WORDS);
+  }
+
+  /**
+   * put() of a vector as stored (the int8 bytes and the signature's bytes, views on a row's blobs): copied straight
+   * into the arrays, its norm computed on the way.
+   */
+  putStored(m: MetaRow, q: Uint8Array, sig: Uint8Array): void {
+    const slot = this.slotFor(m);
+    const d = this.model.dimension;
+    const at = slot * d;
+    const v = new Int8Array(q.buffer, q.byteOffset, d);
+    this.q.set(v, at);
+    let ss = 0;
+    for (let i = 0; i < d; i++) ss += v[i] * v[i];
+    this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+    new Uint8Array(this.sig.buffer, this.sig.byteOffset + slot * SIG_WORDS * 4, SIG_WORDS * 4).set(sig.subarray(0, SIG_WORDS * 4));
+  }
+
+  private slotFor(m: MetaRow): number {
     let slot = this.slotOf.get(m.rowid);
     if (slot === undefined) {
       slot = this.free.pop() ?? this.size++;
@@ -229,9 +267,7 @@ class VectorIndex implements SlotArrays {
     }
     this.rowid[slot] = m.rowid;
     this.setMeta(slot, m);
-    this.inv[slot] = inv;
-    this.q.set(q, slot * this.model.dimension);
-    this.sig.set(sig, slot * SIG_WORDS);
+    return slot;
   }
 
   private unlist(slot: number): void {
@@ -354,8 +390,11 @@ class VectorIndex implements SlotArrays {
       this.admitCache.delete(key);
       this.admitCached -= hit.slots.length;
     }
-    if (n > ADMIT_CACHE_SLOTS) return found; // never cached: the other scopes' sets stay
-    if (this.admitCached + n > ADMIT_CACHE_SLOTS) {
+    // The budget grows with the store, so the whole store's set (a million slots at 1M memories, where building it
+    // is a pass over every slot per search) is cached beside the scopes' sets.
+    const budget = ADMIT_CACHE_SLOTS + this.size;
+    if (n > budget) return found; // never cached: the other scopes' sets stay
+    if (this.admitCached + n > budget) {
       this.admitCache.clear();
       this.admitCached = 0;
     }
@@ -403,15 +442,21 @@ export interface PreparedKnn {
 export class VectorTables {
   private cached: VecModel[] | null = null;
   private index: VectorIndex | null = null;
+  /** The index being loaded a slice at a time (loadInSlices), not yet the one searches use. */
+  private loading: VectorIndex | null = null;
   /** In-memory changes of the open transaction, applied on commit. */
   private staged: (() => void)[] = [];
   /** Admitted vectors up to which the arm is exact (a knob for tests and benches). */
   exactMax = EXACT_MAX;
   /** Candidates taken by Hamming distance above exactMax (a knob for tests and benches). */
   candidates = SIMHASH_CANDIDATES;
+  /** The share of the admitted vectors taken by Hamming distance when that is more than `candidates` (CANDIDATE_SHARE). */
+  candidateShare = CANDIDATE_SHARE;
   /** DUP_EXACT_MAX and DUP_CANDIDATES (knobs for tests and benches). */
   dupExactMax = DUP_EXACT_MAX;
   dupCandidates = DUP_CANDIDATES;
+  /** Vectors per slice of loadInSlices (LOAD_SLICE; a knob for tests). */
+  loadSlice = LOAD_SLICE;
 
   constructor(
     private readonly db: DB,
@@ -463,30 +508,102 @@ export class VectorTables {
     stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
     this.cached = null;
     if (this.index?.model.model === model) this.staged.push(() => (this.index = null));
+    if (this.loading?.model.model === model) this.staged.push(() => (this.loading = null));
   }
 
-  /** Load a model's vectors into memory (the daemon's active model); search and duplicate checks use it. */
+  /** Load a model's vectors into memory (the daemon's active model) at once; search and duplicate checks use it. */
   load(model: VecModel): void {
+    const l = this.startLoad(model);
+    while (!l.step(LOAD_SLICE));
+  }
+
+  /**
+   * Load a model's vectors into memory a slice at a time, yielding to the event loop between slices, so a daemon
+   * opening a large store serves requests meanwhile (its search is full-text until the vectors are in: the caller
+   * keeps the vector arm unavailable). Writes committed meanwhile reach the index being built (putMany, deleteRow),
+   * and its visibility facts are those of the change log when the load began, brought up to date by the first
+   * refresh. `progress(done, total)` after each slice. Returns whether the model's index is in place at the end
+   * (false when `cancelled()` said stop or the model was dropped meanwhile; a search that could not wait, liveIndex,
+   * may have loaded it at once instead).
+   */
+  async loadInSlices(
+    model: VecModel,
+    progress: (done: number, total: number) => void = () => {},
+    cancelled: () => boolean = () => false,
+  ): Promise<boolean> {
+    const l = this.startLoad(model);
+    try {
+      for (;;) {
+        if (cancelled() || this.loading !== l.ix) return !cancelled() && this.index?.model.model === model.model;
+        const done = l.step(this.loadSlice);
+        progress(l.done, l.total);
+        if (done) return this.index?.model.model === model.model;
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      if (this.loading === l.ix) this.loading = null;
+    }
+  }
+
+  /**
+   * A load in rowid order: each step reads up to `n` vectors after the last one read, with their memories' scope
+   * and visibility facts, into the index being built; the last step makes it the index. A vector written meanwhile
+   * with a rowid above the cursor is read by a later step; below it, putMany put it in already.
+   */
+  private startLoad(model: VecModel): { ix: VectorIndex; step: (n: number) => boolean; done: number; total: number } {
     const ix = new VectorIndex(model);
     ix.position = this.position();
-    ix.grow(this.count(model)); // sized once for what is stored, not by repeated growth
-    const rows = stmt(
-      this.db,
-      `SELECT v.rowid AS rowid, v.q, v.sig, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
-      FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id`,
-    ).iterate() as IterableIterator<MetaRow & { q: Buffer; sig: Buffer }>;
-    for (const r of rows) {
-      const q = new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength);
-      let ss = 0;
-      for (let i = 0; i < q.length; i++) ss += q[i] * q[i];
-      ix.put(
-        r,
-        q,
-        new Int32Array(r.sig.buffer.slice(r.sig.byteOffset, r.sig.byteOffset + r.sig.byteLength)),
-        ss > 0 ? 1 / Math.sqrt(ss) : 0,
-      );
-    }
-    this.index = ix;
+    const total = this.count(model);
+    ix.grow(total); // sized once for what is stored, not by repeated growth
+    this.loading = ix;
+    // Its own statement (raw rows: arrays, not objects), not the shared cache's.
+    const page = this.db
+      .prepare(
+        `SELECT v.rowid, v.q, v.sig, nn.rowid, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
+        FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id
+        WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?`,
+      )
+      .raw(true);
+    let after = 0;
+    const meta: MetaRow = { rowid: 0, ns: 0, status: '', deleted_at: null, expires_at: null, valid_from: null, valid_to: null };
+    const state = {
+      ix,
+      done: 0,
+      total,
+      /** Reads up to `n` more vectors; true when the load is complete. */
+      step: (n: number): boolean => {
+        const rows = page.all(after, n) as [
+          number,
+          Buffer,
+          Buffer,
+          number,
+          string,
+          number | null,
+          number | null,
+          number | null,
+          number | null,
+        ][];
+        for (const r of rows) {
+          meta.rowid = r[0];
+          meta.ns = r[3];
+          meta.status = r[4];
+          meta.deleted_at = r[5];
+          meta.expires_at = r[6];
+          meta.valid_from = r[7];
+          meta.valid_to = r[8];
+          ix.putStored(meta, r[1], r[2]);
+        }
+        state.done += rows.length;
+        if (rows.length > 0) after = rows[rows.length - 1][0];
+        if (rows.length === n) return false;
+        if (this.loading === ix) {
+          this.loading = null;
+          this.index = ix;
+        }
+        return true;
+      },
+    };
+    return state;
   }
 
   loaded(): VecModel | null {
@@ -536,7 +653,7 @@ export class VectorTables {
     if (purged) {
       // Purges leave no memory row to find the slot by: drop the slots whose vector row is gone.
       const live = new Set((stmt(this.db, `SELECT rowid FROM ${ix.model.table}`).all() as { rowid: number }[]).map((r) => r.rowid));
-      for (const r of [...ix.slotOf.keys()]) if (!live.has(r)) ix.remove(r);
+      for (const r of ix.slotOf.keys()) if (!live.has(r)) ix.remove(r);
     }
     ix.position = pos;
   }
@@ -545,6 +662,7 @@ export class VectorTables {
   deleteRow(rowid: number): void {
     for (const m of this.models()) stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(rowid);
     if (this.index) this.staged.push(() => this.index?.remove(rowid));
+    if (this.loading) this.staged.push(() => this.loading?.remove(rowid));
   }
 
   /** Hashes of the texts the memories' vectors were computed from (to skip re-embedding unchanged text). */
@@ -585,6 +703,7 @@ export class VectorTables {
       `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`,
     );
     const indexed = this.index?.model.model === model.model;
+    const loading = this.loading?.model.model === model.model;
     return items.map(({ rowid, vector, textHash, sig }) => {
       const m = metas.get(rowid);
       if (!m) return null; // purged meanwhile
@@ -596,6 +715,7 @@ export class VectorTables {
         textHash,
       );
       if (indexed) this.staged.push(() => this.index?.model.model === model.model && this.index.put(m, z.q, z.sig, z.inv));
+      if (loading) this.staged.push(() => this.loading?.model.model === model.model && this.loading.put(m, z.q, z.sig, z.inv));
       return z.sig;
     });
   }
@@ -606,6 +726,14 @@ export class VectorTables {
     for (const m of this.models())
       n += (stmt(this.db, `SELECT count(*) AS c FROM ${m.table} WHERE rowid = ?`).get(rowid) as { c: number }).c;
     return n;
+  }
+
+  /**
+   * count() from the index in memory when it holds this model (a count(*) reads the whole table: about a second at
+   * a million vectors, on every store/status), else from the table.
+   */
+  countQuick(model: VecModel): number {
+    return this.index?.model.model === model.model ? this.index.slotOf.size : this.count(model);
   }
 
   count(model: VecModel): number {
@@ -638,7 +766,7 @@ export class VectorTables {
    */
   knn(model: VecModel, query: Float32Array, q: KnnQuery): ArmHit[] {
     const { ix, admitted } = this.admission(model, q);
-    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidates);
+    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidatesFor(admitted.length));
   }
 
   /**
@@ -652,7 +780,7 @@ export class VectorTables {
     // Into `spare` when it is large enough (the buffer the worker gave back after the last search), else a new one.
     const admitted = spare && spare.length >= found.length ? spare.subarray(0, found.length) : new Int32Array(found.length);
     admitted.set(found);
-    return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidates };
+    return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidatesFor(admitted.length) };
   }
 
   /**
@@ -680,6 +808,11 @@ export class VectorTables {
     let n = 0;
     for (const s of admitted) if (!q.exclude.has(ix.rowid[s])) kept[n++] = s;
     return { ix, admitted: kept.subarray(0, n), only };
+  }
+
+  /** How many of `admitted` vectors a KNN takes by Hamming distance before ranking them exactly. */
+  private candidatesFor(admitted: number): number {
+    return Math.max(this.candidates, Math.ceil(admitted * this.candidateShare));
   }
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */

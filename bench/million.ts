@@ -1,0 +1,420 @@
+/**
+ * The cost curve 10k → 100k → 1M on the side-by-side workload (issue 27, "A million memories on one machine"):
+ * one daemon per size, started as a user would, measured from outside over its socket.
+ *
+ *   node --import tsx bench/million.ts [--sizes 10000,100000,1000000] [--corpus DIR] [--gen gen_corpus.py]
+ *       [--cairn path/to/bin/cairn.js] [--phases import,search,restart,rebuild] [--keep DIR] [--json out.json]
+ *       [--hits out-hits.json] [--reuse DIR] [--queries N]
+ *
+ * Per size, on a fresh store in private XDG directories, built-in embedding model, remote models off:
+ * - import: `memory/upsertBatch`, 500 records per call, then `index/wait` on the last position (vectors) and one
+ *   `fts` search (the full-text index is caught up before a search answers): records/s until both indexes hold
+ *   everything; the daemon's peak RSS (VmHWM) over it; disk (`.db` + `-wal` + `-shm`) after it and after the
+ *   daemon stops;
+ * - search: 10 warm-ups, then the 200 queries with `limit: 25`, `hybrid` and `fts`, whole store and scoped
+ *   (`{root: <query scope>, includeUser: false}`); nearest-rank percentiles of the client round trip, the daemon's
+ *   CPU per query (all threads: what a loaded machine moves least); peak RSS;
+ * - restart: the daemon stopped and started again on the same store; cold start = from the spawn to the first
+ *   answered `hybrid` search (whatever arm answered: `degraded` says when the vector arm was not ready yet), and
+ *   to the first one not degraded; RSS idle 10 s later; then the search phase again (RSS under search after a
+ *   restart);
+ * - rebuild: `index/rebuild` (a full re-embed), the 200 whole-store hybrid queries in a loop while it runs, the
+ *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle.
+ * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
+ * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
+ * `--keep DIR`: keep the last size's store there (for profiling).
+ * The disk peer: kube-coder's store measured 135 MiB at 100k (issue 8, same workload); the table scales it linearly.
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { StreamClient } from '../daemon/src/client/socket-client';
+import { Requests as R } from '../daemon/src/protocol/methods';
+import type { MemoryKind } from '../daemon/src/protocol/types';
+import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
+import { arg, fmt, now, summarize } from './stats';
+
+const sizes = arg('sizes', '10000,100000,1000000').split(',').map(Number);
+const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
+const gen = path.resolve(ROOT, arg('gen', path.join('..', 'shared', 'bench', 'gen_corpus.py')));
+const bin = path.resolve(arg('cairn', path.join(ROOT, 'daemon', 'bin', 'cairn.js')));
+const phases = new Set(arg('phases', 'import,search,restart,rebuild').split(','));
+const jsonOut = arg('json', '');
+const hitsOut = arg('hits', '');
+const keep = arg('keep', '');
+/** `--reuse DIR`: a store kept by `--keep` (one size): no import, the other phases run on it. */
+/** `--queries N`: only the first N of the 200 queries (a loaded machine at 1M). */
+const queryCount = Number(arg('queries', '200'));
+const reuse = arg('reuse', '');
+/** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
+const PEER_DISK_MIB_PER_100K = 135;
+
+interface Rec {
+  namespace: string;
+  key: string;
+  value: string;
+  tags: string[];
+  kind: string;
+  importance: number;
+}
+interface Query {
+  q: string;
+  scope: string;
+}
+const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
+const toUpsert = (r: Rec) => ({
+  namespace: r.namespace,
+  key: r.key,
+  value: r.value,
+  tags: r.tags,
+  kind: KINDS[r.kind] ?? 'note',
+  importance: r.importance,
+});
+
+function ensureCorpus(): void {
+  const missing = sizes.some((n) => !fs.existsSync(path.join(corpusDir, `corpus-${n}.jsonl`)));
+  if (!missing) return;
+  fs.mkdirSync(corpusDir, { recursive: true });
+  execFileSync('python3', [gen, '--sizes', sizes.join(','), '--out', corpusDir], { stdio: 'inherit' });
+}
+
+/** The corpus's records, read a line at a time (1M records as one string would be 450 MB). */
+function* records(size: number): Generator<Rec> {
+  const fd = fs.openSync(path.join(corpusDir, `corpus-${size}.jsonl`), 'r');
+  const buf = Buffer.alloc(1 << 20);
+  let rest = '';
+  try {
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      const lines = (rest + buf.toString('utf8', 0, n)).split('\n');
+      rest = lines.pop()!;
+      for (const l of lines) if (l.trim()) yield JSON.parse(l) as Rec;
+    }
+    if (rest.trim()) yield JSON.parse(rest) as Rec;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
+function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
+}
+function resetPeak(pid: number): void {
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    /* not permitted: the peak covers the daemon's life */
+  }
+}
+function diskMiB(db: string): number {
+  let bytes = 0;
+  for (const f of [db, db + '-wal', db + '-shm'])
+    try {
+      bytes += fs.statSync(f).size;
+    } catch {
+      /* absent */
+    }
+  return Math.round((bytes / 1048576) * 10) / 10;
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Running {
+  d: SpawnedDaemon;
+  c: StreamClient;
+  pid: number;
+}
+async function start(dir: string): Promise<Running> {
+  const env = {
+    CAIRN_ALLOW_REMOTE_MODELS: '0',
+    XDG_DATA_HOME: path.join(dir, 'data'),
+    XDG_CACHE_HOME: path.join(dir, 'cache'),
+    XDG_CONFIG_HOME: path.join(dir, 'config'),
+  };
+  const d = await spawnDaemon({ bin, dir, args: ['--model', 'builtin'], env });
+  const c = await d.client();
+  return { d, c, pid: d.proc.pid! };
+}
+async function waitReady(c: StreamClient): Promise<void> {
+  for (let i = 0; (await c.call(R.status, {})).embeddings?.state !== 'ready'; i++) {
+    if (i > 6000) throw new Error('embedding model not ready after 10 min');
+    await sleep(100);
+  }
+}
+
+/** CPU ms of a process, all its threads (utime + stime). */
+function cpuMs(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
+}
+
+async function importPhase(r: Running, size: number) {
+  await waitReady(r.c);
+  resetPeak(r.pid);
+  const cpu0 = cpuMs(r.pid);
+  const t0 = now();
+  let last = 0;
+  let batch: ReturnType<typeof toUpsert>[] = [];
+  let lastLog = t0;
+  let done = 0;
+  for (const rec of records(size)) {
+    batch.push(toUpsert(rec));
+    if (batch.length === 500) {
+      last = (await r.c.call(R.upsertBatch, { items: batch })).position;
+      done += batch.length;
+      batch = [];
+      if (now() - lastLog > 30_000) {
+        lastLog = now();
+        console.log(`  import ${done}/${size}, ${Math.round(done / ((lastLog - t0) / 1000))}/s, load ${load().join(' ')}`);
+      }
+    }
+  }
+  if (batch.length) last = (await r.c.call(R.upsertBatch, { items: batch })).position;
+  const writtenMs = now() - t0;
+  const diskAfterWrites = diskMiB(r.d.db);
+  for (let i = 0; i < 20; i++) if ((await r.c.call(R.indexWait, { position: last, timeoutMs: 600_000 })).reached) break;
+  await r.c.call(R.search, { query: 'catch up', mode: 'fts', limit: 1 });
+  const caughtUpMs = now() - t0;
+  return {
+    records: size,
+    perSecWritten: Math.round(size / (writtenMs / 1000)),
+    perSec: Math.round(size / (caughtUpMs / 1000)),
+    indexLagMs: Math.round(caughtUpMs - writtenMs),
+    /** The daemon's CPU (all threads) per record: what a loaded machine moves least. */
+    daemonCpuMsPerRecord: Math.round(((cpuMs(r.pid) - cpu0) / size) * 1000) / 1000,
+    peakRssMiB: status(r.pid, 'VmHWM'),
+    diskMiBAfterWrites: diskAfterWrites,
+    diskMiBCaughtUp: diskMiB(r.d.db),
+    load: load(),
+  };
+}
+
+const hitLog: Record<string, Record<string, string[][]>> = {};
+async function searchPhase(r: Running, queries: Query[], label: string) {
+  resetPeak(r.pid);
+  for (let i = 0; i < 10; i++) await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
+  const out: Record<string, unknown> = { load: load() };
+  let degraded = 0;
+  for (const mode of ['hybrid', 'fts'] as const)
+    for (const scoped of [false, true]) {
+      const ms: number[] = [];
+      const tops: string[][] = [];
+      const cpu0 = cpuMs(r.pid);
+      for (const q of queries) {
+        const t = now();
+        const res = await r.c.call(R.search, {
+          query: q.q,
+          mode,
+          limit: 25,
+          ...(scoped ? { scope: { root: q.scope, includeUser: false } } : {}),
+        });
+        ms.push(now() - t);
+        if (res.degraded) degraded++;
+        tops.push(res.hits.slice(0, 10).map((h) => h.memory.id));
+      }
+      // The daemon's CPU per query (all threads): on a loaded machine the wall time is mostly waiting for a core.
+      out[`${mode}_${scoped ? 'scoped' : 'whole'}`] = {
+        ...summarize(ms),
+        daemonCpuMsPerQuery: Math.round(((cpuMs(r.pid) - cpu0) / queries.length) * 100) / 100,
+      };
+      if (mode === 'hybrid') (hitLog[label] ??= {})[scoped ? 'scoped' : 'whole'] = tops;
+    }
+  out.degraded = degraded;
+  out.peakRssMiB = status(r.pid, 'VmHWM');
+  return out;
+}
+
+async function restartPhase(dir: string, queries: Query[], size: number) {
+  const t0 = now();
+  const r = await start(dir);
+  const socketMs = now() - t0;
+  let firstMs = NaN;
+  let firstDegraded: string | undefined;
+  let fullMs = NaN;
+  for (let i = 0; ; i++) {
+    try {
+      const res = await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
+      if (Number.isNaN(firstMs)) {
+        firstMs = now() - t0;
+        firstDegraded = res.degraded;
+      }
+      if (!res.degraded) {
+        fullMs = now() - t0;
+        break;
+      }
+    } catch {
+      /* not serving yet */
+    }
+    if (now() - t0 > 600_000) break;
+    await sleep(20);
+  }
+  console.log(
+    `  restart: socket ${Math.round(socketMs)} ms, first answer ${Math.round(firstMs)} ms (${firstDegraded ?? 'hybrid'}), first hybrid ${Math.round(fullMs)} ms`,
+  );
+  await sleep(10_000);
+  const idleRssMiB = status(r.pid, 'VmRSS');
+  console.log(`  restart: idle RSS ${idleRssMiB} MiB`);
+  const search = await searchPhase(r, queries, `restart_${size}`);
+  return {
+    r,
+    result: {
+      socketMs: Math.round(socketMs),
+      firstSearchMs: Math.round(firstMs),
+      firstDegraded,
+      firstFullSearchMs: Math.round(fullMs),
+      idleRssMiB,
+      search,
+      load: load(),
+    },
+  };
+}
+
+async function rebuildPhase(r: Running, queries: Query[]) {
+  await waitReady(r.c);
+  // Idle reference: the same loop of whole-store hybrid queries before the rebuild.
+  const idle: number[] = [];
+  for (const q of queries) {
+    const t = now();
+    await r.c.call(R.search, { query: q.q, limit: 25 });
+    idle.push(now() - t);
+  }
+  const t0 = now();
+  const rb = await r.c.call(R.indexRebuild, {});
+  const during: number[] = [];
+  const progress: { s: number; pending: number; state: string }[] = [];
+  let degraded = 0;
+  let lastProgress = 0;
+  for (let i = 0; ; i++) {
+    const q = queries[i % queries.length];
+    const t = now();
+    const res = await r.c.call(R.search, { query: q.q, limit: 25 });
+    during.push(now() - t);
+    if (res.degraded) degraded++;
+    // store/status reads the store's counts (a scan of the memories): sampled every 5 s, not to weigh on the searches.
+    if (now() - lastProgress > 5000) {
+      lastProgress = now();
+      const st = (await r.c.call(R.status, {})).embeddings;
+      progress.push({ s: Math.round((now() - t0) / 100) / 10, pending: st?.pending ?? -1, state: st?.state ?? '?' });
+      if (st?.state === 'ready' && (st.pending ?? 0) === 0) break;
+    }
+    if (now() - t0 > 1_800_000) break;
+  }
+  const sampled = progress.length > 40 ? progress.filter((_, i) => i % Math.ceil(progress.length / 40) === 0) : progress;
+  return {
+    queued: rb.queued,
+    ms: Math.round(now() - t0),
+    idle: summarize(idle),
+    during: summarize(during),
+    degradedDuring: degraded,
+    progress: sampled,
+    load: load(),
+  };
+}
+
+async function main() {
+  ensureCorpus();
+  const results: Record<string, Record<string, unknown>> = {};
+  const write = () => {
+    if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, bin, results }, null, 2));
+    if (hitsOut) fs.writeFileSync(hitsOut, JSON.stringify(hitLog));
+  };
+  for (const size of sizes) {
+    const queries = fs
+      .readFileSync(path.join(corpusDir, `queries-${size}.jsonl`), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as Query)
+      .slice(0, queryCount);
+    const res: Record<string, unknown> = (results[size] = {});
+    const kept = (keep || reuse) && size === sizes[sizes.length - 1];
+    const dir = reuse ? path.resolve(reuse) : kept ? path.resolve(keep) : tempDir('cairn-1m-');
+    fs.mkdirSync(dir, { recursive: true });
+    let r = await start(dir);
+    try {
+      if (phases.has('import') && !reuse) {
+        res.import = await importPhase(r, size);
+        console.log(`[${size}] import`, JSON.stringify(res.import));
+      }
+      if (phases.has('search')) {
+        res.search = await searchPhase(r, queries, `first_${size}`);
+        console.log(`[${size}] search`, JSON.stringify(res.search));
+      }
+      await r.d.stop();
+      res.diskMiBStopped = diskMiB(r.d.db);
+      res.peerDiskMiB = (PEER_DISK_MIB_PER_100K * size) / 100_000;
+      console.log(`[${size}] disk after stop ${res.diskMiBStopped} MiB (kube-coder, scaled: ${res.peerDiskMiB} MiB)`);
+      write();
+      if (phases.has('restart')) {
+        const rs = await restartPhase(dir, queries, size);
+        r = rs.r;
+        res.restart = rs.result;
+        console.log(`[${size}] restart`, JSON.stringify(rs.result));
+      } else r = await start(dir);
+      if (phases.has('rebuild')) {
+        res.rebuild = await rebuildPhase(r, queries);
+        console.log(`[${size}] rebuild`, JSON.stringify({ ...(res.rebuild as object), progress: undefined }));
+      }
+      write();
+    } finally {
+      await r.d.stop();
+      if (!kept) fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  write();
+  console.log(table(results));
+}
+
+function table(results: Record<string, Record<string, any>>): string {
+  const sz = Object.keys(results);
+  const rows = ['| what | ' + sz.join(' | ') + ' |', '| --- |' + ' --- |'.repeat(sz.length)];
+  const p = (s: { p50: number; p95: number }) => `${fmt(s.p50, 1)} / ${fmt(s.p95, 1)}`;
+  const row = (what: string, f: (r: any) => string) =>
+    rows.push(
+      `| ${what} | ${sz
+        .map((k) => {
+          try {
+            return f(results[k]);
+          } catch {
+            return '—';
+          }
+        })
+        .join(' | ')} |`,
+    );
+  row('batched import, both indexes caught up (records/s; written)', (r) => `${r.import.perSec} (${r.import.perSecWritten})`);
+  row('hybrid whole p50 / p95 ms', (r) => p(r.search.hybrid_whole));
+  row('hybrid scoped p50 / p95 ms', (r) => p(r.search.hybrid_scoped));
+  row(
+    'daemon CPU ms per query: hybrid whole / scoped',
+    (r) => `${r.search.hybrid_whole.daemonCpuMsPerQuery} / ${r.search.hybrid_scoped.daemonCpuMsPerQuery}`,
+  );
+  row('fts whole / scoped p95 ms', (r) => `${fmt(r.search.fts_whole.p95, 1)} / ${fmt(r.search.fts_scoped.p95, 1)}`);
+  row('peak RSS MiB: import / search', (r) => `${r.import.peakRssMiB} / ${r.search.peakRssMiB}`);
+  row('after a restart: RSS idle / under search MiB', (r) => `${r.restart.idleRssMiB} / ${r.restart.search.peakRssMiB}`);
+  row(
+    'after a restart: hybrid whole / scoped p95 ms',
+    (r) => `${fmt(r.restart.search.hybrid_whole.p95, 1)} / ${fmt(r.restart.search.hybrid_scoped.p95, 1)}`,
+  );
+  row(
+    'cold start to first answered search / first with vectors (ms)',
+    (r) => `${r.restart.firstSearchMs} / ${r.restart.firstFullSearchMs}`,
+  );
+  row(
+    'disk MiB (stopped) / kube-coder scaled',
+    (r) => `${r.diskMiBStopped} / ${r.peerDiskMiB} (${fmt(r.diskMiBStopped / r.peerDiskMiB, 2)}×)`,
+  );
+  row(
+    'index/rebuild: ms, hybrid p95 idle / during',
+    (r) => `${r.rebuild.ms}, ${fmt(r.rebuild.idle.p95, 1)} / ${fmt(r.rebuild.during.p95, 1)}`,
+  );
+  row('load (1 min) at import / search / restart', (r) => `${r.import.load[0]} / ${r.search.load[0]} / ${r.restart.load[0]}`);
+  return rows.join('\n');
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
