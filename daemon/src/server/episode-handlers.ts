@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { CairnError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import type * as T from '../protocol/types';
+import { searchEpisodes } from '../retrieval/episode-search';
 import { propose, searchEvents, type EventVectorSearcher } from '../retrieval/events';
 import { Episodes } from '../store/episodes';
 import type { Store } from '../store/store';
@@ -41,6 +42,7 @@ export function registerEpisodeHandlers(
   on(Requests.episodesGet, (p) => episodes.get(p));
   on(Requests.episodesList, (p) => episodes.list(p));
   on(Requests.eventsSearch, (p) => searchEvents(store, episodes, p, ctx.vectors()));
+  on(Requests.episodesSearch, (p) => searchEpisodes(store, episodes, p, ctx.vectors()));
   on(Requests.eventsExpand, (p) => episodes.expand(p));
   on(Requests.episodesTimeline, (p) => episodes.timeline(p));
   on(Requests.episodesPropose, (p) => {
