@@ -12,6 +12,7 @@ import type * as T from '../protocol/types';
 import { detectCredentials } from '../text/secrets';
 import { uuidv7 } from '../text/hash';
 import { stmt, type DB } from './db';
+import { dropEventVectorCache } from './event-vector-cache';
 import { catchUpEventText, EVENT_FROM, eventWatermark, eventWhere, newestEventPosition } from './events-search';
 import { and, iso, isoReq } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
@@ -451,6 +452,7 @@ export class Episodes {
       if (positions.length) this.db.exec(`INSERT INTO events_fts(events_fts) VALUES ('optimize')`);
       return { events, vectors };
     });
+    dropEventVectorCache(this.db);
     let walTruncated = false;
     try {
       const c = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];

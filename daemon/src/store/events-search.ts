@@ -14,6 +14,7 @@
 import type { Scope } from '../protocol/types';
 import { STOPWORDS } from '../text/identifiers';
 import { stmt, writeTx, type DB } from './db';
+import { dropEventVectorCache, scanEventVectors } from './event-vector-cache';
 import { and } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
 import { FTS_MAX_NS_TOKENS, namespaceToken } from './search-fts';
@@ -186,6 +187,7 @@ export function resetEventVectors(db: DB, model: string): void {
     stmt(db, 'DELETE FROM event_vectors').run();
     stmt(db, `UPDATE index_state SET watermark = 0, model = ? WHERE name = 'events_vec'`).run(model);
   });
+  dropEventVectorCache(db);
 }
 
 /** Events after the vector watermark, oldest first: what the event embedder embeds next. */
@@ -214,34 +216,10 @@ export function putEventVectors(db: DB, model: string, rows: { pos: number; q: I
 }
 
 /**
- * The vector arm: cosine similarity of the query to every embedded event the scope and filters admit (the SQL admits
- * them, then this ranks and cuts), best first. `query` is the unit-length query vector.
+ * The vector arm: cosine similarity of the query to every embedded event the scope and filters admit (the scope picks
+ * the episodes before any scoring: event-vector-cache.ts), best first. `query` is the unit-length query vector.
  */
 export function eventVectorArm(db: DB, query: Float32Array, q: EventArmQuery): EventArmHit[] {
-  const where = eventWhere(q);
-  const it = stmt(
-    db,
-    `SELECT e.pos AS pos, e.episode AS ep, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos ${EVENT_JOINS} WHERE ${where.sql}`,
-  )
-    .raw()
-    .iterate(...where.params) as IterableIterator<[number, number, Buffer, number]>;
-  const top: EventArmHit[] = [];
-  let floor = -Infinity;
-  for (const [pos, ep, buf, inv] of it) {
-    if (inv === 0) continue;
-    const v = new Int8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-    const n = Math.min(v.length, query.length);
-    let dot = 0;
-    for (let i = 0; i < n; i++) dot += v[i] * query[i];
-    const score = dot * inv;
-    if (top.length >= q.limit && score <= floor) continue;
-    top.push({ pos, ep, score });
-    if (top.length > q.limit * 2) {
-      top.sort((a, b) => b.score - a.score || b.pos - a.pos);
-      top.length = q.limit;
-      floor = top[top.length - 1].score;
-    }
-  }
-  top.sort((a, b) => b.score - a.score || b.pos - a.pos);
-  return top.slice(0, q.limit);
+  const model = eventVectorModel(db);
+  return model === null ? [] : scanEventVectors(db, model, query, q);
 }
