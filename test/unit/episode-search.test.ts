@@ -191,4 +191,29 @@ describe('episodes/search', () => {
       t.close();
     }
   });
+
+  it('leaves words in most events out of the full-text match while a rarer word remains (the common-term cut-off)', async () => {
+    const t = tempCore();
+    try {
+      const e = await episode(t.core, 'project.a', 'logs');
+      await t.core.call(R.eventsAppend, {
+        episodeId: e.id,
+        events: Array.from({ length: 1100 }, (_, i) => ({ kind: 'tool_result', text: `deploy log line ${i}` })),
+      });
+      const rare = await t.core.call(R.eventsAppend, {
+        episodeId: e.id,
+        events: [{ kind: 'note', text: 'deploy rollback of the canary' }],
+      });
+      const both = await t.core.call(R.eventsSearch, { query: 'deploy canary', mode: 'fts', limit: 10 });
+      assert.deepEqual(
+        both.hits.map((h) => h.position),
+        [rare.results[0].position],
+      );
+      // Only common words: the least common still matches.
+      const only = await t.core.call(R.eventsSearch, { query: 'deploy', mode: 'fts', limit: 10 });
+      assert.equal(only.hits.length, 10);
+    } finally {
+      t.close();
+    }
+  });
 });

@@ -17,6 +17,7 @@ import type { Scope } from '../protocol/types';
 import { stmt, type DB } from './db';
 import { and } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
+import { allocKernelArray, dotsKernel, growKernelArray, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
 
 export interface EventVectorQuery {
   scope?: Scope;
@@ -42,8 +43,12 @@ class Cache {
   kind = new Uint16Array(0);
   secret = new Uint8Array(0);
   inv = new Float32Array(0);
+  /** The int8 vectors: in a kernel memory when the SIMD kernels run (vector-kernels.ts), else in `q`. */
   q = new Int8Array(0);
+  kq: KernelArray | null = null;
   readonly kinds = new Map<string, number>();
+  /** Each episode's slots, in position order: a scan visits only the admitted episodes' slots. */
+  readonly slots = new Map<number, number[]>();
 
   constructor(readonly model: string) {}
 
@@ -63,7 +68,14 @@ class Cache {
     this.kind = g(this.kind);
     this.secret = g(this.secret);
     this.inv = g(this.inv);
-    this.q = g(this.q, this.dim);
+    if (this.cap === 0 && kernelsRun(this.dim)) this.kq = allocKernelArray(cap, this.dim);
+    if (this.kq && !growKernelArray(this.kq, cap, this.dim)) {
+      const moved = allocKernelArray(cap, this.dim);
+      if (moved) new Int8Array(moved.mem.buffer, moved.off, n * this.dim).set(new Int8Array(this.kq.mem.buffer, this.kq.off, n * this.dim));
+      else this.q = new Int8Array(new Int8Array(this.kq.mem.buffer, this.kq.off, n * this.dim));
+      this.kq = moved;
+    }
+    if (!this.kq) this.q = g(this.q, this.dim);
     this.cap = cap;
   }
 
@@ -82,6 +94,9 @@ class Cache {
         this.maxPos = pos;
         if (q.byteLength !== this.dim) continue; // not this model's dimension: never scored
         const i = this.n++;
+        const list = this.slots.get(ep);
+        if (list) list.push(i);
+        else this.slots.set(ep, [i]);
         this.pos[i] = pos;
         this.ep[i] = ep;
         this.at[i] = at;
@@ -90,7 +105,9 @@ class Cache {
         this.kind[i] = k;
         this.secret[i] = secret;
         this.inv[i] = inv;
-        this.q.set(new Int8Array(q.buffer, q.byteOffset, q.byteLength), i * this.dim);
+        const v = new Int8Array(q.buffer, q.byteOffset, q.byteLength);
+        if (this.kq) new Int8Array(this.kq.mem.buffer, this.kq.off + i * this.dim, this.dim).set(v);
+        else this.q.set(v, i * this.dim);
       }
       if (rows.length < LOAD_STEP) return;
     }
@@ -105,19 +122,14 @@ export function dropEventVectorCache(db: DB): void {
 }
 
 /** The episodes (rowids) the scope and the episode filters admit, live namespaces only. */
-function admittedEpisodes(db: DB, q: EventVectorQuery): Uint8Array {
+function admittedEpisodes(db: DB, q: EventVectorQuery): number[] {
   const f: (SqlFragment | null)[] = [{ sql: 'n.deleted_at IS NULL', params: [] }, scopePredicate(q.scope)];
   if (q.sources?.length) f.push({ sql: `ep.source IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.sources)] });
   if (q.episodeId !== undefined) f.push({ sql: 'ep.id = ?', params: [q.episodeId] });
   const where = and(...f);
-  const ids = stmt(db, `SELECT ep.rowid FROM episodes ep JOIN namespaces n ON n.id = ep.ns_id WHERE ${where.sql}`)
+  return stmt(db, `SELECT ep.rowid FROM episodes ep JOIN namespaces n ON n.id = ep.ns_id WHERE ${where.sql}`)
     .pluck()
     .all(...where.params) as number[];
-  let max = 0;
-  for (const id of ids) if (id > max) max = id;
-  const out = new Uint8Array(max + 1);
-  for (const id of ids) out[id] = 1;
-  return out;
 }
 
 /**
@@ -142,21 +154,28 @@ export function scanEventVectors(
   const since = q.since ?? -Infinity;
   const before = q.before ?? Infinity;
   const noSecrets = q.excludeSecrets === true;
-  const dim = Math.min(c.dim, query.length);
-  const { ep, kind, at, secret, inv, pos } = c;
-  const vecs = c.q;
+  const { kind, at, secret, inv, pos, ep } = c;
+  // The admitted slots (scope, then the event filters), then their dot products with the query.
+  let n = 0;
+  for (const e of admitted) n += c.slots.get(e)?.length ?? 0;
+  const pool = new Int32Array(n);
+  let m = 0;
+  for (const e of admitted)
+    for (const i of c.slots.get(e) ?? []) {
+      if (kindOk[kind[i]] === 0 || at[i] < since || at[i] >= before || (noSecrets && secret[i] === 1) || inv[i] === 0) continue;
+      pool[m++] = i;
+    }
+  const slots = pool.subarray(0, m);
+  const dots = new Float32Array(m);
+  if (c.kq && query.length === c.dim) dotsKernel({ q: c.kq, sig: c.kq } as KernelMemory, c.dim, slots, query, dots);
+  else dotLoop(c.q, c.dim, slots, query, dots);
   const top: { pos: number; ep: number; score: number }[] = [];
   let floor = -Infinity;
-  for (let i = 0; i < c.n; i++) {
-    const e = ep[i];
-    if (e >= admitted.length || admitted[e] === 0 || kindOk[kind[i]] === 0) continue;
-    if (at[i] < since || at[i] >= before || (noSecrets && secret[i] === 1) || inv[i] === 0) continue;
-    const o = i * c.dim;
-    let dot = 0;
-    for (let j = 0; j < dim; j++) dot += vecs[o + j] * query[j];
-    const score = dot * inv[i];
+  for (let k = 0; k < m; k++) {
+    const i = slots[k];
+    const score = dots[k] * inv[i];
     if (top.length >= q.limit && score <= floor) continue;
-    top.push({ pos: pos[i], ep: e, score });
+    top.push({ pos: pos[i], ep: ep[i], score });
     if (top.length > q.limit * 2) {
       top.sort((a, b) => b.score - a.score || b.pos - a.pos);
       top.length = q.limit;
@@ -165,4 +184,15 @@ export function scanEventVectors(
   }
   top.sort((a, b) => b.score - a.score || b.pos - a.pos);
   return top.slice(0, q.limit);
+}
+
+/** The dot products in JavaScript (no SIMD kernels, or a query of another dimension). */
+function dotLoop(vecs: Int8Array, stride: number, slots: Int32Array, query: Float32Array, out: Float32Array): void {
+  const dim = Math.min(stride, query.length);
+  for (let k = 0; k < slots.length; k++) {
+    const o = slots[k] * stride;
+    let dot = 0;
+    for (let j = 0; j < dim; j++) dot += vecs[o + j] * query[j];
+    out[k] = dot;
+  }
 }

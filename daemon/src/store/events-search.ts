@@ -17,7 +17,7 @@ import { stmt, writeTx, type DB } from './db';
 import { dropEventVectorCache, scanEventVectors } from './event-vector-cache';
 import { and } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
-import { FTS_MAX_NS_TOKENS, namespaceToken } from './search-fts';
+import { commonTermCap, FTS_MAX_NS_TOKENS, namespaceToken } from './search-fts';
 
 export const EVENTS_FTS =
   "CREATE VIRTUAL TABLE events_fts USING fts5(text, ctx, kind, prev, ns, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')";
@@ -123,11 +123,46 @@ export function eventWhere(q: Omit<EventArmQuery, 'limit'>): SqlFragment {
 const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
 
 /** A query's words as an FTS5 disjunction (stopwords left out unless nothing else is left); null without words. */
-export function eventMatch(query: string): string | null {
+export function eventMatch(query: string, common?: (word: string) => boolean): string | null {
   const words = [...query.toLowerCase().matchAll(/[\p{L}\p{N}_]+/gu)].map((m) => m[0]);
   const content = words.filter((w) => !STOPWORDS.has(w));
   const use = [...new Set(content.length ? content : words)];
-  return use.length ? use.map(quote).join(' OR ') : null;
+  // Words in many events (the memories' common-term cut-off, search-fts.ts) add little to BM25 but most of its cost:
+  // left out while a rarer word remains.
+  const rare = common ? use.filter((w) => !common(w)) : use;
+  const terms = rare.length ? rare : use;
+  return terms.length ? terms.map(quote).join(' OR ') : null;
+}
+
+const dfCaches = new WeakMap<DB, Map<string, { common: boolean; events: number }>>();
+
+/**
+ * Whether a word is in more events than the common-term cap of search-fts.ts (3% of them and over 1,000): counted
+ * through the index's tokenizer (so stemming applies), stopped at the cap, and remembered until the log has grown by
+ * 10%.
+ */
+function commonWords(db: DB): (word: string) => boolean {
+  const events = Math.max(1, newestEventPosition(db));
+  const cap = commonTermCap(events);
+  if (events < cap) return () => false;
+  let cache = dfCaches.get(db);
+  if (!cache) dfCaches.set(db, (cache = new Map()));
+  const dfs = cache;
+  return (w) => {
+    const hit = dfs.get(w);
+    if (hit && hit.events * 1.1 >= events) return hit.common;
+    const n = (
+      stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM events_fts WHERE events_fts MATCH ? LIMIT ?)').get(
+        `text:${quote(w)}`,
+        cap,
+      ) as {
+        c: number;
+      }
+    ).c;
+    if (dfs.size >= 10_000) dfs.clear();
+    dfs.set(w, { common: n >= cap, events });
+    return n >= cap;
+  };
 }
 
 /** The full-text arm: BM25 over the events the scope and filters admit, best first. Catches the index up first. */
@@ -140,7 +175,7 @@ export interface EventArmHit {
 
 export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmHit[] {
   catchUpEventText(db);
-  let match = eventMatch(query);
+  let match = eventMatch(query, commonWords(db));
   if (!match) return [];
   // The scope inside MATCH too (its live namespaces' tokens, when few enough), so FTS5 only scores in-scope events;
   // the SQL predicate below still decides.
