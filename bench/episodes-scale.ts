@@ -52,6 +52,22 @@ function cpuMs(pid: number): number {
   const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (100/s)
 }
+/** The daemon's CPU time in ms split into its main thread and its other threads (the embedding worker, SQLite, GC). */
+function threadCpuMs(pid: number): { main: number; others: number } {
+  let main = 0;
+  let others = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+      const ms = ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+      if (Number(tid) === pid) main += ms;
+      else others += ms;
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return { main, others };
+}
 const fileBytes = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
 
 interface Rec {
@@ -125,6 +141,7 @@ async function main() {
     const base = Date.UTC(2025, 0, 1);
     const loadBefore = load();
     const c0 = cpuMs(pid);
+    const th0 = threadCpuMs(pid);
     const t0 = now();
     let last = 0;
     for (let e = 0; e < episodes; e++) {
@@ -167,6 +184,11 @@ async function main() {
       appendSeconds: Math.round(tAppend) / 1000,
       daemonCpuSecondsAppend: Math.round(cAppend) / 1000,
       daemonCpuSecondsUntilIndexed: Math.round(cpuMs(pid) - c0) / 1000,
+      // Threads that ended (a worker's) drop out of this split; the total above counts them.
+      threadCpuSecondsUntilIndexed: ((t) => ({
+        main: Math.round(t.main - th0.main) / 1000,
+        others: Math.round(t.others - th0.others) / 1000,
+      }))(threadCpuMs(pid)),
       indexedSeconds: Math.round(tIndexed) / 1000,
       daemonRssMiBAfter: status(pid, 'VmRSS'),
       load: { before: loadBefore, afterAppend: loadAfterAppend, afterIndex: load() },

@@ -347,7 +347,7 @@ async function dumpArms(d: Daemon, samples: Sample[], diaOf: Map<number, string>
         const inRange = (at: number) =>
           (q.arm.since === undefined || at + 3_600_000 >= q.arm.since) && (q.arm.before === undefined || at < q.arm.before);
         const live = new Set(eps.filter((e) => inRange(e.at)).map((e) => e.ep));
-        const m = eventMatch(q.query);
+        const m = eventMatch(q.query)?.any;
         row.epFts = m
           ? (
               mem.prepare('SELECT rowid AS ep, -bm25(d) AS score FROM d WHERE d MATCH ? ORDER BY bm25(d)').all(m) as {

@@ -202,16 +202,22 @@ describe('episodes/search', () => {
       });
       const rare = await t.core.call(R.eventsAppend, {
         episodeId: e.id,
-        events: [{ kind: 'note', text: 'deploy rollback of the canary' }],
+        events: [{ kind: 'note', text: 'a deploy rollback of the canary after the smoke tests failed twice' }],
       });
+      // (its own episode: no event before it whose text the index holds with it)
+      const other = await episode(t.core, 'project.a', 'other');
+      const only = await t.core.call(R.eventsAppend, { episodeId: other.id, events: [{ kind: 'note', text: 'canary' }] });
+      // 'deploy' (in 1,101 events) is left out of the disjunction, so the 1,100 log lines are not candidates; the event
+      // holding both words still comes before the shorter one holding only 'canary'.
       const both = await t.core.call(R.eventsSearch, { query: 'deploy canary', mode: 'fts', limit: 10 });
       assert.deepEqual(
         both.hits.map((h) => h.position),
-        [rare.results[0].position],
+        [rare.results[0].position, only.results[0].position],
       );
+      assert.ok(both.hits[0].score >= both.hits[1].score);
       // Only common words: the least common still matches.
-      const only = await t.core.call(R.eventsSearch, { query: 'deploy', mode: 'fts', limit: 10 });
-      assert.equal(only.hits.length, 10);
+      const common = await t.core.call(R.eventsSearch, { query: 'deploy', mode: 'fts', limit: 10 });
+      assert.equal(common.hits.length, 10);
     } finally {
       t.close();
     }

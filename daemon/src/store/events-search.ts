@@ -122,16 +122,20 @@ export function eventWhere(q: Omit<EventArmQuery, 'limit'>): SqlFragment {
 
 const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
 
-/** A query's words as an FTS5 disjunction (stopwords left out unless nothing else is left); null without words. */
-export function eventMatch(query: string, common?: (word: string) => boolean): string | null {
+/**
+ * A query's words as FTS5 expressions (stopwords left out unless nothing else is left): `any`, their disjunction, and
+ * `all`, their conjunction when a common word was left out of `any`; null without words.
+ */
+export function eventMatch(query: string, common?: (word: string) => boolean): { any: string; all: string | null } | null {
   const words = [...query.toLowerCase().matchAll(/[\p{L}\p{N}_]+/gu)].map((m) => m[0]);
   const content = words.filter((w) => !STOPWORDS.has(w));
   const use = [...new Set(content.length ? content : words)];
+  if (use.length === 0) return null;
   // Words in many events (the memories' common-term cut-off, search-fts.ts) add little to BM25 but most of its cost:
-  // left out while a rarer word remains.
+  // left out of the disjunction while a rarer word remains; the events holding every word still come first (`all`).
   const rare = common ? use.filter((w) => !common(w)) : use;
-  const terms = rare.length ? rare : use;
-  return terms.length ? terms.map(quote).join(' OR ') : null;
+  const cut = rare.length > 0 && rare.length < use.length;
+  return { any: (cut ? rare : use).map(quote).join(' OR '), all: cut ? use.map(quote).join(' AND ') : null };
 }
 
 const dfCaches = new WeakMap<DB, Map<string, { common: boolean; events: number }>>();
@@ -175,10 +179,11 @@ export interface EventArmHit {
 
 export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmHit[] {
   catchUpEventText(db);
-  let match = eventMatch(query, commonWords(db));
+  const match = eventMatch(query, commonWords(db));
   if (!match) return [];
   // The scope inside MATCH too (its live namespaces' tokens, when few enough), so FTS5 only scores in-scope events;
   // the SQL predicate below still decides.
+  let ns = '';
   const scopeSql = scopePredicate(q.scope, 'path');
   if (scopeSql) {
     const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
@@ -186,17 +191,28 @@ export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmH
       FTS_MAX_NS_TOKENS + 1,
     ) as { id: string }[];
     if (ids.length === 0) return [];
-    if (ids.length <= FTS_MAX_NS_TOKENS) match = `(${match}) AND ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
+    if (ids.length <= FTS_MAX_NS_TOKENS) ns = ` AND ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
   }
   const where = eventWhere(q);
   const w = EVENT_BM25.join(', ');
-  return stmt(
-    db,
-    `SELECT e.pos AS pos, e.episode AS ep, -bm25(events_fts, ${w}) AS score
-       FROM events_fts JOIN events e ON e.pos = events_fts.rowid ${EVENT_JOINS}
-      WHERE events_fts MATCH ? AND ${where.sql}
-      ORDER BY bm25(events_fts, ${w}), e.pos DESC LIMIT ?`,
-  ).all(match, ...where.params, q.limit) as EventArmHit[];
+  const run = (expr: string, limit: number) =>
+    stmt(
+      db,
+      `SELECT e.pos AS pos, e.episode AS ep, -bm25(events_fts, ${w}) AS score
+         FROM events_fts JOIN events e ON e.pos = events_fts.rowid ${EVENT_JOINS}
+        WHERE events_fts MATCH ? AND ${where.sql}
+        ORDER BY bm25(events_fts, ${w}), e.pos DESC LIMIT ?`,
+    ).all(`(${expr})${ns}`, ...where.params, limit) as EventArmHit[];
+  if (!match.all) return run(match.any, q.limit);
+  // A common word left out: the events holding every word first, then the rarer words' matches; scores kept
+  // non-increasing down the list (each statement's BM25 is on its own scale).
+  const out = run(match.all, q.limit);
+  if (out.length < q.limit) {
+    const seen = new Set(out.map((h) => h.pos));
+    for (const h of run(match.any, q.limit + out.length)) if (!seen.has(h.pos) && out.length < q.limit) out.push(h);
+  }
+  for (let i = 1; i < out.length; i++) out[i].score = Math.min(out[i].score, out[i - 1].score);
+  return out;
 }
 
 /** Events the scope and filters admit, newest first (a query that was only a time phrase). */
