@@ -3,7 +3,8 @@
  * time), each turn an event; every question is asked with events/search in its conversation's scope and scored
  * against the evidence turn ids, as bench/locomo.ts scores memory search:
  *   turn level:    recall@5, recall@10, MRR
- *   session level: recall@5 (share of evidence sessions among the top 5's sessions)
+ *   session level: recall@5 (share of evidence sessions among the top 5's sessions), and for episodes/search the
+ *                  share of evidence sessions among its top 5 episodes
  * for fts, vector and hybrid events/search, for hybrid + expand (the top 5 each with its neighbours in its episode,
  * `--expand N` each side, default 1: turn recall among them), and — in the same run, on the same turns — the
  * memory-per-turn hybrid figure of bench/locomo.ts (every turn a memory, memory/search), so the two compare directly.
@@ -23,7 +24,10 @@ import { slugify } from '../daemon/src/protocol/namespace';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { EventInput, SearchMode, UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
+import { eventArms, readQuery } from '../daemon/src/retrieval/events';
+import { eventMatch } from '../daemon/src/store/events-search';
 import { tempDir } from '../test/helpers';
+import Database from 'better-sqlite3';
 import { arg, fmt, now } from './stats';
 
 const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
@@ -33,6 +37,8 @@ const CONVS = arg('convs', '');
 const EXPAND = Number(arg('expand', '1'));
 const TIME_PHRASES = !process.argv.includes('--no-time-phrases');
 const JSON_OUT = arg('json', '');
+/** Save each question's arm candidates (events with their episodes, and episode-level lists) for offline ranking rules. */
+const ARMS_OUT = arg('arms-out', '');
 const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
 const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
 
@@ -188,11 +194,15 @@ async function main() {
       `ingested ${events} turns (as events and as memories) from ${samples.length} conversations in ${fmt(tIngest / 1000)} s; indexed in ${fmt((now() - t0) / 1000)} s`,
     );
 
+    if (ARMS_OUT) {
+      await dumpArms(d, samples, diaOf);
+      return;
+    }
     const modes: SearchMode[] = ['fts', 'vector', 'hybrid'];
     type Res = { all: Acc; noAdv: Acc; byCat: Record<string, Acc> };
     const results: Record<string, Res> = {};
-    for (const m of [...modes, 'memories-hybrid']) results[m] = { all: zero(), noAdv: zero(), byCat: {} };
-    const lat: Record<string, number[]> = { fts: [], vector: [], hybrid: [], 'memories-hybrid': [] };
+    for (const m of [...modes, 'memories-hybrid', 'episodes-hybrid']) results[m] = { all: zero(), noAdv: zero(), byCat: {} };
+    const lat: Record<string, number[]> = { fts: [], vector: [], hybrid: [], 'memories-hybrid': [], 'episodes-hybrid': [] };
     let questions = 0;
     const phrases: string[] = [];
     const add = (res: Res, cat: string, category: number, hits: string[], ev: string[], expanded: string[] | null = null) => {
@@ -226,7 +236,18 @@ async function main() {
               : null;
           add(results[mode], cat, qa.category, hits, ev, expanded);
         }
-        const t = now();
+        // episodes/search: the top 5 episodes (sessions) themselves; only its session figures mean anything.
+        let t = now();
+        const es = await d.core.call(R.episodesSearch, { query: qa.question, scope, limit: 10, hits: 0 });
+        lat['episodes-hybrid'].push(now() - t);
+        add(
+          results['episodes-hybrid'],
+          cat,
+          qa.category,
+          es.episodes.map((e) => `D${/-s(\d+)$/.exec(e.episode.id)?.[1] ?? '?'}:0`),
+          ev,
+        );
+        t = now();
         const m = await d.core.call(R.search, { query: qa.question, scope, mode: 'hybrid', limit: 10 });
         lat['memories-hybrid'].push(now() - t);
         add(
@@ -250,7 +271,7 @@ async function main() {
       phrasesRead: phrases.length,
     };
     console.log(`\n${questions} questions with evidence; turn-level R@5 / R@10 / MRR, session-level R@5`);
-    for (const mode of [...modes, 'memories-hybrid']) {
+    for (const mode of [...modes, 'memories-hybrid', 'episodes-hybrid']) {
       const sorted = [...lat[mode]].sort((a, b) => a - b);
       report[mode] = {
         all: fin(results[mode].all),
@@ -259,9 +280,13 @@ async function main() {
         latencyMs: { p50: sorted[Math.floor(sorted.length / 2)], p95: sorted[Math.floor(sorted.length * 0.95)] },
       };
       const line = (name: string, x: ReturnType<typeof fin>) =>
-        console.log(
-          `${mode.padEnd(15)} ${name.padEnd(20)} n=${String(x.questions).padStart(4)}  turn R@5 ${fmt(x.turnRecall5, 3)}  R@10 ${fmt(x.turnRecall10, 3)}  MRR ${fmt(x.turnMRR, 3)}  | session R@5 ${fmt(x.sessionRecall5, 3)}${x.turnRecall5Expanded !== undefined ? `  | top 5 + expand ${EXPAND}: turn recall ${fmt(x.turnRecall5Expanded, 3)}` : ''}`,
-        );
+        mode === 'episodes-hybrid'
+          ? console.log(
+              `${mode.padEnd(15)} ${name.padEnd(20)} n=${String(x.questions).padStart(4)}  session R@5 ${fmt(x.sessionRecall5, 3)} (top 5 episodes)`,
+            )
+          : console.log(
+              `${mode.padEnd(15)} ${name.padEnd(20)} n=${String(x.questions).padStart(4)}  turn R@5 ${fmt(x.turnRecall5, 3)}  R@10 ${fmt(x.turnRecall10, 3)}  MRR ${fmt(x.turnMRR, 3)}  | session R@5 ${fmt(x.sessionRecall5, 3)}${x.turnRecall5Expanded !== undefined ? `  | top 5 + expand ${EXPAND}: turn recall ${fmt(x.turnRecall5Expanded, 3)}` : ''}`,
+            );
       line('all', fin(results[mode].all));
       line('all but adversarial', fin(results[mode].noAdv));
       for (const [k, v] of Object.entries(results[mode].byCat).sort()) line(k, fin(v));
@@ -272,6 +297,87 @@ async function main() {
     await d.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * --arms-out: per question, both event arms' candidates (300 each, scope and time range applied as events/search
+ * does) with their episodes, and two episode-level lists for comparison: BM25 over each session's concatenated text
+ * and the cosine to each session's mean event vector. Sessions are numbered as in the evidence ids.
+ */
+async function dumpArms(d: Daemon, samples: Sample[], diaOf: Map<number, string>) {
+  const store = d.core.store;
+  const vectors = d.core.hooks.eventVectors!;
+  const db = store.db;
+  const epSession = new Map<number, number>();
+  for (const r of db.prepare('SELECT pos, episode FROM events').all() as { pos: number; episode: number }[])
+    epSession.set(r.episode, sessionOf(diaOf.get(r.pos) ?? ''));
+  const out: unknown[] = [];
+  for (const s of samples) {
+    const ns = `locomo.${slugify(s.sample_id)}`;
+    const scope = { root: ns, includeUser: false };
+    // Episode documents of this conversation: concatenated text (in-memory FTS5, same tokenizer) and mean vectors.
+    const eps = db
+      .prepare(
+        `SELECT ep.rowid AS ep, ep.started_at AS at, group_concat(e.text, ' ') AS text FROM episodes ep JOIN namespaces n ON n.id = ep.ns_id
+           JOIN events e ON e.episode = ep.rowid WHERE n.path = ? GROUP BY ep.rowid`,
+      )
+      .all(ns) as { ep: number; at: number; text: string }[];
+    const mem = new Database(':memory:');
+    mem.exec("CREATE VIRTUAL TABLE d USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')");
+    for (const e of eps) mem.prepare('INSERT INTO d(rowid, text) VALUES (?, ?)').run(e.ep, e.text);
+    const centroid = new Map<number, Float32Array>();
+    for (const r of db
+      .prepare('SELECT e.episode AS ep, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos')
+      .all() as { ep: number; q: Buffer; inv: number }[]) {
+      if (!eps.some((x) => x.ep === r.ep)) continue;
+      const v = new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength);
+      const c = centroid.get(r.ep) ?? new Float32Array(v.length);
+      for (let i = 0; i < v.length; i++) c[i] += v[i] * r.inv;
+      centroid.set(r.ep, c);
+    }
+    for (const qa of s.qa) {
+      const ev = evidenceIds(qa.evidence);
+      if (ev.length === 0) continue;
+      const q = readQuery(store, d.core.episodes, { query: qa.question, scope }, 10);
+      const row: Record<string, unknown> = { conv: s.sample_id, category: qa.category, evidence: ev, time: !!q.time };
+      if (q.query.trim()) {
+        const a = await eventArms(store, q, 300, vectors);
+        row.fts = a.fts.map((h) => [h.pos, epSession.get(h.ep), h.score]);
+        row.vec = (a.vec ?? []).map((h) => [h.pos, epSession.get(h.ep), h.score]);
+        const inRange = (at: number) =>
+          (q.arm.since === undefined || at + 3_600_000 >= q.arm.since) && (q.arm.before === undefined || at < q.arm.before);
+        const live = new Set(eps.filter((e) => inRange(e.at)).map((e) => e.ep));
+        const m = eventMatch(q.query)?.any;
+        row.epFts = m
+          ? (
+              mem.prepare('SELECT rowid AS ep, -bm25(d) AS score FROM d WHERE d MATCH ? ORDER BY bm25(d)').all(m) as {
+                ep: number;
+                score: number;
+              }[]
+            )
+              .filter((r) => live.has(r.ep))
+              .map((r) => [epSession.get(r.ep), r.score])
+          : [];
+        const qv = await vectors.embedQuery(q.query);
+        row.epVec = [...centroid.entries()]
+          .filter(([ep]) => live.has(ep))
+          .map(([ep, c]) => {
+            let dot = 0;
+            let nn = 0;
+            for (let i = 0; i < c.length; i++) {
+              dot += c[i] * qv[i];
+              nn += c[i] * c[i];
+            }
+            return [epSession.get(ep), nn ? dot / Math.sqrt(nn) : 0] as [number, number];
+          })
+          .sort((x, y) => y[1] - x[1]);
+      }
+      out.push(row);
+    }
+    mem.close();
+  }
+  fs.writeFileSync(ARMS_OUT, JSON.stringify({ fusion: d.core.hooks.eventVectors!.fusion(), questions: out }));
+  console.log(`wrote ${out.length} questions' candidates to ${ARMS_OUT}`);
 }
 
 main().catch((e) => {

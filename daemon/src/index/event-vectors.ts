@@ -16,9 +16,12 @@ import {
   putEventVectors,
   resetEventVectors,
 } from '../store/events-search';
-import { quantize } from '../store/quantize';
+import { quantize, SIG_WORDS } from '../store/quantize';
 import type { Store } from '../store/store';
 import type { Indexer } from './indexer';
+
+/** Event vectors keep no SimHash signature (their arm scores every admitted event): quantize is handed this one. */
+const NO_SIGNATURE = new Int32Array(SIG_WORDS);
 
 /** Events embedded per request to the worker. */
 export const EVENT_EMBED_BATCH = 64;
@@ -106,7 +109,7 @@ export class EventVectors implements EventVectorSearcher {
       const vectors = await embedder.embed(rows.map(eventEmbeddingText));
       if (this.stopped || !db.open) return;
       const put = rows.map((r, i) => {
-        const z = quantize(vectors[i]);
+        const z = quantize(vectors[i], NO_SIGNATURE);
         return { pos: r.pos, q: z.q, inv: z.inv };
       });
       if (!putEventVectors(db, model, put, rows[rows.length - 1].pos)) return; // the model changed meanwhile

@@ -240,6 +240,12 @@ export const Requests = {
     T.EventSearchResult,
     'Ranked search over events (hybrid, full-text or vector) in a scope, with filters, a time range and relative time phrases.',
   ),
+  episodesSearch: request(
+    'episodes/search',
+    T.EpisodeSearchParams,
+    T.EpisodeSearchResult,
+    'Episodes ranked for a query by their matching events (each with its best events), in a scope, with filters and time phrases.',
+  ),
   eventsExpand: request(
     'events/expand',
     T.EventExpandParams,

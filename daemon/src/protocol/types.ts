@@ -1292,7 +1292,13 @@ export const EpisodeId = z
   .max(128)
   .regex(/^[A-Za-z0-9_.:-]+$/, 'use 8-128 characters of A-Z a-z 0-9 _ . : -');
 /** Max events in one events/append, and max characters of one event's text. */
-export const EpisodeLimits = { appendEvents: 5000, eventTextChars: 65_536, expandEach: 200, timelineEach: 100 } as const;
+export const EpisodeLimits = {
+  appendEvents: 5000,
+  eventTextChars: 65_536,
+  expandEach: 200,
+  timelineEach: 100,
+  searchEpisodes: 50,
+} as const;
 
 /** Context parts of an event, kept as data: the file and range it touched, the symbol, the command and its exit code, the tool. */
 export const EventContext = z
@@ -1497,6 +1503,40 @@ export const EventSearchResult = z.object({
   time: TimeReadingResult.optional(),
 });
 export type EventSearchResult = z.infer<typeof EventSearchResult>;
+
+export const EpisodeSearchParams = z
+  .object({
+    query: z.string().max(Limits.queryChars),
+    scope: Scope.optional(),
+    mode: SearchMode.optional(),
+    /** Episodes to return (default 5). */
+    limit: z.number().int().min(1).max(EpisodeLimits.searchEpisodes).optional(),
+    /** The best-matching events shown per episode (default 3, 0: none). */
+    hits: z.number().int().min(0).max(10).optional(),
+    kinds: z.array(EventKind).min(1).max(64).optional(),
+    sources: z.array(z.string().min(1).max(200)).min(1).max(64).optional(),
+    since: isoDate.optional(),
+    before: isoDate.optional(),
+    reference: isoDate.optional(),
+    timePhrases: z.boolean().optional(),
+    excludeSecrets: z.boolean().optional(),
+  })
+  .strict();
+export type EpisodeSearchParams = z.infer<typeof EpisodeSearchParams>;
+export const EpisodeSearchHit = z.object({
+  episode: Episode,
+  score: z.number(),
+  /** Its best-matching events, best first: position, kind, reference time and a snippet (events/expand has the rest). */
+  hits: z.array(z.object({ position: z.number().int(), kind: z.string(), at: z.string(), score: z.number(), snippet: z.string() })),
+});
+export type EpisodeSearchHit = z.infer<typeof EpisodeSearchHit>;
+export const EpisodeSearchResult = z.object({
+  episodes: z.array(EpisodeSearchHit),
+  mode: SearchMode,
+  degraded: z.string().optional(),
+  time: TimeReadingResult.optional(),
+});
+export type EpisodeSearchResult = z.infer<typeof EpisodeSearchResult>;
 
 export const EventExpandParams = z
   .object({

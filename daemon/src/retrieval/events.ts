@@ -10,7 +10,7 @@ import { CairnError } from '../protocol/errors';
 import type * as T from '../protocol/types';
 import type { Episodes } from '../store/episodes';
 import { toEvent } from '../store/episodes';
-import { eventsByTime, eventTextArm, eventVectorArm, type EventArmQuery } from '../store/events-search';
+import { eventsByTime, eventTextArm, eventVectorArm, type EventArmHit, type EventArmQuery } from '../store/events-search';
 import type { Store } from '../store/store';
 import { readTimePhrase } from '../text/time-phrases';
 import { FUSION, fuseArms, type Fusion } from './fusion';
@@ -38,14 +38,20 @@ const isoTime = (field: string, s: string | undefined): number | undefined => {
   return t;
 };
 
-export async function searchEvents(
+/** A search request read: the query without its time phrase, what narrows each arm, and how a phrase was read. */
+export interface ReadQuery {
+  query: string;
+  arm: EventArmQuery;
+  time?: T.TimeReadingResult;
+}
+
+/** Read a search request (events/search, episodes/search): its time phrase against the reference time, its filters. */
+export function readQuery(
   store: Store,
   episodes: Episodes,
-  p: T.EventSearchParams,
-  vectors?: EventVectorSearcher,
-): Promise<T.EventSearchResult> {
-  const limit = p.limit ?? EVENT_LIMIT;
-  const mode = p.mode ?? 'hybrid';
+  p: Omit<T.EventSearchParams, 'limit' | 'expand' | 'mode'>,
+  limit: number,
+): ReadQuery {
   let since = isoTime('since', p.since);
   let before = isoTime('before', p.before);
   let query = p.query;
@@ -80,6 +86,49 @@ export async function searchEvents(
     excludeSecrets: p.excludeSecrets,
     limit,
   };
+  return { query, arm, ...(time ? { time } : {}) };
+}
+
+/** Both arms' candidates for a non-empty query (vectors null: why the vector arm cannot serve). */
+export async function eventArms(
+  store: Store,
+  q: ReadQuery,
+  candidates: number,
+  vectors: EventVectorSearcher | undefined,
+): Promise<{ fts: EventArmHit[]; vec: EventArmHit[] | null; why: string | null; fusion: Fusion }> {
+  const why = vectors ? vectors.unavailable() : 'no embedding model is configured';
+  const fts = eventTextArm(store.db, q.query, { ...q.arm, limit: candidates });
+  if (why) return { fts, vec: null, why, fusion: FUSION.builtin };
+  const qv = await vectors!.embedQuery(q.query);
+  const vec = eventVectorArm(store.db, qv, { ...q.arm, limit: candidates });
+  return { fts, vec, why: null, fusion: vectors!.fusion() ?? FUSION.builtin };
+}
+
+/** The two arms fused per event (weighted reciprocal rank, the memories' rule), best first. */
+export function fuseEventArms(fts: EventArmHit[], vec: EventArmHit[], fusion: Fusion): { pos: number; ep: number; score: number }[] {
+  const episodeOf = new Map<number, number>();
+  for (const h of [...fts, ...vec]) episodeOf.set(h.pos, h.ep);
+  const fused = fuseArms(
+    fts.map((h) => ({ rowid: h.pos, score: h.score })),
+    vec.map((h) => ({ rowid: h.pos, score: h.score })),
+    fusion,
+    EVENT_MIN_SIMILARITY,
+  );
+  return [...fused.entries()]
+    .sort((a, b) => b[1].fused - a[1].fused || b[0] - a[0])
+    .map(([pos, f]) => ({ pos, ep: episodeOf.get(pos)!, score: f.fused }));
+}
+
+export async function searchEvents(
+  store: Store,
+  episodes: Episodes,
+  p: T.EventSearchParams,
+  vectors?: EventVectorSearcher,
+): Promise<T.EventSearchResult> {
+  const limit = p.limit ?? EVENT_LIMIT;
+  const mode = p.mode ?? 'hybrid';
+  const q = readQuery(store, episodes, p, limit);
+  const { query, arm, time } = q;
   const extra = time ? { time } : {};
   const done = (list: { pos: number; score: number }[], m: T.SearchMode, degraded?: string): T.EventSearchResult => ({
     hits: hits(episodes, list, p, query),
@@ -95,23 +144,9 @@ export async function searchEvents(
   if (mode === 'fts') return done(eventTextArm(store.db, query, arm), 'fts');
   const why = vectors ? vectors.unavailable() : 'no embedding model is configured';
   if (why) return done(eventTextArm(store.db, query, arm), 'fts', why);
-
-  const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
-  const qv = await vectors!.embedQuery(query);
-  const vec = eventVectorArm(store.db, qv, { ...arm, limit: mode === 'vector' ? limit : candidates });
-  if (mode === 'vector') return done(vec, 'vector');
-  const fts = eventTextArm(store.db, query, { ...arm, limit: candidates });
-  const fused = fuseArms(
-    fts.map((h) => ({ rowid: h.pos, score: h.score })),
-    vec.map((h) => ({ rowid: h.pos, score: h.score })),
-    vectors!.fusion() ?? FUSION.builtin,
-    EVENT_MIN_SIMILARITY,
-  );
-  const ranked = [...fused.entries()]
-    .sort((a, b) => b[1].fused - a[1].fused || b[0] - a[0])
-    .slice(0, limit)
-    .map(([pos, f]) => ({ pos, score: f.fused }));
-  return done(ranked, 'hybrid');
+  if (mode === 'vector') return done(eventVectorArm(store.db, await vectors!.embedQuery(query), arm), 'vector');
+  const a = await eventArms(store, q, Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES), vectors);
+  return done(fuseEventArms(a.fts, a.vec!, a.fusion).slice(0, limit), 'hybrid');
 }
 
 function hits(episodes: Episodes, list: { pos: number; score: number }[], p: T.EventSearchParams, query: string): T.EventHit[] {

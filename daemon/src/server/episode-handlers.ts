@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { CairnError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import type * as T from '../protocol/types';
+import { searchEpisodes } from '../retrieval/episode-search';
 import { propose, searchEvents, type EventVectorSearcher } from '../retrieval/events';
 import { Episodes } from '../store/episodes';
 import type { Store } from '../store/store';
@@ -73,6 +74,10 @@ export function registerEpisodeHandlers(
   on(
     Requests.eventsSearch,
     local((p: T.EventSearchParams) => searchEvents(store, episodes, p, ctx.vectors())),
+  );
+  on(
+    Requests.episodesSearch,
+    local((p: T.EpisodeSearchParams) => searchEpisodes(store, episodes, p, ctx.vectors())),
   );
   on(
     Requests.eventsExpand,

@@ -4,6 +4,7 @@
  * vectors, then the episode, inside the caller's transaction. Returns what an erasure receipt states: the episodes,
  * the counts, and the rows its content hash is computed over (receipt.ts eventContentHash).
  */
+import { dropEventVectorCache } from './event-vector-cache';
 import { stmt, type DB } from './db';
 import { eventWatermark } from './events-search';
 import { isoReq } from './rows';
@@ -46,5 +47,6 @@ export function eraseEpisodeRows(db: DB, where: SqlFragment): ErasedEpisodes {
     out.episodes.push({ id: ep.id, namespace: ep.path, events });
   }
   if (out.events > 0) db.exec(`INSERT INTO events_fts(events_fts) VALUES ('optimize')`);
+  if (out.episodes.length > 0) dropEventVectorCache(db); // no erased event's vector stays in memory
   return out;
 }

@@ -304,6 +304,18 @@ export class Episodes {
     return eventWatermark(this.db, 'events_vec');
   }
 
+  /** Episodes by rowid inside the scope (live namespaces), keyed by rowid. */
+  byRowids(rowids: number[], scope: T.Scope | undefined): Map<number, T.Episode> {
+    const where = and({ sql: 'n.deleted_at IS NULL', params: [] }, scopePredicate(scope), {
+      sql: 'ep.rowid IN (SELECT value FROM json_each(?))',
+      params: [JSON.stringify(rowids)],
+    });
+    const rows = stmt(this.db, `SELECT ${EPISODE_COLUMNS} FROM episodes ep JOIN namespaces n ON n.id = ep.ns_id WHERE ${where.sql}`).all(
+      ...where.params,
+    ) as EpisodeRow[];
+    return new Map(rows.map((r) => [r.rowid, toEpisode(r)]));
+  }
+
   /** Events by position that the scope and filters admit, keyed by position. */
   byPositions(
     positions: number[],

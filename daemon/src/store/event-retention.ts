@@ -6,6 +6,7 @@
  * so no index row keeps a removed event's text (its `prev` column). Each episode acted on gets one row in the log of
  * removals (episode-log.ts: ids and counts per kind, never text). Episodes themselves stay, even when emptied.
  */
+import { dropEventVectorCache } from './event-vector-cache';
 import type { RetentionReport, RetentionRule } from '../protocol/types';
 import { stmt, type DB } from './db';
 import { logRemoval } from './episode-log';
@@ -117,6 +118,7 @@ function removeEvents(db: DB, rows: { pos: number; episode: number; seq: number 
     delVec.run(r.pos);
     del.run(r.pos);
   }
+  if (rows.length > 0) dropEventVectorCache(db); // removed events leave the in-memory copy of the vectors too
   const next = stmt(db, 'SELECT pos FROM events WHERE episode = ? AND seq > ? ORDER BY seq LIMIT 1');
   const again = new Set<number>();
   for (const r of rows) {

@@ -14,9 +14,10 @@
 import type { Scope } from '../protocol/types';
 import { STOPWORDS } from '../text/identifiers';
 import { stmt, writeTx, type DB } from './db';
+import { dropEventVectorCache, scanEventVectors } from './event-vector-cache';
 import { and } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
-import { FTS_MAX_NS_TOKENS, namespaceToken } from './search-fts';
+import { commonTermCap, FTS_MAX_NS_TOKENS, namespaceToken } from './search-fts';
 
 export const EVENTS_FTS =
   "CREATE VIRTUAL TABLE events_fts USING fts5(text, ctx, kind, prev, ns, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')";
@@ -170,12 +171,51 @@ export function eventWhere(q: Omit<EventArmQuery, 'limit'>): SqlFragment {
 
 const quote = (t: string) => `"${t.replace(/"/g, '""')}"`;
 
-/** A query's words as an FTS5 disjunction (stopwords left out unless nothing else is left); null without words. */
-export function eventMatch(query: string): string | null {
+/**
+ * A query's words as FTS5 expressions (stopwords left out unless nothing else is left): `any`, their disjunction, and
+ * `all`, their conjunction when a common word was left out of `any`; null without words.
+ */
+export function eventMatch(query: string, common?: (word: string) => boolean): { any: string; all: string | null } | null {
   const words = [...query.toLowerCase().matchAll(/[\p{L}\p{N}_]+/gu)].map((m) => m[0]);
   const content = words.filter((w) => !STOPWORDS.has(w));
   const use = [...new Set(content.length ? content : words)];
-  return use.length ? use.map(quote).join(' OR ') : null;
+  if (use.length === 0) return null;
+  // Words in many events (the memories' common-term cut-off, search-fts.ts) add little to BM25 but most of its cost:
+  // left out of the disjunction while a rarer word remains; the events holding every word still come first (`all`).
+  const rare = common ? use.filter((w) => !common(w)) : use;
+  const cut = rare.length > 0 && rare.length < use.length;
+  return { any: (cut ? rare : use).map(quote).join(' OR '), all: cut ? use.map(quote).join(' AND ') : null };
+}
+
+const dfCaches = new WeakMap<DB, Map<string, { common: boolean; events: number }>>();
+
+/**
+ * Whether a word is in more events than the common-term cap of search-fts.ts (3% of them and over 1,000): counted
+ * through the index's tokenizer (so stemming applies), stopped at the cap, and remembered until the log has grown by
+ * 10%.
+ */
+function commonWords(db: DB): (word: string) => boolean {
+  const events = Math.max(1, newestEventPosition(db));
+  const cap = commonTermCap(events);
+  if (events < cap) return () => false;
+  let cache = dfCaches.get(db);
+  if (!cache) dfCaches.set(db, (cache = new Map()));
+  const dfs = cache;
+  return (w) => {
+    const hit = dfs.get(w);
+    if (hit && hit.events * 1.1 >= events) return hit.common;
+    const n = (
+      stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM events_fts WHERE events_fts MATCH ? LIMIT ?)').get(
+        `text:${quote(w)}`,
+        cap,
+      ) as {
+        c: number;
+      }
+    ).c;
+    if (dfs.size >= 10_000) dfs.clear();
+    dfs.set(w, { common: n >= cap, events });
+    return n >= cap;
+  };
 }
 
 /** The full-text arm: BM25 over the events the scope and filters admit, best first. Catches the index up first. */
@@ -188,10 +228,11 @@ export interface EventArmHit {
 
 export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmHit[] {
   catchUpEventText(db);
-  let match = eventMatch(query);
+  const match = eventMatch(query, commonWords(db));
   if (!match) return [];
   // The scope inside MATCH too (its live namespaces' tokens, when few enough), so FTS5 only scores in-scope events;
   // the SQL predicate below still decides.
+  let ns = '';
   const scopeSql = scopePredicate(q.scope, 'path');
   if (scopeSql) {
     const ids = stmt(db, `SELECT id FROM namespaces WHERE deleted_at IS NULL AND ${scopeSql.sql} LIMIT ?`).all(
@@ -199,17 +240,28 @@ export function eventTextArm(db: DB, query: string, q: EventArmQuery): EventArmH
       FTS_MAX_NS_TOKENS + 1,
     ) as { id: string }[];
     if (ids.length === 0) return [];
-    if (ids.length <= FTS_MAX_NS_TOKENS) match = `(${match}) AND ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
+    if (ids.length <= FTS_MAX_NS_TOKENS) ns = ` AND ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
   }
   const where = eventWhere(q);
   const w = EVENT_BM25.join(', ');
-  return stmt(
-    db,
-    `SELECT e.pos AS pos, e.episode AS ep, -bm25(events_fts, ${w}) AS score
-       FROM events_fts JOIN events e ON e.pos = events_fts.rowid ${EVENT_JOINS}
-      WHERE events_fts MATCH ? AND ${where.sql}
-      ORDER BY bm25(events_fts, ${w}), e.pos DESC LIMIT ?`,
-  ).all(match, ...where.params, q.limit) as EventArmHit[];
+  const run = (expr: string, limit: number) =>
+    stmt(
+      db,
+      `SELECT e.pos AS pos, e.episode AS ep, -bm25(events_fts, ${w}) AS score
+         FROM events_fts JOIN events e ON e.pos = events_fts.rowid ${EVENT_JOINS}
+        WHERE events_fts MATCH ? AND ${where.sql}
+        ORDER BY bm25(events_fts, ${w}), e.pos DESC LIMIT ?`,
+    ).all(`(${expr})${ns}`, ...where.params, limit) as EventArmHit[];
+  if (!match.all) return run(match.any, q.limit);
+  // A common word left out: the events holding every word first, then the rarer words' matches; scores kept
+  // non-increasing down the list (each statement's BM25 is on its own scale).
+  const out = run(match.all, q.limit);
+  if (out.length < q.limit) {
+    const seen = new Set(out.map((h) => h.pos));
+    for (const h of run(match.any, q.limit + out.length)) if (!seen.has(h.pos) && out.length < q.limit) out.push(h);
+  }
+  for (let i = 1; i < out.length; i++) out[i].score = Math.min(out[i].score, out[i - 1].score);
+  return out;
 }
 
 /** Events the scope and filters admit, newest first (a query that was only a time phrase). */
@@ -235,6 +287,7 @@ export function resetEventVectors(db: DB, model: string): void {
     stmt(db, 'DELETE FROM event_vectors').run();
     stmt(db, `UPDATE index_state SET watermark = 0, model = ? WHERE name = 'events_vec'`).run(model);
   });
+  dropEventVectorCache(db);
 }
 
 /** Events after the vector watermark, oldest first: what the event embedder embeds next. */
@@ -263,34 +316,10 @@ export function putEventVectors(db: DB, model: string, rows: { pos: number; q: I
 }
 
 /**
- * The vector arm: cosine similarity of the query to every embedded event the scope and filters admit (the SQL admits
- * them, then this ranks and cuts), best first. `query` is the unit-length query vector.
+ * The vector arm: cosine similarity of the query to every embedded event the scope and filters admit (the scope picks
+ * the episodes before any scoring: event-vector-cache.ts), best first. `query` is the unit-length query vector.
  */
 export function eventVectorArm(db: DB, query: Float32Array, q: EventArmQuery): EventArmHit[] {
-  const where = eventWhere(q);
-  const it = stmt(
-    db,
-    `SELECT e.pos AS pos, e.episode AS ep, v.q AS q, v.inv AS inv FROM event_vectors v JOIN events e ON e.pos = v.pos ${EVENT_JOINS} WHERE ${where.sql}`,
-  )
-    .raw()
-    .iterate(...where.params) as IterableIterator<[number, number, Buffer, number]>;
-  const top: EventArmHit[] = [];
-  let floor = -Infinity;
-  for (const [pos, ep, buf, inv] of it) {
-    if (inv === 0) continue;
-    const v = new Int8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-    const n = Math.min(v.length, query.length);
-    let dot = 0;
-    for (let i = 0; i < n; i++) dot += v[i] * query[i];
-    const score = dot * inv;
-    if (top.length >= q.limit && score <= floor) continue;
-    top.push({ pos, ep, score });
-    if (top.length > q.limit * 2) {
-      top.sort((a, b) => b.score - a.score || b.pos - a.pos);
-      top.length = q.limit;
-      floor = top[top.length - 1].score;
-    }
-  }
-  top.sort((a, b) => b.score - a.score || b.pos - a.pos);
-  return top.slice(0, q.limit);
+  const model = eventVectorModel(db);
+  return model === null ? [] : scanEventVectors(db, model, query, q);
 }
