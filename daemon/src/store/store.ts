@@ -54,7 +54,8 @@ import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type MergeResult
 import { compileFilter } from './filter';
 import { and, HISTORY_COLUMNS, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, visibility, type MemoryRow } from './rows';
 import { pathInScope, scopePredicate, type SqlFragment } from './scope';
-import { ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
+import { excluded, ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
+import { recordGit } from './git-visibility';
 import { SCHEMA_VERSION } from './schema';
 import { decodePrevious, decodeState, encodePrevious, encodeState, inlineValue, ROW_VALUE_GLOB } from './history-codec';
 import { IndexFeed } from './index-feed';
@@ -662,7 +663,8 @@ export class Store {
     }
   }
 
-  list(p: ListParams): ListResult {
+  /** With `hidden`: rowids left out inside the query (a reader's git visibility, git/reader.ts). */
+  list(p: ListParams, hidden?: Set<number> | null): ListResult {
     const limit = p.limit ?? 100;
     const now = this.now();
     let cursorSql: SqlFragment | null = null;
@@ -671,7 +673,13 @@ export class Store {
       if (!m) throw new CairnError('InvalidParams', 'cursor is not one this daemon issued', { field: 'cursor' });
       cursorSql = { sql: '(m.updated_at < ? OR (m.updated_at = ? AND m.rowid < ?))', params: [Number(m[1]), Number(m[1]), Number(m[2])] };
     }
-    const where = and(visibility(p.include, now), scopePredicate(p.scope), compileFilter(p.filter), cursorSql);
+    const where = and(
+      visibility(p.include, now),
+      scopePredicate(p.scope),
+      compileFilter(p.filter),
+      cursorSql,
+      excluded({ exclude: hidden ?? undefined }),
+    );
     const rows = stmt(
       this.db,
       `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`,
@@ -946,6 +954,7 @@ export class Store {
       delete_reason: null,
     });
     this.appendHistory(id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined, now);
+    if (p.git) recordGit(this.db, id, version, p.git, now); // git-aware memory: where this version was written
     let position = this.logChange(op, id, nsId, p.namespace, p.key);
 
     if (superseded) {

@@ -1,0 +1,57 @@
+/**
+ * A reader's git context applied to the local store (docs/protocol.md#git-aware-memory): the rowids of the memories
+ * its checkout must not see, which every retrieval arm leaves out before ranking (search's `exclude`, list's WHERE),
+ * and the one-memory check of get. The store holds the records (store/git-visibility.ts); git decides (visibility.ts).
+ */
+import { CairnError } from '../protocol/errors';
+import type { GitContext, Scope } from '../protocol/types';
+import type { Store } from '../store/store';
+import { hiddenRowids, lastTip, mergedBranches, noteTip, pairOf, recordedPairs, type RecordedPair } from '../store/git-visibility';
+import { projectNamespaceFor } from '../project';
+import { GitVisibility } from './visibility';
+
+/** The namespace subtree a checkout's rule covers: the context's `namespace`, else the repository's project namespace. */
+function projectOf(ctx: GitContext): string {
+  return ctx.namespace ?? projectNamespaceFor(ctx.repo).namespace;
+}
+
+export class GitReader {
+  readonly oracle: GitVisibility;
+
+  constructor(private readonly store: Store) {
+    this.oracle = new GitVisibility(() => store.now());
+  }
+
+  private book() {
+    const db = this.store.db;
+    return { lastTip: (b: string) => lastTip(db, b), merged: () => mergedBranches(db) };
+  }
+
+  private async hiddenPairs(ctx: GitContext, pairs: RecordedPair[]): Promise<RecordedPair[]> {
+    if (ctx.branch !== undefined) noteTip(this.store.db, ctx.branch, ctx.head, this.store.now());
+    return this.oracle.hidden(ctx, pairs, this.book());
+  }
+
+  /** Rowids hidden from this reader inside `scope`; null without a git context (nothing hidden). */
+  async hidden(ctx: GitContext | undefined, scope: Scope | undefined): Promise<Set<number> | null> {
+    if (!ctx) return null;
+    const db = this.store.db;
+    const root = projectOf(ctx);
+    const hidden = await this.hiddenPairs(ctx, recordedPairs(db, scope, root));
+    return hidden.length ? hiddenRowids(db, scope, root, hidden) : null;
+  }
+
+  /** Refuse (NotFound) one memory its version's git branch hides from this reader. */
+  async checkOne(ctx: GitContext | undefined, target: { id: string } | { namespace: string; key: string }): Promise<void> {
+    if (!ctx) return;
+    const pair = pairOf(this.store.db, target, projectOf(ctx));
+    if (!pair) return;
+    if ((await this.hiddenPairs(ctx, [pair])).length > 0) {
+      const name = 'id' in target ? target.id : `${target.namespace}/${target.key}`;
+      throw new CairnError('NotFound', `memory ${name} was written on git branch ${pair.branch}, which is not merged into HEAD`, {
+        field: 'id' in target ? 'id' : 'key',
+        gitBranch: pair.branch,
+      });
+    }
+  }
+}
