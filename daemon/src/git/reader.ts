@@ -15,6 +15,9 @@ function projectOf(ctx: GitContext): string {
   return ctx.namespace ?? projectNamespaceFor(ctx.repo).namespace;
 }
 
+/** SQL answers (pairs of a scope, hidden rowids) kept, least recently made dropped first. */
+const MEMOS_KEPT = 64;
+
 export class GitReader {
   readonly oracle: GitVisibility;
 
@@ -37,8 +40,25 @@ export class GitReader {
     if (!ctx) return null;
     const db = this.store.db;
     const root = projectOf(ctx);
-    const hidden = await this.hiddenPairs(ctx, recordedPairs(db, scope, root));
-    return hidden.length ? hiddenRowids(db, scope, root, hidden) : null;
+    // The SQL answers depend only on the memories (the change-log position), the scope and the root: kept per key.
+    const key = `${this.store.position()}\0${root}\0${JSON.stringify(scope ?? null)}`;
+    const pairs = this.memo(key, () => recordedPairs(db, scope, root));
+    const hidden = await this.hiddenPairs(ctx, pairs);
+    if (hidden.length === 0) return null;
+    const which = hidden
+      .map((p) => `${p.branch}\0${p.commit}`)
+      .sort()
+      .join('\0');
+    return this.memo(`${key}\0${which}`, () => hiddenRowids(db, scope, root, hidden));
+  }
+
+  private memos = new Map<string, unknown>();
+  private memo<T>(key: string, fn: () => T): T {
+    if (this.memos.has(key)) return this.memos.get(key) as T;
+    const v = fn();
+    this.memos.set(key, v);
+    if (this.memos.size > MEMOS_KEPT) this.memos.delete(this.memos.keys().next().value!);
+    return v;
   }
 
   /** Refuse (NotFound) one memory its version's git branch hides from this reader. */
