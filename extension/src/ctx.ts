@@ -9,6 +9,7 @@ import { DaemonClient } from './client';
 import { Config } from './config';
 import type { MemoryFileSystem, ViewDocuments } from './documents';
 import { decorateHover, type HoverStats } from './hover';
+import type { GitWatch } from './git';
 import type { MemoryTree } from './memoryTree';
 import type { StatusBar } from './statusBar';
 import { deriveProjectNamespace, type ProjectNamespace } from './project';
@@ -51,6 +52,8 @@ export class Ctx implements vscode.Disposable {
   readonly events = new vscode.EventEmitter<{ type: string; data?: unknown }>();
   /** Swappable for tests (see ui.ts). */
   ui: Ui = windowUi();
+  /** The workspace repository's checkout (git-aware memory, git.ts). */
+  git!: GitWatch;
   tree!: MemoryTree;
   statusBar!: StatusBar;
   views!: ViewDocuments;
