@@ -70,7 +70,11 @@ export class Ctx implements vscode.Disposable {
       config: this.config,
       ui: () => this.ui,
       hover: (doc, pos, token, next) => decorateHover(this, doc, pos, token, next),
-      initializationOptions: () => ({ projectNamespace: this.project?.namespace ?? null, includeUser: this.config.includeUser }),
+      initializationOptions: () => ({
+        projectNamespace: this.project?.namespace ?? null,
+        includeUser: this.config.includeUser,
+        gitVisibility: this.config.get('cairn.git.visibility'),
+      }),
     });
   }
 

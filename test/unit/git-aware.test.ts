@@ -14,6 +14,8 @@ import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { GitContext } from '../../daemon/src/protocol/types';
 import { FUSION } from '../../daemon/src/retrieval/fusion';
 import type { VecModel } from '../../daemon/src/store/vectors';
+import { LspDocuments } from '../../daemon/src/server/lsp';
+import { pathToFileURL } from 'node:url';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
 
 type C = ReturnType<typeof tempCore>;
@@ -277,6 +279,37 @@ describe('git-aware memory', () => {
     const block = await c.core.call(R.injectBlock, { prompt: 'parser commas', scope: { root: NS }, git: here() });
     assert.ok(block.block.includes('the parser handles commas'));
     assert.ok(!block.block.includes('parser parser parser'));
+  });
+
+  it('hovers read the checkout of the document’s repository and leave unmerged branches out (unless the client turns it off)', async () => {
+    const anchored = (key: string) => ({
+      namespace: NS,
+      key,
+      value: `hover note ${key}`,
+      anchors: [{ path: 'src/x.ts', startLine: 1, endLine: 3 }],
+    });
+    const g = () => ({ branch: here().branch!, commit: here().head });
+    await c.core.call(R.upsert, { ...anchored('main-hover'), git: g() });
+    sh(repo, 'checkout', '-q', '-b', 'feat');
+    commit(repo, 'f.txt', 'one');
+    await c.core.call(R.upsert, { ...anchored('feat-hover'), git: g() });
+    const uri = pathToFileURL(path.join(repo, 'src', 'x.ts')).href;
+    const hover = async (opts: Record<string, unknown> = {}) => {
+      const lsp = new LspDocuments(c.store);
+      lsp.initialize({ rootUri: pathToFileURL(repo).href, initializationOptions: { projectNamespace: NS, ...opts } });
+      lsp.gitHidden = (dir, scope) => c.core.git.hiddenIn(dir, scope);
+      return (await lsp.hoverAll(uri, { line: 0, character: 0 }))?.contents.value ?? '';
+    };
+    fs.mkdirSync(path.join(repo, 'src'), { recursive: true });
+    let v = await hover();
+    assert.ok(v.includes('feat-hover') && v.includes('main-hover'), v);
+    sh(repo, 'checkout', '-q', 'main');
+    const t0 = Date.now();
+    c.store.now = () => t0 + 5000; // the hover's checkout is read again once 1 s has passed
+    v = await hover();
+    assert.ok(v.includes('main-hover') && !v.includes('feat-hover'), v);
+    v = await hover({ gitVisibility: false });
+    assert.ok(v.includes('feat-hover'), 'turned off by the client, nothing is hidden');
   });
 
   it('deleted stays deleted whatever the checkout, and answers are cached per HEAD', async () => {

@@ -8,11 +8,23 @@ import type { GitContext, Scope } from '../protocol/types';
 import type { Store } from '../store/store';
 import { hiddenRowids, lastTip, mergedBranches, noteTip, pairOf, recordedPairs, type RecordedPair } from '../store/git-visibility';
 import { projectNamespaceFor } from '../project';
+import { COMMIT_ID, git } from './run';
 import { GitVisibility } from './visibility';
 
 /** The namespace subtree a checkout's rule covers: the context's `namespace`, else the repository's project namespace. */
 function projectOf(ctx: GitContext): string {
   return ctx.namespace ?? projectNamespaceFor(ctx.repo).namespace;
+}
+
+const CHECKOUT_TTL_MS = 1000;
+
+/** The repository holding `dir`: top folder, HEAD and branch, from git (null outside one or without commits). */
+async function readCheckout(dir: string): Promise<GitContext | null> {
+  const r = await git(dir, ['rev-parse', '--show-toplevel', 'HEAD', '--symbolic-full-name', 'HEAD']);
+  if (r.code !== 0) return null;
+  const [repo, head, ref] = r.out.trim().split('\n');
+  if (!repo || !head || !COMMIT_ID.test(head)) return null;
+  return { repo, head, ...(ref?.startsWith('refs/heads/') ? { branch: ref.slice('refs/heads/'.length) } : {}) };
 }
 
 /** SQL answers (pairs of a scope, hidden rowids) kept, least recently made dropped first. */
@@ -60,6 +72,30 @@ export class GitReader {
     if (this.memos.size > MEMOS_KEPT) this.memos.delete(this.memos.keys().next().value!);
     return v;
   }
+
+  /**
+   * For hovers: which memories the checkout holding `dir` hides inside `scope` (its HEAD and branch read with git,
+   * kept 1 s per folder), as a test on memory ids; null outside a repository or when nothing is hidden.
+   */
+  async hiddenIn(dir: string, scope: Scope): Promise<((memoryId: string) => boolean) | null> {
+    const at = this.store.now();
+    let known = this.checkouts.get(dir);
+    if (!known || at - known.at > CHECKOUT_TTL_MS) {
+      known = { at, checkout: readCheckout(dir) };
+      this.checkouts.set(dir, known);
+      if (this.checkouts.size > 256) this.checkouts.delete(this.checkouts.keys().next().value!);
+    }
+    const c = await known.checkout;
+    if (!c) return null;
+    const rowids = await this.hidden({ ...c, ...(scope.root ? { namespace: scope.root } : {}) }, scope);
+    if (!rowids) return null;
+    return (id) => {
+      const r = this.store.rowidOf(id);
+      return r !== undefined && rowids.has(r);
+    };
+  }
+
+  private checkouts = new Map<string, { at: number; checkout: Promise<GitContext | null> }>();
 
   /** Refuse (NotFound) one memory its version's git branch hides from this reader. */
   async checkOne(ctx: GitContext | undefined, target: { id: string } | { namespace: string; key: string }): Promise<void> {
