@@ -91,6 +91,7 @@ describe('git-aware memory', () => {
     const m1 = sh(repo, 'rev-parse', 'HEAD');
     const w = await write('a');
     assert.deepEqual(w.memory.version, 1);
+    assert.deepEqual(w.memory.git, { branch: 'main', commit: m1 }, 'the write answers with its record');
     assert.deepEqual((await c.core.call(R.get, { id: w.memory.id })).git, { branch: 'main', commit: m1 });
     sh(repo, 'checkout', '-q', '-b', 'feat');
     const f1 = commit(repo, 'f.txt', 'one');

@@ -114,7 +114,8 @@ export class Core {
       // then the answer the client gets, so a replay returns exactly that (store/idempotency.ts recordAnswer).
       const hasCheck = !!this.hooks.duplicates;
       const r = onceByKey(s, 'memory/upsert', p, () => {
-        const w = s.upsert(p);
+        const u = s.upsert(p);
+        const w = p.git ? { ...u, memory: git([u.memory])[0] } : u; // the version's git record, as a read shows it
         return w.changed ? { ...w, duplicateCheck: hasCheck ? ('pending' as const) : ('unavailable' as const) } : w;
       });
       if (!r.changed || 'replayed' in r || !this.hooks.duplicates) return r;
