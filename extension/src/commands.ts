@@ -93,7 +93,17 @@ async function addMemory(
     ).label;
   const tags = a.tags ?? parseTags(await ctx.ui.inputBox({ title: stepTitle('tags'), prompt: 'Comma-separated tags' }));
   try {
-    const res = await ctx.client.request('upsert', { namespace, key, value, kind, tags, source: 'vscode', actor: 'vscode', ifVersion: 0 });
+    const res = await ctx.client.request('upsert', {
+      namespace,
+      key,
+      value,
+      kind,
+      tags,
+      source: 'vscode',
+      actor: 'vscode',
+      ifVersion: 0,
+      ...ctx.git.write(namespace),
+    });
     // The input box holds one line: "Edit in Editor" continues in a full editor (saving it writes the memory).
     void ctx.ui.info(`Cairn remembered ${label(res.memory)}.`, EDIT_IN_EDITOR).then(async (a) => {
       if (a === EDIT_IN_EDITOR) await vscode.commands.executeCommand('cairn.editMemory', res.memory);
@@ -167,6 +177,7 @@ async function rememberSelection(ctx: Ctx, a: { key?: string; value?: string } =
     anchors: [anchor],
     source: 'vscode',
     actor: 'vscode',
+    ...ctx.git.write(ctx.defaultNamespace),
   });
   void ctx.ui.info(`Cairn remembered ${label(res.memory)} (anchored to ${anchor.path}:${startLine}-${endLine}).`);
   return res.memory;

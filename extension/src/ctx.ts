@@ -9,6 +9,7 @@ import { DaemonClient } from './client';
 import { Config } from './config';
 import type { MemoryFileSystem, ViewDocuments } from './documents';
 import { decorateHover, type HoverStats } from './hover';
+import type { GitWatch } from './git';
 import type { MemoryTree } from './memoryTree';
 import type { StatusBar } from './statusBar';
 import { deriveProjectNamespace, type ProjectNamespace } from './project';
@@ -51,6 +52,8 @@ export class Ctx implements vscode.Disposable {
   readonly events = new vscode.EventEmitter<{ type: string; data?: unknown }>();
   /** Swappable for tests (see ui.ts). */
   ui: Ui = windowUi();
+  /** The workspace repository's checkout (git-aware memory, git.ts). */
+  git!: GitWatch;
   tree!: MemoryTree;
   statusBar!: StatusBar;
   views!: ViewDocuments;
@@ -67,7 +70,11 @@ export class Ctx implements vscode.Disposable {
       config: this.config,
       ui: () => this.ui,
       hover: (doc, pos, token, next) => decorateHover(this, doc, pos, token, next),
-      initializationOptions: () => ({ projectNamespace: this.project?.namespace ?? null, includeUser: this.config.includeUser }),
+      initializationOptions: () => ({
+        projectNamespace: this.project?.namespace ?? null,
+        includeUser: this.config.includeUser,
+        gitVisibility: this.config.get('cairn.git.visibility'),
+      }),
     });
   }
 

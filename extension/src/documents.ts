@@ -126,6 +126,7 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
         ifVersion: seen.version,
         actor: 'vscode',
         reason: 'edited in the editor',
+        ...this.ctx.git.write(namespace),
       });
       this.versions.set(uri.toString(), { version: res.memory.version, memory: res.memory });
       this.lastConflict = undefined;

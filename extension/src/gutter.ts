@@ -49,6 +49,7 @@ export function registerGutter(c: Ctx): void {
           ...(ns ? { scope: { root: ns, includeUser: c.config.includeUser } } : {}),
           filter: { field: 'anchors.path', op: 'eq', value: path },
           limit: 200,
+          ...c.git.read(),
         });
         const ranges = anchoredRanges(
           r.items.flatMap((m) => m.anchors),
@@ -73,6 +74,7 @@ export function registerGutter(c: Ctx): void {
       if (vscode.window.visibleTextEditors.some((v) => v.document === e.document)) later();
     }),
     c.client.onDidChangeMemories(later),
+    c.git.onDidChange(later), // another branch checked out: its memories' anchors
     c.client.onDidConnect(later),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('cairn.hover.gutter') || e.affectsConfiguration('cairn.scope')) later();

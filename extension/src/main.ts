@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { registerAgents, type AgentsExports } from './agents';
 import { registerAnchors } from './anchors';
+import { GitWatch } from './git';
 import { registerGutter } from './gutter';
 import { registerCommands } from './commands';
 import { Ctx } from './ctx';
@@ -29,9 +30,10 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
     vscode.workspace.registerFileSystemProvider(MEMORY_SCHEME, c.memoryFs, { isCaseSensitive: true }),
     vscode.workspace.registerTextDocumentContentProvider(VIEW_SCHEME, c.views),
   );
+  c.git = new GitWatch(c);
   c.tree = new MemoryTree(c);
   c.statusBar = new StatusBar(c);
-  c.push(c.tree, c.statusBar);
+  c.push(c.git, c.tree, c.statusBar);
   registerCommands(c);
   registerDashboard(c);
   registerAnchors(c);

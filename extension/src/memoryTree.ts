@@ -57,6 +57,8 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
       this.view,
       ctx.client.onDidChangeMemories(() => this.scheduleRefresh()),
       ctx.client.onDidConnect(() => this.refresh()),
+      // Another branch checked out (or a commit): what is visible changes (git-aware memory).
+      ctx.git.onDidChange(() => this.refresh()),
       ctx.client.onDidChangeState((s) => {
         if (s.kind !== 'connected') this.refresh();
       }),
@@ -165,6 +167,7 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
         filter: { field: 'status', op: 'eq', value: 'proposed' },
         include: { proposed: true },
         limit: 200,
+        ...this.ctx.git.read(),
       }),
     ]);
     const out: Node[] = [];
@@ -181,6 +184,7 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
       mode: 'fts',
       limit: 200,
       include: { deleted: this.showDeleted, proposed: true },
+      ...this.ctx.git.read(),
     });
     const byNs = new Map<string, Memory[]>();
     for (const h of res.hits) byNs.set(h.memory.namespace, [...(byNs.get(h.memory.namespace) ?? []), h.memory]);
@@ -208,6 +212,7 @@ export class MemoryTree implements vscode.TreeDataProvider<Node>, vscode.Disposa
         filter: { field: 'namespace', op: 'eq', value: node.path },
         include: { deleted: this.showDeleted },
         limit: PAGE,
+        ...this.ctx.git.read(),
       });
       const mems = res.items
         .filter((m) => m.status !== 'proposed')
@@ -326,6 +331,7 @@ export function memoryTooltip(m: Memory): vscode.MarkdownString {
   if (m.tags.length) rows.push(['Tags', m.tags.join(', ')]);
   if (m.anchors.length) rows.push(['Anchors', m.anchors.map(anchorLabel).join('; ')]);
   if (m.expiresAt) rows.push(['Expires', m.expiresAt]);
+  if (m.git) rows.push(['Git', `${m.git.branch} @ ${m.git.commit.slice(0, 12)}`]);
   md.appendMarkdown('\n' + rows.map(([k, v]) => `- **${k}:** ${escapeMarkdown(v)}`).join('\n'));
   return md;
 }

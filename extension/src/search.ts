@@ -83,11 +83,19 @@ export function pickMemory(ctx: Ctx, o: PickOptions): Promise<Memory | undefined
       let items: MemoryItem[];
       let note = '';
       if (!query.trim()) {
-        const res = await ctx.client.request('list', { scope, filter: o.filter, include: o.include, limit: 50 });
+        const res = await ctx.client.request('list', { scope, filter: o.filter, include: o.include, limit: 50, ...ctx.git.read() });
         items = res.items.filter((m) => !o.accept || o.accept(m)).map((m) => toItem(m));
         note = 'recent';
       } else {
-        const res = await ctx.client.request('search', { query, scope, filter: o.filter, include: o.include, limit: 50, mode });
+        const res = await ctx.client.request('search', {
+          query,
+          scope,
+          filter: o.filter,
+          include: o.include,
+          limit: 50,
+          mode,
+          ...ctx.git.read(),
+        });
         items = res.hits.filter((h) => !o.accept || o.accept(h.memory)).map((h) => toItem(h.memory, h.snippet));
         note = res.degraded ? `full-text: ${res.degraded}` : res.mode;
       }

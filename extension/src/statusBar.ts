@@ -27,6 +27,7 @@ export class StatusBar implements vscode.Disposable {
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('cairn.episodes.capture')) this.render(ctx.client.state);
       }),
+      ctx.git.onDidChange(() => this.render(ctx.client.state)),
     );
     this.render(ctx.client.state);
     this.item.show();
@@ -53,6 +54,14 @@ export class StatusBar implements vscode.Disposable {
         this.item.text = '$(error) Cairn';
         this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
         break;
+    }
+    const git = s.kind === 'connected' ? this.ctx.git.checkout : undefined;
+    if (git) {
+      // Which branch's memory is in view (git-aware memory): unmerged branches' memories are hidden.
+      this.item.text += ` $(git-branch) ${git.branch ?? git.head.slice(0, 8)}`;
+      tip.appendMarkdown(
+        `\n\nMemory of git ${git.branch ? `branch \`${git.branch}\`` : 'detached HEAD'} (${git.head.slice(0, 8)}): memories written on branches not merged here are hidden (\`cairn.git.visibility\`).`,
+      );
     }
     if (this.ctx.config.get('cairn.episodes.capture')) {
       // Capture is on: say so whatever the daemon's state (docs/episodes.md#capture).

@@ -109,6 +109,7 @@ export function Detail({ id }: { id: string }) {
           <Time iso={memory.updatedAt} />
         </p>
         {memory.summary ? <p class="summary">{`Summary: ${memory.summary}`}</p> : null}
+        {memory.git ? <p class="meta">{`Written on git branch ${memory.git.branch} at ${memory.git.commit.slice(0, 12)}`}</p> : null}
         {memory.supersededBy ? (
           <p>
             Superseded by{' '}

@@ -1,6 +1,7 @@
 /**
  * `cairn branch create|list|diff|merge|discard`: memory branches (docs/branches.md) through the store's daemon.
- * Reads and writes on a branch are the ordinary commands with `--branch NAME`.
+ * Reads and writes on a branch are the ordinary commands with `--branch NAME`. `cairn branch merged NAME` marks a git
+ * branch merged for git-aware memory (a squash merge git cannot recognise; docs/protocol.md#git-aware-memory).
  */
 import { Requests } from '../protocol/methods';
 import type { BranchChange, BranchResolution } from '../protocol/types';
@@ -8,7 +9,7 @@ import type { CairnClient } from '../client/socket-client';
 import { UsageError } from './main';
 
 const USAGE =
-  'usage: cairn branch create NAME ROOT [--from BRANCH] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME';
+  'usage: cairn branch create NAME ROOT [--from BRANCH] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME | merged GIT-BRANCH [--undo]';
 
 /** `NS/KEY=branch|base` (a namespace has no `/`; the key is everything up to the last `=`). */
 export function parseTake(s: string): BranchResolution {
@@ -31,7 +32,7 @@ function describe(c: BranchChange): string {
 export async function runBranch(
   c: CairnClient,
   pos: string[],
-  o: { json: boolean; actor: string; all?: boolean; from?: string; take?: string[]; reason?: string },
+  o: { json: boolean; actor: string; all?: boolean; from?: string; take?: string[]; reason?: string; undo?: boolean },
   out: (s: string) => void,
 ): Promise<number> {
   const [sub, ...args] = pos;
@@ -41,6 +42,17 @@ export async function runBranch(
     return args[0];
   };
   switch (sub) {
+    case 'merged': {
+      const r = await c.call(Requests.gitMarkMerged, { branch: one(), actor: o.actor, ...(o.undo ? { merged: false } : {}) });
+      emit(r, () =>
+        out(
+          r.merged
+            ? `git branch ${r.branch} marked merged: its memories are visible on every branch${r.wasMerged ? ' (it already was)' : ''}`
+            : `git branch ${r.branch} no longer marked merged${r.wasMerged ? '' : ' (it was not)'}`,
+        ),
+      );
+      return 0;
+    }
     case 'create': {
       if (args.length !== 2) throw new UsageError(USAGE);
       const b = await c.call(Requests.branchCreate, { name: args[0], root: args[1], actor: o.actor, ...(o.from ? { from: o.from } : {}) });

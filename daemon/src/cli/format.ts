@@ -14,6 +14,7 @@ export function printMemory(out: Out, m: Memory): void {
   if (m.validFrom || m.validTo) out(`valid:      ${m.validFrom ?? '…'} → ${m.validTo ?? '…'}`);
   if (m.expiresAt) out(`expires:    ${m.expiresAt}`);
   if (m.supersededBy) out(`superseded by ${m.supersededBy}`);
+  if (m.git) out(`git:        ${m.git.branch} @ ${m.git.commit.slice(0, 12)}`);
   for (const a of m.anchors)
     out(
       `anchor:     ${a.path}${a.startLine ? `:${a.startLine}${a.endLine ? `-${a.endLine}` : ''}` : ''}${a.symbol ? ` (${a.symbol})` : ''}${a.stale ? ' [stale]' : ''}`,

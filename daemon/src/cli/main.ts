@@ -22,6 +22,7 @@ import { errorLines } from './error-text';
 import { printHistory, printMemories, printMemory, printSearch, printStatus } from './format';
 import { commandHelp } from './help';
 import { expandNamespace, missingRootWarning, otherProjectNote } from './project-namespace';
+import { gitReadFor, gitWriteFor } from '../git/checkout';
 import { countMemoryRecords, followReindex, type NotificationSource } from './progress';
 import { nearest, unknownOption } from './suggest';
 import { privateWriteStream, SecretTally } from './private-output';
@@ -88,6 +89,7 @@ Commands:
   episodes removals [--root NS]      what erase and retention removed from the event log (ids and counts)
   branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
                                      memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
+  branch merged GIT-BRANCH [--undo]  mark a git branch merged: its memories show on every git branch (git-aware memory)
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (docs/team.md)
   team audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]
@@ -97,6 +99,8 @@ Commands:
 Global: --db FILE (or CAIRN_DB), --socket PATH, --direct (open the store in-process: no daemon, full-text search only),
         --actor NAME, --json. Without --direct the CLI uses the store's daemon, starting it when none runs.
         A namespace "." (or ".sub") is this folder's project namespace (cairn status names it).
+        In a git repository, writes to it record the branch and commit, and get, search and list hide memories
+        written on git branches not merged into HEAD (CAIRN_GIT_VISIBILITY=0 turns both off; CAIRN_GIT_BASE: base).
         Colour on a terminal; NO_COLOR=1 turns it off, FORCE_COLOR=1 on. cairn <command> --help: one command's help.
 Team memory: --team-url URL (or CAIRN_TEAM_URL), --team-roots a,b (or CAIRN_TEAM_ROOTS) for daemon and team
 Exit codes: 0 ok, 1 Cairn error (code shown), 2 usage error.`;
@@ -169,6 +173,7 @@ const OPTIONS = {
   expand: { type: 'string' },
   'team-roots': { type: 'string' },
   take: { type: 'string', multiple: true },
+  undo: { type: 'boolean' },
 } as const;
 
 type Opts = ReturnType<typeof parse>['values'];
@@ -420,23 +425,31 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     }
   }
   const onBranch = o.branch !== undefined ? { branch: o.branch } : {};
+  // Git-aware memory (docs/protocol.md#git-aware-memory): reads carry this checkout, project writes record it.
+  const gitRead = () => {
+    const g = o.branch === undefined ? gitReadFor() : undefined;
+    return g ? { git: g } : {};
+  };
   switch (cmd) {
     case 'branch': {
       const { runBranch } = await import('./branch-command');
-      return runBranch(c, pos, { json, actor, all: o.all, from: o.from, take: o.take, reason: o.reason }, out);
+      return runBranch(c, pos, { json, actor, all: o.all, from: o.from, take: o.take, reason: o.reason, undo: o.undo }, out);
     }
     case 'add': {
       if (pos.length !== 3) throw new UsageError('usage: cairn add <namespace> <key> <value|->');
       const value = pos[2] === '-' ? await readStdin() : pos[2];
+      const namespace = expandNamespace(pos[0]);
+      const gitWrite = o.branch === undefined ? gitWriteFor(namespace) : undefined;
       const r = await callWriteOnce(
         c,
         reconnect,
         Requests.upsert,
         {
-          namespace: expandNamespace(pos[0]),
+          namespace,
           key: pos[1],
           value,
           actor,
+          ...(gitWrite ? { git: gitWrite } : {}),
           waitForDuplicates: true, // one interactive write: show its possible duplicates
           ...(o.kind ? { kind: o.kind as never } : {}),
           ...(o.tags !== undefined
@@ -476,7 +489,12 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'get': {
-      const r = await c.call(Requests.get, { ...target(pos, o), ...(o['include-deleted'] ? { includeDeleted: true } : {}), ...onBranch });
+      const r = await c.call(Requests.get, {
+        ...target(pos, o),
+        ...(o['include-deleted'] ? { includeDeleted: true } : {}),
+        ...onBranch,
+        ...gitRead(),
+      });
       emit(r, () => printMemory(out, r));
       return 0;
     }
@@ -490,6 +508,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
         ...(o.filter ? { filter: jsonArg<Filter>(o.filter, 'filter') } : {}),
         ...(o.explain ? { explain: true } : {}),
         ...onBranch,
+        ...gitRead(),
       });
       emit(r, () => printSearch(out, r, p));
       await warnIfNoRoot();
@@ -499,6 +518,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       const items: import('../protocol/types').Memory[] = [];
       let cursor: string | undefined;
       const limit = num(o.limit, 'limit') ?? (o.all ? undefined : 50);
+      const reader = gitRead();
       do {
         const page = await c.call(Requests.list, {
           ...(scopeOf(o) ? { scope: scopeOf(o) } : {}),
@@ -506,6 +526,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
           limit: Math.min(limit ?? 1000, 1000),
           ...(cursor ? { cursor } : {}),
           ...onBranch,
+          ...reader,
         });
         items.push(...page.items);
         cursor = page.nextCursor ?? undefined;

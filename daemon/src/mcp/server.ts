@@ -9,6 +9,7 @@
  * the server. The daemon is found or started with ensureDaemon and reconnected
  * if it goes away.
  */
+import { gitReadFor, gitWriteFor } from '../git/checkout';
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -207,6 +208,11 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
     actor,
     reviewAgentWrites: review,
     allowSecrets: envFlag('CAIRN_AGENTS_ALLOW_SECRETS', Settings['cairn.agents.allowSecrets'].default, env),
+    // Git-aware memory: the checkout of the project folder (the client's workspace root, else the cwd).
+    git: {
+      read: () => gitReadFor(scope.dir ?? o.cwd ?? process.cwd(), env, scope.root),
+      write: (namespace) => gitWriteFor(namespace, scope.dir ?? o.cwd ?? process.cwd(), env, scope.root),
+    },
   };
 
   // Without --root / CAIRN_SCOPE_ROOT, the project is the client's first workspace root when it shares its roots

@@ -24,6 +24,14 @@ export interface ToolContext {
   reviewAgentWrites: boolean;
   /** Memories tagged `secret` reach the agent (cairn.agents.allowSecrets). Default false: they are never returned. */
   allowSecrets?: boolean;
+  /** Git-aware memory (docs/protocol.md#git-aware-memory): the checkout reads carry, and what a write records. */
+  git?: { read(): T.GitContext | undefined; write(namespace: string): T.GitWrite | undefined };
+}
+
+/** The `git` field of a read from this session's checkout (none outside a repository). */
+function gitRead(ctx: ToolContext): { git?: T.GitContext } {
+  const g = ctx.git?.read();
+  return g ? { git: g } : {};
 }
 
 export interface ToolOutput {
@@ -210,6 +218,7 @@ export const searchTool = tool({
     const r = await ctx.call(Requests.search, {
       query: a.query,
       scope,
+      ...gitRead(ctx),
       limit: a.limit ?? 10,
       ...(a.mode ? { mode: a.mode } : {}),
       ...(filter ? { filter } : {}),
@@ -279,6 +288,7 @@ export const rememberTool = tool({
         currentVersion: seen,
       });
     const ifVersion = a.ifVersion ?? seen;
+    const git = ctx.git?.write(namespace);
     const r = await ctx.call(Requests.upsert, {
       ...rest,
       ...(ifVersion !== undefined ? { ifVersion } : {}),
@@ -288,6 +298,7 @@ export const rememberTool = tool({
       source: ctx.actor(),
       actor: ctx.actor(),
       waitForDuplicates: true, // the agent sees its possible duplicates in the answer
+      ...(git ? { git } : {}),
       ...(ctx.reviewAgentWrites ? { status: 'proposed' as const } : {}),
     });
     return { text: rememberText(r), structured: r };
@@ -364,6 +375,7 @@ export const listTool = tool({
     const filter = combinedFilter(a, ctx);
     const r = await ctx.call(Requests.list, {
       scope,
+      ...gitRead(ctx),
       limit: a.limit ?? 20,
       ...(filter ? { filter } : {}),
       ...(a.cursor ? { cursor: a.cursor } : {}),

@@ -184,6 +184,12 @@ export const Requests = {
     'Apply a branch to the base in one transaction through the normal write path; refused while a conflict has no resolution.',
   ),
   branchDiscard: request('branch/discard', T.BranchNameParams, T.BranchDiscardResult, 'Drop a branch and its rows.'),
+  gitMarkMerged: request(
+    'git/markMerged',
+    T.GitMarkMergedParams,
+    T.GitMarkMergedResult,
+    'Mark a git branch merged, so its memories are visible on every branch (a squash merge git cannot recognise), or unmark it.',
+  ),
 
   tasksCreate: request(
     'tasks/create',

@@ -72,6 +72,20 @@ export const Settings = {
     default: true,
     description: 'Mark lines that memories are anchored to in the editor gutter (while the lines still hold the anchored code).',
   },
+  'cairn.git.visibility': {
+    type: 'boolean',
+    default: true,
+    env: 'CAIRN_GIT_VISIBILITY',
+    description:
+      'Git-aware memory: writes to the project namespace record the git branch and commit, and memories written on another git branch stay hidden until that branch is merged into HEAD.',
+  },
+  'cairn.git.baseBranch': {
+    type: 'string',
+    default: '',
+    env: 'CAIRN_GIT_BASE',
+    description:
+      'The base git branch, whose memories are visible on every branch. Empty: the repository default branch (origin HEAD, else main, else master).',
+  },
   'cairn.injection.auto': {
     type: 'boolean',
     default: false,

@@ -107,6 +107,35 @@ export const BranchName = z
   .max(100)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'a branch name is letters, digits, ".", "_", "-" and "/", starting with a letter or digit');
 
+/** A full git commit id (SHA-1 or SHA-256), lower-case hex. */
+export const GitCommit = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/, 'a full commit id: 40 (or 64) lower-case hex digits');
+/** A git branch name as `git branch` shows it (no `refs/heads/`). */
+export const GitBranchName = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[^\s\p{Cc}~^:?*[\\]+$/u, 'a git branch name (no spaces, control characters, ~ ^ : ? * [ or backslash)');
+/** Where a write was made (docs/protocol.md#git-aware-memory): the git branch checked out and its HEAD commit. */
+export const GitWrite = z.object({ branch: GitBranchName, commit: GitCommit }).strict();
+export type GitWrite = z.infer<typeof GitWrite>;
+/**
+ * Where a reader stands (docs/protocol.md#git-aware-memory): the repository's top folder, its HEAD commit and the
+ * branch checked out (absent when HEAD is detached). Memories written on other branches are left out, inside every
+ * retrieval arm, until their branch is merged into HEAD.
+ */
+export const GitContext = z
+  .object({
+    repo: z.string().min(1).max(4096),
+    head: GitCommit,
+    branch: GitBranchName.optional(),
+    /** The base branch (memories written there are visible everywhere); default: the repository's default branch. */
+    base: GitBranchName.optional(),
+    /** The namespace subtree the rule applies to; default: the repository's project namespace (project.ts). */
+    namespace: NamespacePath.optional(),
+  })
+  .strict();
+export type GitContext = z.infer<typeof GitContext>;
+
 /** How the daemon last re-located an anchor (see docs/protocol.md#anchors-that-follow-the-code). */
 export const ANCHOR_RELOCATIONS = ['moved', 'similar', 'symbol', 'renamed'] as const;
 export const AnchorRelocation = z
@@ -205,6 +234,8 @@ export const Memory = z.object({
   supersededBy: z.string().nullable(),
   deletedAt: z.string().nullable(),
   deletedBy: z.string().nullable(),
+  /** The git branch and commit this version was written on (local store; absent when the write named none). */
+  git: z.object({ branch: z.string(), commit: z.string() }).optional(),
 });
 export type Memory = z.infer<typeof Memory>;
 
@@ -350,6 +381,8 @@ export const UpsertParams = z
     force: z.boolean().optional(),
     /** Read or write the memory branch of this name instead of the base (docs/branches.md). */
     branch: BranchName.optional(),
+    /** The git branch and HEAD commit the write was made on (recorded with this version; docs/protocol.md#git-aware-memory). */
+    git: GitWrite.optional(),
     /** Fail with VersionConflict unless the stored version equals this (0 = must not exist). */
     ifVersion: z.number().int().min(0).optional(),
     /** The caller's scope: `namespace` and the memory named by `supersedes` must lie inside it. */
@@ -437,7 +470,15 @@ export const UpsertBatchResult = z.object({
 export type UpsertBatchResult = z.infer<typeof UpsertBatchResult>;
 
 export const GetParams = z.union([
-  z.object({ id: MemoryId, includeDeleted: z.boolean().optional(), scope: Scope.optional(), branch: BranchName.optional() }).strict(),
+  z
+    .object({
+      id: MemoryId,
+      includeDeleted: z.boolean().optional(),
+      scope: Scope.optional(),
+      branch: BranchName.optional(),
+      git: GitContext.optional(),
+    })
+    .strict(),
   z
     .object({
       namespace: NamespacePath,
@@ -445,6 +486,8 @@ export const GetParams = z.union([
       includeDeleted: z.boolean().optional(),
       scope: Scope.optional(),
       branch: BranchName.optional(),
+      /** The reader's git checkout: memories written on unmerged git branches are left out (docs/protocol.md#git-aware-memory). */
+      git: GitContext.optional(),
     })
     .strict(),
 ]);
@@ -460,6 +503,8 @@ export const ListParams = z
     cursor: z.string().max(512).optional(),
     /** Read or write the memory branch of this name instead of the base (docs/branches.md). */
     branch: BranchName.optional(),
+    /** The reader's git checkout: memories written on unmerged git branches are left out (docs/protocol.md#git-aware-memory). */
+    git: GitContext.optional(),
   })
   .strict();
 export type ListParams = z.infer<typeof ListParams>;
@@ -662,6 +707,8 @@ export const SearchParams = z
     explain: z.boolean().optional(),
     /** Read or write the memory branch of this name instead of the base (docs/branches.md). */
     branch: BranchName.optional(),
+    /** The reader's git checkout: memories written on unmerged git branches are left out (docs/protocol.md#git-aware-memory). */
+    git: GitContext.optional(),
   })
   .strict();
 export type SearchParams = z.infer<typeof SearchParams>;
@@ -1092,6 +1139,8 @@ export const InjectBlockParams = z
      * section inside the same budget (the client's cairn.injection.events). Default 0: none. Secret events never.
      */
     events: z.number().int().min(0).max(20).optional(),
+    /** The reader's git checkout: memories written on unmerged git branches are left out (docs/protocol.md#git-aware-memory). */
+    git: GitContext.optional(),
   })
   .strict();
 export type InjectBlockParams = z.infer<typeof InjectBlockParams>;
@@ -1678,6 +1727,11 @@ export const BranchListResult = z.object({ branches: z.array(Branch) });
 export type BranchListResult = z.infer<typeof BranchListResult>;
 export const BranchNameParams = z.object({ name: BranchName, actor: Actor.optional() }).strict();
 export type BranchNameParams = z.infer<typeof BranchNameParams>;
+/** git/markMerged: mark a git branch merged (a squash merge git cannot see), or take the mark back with merged: false. */
+export const GitMarkMergedParams = z.object({ branch: GitBranchName, merged: z.boolean().optional(), actor: Actor.optional() }).strict();
+export type GitMarkMergedParams = z.infer<typeof GitMarkMergedParams>;
+export const GitMarkMergedResult = z.object({ branch: z.string(), merged: z.boolean(), wasMerged: z.boolean() });
+export type GitMarkMergedResult = z.infer<typeof GitMarkMergedResult>;
 export const BranchChange = z.object({
   namespace: z.string(),
   key: z.string(),

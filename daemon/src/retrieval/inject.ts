@@ -103,6 +103,7 @@ export async function injectBlock(
     mode: 'hybrid',
     explain: true,
     ...(task?.branch ? { branch: task.branch } : {}),
+    ...(p.git ? { git: p.git } : {}),
   };
   const result = searchAll ? await searchAll(sp) : await search(store, sp, vectors);
   const relevant = result.hits.filter(

@@ -47,7 +47,17 @@ export { FUSION };
  * inside both arms before their limits, and the branch's own rows come from its full-text arm (scope, filter and
  * visibility inside its query), merged into the full-text candidates by score. Branch rows have no vectors.
  */
-export async function search(store: Store, p: SearchParams, vectors?: VectorSearcher, overlay?: SearchOverlay): Promise<SearchResult> {
+/**
+ * With `hidden` (the rowids a reader's git checkout must not see, git/reader.ts): left out inside both arms before
+ * their limits, like a branch's shadowed rows.
+ */
+export async function search(
+  store: Store,
+  p: SearchParams,
+  vectors?: VectorSearcher,
+  overlay?: SearchOverlay,
+  hidden?: Set<number> | null,
+): Promise<SearchResult> {
   const limit = p.limit ?? DEFAULT_LIMIT;
   const mode = p.mode ?? 'hybrid';
   const now = store.now();
@@ -57,7 +67,7 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     include: p.include,
     now,
     limit,
-    ...(overlay ? { exclude: overlay.exclude } : {}),
+    ...(overlay || hidden ? { exclude: unionOf(overlay?.exclude, hidden) } : {}),
   };
   const rowsOf = (rowids: number[]) => (overlay ? overlay.rows(rowids) : store.byRowids(rowids));
   const fullText = (q: ArmQuery): ArmHit[] => {
@@ -102,6 +112,12 @@ export async function search(store: Store, p: SearchParams, vectors?: VectorSear
     }),
     mode,
   };
+}
+
+function unionOf(a: Set<number> | undefined | null, b: Set<number> | undefined | null): Set<number> {
+  if (!a || a.size === 0) return b ?? new Set();
+  if (!b || b.size === 0) return a;
+  return new Set([...a, ...b]);
 }
 
 function ftsOnly(

@@ -15,6 +15,8 @@ import { checkParamsShapePaced, requestContext, type RequestContext } from './li
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Branches } from '../store/branches';
+import { GitReader } from '../git/reader';
+import { markMerged, withGit } from '../store/git-visibility';
 import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
@@ -80,6 +82,8 @@ export class Core {
   /** Episodic memory: episodes and their events (server/episode-handlers.ts). */
   readonly episodes: Episodes;
   readonly branches: Branches;
+  /** Git-aware memory: what a reader's checkout hides (git/reader.ts). */
+  readonly git: GitReader;
   /** Team memory: namespaces under the team roots are served by the team database (daemon/src/team/). */
   team?: TeamRouter;
   /** Per-request time limit (ms) for chunked work (server/limits.ts `pace`); Limits.requestTimeMs unless set. */
@@ -92,6 +96,8 @@ export class Core {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
     const br = (this.branches = new Branches(store));
+    const gr = (this.git = new GitReader(store));
+    const git = <M extends T.Memory>(ms: M[]) => withGit(s.db, ms);
     // Team namespaces are shared by many writers: a branch of them is refused (docs/branches.md).
     const refuseTeamBranch = (root: string) => {
       if (this.team?.isTeam(root) || this.team?.roots.some((r) => isUnder(r, root)))
@@ -108,7 +114,8 @@ export class Core {
       // then the answer the client gets, so a replay returns exactly that (store/idempotency.ts recordAnswer).
       const hasCheck = !!this.hooks.duplicates;
       const r = onceByKey(s, 'memory/upsert', p, () => {
-        const w = s.upsert(p);
+        const u = s.upsert(p);
+        const w = p.git ? { ...u, memory: git([u.memory])[0] } : u; // the version's git record, as a read shows it
         return w.changed ? { ...w, duplicateCheck: hasCheck ? ('pending' as const) : ('unavailable' as const) } : w;
       });
       if (!r.changed || 'replayed' in r || !this.hooks.duplicates) return r;
@@ -135,8 +142,16 @@ export class Core {
       return { id: m.id, version: m.version, ...d };
     });
     on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
-    on(Requests.get, (p) => (p.branch !== undefined ? br.get({ ...p, branch: p.branch }) : s.get(p)));
-    on(Requests.list, (p) => (p.branch !== undefined ? br.listMemories({ ...p, branch: p.branch }) : s.list(p)));
+    on(Requests.get, async (p) => {
+      if (p.branch !== undefined) return br.get({ ...p, branch: p.branch });
+      await gr.checkOne(p.git, 'id' in p ? { id: p.id } : { namespace: p.namespace, key: p.key });
+      return git([s.get(p)])[0];
+    });
+    on(Requests.list, async (p) => {
+      if (p.branch !== undefined) return br.listMemories({ ...p, branch: p.branch });
+      const r = s.list(p, await gr.hidden(p.git, p.scope));
+      return { ...r, items: git(r.items) };
+    });
     on(Requests.delete, (p) =>
       onceByKey(s, 'memory/delete', p, () => (p.branch !== undefined ? br.delete({ ...p, branch: p.branch }) : s.delete(p))),
     );
@@ -154,7 +169,16 @@ export class Core {
     on(Requests.link, (p) => s.link(p));
     on(Requests.unlink, (p) => s.unlink(p));
     on(Requests.neighbors, (p) => s.neighbors(p));
-    on(Requests.search, (p) => search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined));
+    on(Requests.search, async (p) => {
+      const hidden = await gr.hidden(p.git, p.scope);
+      const r = await search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined, hidden);
+      const ms = p.branch !== undefined ? r.hits.map((h) => h.memory) : git(r.hits.map((h) => h.memory));
+      return { ...r, hits: r.hits.map((h, i) => ({ ...h, memory: ms[i] })) };
+    });
+    on(Requests.gitMarkMerged, (p) => {
+      const merged = p.merged ?? true;
+      return { branch: p.branch, merged, wasMerged: markMerged(s.db, p.branch, merged, p.actor ?? 'user', s.now()) };
+    });
     on(Requests.branchCreate, (p) => {
       refuseTeamBranch(p.root);
       return br.create(p);
@@ -212,7 +236,7 @@ export class Core {
         this.hooks.vectors,
         // Routed when team memory is attached or the task has a branch (its injection sees the branch's writes).
         (sp) =>
-          this.team || sp.branch !== undefined
+          this.team || sp.branch !== undefined || sp.git !== undefined
             ? (this.request(Requests.search.method, sp) as Promise<T.SearchResult>)
             : search(s, sp, this.hooks.vectors),
         { episodes: this.episodes, vectors: this.hooks.eventVectors },

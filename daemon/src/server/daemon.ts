@@ -271,6 +271,7 @@ export class Daemon {
       writer,
     };
     client.lsp.teamAnchors = (paths, scope) => this.core.team?.anchoredAt(paths, scope) ?? Promise.resolve([]);
+    client.lsp.gitHidden = (dir, scope) => this.core.git.hiddenIn(dir, scope);
 
     connection.onRequest(Requests.initialize.method, (params: unknown) => {
       client.lsp.initialize(params);

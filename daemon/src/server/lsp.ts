@@ -56,6 +56,8 @@ export class LspDocuments {
   /** The client's project namespace (initializationOptions.projectNamespace), when it gave one. */
   private project: string | null = null;
   private includeUser = true;
+  /** Git-aware memory for hovers (initializationOptions.gitVisibility; on unless the client says false). */
+  private gitAware = true;
   private derived = new Map<string, string>();
 
   constructor(private readonly store: Store) {}
@@ -65,7 +67,7 @@ export class LspDocuments {
       rootUri?: string | null;
       rootPath?: string | null;
       workspaceFolders?: { uri: string }[] | null;
-      initializationOptions?: { projectNamespace?: unknown; includeUser?: unknown } | null;
+      initializationOptions?: { projectNamespace?: unknown; includeUser?: unknown; gitVisibility?: unknown } | null;
     };
     const folders = Array.isArray(p.workspaceFolders) ? p.workspaceFolders : [];
     const uris = [
@@ -78,6 +80,7 @@ export class LspDocuments {
     const opts = p.initializationOptions && typeof p.initializationOptions === 'object' ? p.initializationOptions : {};
     this.project = typeof opts.projectNamespace === 'string' && !namespaceProblem(opts.projectNamespace) ? opts.projectNamespace : null;
     this.includeUser = opts.includeUser !== false;
+    this.gitAware = opts.gitVisibility !== false;
   }
 
   /**
@@ -203,18 +206,30 @@ export class LspDocuments {
    */
   teamAnchors: ((paths: string[], scope: Scope) => Promise<{ memory: Memory; anchor: Anchor }[]>) | null = null;
 
+  /**
+   * Which memories the git checkout holding `dir` hides (git-aware memory, set by the daemon): hovers leave them out
+   * before the hover's own cut.
+   */
+  gitHidden: ((dir: string, scope: Scope) => Promise<((memoryId: string) => boolean) | null>) | null = null;
+
   /** hover() with the team store's anchored memories too; a team store that can't answer leaves the local ones. */
   async hoverAll(uri: string, pos: Position): Promise<{ contents: { kind: 'markdown'; value: string } } | null> {
     const scope = this.scopeFor(uri);
     const paths = this.candidates(uri);
     const team = this.teamAnchors && scope && paths.length ? await this.teamAnchors(paths, scope).catch(() => []) : [];
-    return this.hover(uri, pos, team);
+    const abs = uriToPath(uri);
+    const hide =
+      this.gitAware && this.gitHidden && scope && abs && paths.length
+        ? await this.gitHidden(path.dirname(abs), scope).catch(() => null)
+        : null;
+    return this.hover(uri, pos, team, hide);
   }
 
   hover(
     uri: string,
     pos: Position,
     more: { memory: Memory; anchor: Anchor }[] = [],
+    hide: ((memoryId: string) => boolean) | null = null,
   ): { contents: { kind: 'markdown'; value: string } } | null {
     const paths = this.candidates(uri);
     if (paths.length === 0) return null;
@@ -224,8 +239,8 @@ export class LspDocuments {
     if (!scope) return null;
     const doc = this.docs.get(uri);
     const checked = new Map<Anchor, ReturnType<typeof checkAt>>();
-    const matches = [...this.store.anchoredAt(paths, scope), ...more].filter(({ anchor: a }) => {
-      if (a.stale) return false;
+    const matches = [...this.store.anchoredAt(paths, scope), ...more].filter(({ memory, anchor: a }) => {
+      if (a.stale || hide?.(memory.id)) return false;
       if (a.startLine !== undefined) {
         if (line < a.startLine || line > (a.endLine ?? a.startLine)) return false;
         // Only an anchor whose lines still hold its code shows (edits not yet saved, or not yet re-checked).

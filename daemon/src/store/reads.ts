@@ -2,6 +2,7 @@
  * Reading memories: one by id or key (scope checked on the row, deleted and expired ones NotFound), a page of a
  * list, rows for the search arms, and the store's counts. A read by id or key counts as an access (touch).
  */
+import { excluded } from './search-fts';
 import { CairnError } from '../protocol/errors';
 import type { GetParams, ListParams, ListResult, Memory, Scope } from '../protocol/types';
 import { stmt, writeTx, type DB } from './db';
@@ -118,7 +119,7 @@ export function touch(store: Store, rowids: number[]): void {
   }
 }
 
-export function listMemories(store: Store, p: ListParams): ListResult {
+export function listMemories(store: Store, p: ListParams, hidden?: Set<number> | null): ListResult {
   const limit = p.limit ?? 100;
   const now = store.now();
   let cursorSql: SqlFragment | null = null;
@@ -127,7 +128,13 @@ export function listMemories(store: Store, p: ListParams): ListResult {
     if (!m) throw new CairnError('InvalidParams', 'cursor is not one this daemon issued', { field: 'cursor' });
     cursorSql = { sql: '(m.updated_at < ? OR (m.updated_at = ? AND m.rowid < ?))', params: [Number(m[1]), Number(m[1]), Number(m[2])] };
   }
-  const where = and(visibility(p.include, now), scopePredicate(p.scope), compileFilter(p.filter), cursorSql);
+  const where = and(
+    visibility(p.include, now),
+    scopePredicate(p.scope),
+    compileFilter(p.filter),
+    cursorSql,
+    excluded({ exclude: hidden ?? undefined }),
+  );
   const rows = stmt(
     store.db,
     `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql} ORDER BY m.updated_at DESC, m.rowid DESC LIMIT ?`,

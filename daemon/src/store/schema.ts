@@ -361,6 +361,35 @@ export const MIGRATIONS: Migration[] = [
     },
   },
   {
+    version: 8,
+    description: 'git-aware memory: the git branch and commit of each memory version, branch tips seen, branches marked merged',
+    up(db) {
+      // memory_git: where each version was written (memories/upsert `git`); git visibility reads the current
+      // version's row (store/git-visibility.ts). Branch names and commit ids only, no content; a purge cascades.
+      // git_tips: the last commit seen checked out on each git branch (from writes and readers' HEADs), so a branch
+      // deleted after its merge is still recognised. git_merged: branches marked merged (`cairn branch merged`).
+      db.exec(`
+        CREATE TABLE memory_git (
+          memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+          version INTEGER NOT NULL,
+          branch TEXT NOT NULL,
+          commit_id TEXT NOT NULL,
+          PRIMARY KEY (memory_id, version)
+        ) WITHOUT ROWID;
+        CREATE TABLE git_tips (
+          branch TEXT PRIMARY KEY,
+          tip TEXT NOT NULL,
+          seen_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE git_merged (
+          branch TEXT PRIMARY KEY,
+          marked_at INTEGER NOT NULL,
+          marked_by TEXT NOT NULL
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
+  {
     version: 9,
     description: 'episodic data: the log of removed events (episode_removals) and the events each injection added',
     up(db) {

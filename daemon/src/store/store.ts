@@ -258,8 +258,9 @@ export class Store {
     reads.touch(this, rowids);
   }
 
-  list(p: ListParams): ListResult {
-    return reads.listMemories(this, p);
+  /** With `hidden`: rowids left out inside the query (a reader's git visibility, git/reader.ts). */
+  list(p: ListParams, hidden?: Set<number> | null): ListResult {
+    return reads.listMemories(this, p, hidden);
   }
 
   /** What ranking a fused candidate needs (search fusion), without reading its value and JSON fields. */

@@ -3,6 +3,7 @@
  * then the memory row, its anchors, a history row and a change-log row, all in the caller's write transaction.
  * A batch runs each item in a savepoint of one transaction, so a refused item leaves the others written.
  */
+import { recordGit } from './git-visibility';
 import { CairnError } from '../protocol/errors';
 import type { UpsertBatchResult, UpsertParams, UpsertResult } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
@@ -154,6 +155,7 @@ export function upsertInTx(store: Store, p: UpsertParams): UpsertResult {
     delete_reason: null,
   });
   appendHistory(store, id, op, actor, p.reason, version, previous, state, Object.keys(detail).length ? detail : undefined, now);
+  if (p.git) recordGit(db, id, version, p.git, now); // git-aware memory: where this version was written
   let position = store.logChange(op, id, nsId, p.namespace, p.key);
 
   if (superseded) {

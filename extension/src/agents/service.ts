@@ -330,6 +330,7 @@ export class AgentService implements vscode.Disposable {
       ...(this.allowSecrets ? { allowSecrets: true } : {}),
       ...(taskId ? { taskId } : { scope: this.workspaceScope() }),
       ...(folder?.scheme === 'file' ? { root: folder.fsPath } : {}), // re-check cited code on disk first
+      ...this.ctx.git.read(), // memories of unmerged git branches stay out (git-aware memory)
     });
   }
 

@@ -88,7 +88,16 @@ export class DashboardHost {
     if (!isWebviewMethod(method)) throw new CairnError('NotFound', `the dashboard cannot call ${method}`, { field: 'method' });
     if (!Object.prototype.hasOwnProperty.call(HostRequests, method)) {
       const name = method as keyof typeof Requests;
-      return this.ctx.client.request(name, params as never, name === 'overview' ? LONG_TIMEOUT_MS : undefined);
+      // Lists and searches see what the window's git checkout sees (git-aware memory), unless on a memory branch.
+      const withGit =
+        (name === 'list' || name === 'search') &&
+        typeof params === 'object' &&
+        params !== null &&
+        !('git' in params) &&
+        !('branch' in params)
+          ? { ...params, ...this.ctx.git.read() }
+          : params;
+      return this.ctx.client.request(name, withGit as never, name === 'overview' ? LONG_TIMEOUT_MS : undefined);
     }
     const def = HostRequests[method as HostMethod];
     const p = def.params.safeParse(params ?? {});

@@ -8,3 +8,4 @@ import './agents.test';
 import './episodes.test';
 import './dashboard.test';
 import './reconnect.test';
+import './git.test';

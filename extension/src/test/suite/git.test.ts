@@ -1,0 +1,94 @@
+/**
+ * Git-aware memory in the real editor (docs/editor.md#git-aware-memory): the workspace becomes a real git repository,
+ * code-server's built-in git extension reports its checkout, and switching branches with git changes what the
+ * Memories view shows and what the status bar names, with no reload: a memory written on a feature branch is in the
+ * tree there, gone on main, and back on main once the branch is merged. Runs last: it turns the workspace's stub
+ * `.git` into a real repository.
+ */
+import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { Ctx } from '../../ctx';
+import { ctx, treeMemories, uniq, waitFor } from './helpers';
+
+const GIT_ENV = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'e2e',
+  GIT_AUTHOR_EMAIL: 'e2e@example.com',
+  GIT_COMMITTER_NAME: 'e2e',
+  GIT_COMMITTER_EMAIL: 'e2e@example.com',
+};
+
+suite('git-aware memory', () => {
+  let c: Ctx;
+  let ws: string;
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ws, encoding: 'utf8', env: GIT_ENV }).trim();
+  const commit = (file: string) => {
+    fs.appendFileSync(path.join(ws, file), `${file} ${Date.now()}\n`);
+    git('add', file);
+    git('commit', '-q', '-m', `change ${file}`);
+  };
+  const onBranch = (name: string) =>
+    waitFor(
+      `the git extension to report branch ${name}`,
+      () => c.git.checkout?.branch === name && c.git.checkout.head === git('rev-parse', 'HEAD'),
+      30_000,
+    );
+  const keysInTree = async () => (await treeMemories(c)).map((m) => m.key);
+
+  suiteSetup(async () => {
+    c = await ctx();
+    await c.client.whenConnected(60_000);
+    ws = vscode.workspace.workspaceFolders![0].uri.fsPath;
+  });
+
+  test("code-server's built-in git extension is active in the workspace", async () => {
+    const ext = vscode.extensions.getExtension('vscode.git');
+    assert.ok(ext, 'vscode.git is installed');
+    if (!ext.isActive) await ext.activate();
+    assert.ok(ext.isActive);
+  });
+
+  test('switching branches changes the tree and the status bar, and a merge brings the branch memories to main', async () => {
+    // The harness's stub .git (a remote and HEAD only) becomes a real repository on main.
+    git('init', '-q');
+    git('symbolic-ref', 'HEAD', 'refs/heads/main');
+    commit('src/billing.py');
+    await vscode.commands.executeCommand('git.openRepository', ws);
+    await onBranch('main');
+    const ns = c.project!.namespace;
+    const onMain = uniq('git-main');
+    const onFeat = uniq('git-feat');
+    const write = async (key: string, value: string) =>
+      (await c.client.request('upsert', { namespace: ns, key, value, actor: 'e2e', ...c.git.write(ns) })).memory;
+    const m = await write(onMain, 'Written on main: visible on every branch');
+    assert.deepEqual(m.git, { branch: 'main', commit: git('rev-parse', 'HEAD') });
+    await waitFor('the status bar to name main', () => c.statusBar.item.text.includes('$(git-branch) main'));
+
+    git('checkout', '-q', '-b', 'feature/e2e');
+    commit('src/feature.py');
+    await onBranch('feature/e2e');
+    await waitFor('the status bar to name the feature branch', () => c.statusBar.item.text.includes('$(git-branch) feature/e2e'));
+    await write(onFeat, 'Written on the feature branch: hidden on main until merged');
+    await waitFor('both memories in the tree on the feature branch', async () => {
+      const keys = await keysInTree();
+      return keys.includes(onMain) && keys.includes(onFeat);
+    });
+
+    git('checkout', '-q', 'main');
+    await onBranch('main');
+    await waitFor('the feature memory gone from the tree on main', async () => {
+      const keys = await keysInTree();
+      return keys.includes(onMain) && !keys.includes(onFeat);
+    });
+    assert.ok(c.statusBar.item.text.includes('$(git-branch) main'));
+    const node = (await treeMemories(c)).find((x) => x.key === onMain)!;
+    assert.deepEqual(node.git?.branch, 'main', 'the tree item carries its branch and commit');
+
+    git('merge', '-q', '--no-ff', '-m', 'merge feature/e2e', 'feature/e2e');
+    await onBranch('main');
+    await waitFor('the feature memory back in the tree once merged', async () => (await keysInTree()).includes(onFeat));
+  });
+});
