@@ -19,6 +19,7 @@ import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
 import { backup } from '../store/backup';
+import { upsertBatchInChunks } from '../store/batch-chunks';
 import { configureRetention, enforceRetentionPaced } from '../store/retention';
 import { auditPage } from '../store/audit';
 import { importPreview } from '../store/import-preview';
@@ -62,6 +63,8 @@ export interface CoreHooks {
   progress?: (p: T.ProgressParams) => void;
   /** Vector arm of events/search, once an embedding model is loaded (index/event-vectors.ts). */
   eventVectors?: EventVectorSearcher;
+  /** memory/upsertBatch: after each of its transactions (tests observe the batch between them). */
+  batchChunks?: { afterChunk?: (done: number) => void };
 }
 
 /** A zod failure of a method's params as InvalidParams / InvalidFilter naming the field (see protocol/errors.ts). */
@@ -134,7 +137,8 @@ export class Core {
         : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
       return { id: m.id, version: m.version, ...d };
     });
-    on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
+    // In transactions of bounded work, serving others between them (store/batch-chunks.ts, docs/protocol.md).
+    on(Requests.upsertBatch, (p) => upsertBatchInChunks(s, p, this.hooks.batchChunks));
     on(Requests.get, (p) => (p.branch !== undefined ? br.get({ ...p, branch: p.branch }) : s.get(p)));
     on(Requests.list, (p) => (p.branch !== undefined ? br.listMemories({ ...p, branch: p.branch }) : s.list(p)));
     on(Requests.delete, (p) =>
