@@ -19,6 +19,7 @@ import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
 import { backup } from '../store/backup';
+import { synchronousInEffect } from '../store/db';
 import { upsertBatchInChunks } from '../store/batch-chunks';
 import { configureRetention, enforceRetentionPaced } from '../store/retention';
 import { auditPage } from '../store/audit';
@@ -304,6 +305,7 @@ export class Core {
       indexes: [...indexes, ...ev.indexes],
       historyCap: s.historyCap(),
       signingKey: s.keys ? { algorithm: 'ed25519', publicKey: s.keys.publicKeyB64 } : null,
+      synchronous: synchronousInEffect(s.db),
       embeddings: this.hooks.embeddings?.() ?? {
         model: null,
         configuredModel: null,
