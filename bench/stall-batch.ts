@@ -110,6 +110,15 @@ async function once(bin: string, label: string, round: number) {
     await ask('build');
     const small = await StreamClient.connect(socket);
     await small.call(R.upsert, { namespace: 'project.probe', key: 'p', value: 'probe' });
+    // The machine's own noise first: the same probes with nothing else running.
+    const idle: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const t = performance.now();
+      const c = await StreamClient.connect(socket);
+      await c.call(R.get, { namespace: 'project.probe', key: 'p' });
+      await c.close();
+      idle.push(performance.now() - t);
+    }
     const held: number[] = [];
     const fresh: number[] = [];
     let done = false;
@@ -151,6 +160,7 @@ async function once(bin: string, label: string, round: number) {
       batchAnsweredMs: Math.round(answeredAt),
       indexedMs: Math.round(indexedMs),
       ...detail,
+      idleFreshClient: summary(idle),
       heldClient: summary(held),
       freshClient: summary(fresh),
       whileIndexing: summary(after),
@@ -173,7 +183,7 @@ async function main() {
       out.push({ ...res, load: load() });
       console.log(
         `[${b.label} round ${r}] batch answered in ${res.batchAnsweredMs} ms (${res.chunks} call(s), ${res.ok} ok, ${res.failed} failed, ` +
-          `${(res.bytes / 1048576).toFixed(1)} MiB); held client max ${res.heldClient.maxMs} ms (${res.heldClient.probes} probes), ` +
+          `${(res.bytes / 1048576).toFixed(1)} MiB); idle: fresh client max ${res.idleFreshClient.maxMs} ms; held client max ${res.heldClient.maxMs} ms (${res.heldClient.probes} probes), ` +
           `fresh client max ${res.freshClient.maxMs} ms (${res.freshClient.probes}); indexed at ${res.indexedMs} ms, ` +
           `meanwhile max ${res.whileIndexing.maxMs} ms (${res.whileIndexing.probes}); load ${load()}`,
       );
