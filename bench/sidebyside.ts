@@ -25,6 +25,9 @@
  *   (default 10000), right after the default (NORMAL) writes of the same size, so both durabilities come from one run;
  *   every writes phase reads the durability back from the daemon (`store/status` `synchronous`, SQLite's
  *   `PRAGMA synchronous` on its connection), fails if it is not the one asked for, and labels its JSON and table row;
+ * - floor (with full): the disk's cost of a commit in the same run, without Cairn: Python's sqlite3 in process, one
+ *   row and its FTS5 entry per commit, WAL, at NORMAL and at FULL (read back). A stand-in for an in-process FULL store
+ *   such as the peer's, not its code (which is not available here);
  * - memory: the daemon's peak RSS (VmHWM, reset through /proc/<pid>/clear_refs at each phase).
  *
  * Several `--cairn` builds run interleaved (per size, per phase), so before/after figures
@@ -43,7 +46,7 @@ const argv = process.argv.slice(2);
 const sizes = arg('sizes', '10000,100000').split(',').map(Number);
 const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
 const gen = path.resolve(ROOT, arg('gen', path.join('..', 'shared', 'bench', 'gen_corpus.py')));
-const phases = new Set(arg('phases', 'writes,search,batch,full').split(','));
+const phases = new Set(arg('phases', 'writes,search,batch,full,floor').split(','));
 const jsonOut = arg('json', '');
 /** `batch`: load the store for the search phase with upsertBatch (500 per call) instead of single writes (quick look only). */
 const load = arg('load', 'single');
@@ -301,6 +304,43 @@ async function batch(bin: string, records: Record_[]) {
   return result;
 }
 
+/** The floor phase's writer (see the header): prints {records, perSec, synchronous}. */
+const FLOOR_PY = `
+import json, sqlite3, sys, time
+corpus, db, sync = sys.argv[1:4]
+recs = [json.loads(l) for l in open(corpus) if l.strip()]
+c = sqlite3.connect(db, isolation_level=None)
+c.execute('PRAGMA journal_mode=WAL')
+c.execute('PRAGMA synchronous=' + sync)
+got = c.execute('PRAGMA synchronous').fetchone()[0]
+c.executescript('''CREATE TABLE m(id INTEGER PRIMARY KEY, namespace TEXT, key TEXT, value TEXT, tags TEXT, kind TEXT, importance REAL);
+CREATE VIRTUAL TABLE f USING fts5(value, content='m', content_rowid='id');
+CREATE TRIGGER mi AFTER INSERT ON m BEGIN INSERT INTO f(rowid, value) VALUES (new.id, new.value); END;''')
+t = time.perf_counter()
+for r in recs:
+    c.execute('BEGIN')
+    c.execute('INSERT INTO m(namespace, key, value, tags, kind, importance) VALUES (?, ?, ?, ?, ?, ?)',
+              (r['namespace'], r['key'], r['value'], json.dumps(r['tags']), r['kind'], r['importance']))
+    c.execute('COMMIT')
+dt = time.perf_counter() - t
+print(json.dumps({'records': len(recs), 'perSec': round(len(recs) / dt), 'synchronous': {1: 'normal', 2: 'full'}.get(got, str(got))}))
+`;
+
+function floor(size: number, synchronous: 'NORMAL' | 'FULL'): { records: number; perSec: number; synchronous: string } {
+  const dir = tempDir('cairn-sbs-floor-');
+  scratchDirs.push(dir);
+  const out = execFileSync(
+    'python3',
+    ['-c', FLOOR_PY, path.join(corpusDir, `corpus-${size}.jsonl`), path.join(dir, 'floor.db'), synchronous],
+    {
+      encoding: 'utf8',
+    },
+  );
+  const r = JSON.parse(out) as { records: number; perSec: number; synchronous: string };
+  if (r.synchronous !== synchronous.toLowerCase()) throw new Error(`floor: asked for ${synchronous}, got ${r.synchronous}`);
+  return r;
+}
+
 const line = (label: string, k: string, v: unknown) => console.log(`[${label}] ${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`);
 
 async function main() {
@@ -349,6 +389,15 @@ async function main() {
           key,
           `writes, synchronous=${w.result.synchronous}`,
           `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${JSON.stringify(w.result.daemonCpuMsPerUpsertByThread)})`,
+        );
+      }
+      if (phases.has('floor') && phases.has('full') && size <= fullMax && b === builds[0]) {
+        r.floorNormal = floor(size, 'NORMAL');
+        r.floorFull = floor(size, 'FULL');
+        line(
+          key,
+          'floor (python sqlite3, one row + FTS5 per commit)',
+          `NORMAL ${JSON.stringify(r.floorNormal)}, FULL ${JSON.stringify(r.floorFull)}`,
         );
       }
       if (phases.has('batch')) {
@@ -419,6 +468,9 @@ function table(results: Record<string, Record<string, unknown>>): string {
   );
   rows.push(
     `| single upserts/s, synchronous=FULL (both stores) | ${cell((r) => `${r.writesSynchronousFull.perSec} (${r.writesSynchronousFull.synchronous})`)} | ${PEER['single upserts/s']} |`,
+  );
+  rows.push(
+    `| same-run floor: python sqlite3, one row + FTS5 per commit, NORMAL / FULL (records/s) | ${cell((r) => `${r.floorNormal.perSec} / ${r.floorFull.perSec}`)} | — |`,
   );
   rows.push(`| upsert call p50/p95 ms, FULL | ${cell((r) => p(r.writesSynchronousFull.call))} | — |`);
   rows.push(
