@@ -22,7 +22,12 @@
  *   nearest-rank percentiles of the client-side round trip;
  * - batch: `memory/upsertBatch`, 100 records per call, on a fresh store;
  * - full: the writes phase with `CAIRN_STORE_SYNCHRONOUS=FULL` (cairn.store.synchronous), at sizes up to `--full-max`
- *   (default 10000);
+ *   (default 10000), right after the default (NORMAL) writes of the same size, so both durabilities come from one run;
+ *   every writes phase reads the durability back from the daemon (`store/status` `synchronous`, SQLite's
+ *   `PRAGMA synchronous` on its connection), fails if it is not the one asked for, and labels its JSON and table row;
+ * - floor (with full): the disk's cost of a commit in the same run, without Cairn: Python's sqlite3 in process, one
+ *   row and its FTS5 entry per commit, WAL, at NORMAL and at FULL (read back). A stand-in for an in-process FULL store
+ *   such as the peer's, not its code (which is not available here);
  * - memory: the daemon's peak RSS (VmHWM, reset through /proc/<pid>/clear_refs at each phase).
  *
  * Several `--cairn` builds run interleaved (per size, per phase), so before/after figures
@@ -41,7 +46,7 @@ const argv = process.argv.slice(2);
 const sizes = arg('sizes', '10000,100000').split(',').map(Number);
 const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
 const gen = path.resolve(ROOT, arg('gen', path.join('..', 'shared', 'bench', 'gen_corpus.py')));
-const phases = new Set(arg('phases', 'writes,search,batch,full').split(','));
+const phases = new Set(arg('phases', 'writes,search,batch,full,floor').split(','));
 const jsonOut = arg('json', '');
 /** `batch`: load the store for the search phase with upsertBatch (500 per call) instead of single writes (quick look only). */
 const load = arg('load', 'single');
@@ -156,7 +161,7 @@ process.on('exit', () => {
 async function start(
   bin: string,
   opts: { embeddings: boolean; env?: NodeJS.ProcessEnv },
-): Promise<{ d: SpawnedDaemon; c: StreamClient; pid: number; idleRssMiB: number }> {
+): Promise<{ d: SpawnedDaemon; c: StreamClient; pid: number; idleRssMiB: number; synchronous: string }> {
   const dir = tempDir('cairn-sbs-');
   scratchDirs.push(dir);
   const env = {
@@ -176,7 +181,12 @@ async function start(
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { d, c, pid: d.proc.pid!, idleRssMiB: status(d.proc.pid!, 'VmRSS') };
+  // The durability the daemon's connection really has (PRAGMA synchronous read back), not the one asked for.
+  const synchronous = (await c.call(R.status, {})).synchronous ?? 'unknown (build without store/status synchronous)';
+  const wanted = (opts.env?.CAIRN_STORE_SYNCHRONOUS ?? 'normal').toLowerCase();
+  if (synchronous !== wanted && !synchronous.startsWith('unknown'))
+    throw new Error(`asked for synchronous=${wanted}, the daemon's connection has ${synchronous}`);
+  return { d, c, pid: d.proc.pid!, idleRssMiB: status(d.proc.pid!, 'VmRSS'), synchronous };
 }
 
 async function writes(bin: string, records: Record_[], opts: { embeddings: boolean; env?: NodeJS.ProcessEnv; keep?: boolean }) {
@@ -221,6 +231,8 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   const perThread: Record<string, number> = {};
   for (const [k, v] of Object.entries(threads1)) perThread[k] = Math.round(((v - (threads0[k] ?? 0)) / records.length) * 100) / 100;
   const result: Record<string, unknown> = {
+    /** Durability of every acknowledged write in this phase, read back from the daemon (PRAGMA synchronous). */
+    synchronous: s.synchronous,
     records: records.length,
     load,
     perSec: Math.round(records.length / (wallMs / 1000)),
@@ -281,6 +293,7 @@ async function batch(bin: string, records: Record_[]) {
     last = (await s.c.call(R.upsertBatch, { items: records.slice(i, i + 100).map(toUpsert) })).position;
   const wallMs = now() - t0;
   const result = {
+    synchronous: s.synchronous,
     records: records.length,
     perSec: Math.round(records.length / (wallMs / 1000)),
     peakRssMiB: status(s.pid, 'VmHWM'),
@@ -289,6 +302,43 @@ async function batch(bin: string, records: Record_[]) {
   void last;
   await s.d.stop();
   return result;
+}
+
+/** The floor phase's writer (see the header): prints {records, perSec, synchronous}. */
+const FLOOR_PY = `
+import json, sqlite3, sys, time
+corpus, db, sync = sys.argv[1:4]
+recs = [json.loads(l) for l in open(corpus) if l.strip()]
+c = sqlite3.connect(db, isolation_level=None)
+c.execute('PRAGMA journal_mode=WAL')
+c.execute('PRAGMA synchronous=' + sync)
+got = c.execute('PRAGMA synchronous').fetchone()[0]
+c.executescript('''CREATE TABLE m(id INTEGER PRIMARY KEY, namespace TEXT, key TEXT, value TEXT, tags TEXT, kind TEXT, importance REAL);
+CREATE VIRTUAL TABLE f USING fts5(value, content='m', content_rowid='id');
+CREATE TRIGGER mi AFTER INSERT ON m BEGIN INSERT INTO f(rowid, value) VALUES (new.id, new.value); END;''')
+t = time.perf_counter()
+for r in recs:
+    c.execute('BEGIN')
+    c.execute('INSERT INTO m(namespace, key, value, tags, kind, importance) VALUES (?, ?, ?, ?, ?, ?)',
+              (r['namespace'], r['key'], r['value'], json.dumps(r['tags']), r['kind'], r['importance']))
+    c.execute('COMMIT')
+dt = time.perf_counter() - t
+print(json.dumps({'records': len(recs), 'perSec': round(len(recs) / dt), 'synchronous': {1: 'normal', 2: 'full'}.get(got, str(got))}))
+`;
+
+function floor(size: number, synchronous: 'NORMAL' | 'FULL'): { records: number; perSec: number; synchronous: string } {
+  const dir = tempDir('cairn-sbs-floor-');
+  scratchDirs.push(dir);
+  const out = execFileSync(
+    'python3',
+    ['-c', FLOOR_PY, path.join(corpusDir, `corpus-${size}.jsonl`), path.join(dir, 'floor.db'), synchronous],
+    {
+      encoding: 'utf8',
+    },
+  );
+  const r = JSON.parse(out) as { records: number; perSec: number; synchronous: string };
+  if (r.synchronous !== synchronous.toLowerCase()) throw new Error(`floor: asked for ${synchronous}, got ${r.synchronous}`);
+  return r;
 }
 
 const line = (label: string, k: string, v: unknown) => console.log(`[${label}] ${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`);
@@ -308,7 +358,7 @@ async function main() {
         const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
         line(
           key,
-          `writes (${load})`,
+          `writes (${load}), synchronous=${w.result.synchronous}`,
           `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${Object.entries(
             w.result.daemonCpuMsPerUpsertByThread as Record<string, number>,
           )
@@ -331,19 +381,28 @@ async function main() {
           await w.s.d.stop();
         }
       }
-      if (phases.has('batch')) {
-        r.batch = await batch(b.bin, records);
-        line(key, 'batch(100)', r.batch);
-      }
       if (phases.has('full') && size <= fullMax) {
         const w = await writes(b.bin, records, { embeddings: true, env: { CAIRN_STORE_SYNCHRONOUS: 'FULL' } });
         r.writesSynchronousFull = w.result;
         const call = (w.result.call ?? { p50: NaN, p95: NaN }) as { p50: number; p95: number };
         line(
           key,
-          'writes synchronous=FULL',
+          `writes, synchronous=${w.result.synchronous}`,
           `${w.result.perSec}/s, p50 ${fmt(call.p50)} p95 ${fmt(call.p95)} ms, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${JSON.stringify(w.result.daemonCpuMsPerUpsertByThread)})`,
         );
+      }
+      if (phases.has('floor') && phases.has('full') && size <= fullMax && b === builds[0]) {
+        r.floorNormal = floor(size, 'NORMAL');
+        r.floorFull = floor(size, 'FULL');
+        line(
+          key,
+          'floor (python sqlite3, one row + FTS5 per commit)',
+          `NORMAL ${JSON.stringify(r.floorNormal)}, FULL ${JSON.stringify(r.floorFull)}`,
+        );
+      }
+      if (phases.has('batch')) {
+        r.batch = await batch(b.bin, records);
+        line(key, 'batch(100)', r.batch);
       }
       if (phases.has('noembed')) {
         const w = await writes(b.bin, records, { embeddings: false });
@@ -354,16 +413,34 @@ async function main() {
           `${w.result.perSec}/s, ${w.result.daemonCpuMsPerUpsert} ms CPU/upsert (${JSON.stringify(w.result.daemonCpuMsPerUpsertByThread)})`,
         );
       }
-      if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, results }, null, 2));
+      if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, peer: PEER_JSON, load: loadAvg(), results }, null, 2));
     }
   }
-  if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, results }, null, 2));
+  if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, builds, peer: PEER_JSON, load: loadAvg(), results }, null, 2));
   console.log(table(results));
 }
 
-/** kube-coder's figures from issue 8 (same corpus, queries and method; no peer code is available here). */
+/** The machine's load average (1, 5, 15 min) when the JSON was written: the figures are wall-clock on a shared machine. */
+function loadAvg(): number[] {
+  try {
+    return fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * kube-coder's figures from issue 8 (same corpus, queries and method; no peer code is available here, so they are quoted,
+ * not re-run). Its store commits every write with synchronous=FULL (an fsync per write).
+ */
+const PEER_JSON = {
+  store: 'kube-coder',
+  synchronous: 'full',
+  source: 'issue 8 (quoted, not re-run)',
+  singleUpsertsPerSec: { 10000: 459, 100000: 463 },
+};
 const PEER: Record<string, string> = {
-  'single upserts/s': '459 (10k) / 463 (100k)',
+  'single upserts/s': '459 (10k) / 463 (100k), FULL',
   'scoped hybrid p50/p95 ms': '35.9 / 56.0 at 100k (FTS)',
   'whole-store hybrid p50/p95 ms': '48.8 / 79.2 at 100k (FTS)',
   'peak RSS MiB': '~28',
@@ -386,19 +463,30 @@ function table(results: Record<string, Record<string, unknown>>): string {
       })
       .join(' | ');
   const p = (s: { p50: number; p95: number }) => `${fmt(s.p50, 1)} / ${fmt(s.p95, 1)}`;
-  rows.push(`| single upserts/s | ${cell((r) => String(r.writes.perSec))} | ${PEER['single upserts/s']} |`);
-  rows.push(`| upsert call p50/p95 ms | ${cell((r) => p(r.writes.call))} | — |`);
-  rows.push(`| daemon CPU ms per upsert | ${cell((r) => String(r.writes.daemonCpuMsPerUpsert))} | 1.4 |`);
+  rows.push(
+    `| single upserts/s, synchronous=NORMAL (Cairn's default) | ${cell((r) => `${r.writes.perSec} (${r.writes.synchronous})`)} | — (runs FULL only) |`,
+  );
+  rows.push(
+    `| single upserts/s, synchronous=FULL (both stores) | ${cell((r) => `${r.writesSynchronousFull.perSec} (${r.writesSynchronousFull.synchronous})`)} | ${PEER['single upserts/s']} |`,
+  );
+  rows.push(
+    `| same-run floor: python sqlite3, one row + FTS5 per commit, NORMAL / FULL (records/s) | ${cell((r) => `${r.floorNormal.perSec} / ${r.floorFull.perSec}`)} | — |`,
+  );
+  rows.push(`| upsert call p50/p95 ms, FULL | ${cell((r) => p(r.writesSynchronousFull.call))} | — |`);
+  rows.push(
+    `| daemon CPU ms per upsert, FULL (main thread) | ${cell((r) => `${r.writesSynchronousFull.daemonCpuMsPerUpsert} (${r.writesSynchronousFull.daemonCpuMsPerUpsertByThread.main})`)} | — |`,
+  );
+  rows.push(`| upsert call p50/p95 ms, NORMAL | ${cell((r) => p(r.writes.call))} | — |`);
+  rows.push(`| daemon CPU ms per upsert, NORMAL | ${cell((r) => String(r.writes.daemonCpuMsPerUpsert))} | 1.4 |`);
   rows.push(`| daemon main-thread CPU ms per upsert | ${cell((r) => String(r.writes.daemonCpuMsPerUpsertByThread.main))} | — |`);
   rows.push(`| bench client CPU ms per upsert | ${cell((r) => String(r.writes.clientCpuMsPerUpsert))} | — |`);
   rows.push(
     `| ceiling: trivial calls/s (daemon main / client CPU ms per call) | ${cell((r) => `${r.writes.ceiling.perSec} (${r.writes.ceiling.daemonMainCpuMsPerCall} / ${r.writes.ceiling.clientCpuMsPerCall})`)} | — |`,
   );
-  rows.push(`| single upserts/s, synchronous=FULL | ${cell((r) => String(r.writesSynchronousFull.perSec))} | (peer runs FULL) |`);
   rows.push(
     `| single upserts/s, embeddings off (main-thread CPU ms) | ${cell((r) => `${r.writesNoEmbeddings.perSec} (${r.writesNoEmbeddings.daemonCpuMsPerUpsertByThread.main})`)} | — |`,
   );
-  rows.push(`| upsertBatch(100) records/s | ${cell((r) => String(r.batch.perSec))} | — |`);
+  rows.push(`| upsertBatch(100) records/s (NORMAL) | ${cell((r) => `${r.batch.perSec} (${r.batch.synchronous})`)} | — |`);
   rows.push(`| scoped hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_scoped))} | ${PEER['scoped hybrid p50/p95 ms']} |`);
   rows.push(`| whole-store hybrid p50/p95 ms | ${cell((r) => p(r.search.hybrid_whole))} | ${PEER['whole-store hybrid p50/p95 ms']} |`);
   rows.push(`| scoped fts p50/p95 ms | ${cell((r) => p(r.search.fts_scoped))} | — |`);

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Notifications, Requests } from '../../daemon/src/protocol/methods';
 import { ErrorCodes, deprecatedErrorCodes } from '../../daemon/src/protocol/errors';
-import type { ExportRecord, ProgressParams } from '../../daemon/src/protocol/types';
+import type { DidChangeParams, ExportRecord, ProgressParams } from '../../daemon/src/protocol/types';
+import { CHUNK_FIRST_ITEMS } from '../../daemon/src/store/batch-chunks';
 import { rejectsWith, spawnDaemon, tempCore, type SpawnedDaemon } from '../helpers';
 
 const MEMORIES = 8000;
@@ -84,6 +85,102 @@ describe('long requests share the daemon', () => {
     await probe;
     assert.deepEqual(order, ['status', 'export']);
     assert.equal(exported.records.filter((r) => r.type === 'memory').length, MEMORIES + 1);
+  });
+});
+
+describe('a large memory/upsertBatch shares the daemon (transactions of bounded work)', () => {
+  const items = (n: number, tag = '') =>
+    Array.from({ length: n }, (_, i) => ({ namespace: 'project.batch', key: `b${i}`, value: `batch item ${i} ${tag} `.repeat(40) }));
+
+  it('a request on another connection, sent once the batch has committed its first items, is answered before the batch', async () => {
+    // It was not: the batch ran in one transaction, and its first change notification came with its answer.
+    const d = await spawnDaemon();
+    try {
+      const small = await d.client();
+      const big = await d.client();
+      await small.call(Requests.upsert, { namespace: 'project.small', key: 'probe', value: 'answer me during the batch' });
+      const order: string[] = [];
+      let probe: Promise<void> | null = null;
+      let changesAfterProbe = 0;
+      small.onNotification(Notifications.didChange, (c: DidChangeParams) => {
+        if (c.namespace !== 'project.batch') return;
+        if (order.includes('get')) changesAfterProbe++;
+        probe ??= small.call(Requests.get, { namespace: 'project.small', key: 'probe' }).then((m) => {
+          assert.equal(m.value, 'answer me during the batch');
+          order.push('get');
+        });
+      });
+      const r = await big.call(Requests.upsertBatch, { items: items(4000) }).then((x) => (order.push('batch'), x));
+      assert.ok(probe, 'the batch notified its changes');
+      await probe;
+      assert.deepEqual(order, ['get', 'batch'], 'the small request was answered before the batch');
+      assert.ok(changesAfterProbe > 0, 'the batch was still writing after the small reply');
+      assert.equal(r.results.length, 4000);
+      assert.ok(r.results.every((x) => x.ok && x.created));
+      assert.equal(r.position, (await small.call(Requests.status, {})).position);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  it('with an idempotencyKey, a batch cut off between transactions is finished by its retry and answered once', async () => {
+    const t = tempCore();
+    try {
+      const batch = { items: items(3 * CHUNK_FIRST_ITEMS), idempotencyKey: 'batch-key-0001' };
+      let seenBetween = -1;
+      t.core.hooks.batchChunks = {
+        afterChunk: (done) => {
+          // What a reader sees between the transactions: the items committed so far, no more.
+          seenBetween = t.core.status().counts.memories;
+          assert.equal(seenBetween, done);
+          throw new Error('daemon stopped here'); // as if it died after the first transaction
+        },
+      };
+      await assert.rejects(t.core.call(Requests.upsertBatch, batch), /daemon stopped here/);
+      assert.ok(seenBetween > 0 && seenBetween < batch.items.length, `first transaction: ${seenBetween} items`);
+      t.core.hooks.batchChunks = {};
+      // A different request with the same key is still refused while the batch is unfinished.
+      await rejectsWith(t.core.call(Requests.upsertBatch, { ...batch, items: items(5, 'other') }), 'InvalidState');
+      const done = await t.core.call(Requests.upsertBatch, batch);
+      assert.equal(done.replayed, undefined, 'the retry applied the rest');
+      assert.equal(done.results.length, batch.items.length);
+      assert.ok(
+        done.results.every((x) => x.ok && x.created && x.version === 1),
+        'every item was written once, as new',
+      );
+      assert.equal(t.core.status().counts.memories, batch.items.length);
+      assert.equal(t.core.status().counts.history, batch.items.length, 'one history row per item: nothing written twice');
+      const again = await t.core.call(Requests.upsertBatch, batch);
+      assert.equal(again.replayed, true);
+      assert.deepEqual(again.results, done.results);
+      assert.equal(again.position, done.position);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('each item still succeeds or fails on its own, in order, across transactions', async () => {
+    const t = tempCore();
+    try {
+      const batch = items(2 * CHUNK_FIRST_ITEMS + 10);
+      batch[CHUNK_FIRST_ITEMS + 3] = { ...batch[CHUNK_FIRST_ITEMS + 3], namespace: 'Not A Namespace' };
+      batch[2 * CHUNK_FIRST_ITEMS + 5] = { ...batch[5], value: 'the same key again, later in the batch' };
+      let chunks = 0;
+      t.core.hooks.batchChunks = { afterChunk: () => void chunks++ };
+      const r = await t.core.call(Requests.upsertBatch, { items: batch });
+      assert.ok(chunks >= 1, 'more than one transaction');
+      assert.equal(r.results.length, batch.length);
+      assert.equal(r.results.filter((x) => !x.ok).length, 1);
+      assert.equal(r.results[CHUNK_FIRST_ITEMS + 3].ok, false);
+      const later = r.results[2 * CHUNK_FIRST_ITEMS + 5];
+      assert.ok(later.ok && !later.created && later.version === 2, JSON.stringify(later));
+      assert.equal(
+        (await t.core.call(Requests.get, { namespace: 'project.batch', key: 'b5' })).value,
+        'the same key again, later in the batch',
+      );
+    } finally {
+      t.close();
+    }
   });
 });
 

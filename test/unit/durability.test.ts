@@ -22,6 +22,11 @@ describe('write durability', () => {
       assert.equal(normal.db.pragma('synchronous', { simple: true }), 1, 'NORMAL');
       assert.equal(full.db.pragma('synchronous', { simple: true }), 2, 'FULL');
       assert.equal(normal.db.pragma('journal_size_limit', { simple: true }), WAL_CHECKPOINT_PAGES * 4096);
+      // store/status reports what the connection does (read back from SQLite), for figures labelled by durability.
+      assert.equal(new Core(normal).status().synchronous, 'normal');
+      assert.equal(new Core(full).status().synchronous, 'full');
+      full.db.pragma('synchronous = NORMAL');
+      assert.equal(new Core(full).status().synchronous, 'normal', 'read back, not the option it opened with');
     } finally {
       normal.close();
       full.close();

@@ -793,6 +793,11 @@ export const StoreStatusResult = z.object({
    * key file yet (a read-only open of a new store).
    */
   signingKey: z.object({ algorithm: z.literal('ed25519'), publicKey: z.string() }).nullable(),
+  /**
+   * Durability of a committed write on the daemon's connection, read back from SQLite (`PRAGMA synchronous`):
+   * `normal` (the default, cairn.store.synchronous) or `full` (an fsync per commit).
+   */
+  synchronous: z.enum(['off', 'normal', 'full', 'extra']).optional(),
   embeddings: EmbeddingStatus,
   daemon: z
     .object({

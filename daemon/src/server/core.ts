@@ -21,6 +21,8 @@ import { Tasks } from '../store/tasks';
 import { exportPage, exportRecords, importRecords } from '../store/portable';
 import { erase } from '../store/erase';
 import { backup } from '../store/backup';
+import { synchronousInEffect } from '../store/db';
+import { upsertBatchInChunks } from '../store/batch-chunks';
 import { configureRetention, enforceRetentionPaced } from '../store/retention';
 import { auditPage } from '../store/audit';
 import { importPreview } from '../store/import-preview';
@@ -64,6 +66,8 @@ export interface CoreHooks {
   progress?: (p: T.ProgressParams) => void;
   /** Vector arm of events/search, once an embedding model is loaded (index/event-vectors.ts). */
   eventVectors?: EventVectorSearcher;
+  /** memory/upsertBatch: after each of its transactions (tests observe the batch between them). */
+  batchChunks?: { afterChunk?: (done: number) => void };
 }
 
 /** A zod failure of a method's params as InvalidParams / InvalidFilter naming the field (see protocol/errors.ts). */
@@ -141,7 +145,8 @@ export class Core {
         : { duplicateCheck: 'unavailable' as const, possibleDuplicates: [] };
       return { id: m.id, version: m.version, ...d };
     });
-    on(Requests.upsertBatch, (p) => onceByKey(s, 'memory/upsertBatch', p, () => s.upsertBatch(p.items, p.actor)));
+    // In transactions of bounded work, serving others between them (store/batch-chunks.ts, docs/protocol.md).
+    on(Requests.upsertBatch, (p) => upsertBatchInChunks(s, p, this.hooks.batchChunks));
     on(Requests.get, async (p) => {
       if (p.branch !== undefined) return br.get({ ...p, branch: p.branch });
       await gr.checkOne(p.git, 'id' in p ? { id: p.id } : { namespace: p.namespace, key: p.key });
@@ -325,6 +330,7 @@ export class Core {
       indexes: [...indexes, ...ev.indexes],
       historyCap: s.historyCap(),
       signingKey: s.keys ? { algorithm: 'ed25519', publicKey: s.keys.publicKeyB64 } : null,
+      synchronous: synchronousInEffect(s.db),
       embeddings: this.hooks.embeddings?.() ?? {
         model: null,
         configuredModel: null,

@@ -48,6 +48,15 @@ export function synchronousSetting(opt?: string): Synchronous {
   return v;
 }
 
+/**
+ * The durability in effect on a connection, read back from SQLite (`PRAGMA synchronous`: 0 OFF, 1 NORMAL, 2 FULL,
+ * 3 EXTRA), so what store/status reports is what the connection does, not what was asked for.
+ */
+export function synchronousInEffect(db: DB): 'off' | 'normal' | 'full' | 'extra' {
+  const v = db.pragma('synchronous', { simple: true }) as number;
+  return v >= 3 ? 'extra' : v === 2 ? 'full' : v === 1 ? 'normal' : 'off';
+}
+
 export interface Opened {
   db: DB;
   vec: boolean;

@@ -53,7 +53,8 @@ export function resultMemoryId(r: object): string | null {
 }
 
 const ready = new WeakSet<DB>();
-function ensureTable(db: DB): void {
+/** The key → result table, created on first use. */
+export function ensureIdempotencyTable(db: DB): void {
   if (ready.has(db)) return;
   db.exec(`CREATE TABLE IF NOT EXISTS idempotency_keys (
     key TEXT PRIMARY KEY, method TEXT NOT NULL, fingerprint TEXT NOT NULL, result TEXT NOT NULL, memory_id TEXT, at INTEGER NOT NULL);
@@ -81,7 +82,7 @@ export function onceByKey<R extends object>(
   const key = params.idempotencyKey;
   if (key === undefined) return run();
   const db = store.db;
-  ensureTable(db);
+  ensureIdempotencyTable(db);
   const fp = fingerprint(method, params as Record<string, unknown>);
   return store.transaction(() => {
     const seen = stmt(db, 'SELECT method, fingerprint, result FROM idempotency_keys WHERE key = ?').get(key) as

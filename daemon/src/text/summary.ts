@@ -16,9 +16,11 @@ export function extractiveSummary(text: string, maxChars = SUMMARY_MAX_CHARS): s
   if (sentences.length === 0) return null;
   const freq = new Map<string, number>();
   const wordsOf = (s: string) => (s.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? []).filter((w) => !STOPWORDS.has(w) && w.length > 1);
-  for (const s of sentences) for (const w of wordsOf(s)) freq.set(w, (freq.get(w) ?? 0) + 1);
+  // Each sentence's words once (they were split twice: half of a batch's summary time).
+  const words = sentences.map(wordsOf);
+  for (const ws of words) for (const w of ws) freq.set(w, (freq.get(w) ?? 0) + 1);
   const scored = sentences.map((s, i) => {
-    const ws = wordsOf(s);
+    const ws = words[i];
     const score = ws.reduce((a, w) => a + (freq.get(w) ?? 0), 0) / Math.sqrt(ws.length + 1) + (i === 0 ? 1.5 : 0);
     return { s, i, score };
   });
