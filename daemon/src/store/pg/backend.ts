@@ -46,6 +46,7 @@ import { pathInScope } from '../scope';
 import { iso, isoReq, pgHistoryEntry, toMemory, type MemoryRow, type PgHistoryRow } from '../rows';
 import { isConnectionError, mapError, pg, poolConfig, query, redactUrl, transaction, type PgOptions } from './db';
 import { checkSchema } from './schema';
+import { pgGet } from './get';
 import { explainOpenFailure } from './access';
 import { IdempotencyWindow, fingerprint, replayOf, resultMemoryId } from '../idempotency';
 import {
@@ -475,40 +476,8 @@ export class PgBackend {
     return r.expires_at !== null && r.expires_at <= now;
   }
 
-  async get(p: GetParams): Promise<Memory> {
-    const now = this.now();
-    let row: MemoryRow | undefined;
-    if ('id' in p) {
-      row = await this.rowBy(this.pool, (q) => andSql(`m.id = ${q.p(p.id)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope))).catch(rethrow);
-      if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
-    } else {
-      this.checkNamespace(p.namespace);
-      row = await this.rowBy(this.pool, (q) =>
-        andSql(`n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`, scopeSql(q, p.scope)),
-      ).catch(rethrow);
-      if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
-    }
-    if (!p.includeDeleted) {
-      if (row.deleted_at !== null) {
-        throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} was deleted at ${iso(row.deleted_at)} by ${row.deleted_by}`, {
-          field: 'id' in p ? 'id' : 'key',
-          deletedAt: iso(row.deleted_at),
-          deletedBy: row.deleted_by,
-        });
-      }
-      if (this.isExpired(row, now))
-        throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, {
-          field: 'id' in p ? 'id' : 'key',
-          expiresAt: iso(row.expires_at),
-        });
-    }
-    // Access statistics are best effort (a reader without write access still reads).
-    await this.pool
-      .query(`UPDATE memories SET last_accessed_at = $1, access_count = access_count + 1 WHERE rowid = $2`, [now, row.rowid])
-      .catch(() => undefined);
-    row.access_count += 1;
-    row.last_accessed_at = now;
-    return toMemory(row);
+  get(p: GetParams): Promise<Memory> {
+    return pgGet(this.pool, p, this.now()); // one round trip (store/pg/get.ts)
   }
 
   async list(p: ListParams, extra?: (q: Params) => string | null): Promise<ListResult> {
