@@ -133,7 +133,7 @@ describe('team memory: HNSW vector index', () => {
   it('filters and visibility are inside the index query', async () => {
     const ann = await vectorArm(alice, query, {
       scope: { root: 'team', includeUser: false },
-      filter: { field: 'namespace', op: 'prefix', value: 'team.b' },
+      filter: { field: 'namespace', op: 'eq', value: 'team.b' },
       limit: 10,
       now: Date.now(),
     });
