@@ -198,32 +198,6 @@ async function main() {
       r.loadAtEnd = load();
     }
 
-    // ---- SQLite store, same corpus (first size only), through the product write path
-    {
-      const size = sizes[0];
-      const t0 = now();
-      let pos = 0;
-      for (let done = 0; done < size; done += 1000) {
-        const items = Array.from({ length: Math.min(1000, size - done) }, (_, k) => memoryAt(done + k));
-        pos = (await core.call(R.upsertBatch, { items })).position;
-        if ((done / 1000) % 10 === 0) process.stderr.write(`\rsqlite load: ${done + items.length}/${size}   `);
-      }
-      process.stderr.write('\n');
-      await core.call(R.indexWait, { position: pos, timeoutMs: 1_200_000 });
-      const keys = (i: number) => memoryAt((i * 7919) % size);
-      await lat(50, (i) => core.call(R.get, { namespace: keys(i).namespace, key: keys(i).key }));
-      const get = await lat(queries, (i) => core.call(R.get, { namespace: keys(i + 50).namespace, key: keys(i + 50).key }));
-      await searchLat(false);
-      const hybrid = await searchLat(false);
-      out.sqlite = { size, loadSeconds: Math.round((now() - t0) / 100) / 10, get, hybrid, load: load() };
-      console.log(`sqlite ${size}: get p50 ${fmt(get.p50)} ms, hybrid p50/p95 ${fmt(hybrid.p50)} / ${fmt(hybrid.p95)} ms`);
-      const first = perSize[0] as { teamGet: { p50: number }; teamHybrid: { p50: number; p95: number } };
-      out.ratios = {
-        getP50TeamOverSqlite: Math.round((first.teamGet.p50 / get.p50) * 10) / 10,
-        hybridP95TeamOverSqlite: Math.round((first.teamHybrid.p95 / hybrid.p95) * 10) / 10,
-      };
-    }
-
     // ---- writer daemons at once
     const HOT = 5; // contended keys: read-modify-write with ifVersion (few, so writers do collide)
     const writers = await Promise.all(
@@ -363,6 +337,32 @@ async function main() {
       offs.forEach((f) => f());
       await writer.close();
       for (const l of listeners) await l.close();
+    }
+
+    // ---- SQLite store, same corpus (first size only), through the product write path
+    {
+      const size = sizes[0];
+      const t0 = now();
+      let pos = 0;
+      for (let done = 0; done < size; done += 1000) {
+        const items = Array.from({ length: Math.min(1000, size - done) }, (_, k) => memoryAt(done + k));
+        pos = (await core.call(R.upsertBatch, { items })).position;
+        if ((done / 1000) % 10 === 0) process.stderr.write(`\rsqlite load: ${done + items.length}/${size}   `);
+      }
+      process.stderr.write('\n');
+      for (let i = 0; i < 4 && !(await core.call(R.indexWait, { position: pos, timeoutMs: 600_000 })).reached; i++);
+      const keys = (i: number) => memoryAt((i * 7919) % size);
+      await lat(50, (i) => core.call(R.get, { namespace: keys(i).namespace, key: keys(i).key }));
+      const get = await lat(queries, (i) => core.call(R.get, { namespace: keys(i + 50).namespace, key: keys(i + 50).key }));
+      await searchLat(false);
+      const hybrid = await searchLat(false);
+      out.sqlite = { size, loadSeconds: Math.round((now() - t0) / 100) / 10, get, hybrid, load: load() };
+      console.log(`sqlite ${size}: get p50 ${fmt(get.p50)} ms, hybrid p50/p95 ${fmt(hybrid.p50)} / ${fmt(hybrid.p95)} ms`);
+      const first = perSize[0] as { teamGet: { p50: number }; teamHybrid: { p50: number; p95: number } };
+      out.ratios = {
+        getP50TeamOverSqlite: Math.round((first.teamGet.p50 / get.p50) * 10) / 10,
+        hybridP95TeamOverSqlite: Math.round((first.teamHybrid.p95 / hybrid.p95) * 10) / 10,
+      };
     }
 
     out.pgvectorVersion = (await admin.query(`SELECT extversion FROM pg_extension WHERE extname = 'vector'`)).rows[0]?.extversion;
