@@ -3,6 +3,7 @@
 #   scripts/pg/server.sh start DIR [PORT]   initdb into DIR/data, listen on 127.0.0.1:PORT (default 5432 + random)
 #                                           and on a Unix socket in DIR; prints "port=N socket=DIR"
 #   scripts/pg/server.sh stop DIR           stop it (fast shutdown) and leave DIR for the caller to remove
+# CAIRN_PG_OPTIONS adds server settings (bench/team.ts sizes shared_buffers and maintenance_work_mem with it).
 # The superuser is `postgres` (trusted on the socket and loopback); every other role logs in with a password.
 # Run as root, the server runs as `nobody` (PostgreSQL refuses to run as root).
 set -euo pipefail
@@ -29,7 +30,7 @@ host all all 127.0.0.1/32 scram-sha-256
 HBA
     fi
     as_server "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB" start >/dev/null ||
+      -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB ${CAIRN_PG_OPTIONS:-}" start >/dev/null ||
       { cat "$DIR/server.log" >&2; exit 1; }
     "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres -d postgres -qAt -c 'CREATE EXTENSION IF NOT EXISTS vector' >/dev/null
     echo "port=$PORT socket=$DIR"

@@ -16,6 +16,7 @@
  * lives in a file named for what it does (reads, upsert, batch, deletion,
  * namespaces, links, embedding, status) as a function of the backend.
  */
+import { pgGet } from './get';
 import {
   type Anchor,
   type DidChangeParams,
@@ -130,7 +131,7 @@ export class PgBackend {
 
   // reading (reads.ts)
   get(p: GetParams): Promise<Memory> {
-    return reads.get(this, p);
+    return pgGet(this.pool, p, this.now()); // one round trip (store/pg/get.ts)
   }
 
   list(p: ListParams, extra?: (q: Params) => string | null): Promise<ListResult> {

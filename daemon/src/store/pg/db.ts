@@ -12,6 +12,7 @@ import pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { CairnError } from '../../protocol/errors';
 import { readEnv, processEnv, type Env } from '../../protocol/settings';
+import { EF_SEARCH } from './vector-index';
 
 export type Sql = pg.PoolClient | pg.Pool;
 
@@ -92,7 +93,8 @@ export function poolConfig(o: PgOptions): pg.PoolConfig {
     statement_timeout: o.statementTimeoutMs ?? 15000,
     query_timeout: (o.statementTimeoutMs ?? 15000) + 2000,
     idleTimeoutMillis: 30000,
-    options: '-c search_path=cairn,public',
+    // hnsw.ef_search: the HNSW index's candidate list (store/pg/vector-index.ts).
+    options: `-c search_path=cairn,public -c hnsw.ef_search=${EF_SEARCH}`,
     application_name: 'cairn',
     types,
     // What the URL says wins over the defaults above, as with pg's connectionString.

@@ -1,47 +1,11 @@
-/** Reading the team store: one memory, a page of a list, anchored memories, rows by rowid, history, the change-log position. */
+/** Reading the team store (one memory: get.ts): a page of a list, anchored memories, rows by rowid, history, the change-log position. */
 import { CairnError } from '../../protocol/errors';
-import type { Anchor, GetParams, HistoryParams, HistoryResult, ListParams, ListResult, Memory, Scope } from '../../protocol/types';
-import { iso, pgHistoryEntry, toMemory, type MemoryRow, type PgHistoryRow } from '../rows';
+import type { Anchor, HistoryParams, HistoryResult, ListParams, ListResult, Memory, Scope } from '../../protocol/types';
+import { pgHistoryEntry, toMemory, type MemoryRow, type PgHistoryRow } from '../rows';
 import type { PgBackend } from './backend';
 import { query } from './db';
-import { checkNamespace, isExpired, rethrow, rowBy } from './lookup';
+import { checkNamespace, rethrow, rowBy } from './lookup';
 import { andSql, filterSql, MEMORY_COLUMNS, Params, scopeSql, visibilitySql } from './sql';
-
-export async function get(b: PgBackend, p: GetParams): Promise<Memory> {
-  const now = b.now();
-  let row: MemoryRow | undefined;
-  if ('id' in p) {
-    row = await rowBy(b.pool, (q) => andSql(`m.id = ${q.p(p.id)} AND n.deleted_at IS NULL`, scopeSql(q, p.scope))).catch(rethrow);
-    if (!row) throw new CairnError('NotFound', `no memory ${p.id}${p.scope ? ' in scope' : ''}`, { field: 'id' });
-  } else {
-    checkNamespace(p.namespace);
-    row = await rowBy(b.pool, (q) =>
-      andSql(`n.path = ${q.p(p.namespace)} AND n.deleted_at IS NULL AND m.key = ${q.p(p.key)}`, scopeSql(q, p.scope)),
-    ).catch(rethrow);
-    if (!row) throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}${p.scope ? ' in scope' : ''}`, { field: 'key' });
-  }
-  if (!p.includeDeleted) {
-    if (row.deleted_at !== null) {
-      throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} was deleted at ${iso(row.deleted_at)} by ${row.deleted_by}`, {
-        field: 'id' in p ? 'id' : 'key',
-        deletedAt: iso(row.deleted_at),
-        deletedBy: row.deleted_by,
-      });
-    }
-    if (isExpired(row, now))
-      throw new CairnError('NotFound', `memory ${row.ns_path}/${row.key} expired at ${iso(row.expires_at)}`, {
-        field: 'id' in p ? 'id' : 'key',
-        expiresAt: iso(row.expires_at),
-      });
-  }
-  // Access statistics are best effort (a reader without write access still reads).
-  await b.pool
-    .query(`UPDATE memories SET last_accessed_at = $1, access_count = access_count + 1 WHERE rowid = $2`, [now, row.rowid])
-    .catch(() => undefined);
-  row.access_count += 1;
-  row.last_accessed_at = now;
-  return toMemory(row);
-}
 
 export async function list(b: PgBackend, p: ListParams, extra?: (q: Params) => string | null): Promise<ListResult> {
   const limit = p.limit ?? 100;

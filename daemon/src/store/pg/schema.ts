@@ -21,8 +21,9 @@ import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 import { ERASURE_MIGRATION } from './erasure';
+import { VECTOR_INDEX_MIGRATION } from './vector-index';
 
-export const PG_SCHEMA_VERSION = 5;
+export const PG_SCHEMA_VERSION = 6;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
@@ -441,6 +442,16 @@ const MIGRATIONS: string[] = [
   // 5: erasure with signed receipts (store/pg/erasure.ts): the team's signing key, readable by the owner only, and the
   // SECURITY DEFINER functions cairn.erase() and cairn.verify_receipt().
   ERASURE_MIGRATION,
+  // 6: the approximate vector index (store/pg/vector-index.ts): HNSW per common dimension; and, where the server's
+  // pgvector has iterative index scans (0.8+), filtered scans that keep walking until k rows (needs the database owner).
+  `${VECTOR_INDEX_MIGRATION}
+  DO $$ BEGIN
+    IF (SELECT string_to_array(extversion, '.')::int[] >= '{0,8}' FROM pg_extension WHERE extname = 'vector') THEN
+      EXECUTE format('ALTER DATABASE %I SET hnsw.iterative_scan = relaxed_order', current_database());
+    END IF;
+  EXCEPTION WHEN insufficient_privilege THEN NULL;
+  END $$;
+  `,
 ];
 
 /** The privileges of `cairn_member`, re-asserted (and everything else revoked) by every migrate. */

@@ -10,10 +10,10 @@
  * still being typed also as a prefix; first every term (AND), then any term
  * fills the rest.
  *
- * Vectors: exact cosine distance over the rows the WHERE admits (scope,
- * visibility, filter, model), so out-of-scope near-duplicates never occupy a
- * candidate slot. Exact search over scoped rows needs no ANN index and is
- * exact; see ARCHITECTURE.md for when to add HNSW with iterative scans.
+ * Vectors: the HNSW index's top-k (vector-index.ts) with scope, visibility,
+ * filter and model in the same WHERE, else (no index for the dimension, or a
+ * scope too narrow for the index's candidate list) exact cosine distance over
+ * the rows the WHERE admits; out-of-scope near-duplicates never occupy a slot.
  */
 import type { SearchParams, SearchResult } from '../../protocol/types';
 import { fuseArms, rankFused, type Fusion } from '../../retrieval/fusion';
@@ -21,10 +21,15 @@ import { armHits, CANDIDATE_FACTOR, DEFAULT_LIMIT, hit, HYBRID_MIN_SIMILARITY, M
 import { splitIdentifier, STOPWORDS } from '../../text/identifiers';
 import type { PgBackend } from './backend';
 import { vectorLiteral } from './backend';
-import { query } from './db';
+import { mapError, query } from './db';
 import { andSql, filterSql, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
+import { indexInfo, NarrowScopes } from './vector-index';
 
-interface ArmHit {
+function rethrow(e: unknown): never {
+  throw mapError(e);
+}
+
+export interface ArmHit {
   rowid: number;
   score: number;
 }
@@ -58,12 +63,14 @@ function terms(q: Params, text: string): string[] {
   return out;
 }
 
-interface ArmQuery {
+export interface ArmQuery {
   scope?: SearchParams['scope'];
   filter?: SearchParams['filter'];
   include?: SearchParams['include'];
   limit: number;
   now: number;
+  /** Vector arm: exact distance even where an HNSW index could answer (the reference for recall; tests). */
+  exact?: boolean;
 }
 
 export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<ArmHit[]> {
@@ -95,6 +102,13 @@ export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<A
   return out;
 }
 
+const narrow = new WeakMap<PgBackend, NarrowScopes>();
+
+/**
+ * The vector arm's top-k, scope, visibility, model and filter inside the query. With an HNSW index for the query's
+ * dimension (vector-index.ts), the index's ordered scan first; when that comes back short (a narrow scope, most of
+ * the index's candidates filtered out), exact distance over the scoped rows, which is also the plan without an index.
+ */
 export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Promise<ArmHit[]> {
   if (!b.embedder || v.every((x) => x === 0)) return [];
   const q = new Params();
@@ -106,10 +120,32 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
     scopeSql(q, a.scope),
     filterSql(q, a.filter),
   );
+  const limit = q.p(a.limit);
+  const dim = v.length;
+  const info = await indexInfo(b.pool).catch(rethrow);
+  let memo = narrow.get(b);
+  if (!memo) narrow.set(b, (memo = new NarrowScopes()));
+  const memoKey = JSON.stringify([dim, b.embedder.info.model, a.scope ?? null, a.filter ?? null, a.include ?? null, a.limit]);
+  if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now())) {
+    // The cast and the partial predicate are spelled as in the index (literal dimension), so the planner can use it;
+    // the ORDER BY is the bare distance (what an index scan yields); ties are ordered below.
+    const d = `(m.embedding::vector(${dim})) <=> ${vec}::vector(${dim})`;
+    const rows = await query<{ rowid: number; id: string; d: number }>(
+      b.pool,
+      `SELECT m.rowid, m.id, ${d} AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
+       WHERE vector_dims(m.embedding) = ${dim} AND ${where} ORDER BY ${d} LIMIT ${limit}`,
+      q.values,
+    );
+    if (rows.length >= a.limit) {
+      rows.sort((x, y) => x.d - y.d || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+      return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
+    }
+    memo.add(memoKey, Date.now());
+  }
   const rows = await query<{ rowid: number; d: number }>(
     b.pool,
     `SELECT m.rowid, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
-     WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${q.p(a.limit)}`,
+     WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${limit}`,
     q.values,
   );
   return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));

@@ -1,0 +1,105 @@
+/**
+ * The team store's approximate vector index (schema v6): one pgvector HNSW
+ * index per common embedding dimension, on a fixed-dimension cast of the
+ * `embedding` column (the column itself has no dimension, since the model is
+ * the team's choice), partial on that dimension:
+ *
+ *   CREATE INDEX memories_hnsw_384 ON cairn.memories
+ *     USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE vector_dims(embedding) = 384
+ *
+ * The vector arm (search.ts) asks the index for its top-k with scope,
+ * visibility, model and filter in the same WHERE, so every row it returns is
+ * in scope. The server's pgvector (0.6 in the pgserver wheel the tests use)
+ * has no iterative index scans: a filtered HNSW scan looks at `hnsw.ef_search`
+ * candidates and drops those out of scope, so for a narrow scope it can come
+ * back with fewer than k rows. Then, and only then, the arm runs the exact
+ * query over the scoped rows (which reads only that scope's rows) and
+ * remembers for a while that this scope is narrow, so the next search of it
+ * goes exact directly. Scope is never applied after a cut: the ANN pass's
+ * cut is the index's candidate list (its recall is measured in
+ * bench/team.ts), and a short answer is never taken as the answer.
+ * With pgvector 0.8 or later, `hnsw.iterative_scan = relaxed_order` is set on
+ * each connection, so the index itself keeps walking until k in-scope rows.
+ */
+import type pg from 'pg';
+
+/** Dimensions indexed by migration 6: the built-in static model (256), MiniLM (384), and common larger models. */
+export const HNSW_DIMS = [256, 384, 512, 768, 1024, 1536] as const;
+
+/** Candidates each HNSW scan considers (set per connection, db.ts). Recall@10 at 1M is measured in bench/team.ts. */
+export const EF_SEARCH = 200;
+
+export function hnswIndexName(dim: number): string {
+  return `memories_hnsw_${dim}`;
+}
+
+/**
+ * The index of one dimension (migration 6; bench/team.ts drops and rebuilds it around its fixture load). m = 32 and
+ * ef_construction = 128: with pgvector's defaults (16, 64) recall@10 on the benchmark's corpus was 0.81-0.89 whatever
+ * hnsw.ef_search (the graph was the limit); these gave 0.973 at 100k, for a 2.7x longer build and 14% more disk.
+ */
+export function hnswIndexSql(dim: number): string {
+  if (!Number.isInteger(dim) || dim <= 0 || dim > 2000) throw new Error(`no HNSW index for ${dim}-d vectors`);
+  return `CREATE INDEX IF NOT EXISTS ${hnswIndexName(dim)} ON cairn.memories
+    USING hnsw ((embedding::vector(${dim})) vector_cosine_ops) WITH (m = 32, ef_construction = 128)
+    WHERE vector_dims(embedding) = ${dim}`;
+}
+
+export const VECTOR_INDEX_MIGRATION = HNSW_DIMS.map((d) => `${hnswIndexSql(d)};`).join('\n');
+
+/** Per pool: the dimensions that have an index, and whether pgvector has iterative scans. Learned once. */
+interface IndexInfo {
+  dims: Set<number>;
+  iterative: boolean;
+}
+const known = new WeakMap<pg.Pool, Promise<IndexInfo>>();
+
+export function indexInfo(pool: pg.Pool): Promise<IndexInfo> {
+  let p = known.get(pool);
+  if (!p) {
+    p = pool
+      .query<{ name: string; vec: string | null }>(
+        `SELECT c.relname AS name, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec
+         FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+         WHERE s.nspname = 'cairn' AND c.relkind = 'i' AND c.relname LIKE 'memories\\_hnsw\\_%'`,
+      )
+      .then((r) => ({
+        dims: new Set(r.rows.map((x) => Number(x.name.slice('memories_hnsw_'.length))).filter((d) => Number.isInteger(d))),
+        iterative: hasIterativeScans(r.rows[0]?.vec ?? null),
+      }));
+    p.catch(() => known.delete(pool)); // asked again next time
+    known.set(pool, p);
+  }
+  return p;
+}
+
+/** pgvector 0.8.0 added hnsw.iterative_scan. */
+export function hasIterativeScans(version: string | null): boolean {
+  const m = /^(\d+)\.(\d+)/.exec(version ?? '');
+  return !!m && (Number(m[1]) > 0 || Number(m[2]) >= 8);
+}
+
+/**
+ * Scopes the ANN pass came back short for (a scope narrow enough that exact search over it is the right plan),
+ * keyed by the query's WHERE and its values; forgotten after a while, since scopes grow.
+ */
+export class NarrowScopes {
+  private seen = new Map<string, number>();
+  constructor(
+    private ttlMs = 5 * 60_000,
+    private max = 1000,
+  ) {}
+  has(key: string, now: number): boolean {
+    const t = this.seen.get(key);
+    if (t === undefined) return false;
+    if (now - t > this.ttlMs) {
+      this.seen.delete(key);
+      return false;
+    }
+    return true;
+  }
+  add(key: string, now: number): void {
+    if (this.seen.size >= this.max) this.seen.delete(this.seen.keys().next().value as string);
+    this.seen.set(key, now);
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * The team store's HNSW vector index (schema v6, store/pg/vector-index.ts) against exact search, on a real server:
+ * the index path returns the same in-scope hits as exact search, never a memory out of scope, deleted or in a root
+ * the role was not granted, and a scope too narrow for the index's candidate list is answered exactly (not short).
+ * Sequential scans are disabled for the member role, so the planner takes the index wherever it can.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Scope } from '../../daemon/src/protocol/types';
+import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
+import { vectorArm, type ArmHit } from '../../daemon/src/store/pg/search';
+import { hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
+import { startPg, type PgServer } from './pg-server';
+
+const DIM = 256;
+
+/** Deterministic vectors: the text's seeded noise, pulled towards +e0 ("near"), -e0 ("far") or left alone. */
+function vectorOf(text: string): Float32Array {
+  let s = 2166136261;
+  for (const ch of text) s = Math.imul(s ^ ch.charCodeAt(0), 16777619) >>> 0;
+  const v = new Float32Array(DIM);
+  for (let i = 0; i < DIM; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    v[i] = s / 4294967296 - 0.5;
+  }
+  if (text.includes('NEAR')) v[0] += 6;
+  if (text.includes('FAR')) v[0] -= 6;
+  return v;
+}
+
+const embedder: PgEmbedder = {
+  info: { model: 'test/seeded-256', dimension: DIM },
+  embed: async (texts) => texts.map(vectorOf),
+};
+
+describe('team memory: HNSW vector index', () => {
+  let pg: PgServer;
+  let db: string;
+  let alice: PgBackend;
+  let bob: PgBackend;
+  const query = vectorOf('probe NEAR');
+
+  before(async () => {
+    pg = await startPg();
+    db = await pg.createDatabase();
+    await pg.createRole('alice');
+    await pg.createRole('bob');
+    await pg.grant(db, 'alice', 'team', 'write');
+    await pg.grant(db, 'bob', 'secret', 'write');
+    // Every session of alice: no sequential scans, so the index is the plan wherever the query admits it.
+    await pg.admin(db).query(`ALTER ROLE alice IN DATABASE ${db} SET enable_seqscan = off`);
+    alice = await new PgBackend({ url: pg.url('alice', db), poolSize: 2 }).open();
+    bob = await new PgBackend({ url: pg.url('bob', db), poolSize: 2 }).open();
+    alice.embedder = embedder;
+    bob.embedder = embedder;
+    const items = (ns: string, n: number, tag = '') =>
+      Array.from({ length: n }, (_, i) => ({ namespace: ns, key: `k${i}`, value: `${ns} memory ${i} ${i % 5 === 0 ? tag : ''}` }));
+    // More rows than hnsw.ef_search (200): a narrow scope's rows can fall outside the index's candidate list.
+    await alice.upsertBatch(items('team.a', 150, 'NEAR'));
+    await alice.upsertBatch(items('team.b', 300, 'NEAR'));
+    await alice.upsertBatch(items('team.tiny', 3, 'FAR'));
+    // The nearest vectors of all, in a root alice was not granted.
+    await bob.upsertBatch(items('secret.x', 20, 'NEAR NEAR'));
+    // A deleted near one in scope.
+    await alice.upsert({ namespace: 'team.a', key: 'gone', value: 'deleted NEAR memory' });
+    await alice.delete({ namespace: 'team.a', key: 'gone' });
+    await pg.admin(db).query('ANALYZE cairn.memories');
+  });
+  after(async () => {
+    await alice?.close();
+    await bob?.close();
+    await pg?.stop();
+  });
+
+  const arm = (scope: Scope | undefined, exact: boolean, limit = 10) => vectorArm(alice, query, { scope, limit, now: Date.now(), exact });
+  const paths = async (hits: ArmHit[]) =>
+    [...(await alice.byRowids(hits.map((h) => h.rowid))).values()].map((r) => `${r.ns_path}/${r.key}`);
+  const indexScans = async () =>
+    Number(
+      (
+        await pg
+          .admin(db)
+          .query(`SELECT pg_stat_force_next_flush(), (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1) AS n`, [
+            hnswIndexName(DIM),
+          ])
+      ).rows[0].n,
+    );
+
+  it('schema v6 has the index for the dimension', async () => {
+    assert.ok((await indexInfo(alice.pool)).dims.has(DIM));
+  });
+
+  it('a broad scope: the index path returns the same hits as exact search, all in scope, and did use the index', async () => {
+    const before = await indexScans();
+    for (const scope of [{ root: 'team.a', includeUser: false }, { root: 'team', includeUser: false }, undefined] as (
+      Scope | undefined
+    )[]) {
+      const ann = await arm(scope, false);
+      const exact = await arm(scope, true);
+      assert.equal(ann.length, 10);
+      assert.deepEqual(
+        ann.map((h) => h.rowid),
+        exact.map((h) => h.rowid),
+        `same top 10 for scope ${JSON.stringify(scope)}`,
+      );
+      for (const p of await paths(ann)) {
+        assert.ok(!p.startsWith('secret.'), `${p}: a root alice was not granted`);
+        assert.notEqual(p, 'team.a/gone', 'a deleted memory');
+        if (scope?.root === 'team.a') assert.ok(p.startsWith('team.a/'), `${p} is out of scope`);
+      }
+    }
+    // The statistics collector reports the index's scans (flushed by alice's sessions, so wait for them).
+    let after = await indexScans();
+    for (let i = 0; i < 200 && after <= before; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      after = await indexScans();
+    }
+    assert.ok(after > before, 'the index path was taken');
+  });
+
+  it('a scope narrower than the candidate list is answered in full (exactly), never short and never out of scope', async () => {
+    const scope = { namespaces: ['team.tiny'], includeUser: false };
+    for (let round = 0; round < 2; round++) {
+      const ann = await arm(scope, false);
+      assert.deepEqual(
+        ann.map((h) => h.rowid),
+        (await arm(scope, true)).map((h) => h.rowid),
+      );
+      assert.deepEqual((await paths(ann)).sort(), ['team.tiny/k0', 'team.tiny/k1', 'team.tiny/k2']);
+    }
+  });
+
+  it('filters and visibility are inside the index query', async () => {
+    const ann = await vectorArm(alice, query, {
+      scope: { root: 'team', includeUser: false },
+      filter: { field: 'namespace', op: 'eq', value: 'team.b' },
+      limit: 10,
+      now: Date.now(),
+    });
+    assert.equal(ann.length, 10);
+    for (const p of await paths(ann)) assert.ok(p.startsWith('team.b/'), p);
+    const withDeleted = await vectorArm(alice, query, {
+      scope: { root: 'team.a', includeUser: false },
+      include: { deleted: true },
+      limit: 200,
+      now: Date.now(),
+    });
+    assert.ok((await paths(withDeleted)).includes('team.a/gone'), 'include.deleted brings the deleted memory back');
+  });
+});
