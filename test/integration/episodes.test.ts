@@ -1,7 +1,8 @@
 /**
  * Episodic memory over a running daemon with the built-in embedding model: `cairn log` (off until capture is turned
  * on, then continuing one open episode), `cairn episodes import` (the generic format and a Claude Code transcript,
- * idempotent on a second import), index/wait covering the events' full text and vectors, and hybrid event search.
+ * idempotent on a second import), index/wait covering the events' full text and vectors, hybrid event search, and
+ * `cairn episodes find` (the sessions a query is about).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -155,6 +156,33 @@ describe('episodes through the daemon and the CLI', () => {
     assert.match(human.out, /npm run e2e/, 'the hit is shown with its neighbour');
     const list = cli(['episodes', 'list', '--source', 'ci']);
     assert.match(list.out, /ci-run-000042 .* 2 events {2}CI run 42/);
+
+    // cairn episodes find: the sessions (episodes/search), each with its best events.
+    const found = cli(['episodes', 'find', 'pictures', 'load', 'slowly', '--root', 'project.widget-shop', '--json']);
+    assert.equal(found.code, 0, found.err);
+    const fr = JSON.parse(found.out);
+    assert.equal(fr.episodes[0].episode.id, `claude-code:${sid}`);
+    assert.equal(fr.episodes[0].hits[0].position, cc.events[0].position);
+    assert.match(fr.episodes[0].hits[0].snippet, /«pictures» «load» «slowly»/);
+    const sessions = cli(['episodes', 'find', 'login button timeout']);
+    assert.equal(sessions.code, 0, sessions.err);
+    assert.match(
+      sessions.out,
+      /^ci-run-000042 .* 2 events {2}CI run 42\n {3}#\d+ 2024-06-03T08:20:00\.000Z tool_result: «Timeout» waiting/,
+    );
+    const later = JSON.parse(cli(['episodes', 'find', 'login button timeout', '--since', '2024-06-04T00:00:00Z', '--json']).out);
+    assert.ok(!later.episodes.some((h: { episode: { id: string } }) => h.episode.id === 'ci-run-000042'), 'its events are before --since');
+    assert.equal(cli(['episodes', 'find', 'login', '--limit', '1', '--json']).code, 0);
+    const badSince = cli(['episodes', 'find', 'login', '--since', 'last tuesday']);
+    assert.equal(badSince.code, 1);
+    assert.match(
+      badSince.err,
+      /^error: since must be an ISO 8601 date .+\n {2}\(code InvalidParams \d+, field since, in episodes\/search\)/,
+    );
+    const empty = cli(['episodes', 'find', ' ']);
+    assert.equal(empty.code, 2);
+    assert.match(empty.err, /usage: cairn episodes find <query\.\.\.>/);
+
     const receipt = path.join(d.dir, 'episode-receipt.json');
     const erased = cli(['episodes', 'erase', 'ci-run-000042', '--reason', 'test', '--receipt', receipt]);
     assert.equal(erased.code, 0, erased.err);

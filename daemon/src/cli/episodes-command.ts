@@ -1,5 +1,5 @@
 /**
- * `cairn log` and `cairn episodes list|show|search|import|erase` (docs/episodes.md).
+ * `cairn log` and `cairn episodes list|show|search|find|import|erase` (docs/episodes.md).
  *
  * `cairn log` appends one event from a shell (hooks, CI) to an episode of the project: the one named by --episode
  * (started when new), else the newest open episode of the same source, else a new one. Like all capture it does
@@ -132,7 +132,7 @@ function parseFile(spec: string): Pick<T.EventContext, 'path' | 'startLine' | 'e
   return { path: m[1], ...(m[2] ? { startLine: Number(m[2]) } : {}), ...(m[3] ? { endLine: Number(m[3]) } : {}) };
 }
 
-/** cairn episodes list|show|search|import */
+/** cairn episodes list|show|search|find|import|erase|removals */
 export async function episodesCommand(
   c: CairnClient,
   pos: string[],
@@ -191,6 +191,31 @@ export async function episodesCommand(
       });
       return 0;
     }
+    case 'find': {
+      // Sessions, not events: episodes/search ranks episodes by their matching events (docs/episodes.md#recall).
+      const query = rest.join(' ');
+      if (query.trim() === '') throw new EpisodeUsageError('usage: cairn episodes find <query...> (the sessions a query is about)');
+      const r = await c.call(Requests.episodesSearch, {
+        query,
+        ...(scope ? { scope } : {}),
+        ...(o.mode ? { mode: o.mode } : {}),
+        ...(o.kind ? { kinds: [o.kind] } : {}),
+        ...(o.source ? { sources: [o.source] } : {}),
+        ...(o.since ? { since: o.since } : {}),
+        ...(o.before ? { before: o.before } : {}),
+        ...(o.limit ? { limit: o.limit } : {}),
+      });
+      emit(r, () => {
+        if (r.time) out(`time: ${r.time.reading}`);
+        if (r.degraded) out(`(full-text only: ${r.degraded})`);
+        if (r.episodes.length === 0) out('no episodes found');
+        for (const h of r.episodes) {
+          out(episodeLine(h.episode));
+          for (const x of h.hits) out(`   #${x.position} ${x.at} ${x.kind}: ${oneLine(x.snippet, 200)}`);
+        }
+      });
+      return 0;
+    }
     case 'import': {
       if (rest.length !== 1) throw new EpisodeUsageError('usage: cairn episodes import <FILE|-> [--root NS]');
       const text = await readInput(rest[0]);
@@ -235,7 +260,9 @@ export async function episodesCommand(
       return 0;
     }
     default:
-      throw new EpisodeUsageError('usage: cairn episodes list|show <id>|search <query...>|import <FILE|->|erase <id>|removals');
+      throw new EpisodeUsageError(
+        'usage: cairn episodes list|show <id>|search <query...>|find <query...>|import <FILE|->|erase <id>|removals',
+      );
   }
 }
 

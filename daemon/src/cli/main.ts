@@ -83,6 +83,8 @@ Commands:
   episodes show <id>                 an episode and its events
   episodes search <query...>         search events ("last week", "in May" read as time) [--root NS] [--kind K]
       [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N] [--expand N]
+  episodes find <query...>           the sessions a query is about, best first, each with its best events [--root NS]
+      [--kind K] [--source S] [--since ISO] [--before ISO] [--mode M] [--limit N]
   episodes import <FILE|->           JSON Lines transcripts: generic (docs/episodes.md) or Claude Code sessions [--root NS]
   episodes erase <id>                remove an episode, its events, index rows and vectors for good [--reason TEXT]
                                      [--receipt FILE]; prints (or writes) a signed erasure receipt
