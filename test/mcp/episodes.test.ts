@@ -1,5 +1,5 @@
 /**
- * Episodic memory through `cairn mcp`: an agent searches past sessions' events, reads the timeline and the events in
+ * Episodic memory through `cairn mcp`: an agent finds past sessions, searches their events, reads the timeline and the events in
  * context, and proposes a memory from them; the proposal is in the review queue with its source events. The session's
  * scope and the secret rule hold on every tool.
  */
@@ -72,7 +72,13 @@ describe('cairn mcp: episodic memory tools', () => {
 
   test('lists the episodic tools', async () => {
     const names = (await s.client.listTools()).tools.map((t) => t.name);
-    for (const n of ['cairn_events_search', 'cairn_events_timeline', 'cairn_events_expand', 'cairn_propose_from_events'])
+    for (const n of [
+      'cairn_events_search',
+      'cairn_episodes_search',
+      'cairn_events_timeline',
+      'cairn_events_expand',
+      'cairn_propose_from_events',
+    ])
       assert.ok(names.includes(n), n);
   });
 
@@ -125,6 +131,34 @@ describe('cairn mcp: episodic memory tools', () => {
       queue.items.map((m) => m.id),
       [id],
     );
+  });
+
+  test('cairn_episodes_search finds the session, inside the session scope, without its secret event', async () => {
+    const found = await ok(s, 'cairn_episodes_search', { query: 'checkout rounding cents' });
+    const eps = found.data.episodes as { episode: { title: string; namespace: string }; hits: { position: number }[] }[];
+    assert.equal(eps[0].episode.title, 'fix the checkout rounding bug');
+    assert.equal(eps[0].hits[0].position, positions[2], 'its best event is the turn that explains the bug');
+    assert.ok(
+      eps.every((h) => h.episode.namespace === PROJECT),
+      'nothing from another project',
+    );
+    assert.deepEqual(found.data.scope.root, PROJECT);
+    assert.match(
+      found.text,
+      /^Session "fix the checkout rounding bug" \(.+\):\n {2}#\d+ 2024-03-04T09:10:00\.000Z agent: The cent «rounding»/m,
+    );
+    const secret = await ok(s, 'cairn_episodes_search', { query: 'payment key sk_live_51HdkEJ2eZvKYlo2C9xQ7rT0aBcDeFgHiJkLmNoP' });
+    assert.ok(
+      !secret.data.episodes.some((h: { hits: { position: number }[] }) => h.hits.some((x) => x.position === positions[3])),
+      'the secret event is not returned',
+    );
+    assert.doesNotMatch(secret.text, /sk_live/);
+    const none = await ok(s, 'cairn_episodes_search', { query: 'checkout', before: '2024-01-01T00:00:00Z' });
+    assert.deepEqual(none.data.episodes, []);
+    assert.match(none.text, /^No sessions found for "checkout"\.$/m);
+    await fails(s, 'cairn_episodes_search', { query: 'checkout', scope: { root: 'project.other' } }, 'InvalidParams', 'scope.root');
+    await fails(s, 'cairn_episodes_search', { query: '' }, 'InvalidParams', 'query');
+    await fails(s, 'cairn_episodes_search', { query: 'checkout', since: 'last week' }, 'InvalidParams', 'since');
   });
 
   test('events outside the session scope, and secret ones, are NotFound to the agent', async () => {

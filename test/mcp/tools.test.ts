@@ -34,6 +34,7 @@ const TOOL_NAMES = [
   'cairn_neighbors',
   'cairn_status',
   'cairn_events_search',
+  'cairn_episodes_search',
   'cairn_events_timeline',
   'cairn_events_expand',
   'cairn_propose_from_events',

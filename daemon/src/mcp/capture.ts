@@ -11,7 +11,7 @@ import type * as T from '../protocol/types';
 import type { z } from 'zod';
 
 const RESULT_CHARS = 4000;
-const EPISODIC = new Set(['cairn_events_search', 'cairn_events_timeline', 'cairn_events_expand']);
+const EPISODIC = new Set(['cairn_events_search', 'cairn_episodes_search', 'cairn_events_timeline', 'cairn_events_expand']);
 
 export class SessionCapture {
   private readonly id = `mcp:${randomUUID()}`;

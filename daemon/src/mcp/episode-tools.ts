@@ -66,6 +66,50 @@ export const eventsSearchTool = tool({
   },
 });
 
+export const episodesSearchTool = tool({
+  name: 'cairn_episodes_search',
+  description:
+    'Find which past sessions (episodes) a question is about, best first: each session is ranked by its events that match, by meaning and keywords, ' +
+    'and comes with its best-matching events (#position and a short excerpt). Use it to find the session where something was done or discussed; ' +
+    'use cairn_events_search for single events. Relative time in the query ("last week", "in May") is read against the time of the sessions. ' +
+    'Then read around a #position with cairn_events_timeline or cairn_events_expand.',
+  input: z
+    .object({
+      query: T.EpisodeSearchParams.shape.query.min(1).describe('What the session was about, e.g. "the checkout rounding bug".'),
+      scope: T.Scope.optional().describe('Where to look. Default: this project’s namespace (and the user’s own `user` namespace).'),
+      kinds: T.EpisodeSearchParams.shape.kinds.describe(
+        'Only match events of these kinds: user, agent, tool_call, tool_result, command, edit, note.',
+      ),
+      since: T.EpisodeSearchParams.shape.since.describe('Only match events at or after this ISO-8601 time.'),
+      before: T.EpisodeSearchParams.shape.before.describe('Only match events before this ISO-8601 time.'),
+      limit: T.EpisodeSearchParams.shape.limit.describe('Most sessions to return (default 5).'),
+    })
+    .strict(),
+  annotations: ro('Find past sessions'),
+  async run(a, ctx) {
+    const scope = boundedScope(ctx.scope, a.scope);
+    const r = await ctx.call(Requests.episodesSearch, {
+      query: a.query,
+      scope,
+      ...(a.limit ? { limit: a.limit } : {}),
+      ...(a.kinds ? { kinds: a.kinds } : {}),
+      ...(a.since ? { since: a.since } : {}),
+      ...(a.before ? { before: a.before } : {}),
+      excludeSecrets: !ctx.allowSecrets,
+    });
+    const lines: string[] = [];
+    if (r.time) lines.push(`Time: ${r.time.reading}.`);
+    if (r.degraded) lines.push(`(keyword search only: ${r.degraded})`);
+    if (r.episodes.length === 0) lines.push(`No sessions found for "${a.query}".`);
+    for (const h of r.episodes) {
+      const e = h.episode;
+      lines.push(`Session "${e.title}" (${e.id}, ${e.source}, started ${e.startedAt}, ${e.events} events):`);
+      for (const x of h.hits) lines.push(`  #${x.position} ${x.at} ${x.kind}: ${oneLine(x.snippet, 240)}`);
+    }
+    return { text: lines.join('\n'), structured: { ...r, scope } };
+  },
+});
+
 export const eventsTimelineTool = tool({
   name: 'cairn_events_timeline',
   description:
@@ -153,4 +197,10 @@ export const proposeTool = tool({
   },
 });
 
-export const EPISODE_TOOLS = [eventsSearchTool, eventsTimelineTool, eventsExpandTool, proposeTool] as unknown as CairnTool[];
+export const EPISODE_TOOLS = [
+  eventsSearchTool,
+  episodesSearchTool,
+  eventsTimelineTool,
+  eventsExpandTool,
+  proposeTool,
+] as unknown as CairnTool[];
