@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { followGitFor } from '../../daemon/src/git/checkout';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { GitContext } from '../../daemon/src/protocol/types';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
@@ -161,6 +162,21 @@ describe('memory branches that follow git', () => {
     sh(repo, 'merge', '-q', '--no-ff', '-m', 'merge feat', 'feat');
     assert.equal((await c.core.call(R.branchSync, here())).merged[0].name, b.name);
     assert.equal(await value('t'), 'task note');
+  });
+
+  it('binds a new branch to the checked-out git branch only with cairn.branches.followGit (CAIRN_BRANCHES_FOLLOW_GIT)', async () => {
+    sh(repo, 'checkout', '-q', '-b', 'feat');
+    assert.equal(followGitFor(repo, {}), undefined, 'off by default');
+    assert.equal(followGitFor(repo, { CAIRN_BRANCHES_FOLLOW_GIT: '0' }), undefined);
+    const f = followGitFor(repo, { CAIRN_BRANCHES_FOLLOW_GIT: '1' });
+    assert.deepEqual(f, { gitBranch: 'feat', gitRepo: sh(repo, 'rev-parse', '--show-toplevel'), gitCommit: sh(repo, 'rev-parse', 'HEAD') });
+    sh(repo, 'checkout', '-q', '--detach');
+    assert.equal(followGitFor(repo, { CAIRN_BRANCHES_FOLLOW_GIT: '1' }), undefined, 'detached: nothing to follow');
+    const outside = tempDir();
+    assert.equal(followGitFor(outside, { CAIRN_BRANCHES_FOLLOW_GIT: '1' }), undefined, 'outside a repository');
+    fs.rmSync(outside, { recursive: true, force: true });
+    const b = await c.core.call(R.branchCreate, { name: 'cli', root: NS, ...f });
+    assert.equal(b.gitBranch, 'feat');
   });
 
   it('answers bad input with typed errors and keeps serving', async () => {

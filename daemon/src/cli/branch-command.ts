@@ -6,7 +6,7 @@
 import { Requests } from '../protocol/methods';
 import type { BranchChange, BranchResolution } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
-import { gitCheckout } from '../git/checkout';
+import { followGitFor, gitCheckout } from '../git/checkout';
 import { UsageError } from './main';
 
 const USAGE =
@@ -70,8 +70,15 @@ export async function runBranch(
     }
     case 'create': {
       if (args.length !== 2) throw new UsageError(USAGE);
-      const b = await c.call(Requests.branchCreate, { name: args[0], root: args[1], actor: o.actor, ...(o.from ? { from: o.from } : {}) });
-      emit(b, () => out(`created branch ${b.name} of ${b.root}${b.from ? ` from ${b.from}` : ''} at position ${b.forkPosition}`));
+      const b = await c.call(Requests.branchCreate, {
+        name: args[0],
+        root: args[1],
+        actor: o.actor,
+        ...(o.from ? { from: o.from } : {}),
+        ...followGitFor(),
+      });
+      const follows = b.gitBranch !== undefined ? `, following git branch ${b.gitBranch}` : '';
+      emit(b, () => out(`created branch ${b.name} of ${b.root}${b.from ? ` from ${b.from}` : ''} at position ${b.forkPosition}${follows}`));
       return 0;
     }
     case 'list': {
