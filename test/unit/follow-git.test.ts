@@ -96,6 +96,24 @@ describe('memory branches that follow git', () => {
     assert.deepEqual((await c.core.call(R.branchSync, here())).merged, []);
   });
 
+  it('merges a git branch bound after its commits, with no commit since', async () => {
+    sh(repo, 'checkout', '-q', '-b', 'feat');
+    commit(repo, 'f.txt', 'work before the binding');
+    await c.core.call(R.branchCreate, {
+      name: 'mem',
+      root: NS,
+      gitBranch: 'feat',
+      gitRepo: repo,
+      gitCommit: sh(repo, 'rev-parse', 'HEAD'),
+    });
+    await c.core.call(R.upsert, { namespace: NS, key: 'k', value: 'late note', branch: 'mem' });
+    sh(repo, 'checkout', '-q', 'main');
+    assert.deepEqual((await c.core.call(R.branchSync, here())).merged, []);
+    sh(repo, 'merge', '-q', '--no-ff', '-m', 'merge feat', 'feat');
+    assert.deepEqual((await c.core.call(R.branchSync, here())).merged, [{ name: 'mem', gitBranch: 'feat', applied: 1 }]);
+    assert.equal(await value('k'), 'late note');
+  });
+
   it('merges on a squash merge, and any read carrying the checkout does it', async () => {
     await featWithMemory();
     sh(repo, 'merge', '-q', '--squash', 'feat');

@@ -25,11 +25,24 @@ export class GitFollow {
     private readonly oracle: GitVisibility,
   ) {}
 
-  /** branch/create with gitBranch: the commit it is bound at, when not given (gitRepo's ref, else the last tip seen). */
+  /**
+   * branch/create with gitBranch: the commit a git branch with no work of its own yet is bound at (it must move past
+   * it to count as merged, else its tip, still on the base, would look merged at once). With gitRepo, the tip (given
+   * or read) is kept only when it is already on the repository's default branch; without, the given commit or the
+   * last tip seen is kept.
+   */
   async bindAt<P extends BranchCreateParams>(p: P): Promise<P> {
-    if (p.gitBranch === undefined || p.gitCommit !== undefined) return p;
-    const tip = (p.gitRepo !== undefined ? await this.tipOf(p.gitRepo, p.gitBranch) : null) ?? lastTip(this.store.db, p.gitBranch);
-    return tip ? { ...p, gitCommit: tip } : p;
+    if (p.gitBranch === undefined) return p;
+    const { gitCommit: _, ...rest } = p;
+    if (p.gitRepo === undefined) {
+      const tip = p.gitCommit ?? lastTip(this.store.db, p.gitBranch);
+      return tip ? ({ ...rest, gitCommit: tip } as P) : p;
+    }
+    const tip = p.gitCommit ?? (await this.tipOf(p.gitRepo, p.gitBranch));
+    const base = await this.oracle.defaultBase(p.gitRepo);
+    const onBase =
+      tip !== null && base !== null && (await git(p.gitRepo, ['merge-base', '--is-ancestor', tip, `refs/heads/${base}`])).code === 0;
+    return (onBase ? { ...rest, gitCommit: tip } : rest) as P;
   }
 
   /** On a read with a git context: sync once per checkout and bindings; never fails the read. */
@@ -40,11 +53,11 @@ export class GitFollow {
     if (this.checked.get(ctx.repo) === state) return;
     try {
       await this.sync(ctx);
-      this.checked.set(ctx.repo, state);
-      if (this.checked.size > 64) this.checked.delete(this.checked.keys().next().value!);
     } catch {
-      /* the read goes on; branch/sync reports the error */
+      /* the read goes on (not asked again for this state); branch/sync reports the error */
     }
+    this.checked.set(ctx.repo, state);
+    if (this.checked.size > 64) this.checked.delete(this.checked.keys().next().value!);
   }
 
   /** branch/sync: check every open branch following a git branch of this repository; merge those merged. */
