@@ -3,7 +3,9 @@
  * VS Code's git extension (vscode.git, API 1). Reads (the tree, search, the gutter, injection) carry it as `git`, so
  * memories written on unmerged git branches stay out; writes to the project namespace record the branch and commit.
  * A checkout of another branch (or a new commit) fires `onDidChange`: the tree, the status bar and the gutter reload
- * with no window reload. Off with `cairn.git.visibility`; outside a repository nothing is sent.
+ * with no window reload. Off with `cairn.git.visibility`; outside a repository nothing is sent. With
+ * `cairn.branches.followGit`, a HEAD change first asks the daemon to merge the memory branches that follow a git
+ * branch this checkout shows merged (branch/sync), and new memory branches follow the git branch checked out.
  */
 import * as vscode from 'vscode';
 import { isUnder } from '../../daemon/src/protocol/namespace';
@@ -68,6 +70,26 @@ export class GitWatch implements vscode.Disposable {
     return { git: { branch: c.branch, commit: c.head } };
   }
 
+  /** What a new memory branch follows (`cairn.branches.followGit`, off by default): the git branch checked out. */
+  follow(): { gitBranch?: string; gitRepo?: string } {
+    const c = this.current;
+    if (!this.ctx.config.get('cairn.branches.followGit') || !c?.branch) return {};
+    return { gitBranch: c.branch, gitRepo: c.repo };
+  }
+
+  /** On a HEAD change with followGit on: merge the memory branches whose git branch this checkout shows merged. */
+  private async sync(c: Checkout): Promise<void> {
+    const base = this.ctx.config.get('cairn.git.baseBranch');
+    try {
+      const r = await this.ctx.client.request('branchSync', { ...c, ...(base ? { base } : {}) });
+      for (const m of r.merged) this.ctx.output.info(`git branch ${m.gitBranch} merged: merged memory branch ${m.name}`);
+      for (const m of r.conflicted)
+        this.ctx.output.warn(`git branch ${m.gitBranch} merged, memory merge of ${m.name} has ${m.conflicts} conflict(s)`);
+    } catch (e) {
+      this.ctx.output.info(`branch sync: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
   private async start(): Promise<void> {
     try {
       const ext = vscode.extensions.getExtension<{ getAPI(v: 1): GitApi }>('vscode.git');
@@ -101,7 +123,9 @@ export class GitWatch implements vscode.Disposable {
     if (before?.repo === next?.repo && before?.head === next?.head && before?.branch === next?.branch) return;
     this.current = next;
     this.ctx.output.info(`git-aware memory: ${next ? `${next.branch ?? 'detached'} @ ${next.head.slice(0, 8)}` : 'no repository'}`);
-    this.emitter.fire(next);
+    // With followGit, the views reload after the sync, so that memories merged by it are in view.
+    if (next && this.ctx.config.get('cairn.branches.followGit')) void this.sync(next).finally(() => this.emitter.fire(next));
+    else this.emitter.fire(next);
   }
 
   dispose(): void {

@@ -1,7 +1,8 @@
 /**
  * Git-aware memory from the CLI (--direct) run inside a real git repository: `cairn add .` records the checkout's
  * branch and commit, `get`, `search` and `list` carry the checkout and hide an unmerged branch's memories, a merge
- * shows them, `cairn branch merged` marks a branch merged, and CAIRN_GIT_VISIBILITY=0 turns it all off.
+ * shows them, `cairn branch merged` marks a branch merged, and CAIRN_GIT_VISIBILITY=0 turns it all off; a memory
+ * branch made with CAIRN_BRANCHES_FOLLOW_GIT=1 follows the git branch and `cairn branch sync` merges it.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -100,5 +101,41 @@ describe('git-aware memory from the CLI (--direct)', () => {
     assert.match(cli({}, 'branch', 'merged', 'lost', '--undo').out, /no longer marked merged/);
     assert.ok(!keys().includes('lost-note'));
     assert.equal(cli({}, 'branch', 'merged').code, 2, 'a branch name is required');
+  });
+
+  it('CAIRN_BRANCHES_FOLLOW_GIT=1: cairn branch create follows the git branch, and cairn branch sync merges it', () => {
+    const follow = { CAIRN_BRANCHES_FOLLOW_GIT: '1' };
+    const notes = () => cli({}, 'list', '--root', 'notes', '--no-user', '--json');
+    git('checkout', '-q', '-b', 'topic');
+    const unbound = cli({}, 'branch', 'create', 'plain-mem', 'notes');
+    assert.equal(unbound.code, 0, unbound.err);
+    assert.doesNotMatch(unbound.out, /following/, 'off by default');
+    const made = cli(follow, 'branch', 'create', 'topic-mem', 'notes');
+    assert.equal(made.code, 0, made.err);
+    assert.match(made.out, /following git branch topic/);
+    assert.equal(cli({}, 'add', 'notes', 'topic-note', 'written for the topic', '--branch', 'topic-mem').code, 0);
+    commit('t.txt');
+    assert.match(cli({}, 'branch', 'list').out, /topic-mem .*follows git topic/);
+    git('checkout', '-q', 'main');
+    assert.match(cli({}, 'branch', 'sync').out, /no followed git branch is merged/);
+    git('merge', '-q', '--no-ff', '-m', 'merge topic', 'topic');
+    const synced = cli({}, 'branch', 'sync');
+    assert.equal(synced.code, 0, synced.err);
+    assert.match(synced.out, /git branch topic merged: merged branch topic-mem \(1 change\(s\)\)/);
+    assert.deepEqual(
+      (JSON.parse(notes().out) as { items: { key: string }[] }).items.map((m) => m.key),
+      ['topic-note'],
+    );
+    assert.deepEqual(
+      cli({}, 'branch', 'list')
+        .out.split('\n')
+        .filter((l) => l)
+        .map((l) => l.split(' ')[0]),
+      ['plain-mem'],
+      'the followed branch is done, the other stays',
+    );
+    git('checkout', '-q', 'topic');
+    assert.match(cli({}, 'branch', 'sync').out, /not on the base branch/);
+    git('checkout', '-q', 'main');
   });
 });

@@ -6,10 +6,11 @@
 import { Requests } from '../protocol/methods';
 import type { BranchChange, BranchResolution } from '../protocol/types';
 import type { CairnClient } from '../client/socket-client';
+import { followGitFor, gitCheckout } from '../git/checkout';
 import { UsageError } from './main';
 
 const USAGE =
-  'usage: cairn branch create NAME ROOT [--from BRANCH] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME | merged GIT-BRANCH [--undo]';
+  'usage: cairn branch create NAME ROOT [--from BRANCH] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME | merged GIT-BRANCH [--undo] | sync';
 
 /** `NS/KEY=branch|base` (a namespace has no `/`; the key is everything up to the last `=`). */
 export function parseTake(s: string): BranchResolution {
@@ -53,17 +54,42 @@ export async function runBranch(
       );
       return 0;
     }
+    case 'sync': {
+      if (args.length !== 0) throw new UsageError(USAGE);
+      const g = gitCheckout(process.cwd());
+      if (!g) throw new UsageError('cairn branch sync runs in a git repository with a commit');
+      const r = await c.call(Requests.branchSync, { ...g, actor: o.actor });
+      emit(r, () => {
+        if (!r.onBase) out('not on the base branch: nothing to check');
+        else if (r.merged.length + r.conflicted.length === 0) out('no followed git branch is merged');
+        for (const m of r.merged) out(`git branch ${m.gitBranch} merged: merged branch ${m.name} (${m.applied} change(s))`);
+        for (const m of r.conflicted)
+          out(`git branch ${m.gitBranch} merged, memory merge has ${m.conflicts} conflict(s): cairn branch merge ${m.name} --take ...`);
+      });
+      return r.conflicted.length ? 1 : 0;
+    }
     case 'create': {
       if (args.length !== 2) throw new UsageError(USAGE);
-      const b = await c.call(Requests.branchCreate, { name: args[0], root: args[1], actor: o.actor, ...(o.from ? { from: o.from } : {}) });
-      emit(b, () => out(`created branch ${b.name} of ${b.root}${b.from ? ` from ${b.from}` : ''} at position ${b.forkPosition}`));
+      const b = await c.call(Requests.branchCreate, {
+        name: args[0],
+        root: args[1],
+        actor: o.actor,
+        ...(o.from ? { from: o.from } : {}),
+        ...followGitFor(),
+      });
+      const follows = b.gitBranch !== undefined ? `, following git branch ${b.gitBranch}` : '';
+      emit(b, () => out(`created branch ${b.name} of ${b.root}${b.from ? ` from ${b.from}` : ''} at position ${b.forkPosition}${follows}`));
       return 0;
     }
     case 'list': {
       const r = await c.call(Requests.branchList, o.all ? { all: true } : {});
       emit(r, () => {
         if (r.branches.length === 0) out('no branches');
-        for (const b of r.branches) out(`${b.name}  ${b.root}  ${b.status}  ${b.writes} writes  created ${b.createdAt} by ${b.createdBy}`);
+        for (const b of r.branches) {
+          const g = b.gitBranch === undefined ? '' : `  follows git ${b.gitBranch}`;
+          const n = b.gitConflicts !== undefined ? ` (git branch merged, memory merge has ${b.gitConflicts} conflicts)` : '';
+          out(`${b.name}  ${b.root}  ${b.status}  ${b.writes} writes  created ${b.createdAt} by ${b.createdBy}${g}${n}`);
+        }
       });
       return 0;
     }

@@ -92,6 +92,7 @@ Commands:
   branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
                                      memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
   branch merged GIT-BRANCH [--undo]  mark a git branch merged: its memories show on every git branch (git-aware memory)
+  branch sync                    merge the memory branches whose followed git branch this checkout shows merged
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
   team grant ROLE ROOT read|write|admin   let a database role use a namespace root (docs/team.md)
   team audit [FILE] [--from ISO] [--to ISO] [--root NS] [--no-content]

@@ -59,3 +59,16 @@ export function gitReadFor(cwd: string = process.cwd(), env?: Env, project?: str
   const base = readEnv('CAIRN_GIT_BASE', env);
   return { ...c, ...(base ? { base } : {}), namespace: project ?? projectNamespaceFor(cwd).namespace };
 }
+
+/**
+ * What a new memory branch made in `cwd` follows (`cairn.branches.followGit`, CAIRN_BRANCHES_FOLLOW_GIT; off by
+ * default): the git branch checked out, its repository and tip; nothing when off, detached or outside a repository.
+ */
+export function followGitFor(
+  cwd: string = process.cwd(),
+  env?: Env,
+): { gitBranch: string; gitRepo: string; gitCommit: string } | undefined {
+  if (!envFlag('CAIRN_BRANCHES_FOLLOW_GIT', false, env)) return undefined;
+  const c = gitCheckout(cwd);
+  return c?.branch ? { gitBranch: c.branch, gitRepo: c.repo, gitCommit: c.head } : undefined;
+}

@@ -42,6 +42,9 @@ export class GitReader {
     return { lastTip: (b: string) => lastTip(db, b), merged: () => mergedBranches(db) };
   }
 
+  /** Called with each reader's git context before it is judged (memory branches that follow git: git/follow.ts). */
+  onContext?: (ctx: GitContext) => Promise<void>;
+
   private async hiddenPairs(ctx: GitContext, pairs: RecordedPair[]): Promise<RecordedPair[]> {
     if (ctx.branch !== undefined) noteTip(this.store.db, ctx.branch, ctx.head, this.store.now());
     return this.oracle.hidden(ctx, pairs, this.book());
@@ -50,6 +53,7 @@ export class GitReader {
   /** Rowids hidden from this reader inside `scope`; null without a git context (nothing hidden). */
   async hidden(ctx: GitContext | undefined, scope: Scope | undefined): Promise<Set<number> | null> {
     if (!ctx) return null;
+    await this.onContext?.(ctx);
     const db = this.store.db;
     const root = projectOf(ctx);
     // The SQL answers depend only on the memories (the change-log position), the scope and the root: kept per key.
@@ -100,6 +104,7 @@ export class GitReader {
   /** Refuse (NotFound) one memory its version's git branch hides from this reader. */
   async checkOne(ctx: GitContext | undefined, target: { id: string } | { namespace: string; key: string }): Promise<void> {
     if (!ctx) return;
+    await this.onContext?.(ctx);
     const pair = pairOf(this.store.db, target, projectOf(ctx));
     if (!pair) return;
     if ((await this.hiddenPairs(ctx, [pair])).length > 0) {

@@ -92,6 +92,18 @@ export class GitVisibility {
     return out;
   }
 
+  /**
+   * Whether git branch B is merged into H by the same test as hidden(): marked merged, or its tip (`tip`: its ref as
+   * the caller read it, else the last commit seen on it) an ancestor of H, rebased or squashed into H. A tip still at
+   * `since` (where it was when a memory branch was bound to it) has no work of its own yet and is not merged.
+   */
+  async branchMerged(reader: Reader, branch: string, tip: string | null, book: TipBook, since: string | null): Promise<boolean> {
+    if (book.merged().has(branch)) return true;
+    const t = tip ?? book.lastTip(branch);
+    if (!t || !COMMIT_ID.test(t) || t === since) return false;
+    return !(await this.unmerged(reader, t));
+  }
+
   private cache(reader: Reader): HeadCache {
     const key = `${reader.repo}\0${reader.head}`;
     let c = this.heads.get(key);

@@ -184,6 +184,12 @@ export const Requests = {
     'Apply a branch to the base in one transaction through the normal write path; refused while a conflict has no resolution.',
   ),
   branchDiscard: request('branch/discard', T.BranchNameParams, T.BranchDiscardResult, 'Drop a branch and its rows.'),
+  branchSync: request(
+    'branch/sync',
+    T.BranchSyncParams,
+    T.BranchSyncResult,
+    'Merge the memory branches whose followed git branch (branch/create `gitBranch`) this checkout shows merged.',
+  ),
   gitMarkMerged: request(
     'git/markMerged',
     T.GitMarkMergedParams,

@@ -86,6 +86,13 @@ export const Settings = {
     description:
       'The base git branch, whose memories are visible on every branch. Empty: the repository default branch (origin HEAD, else main, else master).',
   },
+  'cairn.branches.followGit': {
+    type: 'boolean',
+    default: false,
+    env: 'CAIRN_BRANCHES_FOLLOW_GIT',
+    description:
+      'A memory branch made in a git repository (an agent task with its own branch, `cairn branch create`) follows the git branch checked out: when that git branch is merged into the base, its memories are merged too.',
+  },
   'cairn.injection.auto': {
     type: 'boolean',
     default: false,

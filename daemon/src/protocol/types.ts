@@ -1091,6 +1091,10 @@ export const TaskCreateParams = z
     dontInject: z.boolean().optional(),
     /** Give the task its own memory branch of `scope.root`, named `task/<id>` (docs/branches.md). */
     branch: z.boolean().optional(),
+    /** With branch: the task's branch follows this git branch (branch/create `gitBranch`). */
+    gitBranch: GitBranchName.optional(),
+    /** With gitBranch: its repository. */
+    gitRepo: z.string().min(1).max(4096).optional(),
   })
   .strict();
 export type TaskCreateParams = z.infer<typeof TaskCreateParams>;
@@ -1720,10 +1724,25 @@ export const Branch = z.object({
   taskId: z.string().nullable(),
   /** How many memories the branch has written (changed, added or deleted). */
   writes: z.number().int(),
+  /** The git branch it follows (branch/create `gitBranch`): merging that git branch merges the memory branch. */
+  gitBranch: z.string().optional(),
+  /** Set when the followed git branch was found merged but the memory merge has this many conflicts (not merged). */
+  gitConflicts: z.number().int().optional(),
 });
 export type Branch = z.infer<typeof Branch>;
 export const BranchCreateParams = z
-  .object({ name: BranchName, root: NamespacePath, from: BranchName.optional(), actor: Actor.optional() })
+  .object({
+    name: BranchName,
+    root: NamespacePath,
+    from: BranchName.optional(),
+    actor: Actor.optional(),
+    /** Follow this git branch: when a reader's checkout shows it merged, the memory branch is merged (branch/sync). */
+    gitBranch: GitBranchName.optional(),
+    /** The repository of gitBranch (default: any repository a reader has checked out). */
+    gitRepo: z.string().min(1).max(4096).optional(),
+    /** gitBranch's tip when bound (default: read from gitRepo); the branch counts as merged only after moving past it. */
+    gitCommit: GitCommit.optional(),
+  })
   .strict();
 export type BranchCreateParams = z.infer<typeof BranchCreateParams>;
 export const BranchListParams = z.object({ all: z.boolean().optional() }).strict();
@@ -1732,6 +1751,24 @@ export const BranchListResult = z.object({ branches: z.array(Branch) });
 export type BranchListResult = z.infer<typeof BranchListResult>;
 export const BranchNameParams = z.object({ name: BranchName, actor: Actor.optional() }).strict();
 export type BranchNameParams = z.infer<typeof BranchNameParams>;
+/** branch/sync: merge the memory branches whose followed git branch this checkout shows merged into its base. */
+export const BranchSyncParams = GitContext.extend({ actor: Actor.optional() }).strict();
+export type BranchSyncParams = z.infer<typeof BranchSyncParams>;
+export const BranchSyncItem = z.object({
+  name: z.string(),
+  gitBranch: z.string(),
+  /** merged: changes applied; conflicts: that many conflicts, nothing merged (branch/merge with resolutions). */
+  applied: z.number().int().optional(),
+  conflicts: z.number().int().optional(),
+});
+export type BranchSyncItem = z.infer<typeof BranchSyncItem>;
+export const BranchSyncResult = z.object({
+  /** False when the checkout is not on its base branch: nothing was checked. */
+  onBase: z.boolean(),
+  merged: z.array(BranchSyncItem),
+  conflicted: z.array(BranchSyncItem),
+});
+export type BranchSyncResult = z.infer<typeof BranchSyncResult>;
 /** git/markMerged: mark a git branch merged (a squash merge git cannot see), or take the mark back with merged: false. */
 export const GitMarkMergedParams = z.object({ branch: GitBranchName, merged: z.boolean().optional(), actor: Actor.optional() }).strict();
 export type GitMarkMergedParams = z.infer<typeof GitMarkMergedParams>;

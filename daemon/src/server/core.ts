@@ -15,6 +15,7 @@ import { checkParamsShapePaced, requestContext, type RequestContext } from './li
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
 import { Branches } from '../store/branches';
+import { GitFollow } from '../git/follow';
 import { GitReader } from '../git/reader';
 import { markMerged, withGit } from '../store/git-visibility';
 import { Tasks } from '../store/tasks';
@@ -101,6 +102,8 @@ export class Core {
     const tasks = (this.tasks = new Tasks(store));
     const br = (this.branches = new Branches(store));
     const gr = (this.git = new GitReader(store));
+    const follow = new GitFollow(store, br, gr.oracle);
+    gr.onContext = (ctx) => follow.onRead(ctx);
     const git = <M extends T.Memory>(ms: M[]) => withGit(s.db, ms);
     // Team namespaces are shared by many writers: a branch of them is refused (docs/branches.md).
     const refuseTeamBranch = (root: string) => {
@@ -184,14 +187,18 @@ export class Core {
       const merged = p.merged ?? true;
       return { branch: p.branch, merged, wasMerged: markMerged(s.db, p.branch, merged, p.actor ?? 'user', s.now()) };
     });
-    on(Requests.branchCreate, (p) => {
+    on(Requests.branchCreate, async (p) => {
       refuseTeamBranch(p.root);
-      return br.create(p);
+      return br.create(await follow.bindAt(p));
     });
     on(Requests.branchList, (p) => ({ branches: br.list(p.all) }));
     on(Requests.branchDiff, (p) => br.diff(p.name));
     on(Requests.branchMerge, (p) => br.merge(p));
     on(Requests.branchDiscard, (p) => br.discard(p.name, p.actor));
+    on(Requests.branchSync, (p) => {
+      const { actor, ...ctx } = p;
+      return follow.sync(ctx, actor ?? 'git');
+    });
     on(Requests.namespacesList, (p) => ({ namespaces: s.listNamespaces(p.root) }));
     on(Requests.namespacesRename, (p) => s.renameNamespace(p.from, p.to, p.actor));
     on(Requests.namespacesDelete, (p) => s.deleteNamespace(p.path, p.actor, p.reason));
@@ -216,16 +223,20 @@ export class Core {
     on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope));
     on(Requests.importPreview, (p) => importPreview(s, p));
     on(Requests.overview, (p) => overview(s, p));
-    on(Requests.tasksCreate, (p) => {
-      if (!p.branch) return tasks.create(p);
+    on(Requests.tasksCreate, async (p) => {
+      if (!p.branch) {
+        if (p.gitBranch !== undefined) throw new CairnError('InvalidParams', 'gitBranch needs branch: true', { field: 'gitBranch' });
+        return tasks.create(p);
+      }
       // A burner branch of the task's scope root: its agent's writes (with `branch`) stay there until merged.
       const root = p.scope?.root;
       if (root === undefined)
         throw new CairnError('InvalidParams', 'a task branch needs scope.root (the subtree it branches)', { field: 'scope.root' });
       refuseTeamBranch(root);
+      const bind = p.gitBranch !== undefined ? await follow.bindAt({ name: 'task', root, gitBranch: p.gitBranch, gitRepo: p.gitRepo }) : {};
       return s.transaction(() => {
         const t = tasks.create(p);
-        br.create({ name: `task/${t.id}`, root }, t.id);
+        br.create({ ...bind, name: `task/${t.id}`, root }, t.id);
         return tasks.get(t.id);
       });
     });

@@ -32,6 +32,7 @@ import type {
 } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
 import { STOPWORDS } from '../text/identifiers';
+import { bindGit, followerOf } from './branch-git';
 import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { findRejection } from './rejected';
@@ -64,6 +65,9 @@ interface BranchRow {
   task_id: string | null;
   /** Bumped by every write of the branch's rows (the cache of shadowed base rows is keyed by it). */
   generation: number;
+  /** The git branch it follows and the conflicts found when that was merged (store/branch-git.ts). */
+  git_branch: string | null;
+  git_conflicts: number | null;
 }
 
 type OwnRow = MemoryRow & { base_version: number | null };
@@ -124,12 +128,23 @@ export class Branches {
       const parent = p.from !== undefined ? this.open(p.from, 'from') : null;
       if (parent && !isUnder(p.root, parent.root))
         throw new CairnError('InvalidParams', `root ${p.root} is outside branch ${parent.name}'s root ${parent.root}`, { field: 'root' });
+      if (p.gitBranch !== undefined) {
+        const follower = followerOf(this.db, p.gitBranch, p.gitRepo ?? null);
+        if (follower)
+          throw new CairnError('InvalidState', `git branch ${p.gitBranch} is already followed by branch ${follower}`, {
+            field: 'gitBranch',
+          });
+      } else if (p.gitRepo !== undefined || p.gitCommit !== undefined)
+        throw new CairnError('InvalidParams', 'gitRepo and gitCommit need gitBranch', {
+          field: p.gitRepo !== undefined ? 'gitRepo' : 'gitCommit',
+        });
       const now = this.store.now();
       const id = uuidv7(now);
       stmt(
         this.db,
         `INSERT INTO branches(id, name, root, parent, fork_position, created_at, created_by, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(id, p.name, p.root, parent?.id ?? null, this.store.position(), now, p.actor ?? 'user', taskId);
+      if (p.gitBranch !== undefined) bindGit(this.db, id, p.gitBranch, p.gitRepo ?? null, p.gitCommit ?? null);
       if (parent) {
         // A branch of a branch starts with its parent's writes under the root (copied: O(parent's writes), not of the subtree).
         const rows = stmt(
@@ -199,6 +214,8 @@ export class Branches {
       closedBy: r.closed_by,
       taskId: r.task_id,
       writes,
+      ...(r.git_branch !== null ? { gitBranch: r.git_branch } : {}),
+      ...(r.git_conflicts !== null ? { gitConflicts: r.git_conflicts } : {}),
     };
   }
 

@@ -410,6 +410,21 @@ export const MIGRATIONS: Migration[] = [
       `);
     },
   },
+  {
+    version: 10,
+    description: 'memory branches that follow a git branch (branch/create gitBranch; store/branch-git.ts)',
+    up(db) {
+      // git_branch: the git branch the memory branch follows; git_repo: its repository (null: any); git_commit: the
+      // commit its tip was at when bound (it must move past it to count as merged); git_conflicts: set when the git
+      // branch was found merged but the memory merge has that many conflicts.
+      db.exec(`
+        ALTER TABLE branches ADD COLUMN git_branch TEXT;
+        ALTER TABLE branches ADD COLUMN git_repo TEXT;
+        ALTER TABLE branches ADD COLUMN git_commit TEXT;
+        ALTER TABLE branches ADD COLUMN git_conflicts INTEGER;
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -69,6 +69,8 @@ export interface CairnTaskOptions {
   scope?: Scope;
   /** Make it this window's active task (the one @cairn and the tools use). */
   activate?: boolean;
+  /** Give it its own burner memory branch of the scope's root (with `cairn.branches.followGit`, following the git branch). */
+  branch?: boolean;
 }
 
 export interface CairnInjectionOptions {

@@ -256,6 +256,7 @@ export class AgentService implements vscode.Disposable {
       title,
       scope: o.scope ?? this.workspaceScope(),
       ...(o.dontInject ? { dontInject: true } : {}),
+      ...(o.branch ? { branch: true, ...this.ctx.git?.follow() } : {}),
     });
     this.taskEmitter.fire({ id: task.id, op: 'create', task });
     if (o.activate) await this.setActiveTask(task.id);
