@@ -26,7 +26,11 @@ const dash = () => webviewFrame(page, '#cairn-dashboard-root', 'the dashboard we
 const GATEWAY_TURN = 'the otter gateway listens on port 8443 now, right?';
 const BY_MEANING = 'which network socket does that service accept connections at';
 
-/** Type a request into the chat input and send it; resolves with the response, signed by `by`, once `done` matches it. */
+/**
+ * Type a request into the chat input and send it; resolves with the response, signed by `by`, and its text once `done`
+ * matches it. `done` must match the whole answer (answers stream in word by word), and the text returned is the one
+ * that matched: the chat list may re-render the row afterwards.
+ */
 async function ask(text, done, what, by = 'Cairn') {
   const input = await visible(page.locator('.interactive-input-part .interactive-input-editor .monaco-editor'), 'the chat input');
   await input.click();
@@ -36,7 +40,7 @@ async function ask(text, done, what, by = 'Cairn') {
   const request = page.locator('.interactive-item-container.interactive-request', { hasText: text.replace(/^@cairn /, '') }).last();
   await visible(request, `the request "${text}" in the chat`);
   const response = page.locator('.interactive-item-container.interactive-response').last();
-  await until(
+  const text = await until(
     what,
     async () => {
       const t = (await response.textContent()) || '';
@@ -45,7 +49,7 @@ async function ask(text, done, what, by = 'Cairn') {
     60000,
   );
   await visible(response.locator('.username', { hasText: by }), `the answer signed by ${by}`);
-  return response;
+  return { response, text };
 }
 
 (async () => {
@@ -91,20 +95,24 @@ async function ask(text, done, what, by = 'Cairn') {
         /1 memory for invoice rounding in project\.sample-app/,
         "@cairn's search answer",
       );
-      await visible(r.getByText(/project\.sample-app\/rounding-rule/), 'the memory found');
-      await visible(r.getByText(/Invoice totals round half-even/), 'its value');
+      await visible(r.response.getByText(/project\.sample-app\/rounding-rule/), 'the memory found');
+      await visible(r.response.getByText(/Invoice totals round half-even/), 'its value');
     });
 
     await check('plain @cairn questions: the model answers with the memories @cairn chose', 'chat-04-answer.png', async () => {
       // the fixture model repeats the question and names the memory keys in the <workspace_memories> block it was given
       const r = await ask(
         '@cairn how are invoice totals rounded?',
-        /E2E model answer to "how are invoice totals rounded\?"\. Memories in the prompt: /,
-        'the model answer',
+        /E2E model answer to "how are invoice totals rounded\?"\. (Memories in the prompt: [^.]*|No memories in the prompt)\./,
+        'the whole model answer',
       );
-      const said = await r.textContent();
+      const said = r.text;
       if (!/Memories in the prompt: [^.]*\brounding-rule\b/.test(said)) throw new Error(`the prompt lacked rounding-rule: ${said}`);
-      await ask(`@cairn ${GATEWAY_TURN}`, /E2E model answer to "the otter gateway listens on port 8443/, 'the second answer');
+      await ask(
+        `@cairn ${GATEWAY_TURN}`,
+        /E2E model answer to "the otter gateway listens on port 8443[^"]*"\. (Memories in the prompt: [^.]*|No memories in the prompt)\./,
+        'the whole second answer',
+      );
     });
 
     await check("the session on the Timeline: the turns and @cairn's answers", 'chat-05-timeline.png', async () => {
