@@ -40,7 +40,7 @@ async function ask(text, done, what, by = 'Cairn') {
   const request = page.locator('.interactive-item-container.interactive-request', { hasText: text.replace(/^@cairn /, '') }).last();
   await visible(request, `the request "${text}" in the chat`);
   const response = page.locator('.interactive-item-container.interactive-response').last();
-  const text = await until(
+  const answer = await until(
     what,
     async () => {
       const t = (await response.textContent()) || '';
@@ -49,7 +49,7 @@ async function ask(text, done, what, by = 'Cairn') {
     60000,
   );
   await visible(response.locator('.username', { hasText: by }), `the answer signed by ${by}`);
-  return { response, text };
+  return { response, text: answer };
 }
 
 (async () => {
