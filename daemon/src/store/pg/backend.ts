@@ -16,6 +16,7 @@
  * lives in a file named for what it does (reads, upsert, batch, deletion,
  * namespaces, links, embedding, status) as a function of the backend.
  */
+import { AccessBumps } from './access-stats';
 import { pgGet } from './get';
 import {
   type Anchor,
@@ -63,6 +64,8 @@ export { ftsDocument } from './write-plan';
 
 export class PgBackend {
   readonly pool: pg.Pool;
+  /** Access statistics of reads, applied after their answers (access-stats.ts). */
+  readonly bumps: AccessBumps;
   readonly url: string;
   private feed: ChangeFeed;
   embedder: PgEmbedder | null = null;
@@ -85,6 +88,7 @@ export class PgBackend {
     this.pool = new pg.Pool(poolConfig(opts));
     this.pool.on('error', (e) => this.log(`team database connection lost: ${mapError(e).message}`));
     this.feed = new ChangeFeed(opts, this.pool, (m) => this.log(m));
+    this.bumps = new AccessBumps(this.pool);
   }
 
   log(m: string): void {
@@ -102,6 +106,7 @@ export class PgBackend {
   }
 
   async close(): Promise<void> {
+    await this.bumps.flushed();
     await this.feed.close();
     await this.pool.end().catch(() => undefined);
   }
@@ -131,7 +136,7 @@ export class PgBackend {
 
   // reading (reads.ts)
   get(p: GetParams): Promise<Memory> {
-    return pgGet(this.pool, p, this.now()); // one round trip (store/pg/get.ts)
+    return pgGet(this.pool, p, this.now(), this.bumps); // one round trip (store/pg/get.ts)
   }
 
   list(p: ListParams, extra?: (q: Params) => string | null): Promise<ListResult> {

@@ -1,11 +1,9 @@
 /**
  * memory/get on the team store in one round trip: one prepared statement reads
- * the row (scope inside the WHERE, row-level security as always) and, in a
- * data-modifying CTE of the same statement, bumps its access statistics when
- * the row is returned. The bump is best effort, as on the SQLite store: a
- * role that may only read the namespace gets its row and no bump (the UPDATE
- * policy admits no row, silently), and when the bump fails (a read-only server,
- * a replica) the plain read answers.
+ * the row (scope inside the WHERE, row-level security as always). A row it
+ * answers with counts as an access (a live one, or any with includeDeleted):
+ * its access statistics are bumped after the answer, in batches
+ * (store/pg/access-stats.ts), best effort as on the SQLite store.
  */
 import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
@@ -13,7 +11,8 @@ import { namespaceProblem } from '../../protocol/namespace';
 import type { GetParams, Memory } from '../../protocol/types';
 import { sha256 } from '../../text/hash';
 import { iso, toMemory, type MemoryRow } from '../rows';
-import { isConnectionError, mapError } from './db';
+import type { AccessBumps } from './access-stats';
+import { mapError } from './db';
 import { andSql, MEMORY_COLUMNS, Params, scopeSql } from './sql';
 
 /** A named (server-side prepared) statement: parsed and planned once per connection, then bind + execute only. */
@@ -21,7 +20,7 @@ export function prepared(text: string, values: unknown[]): pg.QueryConfig {
   return { name: `cairn_${sha256(text).slice(0, 24)}`, text, values };
 }
 
-export async function pgGet(pool: pg.Pool, p: GetParams, now: number): Promise<Memory> {
+export async function pgGet(pool: pg.Pool, p: GetParams, now: number, bumps: AccessBumps): Promise<Memory> {
   const q = new Params();
   let where: string;
   if ('id' in p) where = `m.id = ${q.p(p.id)}`;
@@ -32,28 +31,11 @@ export async function pgGet(pool: pg.Pool, p: GetParams, now: number): Promise<M
   }
   where = andSql(`${where} AND n.deleted_at IS NULL`, scopeSql(q, p.scope));
   const read = `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`;
-  const t = q.p(now);
-  const bump = p.includeDeleted ? 'true' : `r.deleted_at IS NULL AND (r.expires_at IS NULL OR r.expires_at > ${t})`;
   let row: MemoryRow | undefined;
   try {
-    row = (
-      await pool.query<MemoryRow>(
-        prepared(
-          `WITH r AS (${read}),
-           u AS (UPDATE memories x SET last_accessed_at = ${t}, access_count = x.access_count + 1 FROM r WHERE x.rowid = r.rowid AND ${bump})
-           SELECT * FROM r`,
-          q.values,
-        ),
-      )
-    ).rows[0];
+    row = (await pool.query<MemoryRow>(prepared(read, q.values))).rows[0];
   } catch (e) {
-    // The bump failed (a read-only server, a trigger): the read alone, as the bump is best effort.
-    if (isConnectionError(e)) throw mapError(e);
-    try {
-      row = (await pool.query<MemoryRow>(prepared(read, q.values.slice(0, -1)))).rows[0];
-    } catch (e2) {
-      throw mapError(e2);
-    }
+    throw mapError(e);
   }
   const field = 'id' in p ? 'id' : 'key';
   if (!row)
@@ -71,6 +53,7 @@ export async function pgGet(pool: pg.Pool, p: GetParams, now: number): Promise<M
         expiresAt: iso(row.expires_at),
       });
   }
+  bumps.add(row.rowid, now); // recorded after the answer (store/pg/access-stats.ts)
   row.access_count += 1;
   row.last_accessed_at = now;
   return toMemory(row);
