@@ -30,7 +30,7 @@ test(
       try {
         serverPid = (s.client.transport as { pid?: number | null } | undefined)?.pid ?? null;
         const { tools } = await s.client.listTools();
-        assert.equal(tools.length, 12);
+        assert.equal(tools.length, 13);
         const r = await ok(s, 'cairn_remember', { key: 'release', value: 'Releases are cut from main every Tuesday.', kind: 'procedure' });
         assert.equal(r.data.memory.namespace, 'project.cli-repo');
         const found = await ok(s, 'cairn_search', { query: 'release tuesday' });

@@ -26,12 +26,24 @@ export class AccessBumps {
 
   constructor(private readonly pool: pg.Pool) {}
 
-  /** Record one read of the row at `now` (milliseconds), soon. */
-  add(rowid: number | string, now: number): void {
+  /**
+   * The count this daemon last answered for a row whose reads are still queued or being written: a second read before
+   * the batch lands answers one more than the first, as on the SQLite store (never counting a stored read twice).
+   */
+  private shown = new Map<string, number>();
+
+  /**
+   * Record one read of the row at `now` (milliseconds), soon; returns the access count to answer with: the stored
+   * count `stored` plus this read, or one more than this daemon's previous answer while its reads are not stored yet.
+   */
+  add(rowid: number | string, now: number, stored = 0): number {
     const k = String(rowid);
     const p = this.pending.get(k);
     this.pending.set(k, p ? [p[0] + 1, Math.max(p[1], now)] : [1, now]);
+    const count = Math.max(stored + 1, (this.shown.get(k) ?? 0) + 1);
+    this.shown.set(k, count);
     this.running ??= this.drain().finally(() => (this.running = null));
+    return count;
   }
 
   /** Resolves when every read recorded so far is applied (or dropped): before the pool closes, and in tests. */
@@ -55,6 +67,8 @@ export class AccessBumps {
       } catch {
         /* access statistics are best effort: a failed batch (read-only server, lost connection) is dropped */
       }
+      // Stored now (or dropped): a later read's stored count includes them, unless it was read again meanwhile.
+      for (const [k] of batch) if (!this.pending.has(k)) this.shown.delete(k);
     }
   }
 }

@@ -53,8 +53,7 @@ export async function pgGet(pool: pg.Pool, p: GetParams, now: number, bumps: Acc
         expiresAt: iso(row.expires_at),
       });
   }
-  bumps.add(row.rowid, now); // recorded after the answer (store/pg/access-stats.ts)
-  row.access_count += 1;
+  row.access_count = bumps.add(row.rowid, now, row.access_count); // recorded after the answer (store/pg/access-stats.ts)
   row.last_accessed_at = now;
   return toMemory(row);
 }
