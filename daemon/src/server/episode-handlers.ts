@@ -42,65 +42,29 @@ export function registerEpisodeHandlers(
     const own = [...(scope.namespaces ?? []), ...(scope.root !== undefined ? [scope.root] : [])];
     if (own.length > 0 && own.every((ns) => team.isTeam(ns))) throw teamRefusal(own[0], 'scope');
   };
-  const local =
-    <P extends { scope?: T.Scope }, R>(fn: (p: P) => R) =>
-    (p: P) => {
-      notTeamScope(p.scope);
+  /** Every episodes method checks its scope first (notTeamScope), then runs. */
+  const onLocal: On = (def, fn) =>
+    on(def, (p) => {
+      notTeamScope((p as { scope?: T.Scope }).scope);
       return fn(p);
-    };
-  on(
-    Requests.episodesStart,
-    local((p: T.EpisodeStartParams) => {
-      notTeam(p.namespace);
-      return episodes.start(p);
-    }),
-  );
-  on(
-    Requests.eventsAppend,
-    local((p: T.EventAppendParams) => episodes.append(p)),
-  );
-  on(
-    Requests.episodesEnd,
-    local((p: T.EpisodeEndParams) => episodes.end(p)),
-  );
-  on(
-    Requests.episodesGet,
-    local((p: T.EpisodeGetParams) => episodes.get(p)),
-  );
-  on(
-    Requests.episodesList,
-    local((p: T.EpisodeListParams) => episodes.list(p)),
-  );
-  on(
-    Requests.eventsSearch,
-    local((p: T.EventSearchParams) => searchEvents(store, episodes, p, ctx.vectors())),
-  );
-  on(
-    Requests.episodesSearch,
-    local((p: T.EpisodeSearchParams) => searchEpisodes(store, episodes, p, ctx.vectors())),
-  );
-  on(
-    Requests.eventsExpand,
-    local((p: T.EventExpandParams) => episodes.expand(p)),
-  );
-  on(
-    Requests.episodesTimeline,
-    local((p: T.EpisodeTimelineParams) => episodes.timeline(p)),
-  );
-  on(
-    Requests.episodesPropose,
-    local((p: T.EpisodeProposeParams) => {
-      notTeam(p.namespace);
-      return propose(store, episodes, p);
-    }),
-  );
-  on(
-    Requests.episodesErase,
-    local((p: T.EpisodeEraseParams) => episodes.erase(p)),
-  );
-  on(
-    Requests.episodesRemovals,
-    local((p: T.EpisodeRemovalsParams) => episodes.removals(p)),
-  );
+    });
+  onLocal(Requests.episodesStart, (p) => {
+    notTeam(p.namespace);
+    return episodes.start(p);
+  });
+  onLocal(Requests.eventsAppend, (p) => episodes.append(p));
+  onLocal(Requests.episodesEnd, (p) => episodes.end(p));
+  onLocal(Requests.episodesGet, (p) => episodes.get(p));
+  onLocal(Requests.episodesList, (p) => episodes.list(p));
+  onLocal(Requests.eventsSearch, (p) => searchEvents(store, episodes, p, ctx.vectors()));
+  onLocal(Requests.episodesSearch, (p) => searchEpisodes(store, episodes, p, ctx.vectors()));
+  onLocal(Requests.eventsExpand, (p) => episodes.expand(p));
+  onLocal(Requests.episodesTimeline, (p) => episodes.timeline(p));
+  onLocal(Requests.episodesPropose, (p) => {
+    notTeam(p.namespace);
+    return propose(store, episodes, p);
+  });
+  onLocal(Requests.episodesErase, (p) => episodes.erase(p));
+  onLocal(Requests.episodesRemovals, (p) => episodes.removals(p));
   return episodes;
 }

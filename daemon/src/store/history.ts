@@ -9,21 +9,11 @@ import { stmt, type DB } from './db';
 import { decodePrevious, decodeState, encodePrevious, encodeState, inlineValue, ROW_VALUE_GLOB } from './history-codec';
 import { checkNamespace } from './namespaces';
 import { rowBy } from './reads';
-import { and, HISTORY_COLUMNS, isoReq } from './rows';
+import { and, HISTORY_COLUMNS, isoReq, type PgHistoryRow } from './rows';
 import { scopePredicate } from './scope';
 import type { Store } from './store';
 
-interface HistoryRow {
-  seq: number;
-  memory_id: string;
-  op: HistoryEntry['op'];
-  actor: string;
-  reason: string | null;
-  at: number;
-  version: number;
-  previous: string | null;
-  state: string | null;
-  detail: string | null;
+interface HistoryRow extends PgHistoryRow {
   /** The memory row's value, for a state that reads it from the row (selected by HISTORY_COLUMNS). */
   row_value?: string | null;
 }

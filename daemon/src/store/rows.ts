@@ -56,7 +56,7 @@ export const iso = (ms: number | null): string | null => (ms === null || ms === 
 export const isoReq = (ms: number): string => new Date(ms).toISOString();
 export const fromIso = (s: string | null | undefined): number | null => (s === null || s === undefined ? null : Date.parse(s));
 
-/** A team-store (PostgreSQL) history row: states and detail are stored as JSON text. */
+/** A history row as stored, on the team store (PostgreSQL) and locally (history.ts adds the row's value): states and detail are JSON text. */
 export interface PgHistoryRow {
   seq: number;
   memory_id: string;
