@@ -185,7 +185,8 @@ suite('commands', () => {
     await notified;
     const saved = await doc.save();
     assert.equal(saved, false, 'the save must fail');
-    assert.ok(c.memoryFs.lastConflict, 'conflict recorded');
+    // VS Code can report the failed save before its write attempt has settled: wait for the conflict, not a moment.
+    await waitFor('the conflict to be recorded', () => c.memoryFs.lastConflict?.uri === doc.uri.toString());
     assert.equal(c.memoryFs.lastConflict?.yourVersion, m.version);
     assert.equal((await c.client.request('get', { id: m.id })).value, 'Changed from the CLI meanwhile');
     await vscode.commands.executeCommand('workbench.action.files.revert');
