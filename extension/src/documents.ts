@@ -9,7 +9,7 @@
  */
 import * as vscode from 'vscode';
 import { HISTORY_OPS } from '../../daemon/src/protocol/types';
-import type { HistoryEntry, Memory, StoreStatusResult } from '../../daemon/src/protocol/types';
+import type { DidChangeParams, HistoryEntry, Memory, StoreStatusResult } from '../../daemon/src/protocol/types';
 import type { Ctx } from './ctx';
 import { fieldChanges, lineDiff } from './diff';
 import { cairnErrorName, describeError, errorData } from './errors';
@@ -40,6 +40,16 @@ export function keptFields(m: Memory) {
   };
 }
 
+/** Whether the editor URI `uri` shows the memory `namespace`/`key` (an unparsable URI counts as a match). */
+function names(uri: string, namespace: string, key: string): boolean {
+  try {
+    const opened = parseMemoryUri(vscode.Uri.parse(uri));
+    return opened.namespace === namespace && opened.key === key;
+  } catch {
+    return true;
+  }
+}
+
 export class MemoryFileSystem implements vscode.FileSystemProvider {
   private readonly emitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.emitter.event;
@@ -53,11 +63,14 @@ export class MemoryFileSystem implements vscode.FileSystemProvider {
   /**
    * Memories changed somewhere: forget what clean (or closed) editors read, so their next stat shows the
    * new version and VS Code reloads them. A dirty editor keeps its version: saving it then fails with a
-   * VersionConflict instead of overwriting the other writer.
+   * VersionConflict instead of overwriting the other writer. A change that names its memory touches only that
+   * memory's editor: reloading every clean editor on every write elsewhere would race the user's first keystroke
+   * (VS Code's reload can land after typing started) for no reason.
    */
-  changed(): void {
+  changed(change?: Pick<DidChangeParams, 'namespace' | 'key'>): void {
     const events: vscode.FileChangeEvent[] = [];
     for (const [key, seen] of [...this.versions.entries()]) {
+      if (change?.namespace && change.key && !names(key, change.namespace, change.key)) continue;
       const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === key);
       if (!doc) {
         this.versions.delete(key);

@@ -40,8 +40,8 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
   registerGutter(c);
 
   c.push(
-    c.client.onDidChangeMemories(() => {
-      c.memoryFs.changed();
+    c.client.onDidChangeMemories((change) => {
+      c.memoryFs.changed(change);
       c.views.changed();
     }),
     c.client.onDidConnect(() => {

@@ -99,7 +99,9 @@ make_profile() { # $1 = name; prints nothing, sets P_* variables
   local p="$WORK/$1"
   mkdir -p "$p/home" "$p/run" "$p/ud/User" "$p/exts" "$p/ws/src" "$p/ws/.git"
   chmod 700 "$p/run"
-  echo '{"extensions.autoCheckUpdates":false,"extensions.autoUpdate":false,"workbench.startupEditor":"none","telemetry.telemetryLevel":"off","workbench.tips.enabled":false,"security.workspace.trust.enabled":false,"workbench.enableExperiments":false,"chat.commandCenter.enabled":false}' >"$p/ud/User/settings.json"
+  # files.autoSave off: code-server (a web build) saves 1 s after each edit by default, which would let a slow moment
+  # save a test's unsaved edit (a revert then restores the edited text, an edit-conflict test finds nothing dirty).
+  echo '{"files.autoSave":"off","extensions.autoCheckUpdates":false,"extensions.autoUpdate":false,"workbench.startupEditor":"none","telemetry.telemetryLevel":"off","workbench.tips.enabled":false,"security.workspace.trust.enabled":false,"workbench.enableExperiments":false,"chat.commandCenter.enabled":false}' >"$p/ud/User/settings.json"
   # A small project: a git remote (the project namespace is derived from it) and a source file to anchor to.
   printf '[core]\n\trepositoryformatversion = 0\n[remote "origin"]\n\turl = https://example.com/acme/Sample-App.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n' >"$p/ws/.git/config"
   printf 'ref: refs/heads/main\n' >"$p/ws/.git/HEAD"

@@ -160,6 +160,20 @@ suite('commands', () => {
   });
 
   test('Edit Memory: a concurrent change surfaces as a conflict, nothing is overwritten', async () => {
+    // code-server (a web build of VS Code) saves after a 1 s delay by default, so a slow CLI call below would let
+    // auto-save store the edit before the other write: this test is about a user who has not saved yet.
+    const files = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration('files');
+    const autoSave = files().inspect('autoSave')?.globalValue;
+    await files().update('autoSave', 'off', vscode.ConfigurationTarget.Global);
+    await waitFor('auto-save off', () => files().get('autoSave') === 'off');
+    try {
+      await concurrentEditConflict();
+    } finally {
+      await files().update('autoSave', autoSave, vscode.ConfigurationTarget.Global);
+    }
+  });
+
+  async function concurrentEditConflict(): Promise<void> {
     const key = uniq('conflict');
     const announced = (): Promise<void> =>
       new Promise<void>((resolve) => {
@@ -192,7 +206,7 @@ suite('commands', () => {
     await vscode.commands.executeCommand('workbench.action.files.revert');
     assert.equal(doc.getText(), 'Changed from the CLI meanwhile', 'revert loads the latest value');
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
-  });
+  }
 
   test('Delete / Restore: happy paths and clear failures', async () => {
     const m = await add(c, uniq('del'), 'Delete me');
