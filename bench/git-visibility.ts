@@ -1,7 +1,7 @@
 /**
  * The cost of git-aware memory's visibility rule (issue 26): ancestry from the git CLI, cached per HEAD.
  *
- *   node --import tsx bench/git-visibility.ts [--history 2000] [--branches 40] [--memories 10000] [--queries 100] [--json FILE]
+ *   node --import tsx bench/git-visibility.ts [--history 2000] [--branches 40] [--memories 10000] [--queries 100] [--bound N] [--heads 10] [--json FILE]
  *
  * A repository is generated with git fast-import: a main line of `history` commits, `branches` branches forked from
  * it at spread-out points with 3 commits each, half of them merged back with merge commits (the others unmerged).
@@ -10,7 +10,10 @@
  * - cold: the first full-text search (and list) from main's HEAD with an empty cache (a fresh Core over the store),
  *   with the git processes it ran;
  * - warm: the same search again (the answers cached for this HEAD), p50 / p95;
- * - base: the same search without a git context.
+ * - base: the same search without a git context;
+ * - followGit's sync check (issue 26: every read carrying a git context checks the memory branches bound to git branches
+ *   once per HEAD): warm search p50 with `--bound` bound branches (following unmerged git branches) present vs none, and
+ *   the first search after a HEAD change (a new commit on main) with and without them, `--heads` changes each.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -26,11 +29,21 @@ const BRANCHES = Number(arg('branches', '40'));
 const MEMORIES = Number(arg('memories', '10000'));
 const QUERIES = Number(arg('queries', '100'));
 const COLD = 5;
+const BOUND = Number(arg('bound', String(Math.floor(BRANCHES / 2))));
+const HEADS = Number(arg('heads', '10'));
 const jsonOut = arg('json', '');
 const NS = 'project.bench';
 
 const repo = tempDir('cairn-git-bench-');
-const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+const env = {
+  ...process.env,
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_AUTHOR_NAME: 'b',
+  GIT_AUTHOR_EMAIL: 'b@example.com',
+  GIT_COMMITTER_NAME: 'b',
+  GIT_COMMITTER_EMAIL: 'b@example.com',
+};
 const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, encoding: 'utf8', env, maxBuffer: 1 << 28 }).trim();
 
 // --- the repository -----------------------------------------------------------------------------------------------
@@ -134,6 +147,46 @@ const items = Array.from({ length: MEMORIES }, (_, i) => {
     await c.core.call(R.search, q);
     base.push(now() - t0);
   }
+  // followGit's sync check: none bound, then BOUND memory branches following unmerged git branches (odd b<i>).
+  const follow = async () => {
+    const bindings = (
+      c.store.db.prepare("SELECT count(*) AS n FROM branches WHERE status = 'open' AND git_branch IS NOT NULL").get() as {
+        n: number;
+      }
+    ).n;
+    let head = ctx;
+    const warmS: number[] = [];
+    for (let i = 0; i <= QUERIES; i++) {
+      const t0 = now();
+      await c.core.call(R.search, { ...q, git: head });
+      if (i > 0) warmS.push(now() - t0);
+    }
+    // The check alone, as every read with a git context makes it (same HEAD: compares a state, no git process).
+    const CHECKS = 2000;
+    const t1 = now();
+    for (let i = 0; i < CHECKS; i++) await c.core.git.onContext!(head);
+    const checkUs = ((now() - t1) * 1000) / CHECKS;
+    const first: number[] = [];
+    const spawned0 = c.core.git.oracle.spawned;
+    for (let h = 0; h < HEADS; h++) {
+      git('commit', '-q', '--allow-empty', '-m', `head ${h}`);
+      head = { ...ctx, head: git('rev-parse', 'HEAD') };
+      const t0 = now();
+      await c.core.call(R.search, { ...q, git: head });
+      first.push(now() - t0);
+    }
+    return {
+      bindings,
+      checkUs,
+      warm: summarize(warmS),
+      firstAfterHeadChange: summarize(first),
+      gitProcessesPerHeadChange: (c.core.git.oracle.spawned - spawned0) / HEADS,
+    };
+  };
+  const unbound = await follow();
+  for (let b = 1, n = 0; b < BRANCHES && n < BOUND; b += 2, n++)
+    await c.core.call(R.branchCreate, { name: `follow-b${b}`, root: NS, gitBranch: `b${b}`, gitRepo: repo });
+  const bound = await follow();
   const out = {
     history: HISTORY,
     branches: BRANCHES,
@@ -145,13 +198,22 @@ const items = Array.from({ length: MEMORIES }, (_, i) => {
     gitProcessesCold: spawned,
     warm: summarize(warm),
     base: summarize(base),
+    followGit: { unbound, bound },
+    loadavg: fs.readFileSync('/proc/loadavg', 'utf8').trim(),
   };
   console.log(
     `repo: ${HISTORY} commits on main, ${BRANCHES} branches (half merged); ${MEMORIES} memories on ${pairs.n} distinct (branch, commit) pairs, ${hidden} hidden from main\n` +
       `cold search (empty cache): p50 ${fmt(out.cold.p50)} ms, max ${fmt(Math.max(...cold))} ms, ${spawned} git processes\n` +
       `cold list: p50 ${fmt(out.coldList.p50)} ms\n` +
       `warm search (cached for this HEAD): p50 ${fmt(out.warm.p50)} / p95 ${fmt(out.warm.p95)} ms\n` +
-      `same search without git: p50 ${fmt(out.base.p50)} / p95 ${fmt(out.base.p95)} ms`,
+      `same search without git: p50 ${fmt(out.base.p50)} / p95 ${fmt(out.base.p95)} ms\n` +
+      [unbound, bound]
+        .map(
+          (f) =>
+            `followGit, ${f.bindings} bound branches: per-read check ${fmt(f.checkUs)} µs; warm search p50 ${fmt(f.warm.p50)} / p95 ${fmt(f.warm.p95)} ms; first search after a HEAD change p50 ${fmt(f.firstAfterHeadChange.p50)} / p95 ${fmt(f.firstAfterHeadChange.p95)} ms (${fmt(f.gitProcessesPerHeadChange)} git processes per change)`,
+        )
+        .join('\n') +
+      `\nload average: ${out.loadavg}`,
   );
   if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(out, null, 2));
   c.close();

@@ -8,13 +8,20 @@ import { runMcp } from '../../daemon/src/mcp/server';
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { db: { type: 'string' }, socket: { type: 'string' }, root: { type: 'string' }, 'no-embeddings': { type: 'boolean' } },
+  options: {
+    db: { type: 'string' },
+    socket: { type: 'string' },
+    root: { type: 'string' },
+    task: { type: 'string' },
+    'no-embeddings': { type: 'boolean' },
+  },
   strict: true,
 });
 runMcp({
   db: values.db,
   socket: values.socket,
   root: values.root,
+  task: values.task,
   daemonArgs: values['no-embeddings'] ? ['--no-embeddings'] : undefined,
 }).then(
   (code) => (process.exitCode = code),

@@ -75,7 +75,7 @@ Commands:
   config --history-cap N|none        per-memory history cap (default: keep all)
   wait <position> [--timeout MS]     wait until the vector index includes a change
   rebuild-index [--model ID]         re-embed everything (optionally with another model)
-  mcp [--root NS]                    stdio MCP server backed by the daemon (docs/mcp.md)
+  mcp [--root NS] [--task ID]        stdio MCP server backed by the daemon (docs/mcp.md)
   log <text...|->                    append an event to an episode of this project (hooks, CI; only while
       [--kind K] [--episode ID] [--title T] [--source S] [--task ID] [--branch B] [--commit SHA] [--at ISO] [--seq N]
       [--file PATH[:START[-END]]] [--command CMD] [--exit-code N] [--tool NAME]   cairn.episodes.capture is on)
@@ -308,7 +308,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (cmd === 'mcp') {
     const { runMcp } = await import('../mcp/server');
-    return runMcp({ db: o.db, socket: o.socket, root: o.root, daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined });
+    return runMcp({
+      db: o.db,
+      socket: o.socket,
+      root: o.root,
+      task: o.task,
+      daemonArgs: o['no-embeddings'] ? ['--no-embeddings'] : undefined,
+    });
   }
   if (cmd === 'verify-receipt') return verifyReceiptCommand(pos, o);
   if (cmd === 'keys') {

@@ -88,9 +88,14 @@ export class GitFollow {
     const db = this.store.db;
     const book = { lastTip: (b: string) => lastTip(db, b), merged: () => mergedBranches(db) };
     const reader = { ...ctx, branch: base };
+    // Every bound branch's tip in one git process, judged together: a few git processes per HEAD, not a few per binding.
+    const tips = await this.localTips(ctx.repo);
+    await this.oracle.judgeAll(reader, [
+      ...new Set(bindings.flatMap((b) => (b.gitBranch !== base && tips.has(b.gitBranch) ? [tips.get(b.gitBranch)!] : []))),
+    ]);
     for (const b of bindings) {
       if (b.gitBranch === base) continue;
-      const tip = await this.tipOf(ctx.repo, b.gitBranch);
+      const tip = tips.get(b.gitBranch) ?? null;
       if (!(await this.oracle.branchMerged(reader, b.gitBranch, tip, book, b.gitCommit))) continue;
       const item: BranchSyncItem = { name: b.name, gitBranch: b.gitBranch };
       let r;
@@ -105,6 +110,18 @@ export class GitFollow {
         recordGitConflicts(db, b.name, r.conflicts.length);
         out.conflicted.push({ ...item, conflicts: r.conflicts.length });
       }
+    }
+    return out;
+  }
+
+  /** Every local branch's tip, read now (not cached: a merge has just moved them). */
+  private async localTips(repo: string): Promise<Map<string, string>> {
+    const r = await git(repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/']);
+    const out = new Map<string, string>();
+    if (r.code !== 0) return out;
+    for (const line of r.out.split('\n')) {
+      const [id, ref] = [line.slice(0, line.indexOf(' ')), line.slice(line.indexOf(' ') + 1)];
+      if (COMMIT_ID.test(id) && ref.startsWith('refs/heads/')) out.set(ref.slice('refs/heads/'.length), id);
     }
     return out;
   }

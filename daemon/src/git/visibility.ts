@@ -92,6 +92,14 @@ export class GitVisibility {
     return out;
   }
 
+  /** Judge these branch tips against H together (a few git processes for all of them), for branchMerged to answer from. */
+  async judgeAll(reader: Reader, tips: string[]): Promise<void> {
+    await this.judgeTips(
+      reader,
+      tips.filter((t) => COMMIT_ID.test(t)),
+    );
+  }
+
   /**
    * Whether git branch B is merged into H by the same test as hidden(): marked merged, or its tip (`tip`: its ref as
    * the caller read it, else the last commit seen on it) an ancestor of H, rebased or squashed into H. A tip still at

@@ -115,7 +115,7 @@ export function neighborsText(id: string, r: NeighborsResult): string {
 
 export function statusText(
   s: StoreStatusResult,
-  session: { root: string; rootSource: string; dir: string | null; review: boolean; actor: string },
+  session: { root: string; rootSource: string; dir: string | null; review: boolean; actor: string; branch?: string | null },
 ): string {
   const c = s.counts;
   const e = s.embeddings;
@@ -125,6 +125,9 @@ export function statusText(
     `Search: full-text always; vectors ${e.state}${e.model ? ` (${e.model}${e.dimension ? `, ${e.dimension}-d` : ''})` : ''}${e.fallbackReason ? ` — ${e.fallbackReason}` : ''}${e.pending ? `, ${e.pending} memories waiting to be embedded` : ''}.`,
     ...(s.daemon ? [`Daemon: pid ${s.daemon.pid}, version ${s.daemon.version}, ${s.daemon.clients} client(s).`] : []),
     `This session: scope ${session.root} (from ${session.rootSource === 'option' ? '--root' : session.rootSource === 'env' ? 'CAIRN_SCOPE_ROOT' : `the ${session.rootSource === 'git-remote' ? 'git remote' : 'folder name'} of ${session.dir}`}) plus user; new memories are ${session.review ? 'proposed for the user’s review' : 'active at once'}; writes are recorded as ${session.actor}.`,
+    ...(session.branch
+      ? [`Active task's memory branch: ${session.branch} (writes under its root stay there until the user merges it).`]
+      : []),
   ].join('\n');
 }
 

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { CairnError, fromZodError, toCairnError } from '../protocol/errors';
 import { explainFilter } from '../protocol/filter-explain';
-import { envFlag, processEnv, Settings } from '../protocol/settings';
+import { envFlag, processEnv, readEnv, Settings } from '../protocol/settings';
 import { Requests, type RequestDef } from '../protocol/methods';
 import { checkParamsShape } from '../protocol/shape';
 import { StreamClient, unavailable } from '../client/socket-client';
@@ -33,7 +33,8 @@ import { ensureDaemon, type EnsuredDaemon } from '../client/ensure-daemon';
 import { VERSION } from '../version';
 import { errorText } from './format';
 import { isExplicit, projectNamespaceFor, resolveMcpScope, type McpScope } from './scope';
-import { TOOLS, type CairnTool, type ToolContext } from './tools';
+import { TOOLS, type CairnTool, type TaskBranch, type ToolContext } from './tools';
+import { MemoryId } from '../protocol/types';
 import { SessionCapture } from './capture';
 
 export interface McpOptions {
@@ -43,6 +44,8 @@ export interface McpOptions {
   socket?: string;
   /** Namespace subtree of this session (default $CAIRN_SCOPE_ROOT, else project.<slug> of the client's first workspace root, else of the cwd). */
   root?: string;
+  /** The agent task this session works on (default $CAIRN_TASK): with a burner branch, its memory goes there. */
+  task?: string;
   /** Extra arguments for a daemon this server starts, e.g. ['--no-embeddings']. */
   daemonArgs?: string[];
   /** Working directory the project namespace is derived from (default process.cwd()). */
@@ -178,12 +181,49 @@ export interface CairnMcpServer {
   close(): Promise<void>;
 }
 
+/** `fn` run at most once, its promise shared. */
+function once<T>(fn: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | undefined;
+  return () => (p ??= fn());
+}
+
+/**
+ * The session's agent task (`--task`, else $CAIRN_TASK; InvalidParams when malformed): a lookup of its open burner
+ * branch, or null without a task. A task that no longer exists fails the tool call (NotFound, field `task`) rather
+ * than letting its writes reach the base.
+ */
+export function sessionTask(
+  option: string | undefined,
+  env: NodeJS.ProcessEnv,
+  link: Pick<DaemonLink, 'call'>,
+): (() => Promise<TaskBranch | undefined>) | null {
+  const given = option !== undefined ? { id: option, field: '--task' } : { id: readEnv('CAIRN_TASK', env), field: 'CAIRN_TASK' };
+  const id = given.id;
+  if (id === undefined || (id === '' && given.field === 'CAIRN_TASK')) return null;
+  if (!MemoryId.safeParse(id).success)
+    throw new CairnError('InvalidParams', `${given.field}: "${id}" is not a task id (tasks/create answers one)`, { field: given.field });
+  return async () => {
+    let t;
+    try {
+      t = await link.call(Requests.tasksGet, { id });
+    } catch (e) {
+      if (e instanceof CairnError && e.data.name === 'NotFound')
+        throw new CairnError('NotFound', `this session's task ${id} (${given.field}) no longer exists; start the session without it`, {
+          field: 'task',
+        });
+      throw e;
+    }
+    return t.branch && t.scope.root !== undefined ? { task: t.id, name: t.branch, root: t.scope.root } : undefined;
+  };
+}
+
 /** Build the MCP server (not yet connected to a transport). */
 export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
   const env = o.env ?? processEnv();
   let scope = resolveMcpScope({ root: o.root, cwd: o.cwd, env });
   const review = envFlag('CAIRN_REVIEW_AGENT_WRITES', Settings['cairn.review.agentWrites'].default, env);
   const link = new DaemonLink({ db: o.db, socket: o.socket, args: o.daemonArgs, env });
+  const taskBranch = sessionTask(o.task, env, link);
   const server = new Server(
     { name: 'cairn', title: 'Cairn memory', version: VERSION },
     {
@@ -274,7 +314,8 @@ export function createMcpServer(o: McpOptions = {}): CairnMcpServer {
       checkParamsShape(req.params.arguments);
       const parsed = t.input.safeParse(req.params.arguments ?? {});
       if (!parsed.success) throw argumentsError(t.name, parsed.error, req.params.arguments);
-      const out = await t.run(parsed.data, ctx);
+      // The active task's branch is asked of the daemon once per call (it closes when the user merges or discards it).
+      const out = await t.run(parsed.data, taskBranch ? { ...ctx, scope: ctx.scope, taskBranch: once(taskBranch) } : ctx);
       capture?.record(t.name, req.params.arguments, { text: out.text, error: false });
       return { content: [{ type: 'text', text: out.text }], structuredContent: out.structured };
     } catch (e) {

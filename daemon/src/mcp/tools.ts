@@ -8,7 +8,7 @@ import { CairnError } from '../protocol/errors';
 import { Requests, type RequestDef } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { listText, memoryFull, neighborsText, rememberText, scopeText, searchText, statusText } from './format';
-import { USER_ROOT } from '../protocol/namespace';
+import { isUnder, USER_ROOT } from '../protocol/namespace';
 import { boundedScope, checkNamespace, defaultScope, type McpScope } from './scope';
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 // Episodic memory's tools live in their own file (episode-tools.ts).
@@ -26,6 +26,30 @@ export interface ToolContext {
   allowSecrets?: boolean;
   /** Git-aware memory (docs/protocol.md#git-aware-memory): the checkout reads carry, and what a write records. */
   git?: { read(): T.GitContext | undefined; write(namespace: string): T.GitWrite | undefined };
+  /**
+   * The open burner branch of the session's active task (docs/branches.md#burner-branches-for-agent-tasks), if it has
+   * one: reads and searches see it over the base, writes under its root go to it. Asked once per tool call.
+   */
+  taskBranch?(): Promise<TaskBranch | undefined>;
+}
+
+/** An agent task's memory branch: its name (`task/<id>`) and the subtree it covers (the task's scope root). */
+export interface TaskBranch {
+  task: string;
+  name: string;
+  root: string;
+}
+
+/** The `branch` a read carries: the active task's branch, if any. */
+async function readBranch(ctx: ToolContext): Promise<{ branch?: string }> {
+  const b = await ctx.taskBranch?.();
+  return b ? { branch: b.name } : {};
+}
+
+/** The task branch a write to `namespace` goes to: only under the branch's root (elsewhere, e.g. `user`, the base). */
+async function writeBranch(ctx: ToolContext, namespace: string): Promise<TaskBranch | undefined> {
+  const b = await ctx.taskBranch?.();
+  return b && isUnder(namespace, b.root) ? b : undefined;
 }
 
 /** The `git` field of a read from this session's checkout (none outside a repository). */
@@ -142,7 +166,7 @@ async function writableVersion(ctx: ToolContext, namespace: string, key: string)
   if (ctx.allowSecrets) return undefined;
   let m: T.Memory;
   try {
-    m = await ctx.call(Requests.get, { namespace, key, scope: defaultScope(ctx.scope), includeDeleted: true });
+    m = await ctx.call(Requests.get, { namespace, key, scope: defaultScope(ctx.scope), includeDeleted: true, ...(await readBranch(ctx)) });
   } catch (e) {
     if (e instanceof CairnError && e.data.name === 'NotFound') return 0;
     throw e;
@@ -168,17 +192,18 @@ async function findMemoryAny(
   includeDeleted = false,
 ): Promise<T.Memory> {
   const scope = defaultScope(ctx.scope);
-  if ('id' in t) return ctx.call(Requests.get, { id: t.id, scope, ...(includeDeleted ? { includeDeleted } : {}) });
+  const branch = await readBranch(ctx);
+  if ('id' in t) return ctx.call(Requests.get, { id: t.id, scope, ...branch, ...(includeDeleted ? { includeDeleted } : {}) });
   if (t.namespace !== undefined) {
     checkNamespace(ctx.scope, t.namespace, 'namespace');
-    return ctx.call(Requests.get, { namespace: t.namespace, key: t.key, scope, ...(includeDeleted ? { includeDeleted } : {}) });
+    return ctx.call(Requests.get, { namespace: t.namespace, key: t.key, scope, ...branch, ...(includeDeleted ? { includeDeleted } : {}) });
   }
   try {
-    return await ctx.call(Requests.get, { namespace: ctx.scope.root, key: t.key, scope });
+    return await ctx.call(Requests.get, { namespace: ctx.scope.root, key: t.key, scope, ...branch });
   } catch (e) {
     if (!(e instanceof CairnError) || e.data.name !== 'NotFound' || ctx.scope.root === USER_ROOT) throw e;
     try {
-      return await ctx.call(Requests.get, { namespace: USER_ROOT, key: t.key, scope });
+      return await ctx.call(Requests.get, { namespace: USER_ROOT, key: t.key, scope, ...branch });
     } catch (e2) {
       if (e2 instanceof CairnError && e2.data.name === 'NotFound') {
         throw new CairnError('NotFound', `no memory with key "${t.key}" in ${ctx.scope.root} or ${USER_ROOT}`, { field: 'key' });
@@ -219,6 +244,7 @@ export const searchTool = tool({
       query: a.query,
       scope,
       ...gitRead(ctx),
+      ...(await readBranch(ctx)),
       limit: a.limit ?? 10,
       ...(a.mode ? { mode: a.mode } : {}),
       ...(filter ? { filter } : {}),
@@ -289,6 +315,7 @@ export const rememberTool = tool({
       });
     const ifVersion = a.ifVersion ?? seen;
     const git = ctx.git?.write(namespace);
+    const branch = await writeBranch(ctx, namespace);
     const r = await ctx.call(Requests.upsert, {
       ...rest,
       ...(ifVersion !== undefined ? { ifVersion } : {}),
@@ -299,9 +326,14 @@ export const rememberTool = tool({
       actor: ctx.actor(),
       waitForDuplicates: true, // the agent sees its possible duplicates in the answer
       ...(git ? { git } : {}),
+      ...(branch ? { branch: branch.name } : {}),
       ...(ctx.reviewAgentWrites ? { status: 'proposed' as const } : {}),
     });
-    return { text: rememberText(r), structured: r };
+    if (!branch) return { text: rememberText(r), structured: r };
+    return {
+      text: `${rememberText(r)}\nWritten on the memory branch ${branch.name} of the active task: the base is unchanged until the user merges the branch.`,
+      structured: { ...r, branch: branch.name },
+    };
   },
 });
 
@@ -341,6 +373,21 @@ export const forgetTool = tool({
   async run(a, ctx) {
     // Resolve (and scope-check) first: a forget by id has no scope of its own.
     const m = await findMemory(ctx, target(a));
+    const branch = await writeBranch(ctx, m.namespace);
+    if (branch) {
+      // On the task's branch a forget is a delete there: the base keeps the memory until the user merges the branch.
+      const r = await ctx.call(Requests.delete, {
+        id: m.id,
+        branch: branch.name,
+        scope: defaultScope(ctx.scope),
+        actor: ctx.actor(),
+        ...(a.reason ? { reason: a.reason } : {}),
+      });
+      return {
+        text: `Deleted ${r.memory.namespace}/${r.memory.key} (id ${r.memory.id}) on the memory branch ${branch.name} of the active task: the base keeps it until the user merges the branch.`,
+        structured: { ...r, branch: branch.name },
+      };
+    }
     const r = await ctx.call(Requests.forget, {
       id: m.id,
       scope: defaultScope(ctx.scope),
@@ -376,6 +423,7 @@ export const listTool = tool({
     const r = await ctx.call(Requests.list, {
       scope,
       ...gitRead(ctx),
+      ...(await readBranch(ctx)),
       limit: a.limit ?? 20,
       ...(filter ? { filter } : {}),
       ...(a.cursor ? { cursor: a.cursor } : {}),
@@ -445,6 +493,7 @@ export const statusTool = tool({
       dir: ctx.scope.dir ?? null,
       review: ctx.reviewAgentWrites,
       actor: ctx.actor(),
+      branch: (await ctx.taskBranch?.())?.name ?? null,
     };
     return { text: statusText(r, session), structured: { ...r, session } };
   },

@@ -162,6 +162,7 @@ export type SettingKey = keyof typeof Settings;
 export const Environment = {
   CAIRN_ACTOR: 'Actor the CLI records on its writes when --actor is not given (default "user").',
   CAIRN_SCOPE_ROOT: 'Namespace root of a `cairn mcp` session, as --root (default: derived from the workspace).',
+  CAIRN_TASK: "Agent task of a `cairn mcp` session, as --task: with a burner branch, the session's memory reads and writes use it.",
   CAIRN_DISABLE_VEC: 'Boolean: open stores without sqlite-vec (vector search off); for diagnosis.',
   CAIRN_DAEMON_REEXEC:
     'Set by `cairn daemon` on the copy of itself it runs with the memory settings it was started without (MALLOC_ARENA_MAX, Node flags); that copy never runs another.',

@@ -109,7 +109,10 @@ export interface CairnExtensionApi {
   deleteTask(taskId: string): Promise<void>;
   /** The "Don't inject memories" toggle of a task (the same code path as the checkbox in the Agent Tasks view). */
   setDontInject(taskId: string, dontInject: boolean): Promise<Task>;
-  /** This window's active task, if any. */
+  /**
+   * This window's active task, if any. While it has a memory branch (`createTask` with `branch: true`), search, recall,
+   * remember and forget use it: reads see the branch, writes under its root stay there until the user merges it.
+   */
   activeTaskId(): string | undefined;
   setActiveTask(taskId: string | undefined): Promise<void>;
 

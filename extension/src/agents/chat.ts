@@ -220,7 +220,8 @@ async function chatForget(
     stream.markdown('Usage: `@cairn /forget [namespace/]key` (or a memory id).');
     return meta;
   }
-  const m = await agents.forget(target, 'forgotten with @cairn /forget', 'vscode:chat');
+  // The user's own command: forgotten on the base, as /remember writes there, even while the active task has a branch.
+  const m = await agents.forget(target, 'forgotten with @cairn /forget', 'vscode:chat', { onTaskBranch: false });
   stream.markdown(
     `Forgot **${escapeMarkdown(m.namespace)}/${escapeMarkdown(m.key)}**; Cairn will refuse this value in ${escapeMarkdown(m.namespace)} from now on.`,
   );

@@ -50,13 +50,16 @@ type McpStdioServerDefinitionCtor = new (
   cwd?: vscode.Uri;
 };
 
-/** `node <daemon>/bin/cairn.js mcp --db <store> --socket <socket> [--root <project namespace>]`. */
+/** `node <daemon>/bin/cairn.js mcp --db <store> --socket <socket> [--root <project namespace>] [--task <active task with a branch>]`. */
 export async function mcpServerSpec(ctx: Ctx, agents: AgentService): Promise<McpServerSpec> {
   const { node } = await findNode(ctx.config.nodePath);
   const script = findDaemonScript(ctx.config.daemonPath, ctx.extension.extensionPath);
   const target = ctx.client.target;
   const args = [script, 'mcp', '--db', target.db, '--socket', target.socket];
   if (ctx.project) args.push('--root', ctx.project.namespace);
+  // The active task's burner branch (docs/branches.md): an MCP agent's memory writes stay on it, as the tools' do.
+  const task = await agents.activeTaskBranch().catch(() => undefined);
+  if (task) args.push('--task', task.task);
   // The settings a daemon started by `cairn mcp` needs (model, model path...), as the extension passes them.
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(ctx.config.daemonEnv({}))) if (v !== undefined && k.startsWith('CAIRN_')) env[k] = v;
@@ -115,6 +118,7 @@ export function registerMcpServer(ctx: Ctx, agents: AgentService, push: (...d: v
     push(
       registration,
       changed,
+      agents.onDidChangeActiveTask(() => changed.fire()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (
           ['cairn.store.path', 'cairn.daemon', 'cairn.scope', 'cairn.review', 'cairn.embeddings', 'cairn.episodes'].some((k) =>

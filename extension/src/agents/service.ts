@@ -11,7 +11,7 @@
 import * as vscode from 'vscode';
 import type { z } from 'zod';
 import type { McpScope } from '../../../daemon/src/mcp/scope';
-import type { CairnTool, ToolContext, ToolOutput } from '../../../daemon/src/mcp/tools';
+import type { CairnTool, TaskBranch, ToolContext, ToolOutput } from '../../../daemon/src/mcp/tools';
 import { CairnError, toCairnError as toProtocolCairnError, wireErrorName } from '../../../daemon/src/protocol/errors';
 import {
   Notifications,
@@ -41,6 +41,12 @@ const ACTIVE_TASK_KEY = 'cairn.agents.activeTaskId';
 /** A daemon error as the protocol's CairnError (same code, name, field); anything else unchanged. */
 export function toCairnError(e: unknown): unknown {
   return e instanceof CairnError || wireErrorName(e) ? toProtocolCairnError(e) : e;
+}
+
+/** `fn` run at most once, its promise shared. */
+function once<T>(fn: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | undefined;
+  return () => (p ??= fn());
 }
 
 const requestNames = new Map<unknown, RequestName>(Object.entries(Requests).map(([k, v]) => [v, k as RequestName]));
@@ -183,7 +189,7 @@ export class AgentService implements vscode.Disposable {
    * Run an agent tool: input validated with its zod schema, scope bounded to the workspace, writes recorded
    * as `actor` (`agent:<name>`), proposed while review is on. Throws CairnError on a Cairn failure.
    */
-  async runTool(name: AgentToolName, input: unknown, actor: string): Promise<ToolOutput> {
+  async runTool(name: AgentToolName, input: unknown, actor: string, o: { onTaskBranch?: boolean } = {}): Promise<ToolOutput> {
     const tool = AGENT_TOOLS[name] as unknown as CairnTool;
     // As `cairn mcp`: the shape limits (a filter nested thousands deep is InvalidFilter) before zod sees the input.
     checkParamsShape(input);
@@ -206,8 +212,16 @@ export class AgentService implements vscode.Disposable {
       actor: () => actor,
       reviewAgentWrites: this.reviewAgentWrites,
       allowSecrets: this.allowSecrets,
+      // The active task's burner branch (docs/branches.md): reads see it, writes under its root go there. Asked once per call.
+      ...(o.onTaskBranch === false ? {} : { taskBranch: once(() => this.activeTaskBranch()) }),
     };
     return tool.run(args as never, context);
+  }
+
+  /** The active task's open memory branch and the subtree it covers, if it has one. */
+  async activeTaskBranch(): Promise<TaskBranch | undefined> {
+    const t = await this.activeTask();
+    return t?.branch && t.scope.root !== undefined ? { task: t.id, name: t.branch, root: t.scope.root } : undefined;
   }
 
   async search(query: string, o: CairnSearchOptions = {}): Promise<SearchHit[]> {
@@ -235,8 +249,9 @@ export class AgentService implements vscode.Disposable {
     return (out.structured as { memory: Memory }).memory;
   }
 
-  async forget(t: CairnMemoryTarget, reason?: string, actor = 'agent:extension'): Promise<Memory> {
-    const out = await this.runTool('cairn_forget', { ...t, ...(reason ? { reason } : {}) }, actor);
+  /** `onTaskBranch: false` (the user's own /forget in chat): forgotten on the base even while the active task has a branch. */
+  async forget(t: CairnMemoryTarget, reason?: string, actor = 'agent:extension', o: { onTaskBranch?: boolean } = {}): Promise<Memory> {
+    const out = await this.runTool('cairn_forget', { ...t, ...(reason ? { reason } : {}) }, actor, o);
     return (out.structured as { memory: Memory }).memory;
   }
 

@@ -8,6 +8,7 @@
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import * as vscode from 'vscode';
+import { wireErrorName } from '../../../../daemon/src/protocol/errors';
 import type { Memory, Task } from '../../../../daemon/src/protocol/types';
 import type { AgentsExports } from '../../agents';
 import type { TaskNode } from '../../agents/tasksView';
@@ -124,6 +125,78 @@ suite('agents', () => {
       assert.equal((await c.client.request('get', { namespace: ns, key })).status, 'active');
       assert.match(await invoke('cairn_search', { query: 'pelican reviews staging' }), new RegExp(key));
     } finally {
+      await cfg.update('review.agentWrites', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
+  test('the active task’s burner branch: the tools, the API, @cairn /search and injection use it; the base waits for the merge', async function () {
+    this.timeout(60_000);
+    const cfg = vscode.workspace.getConfiguration('cairn');
+    await cfg.update('review.agentWrites', false, vscode.ConfigurationTarget.Workspace);
+    const onBase = async (key: string) =>
+      c.client.request('get', { namespace: ns, key }).then(
+        (m) => m,
+        (e: unknown) => {
+          if (wireErrorName(e) === 'NotFound') return undefined;
+          throw e;
+        },
+      );
+    try {
+      await waitFor('the setting', () => x.agents.service.reviewAgentWrites === false);
+      const task = await x.createTask(uniq('e2e burner task'), { branch: true, activate: true });
+      tasks.push(task.id);
+      assert.ok(task.branch, JSON.stringify(task));
+      const branch = task.branch;
+      assert.equal(x.activeTaskId(), task.id);
+
+      // A language-model tool's write goes to the branch; the tools read it back there; the base has nothing.
+      const key = uniq('burner');
+      assert.match(
+        await invoke('cairn_remember', { key, value: 'The pelican mirror is rebuilt nightly by the heron job.' }),
+        new RegExp(`memory branch ${branch}`),
+      );
+      assert.equal(await onBase(key), undefined, 'not on the base');
+      assert.equal(
+        (await c.client.request('get', { namespace: ns, key, branch })).value,
+        'The pelican mirror is rebuilt nightly by the heron job.',
+      );
+      assert.match(await invoke('cairn_search', { query: 'pelican mirror heron' }), new RegExp(`${ns}/${key}`));
+      assert.match(await invoke('cairn_recall', { key }), /heron job/);
+
+      // The extension API and @cairn /search read the branch; an API write lands there too.
+      assert.ok((await x.search('pelican mirror heron')).some((h) => h.memory.key === key));
+      assert.equal((await x.recall({ key })).value, 'The pelican mirror is rebuilt nightly by the heron job.');
+      const apiKey = uniq('burner-api');
+      assert.equal((await x.remember({ key: apiKey, value: 'The API write of the burner task.' })).key, apiKey);
+      assert.equal(await onBase(apiKey), undefined);
+      const chat = recorder();
+      await x.agents.chat({ prompt: 'pelican mirror heron', command: 'search' }, chat.stream);
+      assert.match(chat.text(), new RegExp(key));
+
+      // Forgetting a base memory through a tool deletes it on the branch only.
+      assert.match(await invoke('cairn_forget', { key: seeded.key }), new RegExp(`on the memory branch ${branch}`));
+      assert.equal((await onBase(seeded.key))?.value, seeded.value, 'the base keeps it');
+      assert.match(await invoke('cairn_recall', { key: seeded.key }), /^Cairn error NotFound/);
+
+      // Injection for the active task searches the branch.
+      const block = await x.injectionBlock(task.id, 'pelican mirror heron job');
+      assert.match(block.block, /heron job/);
+
+      // The MCP server definition carries the task, so an MCP agent writes there too.
+      assert.deepEqual((await x.agents.mcpServerSpec()).args.slice(-2), ['--task', task.id]);
+
+      // Without an active task, the same tools read and write the base again.
+      await x.setActiveTask(undefined);
+      assert.doesNotMatch(await invoke('cairn_search', { query: 'pelican mirror heron' }), new RegExp(key));
+      assert.match(await invoke('cairn_recall', { key: seeded.key }), /quokka harbor/);
+      assert.ok(!(await x.agents.mcpServerSpec()).args.includes('--task'));
+      const diff = await c.client.request('branchDiff', { name: branch });
+      assert.deepEqual(
+        diff.changes.map((ch) => `${ch.change} ${ch.key}`).sort(),
+        [`added ${apiKey}`, `added ${key}`, `deleted ${seeded.key}`].sort(),
+      );
+    } finally {
+      await x.setActiveTask(undefined);
       await cfg.update('review.agentWrites', undefined, vscode.ConfigurationTarget.Workspace);
     }
   });

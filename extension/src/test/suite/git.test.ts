@@ -1,9 +1,9 @@
 /**
  * Git-aware memory in the real editor (docs/editor.md#git-aware-memory): the workspace becomes a real git repository,
  * code-server's built-in git extension reports its checkout, and switching branches with git changes what the
- * Memories view shows and what the status bar names, with no reload: a memory written on a feature branch is in the
- * tree there, gone on main, and back on main once the branch is merged. Runs last: it turns the workspace's stub
- * `.git` into a real repository.
+ * Memories view shows, what the status bar names and what a hover on an anchored line says, with no reload: a memory
+ * written on a feature branch is in the tree and the hover there, gone on main, and back on main once the branch is
+ * merged. Runs last: it turns the workspace's stub `.git` into a real repository.
  */
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -11,7 +11,17 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { Ctx } from '../../ctx';
-import { ctx, treeMemories, uniq, waitFor } from './helpers';
+import { ctx, treeMemories, uniq, waitFor, workspaceFile } from './helpers';
+
+/** The text of every hover at a position (the daemon's Cairn hover among them). */
+async function hoverText(uri: vscode.Uri, line0: number): Promise<string> {
+  const hovers =
+    (await vscode.commands.executeCommand<vscode.Hover[]>('vscode.executeHoverProvider', uri, new vscode.Position(line0, 4))) ?? [];
+  return hovers
+    .flatMap((h) => h.contents)
+    .map((x) => (typeof x === 'string' ? x : x.value))
+    .join('\n');
+}
 
 const GIT_ENV = {
   ...process.env,
@@ -90,5 +100,45 @@ suite('git-aware memory', () => {
     git('merge', '-q', '--no-ff', '-m', 'merge feature/e2e', 'feature/e2e');
     await onBranch('main');
     await waitFor('the feature memory back in the tree once merged', async () => (await keysInTree()).includes(onFeat));
+  });
+
+  test('switching branches changes the hovers: a memory anchored on a feature branch shows there only', async () => {
+    assert.equal(git('rev-parse', '--abbrev-ref', 'HEAD'), 'main', 'the previous test left the repository on main');
+    const ns = c.project!.namespace;
+    const uri = workspaceFile('src/billing.py');
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(uri));
+    const TAX_LINE = 10; // `def tax(amount, rate):`, 0-based; the same on both branches (the feature commits another file)
+    git('checkout', '-q', '-b', 'feature/hover');
+    commit('src/hover.py');
+    await onBranch('feature/hover');
+    const key = uniq('git-hover');
+    const m = (
+      await c.client.request('upsert', {
+        namespace: ns,
+        key,
+        value: 'Tax is computed per line on the feature branch (the walrus ledger rule).',
+        anchors: [{ path: 'src/billing.py', startLine: TAX_LINE + 1, endLine: TAX_LINE + 1 }],
+        actor: 'e2e',
+        ...c.git.write(ns),
+      })
+    ).memory;
+    assert.equal(m.git?.branch, 'feature/hover');
+    const shown = () => waitFor('the hover to show the feature memory', async () => (await hoverText(uri, TAX_LINE)).includes(key), 30_000);
+    const hidden = () =>
+      waitFor('the hover to leave the feature memory out', async () => !(await hoverText(uri, TAX_LINE)).includes(key), 30_000);
+    await shown();
+
+    git('checkout', '-q', 'main');
+    await onBranch('main');
+    await hidden();
+    assert.ok(!(await hoverText(uri, TAX_LINE)).includes('walrus ledger'), 'no trace of the feature memory on main');
+
+    git('checkout', '-q', 'feature/hover');
+    await onBranch('feature/hover');
+    await shown();
+
+    git('checkout', '-q', 'main');
+    await onBranch('main');
+    await hidden();
   });
 });
