@@ -153,7 +153,7 @@ function BranchDiff({ branch, onFinished }: { branch: Branch; onFinished: (text:
   };
   return (
     <section class="branch-diff" aria-label={`Branch ${branch.name}`}>
-      <h3>{`Branch ${branch.name} of ${branch.root}`}</h3>
+      <h2>{`Branch ${branch.name} of ${branch.root}`}</h2>
       <p class="meta">{diffSummary(diff.changes)}</p>
       {conflicts.map((c) => (
         <Conflict key={changeKey(c)} change={c} decision={decisions[changeKey(c)]} decide={(d) => decide(c, d)} />
@@ -211,7 +211,7 @@ function Conflict({
   const baseHead = c.base ? `Base now (version ${c.base.version})` : 'Base now (none)';
   return (
     <section class="conflict" aria-label={`Conflict: ${label(c)}`}>
-      <h4>{`Conflict: ${label(c)}`}</h4>
+      <h3>{`Conflict: ${label(c)}`}</h3>
       <p class="meta">{`Changed on both sides since the branch wrote it (${changeOrigin(c)}).`}</p>
       <table class="sidebyside">
         <thead>

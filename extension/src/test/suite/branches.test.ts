@@ -88,7 +88,8 @@ suite('memory branches', () => {
   test('with cairn.branches.followGit on, a new branch follows the git branch checked out (as `cairn branch create`)', async function () {
     this.timeout(90_000);
     const ws = vscode.workspace.workspaceFolders![0].uri.fsPath;
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: ws, encoding: 'utf8', env: GIT_ENV }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', args, { cwd: ws, encoding: 'utf8', env: GIT_ENV, stdio: ['ignore', 'pipe', 'pipe'] }).trim();
     let head = '';
     try {
       head = git('rev-parse', '--verify', '-q', 'HEAD');
@@ -102,6 +103,7 @@ suite('memory branches', () => {
       await vscode.commands.executeCommand('git.openRepository', ws);
       head = git('rev-parse', 'HEAD');
     }
+    if (git('rev-parse', '--abbrev-ref', 'HEAD') === 'HEAD') git('checkout', '-q', '-B', 'branches-test'); // detached: on a branch
     const checkedOut = git('rev-parse', '--abbrev-ref', 'HEAD');
     await waitFor(
       'the git extension to report the checkout',
