@@ -452,8 +452,9 @@ function titleOf(ctx: Ctx, id: string): string {
   return cmds.find((c) => c.command === id)?.title ?? id;
 }
 
-export function registerCommands(ctx: Ctx): void {
-  for (const [id, factory] of Object.entries(commands)) {
+/** Register a table of commands (this file's, or another feature's such as branches.ts) with the same error reporting. */
+export function registerCommands(ctx: Ctx, table: Record<string, Factory> = commands): void {
+  for (const [id, factory] of Object.entries(table)) {
     const handler = factory(ctx);
     ctx.push(
       vscode.commands.registerCommand(id, async (...args: unknown[]) => {

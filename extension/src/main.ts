@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { registerAgents, type AgentsExports } from './agents';
 import { registerAnchors } from './anchors';
+import { branchCommands } from './branches';
 import { GitWatch } from './git';
 import { registerGutter } from './gutter';
 import { registerCommands } from './commands';
@@ -35,6 +36,7 @@ export function activate(context: vscode.ExtensionContext): CairnApi & AgentsExp
   c.statusBar = new StatusBar(c);
   c.push(c.git, c.tree, c.statusBar);
   registerCommands(c);
+  registerCommands(c, branchCommands);
   registerDashboard(c);
   registerAnchors(c);
   registerGutter(c);

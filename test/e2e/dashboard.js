@@ -14,6 +14,8 @@
 //   dash-07-graph.png      relations graph: click a node to navigate to the linked memory
 //   dash-08-import.png     import a file: preview counts first (nothing written yet)
 //   dash-08b-imported.png  then the import adds only the new memories (progress bar while it runs)
+//   dash-08c-branch-*.png  "Cairn: Review Memory Branches": a conflict side by side, Merge off until decided, merged
+//   dash-08d-branch-discard.png  Discard asks first, then the branch is gone
 //   dash-09-light.png / dash-10-dark.png  the panel in light and dark themes, each view checked with axe-core
 //   dashboard-panel.png    the panel alone (the README's picture); axe-*.json the axe reports
 //   dash-04b-anchor-beside.png  an anchor opened beside the dashboard, an unsaved edit kept across reload and hide/show
@@ -446,6 +448,74 @@ async function axe(f, label) {
       if (!/deploys freeze/.test(m.value)) throw new Error('imported-one not in the store');
       const w = cliJson('get', 'project.sample-app', 'welcome');
       if (/different welcome/.test(w.value)) throw new Error('the import overwrote "welcome"');
+    });
+
+    await check(
+      'memory branches: a conflict side by side, Merge off until decided, then merged into the base',
+      'dash-08c-branch-merge.png',
+      async () => {
+        // A branch of project.sample-app with a conflict (the base moved after the branch wrote the key) and an added key.
+        cli('add', 'project.sample-app', 'cache-policy', 'Cache API responses for 5 minutes.', '--kind', 'decision');
+        cli('branch', 'create', 'ui-merge', 'project.sample-app');
+        cli('add', 'project.sample-app', 'cache-policy', 'Cache API responses for 1 hour (branch).', '--branch', 'ui-merge');
+        cli('add', 'project.sample-app', 'cache-added', 'Added on the branch only.', '--branch', 'ui-merge');
+        cli('add', 'project.sample-app', 'cache-policy', 'Cache API responses for 10 minutes (base).', '--kind', 'decision');
+        const base = cliJson('get', 'project.sample-app', 'cache-policy');
+        await palette('Cairn: Review Memory Branches');
+        let f = await dash();
+        await visible(f.getByRole('tab', { name: 'Branches', selected: true }), 'the Branches tab, selected');
+        await (await visible(f.getByRole('button', { name: 'ui-merge' }), 'the open branch')).click();
+        const conflict = await visible(f.getByRole('region', { name: 'Conflict: project.sample-app/cache-policy' }), 'the conflict');
+        await visible(conflict.getByRole('columnheader', { name: `Base now (version ${base.version})` }), 'the base column');
+        await visible(conflict.getByRole('columnheader', { name: 'Branch (changed)' }), 'the branch column');
+        await visible(conflict.getByText('10 minutes (base)'), 'the base value');
+        await visible(conflict.getByText('1 hour (branch)'), 'the branch value side by side');
+        await visible(f.getByRole('list', { name: 'Changes' }).getByText('project.sample-app/cache-added'), 'the added key');
+        const merge = f.getByRole('button', { name: 'Merge into project.sample-app' });
+        await visible(merge, 'the Merge button');
+        if (!(await merge.isDisabled())) throw new Error('Merge is enabled before the conflict has a decision');
+        await visible(f.getByText(/^Decide 1 more conflict to merge/), 'what Merge waits for');
+        metrics.axeDarkBranches = await axe(f, 'dark-branches');
+        await conflict.getByLabel('Take branch').check();
+        await until('Merge enabled once decided', async () => !(await merge.isDisabled()));
+        // an edited merged value: Merge is off again while it is empty
+        await conflict.getByLabel('Edit a merged value').check();
+        const merged = await visible(conflict.getByLabel('Merged value for cache-policy'), 'the merged value field');
+        await merged.fill('');
+        await until('Merge off with an empty merged value', () => merge.isDisabled());
+        await merged.fill('Cache API responses for 30 minutes (merged in the dashboard).');
+        await until('Merge enabled with a merged value', async () => !(await merge.isDisabled()));
+        await page.screenshot({ path: path.join(ART, 'dash-08c-branch-conflict.png') });
+        await merge.click();
+        f = await dash();
+        await visible(f.getByText(/Merged ui-merge into project\.sample-app: 2 changes written\./), 'the merge result');
+        const after = cliJson('get', 'project.sample-app', 'cache-policy');
+        if (after.value !== 'Cache API responses for 30 minutes (merged in the dashboard).') throw new Error(`base holds: ${after.value}`);
+        if (cliJson('get', 'project.sample-app', 'cache-added').value !== 'Added on the branch only.')
+          throw new Error('cache-added not merged');
+        if (cliJson('branch', 'list').branches.some((b) => b.name === 'ui-merge')) throw new Error('ui-merge is still open');
+      },
+    );
+
+    await check('memory branches: Discard asks first, then the branch is gone', 'dash-08d-branch-discard.png', async () => {
+      cli('branch', 'create', 'ui-discard', 'project.sample-app');
+      cli('add', 'project.sample-app', 'discard-me', 'Only on the discarded branch.', '--branch', 'ui-discard');
+      const f = await dash();
+      await f.getByRole('button', { name: 'Refresh', exact: true }).click();
+      await (await visible(f.getByRole('button', { name: 'ui-discard' }), 'the new branch')).click();
+      await visible(f.getByRole('list', { name: 'Changes' }).getByText('project.sample-app/discard-me'), 'its change');
+      await f.getByRole('button', { name: 'Discard…' }).click();
+      const text = await answer('Discard memory branch "ui-discard"?', 'Discard branch');
+      if (!/cannot be undone/.test(text)) throw new Error(`the question: ${text}`);
+      await visible(f.getByText(/Discarded ui-discard\./), 'the discard result');
+      if (cliJson('branch', 'list').branches.some((b) => b.name === 'ui-discard')) throw new Error('ui-discard is still open');
+      let found = true;
+      try {
+        cli('get', 'project.sample-app', 'discard-me');
+      } catch {
+        found = false;
+      }
+      if (found) throw new Error('the discarded write reached the base');
     });
 
     const themeIs = (kind) =>

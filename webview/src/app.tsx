@@ -1,6 +1,7 @@
-/** The dashboard: tabs (search, review, timeline, overview, import/export) beside the open memory. */
+/** The dashboard: tabs (search, review, timeline, overview, branches, import/export) beside the open memory. */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { ToWebview, WebviewInit } from '../../daemon/src/protocol/webview';
+import { BranchesTab } from './branch-tab';
 import { NewMemory } from './create';
 import { Detail } from './detail';
 import { ImportTab } from './importer';
@@ -18,9 +19,17 @@ const TAB_LABEL: Record<Tab, string> = {
   review: 'Review',
   timeline: 'Timeline',
   overview: 'Overview',
+  branches: 'Branches',
   import: 'Import / Export',
 };
-const TAB_ICON: Record<Tab, string> = { search: 'search', review: 'inbox', timeline: 'history', overview: 'graph', import: 'arrow-swap' };
+const TAB_ICON: Record<Tab, string> = {
+  search: 'search',
+  review: 'inbox',
+  timeline: 'history',
+  overview: 'graph',
+  branches: 'git-branch',
+  import: 'arrow-swap',
+};
 
 export interface AppProps {
   rpc: RpcClient;
@@ -50,6 +59,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
       (i) => {
         setInit(i);
         setConnected(i.connected);
+        if (i.show) set({ tab: i.show.tab, ...(i.show.branch ? { branch: i.show.branch } : {}) });
       },
       (e) => setError(errorText(e)),
     );
@@ -62,6 +72,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
   useEffect(() => {
     onMessage((m) => {
       if (m.type === 'didChange' && changeEffects(m.change, null).search) bump();
+      if (m.type === 'show') set({ tab: m.show.tab, ...(m.show.branch ? { branch: m.show.branch } : {}) });
       if (m.type === 'connection') {
         setConnected(m.connected);
         if (m.connected) bump();
@@ -178,6 +189,7 @@ export function App({ rpc, initial, persist, onMessage }: AppProps) {
             {s.tab === 'review' ? <ReviewTab scope={s.scope} /> : null}
             {s.tab === 'timeline' ? <TimelineTab scope={s.scope} /> : null}
             {s.tab === 'overview' ? <OverviewTab scope={s.scope} /> : null}
+            {s.tab === 'branches' ? <BranchesTab selected={s.branch} select={(branch) => set({ branch })} /> : null}
             {s.tab === 'import' ? <ImportTab /> : null}
           </div>
         </div>

@@ -99,6 +99,7 @@ export function describeProblem(e: WebviewError): Problem {
       case 'NotFound':
         if (field === 'anchor.path') return 'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.';
         if (field === 'token') return 'That import preview is gone; choose the file again.';
+        if (/no open branch/.test(e.message)) return 'That memory branch is not open any more; it may have been merged or discarded.';
         return 'Cairn cannot find that memory; it may have been deleted or purged.';
       case 'Deleted':
         return `This memory was deleted${typeof d.deletedBy === 'string' ? ` by ${d.deletedBy}` : ''}; restore it before changing it.`;

@@ -7,7 +7,7 @@ import type { DidChangeParams, Filter, FilterLeaf, Include, Scope, SearchParams 
 import type { WebviewInit } from '../../daemon/src/protocol/webview';
 import { FORM_FIELDS, type Form } from './form';
 
-export const TABS = ['search', 'review', 'timeline', 'overview', 'import'] as const;
+export const TABS = ['search', 'review', 'timeline', 'overview', 'branches', 'import'] as const;
 export type Tab = (typeof TABS)[number];
 export const SCOPES = ['project', 'user', 'team', 'all'] as const;
 export type ScopeKey = (typeof SCOPES)[number];
@@ -56,6 +56,8 @@ export interface PersistedState {
   explain: boolean;
   /** Unsaved edits by memory id, oldest first. */
   drafts: Record<string, Draft>;
+  /** The memory branch open in the Branches tab. */
+  branch: string | null;
 }
 
 export const emptyChips = (): Chips => ({ kinds: [], statuses: [], sources: [], tags: [], from: '', to: '' });
@@ -69,6 +71,7 @@ export const initialState = (): PersistedState => ({
   selectedId: null,
   explain: false,
   drafts: {},
+  branch: null,
 });
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string').slice(0, 64) : []);
@@ -86,6 +89,7 @@ export function restoreState(raw: unknown): PersistedState {
   if (typeof r.page === 'number' && Number.isInteger(r.page) && r.page >= 0) s.page = r.page;
   if (typeof r.selectedId === 'string') s.selectedId = r.selectedId;
   if (typeof r.explain === 'boolean') s.explain = r.explain;
+  if (typeof r.branch === 'string') s.branch = r.branch.slice(0, 255);
   s.drafts = restoreDrafts(r.drafts);
   const c = (r.chips ?? {}) as Record<string, unknown>;
   s.chips = {

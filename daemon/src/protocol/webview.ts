@@ -39,8 +39,17 @@ export const WEBVIEW_DAEMON_REQUESTS = [
   'eventsExpand',
   'episodesTimeline',
   'episodesPropose',
+  // The Branches tab (docs/branches.md): open memory branches, their diff, merge with resolutions, discard.
+  'branchList',
+  'branchDiff',
+  'branchMerge',
+  'branchDiscard',
 ] as const;
 export type WebviewDaemonRequest = (typeof WEBVIEW_DAEMON_REQUESTS)[number];
+
+/** A view of the dashboard the extension asks it to show (e.g. "Cairn: Review Memory Branches"). */
+export const WebviewShow = z.object({ tab: z.literal('branches'), branch: z.string().optional() });
+export type WebviewShow = z.infer<typeof WebviewShow>;
 
 /** What the dashboard needs to know about its window at start. */
 export const WebviewInit = z.object({
@@ -51,6 +60,8 @@ export const WebviewInit = z.object({
   linkTypes: z.array(z.string()),
   searchModes: z.array(z.string()),
   connected: z.boolean(),
+  /** The view a command opened the dashboard on, shown once at start. */
+  show: WebviewShow.optional(),
 });
 export type WebviewInit = z.infer<typeof WebviewInit>;
 
@@ -143,7 +154,9 @@ export type ToWebview =
   | { type: 'progress'; id: number; done: number; total: number }
   /** Forwarded memory/didChange. */
   | { type: 'didChange'; change: T.DidChangeParams }
-  | { type: 'connection'; connected: boolean; state: string };
+  | { type: 'connection'; connected: boolean; state: string }
+  /** Show this view (a command asked for it while the dashboard was open). */
+  | { type: 'show'; show: WebviewShow };
 
 export function isWebviewMethod(m: string): m is WebviewMethod {
   return (WEBVIEW_DAEMON_REQUESTS as readonly string[]).includes(m) || Object.prototype.hasOwnProperty.call(HostRequests, m);

@@ -23,6 +23,7 @@ import {
   type ToWebview,
   type WebviewError,
   type WebviewInit,
+  type WebviewShow,
 } from '../../../daemon/src/protocol/webview';
 import { LONG_TIMEOUT_MS } from '../client';
 import { parseJsonl } from '../commands';
@@ -44,6 +45,8 @@ export function toWebviewError(e: unknown): WebviewError {
 export class DashboardHost {
   private readonly imports = new Map<string, { records: unknown[]; memories: number }>();
   private nextToken = 1;
+  /** The view a command opened the panel on: handed to the page with its init (its first request), then forgotten. */
+  pendingShow: WebviewShow | undefined;
 
   constructor(
     private readonly ctx: Ctx,
@@ -51,7 +54,10 @@ export class DashboardHost {
   ) {}
 
   init(): WebviewInit {
+    const show = this.pendingShow;
+    this.pendingShow = undefined;
     return {
+      ...(show ? { show } : {}),
       projectNamespace: this.ctx.project?.namespace ?? null,
       kinds: [...MEMORY_KINDS],
       statuses: [...MEMORY_STATUSES],

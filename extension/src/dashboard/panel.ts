@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import type { ToWebview } from '../../../daemon/src/protocol/webview';
+import type { ToWebview, WebviewShow } from '../../../daemon/src/protocol/webview';
 import type { Ctx } from '../ctx';
 import { DashboardHost } from './host';
 
@@ -44,11 +44,15 @@ export class DashboardPanel implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   readonly host: DashboardHost;
 
-  /** Show the window's dashboard, creating it when there is none. */
-  static show(ctx: Ctx): DashboardPanel {
-    if (DashboardPanel.current) {
-      DashboardPanel.current.panel.reveal();
-      return DashboardPanel.current;
+  /** Show the window's dashboard, creating it when there is none; with `view`, on that view. */
+  static show(ctx: Ctx, view?: WebviewShow): DashboardPanel {
+    const open = DashboardPanel.current;
+    if (open) {
+      // A hidden page is loaded again when revealed and asks for init; a page on screen takes a message.
+      if (view && open.panel.visible) open.post({ type: 'show', show: view });
+      else if (view) open.host.pendingShow = view;
+      open.panel.reveal();
+      return open;
     }
     const panel = vscode.window.createWebviewPanel(
       DASHBOARD_VIEW_TYPE,
@@ -56,7 +60,9 @@ export class DashboardPanel implements vscode.Disposable {
       vscode.ViewColumn.Active,
       DashboardPanel.options(ctx),
     );
-    return new DashboardPanel(ctx, panel);
+    const created = new DashboardPanel(ctx, panel);
+    created.host.pendingShow = view;
+    return created;
   }
 
   /** The panel VS Code restored after a reload (WebviewPanelSerializer). */

@@ -1,4 +1,5 @@
-// Suites in the order they run: activation first (it measures start-up), the disruptive ones last.
+// Suites in the order they run: activation first (it measures start-up), the disruptive ones last (branches after
+// git: it needs the workspace to be a real repository, which the git suite makes).
 import './activation.test';
 import './tree.test';
 import './hover.test';
@@ -9,3 +10,4 @@ import './episodes.test';
 import './dashboard.test';
 import './reconnect.test';
 import './git.test';
+import './branches.test';
