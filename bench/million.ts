@@ -4,7 +4,7 @@
  *
  *   node --import tsx bench/million.ts [--sizes 10000,100000,1000000] [--corpus DIR] [--gen gen_corpus.py]
  *       [--cairn path/to/bin/cairn.js] [--phases import,search,restart,rebuild] [--keep DIR] [--json out.json]
- *       [--hits out-hits.json] [--reuse DIR] [--queries N]
+ *       [--hits out-hits.json] [--reuse DIR] [--queries N] [--cpu-prof DIR]
  *
  * Per size, on a fresh store in private XDG directories, built-in embedding model, remote models off:
  * - import: `memory/upsertBatch`, 500 records per call, then `index/wait` on the last position (vectors) and one
@@ -22,7 +22,8 @@
  *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle.
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
  * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
- * `--keep DIR`: keep the last size's store there (for profiling).
+ * `--keep DIR`: keep the last size's store there (for profiling). `--cpu-prof DIR`: each daemon's CPU profile
+ * (node --cpu-prof: the event loop's, and each worker's in a file of its own) goes there.
  * The disk peer: kube-coder's store measured 135 MiB at 100k (issue 8, same workload); the table scales it linearly.
  */
 import { execFileSync } from 'node:child_process';
@@ -47,6 +48,7 @@ const keep = arg('keep', '');
 /** `--queries N`: only the first N of the 200 queries (a loaded machine at 1M). */
 const queryCount = Number(arg('queries', '200'));
 const reuse = arg('reuse', '');
+const cpuProf = arg('cpu-prof', '');
 /** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
 const PEER_DISK_MIB_PER_100K = 135;
 
@@ -134,7 +136,8 @@ async function start(dir: string): Promise<Running> {
     XDG_CACHE_HOME: path.join(dir, 'cache'),
     XDG_CONFIG_HOME: path.join(dir, 'config'),
   };
-  const d = await spawnDaemon({ bin, dir, args: ['--model', 'builtin'], env });
+  const nodeFlags = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf)}`] : [];
+  const d = await spawnDaemon({ bin, dir, args: ['--model', 'builtin'], env, nodeFlags });
   const c = await d.client();
   return { d, c, pid: d.proc.pid! };
 }
@@ -152,10 +155,32 @@ function cpuMs(pid: number): number {
   return ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
 }
 
+/** CPU ms per thread (every thread is named `node`): `main` (the event loop) and the others by thread id. */
+function threadCpuMs(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      out[t === String(pid) ? 'main' : t] = ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
+}
+const perRecord = (a: Record<string, number>, b: Record<string, number>, n: number) =>
+  Object.fromEntries(
+    Object.entries(b)
+      .map(([k, v]) => [k, Math.round(((v - (a[k] ?? 0)) / n) * 1000) / 1000] as const)
+      .filter(([, v]) => v > 0),
+  );
+
 async function importPhase(r: Running, size: number) {
   await waitReady(r.c);
   resetPeak(r.pid);
   const cpu0 = cpuMs(r.pid);
+  const threads0 = threadCpuMs(r.pid);
   const t0 = now();
   let last = 0;
   let batch: ReturnType<typeof toUpsert>[] = [];
@@ -186,6 +211,8 @@ async function importPhase(r: Running, size: number) {
     indexLagMs: Math.round(caughtUpMs - writtenMs),
     /** The daemon's CPU (all threads) per record: what a loaded machine moves least. */
     daemonCpuMsPerRecord: Math.round(((cpuMs(r.pid) - cpu0) / size) * 1000) / 1000,
+    /** The same per thread: the event loop (`main`) and the others by id (embedding and checkpoint workers, V8's helpers). */
+    threadCpuMsPerRecord: perRecord(threads0, threadCpuMs(r.pid), size),
     peakRssMiB: status(r.pid, 'VmHWM'),
     diskMiBAfterWrites: diskAfterWrites,
     diskMiBCaughtUp: diskMiB(r.d.db),

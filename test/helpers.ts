@@ -84,7 +84,7 @@ export interface SpawnedDaemon {
 
 /** Start the built daemon (daemon/dist) on a temp store and socket; waits until the socket answers. */
 export async function spawnDaemon(
-  opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string; bin?: string } = {},
+  opts: { args?: string[]; env?: NodeJS.ProcessEnv; dir?: string; bin?: string; nodeFlags?: string[] } = {},
 ): Promise<SpawnedDaemon> {
   const dir = opts.dir ?? tempDir();
   const db = path.join(dir, 'cairn.db');
@@ -92,7 +92,17 @@ export async function spawnDaemon(
   let err = '';
   const proc = spawn(
     process.execPath,
-    [...DAEMON_NODE_FLAGS, opts.bin ?? CAIRN_BIN, 'daemon', '--db', db, '--socket', socket, ...(opts.args ?? ['--no-embeddings'])],
+    [
+      ...DAEMON_NODE_FLAGS,
+      ...(opts.nodeFlags ?? []),
+      opts.bin ?? CAIRN_BIN,
+      'daemon',
+      '--db',
+      db,
+      '--socket',
+      socket,
+      ...(opts.args ?? ['--no-embeddings']),
+    ],
     {
       env: daemonEnv({ ...process.env, XDG_RUNTIME_DIR: dir, ...opts.env }),
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -317,7 +317,7 @@ export class Indexer implements VectorSearcher {
     const sigs: (Int32Array | null)[] = [];
     for (let i = 0; i < todo.length; i += chunk) {
       if (this.stopped || this.model !== model) return []; // stopped or switched meanwhile
-      this.store.transaction(() => {
+      this.store.derivedTransaction(() => {
         const end = Math.min(todo.length, i + chunk);
         const put = this.store.vectors.putMany(
           model,
@@ -386,7 +386,7 @@ export class Indexer implements VectorSearcher {
         // memories that still exist are recorded (read in the same transaction; a purged rowid may be reused).
         let labels = new Map<number, MemoryLabel>();
         const found: DuplicateReport[] = [];
-        this.store.transaction(() => {
+        this.store.derivedTransaction(() => {
           labels = this.store.feed.labels(reports.flatMap((r) => [r.rowid, ...r.duplicates.map((h) => h.rowid)]));
           for (const r of reports) {
             if (!labels.has(r.rowid)) continue;

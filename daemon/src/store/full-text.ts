@@ -6,6 +6,7 @@
  */
 import { identifierCompounds, identifierIndexText } from '../text/identifiers';
 import { stmt, writeTx, type DB } from './db';
+import { derivedCommit } from './derived-commit';
 import { ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
 import type { Store } from './store';
 
@@ -105,7 +106,8 @@ export class FullText {
     if (this.db.readonly || wm >= this.store.position()) return wm;
     if (this.db.inTransaction) return writeTx(this.db, () => this.indexAfter(this.watermark())); // committed by the outer write
     try {
-      const r = writeTx(this.db, () => this.indexAfter(this.watermark()));
+      // Derived data with its watermark: no fsync of its own at synchronous=FULL (derived-commit.ts).
+      const r = derivedCommit(this.db, () => writeTx(this.db, () => this.indexAfter(this.watermark())));
       this.committed(this.written);
       return r;
     } finally {

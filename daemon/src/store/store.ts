@@ -42,6 +42,7 @@ import { IndexFeed } from './index-feed';
 import { VectorTables } from './vectors';
 import { loadStoreKeys, type StoreKeys } from './keys';
 import { rekeyLegacy } from './rejected';
+import { derivedCommit } from './derived-commit';
 import { ChangeLog, type ChangeListener } from './change-log';
 import { FullText } from './full-text';
 import * as namespaces from './namespaces';
@@ -125,6 +126,14 @@ export class Store {
 
   onChange(fn: ChangeListener): () => void {
     return this.changeLog.onChange(fn);
+  }
+
+  /**
+   * A transaction of derived data (the vector indexer's vectors, duplicates and watermark) that commits without an
+   * fsync of its own when the store runs at synchronous=FULL (derived-commit.ts).
+   */
+  derivedTransaction<T>(fn: () => T): T {
+    return derivedCommit(this.db, () => this.transaction(fn));
   }
 
   /** Run `fn` as one write transaction (BEGIN IMMEDIATE); change events are emitted after commit. */
