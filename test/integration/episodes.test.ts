@@ -197,4 +197,22 @@ describe('episodes through the daemon and the CLI', () => {
     assert.equal(bad.code, 1);
     assert.match(bad.err, /line 1: an event before any/);
   });
+
+  it('cairn log of a seq that retention removed says so and stores nothing', async () => {
+    const c = await d.client();
+    const ep = (
+      await c.call(Requests.episodesStart, { namespace: 'project.retry-cli', title: 'old run', startedAt: '2020-01-01T00:00:00Z' })
+    ).episode;
+    await c.call(Requests.eventsAppend, {
+      episodeId: ep.id,
+      events: [{ seq: 0, kind: 'note', text: 'an old note', at: '2020-01-02T00:00:00Z' }],
+    });
+    await c.call(Requests.retention, { set: { root: 'project.retry-cli', events: { maxAgeDays: 30 } } });
+    assert.equal((await c.call(Requests.sweep, {})).retention!.removedEvents, 1);
+    const r = cli(['log', 'an old note', '--episode', ep.id, '--root', 'project.retry-cli', '--seq', '0'], on);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /not logged again \(retention removed it\): event #\d+ \(seq 0\)/);
+    assert.deepEqual((await c.call(Requests.episodesGet, { id: ep.id })).events, []);
+    await c.call(Requests.retention, { clear: 'project.retry-cli' });
+  });
 });

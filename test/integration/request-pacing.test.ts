@@ -159,6 +159,81 @@ describe('a large memory/upsertBatch shares the daemon (transactions of bounded 
     }
   });
 
+  it('with an idempotencyKey, each transaction records its own items and a count, not every result so far', async () => {
+    const t = tempCore();
+    try {
+      const batch = { items: items(6 * CHUNK_FIRST_ITEMS, 'progress'), idempotencyKey: 'batch-key-progress' };
+      const db = t.store.db;
+      const seen: { done: number; record: string; rows: { first: number; n: number }[] }[] = [];
+      t.core.hooks.batchChunks = {
+        afterChunk: (done) => {
+          const rec = db.prepare('SELECT result FROM idempotency_keys WHERE key = ?').get(batch.idempotencyKey) as { result: string };
+          const rows = (
+            db.prepare('SELECT first, results FROM idempotency_progress WHERE key = ? ORDER BY first').all(batch.idempotencyKey) as {
+              first: number;
+              results: string;
+            }[]
+          ).map((r) => ({ first: r.first, n: (JSON.parse(r.results) as unknown[]).length }));
+          seen.push({ done, record: rec.result, rows });
+        },
+      };
+      const done = await t.core.call(Requests.upsertBatch, batch);
+      assert.ok(seen.length >= 2, `${seen.length} transactions before the last`);
+      for (const s of seen) {
+        // The key's record is a count, whatever the batch's size; each row holds one transaction's items, in order.
+        assert.deepEqual(JSON.parse(s.record), { unfinished: true, done: s.done }, `record after ${s.done} items`);
+        let next = 0;
+        for (const r of s.rows) {
+          assert.equal(r.first, next, 'rows follow each other');
+          next += r.n;
+        }
+        assert.equal(next, s.done, 'the rows hold exactly the items done');
+      }
+      const rows = db.prepare('SELECT count(*) FROM idempotency_progress').pluck().get();
+      assert.equal(rows, 0, 'the finished record holds every result; the rows are gone');
+      const again = await t.core.call(Requests.upsertBatch, batch);
+      assert.deepEqual(again, { ...done, replayed: true });
+    } finally {
+      t.close();
+    }
+  });
+
+  it('an unfinished record written by an older build (every result inline) is carried on from', async () => {
+    const t = tempCore();
+    try {
+      const batch = { items: items(3 * CHUNK_FIRST_ITEMS, 'legacy'), idempotencyKey: 'batch-key-legacy' };
+      t.core.hooks.batchChunks = {
+        afterChunk: () => {
+          throw new Error('daemon stopped here');
+        },
+      };
+      await assert.rejects(t.core.call(Requests.upsertBatch, batch), /daemon stopped here/);
+      t.core.hooks.batchChunks = {};
+      // Rewrite the record as the older build kept it: the count and every result so far, no progress rows.
+      const db = t.store.db;
+      const done = (
+        JSON.parse(db.prepare('SELECT result FROM idempotency_keys WHERE key = ?').pluck().get(batch.idempotencyKey) as string) as {
+          done: number;
+        }
+      ).done;
+      const results = db
+        .prepare('SELECT results FROM idempotency_progress WHERE key = ? ORDER BY first')
+        .pluck()
+        .all(batch.idempotencyKey) as string[];
+      db.prepare('UPDATE idempotency_keys SET result = ? WHERE key = ?').run(
+        JSON.stringify({ unfinished: true, done, results: results.flatMap((r) => JSON.parse(r) as unknown[]) }),
+        batch.idempotencyKey,
+      );
+      db.prepare('DELETE FROM idempotency_progress').run();
+      const r = await t.core.call(Requests.upsertBatch, batch);
+      assert.equal(r.results.length, batch.items.length);
+      assert.ok(r.results.every((x) => x.ok && x.created && x.version === 1));
+      assert.deepEqual(await t.core.call(Requests.upsertBatch, batch), { ...r, replayed: true });
+    } finally {
+      t.close();
+    }
+  });
+
   it('each item still succeeds or fails on its own, in order, across transactions', async () => {
     const t = tempCore();
     try {

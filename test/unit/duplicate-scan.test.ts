@@ -333,3 +333,74 @@ describe('indexer: the worker fails a duplicate scan after the vectors were stor
     }
   });
 });
+
+describe('indexer: the daemon stops while a batch is being checked', () => {
+  it('rolls the batch back instead of scoring it on the event loop; the next start embeds and checks every memory', async () => {
+    const c = tempCore();
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    let scanAsked!: () => void;
+    const asked = new Promise<void>((r) => (scanAsked = r));
+    let cutOff: ((err: Error) => void) | null = null;
+    let prepared = 0;
+    let armed = false;
+    const prepare = c.store.vectors.prepareDuplicateScan.bind(c.store.vectors);
+    c.store.vectors.prepareDuplicateScan = (...a: Parameters<typeof prepare>) => (prepared++, prepare(...a));
+    // The worker's scan of a large store takes long: this one runs until the model is closed under it.
+    const slow: EmbeddingModel = {
+      info: e.info,
+      embed: (t, o) => e.embed(t, o),
+      embedWithSignatures: (t) => e.embedWithSignatures(t),
+      scanDuplicates: (scan) =>
+        armed
+          ? new Promise((_, reject) => {
+              cutOff = reject;
+              scanAsked();
+            })
+          : e.scanDuplicates(scan),
+      close: async () => {
+        cutOff?.(new Error('Embedder closed'));
+        await e.close();
+      },
+    };
+    const ix = new Indexer(c.store, () => {});
+    try {
+      await ix.use(slow); // empty store: ready at once, so the writes below go through the indexing pass
+      // One memory indexed first (no near copy yet, so no scan): the index is past its first fill.
+      c.store.upsertBatch([{ namespace: 'project.b', key: 'first', value: 'the build runs on every push' }]);
+      assert.ok((await ix.waitFor(c.store.position(), 30_000)).reached);
+      const before = c.store.feed.watermark(ix.model!.model);
+      assert.ok(before > 0);
+      armed = true;
+      prepared = 0;
+      const text = 'the retry policy backs off exponentially up to five attempts';
+      const items = Array.from({ length: 600 }, (_, i) => ({ namespace: 'project.a', key: `retry-${i}`, value: `${text} (${i})` }));
+      const res = c.store.upsertBatch(items);
+      const position = c.store.position();
+      ix.kick(true);
+      await asked;
+      const model = ix.model!;
+      assert.equal(c.store.vectors.count(model), 1 + 512, 'the first batch is stored and being checked');
+      await ix.stop();
+      assert.equal(prepared, 1, 'the checks were not scored again on the event loop');
+      assert.equal(c.store.vectors.count(model), 1, 'the batch was rolled back');
+      assert.equal(c.store.feed.watermark(model.model), before, 'its changes stay to be indexed');
+      assert.equal((c.store.db.prepare('SELECT count(*) AS n FROM duplicate_candidates').get() as { n: number }).n, 0);
+
+      // The next start: every memory gets its vector and its duplicate check.
+      const e2 = await Embedder.start({ model: 'builtin', allowRemote: false });
+      const again = new Indexer(c.store, () => {});
+      try {
+        await again.use(e2);
+        assert.ok((await again.waitFor(position, 60_000)).reached);
+        assert.equal(c.store.vectors.count(again.model!), 1 + items.length);
+        const missing = res.results.flatMap((x, i) => (x.ok && c.store.feed.duplicates(c.store.rowidOf(x.id)!).length > 0 ? [] : [i]));
+        assert.deepEqual(missing, [], 'every memory was checked (each has near copies)');
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      await ix.stop();
+      c.close();
+    }
+  });
+});

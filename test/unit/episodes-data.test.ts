@@ -192,6 +192,73 @@ describe('retention of events by source and kind', () => {
   });
 });
 
+describe('a retried append after retention', () => {
+  const DAY = 86_400_000;
+  const T0 = Date.parse('2026-06-01T00:00:00Z');
+  const ago = (days: number) => new Date(T0 - days * DAY).toISOString();
+
+  it('does not bring a removed event back: its seq is answered as removed, new seqs go past it, import skips it too', async () => {
+    const t = tempCore();
+    t.store.now = () => T0;
+    try {
+      const ep = await episode(t.core, 'project.r', 'agent run', { startedAt: ago(300) });
+      const batch = [
+        { seq: 0, kind: 'tool_result', text: 'old tool output', at: ago(40) },
+        { seq: 1, kind: 'user', text: 'a kept turn', at: ago(40) },
+        { seq: 2, kind: 'tool_result', text: 'the last old output', at: ago(40) },
+      ];
+      const first = await t.core.call(R.eventsAppend, { episodeId: ep.id, events: batch });
+      const exported = await t.core.call(R.exportPage, {});
+      await t.core.call(R.retention, { set: { root: 'project.r', events: { byKind: { tool_result: 30 } } } });
+      assert.equal((await t.core.call(R.sweep, {})).retention!.removedEvents, 2);
+
+      // The client never saw the first answer and sends the same batch again.
+      const retry = await t.core.call(R.eventsAppend, { episodeId: ep.id, events: batch });
+      assert.deepEqual(retry.results, [
+        { seq: 0, position: first.results[0].position, created: false, removed: true },
+        { seq: 1, position: first.results[1].position, created: false },
+        { seq: 2, position: first.results[2].position, created: false, removed: true },
+      ]);
+      const texts = async () => (await t.core.call(R.episodesGet, { id: ep.id })).events.map((e) => [e.seq, e.text]);
+      assert.deepEqual(await texts(), [[1, 'a kept turn']]);
+      // An append without seq takes the next number after the removed ones, never a removed seq.
+      const next = await t.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ kind: 'note', text: 'a new note', at: ago(0) }] });
+      assert.deepEqual([next.results[0].seq, next.results[0].created], [3, true]);
+      // Importing an export taken before the sweep does not bring them back either; the preview counts them as present.
+      const records = exported.records.filter((r) => r.type === 'event');
+      assert.equal(records.length, 3);
+      const preview = await t.core.call(R.importPreview, { records });
+      assert.deepEqual(preview.events, { new: 0, existing: 3, refused: 0 });
+      await t.core.call(R.importRecords, { records });
+      assert.deepEqual(await texts(), [
+        [1, 'a kept turn'],
+        [3, 'a new note'],
+      ]);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('an erased episode leaves no removed seqs behind for a later episode', async () => {
+    const t = tempCore();
+    t.store.now = () => T0;
+    try {
+      const ep = await episode(t.core, 'project.r', 'first', { startedAt: ago(300) });
+      await t.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ seq: 0, kind: 'tool_result', text: 'old', at: ago(40) }] });
+      await t.core.call(R.retention, { set: { root: 'project.r', events: { maxAgeDays: 30 } } });
+      assert.equal((await t.core.call(R.sweep, {})).retention!.removedEvents, 1);
+      assert.equal((t.store.db.prepare('SELECT count(*) AS c FROM removed_events').get() as { c: number }).c, 1);
+      await t.core.call(R.episodesErase, { id: ep.id });
+      assert.equal((t.store.db.prepare('SELECT count(*) AS c FROM removed_events').get() as { c: number }).c, 0);
+      const later = await episode(t.core, 'project.r', 'second');
+      const r = await t.core.call(R.eventsAppend, { episodeId: later.id, events: [{ seq: 0, kind: 'note', text: 'new', at: ago(0) }] });
+      assert.equal(r.results[0].created, true);
+    } finally {
+      t.close();
+    }
+  });
+});
+
 describe('export and import carry episodes and events', () => {
   it('round trip into an empty store, paged through a long episode, idempotent per (episode, seq), previewed', async () => {
     const a = tempCore();

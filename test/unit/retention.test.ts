@@ -156,6 +156,40 @@ describe('retention', () => {
     }
   });
 
+  it('maxTtlDays caps a memory updated later than the store clock once: the next steps leave it alone', async () => {
+    const t = clocked();
+    try {
+      // Written by a clock ahead of this one (another machine, a clock set back since): updated_at is in the future.
+      t.at(T0 + 10 * DAY);
+      const a = await t.core.call(R.upsert, { namespace: 'project.r', key: 'ahead', value: 'written ahead of the clock' });
+      await t.core.call(R.branchCreate, { name: 'b1', root: 'project.r' });
+      await t.core.call(R.upsert, { namespace: 'project.r', key: 'branched', value: 'branch row ahead of the clock', branch: 'b1' });
+      t.at(T0);
+      await t.core.call(R.retention, { set: { root: 'project.r', maxTtlDays: 30 } });
+      assert.equal((await t.core.call(R.sweep, {})).retention!.ttlCapped, 2, 'the memory and the branch row');
+      const m = await t.core.call(R.get, { id: a.memory.id });
+      assert.equal(m.expiresAt, new Date(T0 + 40 * DAY).toISOString(), '30 days from its last update');
+      assert.equal(m.updatedAt, new Date(T0 + 10 * DAY).toISOString(), 'its last update does not move back to the slower clock');
+      const branchRow = () =>
+        t.store.db.prepare(`SELECT version, expires_at, updated_at FROM branch_memories WHERE key = 'branched'`).get() as Record<
+          string,
+          number
+        >;
+      const b = branchRow();
+      assert.deepEqual([b.expires_at, b.updated_at], [T0 + 40 * DAY, T0 + 10 * DAY]);
+      for (let step = 0; step < 3; step++) {
+        t.at(T0 + step * 1000);
+        assert.equal((await t.core.call(R.sweep, {})).retention!.ttlCapped, 0, `step ${step} caps nothing`);
+      }
+      assert.equal((await t.core.call(R.get, { id: a.memory.id })).version, m.version, 'no new version');
+      assert.deepEqual(branchRow(), b);
+      const byRetention = (await t.core.call(R.history, { id: a.memory.id })).entries.filter((e) => e.actor === 'retention');
+      assert.equal(byRetention.length, 1);
+    } finally {
+      t.close();
+    }
+  });
+
   it('lists, replaces and clears rules; bad rules get typed errors', async () => {
     const t = clocked();
     try {

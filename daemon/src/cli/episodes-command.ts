@@ -121,7 +121,8 @@ export async function logCommand(c: CairnClient, text: string, o: EpisodeOpts, o
   if (o.json) out(JSON.stringify(r, null, 2));
   else {
     const x = r.results[0];
-    out(`${x.created ? 'logged' : 'already logged'} event #${x.position} (seq ${x.seq}) in episode ${r.episodeId}`);
+    const what = x.created ? 'logged' : x.removed ? 'not logged again (retention removed it):' : 'already logged';
+    out(`${what} event #${x.position} (seq ${x.seq}) in episode ${r.episodeId}`);
     for (const w of x.warnings ?? []) note(w.message);
   }
   return 0;

@@ -161,8 +161,14 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     return { duplicateCheck: r.state, possibleDuplicates: possibleDuplicates(d.store, r.duplicates) };
   };
   d.store.onChange(() => indexer.kick());
-  d.extraStop.push(() => eventVectors.stop());
-  d.extraStop.push(() => indexer.stop());
+  // Both stop at once: the event pass is marked stopped first, then closing the model (indexer.stop) rejects every
+  // request still queued for the worker, the event pass's too. Waiting for the event pass first let it wait behind
+  // the memory backlog's queued batches and scans while the indexer went on queueing more.
+  d.extraStop.push(async () => {
+    const events = eventVectors.stop();
+    await indexer.stop();
+    await events;
+  });
   void loadModel(o, d.log)
     .then((e) => indexer.use(e))
     .catch((e) => {

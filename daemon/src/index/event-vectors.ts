@@ -84,6 +84,7 @@ export class EventVectors implements EventVectorSearcher {
     }
     this.running = this.pass()
       .catch((e: Error) => {
+        if (this.stopped) return; // the model was closed under the pass: nothing failed
         this.lastError = `embedding events failed: ${e.message}`;
         this.log(this.lastError);
       })

@@ -233,6 +233,14 @@ export class Indexer implements VectorSearcher {
     this.waiters = [];
   }
 
+  /** Remove the vectors a stopped pass stored for these memories (their changes stay past the watermark). */
+  private rollBack(rowids: number[]): void {
+    if (!this.store.db.open || rowids.length === 0) return;
+    this.store.transaction(() => {
+      for (const rowid of rowids) this.store.vectors.deleteRow(rowid);
+    });
+  }
+
   /** Re-embed every memory for the current model in bounded batches, reporting progress. */
   private async rebuildVectors(): Promise<void> {
     const model = this.model!;
@@ -316,7 +324,12 @@ export class Indexer implements VectorSearcher {
     const chunk = Date.now() - this.lastQueryAt < QUIET_MS ? WRITE_CHUNK : QUIET_WRITE_CHUNK;
     const sigs: (Int32Array | null)[] = [];
     for (let i = 0; i < todo.length; i += chunk) {
-      if (this.stopped || this.model !== model) return []; // stopped or switched meanwhile
+      if (this.stopped || this.model !== model) {
+        // Stopped or switched meanwhile. Vectors already stored by this call would have no duplicate check (the next
+        // start skips a memory whose text has its vector): they go, and the next start embeds and checks them.
+        if (this.stopped && i > 0) this.rollBack(todo.slice(0, i).map((t) => t.rowid));
+        return [];
+      }
       this.store.derivedTransaction(() => {
         const end = Math.min(todo.length, i + chunk);
         const put = this.store.vectors.putMany(
@@ -377,11 +390,13 @@ export class Indexer implements VectorSearcher {
         await this.paced(async () => {
           embedded = await this.embedRows(model, rows);
         });
+        if (this.stopped) this.rollBack(embedded.map((e) => e.row.rowid)); // stored, never checked: the next start does both
         if (this.stopped || this.model !== model) return;
         const last = changes[changes.length - 1].position;
         const reports = await this.checkDuplicates(model, embedded, last);
-        // Stopping still records the checks just scored (stop() waits for this pass before the store closes).
-        if (this.model !== model) return;
+        // Stopping still records the checks just scored (stop() waits for this pass before the store closes); a batch
+        // whose scan the stop cut off was rolled back (null).
+        if (reports === null || this.model !== model) return;
         // The checks were scored off the event loop, so a memory may have been purged meanwhile: only pairs of
         // memories that still exist are recorded (read in the same transaction; a purged rowid may be reused).
         let labels = new Map<number, MemoryLabel>();
@@ -488,7 +503,7 @@ export class Indexer implements VectorSearcher {
    * when the model runs there (the scoring is the event loop's largest share of indexing a write); what they admit
    * (namespace, visibility, not itself) is decided here first, so the answer is what a check on this thread gives.
    */
-  private async checkDuplicates(model: VecModel, embedded: Embedded[], position: number): Promise<DuplicateReport[]> {
+  private async checkDuplicates(model: VecModel, embedded: Embedded[], position: number): Promise<DuplicateReport[] | null> {
     const live = embedded.filter((e) => !e.row.deleted);
     const checked = live.filter((e) => !isZeroVector(e.vector));
     let hits: ArmHit[][] = [];
@@ -505,12 +520,19 @@ export class Indexer implements VectorSearcher {
       let result: DuplicateScanResult | null = null;
       if (embedder?.scanDuplicates)
         result = await embedder.scanDuplicates(prepare()).catch((e: Error) => {
-          // The worker died or was closed (daemon stopping) after this pass stored its vectors: a later pass would
-          // not embed them again (same text), so their checks are scored here instead of being lost.
-          this.log(`duplicate checks scored on the event loop: ${e.message}`);
+          // The worker died after this pass stored its vectors: a later pass would not embed them again (same
+          // text), so their checks are scored here instead of being lost.
+          if (!this.stopped) this.log(`duplicate checks scored on the event loop: ${e.message}`);
           return null;
         });
       if (this.model !== model) return [];
+      if (!result && this.stopped) {
+        // The daemon is stopping (the worker was closed under the scan): scoring the whole batch here would hold the
+        // stop for as long as the scan (seconds to minutes on a large store). The batch is rolled back instead; its
+        // changes stay past the watermark, so the next start embeds and checks them.
+        this.rollBack(embedded.map((e) => e.row.rowid));
+        return null;
+      }
       hits = duplicateHits(result ?? runDuplicateScan(prepare()));
     }
     const threshold = this.duplicateThreshold();

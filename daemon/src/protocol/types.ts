@@ -1463,6 +1463,11 @@ export const EventAppendResult = z.object({
       position: z.number().int(),
       /** False: an event was already stored at this seq (a retried append); it is kept as it was. */
       created: z.boolean(),
+      /**
+       * True: retention removed the event stored at this seq (a retried append after a sweep): nothing is stored and
+       * `position` is the one the removed event had.
+       */
+      removed: z.literal(true).optional(),
       warnings: z.array(WriteWarning).optional(),
     }),
   ),

@@ -10,12 +10,14 @@
  * What a client can observe: another reader may see the batch's first items before the batch is answered; if the
  * daemon stops in the middle, the committed transactions' items stand (sending the batch again writes nothing new
  * for them: an unchanged upsert makes no version). With an `idempotencyKey`, each transaction records, with its
- * items, how far the batch got and their results (store/idempotency.ts's table, an unfinished record), so a retry
+ * items, how far the batch got (store/idempotency.ts's table, an unfinished record) and their results
+ * (store/batch-progress.ts: one row per transaction, so the work stays per transaction), so a retry
  * with the same key and batch goes on from there and answers the whole batch once; a finished record is replayed as
  * before. Two requests with the same key at once share the work: each transaction reads how far the batch got first.
  */
 import type { UpsertBatchParams, UpsertBatchResult } from '../protocol/types';
 import { stmt } from './db';
+import { appendProgress, dropProgress, ensureBatchProgressTable, pruneProgress, readProgress } from './batch-progress';
 import { ensureIdempotencyTable, fingerprint, IdempotencyWindow, replayOf } from './idempotency';
 import type { Store } from './store';
 
@@ -28,11 +30,14 @@ const CHUNK_MAX_ITEMS = 1000;
 
 const METHOD = 'memory/upsertBatch';
 
-/** An unfinished keyed batch's record: how many items are applied and their results so far. */
+/**
+ * An unfinished keyed batch's record: how many items are applied (their results are in store/batch-progress.ts's
+ * table, one row per transaction; a record written by an older build holds them itself, in `results`).
+ */
 interface Progress {
   unfinished: true;
   done: number;
-  results: UpsertBatchResult['results'];
+  results?: UpsertBatchResult['results'];
 }
 
 const yieldToOthers = () => new Promise<void>((r) => setImmediate(r));
@@ -48,7 +53,10 @@ export async function upsertBatchInChunks(
 ): Promise<UpsertBatchResult> {
   const key = p.idempotencyKey;
   const fp = key !== undefined ? fingerprint(METHOD, p as Record<string, unknown>) : '';
-  if (key !== undefined) ensureIdempotencyTable(store.db);
+  if (key !== undefined) {
+    ensureIdempotencyTable(store.db);
+    ensureBatchProgressTable(store.db);
+  }
   let results: UpsertBatchResult['results'] = [];
   let position = 0;
   let size = CHUNK_FIRST_ITEMS;
@@ -63,8 +71,12 @@ export async function upsertBatchInChunks(
         if (seen) {
           const rec = seen.method === METHOD && seen.fingerprint === fp ? (JSON.parse(seen.result) as Partial<Progress>) : null;
           if (!rec?.unfinished) return { replay: replayOf<UpsertBatchResult>(key, METHOD, fp, seen), finished: true, n: 0 };
-          results = rec.results!; // another request with this key (or one before a restart) got this far
           done = rec.done!;
+          if (rec.results) {
+            // An older build's record (results inline): move them to the table the next transactions append to.
+            results = rec.results;
+            appendProgress(store.db, key, 0, results);
+          } else if (done !== results.length) results = readProgress(store.db, key); // another request (or one before a restart) got this far
         }
       }
       const chunk = p.items.slice(done, done + size);
@@ -72,10 +84,15 @@ export async function upsertBatchInChunks(
       // The chunk's full text in its own commit: left to the index's timer (or the vector indexer's next pass), a
       // whole batch's text was indexed in one piece (1.5 s of 15 MiB), holding everyone again.
       store.catchUpFullText();
-      results = results.concat(r.results);
+      for (const x of r.results) results.push(x); // in place: copying every result so far per transaction is quadratic too
       position = r.position;
       const finished = results.length >= p.items.length;
-      if (key !== undefined) record(store, key, fp, finished ? { results, position } : { unfinished: true, done: results.length, results });
+      if (key !== undefined) {
+        // Work per transaction: this chunk's results and a count, never the whole batch's results until it is finished.
+        if (!finished) appendProgress(store.db, key, done, r.results);
+        record(store, key, fp, finished ? { results, position } : { unfinished: true, done: results.length });
+        if (finished) dropProgress(store.db, key);
+      }
       return { finished, n: chunk.length };
     });
     if (step.replay) return step.replay;
@@ -109,4 +126,5 @@ function record(store: Store, key: string, fp: string, value: Progress | UpsertB
   stmt(store.db, 'DELETE FROM idempotency_keys WHERE rowid <= (SELECT max(rowid) FROM idempotency_keys) - ?').run(
     IdempotencyWindow.maxKeys,
   );
+  pruneProgress(store.db);
 }

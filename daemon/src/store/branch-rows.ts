@@ -69,7 +69,7 @@ export function capBranchTtl(db: DB, root: string, since: number, ttl: number, n
       WHERE ${u.sql} AND b.deleted_at IS NULL AND (b.expires_at IS NULL OR b.expires_at > max(b.updated_at, ?) + ?) LIMIT ?`,
   ).all(...u.params, since, ttl, batch) as { rowid: number; id: string; branch_id: string; updated_at: number }[];
   for (const r of rows) {
-    stmt(db, 'UPDATE branch_memories SET expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(
+    stmt(db, 'UPDATE branch_memories SET expires_at = ?, version = version + 1, updated_at = max(updated_at, ?) WHERE rowid = ?').run(
       Math.max(r.updated_at, since) + ttl,
       now,
       r.rowid,

@@ -6,6 +6,7 @@
  * events (`events.pos`), idempotent per (episode, seq), credential-looking text tagged secret on append. The full-text
  * index follows the log (events-search.ts), caught up shortly after each append and before each query.
  */
+import { lastRemovedSeq, removedEventAt } from './removed-events';
 import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type * as T from '../protocol/types';
@@ -221,7 +222,9 @@ export class Episodes {
         this.db,
         'INSERT INTO events(episode, seq, kind, text, at, actor, context, secret, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       );
-      let next = ((stmt(this.db, 'SELECT max(seq) AS s FROM events WHERE episode = ?').get(ep.rowid) as { s: number | null }).s ?? -1) + 1;
+      // The next seq is past every stored and every removed one (a removed seq is never given to another event).
+      const stored = (stmt(this.db, 'SELECT max(seq) AS s FROM events WHERE episode = ?').get(ep.rowid) as { s: number | null }).s ?? -1;
+      let next = Math.max(stored, lastRemovedSeq(this.db, ep.rowid)) + 1;
       const ended = (stmt(this.db, 'SELECT ended_at FROM episodes WHERE rowid = ?').get(ep.rowid) as { ended_at: number | null }).ended_at;
       const results: T.EventAppendResult['results'] = [];
       p.events.forEach((e, i) => {
@@ -229,6 +232,12 @@ export class Episodes {
         const had = existing.get(ep.rowid, seq) as { pos: number } | undefined;
         if (had) {
           results.push({ seq, position: had.pos, created: false });
+          return;
+        }
+        // A retry of an event retention has removed since: answered as removed, never stored again.
+        const removed = removedEventAt(this.db, ep.rowid, seq);
+        if (removed !== undefined) {
+          results.push({ seq, position: removed, created: false, removed: true });
           return;
         }
         if (ended !== null)

@@ -10,6 +10,7 @@ import { dropEventVectorCache } from './event-vector-cache';
 import type { RetentionReport, RetentionRule } from '../protocol/types';
 import { stmt, type DB } from './db';
 import { logRemoval } from './episode-log';
+import { recordRemovedEvents } from './removed-events';
 import { eventWatermark, reindexEventText } from './events-search';
 import { scopePredicate, type SqlFragment } from './scope';
 import type { Store } from './store';
@@ -113,6 +114,7 @@ function removeEvents(db: DB, rows: { pos: number; episode: number; seq: number 
   const delFts = stmt(db, 'DELETE FROM events_fts WHERE rowid = ?');
   const delVec = stmt(db, 'DELETE FROM event_vectors WHERE pos = ?');
   const del = stmt(db, 'DELETE FROM events WHERE pos = ?');
+  recordRemovedEvents(db, rows); // a retried append of one of them answers it as removed (removed-events.ts)
   for (const r of rows) {
     if (r.pos <= wm) delFts.run(r.pos);
     delVec.run(r.pos);

@@ -5,6 +5,7 @@
  * records again adds nothing; stored ones are never changed. Imported events get new positions in this store's order
  * and are indexed like appended ones; text that looks like a credential is marked secret as on append.
  */
+import { removedEventAt } from './removed-events';
 import type * as T from '../protocol/types';
 import { detectCredentials } from '../text/secrets';
 import { stmt, type DB } from './db';
@@ -173,6 +174,7 @@ export function importEvent(db: DB, rec: EventRecord, counts: EpisodeCounts, inS
     return 0;
   }
   if (stmt(db, 'SELECT 1 FROM events WHERE episode = ? AND seq = ?').get(ep.rowid, rec.seq)) return 0;
+  if (removedEventAt(db, ep.rowid, rec.seq) !== undefined) return 0; // removed by retention: it stays removed
   const secret = rec.secret || detectCredentials(rec.text).length > 0;
   const context = rec.context && Object.keys(rec.context).length ? JSON.stringify(rec.context) : null;
   const pos = Number(
@@ -217,7 +219,7 @@ export function previewEpisodes(
     }
     const had = stored.get(r.episodeId) as { rowid: number } | undefined;
     if (!had) events.refused++;
-    else if (hasEvent.get(had.rowid, r.seq)) events.existing++;
+    else if (hasEvent.get(had.rowid, r.seq) || removedEventAt(db, had.rowid, r.seq) !== undefined) events.existing++;
     else if (seen.has(key)) events.existing++;
     else {
       events.new++;

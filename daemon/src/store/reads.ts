@@ -7,6 +7,7 @@ import { CairnError } from '../protocol/errors';
 import type { GetParams, ListParams, ListResult, Memory, Scope } from '../protocol/types';
 import { stmt, writeTx, type DB } from './db';
 import { compileFilter } from './filter';
+import { memoryCounts } from './memory-counts';
 import { checkNamespace } from './namespaces';
 import { and, iso, MEMORY_COLUMNS, toMemory, visibility, type MemoryRow } from './rows';
 import { scopePredicate, type SqlFragment } from './scope';
@@ -181,15 +182,7 @@ export function byRowids(db: DB, rowids: number[]): Map<number, MemoryRow> {
 
 /** The store's counts (status). */
 export function counts(db: DB) {
-  const c = stmt(
-    db,
-    `SELECT count(*) AS memories,
-         coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'active'), 0) AS active,
-         coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'proposed'), 0) AS proposed,
-         coalesce(sum(m.deleted_at IS NULL AND n.deleted_at IS NULL AND m.status = 'superseded'), 0) AS superseded,
-         coalesce(sum(m.deleted_at IS NOT NULL OR n.deleted_at IS NOT NULL), 0) AS deleted
-       FROM memories m JOIN namespaces n ON n.id = m.ns_id`,
-  ).get() as { memories: number; active: number; proposed: number; superseded: number; deleted: number };
+  const c = memoryCounts(db);
   const one = (sql: string) => (stmt(db, sql).get() as { c: number }).c;
   return {
     ...c,

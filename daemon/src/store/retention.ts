@@ -160,7 +160,13 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
         for (const r of rows) {
           const expires = Math.max(r.updated_at, since) + ttl;
           const before = toMemory(r);
-          stmt(db, 'UPDATE memories SET expires_at = ?, version = version + 1, updated_at = ? WHERE rowid = ?').run(expires, now, r.rowid);
+          // updated_at never moves back: a memory last updated ahead of this clock keeps that time, so the condition above
+          // no longer holds for it and the next step leaves it alone (setting the slower clock's time re-capped it every step).
+          stmt(db, 'UPDATE memories SET expires_at = ?, version = version + 1, updated_at = max(updated_at, ?) WHERE rowid = ?').run(
+            expires,
+            now,
+            r.rowid,
+          );
           const after = toMemory(
             stmt(db, `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE m.rowid = ?`).get(
               r.rowid,

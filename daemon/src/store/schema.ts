@@ -6,6 +6,8 @@
 import type { DB } from './db';
 import { toRowValueForm } from './history-codec';
 import { assertEventInvariants } from './events-search';
+import { ensureMemoryCounts } from './memory-counts';
+import { ensureRemovedEvents } from './removed-events';
 import { hashKey, quantize } from './quantize';
 
 interface Migration {
@@ -496,6 +498,8 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
     if (hasVec0) for (const t of stale) db.exec(`DROP TABLE IF EXISTS "${t.name}"`);
   }
   if (version >= 6) assertEventInvariants(db);
+  if (version >= 6) ensureRemovedEvents(db);
+  ensureMemoryCounts(db);
   // Document frequencies of (stemmed) terms, the fast path of full-text query planning (see search-fts.ts).
   db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab USING fts5vocab(memories_fts, 'row')`);
 }
