@@ -13,7 +13,10 @@
  * The PostgreSQL server is started here (scripts/pg/server.sh) on loopback, sized by CAIRN_PG_OPTIONS (default below).
  *
  *   node --import tsx bench/team.ts [--sizes 100000,1000000] [--seconds 20] [--queries 300] [--writers 10]
- *     [--listeners 20] [--json out.json]            (npm run bench:team writes bench/results/team.json)
+ *     [--listeners 20] [--phases get,search,vector,writers,fanout,sqlite] [--writer-vectors on|off] [--json out.json]
+ *   (npm run bench:team writes bench/results/team.json; --phases runs only the phases named, after the fixture)
+ * CPU per write: this process's CPU (the writer daemons and their embedding worker) and the PostgreSQL server's
+ * (postmaster and its children, from /proc), divided by the writes: fair when other work shares the machine.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -32,7 +35,7 @@ import { attachTeam } from '../daemon/src/team/attach';
 import { tempDir } from '../test/helpers';
 import { startPg } from '../test/team/pg-server';
 import { memoryAt, queryAt } from './corpus';
-import { arg, fmt, now, summarize } from './stats';
+import { arg, cpuNow, fmt, now, summarize } from './stats';
 import { loadFixture, toTeam } from './team-fixture';
 
 process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
@@ -42,6 +45,12 @@ const queries = Number(arg('queries', '300'));
 const writerCount = Number(arg('writers', '10'));
 const listenerCount = Number(arg('listeners', '20'));
 const jsonOut = arg('json', '');
+const PHASES = ['get', 'search', 'vector', 'writers', 'fanout', 'sqlite'] as const;
+const phases = new Set(arg('phases', PHASES.join(',')).split(','));
+for (const ph of phases) if (!(PHASES as readonly string[]).includes(ph)) throw new Error(`unknown phase ${ph}: ${PHASES.join(', ')}`);
+const runs = (ph: (typeof PHASES)[number]) => phases.has(ph);
+// --writer-vectors off: the writer daemons have no embedder (no vector, no HNSW insert per write), to show that cost.
+const writerVectors = arg('writer-vectors', 'on') !== 'off';
 // Server sizing: the working set (rows, HNSW index) in shared_buffers; the index build's graph in maintenance_work_mem.
 process.env.CAIRN_PG_OPTIONS ??=
   Math.max(...sizes) > 200_000
@@ -49,6 +58,26 @@ process.env.CAIRN_PG_OPTIONS ??=
     : '-c shared_buffers=512MB -c maintenance_work_mem=512MB';
 
 const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
+
+/** CPU ms (user + system) of the PostgreSQL server in `dataDir`: the postmaster and every process it started (live or exited). */
+function serverCpuMs(dataDir: string): number {
+  const pm = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const tick = 1000 / 100; // USER_HZ
+  let ms = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited meanwhile
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[1] ppid, f[11] utime, f[12] stime, f[13..14] exited children's
+    if (Number(pid) === pm) ms += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * tick;
+    else if (Number(f[1]) === pm) ms += (Number(f[11]) + Number(f[12])) * tick;
+  }
+  return ms;
+}
 
 async function main() {
   const pg = await startPg();
@@ -142,160 +171,177 @@ async function main() {
       console.log(`size ${size}: fixture ${r.fixtureLoadSeconds} s, HNSW build`, r.hnsw);
 
       // ---- memory/get, round trips per get
-      const keys = (i: number) => toTeam(memoryAt((i * 7919) % size));
-      await lat(50, (i) => core.call(R.get, { namespace: keys(i).namespace, key: keys(i).key }));
-      const s0 = statements;
-      r.teamGet = await lat(queries, (i) => core.call(R.get, { namespace: keys(i + 50).namespace, key: keys(i + 50).key }));
-      r.roundTripsPerGet = (statements - s0) / queries;
+      if (runs('get')) {
+        const keys = (i: number) => toTeam(memoryAt((i * 7919) % size));
+        await lat(50, (i) => core.call(R.get, { namespace: keys(i).namespace, key: keys(i).key }));
+        const s0 = statements;
+        r.teamGet = await lat(queries, (i) => core.call(R.get, { namespace: keys(i + 50).namespace, key: keys(i + 50).key }));
+        r.roundTripsPerGet = (statements - s0) / queries;
+      }
       // ---- scoped hybrid search
-      await searchLat(true); // warm
-      r.teamHybrid = await searchLat(true);
-      r.loadAfterSearch = load();
-      console.log(
-        `size ${size}: get p50 ${fmt((r.teamGet as { p50: number }).p50)} ms (${r.roundTripsPerGet} round trips), hybrid p50/p95 ${fmt((r.teamHybrid as { p50: number }).p50)} / ${fmt((r.teamHybrid as { p95: number }).p95)} ms, load ${load()}`,
-      );
-
-      // ---- the vector arm: HNSW vs exact, whole team and one project scope
-      const b = team.backend;
-      const vq = Math.min(queries, 200);
-      const qvs = await embedder.embed(Array.from({ length: vq }, (_, i) => queryAt(i).query));
-      const arm: Record<string, unknown> = {};
-      for (const scopeOf of ['team', 'project'] as const) {
-        const scope = (i: number) => ({
-          root: scopeOf === 'team' ? 'team' : queryAt(i).project.replace(/^project/, 'team.project'),
-          includeUser: false,
-        });
-        const run = async (exact: boolean) => {
-          const hits: ArmHit[][] = [];
-          const s = await lat(vq, async (i) =>
-            hits.push(await vectorArm(b, qvs[i], { scope: scope(i), limit: 10, now: Date.now(), exact })),
-          );
-          return { s, hits };
-        };
-        await run(false); // warm (and learn which scopes are narrow)
-        const ann = await run(false);
-        const exact = await run(true);
-        // Recall@10 by id, and counting ties: a hit as near as exact search's 10th is as good as it (the synthetic
-        // corpus has many memories at exactly the same distance, and which of them exact search lists is arbitrary).
-        let found = 0;
-        let foundTies = 0;
-        let want = 0;
-        for (let i = 0; i < vq; i++) {
-          const truth = new Set(exact.hits[i].map((h) => h.rowid));
-          const kth = Math.min(...exact.hits[i].map((h) => h.score));
-          want += truth.size;
-          found += ann.hits[i].filter((h) => truth.has(h.rowid)).length;
-          foundTies += Math.min(truth.size, ann.hits[i].filter((h) => h.score >= kth - 1e-6).length);
-        }
-        const recall = Math.round((found / Math.max(1, want)) * 1000) / 1000;
-        const recallTies = Math.round((foundTies / Math.max(1, want)) * 1000) / 1000;
-        arm[scopeOf] = { recallAt10: recall, recallAt10WithTies: recallTies, index: ann.s, exact: exact.s, load: load() };
+      if (runs('search')) {
+        await searchLat(true); // warm
+        r.teamHybrid = await searchLat(true);
+        r.loadAfterSearch = load();
         console.log(
-          `size ${size}: vector arm, ${scopeOf} scope: index p50/p95 ${fmt(ann.s.p50)}/${fmt(ann.s.p95)} ms, exact ${fmt(exact.s.p50)}/${fmt(exact.s.p95)} ms, recall@10 ${recall} (ties counted: ${recallTies}), load ${load()}`,
+          `size ${size}: get p50 ${fmt((r.teamGet as { p50: number }).p50)} ms (${r.roundTripsPerGet} round trips), hybrid p50/p95 ${fmt((r.teamHybrid as { p50: number }).p50)} / ${fmt((r.teamHybrid as { p95: number }).p95)} ms, load ${load()}`,
         );
       }
-      r.vectorArm = arm;
+
+      // ---- the vector arm: HNSW vs exact, whole team and one project scope
+      if (runs('vector')) {
+        const b = team.backend;
+        const vq = Math.min(queries, 200);
+        const qvs = await embedder.embed(Array.from({ length: vq }, (_, i) => queryAt(i).query));
+        const arm: Record<string, unknown> = {};
+        for (const scopeOf of ['team', 'project'] as const) {
+          const scope = (i: number) => ({
+            root: scopeOf === 'team' ? 'team' : queryAt(i).project.replace(/^project/, 'team.project'),
+            includeUser: false,
+          });
+          const run = async (exact: boolean) => {
+            const hits: ArmHit[][] = [];
+            const s = await lat(vq, async (i) =>
+              hits.push(await vectorArm(b, qvs[i], { scope: scope(i), limit: 10, now: Date.now(), exact })),
+            );
+            return { s, hits };
+          };
+          await run(false); // warm (and learn which scopes are narrow)
+          const ann = await run(false);
+          const exact = await run(true);
+          // Recall@10 by id, and counting ties: a hit as near as exact search's 10th is as good as it (the synthetic
+          // corpus has many memories at exactly the same distance, and which of them exact search lists is arbitrary).
+          let found = 0;
+          let foundTies = 0;
+          let want = 0;
+          for (let i = 0; i < vq; i++) {
+            const truth = new Set(exact.hits[i].map((h) => h.rowid));
+            const kth = Math.min(...exact.hits[i].map((h) => h.score));
+            want += truth.size;
+            found += ann.hits[i].filter((h) => truth.has(h.rowid)).length;
+            foundTies += Math.min(truth.size, ann.hits[i].filter((h) => h.score >= kth - 1e-6).length);
+          }
+          const recall = Math.round((found / Math.max(1, want)) * 1000) / 1000;
+          const recallTies = Math.round((foundTies / Math.max(1, want)) * 1000) / 1000;
+          arm[scopeOf] = { recallAt10: recall, recallAt10WithTies: recallTies, index: ann.s, exact: exact.s, load: load() };
+          console.log(
+            `size ${size}: vector arm, ${scopeOf} scope: index p50/p95 ${fmt(ann.s.p50)}/${fmt(ann.s.p95)} ms, exact ${fmt(exact.s.p50)}/${fmt(exact.s.p95)} ms, recall@10 ${recall} (ties counted: ${recallTies}), load ${load()}`,
+          );
+        }
+        r.vectorArm = arm;
+      }
       r.loadAtEnd = load();
     }
 
     // ---- writer daemons at once
-    const HOT = 5; // contended keys: read-modify-write with ifVersion (few, so writers do collide)
-    const writers = await Promise.all(
-      Array.from({ length: writerCount }, async () => {
-        const w = await new PgBackend({ url, poolSize: 2 }).open();
-        w.embedder = embedder;
-        return w;
-      }),
-    );
-    {
-      const ms: number[] = [];
-      let conflicts = 0;
-      const acked = new Map<string, string>(); // namespace/key -> value, for every acknowledged plain write
-      const hotAcked = new Map<string, number>(); // hot key -> acknowledged increments
-      const t0 = now();
-      const until = t0 + seconds * 1000;
-      const s0 = statements;
-      let writes = 0;
-      await Promise.all(
-        writers.map(async (b, w) => {
-          for (let i = 0; now() < until; i++) {
-            const hot = i % 4 === 0;
-            const t = now();
-            try {
-              if (hot) {
-                const key = `hot-${(i * 7 + w) % HOT}`;
-                let cur: { value: string; version: number } | null = null;
-                try {
-                  cur = await b.get({ namespace: 'team.bench.writers', key });
-                } catch (e) {
-                  if (!(e instanceof CairnError) || e.codeName !== 'NotFound') throw e;
-                }
-                await b.upsert({
-                  namespace: 'team.bench.writers',
-                  key,
-                  value: `count ${cur ? Number(cur.value.split(' ')[1]) + 1 : 1}`,
-                  ifVersion: cur?.version ?? 0,
-                });
-                hotAcked.set(key, (hotAcked.get(key) ?? 0) + 1);
-              } else {
-                const p: UpsertParams = {
-                  namespace: `team.bench.writers.w${w}`,
-                  key: `k-${i}`,
-                  value: `Writer ${w} note ${i}: the ${i % 13} cache is warmed by job ${i % 31}`,
-                };
-                await b.upsert(p);
-                acked.set(`${p.namespace}/${p.key}`, p.value);
-              }
-              writes++;
-              ms.push(now() - t);
-            } catch (e) {
-              if (e instanceof CairnError && e.codeName === 'VersionConflict') conflicts++;
-              else throw e;
-            }
-          }
+    if (runs('writers')) {
+      const HOT = 5; // contended keys: read-modify-write with ifVersion (few, so writers do collide)
+      const writers = await Promise.all(
+        Array.from({ length: writerCount }, async () => {
+          const w = await new PgBackend({ url, poolSize: 2 }).open();
+          w.embedder = writerVectors ? embedder : null;
+          return w;
         }),
       );
-      const elapsed = (now() - t0) / 1000;
-      const stmts = statements - s0;
-      // No lost acknowledged write: every plain write is there with its value; each hot key counts its increments.
-      const rows = (
-        await admin.query(
-          `SELECT n.path || '/' || m.key AS k, m.value FROM cairn.memories m JOIN cairn.namespaces n ON n.id = m.ns_id
+      {
+        const ms: number[] = [];
+        let conflicts = 0;
+        const acked = new Map<string, string>(); // namespace/key -> value, for every acknowledged plain write
+        const hotAcked = new Map<string, number>(); // hot key -> acknowledged increments
+        const t0 = now();
+        const until = t0 + seconds * 1000;
+        const s0 = statements;
+        const cpu0 = cpuNow();
+        const pgCpu0 = serverCpuMs(path.join(pg.dir, 'data'));
+        let writes = 0;
+        await Promise.all(
+          writers.map(async (b, w) => {
+            for (let i = 0; now() < until; i++) {
+              const hot = i % 4 === 0;
+              const t = now();
+              try {
+                if (hot) {
+                  const key = `hot-${(i * 7 + w) % HOT}`;
+                  let cur: { value: string; version: number } | null = null;
+                  try {
+                    cur = await b.get({ namespace: 'team.bench.writers', key });
+                  } catch (e) {
+                    if (!(e instanceof CairnError) || e.codeName !== 'NotFound') throw e;
+                  }
+                  await b.upsert({
+                    namespace: 'team.bench.writers',
+                    key,
+                    value: `count ${cur ? Number(cur.value.split(' ')[1]) + 1 : 1}`,
+                    ifVersion: cur?.version ?? 0,
+                  });
+                  hotAcked.set(key, (hotAcked.get(key) ?? 0) + 1);
+                } else {
+                  const p: UpsertParams = {
+                    namespace: `team.bench.writers.w${w}`,
+                    key: `k-${i}`,
+                    value: `Writer ${w} note ${i}: the ${i % 13} cache is warmed by job ${i % 31}`,
+                  };
+                  await b.upsert(p);
+                  acked.set(`${p.namespace}/${p.key}`, p.value);
+                }
+                writes++;
+                ms.push(now() - t);
+              } catch (e) {
+                if (e instanceof CairnError && e.codeName === 'VersionConflict') conflicts++;
+                else throw e;
+              }
+            }
+          }),
+        );
+        const elapsed = (now() - t0) / 1000;
+        const stmts = statements - s0;
+        const cpuMs = cpuNow() - cpu0;
+        const pgCpuMs = serverCpuMs(path.join(pg.dir, 'data')) - pgCpu0;
+        // No lost acknowledged write: every plain write is there with its value; each hot key counts its increments.
+        const rows = (
+          await admin.query(
+            `SELECT n.path || '/' || m.key AS k, m.value FROM cairn.memories m JOIN cairn.namespaces n ON n.id = m.ns_id
            WHERE n.path LIKE 'team.bench.writers%' AND m.deleted_at IS NULL`,
-        )
-      ).rows as { k: string; value: string }[];
-      const stored = new Map(rows.map((x) => [x.k, x.value]));
-      let lost = 0;
-      for (const [k, v] of acked) if (stored.get(k) !== v) lost++;
-      for (const [k, n] of hotAcked) if (stored.get(`team.bench.writers/${k}`) !== `count ${n}`) lost++;
-      const s = summarize(ms);
-      out.writers = {
-        daemons: writerCount,
-        writesPerSec: Math.round(writes / elapsed),
-        acknowledged: writes,
-        lostAcknowledged: lost,
-        conflicts,
-        p50: s.p50,
-        p95: s.p95,
-        statementsPerWrite: Math.round((stmts / Math.max(1, writes + conflicts)) * 100) / 100,
-        load: load(),
-      };
-      console.log(`${writerCount} writer daemons:`, out.writers);
+          )
+        ).rows as { k: string; value: string }[];
+        const stored = new Map(rows.map((x) => [x.k, x.value]));
+        let lost = 0;
+        for (const [k, v] of acked) if (stored.get(k) !== v) lost++;
+        for (const [k, n] of hotAcked) if (stored.get(`team.bench.writers/${k}`) !== `count ${n}`) lost++;
+        const s = summarize(ms);
+        out.writers = {
+          daemons: writerCount,
+          vectors: writerVectors,
+          writesPerSec: Math.round(writes / elapsed),
+          acknowledged: writes,
+          lostAcknowledged: lost,
+          conflicts,
+          p50: s.p50,
+          p95: s.p95,
+          statementsPerWrite: Math.round((stmts / Math.max(1, writes + conflicts)) * 100) / 100,
+          // CPU per write (acknowledged or conflicting): the daemons' process (embedding included) and the server.
+          daemonCpuMsPerWrite: Math.round((cpuMs / Math.max(1, writes + conflicts)) * 100) / 100,
+          serverCpuMsPerWrite: Math.round((pgCpuMs / Math.max(1, writes + conflicts)) * 100) / 100,
+          cpuCoresBusy: Math.round(((cpuMs + pgCpuMs) / 1000 / elapsed) * 100) / 100,
+          load: load(),
+        };
+        console.log(`${writerCount} writer daemons:`, out.writers);
+      }
+      // Round trips per upsert (creates, then updates of the same keys).
+      {
+        const b = writers[0];
+        let s0 = statements;
+        for (let i = 0; i < 100; i++) await b.upsert({ namespace: 'team.bench.rt', key: `k${i}`, value: `round trip ${i}` });
+        const create = (statements - s0) / 100;
+        s0 = statements;
+        for (let i = 0; i < 100; i++) await b.upsert({ namespace: 'team.bench.rt', key: `k${i}`, value: `round trip ${i}, changed` });
+        out.roundTripsPerUpsert = { create, update: (statements - s0) / 100 };
+      }
+      for (const b of writers) await b.close();
     }
-    // Round trips per upsert (creates, then updates of the same keys).
-    {
-      const b = writers[0];
-      let s0 = statements;
-      for (let i = 0; i < 100; i++) await b.upsert({ namespace: 'team.bench.rt', key: `k${i}`, value: `round trip ${i}` });
-      const create = (statements - s0) / 100;
-      s0 = statements;
-      for (let i = 0; i < 100; i++) await b.upsert({ namespace: 'team.bench.rt', key: `k${i}`, value: `round trip ${i}, changed` });
-      out.roundTripsPerUpsert = { create, update: (statements - s0) / 100 };
-    }
-    for (const b of writers) await b.close();
 
     // ---- memory/didChange fan-out to listening daemons
-    {
+    if (runs('fanout')) {
       const listeners = await Promise.all(Array.from({ length: listenerCount }, async () => new PgBackend({ url, poolSize: 2 }).open()));
       const started = new Map<string, number>();
       const delays: number[] = [];
@@ -340,7 +386,7 @@ async function main() {
     }
 
     // ---- SQLite store, same corpus (first size only), through the product write path
-    {
+    if (runs('sqlite')) {
       const size = sizes[0];
       const t0 = now();
       let pos = 0;
@@ -358,11 +404,12 @@ async function main() {
       const hybrid = await searchLat(false);
       out.sqlite = { size, loadSeconds: Math.round((now() - t0) / 100) / 10, get, hybrid, load: load() };
       console.log(`sqlite ${size}: get p50 ${fmt(get.p50)} ms, hybrid p50/p95 ${fmt(hybrid.p50)} / ${fmt(hybrid.p95)} ms`);
-      const first = perSize[0] as { teamGet: { p50: number }; teamHybrid: { p50: number; p95: number } };
-      out.ratios = {
-        getP50TeamOverSqlite: Math.round((first.teamGet.p50 / get.p50) * 10) / 10,
-        hybridP95TeamOverSqlite: Math.round((first.teamHybrid.p95 / hybrid.p95) * 10) / 10,
-      };
+      const first = perSize[0] as { teamGet?: { p50: number }; teamHybrid?: { p50: number; p95: number } };
+      if (first.teamGet && first.teamHybrid)
+        out.ratios = {
+          getP50TeamOverSqlite: Math.round((first.teamGet.p50 / get.p50) * 10) / 10,
+          hybridP95TeamOverSqlite: Math.round((first.teamHybrid.p95 / hybrid.p95) * 10) / 10,
+        };
     }
 
     out.pgvectorVersion = (await admin.query(`SELECT extversion FROM pg_extension WHERE extname = 'vector'`)).rows[0]?.extversion;

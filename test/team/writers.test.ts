@@ -20,9 +20,10 @@ import { teamDaemon } from './team-daemon';
 describe('team memory: concurrent writers', () => {
   let pg: PgServer;
   let writers: PgBackend[];
+  let db: string;
   before(async () => {
     pg = await startPg();
-    const db = await pg.createDatabase();
+    db = await pg.createDatabase();
     await pg.createRole('alice');
     await pg.grant(db, 'alice', 'team', 'write');
     writers = await Promise.all([0, 1, 2].map(() => new PgBackend({ url: pg.url('alice', db), poolSize: 4 }).open()));
@@ -58,6 +59,71 @@ describe('team memory: concurrent writers', () => {
     const byVersion = [...h.entries].sort((a, b) => a.version - b.version);
     for (let i = 1; i < byVersion.length; i++)
       assert.equal(byVersion[i].previous!.value, byVersion[i - 1].state!.value, 'each version starts from the one before');
+  });
+
+  it('a new key in a known namespace is one statement; every guard that stops it falls back to the full decision', async () => {
+    const [w0, w1] = writers;
+    let statements = 0;
+    const query = w0.pool.query.bind(w0.pool);
+    w0.pool.query = ((...a: Parameters<typeof query>) => {
+      statements++;
+      return query(...a);
+    }) as typeof query;
+    try {
+      await w0.upsert({ namespace: 'team.blind', key: 'a', value: 'first write learns the namespace' });
+      statements = 0;
+      const b = await w0.upsert({ namespace: 'team.blind', key: 'b', value: 'a new key', actor: 'agent:x' });
+      assert.equal(statements, 1, 'no read before a new key');
+      assert.deepEqual([b.created, b.memory.version], [true, 1]);
+      const { accessCount: _a, lastAccessedAt: _l, ...stored } = await w1.get({ namespace: 'team.blind', key: 'b' });
+      const { accessCount: _a0, lastAccessedAt: _l0, ...returned } = b.memory;
+      assert.deepEqual(stored, returned, 'the returned memory is the stored one');
+      const hb = await w1.history({ id: b.memory.id });
+      assert.deepEqual(
+        hb.entries.map((e) => [e.op, e.version, e.actor, e.detail]),
+        [['create', 1, 'alice', { onBehalfOf: 'agent:x' }]],
+      );
+
+      // The key exists (another daemon wrote it): an update of it, not a second memory.
+      const c1 = await w1.upsert({ namespace: 'team.blind', key: 'c', value: 'written by the other daemon' });
+      const c2 = await w0.upsert({ namespace: 'team.blind', key: 'c', value: 'then changed here' });
+      assert.deepEqual([c2.created, c2.memory.id, c2.memory.version], [false, c1.memory.id, 2]);
+      assert.deepEqual(
+        (await w0.history({ id: c1.memory.id })).entries.map((e) => [e.op, e.previous?.value ?? null]),
+        [
+          ['update', 'written by the other daemon'],
+          ['create', null],
+        ],
+      );
+      // ifVersion 0 on a key another daemon holds: VersionConflict.
+      await w1.upsert({ namespace: 'team.blind', key: 'd', value: 'taken' });
+      await rejectsWith(w0.upsert({ namespace: 'team.blind', key: 'd', value: 'mine?', ifVersion: 0 }), 'VersionConflict');
+      // A deleted key stays deleted.
+      await w1.upsert({ namespace: 'team.blind', key: 'e', value: 'to be deleted' });
+      await w1.delete({ namespace: 'team.blind', key: 'e' });
+      await rejectsWith(w0.upsert({ namespace: 'team.blind', key: 'e', value: 'back?' }), 'Deleted');
+      // A value forgotten in the namespace is refused under a new key too.
+      await w1.upsert({ namespace: 'team.blind', key: 'f', value: 'the staging password is hunter2' });
+      await w1.forget({ namespace: 'team.blind', key: 'f' });
+      await w0.upsert({ namespace: 'team.blind', key: 'f2', value: 'a write that learns the namespace again' });
+      statements = 0;
+      await rejectsWith(w0.upsert({ namespace: 'team.blind', key: 'g', value: 'the staging password is hunter2' }), 'RejectedValue');
+      assert.equal(statements, 2, 'the blind create, then the read that decides');
+      await rejectsWith(w0.get({ namespace: 'team.blind', key: 'g' }), 'NotFound');
+
+      // The namespace was deleted (and its id with it): the write lands in the live namespace of that path.
+      await pg.grant(db, 'alice', 'team.gone', 'admin');
+      await w0.upsert({ namespace: 'team.gone', key: 'x', value: 'before the delete' });
+      await w1.deleteNamespace('team.gone');
+      const y = await w0.upsert({ namespace: 'team.gone', key: 'y', value: 'after the delete' });
+      assert.deepEqual(
+        (await w1.listNamespaces('team.gone')).map((n) => [n.path, n.memoryCount]),
+        [['team.gone', 1]],
+      );
+      assert.equal((await w1.get({ namespace: 'team.gone', key: 'y' })).id, y.memory.id);
+    } finally {
+      w0.pool.query = query;
+    }
   });
 
   it('read-modify-write with ifVersion: conflicts surface as VersionConflict and retries lose no increment', async () => {

@@ -17,6 +17,7 @@
  * namespaces, links, embedding, status) as a function of the backend.
  */
 import { AccessBumps } from './access-stats';
+import { WriteCache } from './write-cache';
 import { pgGet } from './get';
 import {
   type Anchor,
@@ -66,6 +67,8 @@ export class PgBackend {
   readonly pool: pg.Pool;
   /** Access statistics of reads, applied after their answers (access-stats.ts). */
   readonly bumps: AccessBumps;
+  /** Namespace ids and keys this daemon has written, so a write of a new key is one round trip (write-cache.ts). */
+  readonly writes = new WriteCache();
   readonly url: string;
   private feed: ChangeFeed;
   embedder: PgEmbedder | null = null;

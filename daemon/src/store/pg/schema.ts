@@ -21,9 +21,10 @@ import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 import { ERASURE_MIGRATION } from './erasure';
+import { GRANT_SETS_MIGRATION } from './grant-sets';
 import { VECTOR_INDEX_MIGRATION } from './vector-index';
 
-export const PG_SCHEMA_VERSION = 6;
+export const PG_SCHEMA_VERSION = 7;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
@@ -452,6 +453,8 @@ const MIGRATIONS: string[] = [
   EXCEPTION WHEN insufficient_privilege THEN NULL;
   END $$;
   `,
+  // 7: cairn.ns_ids as one set-based query instead of a SECURITY DEFINER call per namespace (store/pg/grant-sets.ts).
+  GRANT_SETS_MIGRATION,
 ];
 
 /** The privileges of `cairn_member`, re-asserted (and everything else revoked) by every migrate. */

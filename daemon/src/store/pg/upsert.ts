@@ -10,6 +10,7 @@ import { refuseDeleted, refuseStaleVersion } from '../write-rules';
 import type { PgBackend } from './backend';
 import type { pg } from './db';
 import { embeddingText, embedRows, vectorLiteral } from './embedding';
+import { prepared } from './get';
 import { refetch, rethrow, rowBy, rowByKey } from './lookup';
 import { ensureNamespace } from './namespaces';
 import { keyed, positionIn, record, requireUser, tx } from './recording';
@@ -41,6 +42,10 @@ export async function upsert(b: PgBackend, p: UpsertParams): Promise<UpsertResul
   return r;
 }
 
+const READ = `SELECT (SELECT row_to_json(x) FROM (SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND m.key = $2) x) AS existing,
+         (SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL) AS ns_id,
+         (SELECT json_build_object('actor', r.actor, 'at', r.at) FROM rejected_values r JOIN namespaces n ON n.id = r.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND r.value_hash = $3) AS rejected`;
+
 /**
  * One upsert in two round trips: (1) read the stored row, the namespace and a rejected-value
  * record in one statement; decide in TypeScript exactly as upsertInTx does;
@@ -48,7 +53,13 @@ export async function upsert(b: PgBackend, p: UpsertParams): Promise<UpsertResul
  * (guarded by the unique key) the row, and, only if that row was written, append its history
  * and change-log rows. A single statement is atomic, so history, change log and row are never
  * apart; a guard that matched nothing means another writer got there first (LOST_RACE). A first
- * write into a new namespace costs one more statement (creating it). `vectors` (when given)
+ * write into a new namespace costs one more statement (creating it). Both are prepared statements
+ * (parsed and planned once per connection).
+ * A new key is one round trip: a single write (not a batch's) of a key this daemon has not seen
+ * stored, into a namespace whose id it knows (write-cache.ts), with no ifVersion other than 0,
+ * skips (1) and is decided as a create; its INSERT is guarded by the key being free, the namespace
+ * id being that live path's and the value not being rejected there, and when a guard stops it, it
+ * is decided again from a read (the LOST_RACE retry). `vectors` (when given)
  * embeds before writing, so the vector lands in the same statement; its cache spares re-embedding
  * the same text on a retry; without it (a batch) the caller embeds what was written after its commit.
  */
@@ -62,18 +73,19 @@ export async function fastUpsert(
   const now = b.now();
   const claimed = p.actor ?? p.source;
   const valueHash = normalizedValueHash(p.value);
-  const read = (
-    await db.query(
-      `SELECT (SELECT row_to_json(x) FROM (SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND m.key = $2) x) AS existing,
-         (SELECT id FROM namespaces WHERE path = $1 AND deleted_at IS NULL) AS ns_id,
-         (SELECT json_build_object('actor', r.actor, 'at', r.at) FROM rejected_values r JOIN namespaces n ON n.id = r.ns_id WHERE n.path = $1 AND n.deleted_at IS NULL AND r.value_hash = $3) AS rejected`,
-      [p.namespace, p.key, valueHash],
-    )
-  ).rows[0] as { existing: MemoryRow | null; ns_id: string | null; rejected: { actor: string; at: number } | null };
+  type Read = { existing: MemoryRow | null; ns_id: string | null; rejected: { actor: string; at: number } | null };
+  const knownNs = vectors && (p.ifVersion === undefined || p.ifVersion === 0) ? b.writes.namespaceId(p.namespace) : undefined;
+  const blind = knownNs !== undefined && !b.writes.mayExist(p.namespace, p.key);
+  const read: Read = blind
+    ? { existing: null, ns_id: knownNs, rejected: null }
+    : ((await db.query(prepared(READ, [p.namespace, p.key, valueHash]))).rows[0] as Read);
   const existing = read.existing ?? undefined;
   const w = plan(p, existing, read.rejected ?? undefined, undefined);
   // (The position is read only for a write that changes nothing: under row-level security max(position) scans the log.)
-  if (w.unchanged) return { memory: toMemory(existing!), created: false, position: await positionIn(db), changed: false, ...w.warn };
+  if (w.unchanged) {
+    b.writes.stored(p.namespace, p.key, existing!.ns_id);
+    return { memory: toMemory(existing!), created: false, position: await positionIn(db), changed: false, ...w.warn };
+  }
   const nsId = existing?.ns_id ?? read.ns_id ?? (await ensureNamespace(b, db, p.namespace));
   const version = existing ? existing.version + 1 : 1;
   const id = existing?.id ?? uuidv7(now);
@@ -131,9 +143,15 @@ export async function fastUpsert(
            fts, created_at, updated_at, version, embedding, embed_model, embed_hash, id, ns_id, key)
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ${FTS}, $19, $19, $20, $21::vector, $22, $23, $24, $25, $26
          WHERE $27::bigint IS NULL AND $28::int IS NULL AND ${live}
+           AND ($35::boolean IS NOT TRUE OR NOT EXISTS (SELECT 1 FROM rejected_values r WHERE r.ns_id = $25 AND r.value_hash = $2))
          ON CONFLICT ON CONSTRAINT cairn_race_memory_key DO NOTHING RETURNING id, ns_id)${tail}`;
-  const r = (await db.query(sql, values)).rows[0] as { position: number } | undefined;
-  if (!r) return LOST_RACE;
+  if (!existing) values.push(blind); // $35: a blind create also checks that the value is not rejected
+  const r = (await db.query(prepared(sql, values))).rows[0] as { position: number } | undefined;
+  if (!r) {
+    b.writes.missed(p.namespace, p.key);
+    return LOST_RACE;
+  }
+  b.writes.stored(p.namespace, p.key, nsId);
   return { memory, created: !existing, position: r.position, changed: true, ...w.warn };
 }
 
