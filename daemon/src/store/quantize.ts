@@ -90,5 +90,28 @@ export function signature(v: Float32Array): Int32Array {
   return sig;
 }
 
+/** Bytes of one vector of `dim` components at 4 bits (pack4): 16 per block of 32 components. */
+export const q4Bytes = (dim: number): number => Math.ceil(dim / 32) * 16;
+
+/**
+ * An int8 vector (as stored) at 4 bits, into `out` at `off` (q4Bytes(dim) bytes): each component rounded to
+ * -7..7 on the int8 scale (x * 7 / 127) and stored as value + 8; in each block of 32 components, byte i holds
+ * component i in its low nibble and component 16 + i in its high one (the layout the 4-bit kernel reads; padding
+ * components are 0). Returns 1/‖4-bit vector‖, 0 when it is zero.
+ */
+export function pack4(q: Int8Array, dim: number, out: Uint8Array, off: number): number {
+  let ss = 0;
+  const bytes = q4Bytes(dim);
+  for (let b = 0; b < bytes; b++) {
+    const block = (b >> 4) * 32;
+    const i = block + (b & 15);
+    const lo = i < dim ? Math.round((q[i] * 7) / 127) : 0;
+    const hi = i + 16 < dim ? Math.round((q[i + 16] * 7) / 127) : 0;
+    ss += lo * lo + hi * hi;
+    out[off + b] = (lo + 8) | ((hi + 8) << 4);
+  }
+  return ss > 0 ? 1 / Math.sqrt(ss) : 0;
+}
+
 /** 48 bits of a hex digest, as an exact integer. */
 export const hashKey = (hex: string): number => parseInt(hex.slice(0, 12), 16);

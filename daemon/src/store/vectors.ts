@@ -34,10 +34,20 @@ import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
-import { quantize, SIG_WORDS } from './quantize';
+import { pack4, q4Bytes, quantize, SIG_WORDS } from './quantize';
 import { RowSlots } from './row-slots';
-import { allocKernelArray, growKernelArray, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
-import { duplicateHits, newScratch, normalized, queryNearest, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
+import { allocKernelArray, growKernelArray, kernels4Run, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
+import {
+  duplicateHits,
+  int8Cosine,
+  newScratch,
+  normalized,
+  queryNearest,
+  runDuplicateScan,
+  type DuplicateScan,
+  type DuplicateScanResult,
+  type SlotArrays,
+} from './vector-scan';
 
 /**
  * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
@@ -80,6 +90,14 @@ export const ADMIT_CACHE_SLOTS = 262_144;
  * loop each, so requests wait at most that long while a million vectors load.
  */
 export const LOAD_SLICE = 8192;
+/**
+ * Vectors above which the index in memory is compact: 4-bit vectors (D/2 bytes) beside the signatures instead of
+ * int8 ones (D bytes), each scan's best rerankPool(limit) ranked again by the int8 vectors read from disk
+ * (rerank). At a million 256-d vectors that is 122 MiB less resident, for one indexed read of a few hundred rows
+ * per search. At or below it (every store up to the 100k side-by-side workload) the index is int8 as before and
+ * answers exactly as before. An index that grows past it while loaded turns compact in place.
+ */
+export const COMPACT_ABOVE = 131_072;
 /** Scopes of more namespaces than this are not cached (their key would cost more than the pass it saves). */
 const ADMIT_CACHE_MAX_NS = 1024;
 
@@ -116,7 +134,9 @@ class VectorIndex implements SlotArrays {
   validTo = new Float64Array(0);
   inv = new Float32Array(0);
   q: Int8Array = new Int8Array(0);
-  sig = new Int32Array(0);
+  /** A compact index's 4-bit vectors (quantize.ts pack4; `q` is then empty and `inv` is 1/‖q4‖). */
+  q4: Uint8Array | null = null;
+  sig: Int32Array = new Int32Array(0);
   /** The memory `q` and `sig` live in when the SIMD kernels can run (vector-kernels.ts). */
   kmem: KernelMemory | null = null;
   /** Each memory's slot, by memory rowid (a typed array, not a Map: a million entries cost 4 bytes each, not ~40). */
@@ -145,7 +165,13 @@ class VectorIndex implements SlotArrays {
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
 
-  constructor(readonly model: VecModel) {}
+  constructor(
+    readonly model: VecModel,
+    /** Holds 4-bit vectors instead of int8 ones (VectorTables.compactAbove): candidates are ranked again from disk. */
+    public compact = false,
+    /** Above this many slots an int8 index turns compact (toCompact). */
+    readonly compactAbove = Infinity,
+  ) {}
 
   get dimension(): number {
     return this.model.dimension;
@@ -183,11 +209,14 @@ class VectorIndex implements SlotArrays {
     // Signatures and int8 vectors in shared WebAssembly memories, where the SIMD kernels read them
     // (vector-kernels.ts); SharedArrayBuffers where the kernels cannot run.
     const km = this.growKernels(cap, d);
+    const per4 = q4Bytes(d);
     if (km) {
-      this.q = new Int8Array(km.q.mem.buffer, km.q.off, cap * d);
+      if (this.compact) this.q4 = new Uint8Array(km.q.mem.buffer, km.q.off, cap * per4);
+      else this.q = new Int8Array(km.q.mem.buffer, km.q.off, cap * d);
       this.sig = new Int32Array(km.sig.mem.buffer, km.sig.off, cap * SIG_WORDS);
     } else {
-      this.q = shared(this.q, Int8Array, d);
+      if (this.compact) this.q4 = shared(this.q4 ?? new Uint8Array(0), Uint8Array, per4);
+      else this.q = shared(this.q, Int8Array, d);
       this.sig = shared(this.sig, Int32Array, SIG_WORDS);
     }
     this.kmem = km;
@@ -201,14 +230,14 @@ class VectorIndex implements SlotArrays {
    * the current contents; null when the kernels do not run for this dimension.
    */
   private growKernels(cap: number, d: number): KernelMemory | null {
-    if (!kernelsRun(d)) return null;
-    const place = (cur: KernelArray | undefined, perSlot: number, old: Int8Array | Int32Array): KernelArray | null => {
+    if (!(this.compact ? kernels4Run(d) : kernelsRun(d))) return null;
+    const place = (cur: KernelArray | undefined, perSlot: number, old: Int8Array | Uint8Array | Int32Array): KernelArray | null => {
       if (cur && growKernelArray(cur, cap, perSlot)) return cur;
       const a = allocKernelArray(cap, perSlot);
       if (a) new Uint8Array(a.mem.buffer, a.off, old.byteLength).set(new Uint8Array(old.buffer, old.byteOffset, old.byteLength));
       return a;
     };
-    const q = place(this.kmem?.q, d, this.q);
+    const q = this.compact ? place(this.kmem?.q, q4Bytes(d), this.q4 ?? new Uint8Array(0)) : place(this.kmem?.q, d, this.q);
     const sig = place(this.kmem?.sig, SIG_WORDS * 4, this.sig);
     return q && sig ? { q, sig } : null;
   }
@@ -237,8 +266,12 @@ class VectorIndex implements SlotArrays {
 
   put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
     const slot = this.slotFor(m);
-    this.inv[slot] = inv;
-    this.q.set(q, slot * this.model.dimension);
+    const d = this.model.dimension;
+    if (this.q4) this.inv[slot] = pack4(q, d, this.q4, slot * q4Bytes(d));
+    else {
+      this.inv[slot] = inv;
+      this.q.set(q, slot * d);
+    }
     this.sig.set(sig, slot * SIG_WORDS);
   }
 
@@ -251,17 +284,54 @@ class VectorIndex implements SlotArrays {
     const d = this.model.dimension;
     const at = slot * d;
     const v = new Int8Array(q.buffer, q.byteOffset, d);
-    this.q.set(v, at);
-    let ss = 0;
-    for (let i = 0; i < d; i++) ss += v[i] * v[i];
-    this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+    if (this.q4) this.inv[slot] = pack4(v, d, this.q4, slot * q4Bytes(d));
+    else {
+      this.q.set(v, at);
+      let ss = 0;
+      for (let i = 0; i < d; i++) ss += v[i] * v[i];
+      this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+    }
     new Uint8Array(this.sig.buffer, this.sig.byteOffset + slot * SIG_WORDS * 4, SIG_WORDS * 4).set(sig.subarray(0, SIG_WORDS * 4));
+  }
+
+  /**
+   * Turn an int8 index into a compact one in place (the store grew past VectorTables.compactAbove while loaded):
+   * each int8 vector in memory packed to 4 bits, the int8 arrays dropped.
+   */
+  toCompact(): void {
+    if (this.compact) return;
+    const d = this.model.dimension;
+    const per = q4Bytes(d);
+    const cap = this.cap;
+    const old = this.q;
+    this.compact = true;
+    let km: KernelMemory | null = null;
+    if (this.kmem && kernels4Run(d)) {
+      const q = allocKernelArray(cap, per);
+      if (q) km = { sig: this.kmem.sig, q };
+    }
+    if (km) this.q4 = new Uint8Array(km.q.mem.buffer, km.q.off, cap * per);
+    else {
+      this.q4 = new Uint8Array(new SharedArrayBuffer(cap * per));
+      if (this.kmem) {
+        // The signatures leave the kernel memory too: without the 4-bit kernel the scan runs its JavaScript loops.
+        const sig = new Int32Array(new SharedArrayBuffer(cap * SIG_WORDS * 4));
+        sig.set(this.sig);
+        this.sig = sig;
+      }
+    }
+    this.kmem = km;
+    this.q = new Int8Array(0);
+    for (let s = 0; s < this.size; s++)
+      if (this.status[s] !== 255) this.inv[s] = pack4(old.subarray(s * d, (s + 1) * d), d, this.q4, s * per);
+    this.version++;
   }
 
   private slotFor(m: MetaRow): number {
     let slot = this.slotOf.get(m.rowid);
     if (slot === undefined) {
       slot = this.free.pop() ?? this.size++;
+      if (!this.compact && this.size > this.compactAbove) this.toCompact();
       this.grow(this.size);
       this.slotOf.set(m.rowid, slot);
     }
@@ -279,6 +349,17 @@ class VectorIndex implements SlotArrays {
     this.nsPos[last] = pos;
     this.nsPos[slot] = -1;
     if (l.n === 0) this.nsList.delete(this.ns[slot]);
+  }
+
+  /** Bytes of the typed arrays this index holds (capacity included; a kernel memory counts its committed pages). */
+  memoryBytes(): number {
+    let n = this.slotOf.bytes + this.admitted.byteLength + this.admitCached * 4;
+    for (const a of [this.rowid, this.ns, this.status, this.deleted, this.expires, this.validFrom, this.validTo, this.inv, this.nsPos])
+      n += a.byteLength;
+    for (const l of this.nsList.values()) n += l.slots.byteLength;
+    if (this.kmem) n += this.kmem.q.mem.buffer.byteLength + this.kmem.sig.mem.buffer.byteLength;
+    else n += this.q.byteLength + (this.q4?.byteLength ?? 0) + this.sig.byteLength;
+    return n;
   }
 
   /** The slots of one namespace (a view: valid until the index changes). */
@@ -457,6 +538,8 @@ export class VectorTables {
   dupCandidates = DUP_CANDIDATES;
   /** Vectors per slice of loadInSlices (LOAD_SLICE; a knob for tests). */
   loadSlice = LOAD_SLICE;
+  /** Vectors above which the index in memory is compact (COMPACT_ABOVE; a knob for tests and benches). */
+  compactAbove = COMPACT_ABOVE;
 
   constructor(
     private readonly db: DB,
@@ -551,9 +634,9 @@ export class VectorTables {
    * with a rowid above the cursor is read by a later step; below it, putMany put it in already.
    */
   private startLoad(model: VecModel): { ix: VectorIndex; step: (n: number) => boolean; done: number; total: number } {
-    const ix = new VectorIndex(model);
-    ix.position = this.position();
     const total = this.count(model);
+    const ix = new VectorIndex(model, total > this.compactAbove, this.compactAbove);
+    ix.position = this.position();
     ix.grow(total); // sized once for what is stored, not by repeated growth
     this.loading = ix;
     // Its own statement (raw rows: arrays, not objects), not the shared cache's.
@@ -608,6 +691,23 @@ export class VectorTables {
 
   loaded(): VecModel | null {
     return this.index?.model ?? null;
+  }
+
+  /** Drop the index from memory (it is read again by the next load). */
+  unload(): void {
+    this.index = null;
+  }
+
+  /** About how many vectors a model has, without reading its table: the largest rowid (rowids are dense). */
+  sizeHint(model: VecModel): number {
+    return (stmt(this.db, `SELECT coalesce(max(rowid), 0) AS n FROM ${model.table}`).get() as { n: number }).n;
+  }
+
+  /** Bytes the index in memory holds (0 when it is not in memory): its typed arrays, including unused capacity. */
+  memoryBytes(): number {
+    const ix = this.index;
+    if (!ix) return 0;
+    return ix.memoryBytes();
   }
 
   /** Apply (or drop) the in-memory side of a transaction; called by the Store after commit or rollback. */
@@ -766,7 +866,59 @@ export class VectorTables {
    */
   knn(model: VecModel, query: Float32Array, q: KnnQuery): ArmHit[] {
     const { ix, admitted } = this.admission(model, q);
-    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidatesFor(admitted.length));
+    const arrays = this.arrays(ix, model);
+    const hits = queryNearest(arrays, this.scratch, admitted, query, q.limit, this.exactMax, this.candidatesFor(admitted.length));
+    return this.rerank(model, arrays, query, hits, q.limit);
+  }
+
+  /**
+   * The best `limit` of a scan's hits. From a compact index (`arrays.q4`: hits ranked by 4-bit vectors,
+   * rerankPool(limit) of them) they are ranked again by the int8 vectors stored on disk, read in one statement
+   * (a memory purged meanwhile has none and is left out); otherwise they are the answer already.
+   */
+  rerank(model: VecModel, arrays: SlotArrays, query: Float32Array, hits: ArmHit[], limit: number): ArmHit[] {
+    if (!arrays.q4 || hits.length === 0) return hits.slice(0, limit);
+    return this.rerankMany(model, [{ query, hits }], limit)[0];
+  }
+
+  /** rerank() of many scans' hits, each with its own query vector, reading their int8 vectors in one statement. */
+  rerankMany(model: VecModel, scans: { query: Float32Array; hits: ArmHit[] }[], limit: number): ArmHit[][] {
+    const ids = new Set<number>();
+    for (const x of scans) for (const h of x.hits) ids.add(h.rowid);
+    const stored = new Map<number, Int8Array>();
+    if (ids.size)
+      for (const r of stmt(this.db, `SELECT rowid, q FROM ${model.table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(
+        JSON.stringify([...ids]),
+      ) as { rowid: number; q: Buffer }[])
+        stored.set(r.rowid, new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength));
+    return scans.map(({ query, hits }) => {
+      const v = normalized(query);
+      const out: ArmHit[] = [];
+      for (const h of hits) {
+        const q = stored.get(h.rowid);
+        if (q && q.length === v.length) out.push({ rowid: h.rowid, score: int8Cosine(q, v) });
+      }
+      return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid).slice(0, limit);
+    });
+  }
+
+  /**
+   * The hits of a DuplicateScan's checks (`vectors`: each check's vector, as given to prepareDuplicateScan), ranked
+   * again from disk when the scan ran over a compact index (rerank), each cut to the scan's limit.
+   */
+  duplicateResults(
+    model: VecModel,
+    scan: { arrays: SlotArrays; limit: number },
+    vectors: Float32Array[],
+    result: DuplicateScanResult,
+  ): ArmHit[][] {
+    const hits = duplicateHits(result);
+    if (!scan.arrays.q4) return hits;
+    return this.rerankMany(
+      model,
+      hits.map((h, i) => ({ query: vectors[i], hits: h })),
+      scan.limit,
+    );
   }
 
   /**
@@ -817,7 +969,7 @@ export class VectorTables {
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */
   private arrays(ix: VectorIndex, model: VecModel): SlotArrays {
-    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension, kmem: ix.kmem };
+    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, q4: ix.q4, sig: ix.sig, dimension: model.dimension, kmem: ix.kmem };
   }
 
   /**
@@ -849,7 +1001,7 @@ export class VectorTables {
     sig?: Int32Array,
   ): ArmHit[] {
     const scan = this.prepareDuplicateScan(model, [{ vector, nsRowid, exclude, sig }], limit, now);
-    return duplicateHits(runDuplicateScan(scan, this.scratch))[0].filter((h) => h.score >= threshold);
+    return this.duplicateResults(model, scan, [vector], runDuplicateScan(scan, this.scratch))[0].filter((h) => h.score >= threshold);
   }
 
   /**
