@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { Embedder } from '../../daemon/src/embed';
 import { Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import { pack4, q4Bytes, quantize } from '../../daemon/src/store/quantize';
+import { pack4, Q4_CLIP_RMS, q4Bytes, quantize } from '../../daemon/src/store/quantize';
 import { rerankPool } from '../../daemon/src/store/vector-scan';
 import type { VecModel } from '../../daemon/src/store/vectors';
 import { tempCore, until } from '../helpers';
@@ -28,21 +28,25 @@ const normalized = (v: Float32Array) => {
 type Hit = { rowid: number; score: number };
 
 describe('pack4', () => {
-  it('rounds each int8 component to -7..7, in the kernel layout, and returns 1/norm', () => {
-    const q = Int8Array.from({ length: 40 }, (_, i) => (i % 2 ? 127 : -127) * ((i % 5) / 4));
+  it("scales each int8 component by its vector's RMS, clips to -7..7, in the kernel layout, and returns 1/norm", () => {
+    const q = Int8Array.from({ length: 40 }, (_, i) => (i === 0 ? 127 : ((i * 37) % 41) - 20));
     const out = new Uint8Array(q4Bytes(40) + 3);
     assert.equal(q4Bytes(40), 32, 'two blocks of 32 components');
     const inv = pack4(q, 40, out, 3);
+    const k = 7 / (Q4_CLIP_RMS * Math.sqrt(q.reduce((a, x) => a + x * x, 0) / 40));
     const back = (i: number) => {
       const b = out[3 + (i >> 5) * 16 + (i & 15)];
       return ((i & 16 ? b >> 4 : b & 15) as number) - 8;
     };
     let ss = 0;
+    let clipped = 0;
     for (let i = 0; i < 64; i++) {
-      const want = i < 40 ? Math.round((q[i] * 7) / 127) : 0; // padding components are zero
-      assert.equal(back(i), want, `component ${i}`);
+      if (i < 40 && Math.abs(q[i] * k) > 7.5) clipped++;
+      const want = i < 40 ? Math.max(-7, Math.min(7, Math.round(q[i] * k))) : 0; // padding components are zero
+      assert.equal(back(i), want + 0, `component ${i}`); // + 0: no negative zero
       ss += want * want;
     }
+    assert.ok(clipped > 0, 'the largest components are clipped');
     assert.ok(Math.abs(inv - 1 / Math.sqrt(ss)) < 1e-12);
     assert.equal(pack4(new Int8Array(40), 40, out, 0), 0, 'a zero vector');
   });
@@ -305,10 +309,11 @@ describe('a store above lazyAbove opens without its vector index in memory', () 
     ix = new Indexer(c.store, (m) => logs.push(m));
     ix.lazyAbove = 0;
     c.store.vectors.loadSlice = 50;
+    c.store.vectors.compactAbove = 0; // and compact, so the worker's KNN is ranked again from disk
     await ix.use(e);
     assert.equal(ix.state, 'ready');
     assert.equal(c.store.vectors.loaded(), null, 'not in memory after start');
-    assert.equal(c.store.vectors.memoryBytes(), 0);
+    assert.deepEqual(ix.status().index, { bytes: 0, compact: false }, 'store/status: nothing in memory');
     c.core.hooks.vectors = ix;
     const during = await c.core.call(R.search, { query: 'backups nightly', mode: 'hybrid', limit: 3 });
     assert.match(during.degraded ?? '', /vector index is loading/);
@@ -318,6 +323,8 @@ describe('a store above lazyAbove opens without its vector index in memory', () 
     const w = await c.core.call(R.upsert, { namespace: 'project.a', key: 'late', value: 'where are backups kept: the nightly s3 bucket' });
     await until('index in memory', () => ix!.unavailable() === null);
     assert.ok((await ix.waitFor(w.position, 60_000)).reached);
+    const st = ix.status().index!;
+    assert.ok(st.bytes > 400 * 16 && st.compact, `store/status: ${JSON.stringify(st)}`);
     const v = (await e.embed(['where are backups kept']))[0];
     const got = c.store.vectors.knn(ix.model!, v, { now: Date.now(), limit: 6 });
     const late = c.store.rowidOf(w.memory.id)!;
@@ -325,7 +332,13 @@ describe('a store above lazyAbove opens without its vector index in memory', () 
       got.some((h) => h.rowid === late),
       'the write made while loading is found',
     );
-    assert.deepEqual(got.filter((h) => h.rowid !== late).slice(0, 5), want);
+    // The same memories as the int8 index before the restart, scored alike (its kernel sums in float32).
+    const others = got.filter((h) => h.rowid !== late).slice(0, 5);
+    assert.deepEqual(
+      others.map((h) => h.rowid),
+      want.map((h) => h.rowid),
+    );
+    others.forEach((h, i) => assert.ok(Math.abs(h.score - want[i].score) < 1e-5));
     const after = await c.core.call(R.search, { query: 'backups nightly', mode: 'hybrid', limit: 3 });
     assert.equal(after.degraded, undefined);
     // The worker's KNN (Indexer.search) answers what the event loop's does.

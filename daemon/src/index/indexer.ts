@@ -214,6 +214,7 @@ export class Indexer implements VectorSearcher {
       vectors: this.model ? this.store.vectors.countQuick(this.model) : 0,
       pending: this.backfill ? this.backfill.total - this.backfill.done : Math.max(0, pos - this.watermark()),
       vectorExtension: this.store.vecAvailable,
+      index: this.store.vectors.memory(),
     };
   }
 

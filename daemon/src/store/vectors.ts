@@ -634,7 +634,9 @@ export class VectorTables {
    * with a rowid above the cursor is read by a later step; below it, putMany put it in already.
    */
   private startLoad(model: VecModel): { ix: VectorIndex; step: (n: number) => boolean; done: number; total: number } {
-    const total = this.count(model);
+    // About how many (the largest rowid): a count(*) reads the whole table, about a second at a million vectors,
+    // and a load on first use runs it in the tick of the search that asked.
+    const total = this.sizeHint(model);
     const ix = new VectorIndex(model, total > this.compactAbove, this.compactAbove);
     ix.position = this.position();
     ix.grow(total); // sized once for what is stored, not by repeated growth
@@ -708,6 +710,11 @@ export class VectorTables {
     const ix = this.index;
     if (!ix) return 0;
     return ix.memoryBytes();
+  }
+
+  /** The index in memory for store/status (embeddings.index). */
+  memory(): { bytes: number; compact: boolean } {
+    return { bytes: this.memoryBytes(), compact: this.index?.compact ?? false };
   }
 
   /** Apply (or drop) the in-memory side of a transaction; called by the Store after commit or rollback. */
