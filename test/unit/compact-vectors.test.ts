@@ -276,6 +276,29 @@ describe('an int8 index that grows past compactAbove', () => {
   });
 });
 
+describe('the vector count of an index not in memory (store/status)', () => {
+  const c = tempCore();
+  after(() => c.close());
+  it('is counted once, and again after a vector is written or purged', async () => {
+    const model = c.store.transaction(() => c.store.vectors.ensure('count-model', 32));
+    const put = async (key: string) => {
+      const w = await c.core.call(R.upsert, { namespace: 'project.a', key, value: key });
+      c.store.transaction(() => c.store.vectors.put(model, c.store.rowidOf(w.memory.id)!, new Float32Array(32).fill(0.5), 1));
+      return w.memory.id;
+    };
+    await put('a');
+    await put('b');
+    c.store.vectors.unload();
+    assert.equal(c.store.vectors.countQuick(model), 2);
+    const id = await put('c');
+    assert.equal(c.store.vectors.countQuick(model), 3);
+    await c.core.call(R.delete, { id });
+    await c.core.call(R.purge, { id });
+    assert.equal(c.store.vectors.countQuick(model), 2);
+    assert.equal(c.store.vectors.loaded(), null, 'counted without reading the index');
+  });
+});
+
 describe('a store above lazyAbove opens without its vector index in memory', () => {
   const c = tempCore();
   let e: Embedder;

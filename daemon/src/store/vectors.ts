@@ -588,6 +588,7 @@ export class VectorTables {
     if (!m) return;
     this.db.exec(`DROP TABLE IF EXISTS ${m.table}`);
     stmt(this.db, 'DELETE FROM vec_models WHERE model = ?').run(model);
+    this.counted.delete(model);
     stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
     this.cached = null;
     if (this.index?.model.model === model) this.staged.push(() => (this.index = null));
@@ -767,6 +768,7 @@ export class VectorTables {
 
   /** Called inside a purge: the memory's vectors go with it. */
   deleteRow(rowid: number): void {
+    this.counted.clear();
     for (const m of this.models()) stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(rowid);
     if (this.index) this.staged.push(() => this.index?.remove(rowid));
     if (this.loading) this.staged.push(() => this.loading?.remove(rowid));
@@ -803,6 +805,7 @@ export class VectorTables {
       for (let i = 0; i < vector.length; i++)
         if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
     }
+    this.counted.delete(model.model);
     const metas = new Map<number, MetaRow>();
     for (const m of this.meta(items.map((x) => x.rowid))) metas.set(m.rowid, m);
     const ins = stmt(
@@ -840,8 +843,15 @@ export class VectorTables {
    * a million vectors, on every store/status), else from the table.
    */
   countQuick(model: VecModel): number {
-    return this.index?.model.model === model.model ? this.index.slotOf.size : this.count(model);
+    if (this.index?.model.model === model.model) return this.index.slotOf.size;
+    // Not in memory (a large store before its first use): counted once, until a vector is written or removed.
+    let n = this.counted.get(model.model);
+    if (n === undefined) this.counted.set(model.model, (n = this.count(model)));
+    return n;
   }
+
+  /** count() of models whose index is not in memory, until one of their vectors changes (countQuick). */
+  private counted = new Map<string, number>();
 
   count(model: VecModel): number {
     return (stmt(this.db, `SELECT count(*) AS c FROM ${model.table}`).get() as { c: number }).c;
