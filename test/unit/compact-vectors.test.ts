@@ -372,3 +372,41 @@ describe('a store above lazyAbove opens without its vector index in memory', () 
     );
   });
 });
+
+describe('reading the index on first use fails', () => {
+  const c = tempCore();
+  let e: Embedder;
+  let ix: Indexer | null = null;
+  after(async () => {
+    await ix?.stop();
+    await e?.close();
+    c.close();
+  });
+  it('is logged, the search answers from full text, and the daemon goes on', async () => {
+    e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    const first = new Indexer(c.store, () => {});
+    await first.use(e);
+    const w = await c.core.call(R.upsert, { namespace: 'project.a', key: 'k', value: 'postgres backups run nightly' });
+    assert.ok((await first.waitFor(w.position, 60_000)).reached);
+    await first.stop();
+    e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    const logs: string[] = [];
+    ix = new Indexer(c.store, (m) => logs.push(m));
+    ix.lazyAbove = 0;
+    await ix.use(e);
+    const model = ix.model!;
+    // The vector table goes missing under the daemon: the load's first statement fails.
+    c.store.db.exec(`ALTER TABLE ${model.table} RENAME TO gone`);
+    c.core.hooks.vectors = ix;
+    const r = await c.core.call(R.search, { query: 'backups nightly', mode: 'hybrid', limit: 3 });
+    assert.match(r.degraded ?? '', /vector index is loading/);
+    assert.equal(r.hits.length, 1, 'full text answers');
+    await until('the failure logged', () => logs.some((m) => /reading the vector index failed/.test(m)));
+    // Put back, the next search reads it.
+    c.store.db.exec(`ALTER TABLE gone RENAME TO ${model.table}`);
+    await c.core.call(R.search, { query: 'backups nightly', mode: 'hybrid', limit: 3 });
+    await until('index in memory', () => ix!.unavailable() === null);
+    const after = await c.core.call(R.search, { query: 'backups nightly', mode: 'hybrid', limit: 3 });
+    assert.equal(after.degraded, undefined);
+  });
+});

@@ -136,7 +136,10 @@ export class Indexer implements VectorSearcher {
     const why = this.modelUnavailable();
     if (why || !this.model || this.store.vectors.loaded()?.model === this.model.model) return why;
     // Read on first use: this search answers from full text while the index loads (indexInMemory).
-    void this.indexInMemory(this.model);
+    this.indexInMemory(this.model).catch((e: Error) => {
+      this.lastError = e.message;
+      this.log(`reading the vector index failed: ${e.message}`); // the next search tries again
+    });
     return this.loadingMessage();
   }
 
