@@ -7,9 +7,9 @@
  * - `sig`: a 256-bit SimHash (signs of 256 fixed random projections of the float vector);
  * - `text_hash`: 48 bits of the hash of the embedded text (to skip re-embedding unchanged text).
  *
- * In memory (`VectorIndex`) the daemon keeps the active model's vectors (int8,
- * about D + 48 bytes per memory) with each memory's namespace and visibility
- * facts. The visibility facts follow the change log: before every query the
+ * In memory (`VectorIndex`, vector-index.ts) the daemon keeps the active model's vectors (int8, about D + 88 bytes
+ * per memory; above COMPACT_ABOVE 4-bit, about D/2 + 88, the candidates ranked again by the int8 vectors on disk)
+ * with each memory's namespace and visibility facts. The visibility facts follow the change log: before every query the
  * index applies the changes after its position, so a delete, supersession,
  * expiry change or namespace deletion made by any process is seen by the next
  * query. A query builds the set of admitted slots first (the scope's live
