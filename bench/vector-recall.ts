@@ -4,12 +4,14 @@
  * against every admitted vector ranked exactly, whole store and scoped (`{root: <query scope>, includeUser: false}`).
  *
  *   node --import tsx bench/vector-recall.ts --db path/to/cairn.db [--queries queries-100000.jsonl] [--copy] [--candidates N]
- *       [--share S] [--json out.json]
+ *       [--share S] [--compact-above N] [--json out.json]
  *
  * Recall@k = |arm's top k ∩ exact top k| / k, averaged over the queries, for k = 10, 25 and 100 (hybrid search asks
  * the arm for 100 candidates at limit 25). `--copy`: work on a private copy of the store (otherwise the store is
  * opened as it is; it must not be in use by a daemon). `--candidates`, `--share`: the Hamming pre-selection's
- * size to try (VectorTables.candidates and candidateShare).
+ * size to try (VectorTables.candidates and candidateShare). `--compact-above N`: the arm's index is compact above N
+ * vectors (VectorTables.compactAbove; 0: always): 4-bit vectors in memory, its candidates ranked again from disk.
+ * The exact ranking comes from a second, int8 index of the same store (never compact), every admitted vector scored.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -29,6 +31,11 @@ async function main() {
     .map((l) => JSON.parse(l) as { q: string; scope: string });
   const copied = process.argv.includes('--copy') ? storeCopy(db, 'cairn-recall-') : null;
   const store = new Store(copied ? copied.copy : db, {});
+  if (arg('compact-above', '')) store.vectors.compactAbove = Number(arg('compact-above', ''));
+  // The reference: the same store's vectors in an int8 index, every admitted one scored.
+  const ref = new Store(copied ? copied.copy : db, {});
+  ref.vectors.compactAbove = Infinity;
+  ref.vectors.exactMax = Infinity;
   const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
   const indexer = new Indexer(store, () => {});
   await indexer.use(embedder);
@@ -36,7 +43,7 @@ async function main() {
   const model = indexer.model!;
   if (arg('candidates', '')) store.vectors.candidates = Number(arg('candidates', ''));
   if (arg('share', '')) store.vectors.candidateShare = Number(arg('share', ''));
-  const armExactMax = store.vectors.exactMax;
+  ref.vectors.load(model);
   const ks = [10, 25, 100];
   const out: Record<string, unknown> = {
     db,
@@ -45,7 +52,11 @@ async function main() {
     exactMax: store.vectors.exactMax,
     candidates: store.vectors.candidates,
     candidateShare: store.vectors.candidateShare,
+    compactAbove: store.vectors.compactAbove,
+    indexMiB: Math.round((store.vectors.memoryBytes() / 2 ** 20) * 10) / 10,
+    int8IndexMiB: Math.round((ref.vectors.memoryBytes() / 2 ** 20) * 10) / 10,
   };
+  console.log(JSON.stringify(out));
   for (const scoped of [false, true]) {
     const sums = ks.map(() => 0);
     let armMs = 0;
@@ -56,11 +67,9 @@ async function main() {
       let t = now();
       const arm = store.vectors.knn(model, v, knn);
       armMs += now() - t;
-      store.vectors.exactMax = Infinity;
       t = now();
-      const exact = store.vectors.knn(model, v, knn);
+      const exact = ref.vectors.knn(model, v, knn);
       exactMs += now() - t;
-      store.vectors.exactMax = armExactMax;
       ks.forEach((k, i) => {
         const want = new Set(exact.slice(0, k).map((h) => h.rowid));
         if (want.size === 0) {
@@ -81,6 +90,7 @@ async function main() {
   if (json) fs.writeFileSync(json, JSON.stringify(out, null, 2));
   await indexer.stop();
   store.close();
+  ref.close();
   if (copied) fs.rmSync(copied.dir, { recursive: true, force: true });
 }
 

@@ -30,6 +30,7 @@ function attachVectors(core: Core): EventVectors {
     model: { model: 'test-bag-of-words' },
     embedder: { embed: async (texts: string[]) => texts.map(embed) },
     unavailable: () => null,
+    modelUnavailable: () => null,
   } as unknown as Indexer;
   const ev = new EventVectors(core.store, fake, () => {});
   core.hooks.eventVectors = ev;

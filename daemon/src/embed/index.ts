@@ -276,7 +276,7 @@ export class Embedder {
           case 'nearest': {
             const hits: ArmHit[] = [];
             for (let i = 0; i < msg.rowids.length; i++) hits.push({ rowid: msg.rowids[i], score: msg.scores[i] });
-            this.take(msg.id)?.nearest?.({ hits, spare: new Int32Array(msg.admitted) });
+            this.take(msg.id)?.nearest?.({ hits, spare: new Int32Array(msg.admitted), query: msg.query });
             break;
           }
           case 'error': {

@@ -84,7 +84,7 @@ export type FromWorker =
    * A knn's hits, best first (`rowids[i]` scored `scores[i]`); none when the model knows no word of the text.
    * `admitted`: the admitted slots' buffer, given back for the next search (no 400 KB buffer per query at 100k).
    */
-  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array; admitted: ArrayBuffer }
+  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array; admitted: ArrayBuffer; query: Float32Array }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };
@@ -93,6 +93,8 @@ export type FromWorker =
 export interface WorkerKnnResult {
   hits: ArmHit[];
   spare: Int32Array;
+  /** The query's embedding (a compact index's hits are ranked again with it: VectorTables.rerank). */
+  query: Float32Array;
 }
 
 /** A search's KNN for the worker: what VectorTables.prepareKnn decided (the admitted slots are transferred). */

@@ -48,7 +48,12 @@ async function drain(): Promise<void> {
           const rowids = Int32Array.from(hits, (h) => h.rowid);
           const scores = Float64Array.from(hits, (h) => h.score);
           const admitted = k.admitted.buffer as ArrayBuffer;
-          send({ type: 'nearest', id: req.id, rowids, scores, admitted }, [rowids.buffer, scores.buffer, admitted] as ArrayBuffer[]);
+          send({ type: 'nearest', id: req.id, rowids, scores, admitted, query }, [
+            rowids.buffer,
+            scores.buffer,
+            admitted,
+            query.buffer,
+          ] as ArrayBuffer[]);
           continue;
         }
         const vectors = await provider.embed(req.texts);

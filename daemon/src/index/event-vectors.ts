@@ -56,7 +56,7 @@ export class EventVectors implements EventVectorSearcher {
   ) {}
 
   unavailable(): string | null {
-    return this.indexer.unavailable();
+    return this.indexer.modelUnavailable(); // the memories' index in memory is not needed here
   }
 
   fusion(): Fusion {

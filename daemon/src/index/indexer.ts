@@ -15,7 +15,7 @@ import type { Store } from '../store/store';
 import type { EmbedRow, MemoryLabel } from '../store/index-feed';
 import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
-import { duplicateHits, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
+import { runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
 import type { WorkerKnn, WorkerKnnResult } from '../embed/shared';
 import { sha256 } from '../text/hash';
@@ -64,6 +64,13 @@ export const QUIET_WRITE_CHUNK = 128;
  */
 export const DUPLICATE_THRESHOLD = { builtin: 0.66, transformer: 0.67 } as const;
 export const DUPLICATE_LIMIT = 5;
+/**
+ * A store with more vectors than this (about: the largest vector rowid, read without a scan) has its vector index
+ * read into memory on first use (a hybrid search, or vectors to check for duplicates) instead of at start, so a
+ * daemon nobody searches stays small (a million vectors hold ~210 MiB even compact); the first searches meanwhile
+ * answer from full text (`degraded` says the index is loading). Smaller stores load at start as before.
+ */
+export const LAZY_LOAD_ABOVE = 131_072;
 
 /** What the indexer found for one memory it embedded (reported as memory/possibleDuplicates). */
 export interface DuplicateReport {
@@ -102,6 +109,10 @@ export class Indexer implements VectorSearcher {
   /** The stored vectors being read into memory (use): stop() waits for it too. */
   private loadingIndex: Promise<void> | null = null;
   private indexLoad: { done: number; total: number } | null = null;
+  /** The index being read on first use (LAZY_LOAD_ABOVE), until it is in. */
+  private lazyLoad: Promise<void> | null = null;
+  /** LAZY_LOAD_ABOVE (a knob for tests). */
+  lazyAbove = LAZY_LOAD_ABOVE;
   lastError: string | null = null;
 
   constructor(
@@ -122,6 +133,47 @@ export class Indexer implements VectorSearcher {
 
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
+    const why = this.modelUnavailable();
+    if (why || !this.model || this.store.vectors.loaded()?.model === this.model.model) return why;
+    // Read on first use: this search answers from full text while the index loads (indexInMemory).
+    this.indexInMemory(this.model).catch((e: Error) => {
+      this.lastError = e.message;
+      this.log(`reading the vector index failed: ${e.message}`); // the next search tries again
+    });
+    return this.loadingMessage();
+  }
+
+  private loadingMessage(): string {
+    return this.indexLoad ? `the vector index is loading (${this.indexLoad.done}/${this.indexLoad.total})` : 'the vector index is loading';
+  }
+
+  /**
+   * Read the model's vectors into memory if they are not (a store above lazyAbove opens without them), a slice at
+   * a time between requests; resolves when they are in (or the indexer stopped). One load at a time.
+   */
+  indexInMemory(model: VecModel): Promise<void> {
+    if (this.store.vectors.loaded()?.model === model.model) return Promise.resolve();
+    if (this.lazyLoad) return this.lazyLoad;
+    this.indexLoad = { done: 0, total: 0 };
+    this.log(`reading the vector index of ${model.model} into memory (first use)`);
+    const load = this.store.vectors
+      .loadInSlices(
+        model,
+        (done, total) => (this.indexLoad = { done, total }),
+        () => this.stopped || this.model !== model,
+      )
+      .then(() => {})
+      .finally(() => {
+        this.indexLoad = null;
+        this.lazyLoad = null;
+      });
+    this.lazyLoad = load;
+    this.loadingIndex = Promise.allSettled([this.loadingIndex, load]).then(() => {});
+    return load;
+  }
+
+  /** Why the embedding model cannot serve (unavailable() without the index in memory: the event vectors' arm). */
+  modelUnavailable(): string | null {
     if (this.state === 'loading')
       return this.indexLoad
         ? `the vector index is loading (${this.indexLoad.done}/${this.indexLoad.total})`
@@ -165,6 +217,7 @@ export class Indexer implements VectorSearcher {
       vectors: this.model ? this.store.vectors.countQuick(this.model) : 0,
       pending: this.backfill ? this.backfill.total - this.backfill.done : Math.max(0, pos - this.watermark()),
       vectorExtension: this.store.vecAvailable,
+      index: this.store.vectors.memory(),
     };
   }
 
@@ -174,6 +227,16 @@ export class Indexer implements VectorSearcher {
     const previous = this.embedder;
     const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
     const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
+    if (!needsBackfill && this.store.vectors.sizeHint(model) > this.lazyAbove) {
+      // Read on first use (LAZY_LOAD_ABOVE): an index of a previous model is dropped from memory now.
+      this.store.vectors.unload();
+      this.embedder = embedder;
+      this.model = model;
+      if (previous && previous !== embedder) await previous.close().catch(() => {});
+      this.state = 'ready';
+      this.kick();
+      return;
+    }
     // The stored vectors are read into memory a slice at a time, the daemon serving meanwhile (search full-text,
     // `degraded` saying the index is loading): a million of them take seconds.
     this.state = 'loading';
@@ -392,6 +455,9 @@ export class Indexer implements VectorSearcher {
         });
         if (this.stopped) this.rollBack(embedded.map((e) => e.row.rowid)); // stored, never checked: the next start does both
         if (this.stopped || this.model !== model) return;
+        // The duplicate checks need the index in memory: read it now if the store opened without it.
+        if (embedded.length) await this.indexInMemory(model);
+        if (this.stopped || this.model !== model) return;
         const last = changes[changes.length - 1].position;
         const reports = await this.checkDuplicates(model, embedded, last);
         // Stopping still records the checks just scored (stop() waits for this pass before the store closes); a batch
@@ -486,10 +552,10 @@ export class Indexer implements VectorSearcher {
       const { arrays, admitted, exactMax, candidates } = prepared;
       if (admitted.length === 0) return [];
       if (admitted.buffer === this.knnSpare?.buffer) this.knnSpare = null; // transferred: a search meanwhile allocates
-      const { hits, spare } = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
+      const { hits, spare, query: v } = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
       if (!this.knnSpare || this.knnSpare.length < spare.length) this.knnSpare = spare;
       if (this.model !== model) return []; // the index was switched to another model meanwhile
-      return this.store.vectors.stillAdmitted(model, hits, q, prepared);
+      return this.store.vectors.rerank(model, arrays, v, this.store.vectors.stillAdmitted(model, hits, q, prepared), q.limit);
     }
     const [v] = await this.embedder.embed([query], { priority: true });
     if (isZeroVector(v)) return []; // nothing the model knows: no meaning to compare
@@ -518,8 +584,10 @@ export class Indexer implements VectorSearcher {
         );
       const embedder = this.embedder;
       let result: DuplicateScanResult | null = null;
+      // What the scan ran over (its arrays are shared, not transferred): a compact index's hits are ranked again.
+      let scanned: DuplicateScan | null = null;
       if (embedder?.scanDuplicates)
-        result = await embedder.scanDuplicates(prepare()).catch((e: Error) => {
+        result = await embedder.scanDuplicates((scanned = prepare())).catch((e: Error) => {
           // The worker died after this pass stored its vectors: a later pass would not embed them again (same
           // text), so their checks are scored here instead of being lost.
           if (!this.stopped) this.log(`duplicate checks scored on the event loop: ${e.message}`);
@@ -533,7 +601,13 @@ export class Indexer implements VectorSearcher {
         this.rollBack(embedded.map((e) => e.row.rowid));
         return null;
       }
-      hits = duplicateHits(result ?? runDuplicateScan(prepare()));
+      if (!result) result = runDuplicateScan((scanned = prepare()));
+      hits = this.store.vectors.duplicateResults(
+        model,
+        scanned!,
+        checked.map((e) => e.vector),
+        result,
+      );
     }
     const threshold = this.duplicateThreshold();
     const byRow = new Map(checked.map((e, i) => [e.row.rowid, hits[i]]));
@@ -554,7 +628,7 @@ export class Indexer implements VectorSearcher {
     state: 'done' | 'pending' | 'unavailable';
     duplicates: { rowid: number; similarity: number }[];
   } {
-    if (this.unavailable() || !this.model) return { state: 'unavailable', duplicates: [] };
+    if (this.modelUnavailable() || !this.model) return { state: 'unavailable', duplicates: [] };
     if (this.store.feed.changedAfter(memory.id, this.watermark())) return { state: 'pending', duplicates: [] };
     return {
       state: 'done',

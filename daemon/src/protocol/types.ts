@@ -767,6 +767,11 @@ export const EmbeddingStatus = z.object({
   vectors: z.number().int(),
   pending: z.number().int(),
   vectorExtension: z.boolean(),
+  /**
+   * Bytes the vector index holds in memory (0 while a large store's index is not read yet: it is read on first
+   * use), and whether it is compact (4-bit vectors in memory, candidates ranked again from disk). Local store only.
+   */
+  index: z.object({ bytes: z.number().int(), compact: z.boolean() }).optional(),
 });
 export type EmbeddingStatus = z.infer<typeof EmbeddingStatus>;
 export const StoreStatusResult = z.object({

@@ -90,5 +90,38 @@ export function signature(v: Float32Array): Int32Array {
   return sig;
 }
 
+/** Bytes of one vector of `dim` components at 4 bits (pack4): 16 per block of 32 components. */
+export const q4Bytes = (dim: number): number => Math.ceil(dim / 32) * 16;
+
+/**
+ * Components beyond this many root-mean-squares of their vector are clipped to ±7 at 4 bits: the step that keeps
+ * most of a 256-d embedding's ranking (a vector's components are near-Gaussian; its largest is ~3 RMS, so scaling
+ * to the largest left most components in -3..3).
+ */
+export const Q4_CLIP_RMS = 2.4;
+
+/**
+ * An int8 vector (as stored) at 4 bits, into `out` at `off` (q4Bytes(dim) bytes): each component scaled so that
+ * Q4_CLIP_RMS root-mean-squares are 7, rounded and clipped to -7..7, stored as value + 8; in each block of 32
+ * components, byte i holds component i in its low nibble and component 16 + i in its high one (the layout the
+ * 4-bit kernel reads; padding components are 0). Returns 1/‖4-bit vector‖, 0 when it is zero.
+ */
+export function pack4(q: Int8Array, dim: number, out: Uint8Array, off: number): number {
+  let ss = 0;
+  for (let i = 0; i < dim; i++) ss += q[i] * q[i];
+  const k = ss > 0 ? 7 / (Q4_CLIP_RMS * Math.sqrt(ss / dim)) : 0;
+  const at = (i: number) => (i < dim ? Math.max(-7, Math.min(7, Math.round(q[i] * k))) : 0);
+  let s4 = 0;
+  const bytes = q4Bytes(dim);
+  for (let b = 0; b < bytes; b++) {
+    const i = (b >> 4) * 32 + (b & 15);
+    const lo = at(i);
+    const hi = at(i + 16);
+    s4 += lo * lo + hi * hi;
+    out[off + b] = (lo + 8) | ((hi + 8) << 4);
+  }
+  return s4 > 0 ? 1 / Math.sqrt(s4) : 0;
+}
+
 /** 48 bits of a hex digest, as an exact integer. */
 export const hashKey = (hex: string): number => parseInt(hex.slice(0, 12), 16);

@@ -11,6 +11,11 @@ export class RowSlots {
     return this.n;
   }
 
+  /** Bytes held (4 per rowid up to the largest). */
+  get bytes(): number {
+    return this.a.byteLength;
+  }
+
   get(rowid: number): number | undefined {
     if (rowid < 0 || rowid >= this.a.length) return undefined;
     const s = this.a[rowid];

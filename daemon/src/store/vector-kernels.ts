@@ -32,6 +32,7 @@ export interface KernelMemory {
 interface Exports {
   hamming(sigBase: number, adm: number, n: number, qsig: number, dist: number): void;
   dots(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
+  dots4(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
 }
 
 const PAGE = 65536;
@@ -143,8 +144,14 @@ export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int3
   });
 }
 
-/** Dot product (float32) of each of `pool`'s slots' int8 vectors with `v`, into `out` (same order). */
-export function dotsKernel(km: KernelMemory, dimension: number, pool: Int32Array, v: Float32Array, out: Float32Array): void {
+/** Whether the 4-bit kernel runs for `dimension` (a compact index: store/quantize.ts pack4). */
+export const kernels4Run = (dimension: number): boolean => dimension % 32 === 0 && kernelsRun(dimension);
+
+/**
+ * Dot product (float32) of each of `pool`'s slots' vectors with `v`, into `out` (same order): int8 vectors, or with
+ * `bits4` the 4-bit vectors of a compact index (`km.q` then holds those).
+ */
+export function dotsKernel(km: KernelMemory, dimension: number, pool: Int32Array, v: Float32Array, out: Float32Array, bits4 = false): void {
   withKernels(km.q.mem, (k, area, buf) => {
     new Float32Array(buf, area + A_VEC, dimension).set(v);
     const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
@@ -152,7 +159,7 @@ export function dotsKernel(km: KernelMemory, dimension: number, pool: Int32Array
     for (let from = 0; from < pool.length; from += CHUNK) {
       const n = Math.min(CHUNK, pool.length - from);
       slots.set(pool.subarray(from, from + n));
-      k.dots(km.q.off, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
+      (bits4 ? k.dots4 : k.dots)(km.q.off, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
       out.set(scores.subarray(0, n), from);
     }
   });

@@ -7,19 +7,34 @@
  * lives in a kernel memory, else in the loops here.
  */
 import type { ArmHit } from './search-fts';
-import { SIG_BITS, SIG_WORDS, signature } from './quantize';
+import { q4Bytes, SIG_BITS, SIG_WORDS, signature } from './quantize';
 import { dotsKernel, hammingKernel, type KernelMemory } from './vector-kernels';
 
-/** What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature. */
+/**
+ * What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature.
+ * A compact index (vectors.ts COMPACT_ABOVE) holds no int8 vectors (`q` empty) but 4-bit ones (`q4`, q4Bytes each,
+ * `inv` their 1/‖q4‖): its scan ranks by them and returns rerankPool(limit) hits for the caller to rank again with
+ * the stored int8 vectors (VectorTables.rerank).
+ */
 export interface SlotArrays {
   readonly rowid: Int32Array;
   readonly inv: Float32Array;
   readonly q: Int8Array;
+  readonly q4?: Uint8Array | null;
   readonly sig: Int32Array;
   readonly dimension: number;
   /** The memory `q` and `sig` live in, when the SIMD kernels can run (vector-kernels.ts); else the loops below. */
   readonly kmem?: KernelMemory | null;
 }
+
+/**
+ * Hits a compact index's scan returns for `limit` asked (ranked by 4-bit vectors), to be ranked again with the
+ * stored int8 vectors and cut to `limit`: a true top-`limit` member is lost only if the 4-bit ranking puts it below
+ * this many. Up to this many admitted vectors the answer is exactly the int8 ranking.
+ */
+export const rerankPool = (limit: number): number => Math.max(limit * RERANK_FACTOR, RERANK_MIN);
+export const RERANK_FACTOR = 4;
+export const RERANK_MIN = 64;
 
 /** Buffers reused between scans of one thread (grown as needed), so a scan allocates nothing per slot. */
 export interface Scratch {
@@ -79,7 +94,21 @@ export function nearest(
     }
     pool = keep.subarray(0, m);
   }
-  return scoreTop(a, sc, pool, v, limit);
+  return scoreTop(a, sc, pool, v, a.q4 ? rerankPool(limit) : limit);
+}
+
+/**
+ * Cosine of a normalized float vector with a stored int8 vector (float64 sums, rounded to float32): how a compact
+ * index's candidates are ranked again (the JavaScript loop of scoreTop, for one vector).
+ */
+export function int8Cosine(q: Int8Array, v: Float32Array): number {
+  let dot = 0;
+  let ss = 0;
+  for (let i = 0; i < v.length; i++) {
+    dot += q[i] * v[i];
+    ss += q[i] * q[i];
+  }
+  return ss > 0 ? Math.fround(dot / Math.sqrt(ss)) : 0;
 }
 
 /** The Hamming pass in JavaScript (no SIMD kernels): distances into `dist`, their counts into `hist`. */
@@ -156,10 +185,11 @@ function scoreTop(a: SlotArrays, sc: Scratch, pool: Int32Array, v: Float32Array,
     hslot[b] = u;
   };
   let dots: Float32Array | null = null;
-  if (a.kmem) {
+  if (a.kmem || a.q4) {
     if (sc.scores.length < pool.length) sc.scores = new Float32Array(pool.length);
     dots = sc.scores;
-    dotsKernel(a.kmem, d, pool, v, dots);
+    if (a.kmem) dotsKernel(a.kmem, d, pool, v, dots, !!a.q4);
+    else dots4Loop(a.q4!, d, pool, v, dots);
   }
   for (let p = 0; p < pool.length; p++) {
     const slot = pool[p];
@@ -209,6 +239,22 @@ function scoreTop(a: SlotArrays, sc: Scratch, pool: Int32Array, v: Float32Array,
   const out: ArmHit[] = [];
   for (let j = 0; j < size; j++) out.push({ rowid: rowid[hslot[j]], score: hs[j] });
   return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid);
+}
+
+/** 4-bit dot products in JavaScript (no kernels): the layout of quantize.ts pack4. */
+function dots4Loop(Q4: Uint8Array, d: number, pool: Int32Array, v: Float32Array, out: Float32Array): void {
+  const per = q4Bytes(d);
+  for (let p = 0; p < pool.length; p++) {
+    const o = pool[p] * per;
+    let s = 0;
+    for (let b = 0; b < per; b++) {
+      const x = Q4[o + b];
+      const i = (b >> 4) * 32 + (b & 15);
+      if (i < d) s += ((x & 15) - 8) * v[i];
+      if (i + 16 < d) s += ((x >> 4) - 8) * v[i + 16];
+    }
+    out[p] = s;
+  }
 }
 
 /** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */

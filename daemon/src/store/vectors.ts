@@ -7,9 +7,9 @@
  * - `sig`: a 256-bit SimHash (signs of 256 fixed random projections of the float vector);
  * - `text_hash`: 48 bits of the hash of the embedded text (to skip re-embedding unchanged text).
  *
- * In memory (`VectorIndex`) the daemon keeps the active model's vectors (int8,
- * about D + 48 bytes per memory) with each memory's namespace and visibility
- * facts. The visibility facts follow the change log: before every query the
+ * In memory (`VectorIndex`, vector-index.ts) the daemon keeps the active model's vectors (int8, about D + 88 bytes
+ * per memory; above COMPACT_ABOVE 4-bit, about D/2 + 88, the candidates ranked again by the int8 vectors on disk)
+ * with each memory's namespace and visibility facts. The visibility facts follow the change log: before every query the
  * index applies the changes after its position, so a delete, supersession,
  * expiry change or namespace deletion made by any process is seen by the next
  * query. A query builds the set of admitted slots first (the scope's live
@@ -35,9 +35,20 @@ import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
 import { quantize, SIG_WORDS } from './quantize';
-import { RowSlots } from './row-slots';
-import { allocKernelArray, growKernelArray, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
-import { duplicateHits, newScratch, normalized, queryNearest, runDuplicateScan, type DuplicateScan, type SlotArrays } from './vector-scan';
+import { ADMIT_CACHE_SLOTS, VectorIndex, type MetaRow, type VecModel } from './vector-index';
+import {
+  duplicateHits,
+  int8Cosine,
+  newScratch,
+  normalized,
+  queryNearest,
+  runDuplicateScan,
+  type DuplicateScan,
+  type DuplicateScanResult,
+  type SlotArrays,
+} from './vector-scan';
+
+export { ADMIT_CACHE_SLOTS, type VecModel };
 
 /**
  * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
@@ -70,352 +81,18 @@ export const DUP_EXACT_MAX = 256;
  */
 export const DUP_CANDIDATES = 128;
 /**
- * Slots the cache of admitted sets holds in all beyond the store's own size (4 bytes each): the whole store and a
- * dozen scopes at 100k memories, the whole store and a few large scopes at 1M. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
- * (about 0.4 ms scoped and 1 ms whole-store at 100k).
- */
-export const ADMIT_CACHE_SLOTS = 262_144;
-/**
  * Vectors read per slice when the index is loaded in the background (loadInSlices): about 10-20 ms of the event
  * loop each, so requests wait at most that long while a million vectors load.
  */
 export const LOAD_SLICE = 8192;
-/** Scopes of more namespaces than this are not cached (their key would cost more than the pass it saves). */
-const ADMIT_CACHE_MAX_NS = 1024;
-
-export interface VecModel {
-  model: string;
-  dimension: number;
-  table: string;
-}
-
-const STATUS = { active: 0, proposed: 1, superseded: 2 } as Record<string, number>;
-const NONE_MAX = Number.MAX_VALUE;
-
-interface MetaRow {
-  rowid: number;
-  ns: number;
-  status: string;
-  deleted_at: number | null;
-  expires_at: number | null;
-  valid_from: number | null;
-  valid_to: number | null;
-}
-
-// ------------------------------------------------------------------ in-memory index
-/** The active model's vectors and each memory's scope and visibility facts, kept in typed arrays. */
-class VectorIndex implements SlotArrays {
-  size = 0; // slots in use (including freed ones)
-  cap = 0;
-  rowid = new Int32Array(0);
-  ns = new Int32Array(0);
-  status = new Uint8Array(0); // 255 = free slot
-  deleted = new Uint8Array(0);
-  expires = new Float64Array(0);
-  validFrom = new Float64Array(0);
-  validTo = new Float64Array(0);
-  inv = new Float32Array(0);
-  q: Int8Array = new Int8Array(0);
-  sig = new Int32Array(0);
-  /** The memory `q` and `sig` live in when the SIMD kernels can run (vector-kernels.ts). */
-  kmem: KernelMemory | null = null;
-  /** Each memory's slot, by memory rowid (a typed array, not a Map: a million entries cost 4 bytes each, not ~40). */
-  slotOf = new RowSlots();
-  /**
-   * The slots of each namespace (by namespace rowid), packed, so a duplicate check scans one namespace's
-   * signatures, not the store; `nsPos` is each slot's place in its namespace's list (-1: none).
-   */
-  private nsList = new Map<number, { slots: Int32Array; n: number }>();
-  private nsPos = new Int32Array(0);
-  free: number[] = [];
-  /** The buffer admit() returns views of. */
-  private admitted = new Int32Array(0);
-  /**
-   * Bumped by every change of a slot's facts (setMeta, which put goes through, and remove): a cached admitted set
-   * holds for one version.
-   */
-  private version = 0;
-  /**
-   * The admitted sets of recent scopes (no filter), by namespaces and visibility flags: reused while the index is
-   * at the same version and the time is inside the window they hold for (no slot's expiry or validity bound
-   * crossed). Bounded to ADMIT_CACHE_SLOTS slots beyond the store's size in all.
-   */
-  private admitCache = new Map<string, { version: number; from: number; until: number; slots: Int32Array }>();
-  private admitCached = 0;
-  /** Change-log position up to which the visibility facts are current. */
-  position = 0;
-
-  constructor(readonly model: VecModel) {}
-
-  get dimension(): number {
-    return this.model.dimension;
-  }
-
-  grow(n: number): void {
-    if (n <= this.cap) return;
-    // Grow by a quarter: at 100k vectors a doubling left up to 30k empty slots (~10 MB with a 256-d model).
-    const cap = Math.max(n, Math.ceil(this.cap * 1.25), 1024);
-    const d = this.model.dimension;
-    const g = <T extends { length: number; set(a: T): void }>(a: T, C: new (n: number) => T, per = 1): T => {
-      const b = new C(cap * per);
-      b.set(a);
-      return b;
-    };
-    // What a scan reads (vector-scan.ts SlotArrays) lives in shared memory: the embedding worker ranks a search's
-    // KNN and scores duplicate checks over these same arrays, without a copy.
-    const shared = <T extends { length: number; set(a: T): void }>(
-      a: T,
-      C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number },
-      per = 1,
-    ): T => {
-      const b = new C(new SharedArrayBuffer(cap * per * C.BYTES_PER_ELEMENT));
-      b.set(a);
-      return b;
-    };
-    this.rowid = shared(this.rowid, Int32Array);
-    this.ns = g(this.ns, Int32Array);
-    this.status = g(this.status, Uint8Array);
-    this.deleted = g(this.deleted, Uint8Array);
-    this.expires = g(this.expires, Float64Array);
-    this.validFrom = g(this.validFrom, Float64Array);
-    this.validTo = g(this.validTo, Float64Array);
-    this.inv = shared(this.inv, Float32Array);
-    // Signatures and int8 vectors in shared WebAssembly memories, where the SIMD kernels read them
-    // (vector-kernels.ts); SharedArrayBuffers where the kernels cannot run.
-    const km = this.growKernels(cap, d);
-    if (km) {
-      this.q = new Int8Array(km.q.mem.buffer, km.q.off, cap * d);
-      this.sig = new Int32Array(km.sig.mem.buffer, km.sig.off, cap * SIG_WORDS);
-    } else {
-      this.q = shared(this.q, Int8Array, d);
-      this.sig = shared(this.sig, Int32Array, SIG_WORDS);
-    }
-    this.kmem = km;
-    this.nsPos = g(this.nsPos, Int32Array);
-    this.nsPos.fill(-1, this.cap);
-    this.cap = cap;
-  }
-
-  /**
-   * The kernel arrays for `cap` slots: the current ones grown in place (their contents stay), or new ones holding
-   * the current contents; null when the kernels do not run for this dimension.
-   */
-  private growKernels(cap: number, d: number): KernelMemory | null {
-    if (!kernelsRun(d)) return null;
-    const place = (cur: KernelArray | undefined, perSlot: number, old: Int8Array | Int32Array): KernelArray | null => {
-      if (cur && growKernelArray(cur, cap, perSlot)) return cur;
-      const a = allocKernelArray(cap, perSlot);
-      if (a) new Uint8Array(a.mem.buffer, a.off, old.byteLength).set(new Uint8Array(old.buffer, old.byteOffset, old.byteLength));
-      return a;
-    };
-    const q = place(this.kmem?.q, d, this.q);
-    const sig = place(this.kmem?.sig, SIG_WORDS * 4, this.sig);
-    return q && sig ? { q, sig } : null;
-  }
-
-  setMeta(slot: number, m: MetaRow): void {
-    this.version++;
-    if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) this.unlist(slot); // moved namespace
-    this.ns[slot] = m.ns;
-    if (this.nsPos[slot] < 0) {
-      let l = this.nsList.get(m.ns);
-      if (!l) this.nsList.set(m.ns, (l = { slots: new Int32Array(16), n: 0 }));
-      if (l.n === l.slots.length) {
-        const b = new Int32Array(l.n * 2);
-        b.set(l.slots);
-        l.slots = b;
-      }
-      l.slots[l.n] = slot;
-      this.nsPos[slot] = l.n++;
-    }
-    this.status[slot] = STATUS[m.status] ?? 1;
-    this.deleted[slot] = m.deleted_at === null ? 0 : 1;
-    this.expires[slot] = m.expires_at ?? NONE_MAX;
-    this.validFrom[slot] = m.valid_from ?? -NONE_MAX;
-    this.validTo[slot] = m.valid_to ?? NONE_MAX;
-  }
-
-  put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
-    const slot = this.slotFor(m);
-    this.inv[slot] = inv;
-    this.q.set(q, slot * this.model.dimension);
-    this.sig.set(sig, slot * SIG_WORDS);
-  }
-
-  /**
-   * put() of a vector as stored (the int8 bytes and the signature's bytes, views on a row's blobs): copied straight
-   * into the arrays, its norm computed on the way.
-   */
-  putStored(m: MetaRow, q: Uint8Array, sig: Uint8Array): void {
-    const slot = this.slotFor(m);
-    const d = this.model.dimension;
-    const at = slot * d;
-    const v = new Int8Array(q.buffer, q.byteOffset, d);
-    this.q.set(v, at);
-    let ss = 0;
-    for (let i = 0; i < d; i++) ss += v[i] * v[i];
-    this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
-    new Uint8Array(this.sig.buffer, this.sig.byteOffset + slot * SIG_WORDS * 4, SIG_WORDS * 4).set(sig.subarray(0, SIG_WORDS * 4));
-  }
-
-  private slotFor(m: MetaRow): number {
-    let slot = this.slotOf.get(m.rowid);
-    if (slot === undefined) {
-      slot = this.free.pop() ?? this.size++;
-      this.grow(this.size);
-      this.slotOf.set(m.rowid, slot);
-    }
-    this.rowid[slot] = m.rowid;
-    this.setMeta(slot, m);
-    return slot;
-  }
-
-  private unlist(slot: number): void {
-    const pos = this.nsPos[slot];
-    const l = this.nsList.get(this.ns[slot]);
-    if (pos < 0 || !l) return;
-    const last = l.slots[--l.n];
-    l.slots[pos] = last;
-    this.nsPos[last] = pos;
-    this.nsPos[slot] = -1;
-    if (l.n === 0) this.nsList.delete(this.ns[slot]);
-  }
-
-  /** The slots of one namespace (a view: valid until the index changes). */
-  namespaceSlots(ns: number): Int32Array {
-    const l = this.nsList.get(ns);
-    return l ? l.slots.subarray(0, l.n) : new Int32Array(0);
-  }
-
-  remove(rowid: number): void {
-    const slot = this.slotOf.get(rowid);
-    if (slot === undefined) return;
-    this.version++;
-    this.unlist(slot);
-    this.slotOf.delete(rowid);
-    this.status[slot] = 255;
-    this.inv[slot] = 0;
-    this.free.push(slot);
-  }
-
-  /**
-   * Admitted slots: scope namespaces (mask, null = all), visibility of `include` at `now`, optional rowid set.
-   * The result is a view on a buffer reused by the next call, or a cached set (valid until the next call; never
-   * to be written to).
-   */
-  admit(
-    nsMask: Uint8Array | null,
-    include: Include | undefined,
-    now: number,
-    only: Set<number> | null,
-    nsIds: number[] | null = null,
-  ): Int32Array {
-    const inc = include ?? {};
-    const want = only ? Math.min(only.size, this.size) : this.size;
-    if (this.admitted.length < want) this.admitted = new Int32Array(Math.max(want, this.cap));
-    const out = this.admitted;
-    let n = 0;
-    if (only) {
-      for (const r of only) {
-        const s = this.slotOf.get(r);
-        if (s === undefined) continue;
-        if (nsMask && (this.ns[s] >= nsMask.length || nsMask[this.ns[s]] === 0)) continue;
-        if (this.visible(s, inc, now)) out[n++] = s;
-      }
-      return out.subarray(0, n);
-    }
-    // The common case in one loop over the typed arrays: live, non-zero, in scope, visible.
-    const { status, inv, ns, deleted, expires, validFrom, validTo } = this;
-    const mlen = nsMask ? nsMask.length : 0;
-    const wDeleted = !!inc.deleted,
-      wProposed = !!inc.proposed,
-      wSuperseded = !!inc.superseded,
-      wExpired = !!inc.expired,
-      wOut = !!inc.outOfValidity;
-    const key =
-      nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
-        ? `${+wDeleted}${+wProposed}${+wSuperseded}${+wExpired}${+wOut}:${nsIds.join(',')}`
-        : null;
-    const hit = key === null ? undefined : this.admitCache.get(key);
-    if (hit && hit.version === this.version && now >= hit.from && now < hit.until) return hit.slots;
-    // A scope much smaller than the store: only its namespaces' slots are visited (the mask still decides).
-    let lists: Int32Array[] | null = null;
-    if (nsMask && nsIds) {
-      let total = 0;
-      lists = [];
-      for (const id of nsIds) {
-        const l = this.nsList.get(id);
-        if (l) {
-          lists.push(l.slots.subarray(0, l.n));
-          total += l.n;
-        }
-      }
-      if (total * 4 > this.size) lists = null;
-    }
-    const visit = lists ?? [null];
-    let until = Infinity;
-    for (const list of visit)
-      for (let j = 0, size = list ? list.length : this.size; j < size; j++) {
-        const s = list ? list[j] : j;
-        const st = status[s];
-        if (st === 255 || inv[s] === 0) continue;
-        if (nsMask) {
-          const x = ns[s];
-          if (x >= mlen || nsMask[x] === 0) continue;
-        }
-        if (!wDeleted && deleted[s]) continue;
-        if ((st === 1 && !wProposed) || (st === 2 && !wSuperseded)) continue;
-        // Time: the answer holds until the nearest bound after `now` (an expiry or validity end of a visible
-        // slot, a validity start of one not yet valid); a bound at or before `now` stays crossed.
-        if (!wExpired) {
-          const e = expires[s];
-          if (e <= now) continue;
-          if (e < until) until = e;
-        }
-        if (!wOut) {
-          const f = validFrom[s];
-          if (f > now) {
-            if (f < until) until = f;
-            continue;
-          }
-          const t = validTo[s];
-          if (t <= now) continue;
-          if (t < until) until = t;
-        }
-        out[n++] = s;
-      }
-    const found = out.subarray(0, n);
-    if (key === null) return found;
-    if (hit) {
-      this.admitCache.delete(key);
-      this.admitCached -= hit.slots.length;
-    }
-    // The budget grows with the store, so the whole store's set (a million slots at 1M memories, where building it
-    // is a pass over every slot per search) is cached beside the scopes' sets.
-    const budget = ADMIT_CACHE_SLOTS + this.size;
-    if (n > budget) return found; // never cached: the other scopes' sets stay
-    if (this.admitCached + n > budget) {
-      this.admitCache.clear();
-      this.admitCached = 0;
-    }
-    const slots = found.slice();
-    this.admitCache.set(key, { version: this.version, from: now, until, slots });
-    this.admitCached += n;
-    return slots;
-  }
-
-  /** A live slot with a non-zero vector that the visibility rules of `inc` admit at `now`. */
-  visible(s: number, inc: Include, now: number): boolean {
-    const st = this.status[s];
-    if (st === 255 || this.inv[s] === 0) return false;
-    if (!inc.deleted && this.deleted[s]) return false;
-    if ((st === 1 && !inc.proposed) || (st === 2 && !inc.superseded)) return false;
-    if (!inc.expired && this.expires[s] <= now) return false;
-    if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return false;
-    return true;
-  }
-}
-
+/**
+ * Vectors above which the index in memory is compact: 4-bit vectors (D/2 bytes) beside the signatures instead of
+ * int8 ones (D bytes), each scan's best rerankPool(limit) ranked again by the int8 vectors read from disk
+ * (rerank). At a million 256-d vectors that is 122 MiB less resident, for one indexed read of a few hundred rows
+ * per search. At or below it (every store up to the 100k side-by-side workload) the index is int8 as before and
+ * answers exactly as before. An index that grows past it while loaded turns compact in place.
+ */
+export const COMPACT_ABOVE = 131_072;
 /** What a KNN asks: its scope, filter and visibility at `now`, and how many hits. */
 export interface KnnQuery {
   scope?: Scope;
@@ -457,6 +134,8 @@ export class VectorTables {
   dupCandidates = DUP_CANDIDATES;
   /** Vectors per slice of loadInSlices (LOAD_SLICE; a knob for tests). */
   loadSlice = LOAD_SLICE;
+  /** Vectors above which the index in memory is compact (COMPACT_ABOVE; a knob for tests and benches). */
+  compactAbove = COMPACT_ABOVE;
 
   constructor(
     private readonly db: DB,
@@ -505,6 +184,7 @@ export class VectorTables {
     if (!m) return;
     this.db.exec(`DROP TABLE IF EXISTS ${m.table}`);
     stmt(this.db, 'DELETE FROM vec_models WHERE model = ?').run(model);
+    this.counted.delete(model);
     stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
     this.cached = null;
     if (this.index?.model.model === model) this.staged.push(() => (this.index = null));
@@ -551,9 +231,11 @@ export class VectorTables {
    * with a rowid above the cursor is read by a later step; below it, putMany put it in already.
    */
   private startLoad(model: VecModel): { ix: VectorIndex; step: (n: number) => boolean; done: number; total: number } {
-    const ix = new VectorIndex(model);
+    // About how many (the largest rowid): a count(*) reads the whole table, about a second at a million vectors,
+    // and a load on first use runs it in the tick of the search that asked.
+    const total = this.sizeHint(model);
+    const ix = new VectorIndex(model, total > this.compactAbove, this.compactAbove);
     ix.position = this.position();
-    const total = this.count(model);
     ix.grow(total); // sized once for what is stored, not by repeated growth
     this.loading = ix;
     // Its own statement (raw rows: arrays, not objects), not the shared cache's.
@@ -610,6 +292,28 @@ export class VectorTables {
     return this.index?.model ?? null;
   }
 
+  /** Drop the index from memory (it is read again by the next load). */
+  unload(): void {
+    this.index = null;
+  }
+
+  /** About how many vectors a model has, without reading its table: the largest rowid (rowids are dense). */
+  sizeHint(model: VecModel): number {
+    return (stmt(this.db, `SELECT coalesce(max(rowid), 0) AS n FROM ${model.table}`).get() as { n: number }).n;
+  }
+
+  /** Bytes the index in memory holds (0 when it is not in memory): its typed arrays, including unused capacity. */
+  memoryBytes(): number {
+    const ix = this.index;
+    if (!ix) return 0;
+    return ix.memoryBytes();
+  }
+
+  /** The index in memory for store/status (embeddings.index). */
+  memory(): { bytes: number; compact: boolean } {
+    return { bytes: this.memoryBytes(), compact: this.index?.compact ?? false };
+  }
+
   /** Apply (or drop) the in-memory side of a transaction; called by the Store after commit or rollback. */
   settle(committed: boolean): void {
     const s = this.staged;
@@ -660,6 +364,7 @@ export class VectorTables {
 
   /** Called inside a purge: the memory's vectors go with it. */
   deleteRow(rowid: number): void {
+    this.counted.clear();
     for (const m of this.models()) stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(rowid);
     if (this.index) this.staged.push(() => this.index?.remove(rowid));
     if (this.loading) this.staged.push(() => this.loading?.remove(rowid));
@@ -696,6 +401,7 @@ export class VectorTables {
       for (let i = 0; i < vector.length; i++)
         if (!Number.isFinite(vector[i])) throw new CairnError('Internal', 'refusing to store a vector with NaN or infinite components');
     }
+    this.counted.delete(model.model);
     const metas = new Map<number, MetaRow>();
     for (const m of this.meta(items.map((x) => x.rowid))) metas.set(m.rowid, m);
     const ins = stmt(
@@ -733,8 +439,15 @@ export class VectorTables {
    * a million vectors, on every store/status), else from the table.
    */
   countQuick(model: VecModel): number {
-    return this.index?.model.model === model.model ? this.index.slotOf.size : this.count(model);
+    if (this.index?.model.model === model.model) return this.index.slotOf.size;
+    // Not in memory (a large store before its first use): counted once, until a vector is written or removed.
+    let n = this.counted.get(model.model);
+    if (n === undefined) this.counted.set(model.model, (n = this.count(model)));
+    return n;
   }
+
+  /** count() of models whose index is not in memory, until one of their vectors changes (countQuick). */
+  private counted = new Map<string, number>();
 
   count(model: VecModel): number {
     return (stmt(this.db, `SELECT count(*) AS c FROM ${model.table}`).get() as { c: number }).c;
@@ -766,7 +479,59 @@ export class VectorTables {
    */
   knn(model: VecModel, query: Float32Array, q: KnnQuery): ArmHit[] {
     const { ix, admitted } = this.admission(model, q);
-    return queryNearest(this.arrays(ix, model), this.scratch, admitted, query, q.limit, this.exactMax, this.candidatesFor(admitted.length));
+    const arrays = this.arrays(ix, model);
+    const hits = queryNearest(arrays, this.scratch, admitted, query, q.limit, this.exactMax, this.candidatesFor(admitted.length));
+    return this.rerank(model, arrays, query, hits, q.limit);
+  }
+
+  /**
+   * The best `limit` of a scan's hits. From a compact index (`arrays.q4`: hits ranked by 4-bit vectors,
+   * rerankPool(limit) of them) they are ranked again by the int8 vectors stored on disk, read in one statement
+   * (a memory purged meanwhile has none and is left out); otherwise they are the answer already.
+   */
+  rerank(model: VecModel, arrays: SlotArrays, query: Float32Array, hits: ArmHit[], limit: number): ArmHit[] {
+    if (!arrays.q4 || hits.length === 0) return hits.slice(0, limit);
+    return this.rerankMany(model, [{ query, hits }], limit)[0];
+  }
+
+  /** rerank() of many scans' hits, each with its own query vector, reading their int8 vectors in one statement. */
+  rerankMany(model: VecModel, scans: { query: Float32Array; hits: ArmHit[] }[], limit: number): ArmHit[][] {
+    const ids = new Set<number>();
+    for (const x of scans) for (const h of x.hits) ids.add(h.rowid);
+    const stored = new Map<number, Int8Array>();
+    if (ids.size)
+      for (const r of stmt(this.db, `SELECT rowid, q FROM ${model.table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(
+        JSON.stringify([...ids]),
+      ) as { rowid: number; q: Buffer }[])
+        stored.set(r.rowid, new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength));
+    return scans.map(({ query, hits }) => {
+      const v = normalized(query);
+      const out: ArmHit[] = [];
+      for (const h of hits) {
+        const q = stored.get(h.rowid);
+        if (q && q.length === v.length) out.push({ rowid: h.rowid, score: int8Cosine(q, v) });
+      }
+      return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid).slice(0, limit);
+    });
+  }
+
+  /**
+   * The hits of a DuplicateScan's checks (`vectors`: each check's vector, as given to prepareDuplicateScan), ranked
+   * again from disk when the scan ran over a compact index (rerank), each cut to the scan's limit.
+   */
+  duplicateResults(
+    model: VecModel,
+    scan: { arrays: SlotArrays; limit: number },
+    vectors: Float32Array[],
+    result: DuplicateScanResult,
+  ): ArmHit[][] {
+    const hits = duplicateHits(result);
+    if (!scan.arrays.q4) return hits;
+    return this.rerankMany(
+      model,
+      hits.map((h, i) => ({ query: vectors[i], hits: h })),
+      scan.limit,
+    );
   }
 
   /**
@@ -817,7 +582,7 @@ export class VectorTables {
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */
   private arrays(ix: VectorIndex, model: VecModel): SlotArrays {
-    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, sig: ix.sig, dimension: model.dimension, kmem: ix.kmem };
+    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, q4: ix.q4, sig: ix.sig, dimension: model.dimension, kmem: ix.kmem };
   }
 
   /**
@@ -849,7 +614,7 @@ export class VectorTables {
     sig?: Int32Array,
   ): ArmHit[] {
     const scan = this.prepareDuplicateScan(model, [{ vector, nsRowid, exclude, sig }], limit, now);
-    return duplicateHits(runDuplicateScan(scan, this.scratch))[0].filter((h) => h.score >= threshold);
+    return this.duplicateResults(model, scan, [vector], runDuplicateScan(scan, this.scratch))[0].filter((h) => h.score >= threshold);
   }
 
   /**

@@ -1,0 +1,414 @@
+/**
+ * The vector index in memory (VectorIndex): the active model's vectors (int8, or 4-bit in a compact index) and
+ * signatures, with each memory's namespace and visibility facts, in typed arrays; the admitted set of a query is
+ * built here before anything is ranked or cut (vectors.ts describes the arm).
+ */
+import type { Include } from '../protocol/types';
+import { pack4, q4Bytes, SIG_WORDS } from './quantize';
+import { RowSlots } from './row-slots';
+import { allocKernelArray, growKernelArray, kernels4Run, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
+import type { SlotArrays } from './vector-scan';
+
+/**
+ * Slots the cache of admitted sets holds in all beyond the store's own size (4 bytes each): the whole store and a
+ * dozen scopes at 100k memories, the whole store and a few large scopes at 1M. A search of a scope seen before, with no write or time bound in between, skips the pass over its slots
+ * (about 0.4 ms scoped and 1 ms whole-store at 100k).
+ */
+export const ADMIT_CACHE_SLOTS = 262_144;
+/** Scopes of more namespaces than this are not cached (their key would cost more than the pass it saves). */
+const ADMIT_CACHE_MAX_NS = 1024;
+
+export interface VecModel {
+  model: string;
+  dimension: number;
+  table: string;
+}
+
+const STATUS = { active: 0, proposed: 1, superseded: 2 } as Record<string, number>;
+const NONE_MAX = Number.MAX_VALUE;
+
+export interface MetaRow {
+  rowid: number;
+  ns: number;
+  status: string;
+  deleted_at: number | null;
+  expires_at: number | null;
+  valid_from: number | null;
+  valid_to: number | null;
+}
+
+/** The active model's vectors and each memory's scope and visibility facts, kept in typed arrays. */
+export class VectorIndex implements SlotArrays {
+  size = 0; // slots in use (including freed ones)
+  cap = 0;
+  rowid = new Int32Array(0);
+  ns = new Int32Array(0);
+  status = new Uint8Array(0); // 255 = free slot
+  deleted = new Uint8Array(0);
+  expires = new Float64Array(0);
+  validFrom = new Float64Array(0);
+  validTo = new Float64Array(0);
+  inv = new Float32Array(0);
+  q: Int8Array = new Int8Array(0);
+  /** A compact index's 4-bit vectors (quantize.ts pack4; `q` is then empty and `inv` is 1/‖q4‖). */
+  q4: Uint8Array | null = null;
+  sig: Int32Array = new Int32Array(0);
+  /** The memory `q` and `sig` live in when the SIMD kernels can run (vector-kernels.ts). */
+  kmem: KernelMemory | null = null;
+  /** Each memory's slot, by memory rowid (a typed array, not a Map: a million entries cost 4 bytes each, not ~40). */
+  slotOf = new RowSlots();
+  /**
+   * The slots of each namespace (by namespace rowid), packed, so a duplicate check scans one namespace's
+   * signatures, not the store; `nsPos` is each slot's place in its namespace's list (-1: none).
+   */
+  private nsList = new Map<number, { slots: Int32Array; n: number }>();
+  private nsPos = new Int32Array(0);
+  free: number[] = [];
+  /** The buffer admit() returns views of. */
+  private admitted = new Int32Array(0);
+  /**
+   * Bumped by every change of a slot's facts (setMeta, which put goes through, and remove): a cached admitted set
+   * holds for one version.
+   */
+  private version = 0;
+  /**
+   * The admitted sets of recent scopes (no filter), by namespaces and visibility flags: reused while the index is
+   * at the same version and the time is inside the window they hold for (no slot's expiry or validity bound
+   * crossed). Bounded to ADMIT_CACHE_SLOTS slots beyond the store's size in all.
+   */
+  private admitCache = new Map<string, { version: number; from: number; until: number; slots: Int32Array }>();
+  private admitCached = 0;
+  /** Change-log position up to which the visibility facts are current. */
+  position = 0;
+
+  constructor(
+    readonly model: VecModel,
+    /** Holds 4-bit vectors instead of int8 ones (VectorTables.compactAbove): candidates are ranked again from disk. */
+    public compact = false,
+    /** Above this many slots an int8 index turns compact (toCompact). */
+    readonly compactAbove = Infinity,
+  ) {}
+
+  get dimension(): number {
+    return this.model.dimension;
+  }
+
+  grow(n: number): void {
+    if (n <= this.cap) return;
+    // Grow by a quarter: at 100k vectors a doubling left up to 30k empty slots (~10 MB with a 256-d model).
+    const cap = Math.max(n, Math.ceil(this.cap * 1.25), 1024);
+    const d = this.model.dimension;
+    const g = <T extends { length: number; set(a: T): void }>(a: T, C: new (n: number) => T, per = 1): T => {
+      const b = new C(cap * per);
+      b.set(a);
+      return b;
+    };
+    // What a scan reads (vector-scan.ts SlotArrays) lives in shared memory: the embedding worker ranks a search's
+    // KNN and scores duplicate checks over these same arrays, without a copy.
+    const shared = <T extends { length: number; set(a: T): void }>(
+      a: T,
+      C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number },
+      per = 1,
+    ): T => {
+      const b = new C(new SharedArrayBuffer(cap * per * C.BYTES_PER_ELEMENT));
+      b.set(a);
+      return b;
+    };
+    this.rowid = shared(this.rowid, Int32Array);
+    this.ns = g(this.ns, Int32Array);
+    this.status = g(this.status, Uint8Array);
+    this.deleted = g(this.deleted, Uint8Array);
+    this.expires = g(this.expires, Float64Array);
+    this.validFrom = g(this.validFrom, Float64Array);
+    this.validTo = g(this.validTo, Float64Array);
+    this.inv = shared(this.inv, Float32Array);
+    // Signatures and int8 vectors in shared WebAssembly memories, where the SIMD kernels read them
+    // (vector-kernels.ts); SharedArrayBuffers where the kernels cannot run.
+    const km = this.growKernels(cap, d);
+    const per4 = q4Bytes(d);
+    if (km) {
+      if (this.compact) this.q4 = new Uint8Array(km.q.mem.buffer, km.q.off, cap * per4);
+      else this.q = new Int8Array(km.q.mem.buffer, km.q.off, cap * d);
+      this.sig = new Int32Array(km.sig.mem.buffer, km.sig.off, cap * SIG_WORDS);
+    } else {
+      if (this.compact) this.q4 = shared(this.q4 ?? new Uint8Array(0), Uint8Array, per4);
+      else this.q = shared(this.q, Int8Array, d);
+      this.sig = shared(this.sig, Int32Array, SIG_WORDS);
+    }
+    this.kmem = km;
+    this.nsPos = g(this.nsPos, Int32Array);
+    this.nsPos.fill(-1, this.cap);
+    this.cap = cap;
+  }
+
+  /**
+   * The kernel arrays for `cap` slots: the current ones grown in place (their contents stay), or new ones holding
+   * the current contents; null when the kernels do not run for this dimension.
+   */
+  private growKernels(cap: number, d: number): KernelMemory | null {
+    if (!(this.compact ? kernels4Run(d) : kernelsRun(d))) return null;
+    const place = (cur: KernelArray | undefined, perSlot: number, old: Int8Array | Uint8Array | Int32Array): KernelArray | null => {
+      if (cur && growKernelArray(cur, cap, perSlot)) return cur;
+      const a = allocKernelArray(cap, perSlot);
+      if (a) new Uint8Array(a.mem.buffer, a.off, old.byteLength).set(new Uint8Array(old.buffer, old.byteOffset, old.byteLength));
+      return a;
+    };
+    const q = this.compact ? place(this.kmem?.q, q4Bytes(d), this.q4 ?? new Uint8Array(0)) : place(this.kmem?.q, d, this.q);
+    const sig = place(this.kmem?.sig, SIG_WORDS * 4, this.sig);
+    return q && sig ? { q, sig } : null;
+  }
+
+  setMeta(slot: number, m: MetaRow): void {
+    this.version++;
+    if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) this.unlist(slot); // moved namespace
+    this.ns[slot] = m.ns;
+    if (this.nsPos[slot] < 0) {
+      let l = this.nsList.get(m.ns);
+      if (!l) this.nsList.set(m.ns, (l = { slots: new Int32Array(16), n: 0 }));
+      if (l.n === l.slots.length) {
+        const b = new Int32Array(l.n * 2);
+        b.set(l.slots);
+        l.slots = b;
+      }
+      l.slots[l.n] = slot;
+      this.nsPos[slot] = l.n++;
+    }
+    this.status[slot] = STATUS[m.status] ?? 1;
+    this.deleted[slot] = m.deleted_at === null ? 0 : 1;
+    this.expires[slot] = m.expires_at ?? NONE_MAX;
+    this.validFrom[slot] = m.valid_from ?? -NONE_MAX;
+    this.validTo[slot] = m.valid_to ?? NONE_MAX;
+  }
+
+  put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
+    const slot = this.slotFor(m);
+    const d = this.model.dimension;
+    if (this.q4) this.inv[slot] = pack4(q, d, this.q4, slot * q4Bytes(d));
+    else {
+      this.inv[slot] = inv;
+      this.q.set(q, slot * d);
+    }
+    this.sig.set(sig, slot * SIG_WORDS);
+  }
+
+  /**
+   * put() of a vector as stored (the int8 bytes and the signature's bytes, views on a row's blobs): copied straight
+   * into the arrays, its norm computed on the way.
+   */
+  putStored(m: MetaRow, q: Uint8Array, sig: Uint8Array): void {
+    const slot = this.slotFor(m);
+    const d = this.model.dimension;
+    const at = slot * d;
+    const v = new Int8Array(q.buffer, q.byteOffset, d);
+    if (this.q4) this.inv[slot] = pack4(v, d, this.q4, slot * q4Bytes(d));
+    else {
+      this.q.set(v, at);
+      let ss = 0;
+      for (let i = 0; i < d; i++) ss += v[i] * v[i];
+      this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+    }
+    new Uint8Array(this.sig.buffer, this.sig.byteOffset + slot * SIG_WORDS * 4, SIG_WORDS * 4).set(sig.subarray(0, SIG_WORDS * 4));
+  }
+
+  /**
+   * Turn an int8 index into a compact one in place (the store grew past VectorTables.compactAbove while loaded):
+   * each int8 vector in memory packed to 4 bits, the int8 arrays dropped.
+   */
+  toCompact(): void {
+    if (this.compact) return;
+    const d = this.model.dimension;
+    const per = q4Bytes(d);
+    const cap = this.cap;
+    const old = this.q;
+    this.compact = true;
+    let km: KernelMemory | null = null;
+    if (this.kmem && kernels4Run(d)) {
+      const q = allocKernelArray(cap, per);
+      if (q) km = { sig: this.kmem.sig, q };
+    }
+    if (km) this.q4 = new Uint8Array(km.q.mem.buffer, km.q.off, cap * per);
+    else {
+      this.q4 = new Uint8Array(new SharedArrayBuffer(cap * per));
+      if (this.kmem) {
+        // The signatures leave the kernel memory too: without the 4-bit kernel the scan runs its JavaScript loops.
+        const sig = new Int32Array(new SharedArrayBuffer(cap * SIG_WORDS * 4));
+        sig.set(this.sig);
+        this.sig = sig;
+      }
+    }
+    this.kmem = km;
+    this.q = new Int8Array(0);
+    for (let s = 0; s < this.size; s++)
+      if (this.status[s] !== 255) this.inv[s] = pack4(old.subarray(s * d, (s + 1) * d), d, this.q4, s * per);
+    this.version++;
+  }
+
+  private slotFor(m: MetaRow): number {
+    let slot = this.slotOf.get(m.rowid);
+    if (slot === undefined) {
+      slot = this.free.pop() ?? this.size++;
+      if (!this.compact && this.size > this.compactAbove) this.toCompact();
+      this.grow(this.size);
+      this.slotOf.set(m.rowid, slot);
+    }
+    this.rowid[slot] = m.rowid;
+    this.setMeta(slot, m);
+    return slot;
+  }
+
+  private unlist(slot: number): void {
+    const pos = this.nsPos[slot];
+    const l = this.nsList.get(this.ns[slot]);
+    if (pos < 0 || !l) return;
+    const last = l.slots[--l.n];
+    l.slots[pos] = last;
+    this.nsPos[last] = pos;
+    this.nsPos[slot] = -1;
+    if (l.n === 0) this.nsList.delete(this.ns[slot]);
+  }
+
+  /** Bytes of the typed arrays this index holds (capacity included; a kernel memory counts its committed pages). */
+  memoryBytes(): number {
+    let n = this.slotOf.bytes + this.admitted.byteLength + this.admitCached * 4;
+    for (const a of [this.rowid, this.ns, this.status, this.deleted, this.expires, this.validFrom, this.validTo, this.inv, this.nsPos])
+      n += a.byteLength;
+    for (const l of this.nsList.values()) n += l.slots.byteLength;
+    if (this.kmem) n += this.kmem.q.mem.buffer.byteLength + this.kmem.sig.mem.buffer.byteLength;
+    else n += this.q.byteLength + (this.q4?.byteLength ?? 0) + this.sig.byteLength;
+    return n;
+  }
+
+  /** The slots of one namespace (a view: valid until the index changes). */
+  namespaceSlots(ns: number): Int32Array {
+    const l = this.nsList.get(ns);
+    return l ? l.slots.subarray(0, l.n) : new Int32Array(0);
+  }
+
+  remove(rowid: number): void {
+    const slot = this.slotOf.get(rowid);
+    if (slot === undefined) return;
+    this.version++;
+    this.unlist(slot);
+    this.slotOf.delete(rowid);
+    this.status[slot] = 255;
+    this.inv[slot] = 0;
+    this.free.push(slot);
+  }
+
+  /**
+   * Admitted slots: scope namespaces (mask, null = all), visibility of `include` at `now`, optional rowid set.
+   * The result is a view on a buffer reused by the next call, or a cached set (valid until the next call; never
+   * to be written to).
+   */
+  admit(
+    nsMask: Uint8Array | null,
+    include: Include | undefined,
+    now: number,
+    only: Set<number> | null,
+    nsIds: number[] | null = null,
+  ): Int32Array {
+    const inc = include ?? {};
+    const want = only ? Math.min(only.size, this.size) : this.size;
+    if (this.admitted.length < want) this.admitted = new Int32Array(Math.max(want, this.cap));
+    const out = this.admitted;
+    let n = 0;
+    if (only) {
+      for (const r of only) {
+        const s = this.slotOf.get(r);
+        if (s === undefined) continue;
+        if (nsMask && (this.ns[s] >= nsMask.length || nsMask[this.ns[s]] === 0)) continue;
+        if (this.visible(s, inc, now)) out[n++] = s;
+      }
+      return out.subarray(0, n);
+    }
+    // The common case in one loop over the typed arrays: live, non-zero, in scope, visible.
+    const { status, inv, ns, deleted, expires, validFrom, validTo } = this;
+    const mlen = nsMask ? nsMask.length : 0;
+    const wDeleted = !!inc.deleted,
+      wProposed = !!inc.proposed,
+      wSuperseded = !!inc.superseded,
+      wExpired = !!inc.expired,
+      wOut = !!inc.outOfValidity;
+    const key =
+      nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
+        ? `${+wDeleted}${+wProposed}${+wSuperseded}${+wExpired}${+wOut}:${nsIds.join(',')}`
+        : null;
+    const hit = key === null ? undefined : this.admitCache.get(key);
+    if (hit && hit.version === this.version && now >= hit.from && now < hit.until) return hit.slots;
+    // A scope much smaller than the store: only its namespaces' slots are visited (the mask still decides).
+    let lists: Int32Array[] | null = null;
+    if (nsMask && nsIds) {
+      let total = 0;
+      lists = [];
+      for (const id of nsIds) {
+        const l = this.nsList.get(id);
+        if (l) {
+          lists.push(l.slots.subarray(0, l.n));
+          total += l.n;
+        }
+      }
+      if (total * 4 > this.size) lists = null;
+    }
+    const visit = lists ?? [null];
+    let until = Infinity;
+    for (const list of visit)
+      for (let j = 0, size = list ? list.length : this.size; j < size; j++) {
+        const s = list ? list[j] : j;
+        const st = status[s];
+        if (st === 255 || inv[s] === 0) continue;
+        if (nsMask) {
+          const x = ns[s];
+          if (x >= mlen || nsMask[x] === 0) continue;
+        }
+        if (!wDeleted && deleted[s]) continue;
+        if ((st === 1 && !wProposed) || (st === 2 && !wSuperseded)) continue;
+        // Time: the answer holds until the nearest bound after `now` (an expiry or validity end of a visible
+        // slot, a validity start of one not yet valid); a bound at or before `now` stays crossed.
+        if (!wExpired) {
+          const e = expires[s];
+          if (e <= now) continue;
+          if (e < until) until = e;
+        }
+        if (!wOut) {
+          const f = validFrom[s];
+          if (f > now) {
+            if (f < until) until = f;
+            continue;
+          }
+          const t = validTo[s];
+          if (t <= now) continue;
+          if (t < until) until = t;
+        }
+        out[n++] = s;
+      }
+    const found = out.subarray(0, n);
+    if (key === null) return found;
+    if (hit) {
+      this.admitCache.delete(key);
+      this.admitCached -= hit.slots.length;
+    }
+    // The budget grows with the store, so the whole store's set (a million slots at 1M memories, where building it
+    // is a pass over every slot per search) is cached beside the scopes' sets.
+    const budget = ADMIT_CACHE_SLOTS + this.size;
+    if (n > budget) return found; // never cached: the other scopes' sets stay
+    if (this.admitCached + n > budget) {
+      this.admitCache.clear();
+      this.admitCached = 0;
+    }
+    const slots = found.slice();
+    this.admitCache.set(key, { version: this.version, from: now, until, slots });
+    this.admitCached += n;
+    return slots;
+  }
+
+  /** A live slot with a non-zero vector that the visibility rules of `inc` admit at `now`. */
+  visible(s: number, inc: Include, now: number): boolean {
+    const st = this.status[s];
+    if (st === 255 || this.inv[s] === 0) return false;
+    if (!inc.deleted && this.deleted[s]) return false;
+    if ((st === 1 && !inc.proposed) || (st === 2 && !inc.superseded)) return false;
+    if (!inc.expired && this.expires[s] <= now) return false;
+    if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return false;
+    return true;
+  }
+}
