@@ -14,6 +14,7 @@ import { injectBlock } from '../retrieval/inject';
 import { checkParamsShapePaced, requestContext, type RequestContext } from './limits';
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
+import type { BranchVectorSearcher } from '../index/branch-vectors';
 import { Branches } from '../store/branches';
 import { GitFollow } from '../git/follow';
 import { GitReader } from '../git/reader';
@@ -67,6 +68,8 @@ export interface CoreHooks {
   progress?: (p: T.ProgressParams) => void;
   /** Vector arm of events/search, once an embedding model is loaded (index/event-vectors.ts). */
   eventVectors?: EventVectorSearcher;
+  /** Vector arm over a memory branch's own rows, and their embedding after each branch write (index/branch-vectors.ts). */
+  branchVectors?: BranchVectorSearcher;
   /** memory/upsertBatch: after each of its transactions (tests observe the batch between them). */
   batchChunks?: { afterChunk?: (done: number) => void };
 }
@@ -101,6 +104,7 @@ export class Core {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
     const br = (this.branches = new Branches(store));
+    br.onWrite = () => this.hooks.branchVectors?.kick();
     const gr = (this.git = new GitReader(store));
     const follow = new GitFollow(store, br, gr.oracle);
     gr.onContext = (ctx) => follow.onRead(ctx);
@@ -179,7 +183,13 @@ export class Core {
     on(Requests.neighbors, (p) => s.neighbors(p));
     on(Requests.search, async (p) => {
       const hidden = await gr.hidden(p.git, p.scope);
-      const r = await search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined, hidden);
+      const r = await search(
+        s,
+        p,
+        this.hooks.vectors,
+        p.branch !== undefined ? br.overlay(p.branch, this.hooks.branchVectors) : undefined,
+        hidden,
+      );
       const ms = p.branch !== undefined ? r.hits.map((h) => h.memory) : git(r.hits.map((h) => h.memory));
       return { ...r, hits: r.hits.map((h, i) => ({ ...h, memory: ms[i] })) };
     });
