@@ -90,7 +90,7 @@ Commands:
                                      [--receipt FILE]; prints (or writes) a signed erasure receipt
   episodes removals [--root NS]      what erase and retention removed from the event log (ids and counts)
   branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
-                                     memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
+                                     memory branches (docs/branches.md); add, get, search, list, delete, history take --branch NAME
   branch merged GIT-BRANCH [--undo]  mark a git branch merged: its memories show on every git branch (git-aware memory)
   branch sync                    merge the memory branches whose followed git branch this checkout shows merged
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
@@ -544,7 +544,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'purge': {
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
       if (o.branch !== undefined && cmd !== 'delete')
-        throw new UsageError(`cairn ${cmd} has no --branch (only add, get, search, list, delete)`);
+        throw new UsageError(`cairn ${cmd} has no --branch (only add, get, search, list, delete, history)`);
       const r = await callWriteOnce(
         c,
         reconnect,
@@ -585,7 +585,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'history': {
-      const r = await c.call(Requests.history, { ...target(pos, o), ...(o.limit ? { limit: num(o.limit, 'limit') } : {}) });
+      const r = await c.call(Requests.history, { ...target(pos, o), ...(o.limit ? { limit: num(o.limit, 'limit') } : {}), ...onBranch });
       emit(r, () => printHistory(out, r));
       return 0;
     }

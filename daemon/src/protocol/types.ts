@@ -652,6 +652,8 @@ export const HistoryParams = z
     limit: z.number().int().min(1).max(Limits.pageSize).optional(),
     /** The caller's scope: the memory must lie inside it, else NotFound. */
     scope: Scope.optional(),
+    /** The writes of this memory branch (open, else its latest closed one), not the base's (docs/branches.md). */
+    branch: BranchName.optional(),
   })
   .strict();
 export type HistoryParams = z.infer<typeof HistoryParams>;
@@ -670,6 +672,8 @@ export const HistoryEntry = z.object({
   state: Memory.nullable(),
   /** Extra facts: forced (rejected value overridden), afterExpire, unrejected, supersededBy, purged key. */
   detail: z.record(z.string(), z.unknown()).nullable(),
+  /** The memory branch the write was made on (memory/history with `branch`); absent for the base's history. */
+  branch: z.string().optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 export const HistoryResult = z.object({ entries: z.array(HistoryEntry), capped: z.boolean() });

@@ -15,6 +15,7 @@ import { checkParamsShapePaced, requestContext, type RequestContext } from './li
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
 import type { BranchVectorSearcher } from '../index/branch-vectors';
+import { readBranchHistory } from '../store/branch-history';
 import { Branches } from '../store/branches';
 import { GitFollow } from '../git/follow';
 import { GitReader } from '../git/reader';
@@ -177,7 +178,7 @@ export class Core {
       }),
     );
     on(Requests.erase, (p) => erase(s, p));
-    on(Requests.history, (p) => s.history(p));
+    on(Requests.history, (p) => (p.branch !== undefined ? readBranchHistory(s.db, { ...p, branch: p.branch }) : s.history(p)));
     on(Requests.link, (p) => s.link(p));
     on(Requests.unlink, (p) => s.unlink(p));
     on(Requests.neighbors, (p) => s.neighbors(p));

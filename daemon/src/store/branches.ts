@@ -33,6 +33,7 @@ import type {
 import { uuidv7 } from '../text/hash';
 import { STOPWORDS } from '../text/identifiers';
 import { bindGit, followerOf } from './branch-git';
+import { appendBranchHistory } from './branch-history';
 import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { findRejection } from './rejected';
@@ -500,7 +501,17 @@ export class Branches {
         this.indexRow(rowid);
         this.touched(b.id);
         const row = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
-        return { memory: toMemory(row), created: !existing, position: this.store.position(), changed: true, ...warn };
+        const memory = toMemory(row);
+        appendBranchHistory(this.db, {
+          branchId: b.id,
+          op: op === 'restore' ? 'restore' : existing ? 'update' : 'create',
+          actor: p.actor ?? 'user',
+          reason: p.reason,
+          at: now,
+          previous: existing ? toMemory(existing) : null,
+          state: memory,
+        });
+        return { memory, created: !existing, position: this.store.position(), changed: true, ...warn };
       }),
     );
   }
@@ -545,8 +556,17 @@ export class Branches {
         }
         this.indexRow(rowid);
         this.touched(b.id);
-        const after = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
-        return { memory: toMemory(after), position: this.store.position() };
+        const after = toMemory(stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow);
+        appendBranchHistory(this.db, {
+          branchId: b.id,
+          op: 'delete',
+          actor,
+          reason: p.reason,
+          at: now,
+          previous: toMemory(row),
+          state: after,
+        });
+        return { memory: after, position: this.store.position() };
       }),
     );
   }
