@@ -915,6 +915,39 @@ export const ExportRecord = z.union([
     secret: z.boolean(),
     ingestedAt: isoDate,
   }),
+  /**
+   * A memory branch (docs/branches.md), followed in an export by its rows and the history of its writes; open and
+   * closed ones (a closed branch keeps only its history). Imported once per id.
+   */
+  z.object({
+    type: z.literal('branch'),
+    branch: z.object({
+      id: z.string().min(1).max(100),
+      name: BranchName,
+      root: NamespacePath,
+      parent: z.string().nullable(),
+      createdAt: isoDate,
+      createdBy: z.string(),
+      status: z.enum(['open', 'merged', 'discarded']),
+      closedAt: isoDate.nullable(),
+      closedBy: z.string().nullable(),
+      taskId: z.string().nullable(),
+      gitBranch: z.string().nullable(),
+      gitRepo: z.string().nullable(),
+      gitCommit: z.string().nullable(),
+    }),
+  }),
+  /** One row of a branch: its write of (namespace, key), with the base version it started from. */
+  z.object({
+    type: z.literal('branchMemory'),
+    branchId: z.string(),
+    baseVersion: z.number().int().nullable(),
+    memory: Memory,
+    namespaceId: z.string(),
+    deleteReason: z.string().nullable(),
+  }),
+  /** One history entry of a branch's writes (memory/history with `branch`). */
+  z.object({ type: z.literal('branchHistory'), branchId: z.string(), entry: HistoryEntry }),
 ]);
 export type ExportRecord = z.infer<typeof ExportRecord>;
 export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: z.boolean().optional() }).strict();
@@ -981,6 +1014,9 @@ export const ImportResult = z.object({
   /** Episodes and events written (an episode or event already stored is neither written nor counted as skipped). */
   episodes: z.number().int().optional(),
   events: z.number().int().optional(),
+  /** Memory branches and branch rows written (one already stored is neither written nor counted as skipped). */
+  branches: z.number().int().optional(),
+  branchRows: z.number().int().optional(),
 });
 export type ImportResult = z.infer<typeof ImportResult>;
 
@@ -1314,6 +1350,10 @@ export const ImportPreviewResult = z.object({
     rejected: z.number().int(),
     episodes: z.number().int().optional(),
     events: z.number().int().optional(),
+    /** Memory branch records: branches, their rows, the history of their writes. */
+    branches: z.number().int().optional(),
+    branchRows: z.number().int().optional(),
+    branchHistory: z.number().int().optional(),
   }),
   /**
    * What store/import would do with the episode and event records: `new` are written; `existing` are stored already

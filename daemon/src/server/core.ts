@@ -231,7 +231,7 @@ export class Core {
     on(Requests.exportRecords, async (p, ctx) => ({ records: await exportRecords(s, p, ctx, progress('export')) }));
     on(Requests.exportPage, (p) => exportPage(s, p));
     on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));
-    on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope));
+    on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope, () => br.onWrite()));
     on(Requests.importPreview, (p) => importPreview(s, p));
     on(Requests.overview, (p) => overview(s, p));
     on(Requests.tasksCreate, async (p) => {
