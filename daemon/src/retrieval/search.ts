@@ -86,11 +86,11 @@ export async function search(
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
   // The query is embedded in the worker thread while the full-text arm runs here.
   const vq = { ...arm, limit: mode === 'vector' ? limit : candidates };
-  const base = vectors!.search(p.query, vq);
   // On a branch, its own rows' vector arm (exact, store/branch-vectors.ts) joins the base arm's candidates by score.
-  const pending = overlay?.vector
-    ? Promise.all([base, overlay.vector(p.query, vq)]).then(([a, b]) => [...a, ...b].sort((x, y) => y.score - x.score).slice(0, vq.limit))
-    : base;
+  // Asked first: its query embedding then goes to the worker ahead of the base arm's KNN instead of waiting for it.
+  const own = overlay?.vector?.(p.query, vq);
+  const base = vectors!.search(p.query, vq);
+  const pending = own ? Promise.all([base, own]).then(([a, b]) => [...a, ...b].sort((x, y) => y.score - x.score).slice(0, vq.limit)) : base;
   if (mode === 'vector') {
     const vec = await pending;
     return { hits: armHits(vec, rowsOf(vec.map((h) => h.rowid)), p, 'vector'), mode };

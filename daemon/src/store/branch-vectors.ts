@@ -52,6 +52,7 @@ function unit(v: Float32Array): Float32Array {
  * so it stays waiting for the vector of its new text. Returns how many were stored.
  */
 export function putBranchVectors(db: DB, model: string, rows: BranchEmbedRow[], vectors: Float32Array[]): number {
+  puts.set(db, (puts.get(db) ?? 0) + 1);
   const put = stmt(
     db,
     `INSERT INTO branch_vectors(rowid, model, v) SELECT rowid, ?, ? FROM branch_memories
@@ -66,30 +67,49 @@ export function putBranchVectors(db: DB, model: string, rows: BranchEmbedRow[], 
   return n;
 }
 
+/** Vector writes per store: with a branch's generation (bumped by every write of its rows), what a cache is valid for. */
+const puts = new WeakMap<DB, number>();
+/** Each branch's vectors of one model, read once per (generation, vector writes): a search reads no blob. */
+const cache = new WeakMap<DB, Map<string, { stamp: string; vectors: Map<number, Float32Array> }>>();
+
+function branchVectors(db: DB, branchId: string, model: string): Map<number, Float32Array> {
+  const g = stmt(db, 'SELECT generation FROM branches WHERE id = ?').get(branchId) as { generation: number } | undefined;
+  const stamp = `${g?.generation}:${puts.get(db) ?? 0}:${model}`;
+  let byBranch = cache.get(db);
+  if (!byBranch) cache.set(db, (byBranch = new Map()));
+  const hit = byBranch.get(branchId);
+  if (hit && hit.stamp === stamp) return hit.vectors;
+  const rows = stmt(
+    db,
+    `SELECT v.rowid AS rowid, v.v AS v FROM branch_vectors v JOIN branch_memories m ON m.rowid = v.rowid
+      WHERE m.branch_id = ? AND v.model = ?`,
+  ).all(branchId, model) as { rowid: number; v: Buffer }[];
+  // A blob's bytes may sit at any offset of Node's buffer pool: copied into a Float32Array of its own.
+  const vectors = new Map(rows.map((r) => [r.rowid, new Float32Array(Uint8Array.from(r.v).buffer)]));
+  byBranch.set(branchId, { stamp, vectors });
+  return vectors;
+}
+
 /**
  * The vector arm over one branch's rows: exact cosine of `query` with each admitted row's vector of `model` (scope,
- * visibility and filter in the query), the best `q.limit` (ties: lower rowid first), rowids negated.
+ * visibility and filter in the query that admits them), the best `q.limit` (ties: lower rowid first), rowids negated.
  */
 export function branchVectorArm(db: DB, branchId: string, model: string, query: Float32Array, q: ArmQuery): ArmHit[] {
   const qu = unit(query);
+  const vectors = branchVectors(db, branchId, model);
+  if (vectors.size === 0) return [];
   const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
-  const rows = stmt(
+  const admitted = stmt(
     db,
-    `SELECT m.rowid AS rowid, v.v AS v FROM branch_memories m JOIN branch_ns n ON n.rid = m.rowid
-       JOIN branch_vectors v ON v.rowid = m.rowid AND v.model = ?
-      WHERE m.branch_id = ? AND ${where.sql}`,
-  ).all(model, branchId, ...where.params) as { rowid: number; v: Buffer }[];
+    `SELECT m.rowid AS rowid FROM branch_memories m JOIN branch_ns n ON n.rid = m.rowid WHERE m.branch_id = ? AND ${where.sql}`,
+  ).all(branchId, ...where.params) as { rowid: number }[];
   const hits: ArmHit[] = [];
-  for (const r of rows) {
-    // A blob's bytes may sit at any offset of Node's buffer pool: copied when not aligned for a Float32Array.
-    const v =
-      r.v.byteOffset % 4 === 0
-        ? new Float32Array(r.v.buffer, r.v.byteOffset, r.v.byteLength / 4)
-        : new Float32Array(Uint8Array.from(r.v).buffer);
-    if (v.length !== qu.length) continue;
+  for (const { rowid } of admitted) {
+    const v = vectors.get(rowid);
+    if (!v || v.length !== qu.length) continue;
     let s = 0;
     for (let i = 0; i < v.length; i++) s += v[i] * qu[i];
-    hits.push({ rowid: -r.rowid, score: s });
+    hits.push({ rowid: -rowid, score: s });
   }
   return hits.sort((a, b) => b.score - a.score || b.rowid - a.rowid).slice(0, q.limit);
 }
