@@ -12,7 +12,7 @@ import { BranchVectors } from '../../daemon/src/index/branch-vectors';
 import { Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Filter, SearchParams } from '../../daemon/src/protocol/types';
-import { tempCore } from '../helpers';
+import { spawnDaemon, tempCore } from '../helpers';
 
 const NO_SECRETS: Filter = { field: 'tags', op: 'hasNone', value: ['secret'] };
 /** Shares no word with the branch write below; the built-in model puts them close (cosine about 0.5). */
@@ -118,5 +118,24 @@ describe('memory branches: the vector arm', () => {
     assert.equal(count('branch_vectors'), count('branch_memories'), 'no vector of an erased row is left');
     await c.core.call(R.branchDiscard, { name: 'b1' });
     assert.equal(count('branch_vectors'), 0);
+  });
+});
+
+describe('memory branches: the vector arm in a running daemon', () => {
+  it('embeds a branch write after it (index/wait waits for it) and finds it on the branch by meaning', async () => {
+    const d = await spawnDaemon({ args: [], env: { CAIRN_MODEL: 'builtin' } });
+    try {
+      const c = await d.client();
+      const base = await c.call(R.upsert, { namespace: 'project.app', key: 'db', value: 'the database is postgres' });
+      await c.call(R.branchCreate, { name: 'b1', root: 'project.app' });
+      await c.call(R.upsert, { namespace: 'project.app', key: 'deploy', value: DEPLOY, branch: 'b1' });
+      const w = await c.call(R.indexWait, { position: base.position, timeoutMs: 60_000 });
+      assert.ok(w.reached, JSON.stringify(w));
+      const hits = (await c.call(R.search, { query: QUERY, mode: 'vector', branch: 'b1' })).hits;
+      assert.equal(hits[0]?.memory.key, 'deploy');
+      assert.ok(!(await c.call(R.search, { query: QUERY, mode: 'vector' })).hits.some((h) => h.memory.key === 'deploy'));
+    } finally {
+      await d.stop();
+    }
   });
 });
