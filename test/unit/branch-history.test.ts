@@ -102,7 +102,10 @@ describe('memory branches: history of branch writes', () => {
     await c.core.call(R.branchDiscard, { name: 'b1' });
     const count = () => (c.store.db.prepare('SELECT count(*) AS n FROM branch_history').get() as { n: number }).n;
     assert.equal(count(), 2);
-    // Only its history is left of `tmp`: erase still reaches it.
+    // Only its history is left of `tmp`: erase still reaches it, inside the caller's scope only.
+    const tmpId = (await hist({ namespace: 'project.app', key: 'tmp', branch: 'b1' })).entries[0].memoryId;
+    await rejectsWith(c.core.call(R.erase, { id: tmpId, reason: 'test', scope: { root: 'project.web' } }), 'NotFound', 'id');
+    assert.equal(count(), 2, 'nothing erased outside the scope');
     const r = await c.core.call(R.erase, { namespace: 'project.app', key: 'tmp', reason: 'test' });
     assert.equal(r.receipt.removed.history, 1);
     await rejectsWith(hist({ namespace: 'project.app', key: 'tmp', branch: 'b1' }), 'NotFound', 'key');

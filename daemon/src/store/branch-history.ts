@@ -117,6 +117,14 @@ export function hasBranchHistory(db: DB, ids: string[], keys: { namespace: strin
   return !!stmt(db, `SELECT 1 FROM branch_history WHERE ${w.sql} LIMIT 1`).get(...w.params);
 }
 
+/** The namespaces of the branch history of these ids, keys, or a root (erase's scope check). */
+export function branchHistoryPaths(db: DB, ids: string[], keys: { namespace: string; key: string }[], root?: string): string[] {
+  const w = targetsWhere(ids, keys, root);
+  return (stmt(db, `SELECT DISTINCT ns_path FROM branch_history WHERE ${w.sql}`).all(...w.params) as { ns_path: string }[]).map(
+    (r) => r.ns_path,
+  );
+}
+
 /** Remove the branch history of these ids, keys, or everything under a root (in the erase's transaction). */
 export function eraseBranchHistory(db: DB, ids: string[], keys: { namespace: string; key: string }[], root?: string): number {
   const w = targetsWhere(ids, keys, root);

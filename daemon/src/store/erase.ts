@@ -20,7 +20,7 @@ import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
-import { eraseBranchHistory, hasBranchHistory } from './branch-history';
+import { branchHistoryPaths, eraseBranchHistory, hasBranchHistory } from './branch-history';
 import { branchTargets, eraseBranchRows, type BranchTarget } from './branch-rows';
 import { stmt } from './db';
 import { eraseEpisodeRows, type ErasedEpisodes } from './episode-erase';
@@ -63,7 +63,15 @@ function targets(store: Store, p: EraseParams): Targets {
   const outside = (path: string) => !pathInScope(path, p.scope);
   if (
     p.scope &&
-    (t.rows.some((r) => outside(r.ns_path)) || t.namespaces.some((n) => outside(n.path)) || t.branchRows.some((r) => outside(r.ns_path)))
+    (t.rows.some((r) => outside(r.ns_path)) ||
+      t.namespaces.some((n) => outside(n.path)) ||
+      t.branchRows.some((r) => outside(r.ns_path)) ||
+      branchHistoryPaths(
+        store.db,
+        p.id !== undefined ? [p.id] : [],
+        p.key !== undefined && p.namespace !== undefined ? [{ namespace: p.namespace, key: p.key }] : [],
+        p.root,
+      ).some(outside))
   ) {
     if (p.root !== undefined) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
     throw p.id !== undefined
