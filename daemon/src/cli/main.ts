@@ -748,14 +748,15 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       const expected = !json && pos[0] !== '-' ? await countMemoryRecords(pos[0]) : undefined;
       const input = pos[0] === '-' ? process.stdin : fs.createReadStream(pos[0]);
       const rl = readline.createInterface({ input, crlfDelay: Infinity });
-      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0, episodes: 0, events: 0 };
+      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0, episodes: 0, events: 0, branches: 0, branchRows: 0 };
       let batch: unknown[] = [];
       let batchBytes = 0;
       let lineNo = 0;
       const flush = async () => {
         if (batch.length === 0) return;
         const r = await c.call(Requests.importRecords, { records: batch, actor });
-        for (const k of ['memories', 'history', 'links', 'skipped', 'episodes', 'events'] as const) totals[k] += r[k] ?? 0;
+        for (const k of ['memories', 'history', 'links', 'skipped', 'episodes', 'events', 'branches', 'branchRows'] as const)
+          totals[k] += r[k] ?? 0;
         totals.position = r.position;
         batch = [];
         batchBytes = 0;
@@ -780,7 +781,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (!json) process.stderr.write('\n');
       emit(totals, () =>
         out(
-          `imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links, ${totals.episodes} episodes, ${totals.events} events; skipped ${totals.skipped}`,
+          `imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links, ${totals.episodes} episodes, ${totals.events} events, ${totals.branches} branches with ${totals.branchRows} rows; skipped ${totals.skipped}`,
         ),
       );
       return 0;
