@@ -1,7 +1,7 @@
 /**
  * Memory branches (issue 26): the three figures of the issue, in process through the Core (no socket).
  *
- *   node --import tsx bench/branches.ts [--memories 100000] [--writes 1000] [--queries 200] [--json out.json]
+ *   node --import tsx bench/branches.ts [--memories 100000] [--writes 1000] [--queries 200] [--mode fts|hybrid] [--json out.json]
  *
  * 1. create: branch/create of the `project` subtree (every memory but the user tree), median and p95 of 50 creates
  *    (each discarded again, empty), and the row counts before and after (nothing copied).
@@ -9,6 +9,9 @@
  *    queries' words), then `queries` full-text searches (mode fts: the in-process Core has no embedder; the vector
  *    arm's extra cost on a branch is one pass over its admitted set to leave out the shadowed rows) in a project
  *    scope, on the base and on the branch, interleaved; p50/p95 and the ratio branch/base.
+ *    With `--mode hybrid` (or vector) the Core gets the built-in model's indexer and branch embedder (as the daemon
+ *    wires them), every memory and branch row is embedded first, and the searches run in that mode: the branch's
+ *    extra cost then includes its rows' exact vector arm (store/branch-vectors.ts).
  * 3. merge: branch/merge of those `writes` changes (no conflicts), wall time.
  * The corpus is bench/corpus.ts (deterministic). Speed figures depend on the machine's load: report it with them.
  */
@@ -16,6 +19,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Requests as R } from '../daemon/src/protocol/methods';
+import { Embedder } from '../daemon/src/embed';
+import { BranchVectors } from '../daemon/src/index/branch-vectors';
+import { Indexer } from '../daemon/src/index/indexer';
 import { Core } from '../daemon/src/server/core';
 import { Store } from '../daemon/src/store/store';
 import { memoryAt, queryAt } from './corpus';
@@ -25,12 +31,32 @@ const N = Number(arg('memories', '100000'));
 const WRITES = Number(arg('writes', '1000'));
 const QUERIES = Number(arg('queries', '200'));
 const jsonOut = arg('json', '');
+const MODE = arg('mode', 'fts') as 'fts' | 'hybrid' | 'vector';
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-bench-branches-'));
   const store = new Store(path.join(dir, 'cairn.db'), { log: () => {} });
   const core = new Core(store);
+  let stopVectors = async () => {};
   try {
+    let settle = async () => {};
+    if (MODE !== 'fts') {
+      const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+      const ix = new Indexer(store, () => {});
+      const bv = new BranchVectors(store, ix, () => {});
+      store.onChange(() => ix.kick());
+      core.hooks.vectors = ix;
+      core.hooks.branchVectors = bv;
+      await ix.use(e);
+      settle = async () => {
+        if (!(await ix.waitFor(store.position(), 600_000)).reached || !(await bv.waitForAll(600_000))) throw new Error('index not ready');
+      };
+      stopVectors = async () => {
+        await bv.stop();
+        await ix.stop();
+        await e.close();
+      };
+    }
     const t0 = now();
     for (let i = 0; i < N; i += 500) {
       const items = Array.from({ length: Math.min(500, N - i) }, (_, j) => memoryAt(i + j));
@@ -75,11 +101,12 @@ async function main(): Promise<void> {
       await core.call(R.upsert, { namespace: r.ns, key: r.key, value: `${r.value} (revised on the branch ${written})`, branch: 'work' });
     }
     const writeMs = now() - tw;
+    await settle();
     const base: number[] = [];
     const onBranch: number[] = [];
     for (let i = 0; i < QUERIES; i++) {
       const q = queryAt(i);
-      const params = { query: q.query, mode: 'fts' as const, scope: { root: q.project }, limit: 10 };
+      const params = { query: q.query, mode: MODE, scope: { root: q.project }, limit: 10 };
       let s = now();
       await core.call(R.search, params);
       base.push(now() - s);
@@ -96,6 +123,7 @@ async function main(): Promise<void> {
     const mergeMs = now() - tm;
 
     const result = {
+      mode: MODE,
       memories: N,
       subtree,
       loadMs: Math.round(loadMs),
@@ -116,11 +144,12 @@ async function main(): Promise<void> {
     );
     console.log(`branch writes: ${written}, ${fmt(result.branchWrites.msPerWrite, 3)} ms each`);
     console.log(
-      `search (fts, project scope, ${QUERIES} queries): base p50 ${fmt(sb.p50, 3)} / p95 ${fmt(sb.p95, 3)} ms; branch p50 ${fmt(sr.p50, 3)} / p95 ${fmt(sr.p95, 3)} ms; ratio p50 ${fmt(result.search.ratioP50)} mean ${fmt(result.search.ratioMean)}`,
+      `search (${MODE}, project scope, ${QUERIES} queries): base p50 ${fmt(sb.p50, 3)} / p95 ${fmt(sb.p95, 3)} ms; branch p50 ${fmt(sr.p50, 3)} / p95 ${fmt(sr.p95, 3)} ms; ratio p50 ${fmt(result.search.ratioP50)} mean ${fmt(result.search.ratioMean)}`,
     );
     console.log(`merge: ${m.applied} changes in ${fmt(mergeMs, 1)} ms (merged: ${m.merged})`);
     if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(result, null, 2));
   } finally {
+    await stopVectors();
     store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }

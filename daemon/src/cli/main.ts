@@ -90,7 +90,7 @@ Commands:
                                      [--receipt FILE]; prints (or writes) a signed erasure receipt
   episodes removals [--root NS]      what erase and retention removed from the event log (ids and counts)
   branch create NAME ROOT [--from B] | list [--all] | diff NAME | merge NAME [--take NS/KEY=branch|base]... | discard NAME
-                                     memory branches (docs/branches.md); add, get, search, list, delete take --branch NAME
+                                     memory branches (docs/branches.md); add, get, search, list, delete, history take --branch NAME
   branch merged GIT-BRANCH [--undo]  mark a git branch merged: its memories show on every git branch (git-aware memory)
   branch sync                    merge the memory branches whose followed git branch this checkout shows merged
   team init|status                   create/migrate the team database schema; show its server, pgvector and schema
@@ -550,7 +550,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
     case 'purge': {
       const def = { delete: Requests.delete, restore: Requests.restore, forget: Requests.forget, purge: Requests.purge }[cmd];
       if (o.branch !== undefined && cmd !== 'delete')
-        throw new UsageError(`cairn ${cmd} has no --branch (only add, get, search, list, delete)`);
+        throw new UsageError(`cairn ${cmd} has no --branch (only add, get, search, list, delete, history)`);
       const r = await callWriteOnce(
         c,
         reconnect,
@@ -591,7 +591,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       return 0;
     }
     case 'history': {
-      const r = await c.call(Requests.history, { ...target(pos, o), ...(o.limit ? { limit: num(o.limit, 'limit') } : {}) });
+      const r = await c.call(Requests.history, { ...target(pos, o), ...(o.limit ? { limit: num(o.limit, 'limit') } : {}), ...onBranch });
       emit(r, () => printHistory(out, r));
       return 0;
     }
@@ -754,14 +754,15 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       const expected = !json && pos[0] !== '-' ? await countMemoryRecords(pos[0]) : undefined;
       const input = pos[0] === '-' ? process.stdin : fs.createReadStream(pos[0]);
       const rl = readline.createInterface({ input, crlfDelay: Infinity });
-      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0, episodes: 0, events: 0 };
+      const totals = { memories: 0, history: 0, links: 0, skipped: 0, position: 0, episodes: 0, events: 0, branches: 0, branchRows: 0 };
       let batch: unknown[] = [];
       let batchBytes = 0;
       let lineNo = 0;
       const flush = async () => {
         if (batch.length === 0) return;
         const r = await c.call(Requests.importRecords, { records: batch, actor });
-        for (const k of ['memories', 'history', 'links', 'skipped', 'episodes', 'events'] as const) totals[k] += r[k] ?? 0;
+        for (const k of ['memories', 'history', 'links', 'skipped', 'episodes', 'events', 'branches', 'branchRows'] as const)
+          totals[k] += r[k] ?? 0;
         totals.position = r.position;
         batch = [];
         batchBytes = 0;
@@ -786,7 +787,7 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
       if (!json) process.stderr.write('\n');
       emit(totals, () =>
         out(
-          `imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links, ${totals.episodes} episodes, ${totals.events} events; skipped ${totals.skipped}`,
+          `imported ${totals.memories} memories, ${totals.history} history entries, ${totals.links} links, ${totals.episodes} episodes, ${totals.events} events, ${totals.branches} branches with ${totals.branchRows} rows; skipped ${totals.skipped}`,
         ),
       );
       return 0;

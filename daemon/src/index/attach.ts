@@ -14,6 +14,7 @@ import type { Store } from '../store/store';
 import type { Daemon } from '../server/daemon';
 import { Indexer, type EmbeddingModel } from './indexer';
 import { EventVectors } from './event-vectors';
+import { BranchVectors } from './branch-vectors';
 
 export { DUPLICATE_THRESHOLD } from './indexer';
 /** How long memory/upsert with waitForDuplicates waits for the vector index. */
@@ -93,8 +94,13 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   const eventVectors = new EventVectors(d.store, indexer, d.log);
   hooks.eventVectors = eventVectors;
   d.core.episodes.onAppend = () => eventVectors.kick();
+  // Memory branch rows (docs/branches.md) too, after each branch write (Branches.onWrite) and once it is ready.
+  const branchVectors = new BranchVectors(d.store, indexer, d.log);
+  hooks.branchVectors = branchVectors;
   settling.add(() => {
-    if (indexer.state === 'ready') eventVectors.kick(); // stays registered: every time the model is (re)loaded
+    if (indexer.state !== 'ready') return; // stays registered: every time the model is (re)loaded
+    eventVectors.kick();
+    branchVectors.kick();
   });
   hooks.embeddings = () => indexer.status();
   hooks.indexes = () => (indexer.model ? [{ name: `vec:${indexer.model.model}`, watermark: indexer.watermark() }] : []);
@@ -121,12 +127,15 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     }
     const r = await indexer.waitFor(p.position, Math.max(0, deadline - Date.now()));
     const ev = await eventVectors.waitForNewest(Math.max(0, deadline - Date.now()));
+    const branchRows = await branchVectors.waitForAll(Math.max(0, deadline - Date.now()));
     const fts = d.core.episodes.catchUp().watermark;
     return {
       ...r,
+      reached: r.reached && branchRows,
       events: { position: ev.position, fts, vector: ev.vector, reached: fts >= ev.position && ev.reached },
       index: 'vector' as const,
       ...(r.reached ? {} : { reason: `the vector index reached ${r.watermark}, not yet ${p.position}` }),
+      ...(r.reached && !branchRows ? { reason: 'memory branch rows are still being embedded' } : {}),
     };
   };
   hooks.indexRebuild = async (p) => {
@@ -161,13 +170,14 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     return { duplicateCheck: r.state, possibleDuplicates: possibleDuplicates(d.store, r.duplicates) };
   };
   d.store.onChange(() => indexer.kick());
-  // Both stop at once: the event pass is marked stopped first, then closing the model (indexer.stop) rejects every
-  // request still queued for the worker, the event pass's too. Waiting for the event pass first let it wait behind
+  // All stop at once: the event and branch passes are marked stopped first, then closing the model (indexer.stop)
+  // rejects every request still queued for the worker, theirs too. Waiting for the event pass first let it wait behind
   // the memory backlog's queued batches and scans while the indexer went on queueing more.
   d.extraStop.push(async () => {
     const events = eventVectors.stop();
+    const branches = branchVectors.stop();
     await indexer.stop();
-    await events;
+    await Promise.all([events, branches]);
   });
   void loadModel(o, d.log)
     .then((e) => indexer.use(e))

@@ -652,6 +652,8 @@ export const HistoryParams = z
     limit: z.number().int().min(1).max(Limits.pageSize).optional(),
     /** The caller's scope: the memory must lie inside it, else NotFound. */
     scope: Scope.optional(),
+    /** The writes of this memory branch (open, else its latest closed one), not the base's (docs/branches.md). */
+    branch: BranchName.optional(),
   })
   .strict();
 export type HistoryParams = z.infer<typeof HistoryParams>;
@@ -670,6 +672,8 @@ export const HistoryEntry = z.object({
   state: Memory.nullable(),
   /** Extra facts: forced (rejected value overridden), afterExpire, unrejected, supersededBy, purged key. */
   detail: z.record(z.string(), z.unknown()).nullable(),
+  /** The memory branch the write was made on (memory/history with `branch`); absent for the base's history. */
+  branch: z.string().optional(),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 export const HistoryResult = z.object({ entries: z.array(HistoryEntry), capped: z.boolean() });
@@ -916,6 +920,39 @@ export const ExportRecord = z.union([
     secret: z.boolean(),
     ingestedAt: isoDate,
   }),
+  /**
+   * A memory branch (docs/branches.md), followed in an export by its rows and the history of its writes; open and
+   * closed ones (a closed branch keeps only its history). Imported once per id.
+   */
+  z.object({
+    type: z.literal('branch'),
+    branch: z.object({
+      id: z.string().min(1).max(100),
+      name: BranchName,
+      root: NamespacePath,
+      parent: z.string().nullable(),
+      createdAt: isoDate,
+      createdBy: z.string(),
+      status: z.enum(['open', 'merged', 'discarded']),
+      closedAt: isoDate.nullable(),
+      closedBy: z.string().nullable(),
+      taskId: z.string().nullable(),
+      gitBranch: z.string().nullable(),
+      gitRepo: z.string().nullable(),
+      gitCommit: z.string().nullable(),
+    }),
+  }),
+  /** One row of a branch: its write of (namespace, key), with the base version it started from. */
+  z.object({
+    type: z.literal('branchMemory'),
+    branchId: z.string(),
+    baseVersion: z.number().int().nullable(),
+    memory: Memory,
+    namespaceId: z.string(),
+    deleteReason: z.string().nullable(),
+  }),
+  /** One history entry of a branch's writes (memory/history with `branch`). */
+  z.object({ type: z.literal('branchHistory'), branchId: z.string(), entry: HistoryEntry }),
 ]);
 export type ExportRecord = z.infer<typeof ExportRecord>;
 export const ExportParams = z.object({ scope: Scope.optional(), includeHistory: z.boolean().optional() }).strict();
@@ -982,6 +1019,9 @@ export const ImportResult = z.object({
   /** Episodes and events written (an episode or event already stored is neither written nor counted as skipped). */
   episodes: z.number().int().optional(),
   events: z.number().int().optional(),
+  /** Memory branches and branch rows written (one already stored is neither written nor counted as skipped). */
+  branches: z.number().int().optional(),
+  branchRows: z.number().int().optional(),
 });
 export type ImportResult = z.infer<typeof ImportResult>;
 
@@ -1315,6 +1355,10 @@ export const ImportPreviewResult = z.object({
     rejected: z.number().int(),
     episodes: z.number().int().optional(),
     events: z.number().int().optional(),
+    /** Memory branch records: branches, their rows, the history of their writes. */
+    branches: z.number().int().optional(),
+    branchRows: z.number().int().optional(),
+    branchHistory: z.number().int().optional(),
   }),
   /**
    * What store/import would do with the episode and event records: `new` are written; `existing` are stored already

@@ -45,7 +45,8 @@ export { FUSION };
 /**
  * With `overlay` (a search on a memory branch, store/branches.ts): the base rows the branch shadows are left out
  * inside both arms before their limits, and the branch's own rows come from its full-text arm (scope, filter and
- * visibility inside its query), merged into the full-text candidates by score. Branch rows have no vectors.
+ * visibility inside its query), merged into the full-text candidates by score; with a model, its rows' vector arm
+ * (the same rules inside its query, scored exactly) is merged into the vector candidates by score.
  */
 /**
  * With `hidden` (the rowids a reader's git checkout must not see, git/reader.ts): left out inside both arms before
@@ -84,7 +85,12 @@ export async function search(
 
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
   // The query is embedded in the worker thread while the full-text arm runs here.
-  const pending = vectors!.search(p.query, { ...arm, limit: mode === 'vector' ? limit : candidates });
+  const vq = { ...arm, limit: mode === 'vector' ? limit : candidates };
+  // On a branch, its own rows' vector arm (exact, store/branch-vectors.ts) joins the base arm's candidates by score.
+  // Asked first: its query embedding then goes to the worker ahead of the base arm's KNN instead of waiting for it.
+  const own = overlay?.vector?.(p.query, vq);
+  const base = vectors!.search(p.query, vq);
+  const pending = own ? Promise.all([base, own]).then(([a, b]) => [...a, ...b].sort((x, y) => y.score - x.score).slice(0, vq.limit)) : base;
   if (mode === 'vector') {
     const vec = await pending;
     return { hits: armHits(vec, rowsOf(vec.map((h) => h.rowid)), p, 'vector'), mode };

@@ -14,6 +14,8 @@ import { injectBlock } from '../retrieval/inject';
 import { checkParamsShapePaced, requestContext, type RequestContext } from './limits';
 import { fastUpsertParams } from './fast-params';
 import { search, type VectorSearcher } from '../retrieval/search';
+import type { BranchVectorSearcher } from '../index/branch-vectors';
+import { readBranchHistory } from '../store/branch-history';
 import { Branches } from '../store/branches';
 import { GitFollow } from '../git/follow';
 import { GitReader } from '../git/reader';
@@ -67,6 +69,8 @@ export interface CoreHooks {
   progress?: (p: T.ProgressParams) => void;
   /** Vector arm of events/search, once an embedding model is loaded (index/event-vectors.ts). */
   eventVectors?: EventVectorSearcher;
+  /** Vector arm over a memory branch's own rows, and their embedding after each branch write (index/branch-vectors.ts). */
+  branchVectors?: BranchVectorSearcher;
   /** memory/upsertBatch: after each of its transactions (tests observe the batch between them). */
   batchChunks?: { afterChunk?: (done: number) => void };
 }
@@ -101,6 +105,7 @@ export class Core {
     const s = store;
     const tasks = (this.tasks = new Tasks(store));
     const br = (this.branches = new Branches(store));
+    br.onWrite = () => this.hooks.branchVectors?.kick();
     const gr = (this.git = new GitReader(store));
     const follow = new GitFollow(store, br, gr.oracle);
     gr.onContext = (ctx) => follow.onRead(ctx);
@@ -173,13 +178,19 @@ export class Core {
       }),
     );
     on(Requests.erase, (p) => erase(s, p));
-    on(Requests.history, (p) => s.history(p));
+    on(Requests.history, (p) => (p.branch !== undefined ? readBranchHistory(s.db, { ...p, branch: p.branch }) : s.history(p)));
     on(Requests.link, (p) => s.link(p));
     on(Requests.unlink, (p) => s.unlink(p));
     on(Requests.neighbors, (p) => s.neighbors(p));
     on(Requests.search, async (p) => {
       const hidden = await gr.hidden(p.git, p.scope);
-      const r = await search(s, p, this.hooks.vectors, p.branch !== undefined ? br.overlay(p.branch) : undefined, hidden);
+      const r = await search(
+        s,
+        p,
+        this.hooks.vectors,
+        p.branch !== undefined ? br.overlay(p.branch, this.hooks.branchVectors) : undefined,
+        hidden,
+      );
       const ms = p.branch !== undefined ? r.hits.map((h) => h.memory) : git(r.hits.map((h) => h.memory));
       return { ...r, hits: r.hits.map((h, i) => ({ ...h, memory: ms[i] })) };
     });
@@ -220,7 +231,7 @@ export class Core {
     on(Requests.exportRecords, async (p, ctx) => ({ records: await exportRecords(s, p, ctx, progress('export')) }));
     on(Requests.exportPage, (p) => exportPage(s, p));
     on(Requests.backup, (p) => backup(s, p, (x) => this.hooks.progress?.(x)));
-    on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope));
+    on(Requests.importRecords, (p, ctx) => importRecords(s, p.records, p.actor, ctx, progress('import'), p.scope, () => br.onWrite()));
     on(Requests.importPreview, (p) => importPreview(s, p));
     on(Requests.overview, (p) => overview(s, p));
     on(Requests.tasksCreate, async (p) => {

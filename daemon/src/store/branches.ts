@@ -33,6 +33,7 @@ import type {
 import { uuidv7 } from '../text/hash';
 import { STOPWORDS } from '../text/identifiers';
 import { bindGit, followerOf } from './branch-git';
+import { appendBranchHistory } from './branch-history';
 import { stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { findRejection } from './rejected';
@@ -108,7 +109,16 @@ export class Branches {
   /** The base rowids each branch shadows, valid while its generation and the change-log position are the same. */
   private shadowCache = new Map<string, { generation: number; position: number; rowids: Set<number> }>();
 
+  /** Told after each write of branch rows (upsert, delete, a branch started from another): their vectors follow. */
+  onWrite: () => void = () => {};
+
   constructor(private readonly store: Store) {}
+
+  /** After a write of branch rows committed: tell onWrite. */
+  private wrote<T>(r: T): T {
+    this.onWrite();
+    return r;
+  }
 
   /** A write of a branch's rows: bump its generation (in the write's transaction). */
   private touched(branchId: string): void {
@@ -123,50 +133,52 @@ export class Branches {
   create(p: BranchCreateParams, taskId: string | null = null): Branch {
     const problem = namespaceProblem(p.root);
     if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'root' });
-    return this.store.transaction(() => {
-      if (this.find(p.name)) throw new CairnError('InvalidState', `a branch named ${p.name} is already open`, { field: 'name' });
-      const parent = p.from !== undefined ? this.open(p.from, 'from') : null;
-      if (parent && !isUnder(p.root, parent.root))
-        throw new CairnError('InvalidParams', `root ${p.root} is outside branch ${parent.name}'s root ${parent.root}`, { field: 'root' });
-      if (p.gitBranch !== undefined) {
-        const follower = followerOf(this.db, p.gitBranch, p.gitRepo ?? null);
-        if (follower)
-          throw new CairnError('InvalidState', `git branch ${p.gitBranch} is already followed by branch ${follower}`, {
-            field: 'gitBranch',
+    return this.wrote(
+      this.store.transaction(() => {
+        if (this.find(p.name)) throw new CairnError('InvalidState', `a branch named ${p.name} is already open`, { field: 'name' });
+        const parent = p.from !== undefined ? this.open(p.from, 'from') : null;
+        if (parent && !isUnder(p.root, parent.root))
+          throw new CairnError('InvalidParams', `root ${p.root} is outside branch ${parent.name}'s root ${parent.root}`, { field: 'root' });
+        if (p.gitBranch !== undefined) {
+          const follower = followerOf(this.db, p.gitBranch, p.gitRepo ?? null);
+          if (follower)
+            throw new CairnError('InvalidState', `git branch ${p.gitBranch} is already followed by branch ${follower}`, {
+              field: 'gitBranch',
+            });
+        } else if (p.gitRepo !== undefined || p.gitCommit !== undefined)
+          throw new CairnError('InvalidParams', 'gitRepo and gitCommit need gitBranch', {
+            field: p.gitRepo !== undefined ? 'gitRepo' : 'gitCommit',
           });
-      } else if (p.gitRepo !== undefined || p.gitCommit !== undefined)
-        throw new CairnError('InvalidParams', 'gitRepo and gitCommit need gitBranch', {
-          field: p.gitRepo !== undefined ? 'gitRepo' : 'gitCommit',
-        });
-      const now = this.store.now();
-      const id = uuidv7(now);
-      stmt(
-        this.db,
-        `INSERT INTO branches(id, name, root, parent, fork_position, created_at, created_by, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(id, p.name, p.root, parent?.id ?? null, this.store.position(), now, p.actor ?? 'user', taskId);
-      if (p.gitBranch !== undefined) bindGit(this.db, id, p.gitBranch, p.gitRepo ?? null, p.gitCommit ?? null);
-      if (parent) {
-        // A branch of a branch starts with its parent's writes under the root (copied: O(parent's writes), not of the subtree).
-        const rows = stmt(
+        const now = this.store.now();
+        const id = uuidv7(now);
+        stmt(
           this.db,
-          `SELECT rowid FROM branch_memories WHERE branch_id = ? AND (ns_path = ? OR substr(ns_path, 1, ?) = ?)`,
-        ).all(parent.id, p.root, p.root.length + 1, p.root + '.') as { rowid: number }[];
-        for (const r of rows) {
-          const rowid = Number(
-            stmt(
-              this.db,
-              `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at,
+          `INSERT INTO branches(id, name, root, parent, fork_position, created_at, created_by, task_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(id, p.name, p.root, parent?.id ?? null, this.store.position(), now, p.actor ?? 'user', taskId);
+        if (p.gitBranch !== undefined) bindGit(this.db, id, p.gitBranch, p.gitRepo ?? null, p.gitCommit ?? null);
+        if (parent) {
+          // A branch of a branch starts with its parent's writes under the root (copied: O(parent's writes), not of the subtree).
+          const rows = stmt(
+            this.db,
+            `SELECT rowid FROM branch_memories WHERE branch_id = ? AND (ns_path = ? OR substr(ns_path, 1, ?) = ?)`,
+          ).all(parent.id, p.root, p.root.length + 1, p.root + '.') as { rowid: number }[];
+          for (const r of rows) {
+            const rowid = Number(
+              stmt(
+                this.db,
+                `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at,
                  last_accessed_at, access_count, version, superseded_by, deleted_at, deleted_by, delete_reason)
                SELECT ?, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at,
                  last_accessed_at, access_count, version, superseded_by, deleted_at, deleted_by, delete_reason
                FROM branch_memories WHERE rowid = ?`,
-            ).run(id, r.rowid).lastInsertRowid,
-          );
-          this.indexRow(rowid);
+              ).run(id, r.rowid).lastInsertRowid,
+            );
+            this.indexRow(rowid);
+          }
         }
-      }
-      return this.toBranch(this.row(id)!);
-    });
+        return this.toBranch(this.row(id)!);
+      }),
+    );
   }
 
   list(all = false): Branch[] {
@@ -358,7 +370,7 @@ export class Branches {
    * base arms, before their limits), the branch rows' own full-text arm (scope, filter, visibility inside its query;
    * hits carry the negated branch rowid), and rows and ranking facts for either kind of hit.
    */
-  overlay(name: string): SearchOverlay {
+  overlay(name: string, vectors?: { search(branchId: string, query: string, q: ArmQuery): Promise<ArmHit[]> }): SearchOverlay {
     const b = this.open(name);
     const position = this.store.position();
     let cached = this.shadowCache.get(b.id);
@@ -406,6 +418,7 @@ export class Branches {
         ).all(match, b.id, ...where.params, q.limit) as { rowid: number; bm: number }[];
         return rows.map((r) => ({ rowid: -r.rowid, score: -r.bm }));
       },
+      ...(vectors ? { vector: (query: string, q: ArmQuery) => vectors.search(b.id, query, q) } : {}),
       rows: rowsOf,
       rankFacts: (rowids) => {
         const out = new Map<number, { id: string; importance: number; confidence: number; updated_at: number }>();
@@ -433,105 +446,129 @@ export class Branches {
     if (p.supersedes !== undefined)
       throw new CairnError('InvalidParams', 'supersedes is not supported on a branch yet', { field: 'supersedes' });
     validateContent(p);
-    return this.store.transaction(() => {
-      const b = this.open(p.branch);
-      this.checkWrite(b, p.namespace);
-      const own = this.own(b.id, p.namespace, p.key);
-      const base = own ? undefined : this.base(p.namespace, p.key);
-      const existing: MemoryRow | undefined = own ?? base;
-      const detail: Record<string, unknown> = {};
-      const op = refuseDeleted(p, existing, detail);
-      refuseStaleVersion(p, existing);
-      const ns = stmt(this.db, 'SELECT id FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(p.namespace) as
-        { id: string } | undefined;
-      if (ns)
-        refuseRejected(
-          p,
-          findRejection(this.db, this.store.keys, ns.id, p.value, () => {}),
-          detail,
-        );
-      const { next, warn } = mergeContent(p, existing, op, detail);
-      if (existing && op === 'update' && sameContent(existing, next))
-        return { memory: toMemory(existing), created: false, position: this.store.position(), changed: false, ...warn };
-      const now = this.store.now();
-      const cols = contentColumns(next, UNSTORED_VALUE_HASH, summaryOf(p.value));
-      let rowid: number;
-      if (own) {
-        rowid = own.rowid;
-        stmt(
-          this.db,
-          `UPDATE branch_memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?,
-             properties = ?, anchors = ?, valid_from = ?, valid_to = ?, expires_at = ?, status = ?, updated_at = ?, version = version + 1,
-             deleted_at = NULL, deleted_by = NULL, delete_reason = NULL WHERE rowid = ?`,
-        ).run(...cols, now, rowid);
-      } else {
-        rowid = Number(
+    return this.wrote(
+      this.store.transaction(() => {
+        const b = this.open(p.branch);
+        this.checkWrite(b, p.namespace);
+        const own = this.own(b.id, p.namespace, p.key);
+        const base = own ? undefined : this.base(p.namespace, p.key);
+        const existing: MemoryRow | undefined = own ?? base;
+        const detail: Record<string, unknown> = {};
+        const op = refuseDeleted(p, existing, detail);
+        refuseStaleVersion(p, existing);
+        const ns = stmt(this.db, 'SELECT id FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(p.namespace) as
+          { id: string } | undefined;
+        if (ns)
+          refuseRejected(
+            p,
+            findRejection(this.db, this.store.keys, ns.id, p.value, () => {}),
+            detail,
+          );
+        const { next, warn } = mergeContent(p, existing, op, detail);
+        if (existing && op === 'update' && sameContent(existing, next))
+          return { memory: toMemory(existing), created: false, position: this.store.position(), changed: false, ...warn };
+        const now = this.store.now();
+        const cols = contentColumns(next, UNSTORED_VALUE_HASH, summaryOf(p.value));
+        let rowid: number;
+        if (own) {
+          rowid = own.rowid;
           stmt(
             this.db,
-            `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at, version)
+            `UPDATE branch_memories SET value = ?, value_hash = ?, summary = ?, kind = ?, tags = ?, importance = ?, confidence = ?, source = ?,
+             properties = ?, anchors = ?, valid_from = ?, valid_to = ?, expires_at = ?, status = ?, updated_at = ?, version = version + 1,
+             deleted_at = NULL, deleted_by = NULL, delete_reason = NULL WHERE rowid = ?`,
+          ).run(...cols, now, rowid);
+        } else {
+          rowid = Number(
+            stmt(
+              this.db,
+              `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at, version)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          ).run(
-            b.id,
-            base?.version ?? null,
-            p.namespace,
-            base?.id ?? uuidv7(now),
-            base?.ns_id ?? ns?.id ?? '',
-            p.key,
-            ...cols,
-            base?.created_at ?? now,
-            now,
-            (base?.version ?? 0) + 1,
-          ).lastInsertRowid,
-        );
-      }
-      this.indexRow(rowid);
-      this.touched(b.id);
-      const row = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
-      return { memory: toMemory(row), created: !existing, position: this.store.position(), changed: true, ...warn };
-    });
+            ).run(
+              b.id,
+              base?.version ?? null,
+              p.namespace,
+              base?.id ?? uuidv7(now),
+              base?.ns_id ?? ns?.id ?? '',
+              p.key,
+              ...cols,
+              base?.created_at ?? now,
+              now,
+              (base?.version ?? 0) + 1,
+            ).lastInsertRowid,
+          );
+        }
+        this.indexRow(rowid);
+        this.touched(b.id);
+        const row = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
+        const memory = toMemory(row);
+        appendBranchHistory(this.db, {
+          branchId: b.id,
+          op: op === 'restore' ? 'restore' : existing ? 'update' : 'create',
+          actor: p.actor ?? 'user',
+          reason: p.reason,
+          at: now,
+          previous: existing ? toMemory(existing) : null,
+          state: memory,
+        });
+        return { memory, created: !existing, position: this.store.position(), changed: true, ...warn };
+      }),
+    );
   }
 
   /** memory/delete on a branch: the branch's row of the memory is marked deleted (a base memory gets a deleted copy). */
   delete(p: DeleteParams & { branch: string }): WriteResult {
-    return this.store.transaction(() => {
-      const b = this.open(p.branch);
-      const { own, base, field } = this.resolve(b, p);
-      const row = own ?? base;
-      if (!row) throw new CairnError('NotFound', `no memory ${p.id ?? `${p.namespace}/${p.key}`}${p.scope ? ' in scope' : ''}`, { field });
-      this.checkWrite(b, row.ns_path);
-      if (row.deleted_at !== null)
-        throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, {
-          field,
-          deletedAt: iso(row.deleted_at),
-          deletedBy: row.deleted_by,
-        });
-      const now = this.store.now();
-      const actor = p.actor ?? 'user';
-      let rowid: number;
-      if (own) {
-        rowid = own.rowid;
-        stmt(
-          this.db,
-          'UPDATE branch_memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?',
-        ).run(now, actor, p.reason ?? null, now, rowid);
-      } else {
-        const r = base!;
-        rowid = Number(
+    return this.wrote(
+      this.store.transaction(() => {
+        const b = this.open(p.branch);
+        const { own, base, field } = this.resolve(b, p);
+        const row = own ?? base;
+        if (!row)
+          throw new CairnError('NotFound', `no memory ${p.id ?? `${p.namespace}/${p.key}`}${p.scope ? ' in scope' : ''}`, { field });
+        this.checkWrite(b, row.ns_path);
+        if (row.deleted_at !== null)
+          throw new CairnError('InvalidState', `${row.ns_path}/${row.key} is already deleted`, {
+            field,
+            deletedAt: iso(row.deleted_at),
+            deletedBy: row.deleted_by,
+          });
+        const now = this.store.now();
+        const actor = p.actor ?? 'user';
+        let rowid: number;
+        if (own) {
+          rowid = own.rowid;
           stmt(
             this.db,
-            `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at, version,
+            'UPDATE branch_memories SET deleted_at = ?, deleted_by = ?, delete_reason = ?, version = version + 1, updated_at = ? WHERE rowid = ?',
+          ).run(now, actor, p.reason ?? null, now, rowid);
+        } else {
+          const r = base!;
+          rowid = Number(
+            stmt(
+              this.db,
+              `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, ${CONTENT}, created_at, updated_at, version,
                deleted_at, deleted_by, delete_reason)
              SELECT ?, m.version, ?, m.id, m.ns_id, m.key, ${CONTENT.split(', ')
                .map((c) => `m.${c}`)
                .join(', ')}, m.created_at, ?, m.version + 1, ?, ?, ? FROM memories m WHERE m.rowid = ?`,
-          ).run(b.id, r.ns_path, now, now, actor, p.reason ?? null, r.rowid).lastInsertRowid,
-        );
-      }
-      this.indexRow(rowid);
-      this.touched(b.id);
-      const after = stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow;
-      return { memory: toMemory(after), position: this.store.position() };
-    });
+            ).run(b.id, r.ns_path, now, now, actor, p.reason ?? null, r.rowid).lastInsertRowid,
+          );
+        }
+        this.indexRow(rowid);
+        this.touched(b.id);
+        const after = toMemory(stmt(this.db, `SELECT ${MEMORY_COLUMNS} FROM ${OWN_FROM} WHERE m.rowid = ?`).get(rowid) as MemoryRow);
+        appendBranchHistory(this.db, {
+          branchId: b.id,
+          op: 'delete',
+          actor,
+          reason: p.reason,
+          at: now,
+          previous: toMemory(row),
+          state: after,
+        });
+        return { memory: after, position: this.store.position() };
+      }),
+    );
   }
 
   // ---------------------------------------------------------------- diff and merge
@@ -624,6 +661,8 @@ export interface SearchOverlay {
   exclude: Set<number>;
   /** The branch rows' full-text arm (hit rowids negated). */
   fullText(query: string, q: ArmQuery): ArmHit[];
+  /** The branch rows' vector arm (hit rowids negated; store/branch-vectors.ts), when a model serves. */
+  vector?(query: string, q: ArmQuery): Promise<ArmHit[]>;
   rows(rowids: number[]): Map<number, MemoryRow>;
   rankFacts(rowids: number[]): Map<number, { id: string; importance: number; confidence: number; updated_at: number }>;
 }

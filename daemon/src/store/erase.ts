@@ -20,6 +20,7 @@ import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { EraseParams, EraseResult, ErasureReceipt } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
+import { branchHistoryPaths, eraseBranchHistory, hasBranchHistory } from './branch-history';
 import { branchTargets, eraseBranchRows, type BranchTarget } from './branch-rows';
 import { stmt } from './db';
 import { eraseEpisodeRows, type ErasedEpisodes } from './episode-erase';
@@ -62,7 +63,15 @@ function targets(store: Store, p: EraseParams): Targets {
   const outside = (path: string) => !pathInScope(path, p.scope);
   if (
     p.scope &&
-    (t.rows.some((r) => outside(r.ns_path)) || t.namespaces.some((n) => outside(n.path)) || t.branchRows.some((r) => outside(r.ns_path)))
+    (t.rows.some((r) => outside(r.ns_path)) ||
+      t.namespaces.some((n) => outside(n.path)) ||
+      t.branchRows.some((r) => outside(r.ns_path)) ||
+      branchHistoryPaths(
+        store.db,
+        p.id !== undefined ? [p.id] : [],
+        p.key !== undefined && p.namespace !== undefined ? [{ namespace: p.namespace, key: p.key }] : [],
+        p.root,
+      ).some(outside))
   ) {
     if (p.root !== undefined) throw new CairnError('NotFound', `no namespace ${p.root}`, { field: 'root' });
     throw p.id !== undefined
@@ -82,7 +91,8 @@ function unscopedTargets(store: Store, p: EraseParams): Targets {
   if (byId) {
     const rows = stmt(db, `${ROW_SQL} WHERE m.id = ?`).all(p.id) as Row[];
     const branchRows = branchTargets(db, [p.id!], keysOf(rows));
-    if (rows.length === 0 && branchRows.length === 0) throw new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' });
+    if (rows.length === 0 && branchRows.length === 0 && !hasBranchHistory(db, [p.id!], []))
+      throw new CairnError('NotFound', `no memory ${p.id}`, { field: 'id' });
     return { rows, namespaces: [], branchRows, target: { id: p.id } };
   }
   if (byKey) {
@@ -93,7 +103,7 @@ function unscopedTargets(store: Store, p: EraseParams): Targets {
     // Every memory ever stored at this (namespace path, key): the live one and any left in deleted namespaces of that path.
     const rows = stmt(db, `${ROW_SQL} WHERE n.path = ? AND m.key = ?`).all(p.namespace, p.key) as Row[];
     const branchRows = branchTargets(db, [], [{ namespace: p.namespace, key: p.key }]);
-    if (rows.length === 0 && branchRows.length === 0)
+    if (rows.length === 0 && branchRows.length === 0 && !hasBranchHistory(db, [], [{ namespace: p.namespace, key: p.key }]))
       throw new CairnError('NotFound', `no memory ${p.namespace}/${p.key}`, { field: 'key' });
     return { rows, namespaces: [], branchRows, target: { namespace: p.namespace, key: p.key } };
   }
@@ -107,7 +117,8 @@ function unscopedTargets(store: Store, p: EraseParams): Targets {
   }[];
   const rows = stmt(db, `${ROW_SQL} WHERE ${sub.sql} ORDER BY m.rowid`).all(...sub.params) as Row[];
   const branchRows = branchTargets(db, [], [], root);
-  if (namespaces.length === 0 && branchRows.length === 0) throw new CairnError('NotFound', `no namespace ${root}`, { field: 'root' });
+  if (namespaces.length === 0 && branchRows.length === 0 && !hasBranchHistory(db, [], [], root))
+    throw new CairnError('NotFound', `no namespace ${root}`, { field: 'root' });
   return { rows, namespaces, branchRows, target: { root } };
 }
 
@@ -161,6 +172,17 @@ export function erase(store: Store, p: EraseParams): EraseResult {
       true,
     );
     removed.branchRows = eraseBranchRows(db, t.branchRows);
+    // The history of branch writes (store/branch-history.ts), kept after a merge or discard, holds their text too.
+    removed.history += eraseBranchHistory(
+      db,
+      [...t.rows.map((r) => r.id), ...t.branchRows.map((r) => r.id), ...(p.id !== undefined ? [p.id] : [])],
+      [
+        ...keysOf(t.rows),
+        ...t.branchRows.map((r) => ({ namespace: r.ns_path, key: r.key })),
+        ...(p.namespace !== undefined && p.key !== undefined ? [{ namespace: p.namespace, key: p.key }] : []),
+      ],
+      p.root,
+    );
     // Purge rows of memories purged earlier name their namespace and key: remove those of the erased keys or subtree.
     const purged = stmt(
       db,

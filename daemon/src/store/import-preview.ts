@@ -54,7 +54,7 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
     refusedDeleted: 0,
     refusedForgotten: 0,
   };
-  const other = { namespaces: 0, history: 0, links: 0, rejected: 0, episodes: 0, events: 0 };
+  const other = { namespaces: 0, history: 0, links: 0, rejected: 0, episodes: 0, events: 0, branches: 0, branchRows: 0, branchHistory: 0 };
   const items: ImportPreviewResult['items'] = [];
   let memories = 0;
   for (const rec of records) {
@@ -76,6 +76,15 @@ export function importPreview(store: Store, p: ImportPreviewParams): ImportPrevi
         continue;
       case 'event':
         other.events++;
+        continue;
+      case 'branch':
+        other.branches++;
+        continue;
+      case 'branchMemory':
+        other.branchRows++;
+        continue;
+      case 'branchHistory':
+        other.branchHistory++;
         continue;
       case 'header':
         continue;

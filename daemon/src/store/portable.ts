@@ -25,6 +25,7 @@ import { findRejection, rejectionHash } from './rejected';
 import { pace, type RequestContext } from '../server/limits';
 import { episodeRecords, importEpisode, importEvent, newEpisodeCursor, type EpisodeCounts } from './portable-episodes';
 import { catchUpEventText } from './events-search';
+import { branchRecords, importBranch, importBranchHistory, importBranchRow, newBranchCursor, type BranchCounts } from './portable-branches';
 
 /** Work between two yields of a long request: about this many ms (and at most Limits.chunkRecords records). */
 const CHUNK_MS = 20;
@@ -32,8 +33,8 @@ const CHUNK_MS = 20;
 const PAGE_MS = 40;
 
 type HistoryRow = Parameters<typeof historyEntry>[0];
-type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'episodes' | 'done';
-const PHASES: Phase[] = ['header', 'namespaces', 'memories', 'orphans', 'links', 'rejected', 'episodes', 'done'];
+type Phase = 'header' | 'namespaces' | 'memories' | 'orphans' | 'links' | 'rejected' | 'episodes' | 'branches' | 'done';
+const PHASES: Phase[] = ['header', 'namespaces', 'memories', 'orphans', 'links', 'rejected', 'episodes', 'branches', 'done'];
 
 /**
  * Walks an export in pages, memory-major: header, namespaces, then each memory
@@ -51,6 +52,7 @@ export class ExportWalker {
   private readonly inScope: string;
   private readonly params: unknown[];
   private readonly episodes = newEpisodeCursor();
+  private readonly branches = newBranchCursor();
 
   constructor(
     private readonly db: DB,
@@ -196,6 +198,9 @@ export class ExportWalker {
         }
         case 'episodes':
           if (episodeRecords(db, this.scope, this.episodes, room, push, full)) this.next();
+          break;
+        case 'branches':
+          if (branchRecords(db, this.p, this.branches, room, push, full)) this.next();
           break;
         case 'done':
           break;
@@ -359,7 +364,11 @@ export function outOfScope(rec: ExportRecord, i: number, scope: Scope | undefine
         ? rec.memory.namespace
         : rec.type === 'episode'
           ? rec.episode.namespace
-          : null;
+          : rec.type === 'branch'
+            ? rec.branch.root
+            : rec.type === 'branchMemory'
+              ? rec.memory.namespace
+              : null;
   if (path === null || pathInScope(path, scope)) return null;
   return new CairnError('InvalidParams', `records[${i}]: namespace ${path} is outside the caller's scope`, { field: `records[${i}]` });
 }
@@ -371,6 +380,8 @@ export async function importRecords(
   ctx?: RequestContext,
   progress?: (done: number, total: number) => void,
   scope?: Scope,
+  /** Told when branch rows were written (their vectors follow: Branches.onWrite). */
+  onBranchRows?: () => void,
 ): Promise<ImportResult> {
   const chunk = Limits.chunkRecords;
   const records: ExportRecord[] = [];
@@ -394,6 +405,7 @@ export async function importRecords(
   }
   const counts = { memories: 0, history: 0, links: 0, skipped: 0 };
   const episodeCounts: EpisodeCounts = { episodes: 0, events: 0, skipped: 0 };
+  const branchCounts: BranchCounts = { branches: 0, branchRows: 0, history: 0, skipped: 0 };
   let position = 0;
   for (let at = 0; at < records.length;) {
     if (at > 0) await pace(ctx, { records: at, total: records.length, ...counts });
@@ -407,15 +419,20 @@ export async function importRecords(
       counts,
       scope,
       episodeCounts,
+      branchCounts,
     );
     position = applied.position || position;
     at = applied.next;
     progress?.(at, records.length);
   }
   if (episodeCounts.events > 0) catchUpEventText(store.db); // the events' vectors follow (index/wait covers them)
+  if (branchCounts.branchRows > 0) onBranchRows?.(); // their vectors follow (index/wait covers them)
   return {
     ...counts,
-    skipped: counts.skipped + episodeCounts.skipped,
+    history: counts.history + branchCounts.history,
+    skipped: counts.skipped + episodeCounts.skipped + branchCounts.skipped,
+    branches: branchCounts.branches,
+    branchRows: branchCounts.branchRows,
     position: position || store.position(),
     episodes: episodeCounts.episodes,
     events: episodeCounts.events,
@@ -436,6 +453,7 @@ function applyRecords(
   counts: { memories: number; history: number; links: number; skipped: number },
   scope?: Scope,
   episodeCounts: EpisodeCounts = { episodes: 0, events: 0, skipped: 0 },
+  branchCounts: BranchCounts = { branches: 0, branchRows: 0, history: 0, skipped: 0 },
 ): { next: number; position: number } {
   const db = store.db;
   let next = from;
@@ -627,6 +645,15 @@ function applyRecords(
           break;
         case 'event':
           importEvent(db, rec, episodeCounts, (path) => !scope || pathInScope(path, scope), store.now());
+          break;
+        case 'branch':
+          importBranch(db, rec, store.position(), branchCounts);
+          break;
+        case 'branchMemory':
+          importBranchRow(db, rec, branchCounts, (path) => !scope || pathInScope(path, scope));
+          break;
+        case 'branchHistory':
+          importBranchHistory(db, rec, branchCounts, (path) => !scope || pathInScope(path, scope));
           break;
       }
     }

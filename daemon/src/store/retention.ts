@@ -29,6 +29,7 @@
 import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { RetentionParams, RetentionReport, RetentionResult, RetentionRule } from '../protocol/types';
+import { trimBranchHistory } from './branch-history';
 import { capBranchTtl, purgeBranchRows } from './branch-rows';
 import { stmt } from './db';
 import { MEMORY_COLUMNS, toMemory, type MemoryRow } from './rows';
@@ -209,6 +210,7 @@ function enforceRule(store: Store, rule: StoredRule, batch: number, report: Rete
           report.purged++;
           note({ root: rule.root, action: 'purge', memoryId: id, count: 1 });
         }
+        trimBranchHistory(db, rule.root, cutoff); // branch writes' history, as the base's history below
       }
       // 3. Trim past versions (history), never the newest entry of a memory. maxVersions and maxAgeDays are one pass:
       // a memory both trim loses the versions either removes in one step, recorded in one `retention` row.

@@ -427,6 +427,43 @@ export const MIGRATIONS: Migration[] = [
       `);
     },
   },
+  {
+    version: 11,
+    description: 'memory branches: vectors of branch rows, the history of branch writes (branch_vectors, branch_history)',
+    up(db) {
+      // branch_vectors: one unit vector (float32) per branch row for the model that computed it, scored exactly on a
+      // branch's search (store/branch-vectors.ts); a row whose key, value or tags change loses it (trigger) and is
+      // embedded again; a removed row takes it along (cascade). branch_history: each write on a branch (upsert,
+      // delete, restore) with actor, reason and the states before and after, kept apart from the base's history
+      // (its rows share the base memory's id); it outlives the branch's merge or discard, erase removes it.
+      db.exec(`
+        CREATE TABLE branch_vectors (
+          rowid INTEGER PRIMARY KEY REFERENCES branch_memories(rowid) ON DELETE CASCADE,
+          model TEXT NOT NULL,
+          v BLOB NOT NULL
+        );
+        CREATE TRIGGER branch_vectors_stale AFTER UPDATE OF key, value, tags ON branch_memories
+          WHEN OLD.key IS NOT NEW.key OR OLD.value IS NOT NEW.value OR OLD.tags IS NOT NEW.tags
+          BEGIN DELETE FROM branch_vectors WHERE rowid = NEW.rowid; END;
+        CREATE TABLE branch_history (
+          seq INTEGER PRIMARY KEY AUTOINCREMENT,
+          branch_id TEXT NOT NULL,
+          memory_id TEXT NOT NULL,
+          ns_path TEXT NOT NULL,
+          key TEXT NOT NULL,
+          op TEXT NOT NULL,
+          actor TEXT NOT NULL,
+          reason TEXT,
+          at INTEGER NOT NULL,
+          version INTEGER NOT NULL,
+          previous TEXT,
+          state TEXT
+        );
+        CREATE INDEX branch_history_memory ON branch_history(branch_id, memory_id, seq);
+        CREATE INDEX branch_history_key ON branch_history(ns_path, key);
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

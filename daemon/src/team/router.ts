@@ -416,8 +416,15 @@ export class TeamRouter {
 
   /** The store of the namespace an export record names, if it names one. (Malformed records are left to the import to refuse.) */
   private recordStore(r: unknown): 'local' | 'team' | null {
-    const x = r as { type?: unknown; path?: unknown; memory?: { namespace?: unknown }; episode?: { namespace?: unknown } };
+    const x = r as {
+      type?: unknown;
+      path?: unknown;
+      memory?: { namespace?: unknown };
+      episode?: { namespace?: unknown };
+      branch?: { root?: unknown };
+    };
     if (!x || typeof x !== 'object') return null;
+    if (x.type === 'branch' || x.type === 'branchMemory' || x.type === 'branchHistory') return 'local'; // branches are local only
     const ns =
       x.type === 'namespace' ? x.path : x.type === 'memory' ? x.memory?.namespace : x.type === 'episode' ? x.episode?.namespace : undefined;
     if (typeof ns !== 'string') return null;
