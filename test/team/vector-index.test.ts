@@ -1,5 +1,5 @@
 /**
- * The team store's HNSW vector index (schema v6, store/pg/vector-index.ts) against exact search, on a real server:
+ * The team store's HNSW vector index (schema v6, rebuilt by v8; store/pg/vector-index.ts) against exact search, on a real server:
  * the index path returns the same in-scope hits as exact search, never a memory out of scope, deleted or in a root
  * the role was not granted, and a scope too narrow for the index's candidate list is answered exactly (not short).
  * Sequential scans are disabled for the member role, so the planner takes the index wherever it can.
@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Scope } from '../../daemon/src/protocol/types';
 import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
 import { vectorArm, type ArmHit } from '../../daemon/src/store/pg/search';
-import { hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
+import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
+import { EF_SEARCH, HNSW_DIMS, hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
 import { startPg, type PgServer } from './pg-server';
 
 const DIM = 256;
@@ -88,6 +89,24 @@ describe('team memory: HNSW vector index', () => {
 
   it('schema v6 has the index for the dimension', async () => {
     assert.ok((await indexInfo(alice.pool)).dims.has(DIM));
+  });
+
+  it('schema v8 rebuilds the index with ef_construction 256 (from v6, rows kept), and each connection searches 800 candidates', async () => {
+    const options = async (pool: import('pg').Pool) =>
+      (await pool.query(`SELECT reloptions FROM pg_class WHERE relname = $1`, [hnswIndexName(DIM)])).rows[0]?.reloptions as string[];
+    assert.deepEqual(await options(pg.admin(db)), ['m=32', 'ef_construction=256']);
+    assert.equal((await alice.pool.query(`SELECT current_setting('hnsw.ef_search') AS ef`)).rows[0].ef, String(EF_SEARCH));
+    assert.equal(EF_SEARCH, 800);
+    // An older team database: built at v6 (ef_construction 128), upgraded.
+    const old = `v6_upgrade_${process.pid}`;
+    await pg.admin('postgres').query(`CREATE DATABASE ${old}`);
+    const owner = pg.admin(old);
+    assert.deepEqual(await migrate(owner, { to: 6 }), { from: 0, to: 6 });
+    assert.deepEqual(await options(owner), ['m=32', 'ef_construction=128']);
+    assert.deepEqual(await migrate(owner), { from: 6, to: PG_SCHEMA_VERSION });
+    assert.deepEqual(await options(owner), ['m=32', 'ef_construction=256']);
+    const dims = (await owner.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'memories\\_hnsw\\_%'`)).rows[0].n;
+    assert.equal(dims, HNSW_DIMS.length);
   });
 
   it('a broad scope: the index path returns the same hits as exact search, all in scope, and did use the index', async () => {
