@@ -149,6 +149,32 @@ describe('team memory: HNSW vector index', () => {
     }
   });
 
+  it('a scope too small for the candidate list goes straight to exact search (no index pass); a broad one asks the index', async () => {
+    // A fresh daemon (nothing remembered about any scope), its statements recorded.
+    const fresh = await new PgBackend({ url: pg.url('alice', db), poolSize: 1 }).open();
+    fresh.embedder = embedder;
+    const sql: string[] = [];
+    const run = fresh.pool.query.bind(fresh.pool) as (...a: unknown[]) => unknown;
+    (fresh.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      sql.push(String(a[0]));
+      return run(...a);
+    };
+    const indexPasses = () => sql.filter((s) => s.includes('vector_dims(m.embedding) =')).length;
+    try {
+      const tiny = await vectorArm(fresh, query, { scope: { root: 'team.tiny', includeUser: false }, limit: 10, now: Date.now() });
+      assert.equal(tiny.length, 3);
+      assert.equal(indexPasses(), 0, '3 rows of 474 cannot fill 10 of 800 candidates');
+      const wide = await vectorArm(fresh, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });
+      assert.equal(wide.length, 10);
+      assert.equal(indexPasses(), 1);
+      const checks = sql.length;
+      await vectorArm(fresh, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });
+      assert.equal(sql.length, checks + 1, 'the size check is remembered: one statement the second time');
+    } finally {
+      await fresh.close();
+    }
+  });
+
   it('filters and visibility are inside the index query', async () => {
     const ann = await vectorArm(alice, query, {
       scope: { root: 'team', includeUser: false },

@@ -122,6 +122,8 @@ interface RankedHit extends ArmHit {
 }
 
 const narrow = new WeakMap<PgBackend, NarrowScopes>();
+/** Scopes whose size admits an index pass (scopeTooNarrow said no), remembered as long as narrow ones. */
+const broad = new WeakMap<PgBackend, NarrowScopes>();
 
 /**
  * The vector arm's top-k, scope, visibility, model and filter inside the query. With an HNSW index for the query's
@@ -145,6 +147,12 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
   let memo = narrow.get(b);
   if (!memo) narrow.set(b, (memo = new NarrowScopes()));
   const memoKey = JSON.stringify([dim, b.embedder.info.model, a.scope ?? null, a.filter ?? null, a.include ?? null, a.limit]);
+  let wide = broad.get(b);
+  if (!wide) broad.set(b, (wide = new NarrowScopes()));
+  if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now()) && !wide.has(memoKey, Date.now())) {
+    if (await scopeTooNarrow(b, a)) memo.add(memoKey, Date.now());
+    else wide.add(memoKey, Date.now());
+  }
   if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now())) {
     // The cast and the partial predicate are spelled as in the index (literal dimension), so the planner can use it;
     // the ORDER BY is the bare distance (what an index scan yields); ties are ordered below.
@@ -172,6 +180,26 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
     a.rows,
   );
   return hits.map(({ rowid, score }) => ({ rowid, score }));
+}
+
+/**
+ * Whether the index's candidate list cannot hold `limit` rows of the scope: fewer than limit × rows / hnsw.ef_search
+ * memories in it (the count stops there, through the (ns_id, key) index; the table's size is the planner's estimate).
+ * Such a scope goes straight to exact search instead of an index pass that would come back short. Without a scope, no.
+ */
+async function scopeTooNarrow(b: PgBackend, a: ArmQuery): Promise<boolean> {
+  const q = new Params();
+  const scope = scopeSql(q, a.scope);
+  if (!scope) return false;
+  const cap = `(SELECT ceil(${q.p(a.limit)} * greatest(c.reltuples, 1) / current_setting('hnsw.ef_search')::float8)::bigint
+     FROM pg_class c WHERE c.oid = 'cairn.memories'::regclass)`;
+  const r = await query<{ narrow: boolean }>(
+    b.pool,
+    `SELECT (SELECT count(*) FROM (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${scope} LIMIT ${cap}) x)
+       < ${cap} AS narrow`,
+    q.values,
+  );
+  return r[0]?.narrow === true;
 }
 
 /** Same contract as retrieval/search.ts's search(), on the team store. `fusion` holds the model's fusion constants. */

@@ -12,7 +12,9 @@
  * in scope. The server's pgvector (0.6 in the pgserver wheel the tests use)
  * has no iterative index scans: a filtered HNSW scan looks at `hnsw.ef_search`
  * candidates and drops those out of scope, so for a narrow scope it can come
- * back with fewer than k rows. Then, and only then, the arm runs the exact
+ * back with fewer than k rows. A scope with fewer than k × rows / ef_search
+ * memories (counted through the (ns_id, key) index, search.ts) goes to exact
+ * search directly; otherwise, when the pass comes back short, the arm runs the exact
  * query over the scoped rows (which reads only that scope's rows) and
  * remembers for a while that this scope is narrow, so the next search of it
  * goes exact directly. Scope is never applied after a cut: the ANN pass's
