@@ -6,7 +6,10 @@
  * (ftsDocument). This is a FIXTURE, not the product write path: it skips
  * history, the change log and the per-row triggers (session_replication_role =
  * replica) so that a million rows load in minutes; bench/team.ts measures the
- * product write path separately (writers, round trips).
+ * product write path separately (writers, round trips). A bulk load: the
+ * table's secondary indexes are dropped first and built once at the end, and
+ * the next batch is embedded while the current one is inserted (20k rows: 545
+ * and 524 rows/s against 438 before, same server, load average 18-24).
  */
 import type pg from 'pg';
 import type { UpsertParams } from '../daemon/src/protocol/types';
@@ -60,11 +63,21 @@ export async function loadFixture(
   batch = 2000,
 ): Promise<void> {
   const c = await admin.connect();
+  // A bulk load: the table's secondary indexes (full text, recency, expiry, model; not those behind constraints) are
+  // dropped first and built once at the end from the rows, which is faster than growing them row by row.
+  const secondary = (
+    await c.query<{ name: string; def: string }>(
+      `SELECT i.relname AS name, pg_get_indexdef(i.oid) AS def FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+       WHERE x.indrelid = 'cairn.memories'::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.oid)`,
+    )
+  ).rows;
   try {
+    for (const ix of secondary) await c.query(`DROP INDEX cairn.${ix.name}`);
     await c.query('SET session_replication_role = replica');
     const nsIds = new Map<string, string>();
     const t0 = Date.now() - to; // distinct, increasing times
-    for (let start = from; start < to; start += batch) {
+    // One batch's columns (its vectors from the embedder); the next batch is prepared while this one is inserted.
+    const prepare = async (start: number): Promise<{ cols: unknown[][]; n: number }> => {
       const ms = Array.from({ length: Math.min(batch, to - start) }, (_, k) => toTeam(memoryAt(start + k)));
       for (const m of ms)
         if (!nsIds.has(m.namespace)) {
@@ -98,6 +111,13 @@ export async function loadFixture(
         ];
         vals.forEach((v, j) => cols[j].push(v));
       });
+      return { cols, n: ms.length };
+    };
+    let next: Promise<{ cols: unknown[][]; n: number }> | null = from < to ? prepare(from) : null;
+    for (let start = from; next; start += batch) {
+      const { cols, n } = await next;
+      next = start + batch < to ? prepare(start + batch) : null;
+      next?.catch(() => undefined); // awaited on the next turn
       await c.query(
         `INSERT INTO cairn.memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties,
            anchors, valid_from, valid_to, expires_at, status, fts, embedding, embed_model, embed_hash, created_at, updated_at, version)
@@ -109,10 +129,11 @@ export async function loadFixture(
          FROM unnest(${COLS.map(([, t], j) => `$${j + 1}::${t}[]`).join(', ')}) AS d(${COLS.map(([n]) => n).join(', ')})`,
         [...cols, embedder.info.model],
       );
-      progress(start + ms.length - from);
+      progress(start + n - from);
     }
   } finally {
     await c.query('RESET session_replication_role').catch(() => undefined);
+    for (const ix of secondary) await c.query(ix.def);
     c.release();
   }
 }

@@ -13,7 +13,8 @@
  * The PostgreSQL server is started here (scripts/pg/server.sh) on loopback, sized by CAIRN_PG_OPTIONS (default below).
  *
  *   node --import tsx bench/team.ts [--sizes 100000,1000000] [--seconds 20] [--queries 300] [--writers 10]
- *     [--listeners 20] [--phases get,search,vector,writers,fanout,sqlite] [--writer-vectors on|off] [--json out.json]
+ *     [--listeners 20] [--phases get,search,vector,writers,fanout,sqlite] [--writer-vectors on|off]
+ *     [--ef-search 200,400,800] [--json out.json]
  *   (npm run bench:team writes bench/results/team.json; --phases runs only the phases named, after the fixture)
  * CPU per write: this process's CPU (the writer daemons and their embedding worker) and the PostgreSQL server's
  * (postmaster and its children, from /proc), divided by the writes: fair when other work shares the machine.
@@ -30,7 +31,7 @@ import { Daemon } from '../daemon/src/server/daemon';
 import { PgBackend } from '../daemon/src/store/pg/backend';
 import { pg as pgLib } from '../daemon/src/store/pg/db';
 import { vectorArm, type ArmHit } from '../daemon/src/store/pg/search';
-import { HNSW_DIMS, hnswIndexName, hnswIndexSql } from '../daemon/src/store/pg/vector-index';
+import { EF_SEARCH, HNSW_DIMS, hnswIndexName, hnswIndexSql } from '../daemon/src/store/pg/vector-index';
 import { attachTeam } from '../daemon/src/team/attach';
 import { tempDir } from '../test/helpers';
 import { startPg } from '../test/team/pg-server';
@@ -44,6 +45,9 @@ const seconds = Number(arg('seconds', '20'));
 const queries = Number(arg('queries', '300'));
 const writerCount = Number(arg('writers', '10'));
 const listenerCount = Number(arg('listeners', '20'));
+// hnsw.ef_search values tried for the whole-team vector arm (recall on each half of the queries: pick on one, confirm
+// on the other).
+const efSearches = arg('ef-search', String(EF_SEARCH)).split(',').map(Number);
 const jsonOut = arg('json', '');
 const PHASES = ['get', 'search', 'vector', 'writers', 'fanout', 'sqlite'] as const;
 const phases = new Set(arg('phases', PHASES.join(',')).split(','));
@@ -228,6 +232,41 @@ async function main() {
             `size ${size}: vector arm, ${scopeOf} scope: index p50/p95 ${fmt(ann.s.p50)}/${fmt(ann.s.p95)} ms, exact ${fmt(exact.s.p50)}/${fmt(exact.s.p95)} ms, recall@10 ${recall} (ties counted: ${recallTies}), load ${load()}`,
           );
         }
+        // hnsw.ef_search against recall@10 over the whole team, on each half of the queries (one connection, SET per value).
+        const sweep: Record<string, unknown>[] = [];
+        const one = await new PgBackend({ url, poolSize: 1 }).open();
+        one.embedder = embedder;
+        try {
+          const scope = { root: 'team', includeUser: false };
+          const truth: Set<number>[] = [];
+          for (let i = 0; i < vq; i++)
+            truth.push(new Set((await vectorArm(one, qvs[i], { scope, limit: 10, now: Date.now(), exact: true })).map((h) => h.rowid)));
+          for (const ef of efSearches) {
+            await one.pool.query(`SET hnsw.ef_search = ${Number(ef)}`);
+            const per: number[] = [];
+            const s = await lat(vq, async (i) => {
+              const hits = await vectorArm(one, qvs[i], { scope, limit: 10, now: Date.now() });
+              per.push(hits.filter((h) => truth[i].has(h.rowid)).length / Math.max(1, truth[i].size));
+            });
+            const mean = (a: number[]) => Math.round((a.reduce((x, y) => x + y, 0) / Math.max(1, a.length)) * 1000) / 1000;
+            const half = Math.floor(vq / 2);
+            const row = {
+              efSearch: ef,
+              recallAt10: mean(per),
+              firstHalf: mean(per.slice(0, half)),
+              secondHalf: mean(per.slice(half)),
+              queriesWithNoTrueHit: per.filter((x) => x === 0).length,
+              p50: s.p50,
+              p95: s.p95,
+              load: load(),
+            };
+            sweep.push(row);
+            console.log(`size ${size}: whole-team vector arm, ef_search ${ef}:`, row);
+          }
+        } finally {
+          await one.close();
+        }
+        arm.efSearch = sweep;
         r.vectorArm = arm;
       }
       r.loadAtEnd = load();

@@ -1,5 +1,5 @@
 /**
- * The team store's HNSW vector index (schema v6, store/pg/vector-index.ts) against exact search, on a real server:
+ * The team store's HNSW vector index (schema v6, rebuilt by v8; store/pg/vector-index.ts) against exact search, on a real server:
  * the index path returns the same in-scope hits as exact search, never a memory out of scope, deleted or in a root
  * the role was not granted, and a scope too narrow for the index's candidate list is answered exactly (not short).
  * Sequential scans are disabled for the member role, so the planner takes the index wherever it can.
@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Scope } from '../../daemon/src/protocol/types';
 import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
 import { vectorArm, type ArmHit } from '../../daemon/src/store/pg/search';
-import { hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
+import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
+import { EF_SEARCH, HNSW_DIMS, hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
 import { startPg, type PgServer } from './pg-server';
 
 const DIM = 256;
@@ -90,6 +91,24 @@ describe('team memory: HNSW vector index', () => {
     assert.ok((await indexInfo(alice.pool)).dims.has(DIM));
   });
 
+  it('schema v8 rebuilds the index with ef_construction 256 (from v6, rows kept), and each connection searches 800 candidates', async () => {
+    const options = async (pool: import('pg').Pool) =>
+      (await pool.query(`SELECT reloptions FROM pg_class WHERE relname = $1`, [hnswIndexName(DIM)])).rows[0]?.reloptions as string[];
+    assert.deepEqual(await options(pg.admin(db)), ['m=32', 'ef_construction=256']);
+    assert.equal((await alice.pool.query(`SELECT current_setting('hnsw.ef_search') AS ef`)).rows[0].ef, String(EF_SEARCH));
+    assert.equal(EF_SEARCH, 800);
+    // An older team database: built at v6 (ef_construction 128), upgraded.
+    const old = `v6_upgrade_${process.pid}`;
+    await pg.admin('postgres').query(`CREATE DATABASE ${old}`);
+    const owner = pg.admin(old);
+    assert.deepEqual(await migrate(owner, { to: 6 }), { from: 0, to: 6 });
+    assert.deepEqual(await options(owner), ['m=32', 'ef_construction=128']);
+    assert.deepEqual(await migrate(owner), { from: 6, to: PG_SCHEMA_VERSION });
+    assert.deepEqual(await options(owner), ['m=32', 'ef_construction=256']);
+    const dims = (await owner.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'memories\\_hnsw\\_%'`)).rows[0].n;
+    assert.equal(dims, HNSW_DIMS.length);
+  });
+
   it('a broad scope: the index path returns the same hits as exact search, all in scope, and did use the index', async () => {
     const before = await indexScans();
     for (const scope of [{ root: 'team.a', includeUser: false }, { root: 'team', includeUser: false }, undefined] as (
@@ -127,6 +146,32 @@ describe('team memory: HNSW vector index', () => {
         (await arm(scope, true)).map((h) => h.rowid),
       );
       assert.deepEqual((await paths(ann)).sort(), ['team.tiny/k0', 'team.tiny/k1', 'team.tiny/k2']);
+    }
+  });
+
+  it('a scope too small for the candidate list goes straight to exact search (no index pass); a broad one asks the index', async () => {
+    // A fresh daemon (nothing remembered about any scope), its statements recorded.
+    const fresh = await new PgBackend({ url: pg.url('alice', db), poolSize: 1 }).open();
+    fresh.embedder = embedder;
+    const sql: string[] = [];
+    const run = fresh.pool.query.bind(fresh.pool) as (...a: unknown[]) => unknown;
+    (fresh.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      sql.push(String(a[0]));
+      return run(...a);
+    };
+    const indexPasses = () => sql.filter((s) => s.includes('vector_dims(m.embedding) =')).length;
+    try {
+      const tiny = await vectorArm(fresh, query, { scope: { root: 'team.tiny', includeUser: false }, limit: 10, now: Date.now() });
+      assert.equal(tiny.length, 3);
+      assert.equal(indexPasses(), 0, '3 rows of 474 cannot fill 10 of 800 candidates');
+      const wide = await vectorArm(fresh, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });
+      assert.equal(wide.length, 10);
+      assert.equal(indexPasses(), 1);
+      const checks = sql.length;
+      await vectorArm(fresh, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });
+      assert.equal(sql.length, checks + 1, 'the size check is remembered: one statement the second time');
+    } finally {
+      await fresh.close();
     }
   });
 

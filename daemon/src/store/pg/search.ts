@@ -22,7 +22,8 @@ import { splitIdentifier, STOPWORDS } from '../../text/identifiers';
 import type { PgBackend } from './backend';
 import { vectorLiteral } from './backend';
 import { mapError, query } from './db';
-import { andSql, filterSql, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
+import type { MemoryRow } from '../rows';
+import { andSql, filterSql, MEMORY_COLUMNS, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
 import { indexInfo, NarrowScopes } from './vector-index';
 
 function rethrow(e: unknown): never {
@@ -71,38 +72,58 @@ export interface ArmQuery {
   now: number;
   /** Vector arm: exact distance even where an HNSW index could answer (the reference for recall; tests). */
   exact?: boolean;
+  /** When given, each hit's memory is read by the arm's own statement into this map. */
+  rows?: Map<number, MemoryRow>;
 }
 
 export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<ArmHit[]> {
-  const run = async (joiner: ' && ' | ' || ', limit: number): Promise<ArmHit[]> => {
-    const q = new Params();
-    const ts = terms(q, text);
-    if (ts.length === 0 || (joiner === ' && ' && ts.length < 2)) return [];
-    const where = andSql(visibilitySql(q, a.include, a.now), scopeSql(q, a.scope), filterSql(q, a.filter));
-    const own = ownScopeRank(q, a.scope);
-    const rows = await query<{ rowid: number; score: number }>(
-      b.pool,
-      `WITH t AS (SELECT ${ts.join(joiner)} AS tq)
-       SELECT m.rowid, ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1) AS score
+  const q = new Params();
+  const ts = terms(q, text);
+  if (ts.length === 0) return [];
+  const where = andSql(visibilitySql(q, a.include, a.now), scopeSql(q, a.scope), filterSql(q, a.filter));
+  const own = ownScopeRank(q, a.scope);
+  // One statement, one pass over the scope: memories with every term first (ranked against all of them), then those
+  // with any term (ranked against any), as the FTS5 plan's AND pass topped up by its OR pass.
+  const both = ts.length >= 2;
+  const score = both
+    ? `CASE WHEN m.fts @@ t.every THEN ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.every, 1) ELSE ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1) END`
+    : `ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1)`;
+  const arm = `WITH t AS (SELECT ${ts.join(' || ')} AS tq${both ? `, ${ts.join(' && ')} AS every` : ''})
+       SELECT m.rowid, m.id, ${score} AS score
        FROM t, memories m JOIN namespaces n ON n.id = m.ns_id
        WHERE numnode(t.tq) > 0 AND m.fts @@ t.tq AND ${where}
-       ORDER BY score DESC, ${own ? `${own} ASC, ` : ''}m.updated_at DESC, m.id ASC LIMIT ${q.p(limit)}`,
-      q.values,
-    );
-    return rows.map((r) => ({ rowid: r.rowid, score: r.score }));
-  };
-  const out = await run(' && ', a.limit);
-  if (out.length < a.limit) {
-    const seen = new Set(out.map((h) => h.rowid));
-    for (const h of await run(' || ', a.limit + out.length)) {
-      if (seen.has(h.rowid) || out.length >= a.limit) continue;
-      out.push(h);
-    }
-  }
-  return out;
+       ORDER BY ${both ? '(m.fts @@ t.every) DESC, ' : ''}score DESC, ${own ? `${own} ASC, ` : ''}m.updated_at DESC, m.id ASC
+       LIMIT ${q.p(a.limit)}`;
+  return (await armRows(b, arm, q, a.rows)).map(({ rowid, score }) => ({ rowid, score }));
+}
+
+/**
+ * Runs an arm's statement (rowid, score, best first); with `rows`, the same statement also reads each hit's memory
+ * into it (no second round trip for the facts fusion and the answer need).
+ */
+async function armRows(b: PgBackend, arm: string, q: Params, rows: Map<number, MemoryRow> | undefined): Promise<RankedHit[]> {
+  if (!rows) return (await query<RankedHit>(b.pool, arm, q.values)).map((r) => ({ rowid: r.rowid, id: r.id, score: r.score }));
+  const got = await query<MemoryRow & { arm_score: number; arm_ord: number }>(
+    b.pool,
+    `SELECT h.score AS arm_score, h.ord AS arm_ord, ${MEMORY_COLUMNS}
+     FROM (SELECT x.rowid, x.score, row_number() OVER () AS ord FROM (${arm}) x) h
+       JOIN memories m ON m.rowid = h.rowid JOIN namespaces n ON n.id = m.ns_id
+     ORDER BY h.ord`,
+    q.values,
+  );
+  return got.map(({ arm_score, arm_ord: _, ...r }) => {
+    rows.set(r.rowid, r as MemoryRow);
+    return { rowid: r.rowid, id: r.id, score: arm_score };
+  });
+}
+
+interface RankedHit extends ArmHit {
+  id: string;
 }
 
 const narrow = new WeakMap<PgBackend, NarrowScopes>();
+/** Scopes whose size admits an index pass (scopeTooNarrow said no), remembered as long as narrow ones. */
+const broad = new WeakMap<PgBackend, NarrowScopes>();
 
 /**
  * The vector arm's top-k, scope, visibility, model and filter inside the query. With an HNSW index for the query's
@@ -126,29 +147,59 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
   let memo = narrow.get(b);
   if (!memo) narrow.set(b, (memo = new NarrowScopes()));
   const memoKey = JSON.stringify([dim, b.embedder.info.model, a.scope ?? null, a.filter ?? null, a.include ?? null, a.limit]);
+  let wide = broad.get(b);
+  if (!wide) broad.set(b, (wide = new NarrowScopes()));
+  if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now()) && !wide.has(memoKey, Date.now())) {
+    if (await scopeTooNarrow(b, a)) memo.add(memoKey, Date.now());
+    else wide.add(memoKey, Date.now());
+  }
   if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now())) {
     // The cast and the partial predicate are spelled as in the index (literal dimension), so the planner can use it;
     // the ORDER BY is the bare distance (what an index scan yields); ties are ordered below.
     const d = `(m.embedding::vector(${dim})) <=> ${vec}::vector(${dim})`;
-    const rows = await query<{ rowid: number; id: string; d: number }>(
-      b.pool,
-      `SELECT m.rowid, m.id, ${d} AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
+    const got = new Map<number, MemoryRow>();
+    const hits = await armRows(
+      b,
+      `SELECT m.rowid, m.id, 1 - (${d}) AS score FROM memories m JOIN namespaces n ON n.id = m.ns_id
        WHERE vector_dims(m.embedding) = ${dim} AND ${where} ORDER BY ${d} LIMIT ${limit}`,
-      q.values,
+      q,
+      a.rows && got,
     );
-    if (rows.length >= a.limit) {
-      rows.sort((x, y) => x.d - y.d || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
-      return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
+    if (hits.length >= a.limit) {
+      for (const [k, r] of got) a.rows?.set(k, r);
+      hits.sort((x, y) => y.score - x.score || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+      return hits.map(({ rowid, score }) => ({ rowid, score }));
     }
     memo.add(memoKey, Date.now());
   }
-  const rows = await query<{ rowid: number; d: number }>(
+  const hits = await armRows(
+    b,
+    `SELECT m.rowid, m.id, 1 - (m.embedding <=> ${vec}::vector) AS score FROM memories m JOIN namespaces n ON n.id = m.ns_id
+     WHERE ${where} ORDER BY m.embedding <=> ${vec}::vector ASC, m.id ASC LIMIT ${limit}`,
+    q,
+    a.rows,
+  );
+  return hits.map(({ rowid, score }) => ({ rowid, score }));
+}
+
+/**
+ * Whether the index's candidate list cannot hold `limit` rows of the scope: fewer than limit × rows / hnsw.ef_search
+ * memories in it (the count stops there, through the (ns_id, key) index; the table's size is the planner's estimate).
+ * Such a scope goes straight to exact search instead of an index pass that would come back short. Without a scope, no.
+ */
+async function scopeTooNarrow(b: PgBackend, a: ArmQuery): Promise<boolean> {
+  const q = new Params();
+  const scope = scopeSql(q, a.scope);
+  if (!scope) return false;
+  const cap = `(SELECT ceil(${q.p(a.limit)} * greatest(c.reltuples, 1) / current_setting('hnsw.ef_search')::float8)::bigint
+     FROM pg_class c WHERE c.oid = 'cairn.memories'::regclass)`;
+  const r = await query<{ narrow: boolean }>(
     b.pool,
-    `SELECT m.rowid, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
-     WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${limit}`,
+    `SELECT (SELECT count(*) FROM (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${scope} LIMIT ${cap}) x)
+       < ${cap} AS narrow`,
     q.values,
   );
-  return rows.map((r) => ({ rowid: r.rowid, score: 1 - r.d }));
+  return r[0]?.narrow === true;
 }
 
 /** Same contract as retrieval/search.ts's search(), on the team store. `fusion` holds the model's fusion constants. */
@@ -161,19 +212,24 @@ export async function pgSearch(b: PgBackend, p: SearchParams, fusion: Fusion | n
   scopeSql(new Params(), p.scope);
   filterSql(new Params(), p.filter);
   const ftsOnly = async (): Promise<SearchResult> => {
-    const fts = await ftsArm(b, p.query, arm);
-    return { hits: armHits(fts, await b.byRowids(fts.map((h) => h.rowid)), p, 'fts'), mode: 'fts' };
+    const rows = new Map<number, MemoryRow>();
+    const fts = await ftsArm(b, p.query, { ...arm, rows });
+    return { hits: armHits(fts, rows, p, 'fts'), mode: 'fts' };
   };
   if (mode === 'fts') return ftsOnly();
   if (!b.embedder || fusion === null) return { ...(await ftsOnly()), degraded: 'no embedding model is loaded for the team store' };
   if (p.query.trim().length === 0) return { hits: [], mode };
-  const [qv] = await b.embedder.embed([p.query], { priority: true });
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
-  const vec = await vectorArm(b, qv, { ...arm, limit: mode === 'vector' ? limit : candidates });
-  if (mode === 'vector') return { hits: armHits(vec, await b.byRowids(vec.map((h) => h.rowid)), p, 'vector'), mode };
-  const fts = await ftsArm(b, p.query, { ...arm, limit: candidates });
+  const rows = new Map<number, MemoryRow>();
+  // The full-text arm runs on its own pool connection while the query is embedded and the vector arm runs on another.
+  const ftsRun = mode === 'vector' ? null : ftsArm(b, p.query, { ...arm, limit: candidates, rows });
+  ftsRun?.catch(() => undefined); // awaited below; not an unhandled rejection while the vector arm runs
+  const [qv] = await b.embedder.embed([p.query], { priority: true });
+  const vec = await vectorArm(b, qv, { ...arm, limit: mode === 'vector' ? limit : candidates, rows });
+  if (ftsRun === null) return { hits: armHits(vec, rows, p, 'vector'), mode };
+  const fts = await ftsRun;
   const fused = fuseArms(fts, vec, fusion, HYBRID_MIN_SIMILARITY);
-  const ranked = rankFused(fused, await b.byRowids([...fused.keys()]), now, limit);
+  const ranked = rankFused(fused, rows, now, limit);
   return {
     hits: ranked.map((x) =>
       hit(x.r, x.score, p.query, p.explain ? { fts: x.e.fts, vector: x.e.vector, fused: x.e.fused, boost: x.boost } : undefined),

@@ -1,0 +1,127 @@
+/**
+ * The team store's search arms on a real server, row-level security on: the full-text arm is one statement that puts
+ * memories with every term before those with any term (whatever their rank), and each arm's statement reads its
+ * hits' memories itself (no second read), only rows of the scope the role may read; hybrid search runs the full-text
+ * arm beside the query embedding and the vector arm and fuses the two.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { FUSION } from '../../daemon/src/retrieval/fusion';
+import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
+import { ftsArm, pgSearch, vectorArm } from '../../daemon/src/store/pg/search';
+import type { MemoryRow } from '../../daemon/src/store/rows';
+import { startPg, type PgServer } from './pg-server';
+
+const DIM = 256;
+
+/** Deterministic vectors: the text's seeded noise, pulled towards +e0 where the text says "gateway". */
+function vectorOf(text: string): Float32Array {
+  let s = 2166136261;
+  for (const ch of text) s = Math.imul(s ^ ch.charCodeAt(0), 16777619) >>> 0;
+  const v = new Float32Array(DIM);
+  for (let i = 0; i < DIM; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    v[i] = s / 4294967296 - 0.5;
+  }
+  if (text.includes('gateway')) v[0] += 6;
+  return v;
+}
+
+const embedder: PgEmbedder = { info: { model: 'test/seeded-256', dimension: DIM }, embed: async (texts) => texts.map(vectorOf) };
+
+describe('team memory: search arms', () => {
+  let pg: PgServer;
+  let alice: PgBackend;
+  let bob: PgBackend;
+  const scope = { root: 'team.s', includeUser: false };
+
+  before(async () => {
+    pg = await startPg();
+    const db = await pg.createDatabase();
+    await pg.createRole('alice');
+    await pg.createRole('bob');
+    await pg.grant(db, 'alice', 'team', 'write');
+    await pg.grant(db, 'bob', 'secret', 'write');
+    alice = await new PgBackend({ url: pg.url('alice', db), poolSize: 4 }).open();
+    bob = await new PgBackend({ url: pg.url('bob', db), poolSize: 2 }).open();
+    alice.embedder = embedder;
+    bob.embedder = embedder;
+    // One memory with both terms, in its value (low weight); several with one term, in the key (high weight).
+    await alice.upsert({ namespace: 'team.s', key: 'notes', value: 'the alpha service talks to the beta gateway' });
+    await alice.upsertBatch(
+      Array.from({ length: 5 }, (_, i) => ({ namespace: 'team.s', key: `alpha-${i}`, value: `alpha alpha alpha release ${i}` })),
+    );
+    await alice.upsert({ namespace: 'team.other', key: 'both', value: 'alpha and beta gateway outside the scope' });
+    await bob.upsert({ namespace: 'secret.x', key: 'both', value: 'alpha beta gateway alpha beta gateway' });
+    await alice.upsert({ namespace: 'team.s', key: 'gone', value: 'alpha beta gateway, deleted' });
+    await alice.delete({ namespace: 'team.s', key: 'gone' });
+  });
+  after(async () => {
+    await alice?.close();
+    await bob?.close();
+    await pg?.stop();
+  });
+
+  it('the full-text arm puts memories with every term first, then fills with any term, in one statement', async () => {
+    const anyRank = await ftsArm(alice, 'alpha', { scope, limit: 10, now: Date.now() });
+    const keysOf = async (rowids: number[]) => {
+      const rows = await alice.byRowids(rowids);
+      return rowids.map((r) => rows.get(r)?.key);
+    };
+    // Ranked on "alpha" alone, the key matches beat the value match.
+    assert.notEqual((await keysOf(anyRank.map((h) => h.rowid)))[0], 'notes');
+    const top = await ftsArm(alice, 'alpha beta', { scope, limit: 1, now: Date.now() });
+    assert.deepEqual(await keysOf(top.map((h) => h.rowid)), ['notes']);
+    const all = await ftsArm(alice, 'alpha beta', { scope, limit: 10, now: Date.now() });
+    const keys = await keysOf(all.map((h) => h.rowid));
+    assert.equal(keys[0], 'notes');
+    assert.deepEqual(keys.slice(1).sort(), ['alpha-0', 'alpha-1', 'alpha-2', 'alpha-3', 'alpha-4']);
+    // Within the any-term part, best rank first.
+    const scores = all.slice(1).map((h) => h.score);
+    assert.deepEqual(
+      scores,
+      [...scores].sort((a, b) => b - a),
+    );
+  });
+
+  it('each arm reads its hits’ memories in its own statement: only those hits, in scope, readable, not deleted', async () => {
+    for (const run of [
+      (rows: Map<number, MemoryRow>) => ftsArm(alice, 'alpha beta gateway', { scope, limit: 10, now: Date.now(), rows }),
+      (rows: Map<number, MemoryRow>) => vectorArm(alice, vectorOf('gateway'), { scope, limit: 10, now: Date.now(), rows }),
+    ]) {
+      const rows = new Map<number, MemoryRow>();
+      const hits = await run(rows);
+      assert.equal(hits.length, 6);
+      assert.deepEqual([...rows.keys()].sort(), hits.map((h) => h.rowid).sort());
+      for (const r of rows.values()) {
+        assert.equal(r.ns_path, 'team.s');
+        assert.equal(r.deleted_at, null);
+        assert.ok(r.value.includes('alpha'));
+      }
+    }
+  });
+
+  it('hybrid search fuses both arms with the memories they read, in scope only', async () => {
+    const r = await pgSearch(alice, { query: 'alpha beta gateway', scope, limit: 10, mode: 'hybrid', explain: true }, FUSION.builtin);
+    assert.equal(r.mode, 'hybrid');
+    assert.equal(r.hits[0].memory.key, 'notes');
+    assert.equal(r.hits[0].memory.value, 'the alpha service talks to the beta gateway');
+    assert.ok(r.hits[0].explain?.fts !== null && r.hits[0].explain?.vector !== null);
+    assert.deepEqual(
+      r.hits.map((h) => h.memory.namespace),
+      r.hits.map(() => 'team.s'),
+    );
+    assert.equal(r.hits.length, 6);
+    const fts = await pgSearch(alice, { query: 'alpha beta', scope, limit: 2, mode: 'fts' }, FUSION.builtin);
+    assert.deepEqual(
+      fts.hits.map((h) => h.memory.key),
+      ['notes', fts.hits[1].memory.key],
+    );
+    assert.match(fts.hits[1].memory.key, /^alpha-/);
+    const vec = await pgSearch(bob, { query: 'gateway', limit: 5, mode: 'vector' }, FUSION.builtin);
+    assert.deepEqual(
+      vec.hits.map((h) => `${h.memory.namespace}/${h.memory.key}`),
+      ['secret.x/both'],
+    );
+  });
+});
