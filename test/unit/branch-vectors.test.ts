@@ -72,6 +72,42 @@ describe('memory branches: the vector arm', () => {
     assert.ok((await keys({ branch: 'b1', scope: { root: 'project.app' } })).includes('project.app/deploy'));
   });
 
+  it('scores with the query embedding the base arm got: one embedding per search, the same hits', async () => {
+    const calls = { embed: 0, nearest: 0 };
+    const embed = e.embed.bind(e);
+    const nearest = e.nearest.bind(e);
+    e.embed = (texts, o) => (calls.embed++, embed(texts, o));
+    e.nearest = (text, knn) => (calls.nearest++, nearest(text, knn));
+    try {
+      const branchId = (c.store.db.prepare(`SELECT id FROM branches WHERE name = 'b1'`).get() as { id: string }).id;
+      const q = { scope: { root: 'project.app' }, now: c.store.now(), limit: 10 };
+      let shared: Float32Array | null = null;
+      await ix.search(QUERY, q, (v) => (shared = v));
+      assert.ok(shared, 'the base arm hands its query embedding over');
+      const own = await bv.search(branchId, QUERY, q);
+      const given = await bv.search(branchId, QUERY, q, Promise.resolve(shared));
+      assert.ok(own.length > 0);
+      assert.deepEqual(given, own, 'the same hits and scores as with an embedding of its own');
+      assert.deepEqual(await bv.search(branchId, QUERY, q, Promise.resolve(null)), own, 'none given: it embeds the query');
+
+      calls.embed = calls.nearest = 0;
+      assert.equal((await keys({ branch: 'b1', mode: 'hybrid' }))[0], 'project.app/deploy');
+      assert.deepEqual(calls, { embed: 0, nearest: 1 }, 'one worker request for both vector arms');
+      // A scope with no base rows: the base arm asks the worker for nothing, the branch arm embeds the query itself.
+      await c.core.call(R.upsert, { namespace: 'project.app.fresh', key: 'rollout', value: DEPLOY, branch: 'b1' });
+      await settle();
+      calls.embed = calls.nearest = 0;
+      assert.deepEqual(await keys({ branch: 'b1', scope: { root: 'project.app.fresh', includeUser: false } }), [
+        'project.app.fresh/rollout',
+      ]);
+      assert.deepEqual(calls, { embed: 1, nearest: 0 });
+      await c.core.call(R.delete, { namespace: 'project.app.fresh', key: 'rollout', branch: 'b1' });
+    } finally {
+      e.embed = embed;
+      e.nearest = nearest;
+    }
+  });
+
   it('applies filters (no secret tag) and deletion inside the arm, before its limit', async () => {
     await c.core.call(R.upsert, { namespace: 'project.app', key: 'deploy', value: DEPLOY, tags: ['secret'], branch: 'b1' });
     await settle();

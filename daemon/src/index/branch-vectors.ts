@@ -7,7 +7,15 @@
  */
 import { isZeroVector } from '../embed';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
-import { branchRowsToEmbed, branchVectorArm, branchVectorsPending, putBranchVectors } from '../store/branch-vectors';
+import {
+  branchRowsToEmbed,
+  branchVectorArm,
+  branchVectorCandidates,
+  branchVectorsPending,
+  putBranchVectors,
+  sameCandidates,
+  scoreBranchVectors,
+} from '../store/branch-vectors';
 import type { Store } from '../store/store';
 import { embeddingText, type Indexer } from './indexer';
 
@@ -16,8 +24,11 @@ export const BRANCH_EMBED_BATCH = 64;
 
 /** What a search on a branch asks of the branch embedder (SearchOverlay.vector, store/branches.ts). */
 export interface BranchVectorSearcher {
-  /** The branch's vector arm for `query`: [] while no model serves. */
-  search(branchId: string, query: string, q: ArmQuery): Promise<ArmHit[]>;
+  /**
+   * The branch's vector arm for `query`: [] while no model serves. `vector`: the query's embedding when the base arm
+   * already asked the worker for it (null: none came, the query is embedded here).
+   */
+  search(branchId: string, query: string, q: ArmQuery, vector?: Promise<Float32Array | null>): Promise<ArmHit[]>;
   /** A branch row was written: embed it (in the background). */
   kick(): void;
 }
@@ -35,14 +46,19 @@ export class BranchVectors implements BranchVectorSearcher {
     private readonly log: (m: string) => void,
   ) {}
 
-  async search(branchId: string, query: string, q: ArmQuery): Promise<ArmHit[]> {
+  async search(branchId: string, query: string, q: ArmQuery, vector?: Promise<Float32Array | null>): Promise<ArmHit[]> {
     const model = this.indexer.model?.model;
     const embedder = this.indexer.embedder;
     if (!model || !embedder || this.indexer.unavailable()) return [];
     if (!this.running && branchVectorsPending(this.store.db, model)) this.kick(); // rows written by another process
-    const [v] = await embedder.embed([query], { priority: true });
+    // The admitted rows are decided now, while the worker embeds the query (rows changed meanwhile are left out
+    // again below: a write bumps the branch's generation).
+    const admitted = branchVectorCandidates(this.store.db, branchId, model, q);
+    if (admitted.rows.length === 0) return [];
+    const v = (vector && (await vector)) || (await embedder.embed([query], { priority: true }))[0];
     if (isZeroVector(v) || this.indexer.model?.model !== model) return [];
-    return branchVectorArm(this.store.db, branchId, model, v, q);
+    if (!sameCandidates(this.store.db, admitted)) return branchVectorArm(this.store.db, branchId, model, v, q);
+    return scoreBranchVectors(admitted, v, q.limit);
   }
 
   /** Start a pass; a pass already running runs once more. */

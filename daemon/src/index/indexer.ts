@@ -542,7 +542,8 @@ export class Indexer implements VectorSearcher {
   /** The buffer of the last worker KNN's admitted slots, given back for the next search's (Embedder.nearest). */
   private knnSpare: Int32Array | null = null;
 
-  async search(query: string, q: ArmQuery): Promise<ArmHit[]> {
+  /** `queryVector`, when given, is told the query's embedding as soon as the worker returns it (a branch's own vector arm scores with it). */
+  async search(query: string, q: ArmQuery, queryVector?: (v: Float32Array) => void): Promise<ArmHit[]> {
     if (!this.model || !this.embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
     const model = this.model;
     if (this.embedder.nearest) {
@@ -554,10 +555,12 @@ export class Indexer implements VectorSearcher {
       if (admitted.buffer === this.knnSpare?.buffer) this.knnSpare = null; // transferred: a search meanwhile allocates
       const { hits, spare, query: v } = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
       if (!this.knnSpare || this.knnSpare.length < spare.length) this.knnSpare = spare;
+      queryVector?.(v);
       if (this.model !== model) return []; // the index was switched to another model meanwhile
       return this.store.vectors.rerank(model, arrays, v, this.store.vectors.stillAdmitted(model, hits, q, prepared), q.limit);
     }
     const [v] = await this.embedder.embed([query], { priority: true });
+    queryVector?.(v);
     if (isZeroVector(v)) return []; // nothing the model knows: no meaning to compare
     return this.store.vectors.knn(model, v, q);
   }

@@ -26,7 +26,8 @@ export interface VectorSearcher {
   fusion(): Fusion;
   /** Told of every search, so background work can make room for searches. */
   noteQuery?(): void;
-  search(query: string, q: ArmQuery): Promise<ArmHit[]>;
+  /** `queryVector`, when given, is told the query's embedding once the arm has it (it may never be: nothing admitted). */
+  search(query: string, q: ArmQuery, queryVector?: (v: Float32Array) => void): Promise<ArmHit[]>;
 }
 
 export const DEFAULT_LIMIT = 10;
@@ -87,9 +88,16 @@ export async function search(
   // The query is embedded in the worker thread while the full-text arm runs here.
   const vq = { ...arm, limit: mode === 'vector' ? limit : candidates };
   // On a branch, its own rows' vector arm (exact, store/branch-vectors.ts) joins the base arm's candidates by score.
-  // Asked first: its query embedding then goes to the worker ahead of the base arm's KNN instead of waiting for it.
-  const own = overlay?.vector?.(p.query, vq);
-  const base = vectors!.search(p.query, vq);
+  // It scores with the query embedding the base arm gets back from the worker (one embedding per search); when the
+  // base arm gets none (it admitted nothing, or failed), the branch arm embeds the query itself.
+  let shareVector: (v: Float32Array | null) => void = () => {};
+  const queryVector = overlay?.vector ? new Promise<Float32Array | null>((resolve) => (shareVector = resolve)) : undefined;
+  const base = vectors!.search(p.query, vq, overlay?.vector ? shareVector : undefined);
+  const own = overlay?.vector?.(p.query, vq, queryVector);
+  if (queryVector) {
+    const none = () => shareVector(null); // a promise settles once: after the vector, this does nothing
+    base.then(none, none);
+  }
   const pending = own ? Promise.all([base, own]).then(([a, b]) => [...a, ...b].sort((x, y) => y.score - x.score).slice(0, vq.limit)) : base;
   if (mode === 'vector') {
     const vec = await pending;

@@ -72,22 +72,73 @@ const puts = new WeakMap<DB, number>();
 /** Each branch's vectors of one model, read once per (generation, vector writes): a search reads no blob. */
 const cache = new WeakMap<DB, Map<string, { stamp: string; vectors: Map<number, Float32Array> }>>();
 
-function branchVectors(db: DB, branchId: string, model: string): Map<number, Float32Array> {
+function stampOf(db: DB, branchId: string, model: string): string {
   const g = stmt(db, 'SELECT generation FROM branches WHERE id = ?').get(branchId) as { generation: number } | undefined;
-  const stamp = `${g?.generation}:${puts.get(db) ?? 0}:${model}`;
+  return `${g?.generation}:${puts.get(db) ?? 0}:${model}`;
+}
+
+function branchVectors(db: DB, branchId: string, model: string): { stamp: string; vectors: Map<number, Float32Array> } {
+  const stamp = stampOf(db, branchId, model);
   let byBranch = cache.get(db);
   if (!byBranch) cache.set(db, (byBranch = new Map()));
   const hit = byBranch.get(branchId);
-  if (hit && hit.stamp === stamp) return hit.vectors;
+  if (hit && hit.stamp === stamp) return hit;
   const rows = stmt(
     db,
     `SELECT v.rowid AS rowid, v.v AS v FROM branch_vectors v JOIN branch_memories m ON m.rowid = v.rowid
       WHERE m.branch_id = ? AND v.model = ?`,
   ).all(branchId, model) as { rowid: number; v: Buffer }[];
   // A blob's bytes may sit at any offset of Node's buffer pool: copied into a Float32Array of its own.
-  const vectors = new Map(rows.map((r) => [r.rowid, new Float32Array(Uint8Array.from(r.v).buffer)]));
-  byBranch.set(branchId, { stamp, vectors });
-  return vectors;
+  const entry = { stamp, vectors: new Map(rows.map((r) => [r.rowid, new Float32Array(Uint8Array.from(r.v).buffer)])) };
+  byBranch.set(branchId, entry);
+  return entry;
+}
+
+/** A branch's admitted rows with their vectors, decided before the query's embedding is known (branchVectorCandidates). */
+export interface BranchVectorCandidates {
+  branchId: string;
+  model: string;
+  /** The branch generation and vector writes they were read at (sameCandidates). */
+  stamp: string;
+  rows: { rowid: number; v: Float32Array }[];
+}
+
+/**
+ * The rows the vector arm over one branch admits (scope, visibility and filter in the query that admits them) that
+ * have a vector of `model`, with those vectors.
+ */
+export function branchVectorCandidates(db: DB, branchId: string, model: string, q: ArmQuery): BranchVectorCandidates {
+  const { stamp, vectors } = branchVectors(db, branchId, model);
+  const rows: { rowid: number; v: Float32Array }[] = [];
+  if (vectors.size === 0) return { branchId, model, stamp, rows };
+  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
+  const admitted = stmt(
+    db,
+    `SELECT m.rowid AS rowid FROM branch_memories m JOIN branch_ns n ON n.rid = m.rowid WHERE m.branch_id = ? AND ${where.sql}`,
+  ).all(branchId, ...where.params) as { rowid: number }[];
+  for (const { rowid } of admitted) {
+    const v = vectors.get(rowid);
+    if (v) rows.push({ rowid, v });
+  }
+  return { branchId, model, stamp, rows };
+}
+
+/** Whether no write of the branch's rows or vectors happened since `c` was read. */
+export function sameCandidates(db: DB, c: BranchVectorCandidates): boolean {
+  return stampOf(db, c.branchId, c.model) === c.stamp;
+}
+
+/** Exact cosine of `query` with each candidate's vector, the best `limit` (ties: lower rowid first), rowids negated. */
+export function scoreBranchVectors(c: BranchVectorCandidates, query: Float32Array, limit: number): ArmHit[] {
+  const qu = unit(query);
+  const hits: ArmHit[] = [];
+  for (const { rowid, v } of c.rows) {
+    if (v.length !== qu.length) continue;
+    let s = 0;
+    for (let i = 0; i < v.length; i++) s += v[i] * qu[i];
+    hits.push({ rowid: -rowid, score: s });
+  }
+  return hits.sort((a, b) => b.score - a.score || b.rowid - a.rowid).slice(0, limit);
 }
 
 /**
@@ -95,21 +146,5 @@ function branchVectors(db: DB, branchId: string, model: string): Map<number, Flo
  * visibility and filter in the query that admits them), the best `q.limit` (ties: lower rowid first), rowids negated.
  */
 export function branchVectorArm(db: DB, branchId: string, model: string, query: Float32Array, q: ArmQuery): ArmHit[] {
-  const qu = unit(query);
-  const vectors = branchVectors(db, branchId, model);
-  if (vectors.size === 0) return [];
-  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
-  const admitted = stmt(
-    db,
-    `SELECT m.rowid AS rowid FROM branch_memories m JOIN branch_ns n ON n.rid = m.rowid WHERE m.branch_id = ? AND ${where.sql}`,
-  ).all(branchId, ...where.params) as { rowid: number }[];
-  const hits: ArmHit[] = [];
-  for (const { rowid } of admitted) {
-    const v = vectors.get(rowid);
-    if (!v || v.length !== qu.length) continue;
-    let s = 0;
-    for (let i = 0; i < v.length; i++) s += v[i] * qu[i];
-    hits.push({ rowid: -rowid, score: s });
-  }
-  return hits.sort((a, b) => b.score - a.score || b.rowid - a.rowid).slice(0, q.limit);
+  return scoreBranchVectors(branchVectorCandidates(db, branchId, model, q), query, q.limit);
 }

@@ -370,7 +370,10 @@ export class Branches {
    * base arms, before their limits), the branch rows' own full-text arm (scope, filter, visibility inside its query;
    * hits carry the negated branch rowid), and rows and ranking facts for either kind of hit.
    */
-  overlay(name: string, vectors?: { search(branchId: string, query: string, q: ArmQuery): Promise<ArmHit[]> }): SearchOverlay {
+  overlay(
+    name: string,
+    vectors?: { search(branchId: string, query: string, q: ArmQuery, vector?: Promise<Float32Array | null>): Promise<ArmHit[]> },
+  ): SearchOverlay {
     const b = this.open(name);
     const position = this.store.position();
     let cached = this.shadowCache.get(b.id);
@@ -418,7 +421,9 @@ export class Branches {
         ).all(match, b.id, ...where.params, q.limit) as { rowid: number; bm: number }[];
         return rows.map((r) => ({ rowid: -r.rowid, score: -r.bm }));
       },
-      ...(vectors ? { vector: (query: string, q: ArmQuery) => vectors.search(b.id, query, q) } : {}),
+      ...(vectors
+        ? { vector: (query: string, q: ArmQuery, vector?: Promise<Float32Array | null>) => vectors.search(b.id, query, q, vector) }
+        : {}),
       rows: rowsOf,
       rankFacts: (rowids) => {
         const out = new Map<number, { id: string; importance: number; confidence: number; updated_at: number }>();
@@ -661,8 +666,11 @@ export interface SearchOverlay {
   exclude: Set<number>;
   /** The branch rows' full-text arm (hit rowids negated). */
   fullText(query: string, q: ArmQuery): ArmHit[];
-  /** The branch rows' vector arm (hit rowids negated; store/branch-vectors.ts), when a model serves. */
-  vector?(query: string, q: ArmQuery): Promise<ArmHit[]>;
+  /**
+   * The branch rows' vector arm (hit rowids negated; store/branch-vectors.ts), when a model serves. `vector`: the
+   * query's embedding the base arm got from the worker (null when it got none: the arm embeds the query itself).
+   */
+  vector?(query: string, q: ArmQuery, vector?: Promise<Float32Array | null>): Promise<ArmHit[]>;
   rows(rowids: number[]): Map<number, MemoryRow>;
   rankFacts(rowids: number[]): Map<number, { id: string; importance: number; confidence: number; updated_at: number }>;
 }
