@@ -73,8 +73,10 @@ export async function search(
   };
   const rowsOf = (rowids: number[]) => (overlay ? overlay.rows(rowids) : store.byRowids(rowids));
   const fullText = (q: ArmQuery): ArmHit[] => {
-    const base = store.fullTextArm(p.query, q);
-    if (!overlay) return base;
+    if (!overlay) return store.fullTextArm(p.query, q);
+    // The shadowed rows as SQL (one probe per candidate), not as a list: only the reader's hidden rows stay a list.
+    const { exclude: _listed, ...rest } = q;
+    const base = store.fullTextArm(p.query, { ...rest, ...(hidden?.size ? { exclude: hidden } : {}), excludeSql: overlay.excludeSql });
     return [...base, ...overlay.fullText(p.query, q)].sort((a, b) => b.score - a.score).slice(0, q.limit);
   };
   vectors?.noteQuery?.();

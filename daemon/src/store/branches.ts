@@ -406,6 +406,8 @@ export class Branches {
     };
     return {
       exclude: shadowed,
+      // The same rows for the base full-text arm, probed per candidate (a namespace deleted since is not the key's).
+      excludeSql: { sql: `NOT (n.deleted_at IS NULL AND ${notShadowed(b.id).sql.slice(4)})`, params: [b.id] },
       fullText: (query, q) => {
         const words = branchMatch(query);
         if (!words) return [];
@@ -664,6 +666,8 @@ export class Branches {
 export interface SearchOverlay {
   /** Base rowids the branch shadows: no base arm admits them. */
   exclude: Set<number>;
+  /** The same base rows as SQL over aliases m, n (ArmQuery.excludeSql): what the base full-text arm leaves out. */
+  excludeSql: SqlFragment;
   /** The branch rows' full-text arm (hit rowids negated). */
   fullText(query: string, q: ArmQuery): ArmHit[];
   /**

@@ -81,6 +81,11 @@ export interface ArmQuery {
   now: number;
   /** Rowids no arm may admit (the base rows a memory branch shadows, store/branches.ts), left out before the limit. */
   exclude?: Set<number>;
+  /**
+   * More rows no full-text arm may admit, as SQL over aliases m, n (a branch's shadowed base rows: one index probe
+   * per candidate instead of a list of thousands of rowids built on every search). Other arms get them in `exclude`.
+   */
+  excludeSql?: { sql: string; params: unknown[] };
 }
 
 /** ArmQuery.exclude as SQL over alias m (null when there is nothing to leave out). */
@@ -356,7 +361,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   const match = (expr: string, phrases: string[]): Match => ({ expr, phrases: [...phrases, ...new Array<null>(nsTokens).fill(null)] });
   const all = plan.all ? match(plan.all, plan.allPhrases) : null;
   const any = plan.any ? match(plan.any, plan.anyPhrases) : null;
-  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter), excluded(q));
+  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter), excluded(q), q.excludeSql ?? null);
   const own = ownScopeRank(q.scope);
   const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
