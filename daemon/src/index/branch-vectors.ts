@@ -11,6 +11,7 @@ import {
   branchRowsToEmbed,
   branchVectorArm,
   branchVectorCandidates,
+  branchVectorStamp,
   branchVectorsPending,
   putBranchVectors,
   sameCandidates,
@@ -38,6 +39,8 @@ export class BranchVectors implements BranchVectorSearcher {
   private again = false;
   private stopped = false;
   private waiters: (() => void)[] = [];
+  /** Per branch, the stamp (store/branch-vectors.ts) at which no branch row waited for a vector. */
+  private readonly noneWaiting = new Map<string, string>();
   lastError: string | null = null;
 
   constructor(
@@ -50,7 +53,12 @@ export class BranchVectors implements BranchVectorSearcher {
     const model = this.indexer.model?.model;
     const embedder = this.indexer.embedder;
     if (!model || !embedder || this.indexer.unavailable()) return [];
-    if (!this.running && branchVectorsPending(this.store.db, model)) this.kick(); // rows written by another process
+    // Rows written by another process: looked for (a scan of every branch row) only when this branch changed since.
+    const stamp = branchVectorStamp(this.store.db, branchId, model);
+    if (!this.running && this.noneWaiting.get(branchId) !== stamp) {
+      if (branchVectorsPending(this.store.db, model)) this.kick();
+      else this.noneWaiting.set(branchId, stamp);
+    }
     // The admitted rows are decided now, while the worker embeds the query (rows changed meanwhile are left out
     // again below: a write bumps the branch's generation).
     const admitted = branchVectorCandidates(this.store.db, branchId, model, q);

@@ -72,13 +72,14 @@ const puts = new WeakMap<DB, number>();
 /** Each branch's vectors of one model, read once per (generation, vector writes): a search reads no blob. */
 const cache = new WeakMap<DB, Map<string, { stamp: string; vectors: Map<number, Float32Array> }>>();
 
-function stampOf(db: DB, branchId: string, model: string): string {
+/** What a branch's vectors of `model` are valid for: its generation (bumped by every write of its rows) and the vector writes. */
+export function branchVectorStamp(db: DB, branchId: string, model: string): string {
   const g = stmt(db, 'SELECT generation FROM branches WHERE id = ?').get(branchId) as { generation: number } | undefined;
   return `${g?.generation}:${puts.get(db) ?? 0}:${model}`;
 }
 
 function branchVectors(db: DB, branchId: string, model: string): { stamp: string; vectors: Map<number, Float32Array> } {
-  const stamp = stampOf(db, branchId, model);
+  const stamp = branchVectorStamp(db, branchId, model);
   let byBranch = cache.get(db);
   if (!byBranch) cache.set(db, (byBranch = new Map()));
   const hit = byBranch.get(branchId);
@@ -125,7 +126,7 @@ export function branchVectorCandidates(db: DB, branchId: string, model: string, 
 
 /** Whether no write of the branch's rows or vectors happened since `c` was read. */
 export function sameCandidates(db: DB, c: BranchVectorCandidates): boolean {
-  return stampOf(db, c.branchId, c.model) === c.stamp;
+  return branchVectorStamp(db, c.branchId, c.model) === c.stamp;
 }
 
 /** Exact cosine of `query` with each candidate's vector, the best `limit` (ties: lower rowid first), rowids negated. */
