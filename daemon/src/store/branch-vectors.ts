@@ -9,10 +9,12 @@
  * A row whose key, value or tags change loses its vector in the same statement (trigger `branch_vectors_stale`), and
  * a removed row takes it along (cascade): a stale vector never answers for new text.
  */
+import { USER_ROOT } from '../protocol/namespace';
+import type { Scope } from '../protocol/types';
 import { compileFilter } from './filter';
 import { stmt, type DB } from './db';
 import { and, visibility } from './rows';
-import { scopePredicate } from './scope';
+import { effectiveIncludeUser, scopePredicate, type SqlFragment } from './scope';
 import type { ArmHit, ArmQuery } from './search-fts';
 
 /** A branch row waiting for its vector (the fields its embedding text is made of). */
@@ -112,7 +114,7 @@ export function branchVectorCandidates(db: DB, branchId: string, model: string, 
   const { stamp, vectors } = branchVectors(db, branchId, model);
   const rows: { rowid: number; v: Float32Array }[] = [];
   if (vectors.size === 0) return { branchId, model, stamp, rows };
-  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
+  const where = and(nsPathBound(q.scope), visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
   const admitted = stmt(
     db,
     `SELECT m.rowid AS rowid FROM branch_memories m JOIN branch_ns n ON n.rid = m.rowid WHERE m.branch_id = ? AND ${where.sql}`,
@@ -122,6 +124,26 @@ export function branchVectorCandidates(db: DB, branchId: string, model: string, 
     if (v) rows.push({ rowid, v });
   }
   return { branchId, model, stamp, rows };
+}
+
+/**
+ * Bounds on m.ns_path around the scope (its namespaces; its root's and the user tree's paths, `p` to `p/`: `p.`
+ * sorts between them), so the query reads the branch's rows of the scope from its (branch_id, ns_path, key) index
+ * instead of every row of the branch. A superset: the exact scope predicate still decides. null: no bound.
+ */
+function nsPathBound(scope: Scope | undefined): SqlFragment | null {
+  if (!scope || (scope.namespaces === undefined && scope.root === undefined)) return null;
+  const ors: string[] = [];
+  const params: unknown[] = [];
+  for (const p of scope.namespaces ?? []) {
+    ors.push('m.ns_path = ?');
+    params.push(p);
+  }
+  for (const p of [...(scope.root !== undefined ? [scope.root] : []), ...(effectiveIncludeUser(scope) ? [USER_ROOT] : [])]) {
+    ors.push('(m.ns_path >= ? AND m.ns_path < ?)');
+    params.push(p, `${p}/`);
+  }
+  return ors.length ? { sql: ors.join(' OR '), params } : null;
 }
 
 /** Whether no write of the branch's rows or vectors happened since `c` was read. */
