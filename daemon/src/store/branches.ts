@@ -428,8 +428,11 @@ export class Branches {
         : {}),
       rows: rowsOf,
       rankFacts: (rowids) => {
-        const out = new Map<number, { id: string; importance: number; confidence: number; updated_at: number }>();
-        for (const [k, r] of rowsOf(rowids)) out.set(k, r);
+        // Base rows: only the facts (Store.rankFacts); branch rows (negated rowids): whole rows, few per search.
+        const out = new Map<number, { id: string; importance: number; confidence: number; updated_at: number }>(
+          this.store.rankFacts(rowids.filter((r) => r > 0)),
+        );
+        for (const [k, r] of rowsOf(rowids.filter((r) => r < 0))) out.set(k, r);
         return out;
       },
     };
