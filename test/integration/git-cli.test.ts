@@ -9,16 +9,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { GIT_ENV } from '../git-fixture';
 import { CAIRN_BIN, tempDir } from '../helpers';
-
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: 't',
-  GIT_AUTHOR_EMAIL: 't@example.com',
-  GIT_COMMITTER_NAME: 't',
-  GIT_COMMITTER_EMAIL: 't@example.com',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
 
 describe('git-aware memory from the CLI (--direct)', () => {
   let dir: string;

@@ -5,41 +5,16 @@
  * by any read carrying the checkout; never while unmerged; with conflicts it is not merged and says so.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { followGitFor } from '../../daemon/src/git/checkout';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { GitContext } from '../../daemon/src/protocol/types';
+import { commit, sh } from '../git-fixture';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
 
 type C = ReturnType<typeof tempCore>;
 const NS = 'project.repo';
-
-function sh(repo: string, ...args: string[]): string {
-  return execFileSync('git', args, {
-    cwd: repo,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@example.com',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@example.com',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_CONFIG_NOSYSTEM: '1',
-    },
-  }).trim();
-}
-
-function commit(repo: string, file: string, line: string): string {
-  fs.appendFileSync(path.join(repo, file), line + '\n');
-  sh(repo, 'add', file);
-  sh(repo, 'commit', '-q', '-m', `${file}: ${line}`);
-  return sh(repo, 'rev-parse', 'HEAD');
-}
 
 describe('memory branches that follow git', () => {
   let c: C;

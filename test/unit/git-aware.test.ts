@@ -6,7 +6,6 @@
  * in get.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -16,35 +15,11 @@ import { FUSION } from '../../daemon/src/retrieval/fusion';
 import type { VecModel } from '../../daemon/src/store/vectors';
 import { LspDocuments } from '../../daemon/src/server/lsp';
 import { pathToFileURL } from 'node:url';
+import { commit, sh } from '../git-fixture';
 import { rejectsWith, tempCore, tempDir } from '../helpers';
 
 type C = ReturnType<typeof tempCore>;
 const NS = 'project.repo';
-
-function sh(repo: string, ...args: string[]): string {
-  return execFileSync('git', args, {
-    cwd: repo,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@example.com',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@example.com',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_CONFIG_NOSYSTEM: '1',
-    },
-  }).trim();
-}
-
-/** Commit a change to one file (its own line, so patches of different commits never overlap). */
-function commit(repo: string, file: string, line: string, msg = `${file}: ${line}`): string {
-  fs.appendFileSync(path.join(repo, file), line + '\n');
-  sh(repo, 'add', file);
-  sh(repo, 'commit', '-q', '-m', msg);
-  return sh(repo, 'rev-parse', 'HEAD');
-}
 
 describe('git-aware memory', () => {
   let c: C;
