@@ -5,42 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventVectors } from '../../daemon/src/index/event-vectors';
-import type { Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type * as T from '../../daemon/src/protocol/types';
 import { episodeScore, rankEpisodes } from '../../daemon/src/retrieval/episode-search';
 import type { Core } from '../../daemon/src/server/core';
+import { attachEventVectors as attachVectors } from '../event-vectors-fixture';
 import { rejectsWith, tempCore, until } from '../helpers';
 
 const A = { root: 'project.a', includeUser: false };
 
 async function episode(core: Core, namespace: string, title: string, extra: Partial<T.EpisodeStartParams> = {}) {
   return (await core.call(R.episodesStart, { namespace, title, ...extra })).episode;
-}
-
-/** A stand-in embedding (hashed bag of words), as in episodes.test.ts. */
-function attachVectors(core: Core): EventVectors {
-  const embed = (text: string) => {
-    const v = new Float32Array(64);
-    for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-      let h = 0;
-      for (const c of w) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-      v[h % 64] += 1;
-    }
-    return v;
-  };
-  const fake = {
-    state: 'ready',
-    model: { model: 'test-bag-of-words' },
-    embedder: { embed: async (texts: string[]) => texts.map(embed) },
-    unavailable: () => null,
-    modelUnavailable: () => null,
-  } as unknown as Indexer;
-  const ev = new EventVectors(core.store, fake, () => {});
-  core.hooks.eventVectors = ev;
-  core.episodes.onAppend = () => ev.kick();
-  return ev;
 }
 
 describe('episodes/search ranking rule', () => {

@@ -10,9 +10,8 @@ import { describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type * as T from '../../daemon/src/protocol/types';
 import type { Core } from '../../daemon/src/server/core';
-import { EventVectors } from '../../daemon/src/index/event-vectors';
-import type { Indexer } from '../../daemon/src/index/indexer';
 import type { TeamRouter } from '../../daemon/src/team/router';
+import { attachEventVectors as attachVectors } from '../event-vectors-fixture';
 import { rejectsWith, tempCore, until } from '../helpers';
 
 const A = { root: 'project.a', includeUser: false };
@@ -20,32 +19,6 @@ const B = { root: 'project.b', includeUser: false };
 
 async function episode(core: Core, namespace: string, title = 'session', extra: Partial<T.EpisodeStartParams> = {}) {
   return (await core.call(R.episodesStart, { namespace, title, ...extra })).episode;
-}
-
-/** A stand-in embedding: hashed bag of words (deterministic, no model), so the vector arm can be tested exactly. */
-function bagOfWords(text: string): Float32Array {
-  const v = new Float32Array(64);
-  for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
-    let h = 0;
-    for (const c of w) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-    v[h % 64] += 1;
-  }
-  return v;
-}
-
-/** The daemon's event embedder over the stand-in embedding, wired into the Core as the daemon wires it. */
-function attachVectors(core: Core): EventVectors {
-  const fake = {
-    state: 'ready',
-    model: { model: 'test-bag-of-words' },
-    embedder: { embed: async (texts: string[]) => texts.map(bagOfWords) },
-    unavailable: () => null,
-    modelUnavailable: () => null,
-  } as unknown as Indexer;
-  const ev = new EventVectors(core.store, fake, () => {});
-  core.hooks.eventVectors = ev;
-  core.episodes.onAppend = () => ev.kick();
-  return ev;
 }
 
 describe('episodes and events', () => {

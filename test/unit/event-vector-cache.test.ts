@@ -4,11 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventVectors } from '../../daemon/src/index/event-vectors';
-import type { Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { eventVectorArm, resetEventVectors } from '../../daemon/src/store/events-search';
-import type { Core } from '../../daemon/src/server/core';
+import { attachEventVectors } from '../event-vectors-fixture';
 import { tempCore, until } from '../helpers';
 
 let DIM = 64;
@@ -24,27 +22,13 @@ const embed = (text: string) => {
   return v.map((x) => x / Math.sqrt(n || 1));
 };
 
-function attachVectors(core: Core): EventVectors {
-  const fake = {
-    state: 'ready',
-    model: { model: 'test-bag-of-words' },
-    embedder: { embed: async (texts: string[]) => texts.map(embed) },
-    unavailable: () => null,
-    modelUnavailable: () => null,
-  } as unknown as Indexer;
-  const ev = new EventVectors(core.store, fake, () => {});
-  core.hooks.eventVectors = ev;
-  core.episodes.onAppend = () => ev.kick();
-  return ev;
-}
-
 describe('event vector arm (in-memory copy)', () => {
   for (const dim of [64, 60])
     it(`scores only what scope and filters admit, follows appends, and forgets erased episodes and old models (${dim}-d: ${dim % 16 ? 'JavaScript loop' : 'SIMD kernel'})`, async () => {
       DIM = dim;
       const t = tempCore();
       try {
-        const ev = attachVectors(t.core);
+        const ev = attachEventVectors(t.core, embed);
         const db = t.core.store.db;
         const start = async (namespace: string, title: string) =>
           (await t.core.call(R.episodesStart, { namespace, title, startedAt: '2024-01-01T00:00:00Z' })).episode;
