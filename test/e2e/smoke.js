@@ -18,9 +18,22 @@ const { lap, check, finish } = checkRecorder({ name: 'smoke', art: ART, page: ()
 
 const treeRow = (label) => page.locator('.pane-body .monaco-list-row', { has: page.locator('.label-name', { hasText: label }) });
 
-async function expand(label) {
-  const row = await visible(treeRow(label), `tree row "${label}"`);
-  if ((await row.getAttribute('aria-expanded')) === 'false') await row.click();
+/**
+ * Expand the tree row `label` until its child row `child` shows. Waits for that state rather than trusting one click:
+ * a tree refresh (the daemon connecting, a git change) can re-render the rows between reading aria-expanded and the
+ * click, so the click lands on a moved row or toggles a row that was just expanded.
+ */
+async function expand(label, child) {
+  const deadline = Date.now() + 60000;
+  for (;;) {
+    const row = await visible(treeRow(label), `tree row "${label}"`, Math.max(1, deadline - Date.now()));
+    if ((await row.getAttribute('aria-expanded').catch(() => null)) === 'false') await row.click().catch(() => {});
+    try {
+      return await visible(treeRow(child), `tree row "${child}" under "${label}"`, Math.min(5000, Math.max(1, deadline - Date.now())));
+    } catch (e) {
+      if (Date.now() >= deadline) throw e;
+    }
+  }
 }
 
 async function palette(command) {
@@ -51,9 +64,8 @@ async function palette(command) {
       await visible(page.locator('.sidebar .composite.title, .sidebar .pane-header', { hasText: /memories/i }), '"Memories" view title');
       await visible(treeRow('Needs review'), '"Needs review" group', 60000);
       await visible(treeRow('agent-guess'), 'the proposed memory');
-      await expand('project');
-      await expand('sample-app');
-      await visible(treeRow('welcome'), 'memory "welcome"');
+      await expand('project', 'sample-app');
+      await expand('sample-app', 'welcome');
       await visible(treeRow('rounding-rule'), 'memory "rounding-rule"');
       await visible(page.locator('.statusbar-item .codicon-database'), 'status bar: connected');
       lap(`view populated ${((Date.now() - opened) / 1000).toFixed(1)} s after opening the page`);
@@ -115,6 +127,9 @@ async function palette(command) {
     });
 
     await check('a CLI write appears in the open view without a refresh', '05-live-update.png', async () => {
+      // The namespace must be open before the write (it is, from the first check, unless a re-render closed it).
+      await expand('project', 'sample-app');
+      await expand('sample-app', 'welcome');
       execFileSync(
         process.env.NODE_BIN,
         [process.env.CLI, 'add', 'project.sample-app', 'live-from-cli', 'Written by the CLI while the editor was open.', '--kind', 'note'],
