@@ -423,10 +423,28 @@ async function axe(f, label) {
       // the editor's own open dialog (code-server's simple file dialog: a quick input holding a path)
       await f.getByRole('button', { name: 'Choose a file to import…' }).click();
       const pathBox = await visible(page.locator('.quick-input-widget input'), "the editor's open dialog");
-      await pathBox.fill(file);
-      // the dialog has read the folder and lists the file: its "Preview import" button accepts the path
-      await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }), 'the file in the dialog');
-      await page.locator('.quick-input-widget .monaco-button', { hasText: 'Preview import' }).click();
+      // The dialog fills in its start folder itself, later on a loaded machine: a path typed before that is
+      // overwritten. Wait for its own value, then type the file's path until the dialog has accepted it (it
+      // closes); a reset value is typed again.
+      await until("the open dialog's start folder", async () => (await pathBox.inputValue()).length > 0);
+      await until(
+        'the open dialog to accept the file',
+        async () => {
+          if (!(await page.locator('.quick-input-widget').isVisible())) return true; // accepted on an earlier round
+          if ((await pathBox.inputValue()) !== file) await pathBox.fill(file);
+          // the dialog has read the folder and lists the file: its "Preview import" button accepts the path
+          await visible(
+            page.locator('.quick-input-list .monaco-list-row', { hasText: path.basename(file) }),
+            'the file in the dialog',
+            5000,
+          );
+          if ((await pathBox.inputValue()) !== file) return false;
+          await page.locator('.quick-input-widget .monaco-button', { hasText: 'Preview import' }).click({ timeout: 5000 });
+          await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5000 });
+          return true;
+        },
+        60000,
+      );
       const preview = await visible(f.getByRole('table', { name: 'What the import would do' }), 'the preview counts');
       const count = async (outcome) => (await preview.locator(`tr[data-outcome="${outcome}"] td`).textContent()).trim();
       if ((await count('new')) !== '2' || (await count('conflicting')) !== '1')
