@@ -22,6 +22,7 @@ import {
   newBranchForm,
   newBranchParams,
   newBranchProblems,
+  pickStart,
   undecided,
   type Decisions,
 } from '../../webview/src/branches';
@@ -200,6 +201,18 @@ describe('dashboard branches: New branch', () => {
       actor: 'dashboard',
     });
     assert.deepEqual(newBranchParams({ name: 'b2', root: NS, from: 'b' }), { name: 'b2', root: NS, from: 'b', actor: 'dashboard' });
+    // picking a start branch: a root outside it becomes its root, one inside it stays, the base keeps the root
+    const open = [
+      { name: 'wide', root: 'project' },
+      { name: 'narrow', root: `${NS}.web` },
+    ];
+    assert.deepEqual(pickStart({ name: 'x', root: NS, from: '' }, 'wide', open), { name: 'x', root: NS, from: 'wide' });
+    assert.equal(
+      pickStart({ name: 'x', root: 'project.application', from: '' }, 'app', [{ name: 'app', root: NS }]).root,
+      NS,
+      'a string prefix is not inside',
+    );
+    assert.deepEqual(pickStart({ name: 'x', root: `${NS}.web`, from: 'narrow' }, '', open), { name: 'x', root: `${NS}.web`, from: '' });
     const c = tempCore();
     try {
       await c.core.call(R.upsert, { namespace: NS, key: 'db', value: 'we use postgres' });

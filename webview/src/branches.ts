@@ -121,6 +121,17 @@ export type NewBranchProblems = Partial<Record<NewBranchField, string>>;
 /** The form's first state: the root is the project namespace (else `user`), from the base. */
 export const newBranchForm = (projectNamespace: string | null): NewBranchForm => ({ name: '', root: projectNamespace ?? 'user', from: '' });
 
+/**
+ * The form with `from` picked among the open branches: a branch of a branch must lie inside its root, so a root
+ * outside the picked branch's becomes that root (a root inside it is kept).
+ */
+export function pickStart(f: NewBranchForm, from: string, open: Pick<Branch, 'name' | 'root'>[]): NewBranchForm {
+  const parent = open.find((b) => b.name === from);
+  const root = f.root.trim();
+  const inside = parent && (root === parent.root || root.startsWith(parent.root + '.'));
+  return { ...f, from, ...(parent && !inside ? { root: parent.root } : {}) };
+}
+
 /** What is wrong with the form before it is sent (the name by the protocol's own rule); the daemon judges the rest. */
 export function newBranchProblems(f: NewBranchForm): NewBranchProblems {
   const out: NewBranchProblems = {};

@@ -1,7 +1,7 @@
 /**
  * The Branches tab's "New branch" form (docs/branches.md): a name (checked with the protocol's branch-name rule
  * before sending), the namespace it branches (the project namespace by default) and, optionally, the open branch it
- * starts from. branch/create's errors are shown at the field they name; the tab reloads its list on success.
+ * starts from (picking one outside the namespace moves the namespace to that branch's root). branch/create's errors are shown at the field they name; the tab reloads its list on success.
  */
 import { useState } from 'preact/hooks';
 import type { Branch } from '../../daemon/src/protocol/types';
@@ -10,6 +10,7 @@ import {
   newBranchForm,
   newBranchParams,
   newBranchProblems,
+  pickStart,
   type NewBranchField,
   type NewBranchForm,
 } from './branches';
@@ -23,8 +24,8 @@ export function NewBranch({ open, onCreated, onCancel }: { open: Branch[]; onCre
   const [error, setError] = useState<Shown>(null);
   const [busy, setBusy] = useState(false);
   const set = (f: NewBranchField, v: string) => {
-    setForm((old) => ({ ...old, [f]: v }));
-    setErrors((old) => ({ ...old, [f]: null }));
+    setForm((old) => (f === 'from' ? pickStart(old, v, open) : { ...old, [f]: v }));
+    setErrors((old) => ({ ...old, [f]: null, ...(f === 'from' ? { root: null } : {}) }));
   };
   const create = async (e: Event) => {
     e.preventDefault();
