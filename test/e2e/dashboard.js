@@ -554,6 +554,10 @@ async function axe(f, label) {
           'the taken name',
         );
         await visible(err.locator('.error-details', { hasText: /^Details: InvalidState/ }), "the daemon's error on a details line");
+        await visible(
+          (await dash()).getByRole('list', { name: 'Open branches' }).getByRole('button', { name: 'ui-taken' }),
+          'the list reloaded after the refusal: the branch made elsewhere is listed',
+        );
         await page.screenshot({ path: path.join(ART, 'dash-08e-branch-taken.png') });
         await submit('ui-new');
         const f = await dash();

@@ -72,6 +72,7 @@ export function BranchesTab({ selected, select }: { selected: string | null; sel
         <NewBranch
           open={branches}
           onCancel={() => setCreating(false)}
+          onRefused={() => void load()}
           onCreated={(b) => {
             setCreating(false);
             setDone(`Created ${b.name} of ${b.root}${b.gitBranch !== undefined ? `, following git ${b.gitBranch}` : ''}.`);

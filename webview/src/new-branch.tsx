@@ -17,7 +17,18 @@ import {
 import { RequestError } from './rpc';
 import { ErrorLine, errorText, Icon, useEnv, type Shown } from './ui';
 
-export function NewBranch({ open, onCreated, onCancel }: { open: Branch[]; onCreated: (b: Branch) => void; onCancel: () => void }) {
+export function NewBranch({
+  open,
+  onCreated,
+  onCancel,
+  onRefused,
+}: {
+  open: Branch[];
+  onCreated: (b: Branch) => void;
+  onCancel: () => void;
+  /** A refusal may mean the list is stale (a branch made elsewhere sends no notification): the tab reloads it. */
+  onRefused: () => void;
+}) {
   const env = useEnv();
   const [form, setForm] = useState<NewBranchForm>(() => newBranchForm(env.init.projectNamespace));
   const [errors, setErrors] = useState<Partial<Record<NewBranchField, Shown>>>({});
@@ -40,6 +51,7 @@ export function NewBranch({ open, onCreated, onCancel }: { open: Branch[]; onCre
       const f = err instanceof RequestError ? newBranchErrorField(err.error) : null;
       if (f) setErrors({ [f]: errorText(err) });
       else setError(errorText(err));
+      onRefused();
     } finally {
       setBusy(false);
     }
