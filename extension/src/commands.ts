@@ -407,6 +407,7 @@ export const commands: Record<string, Factory> = {
       ifVersion: m.version,
       actor: 'vscode',
       reason: 'approved in review',
+      ...ctx.git.write(m.namespace),
     });
     void ctx.ui.info(`Approved ${label(m)}.`);
     return res.memory;

@@ -16,6 +16,7 @@
 //   dash-08b-imported.png  then the import adds only the new memories (progress bar while it runs)
 //   dash-08c-branch-*.png  "Cairn: Review Memory Branches": a conflict side by side, Merge off until decided, merged
 //   dash-08d-branch-discard.png  Discard asks first, then the branch is gone
+//   dash-08e-branch-*.png  New branch: a bad name and a taken one refused at the name field (-taken), then one created and listed (-new)
 //   dash-09-light.png / dash-10-dark.png  the panel in light and dark themes, each view checked with axe-core
 //   dashboard-panel.png    the panel alone (the README's picture); axe-*.json the axe reports
 //   dash-04b-anchor-beside.png  an anchor opened beside the dashboard, an unsaved edit kept across reload and hide/show
@@ -535,6 +536,58 @@ async function axe(f, label) {
       }
       if (found) throw new Error('the discarded write reached the base');
     });
+
+    await check(
+      'memory branches: New branch refuses a bad name and a taken one at the field, then creates one and lists it',
+      'dash-08e-branch-new.png',
+      async () => {
+        cli('branch', 'create', 'ui-taken', 'project.sample-app');
+        const form = async () => (await dash()).getByRole('region', { name: 'New memory branch' });
+        // open the form (retried: the tab may re-render under the click)
+        await until('the New branch form open', async () => {
+          const f = await dash();
+          if (await (await form()).isVisible()) return true;
+          await f.getByRole('button', { name: 'New branch', exact: true }).click({ timeout: 2000 });
+          return (await form()).isVisible();
+        });
+        const root = await visible((await form()).getByLabel('Namespace it branches'), 'the namespace field');
+        if ((await root.inputValue()) !== 'project.sample-app') throw new Error(`the root starts as "${await root.inputValue()}"`);
+        const submit = async (name) => {
+          const fm = await form();
+          await (await visible(fm.getByLabel('Name', { exact: true }), 'the name field')).fill(name);
+          await fm.getByRole('button', { name: 'Create branch' }).click();
+        };
+        const nameError = async () => (await form()).locator('#branch-name-error');
+        await submit('bad name!');
+        await visible(
+          (await nameError()).locator('.error-text', { hasText: /^A branch name is letters, digits/ }),
+          'the rule under the name',
+        );
+        const name = (await form()).getByLabel('Name', { exact: true });
+        if ((await name.getAttribute('aria-invalid')) !== 'true') throw new Error('the name field is not marked invalid');
+        await submit('ui-taken');
+        const err = await nameError();
+        await visible(
+          err.locator('.error-text', { hasText: 'A memory branch of that name is already open; choose another name.' }),
+          'the taken name',
+        );
+        await visible(err.locator('.error-details', { hasText: /^Details: InvalidState/ }), "the daemon's error on a details line");
+        await visible(
+          (await dash()).getByRole('list', { name: 'Open branches' }).getByRole('button', { name: 'ui-taken' }),
+          'the list reloaded after the refusal: the branch made elsewhere is listed',
+        );
+        await page.screenshot({ path: path.join(ART, 'dash-08e-branch-taken.png') });
+        await submit('ui-new');
+        const f = await dash();
+        await visible(f.getByText(/Created ui-new of project\.sample-app\./), 'the result');
+        await visible(f.getByRole('list', { name: 'Open branches' }).getByRole('button', { name: 'ui-new' }), 'the new branch listed');
+        const made = cliJson('branch', 'list').branches.find((b) => b.name === 'ui-new');
+        if (!made || made.root !== 'project.sample-app' || made.createdBy !== 'dashboard')
+          throw new Error(`branch list: ${JSON.stringify(made)}`);
+        cli('branch', 'discard', 'ui-new');
+        cli('branch', 'discard', 'ui-taken');
+      },
+    );
 
     const themeIs = (kind) =>
       until(`the ${kind} theme in the webview`, async () =>

@@ -14,7 +14,7 @@ import { tempCore } from '../helpers';
 type Core = ReturnType<typeof tempCore>['core'];
 
 /** A capture host over a Core; requests named in `lostReply` run but answer Unavailable, those in `down` do not run. */
-function host(core: Core, o: { enabled?: boolean; root?: string; task?: string } = {}) {
+function host(core: Core, o: { enabled?: boolean; root?: string; task?: string; git?: CaptureHost['git'] } = {}) {
   const calls: string[] = [];
   const logs: string[] = [];
   const state = { enabled: o.enabled ?? true, task: o.task, lostReply: new Set<string>(), down: new Set<string>() };
@@ -22,6 +22,7 @@ function host(core: Core, o: { enabled?: boolean; root?: string; task?: string }
     enabled: () => state.enabled,
     root: () => o.root ?? 'project.app',
     activeTaskId: () => state.task,
+    ...(o.git ? { git: o.git } : {}),
     request: async <K extends RequestName>(name: K, params: ParamsOf<K>): Promise<ResultOf<K>> => {
       calls.push(name);
       if (state.down.has(name)) throw new CairnError('Unavailable', 'the daemon is not connected', {});
@@ -217,5 +218,40 @@ describe('editor capture', () => {
   it('cuts text to the event limit and makes a valid episode id of any session id', () => {
     assert.equal(episodeIdFor('2f0c', 'x'), 'vscode-task:2f0c');
     assert.match(episodeIdFor(undefined, 'a b/c'.repeat(60)), /^[A-Za-z0-9_.:-]{8,128}$/);
+  });
+
+  it("records the git branch and HEAD commit on the episode, as the window's writes do (git-aware memory)", async () => {
+    const t = tempCore();
+    try {
+      const commit = 'ab'.repeat(20);
+      const asked: string[] = [];
+      const { h } = host(t.core, {
+        git: (namespace) => {
+          asked.push(namespace);
+          return { branch: 'feature/x', commit };
+        },
+      });
+      const c = new EditorCapture(h);
+      const id = c.record([{ kind: 'user', text: 'hello', actor: 'vscode' }])!;
+      await c.flush();
+      assert.deepEqual(asked, ['project.app'], 'asked for the namespace the episode starts in');
+      const ep = (await t.core.call(Requests.episodesGet, { id, limit: 0 })).episode;
+      assert.equal(ep.branch, 'feature/x');
+      assert.equal(ep.commit, commit);
+      // outside a repository (no git context): none recorded
+      const t2 = tempCore();
+      try {
+        const c2 = new EditorCapture(host(t2.core, { git: () => undefined }).h);
+        const id2 = c2.record([{ kind: 'user', text: 'hello', actor: 'vscode' }])!;
+        await c2.flush();
+        const ep2 = (await t2.core.call(Requests.episodesGet, { id: id2, limit: 0 })).episode;
+        assert.equal(ep2.branch, null);
+        assert.equal(ep2.commit, null);
+      } finally {
+        t2.close();
+      }
+    } finally {
+      t.close();
+    }
   });
 });

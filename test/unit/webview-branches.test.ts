@@ -1,13 +1,14 @@
 /**
- * The dashboard's Branches tab logic (webview/src/branches.ts) against a real daemon core: a decision per conflict,
+ * The dashboard's Branches tab logic (webview/src/branches.ts) against a real daemon core: the "New branch" form
+ * (the protocol's name rule before sending, branch/create's typed errors at their field), a decision per conflict,
  * no resolutions (Merge off) until every conflict has one, and the resolutions it makes merged by branch/merge.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ErrorCodes, type CairnErrorData } from '../../daemon/src/protocol/errors';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import type { BranchChange } from '../../daemon/src/protocol/types';
-import { WEBVIEW_DAEMON_REQUESTS } from '../../daemon/src/protocol/webview';
+import { BranchName, type BranchChange } from '../../daemon/src/protocol/types';
+import { WEBVIEW_DAEMON_REQUESTS, type WebviewError } from '../../daemon/src/protocol/webview';
 import {
   branchLine,
   changeOrigin,
@@ -17,6 +18,11 @@ import {
   keptDecisions,
   mergedStart,
   mergeResolutions,
+  newBranchErrorField,
+  newBranchForm,
+  newBranchParams,
+  newBranchProblems,
+  pickStart,
   undecided,
   type Decisions,
 } from '../../webview/src/branches';
@@ -157,7 +163,7 @@ describe('dashboard branches: decisions and merge', () => {
   });
 
   it('the webview may call the branch methods, has a Branches tab, and names an unknown branch in words', async () => {
-    for (const m of ['branchList', 'branchDiff', 'branchMerge', 'branchDiscard'])
+    for (const m of ['branchList', 'branchCreate', 'branchDiff', 'branchMerge', 'branchDiscard'])
       assert.ok((WEBVIEW_DAEMON_REQUESTS as readonly string[]).includes(m), m);
     assert.ok((TABS as readonly string[]).includes('branches'));
     assert.equal(restoreState({ tab: 'branches', branch: 'b' }).branch, 'b');
@@ -170,6 +176,136 @@ describe('dashboard branches: decisions and merge', () => {
       );
       const p = describeProblem({ code: ErrorCodes[e.data.name], name: e.data.name, message: e.message, data: e.data });
       assert.equal(p.text, 'That memory branch is not open any more; it may have been merged or discarded.');
+    } finally {
+      c.close();
+    }
+  });
+});
+
+/** The error a daemon call fails with, as the extension hands it to the webview. */
+async function failure(p: Promise<unknown>): Promise<WebviewError> {
+  const e = await p.then(
+    () => assert.fail('the call succeeded'),
+    (x: Error & { data: CairnErrorData }) => x,
+  );
+  return { code: ErrorCodes[e.data.name], name: e.data.name, message: e.message, data: e.data };
+}
+
+describe('dashboard branches: New branch', () => {
+  it('starts on the project namespace (else user), from the base, and sends what branch/create takes', async () => {
+    assert.deepEqual(newBranchForm(NS), { name: '', root: NS, from: '' });
+    assert.equal(newBranchForm(null).root, 'user');
+    assert.deepEqual(newBranchParams({ name: ' feature/db ', root: ` ${NS} `, from: '' }), {
+      name: 'feature/db',
+      root: NS,
+      actor: 'dashboard',
+    });
+    assert.deepEqual(newBranchParams({ name: 'b2', root: NS, from: 'b' }), { name: 'b2', root: NS, from: 'b', actor: 'dashboard' });
+    // picking a start branch: a root outside it becomes its root, one inside it stays, the base keeps the root
+    const open = [
+      { name: 'wide', root: 'project' },
+      { name: 'narrow', root: `${NS}.web` },
+    ];
+    assert.deepEqual(pickStart({ name: 'x', root: NS, from: '' }, 'wide', open), { name: 'x', root: NS, from: 'wide' });
+    assert.equal(
+      pickStart({ name: 'x', root: 'project.application', from: '' }, 'app', [{ name: 'app', root: NS }]).root,
+      NS,
+      'a string prefix is not inside',
+    );
+    assert.deepEqual(pickStart({ name: 'x', root: `${NS}.web`, from: 'narrow' }, '', open), { name: 'x', root: `${NS}.web`, from: '' });
+    const c = tempCore();
+    try {
+      await c.core.call(R.upsert, { namespace: NS, key: 'db', value: 'we use postgres' });
+      const b = await c.core.call(R.branchCreate, newBranchParams({ name: 'feature/db', root: NS, from: '' }));
+      assert.equal(b.createdBy, 'dashboard');
+      await c.core.call(R.upsert, { namespace: NS, key: 'db', value: 'sqlite', branch: 'feature/db' });
+      // from: the new branch starts with its parent's writes
+      const child = await c.core.call(R.branchCreate, newBranchParams({ name: 'feature/db-2', root: NS, from: 'feature/db' }));
+      assert.equal(child.from, 'feature/db');
+      assert.equal((await c.core.call(R.get, { namespace: NS, key: 'db', branch: 'feature/db-2' })).value, 'sqlite');
+      const names = (await c.core.call(R.branchList, {})).branches.map((x) => x.name).sort();
+      assert.deepEqual(names, ['feature/db', 'feature/db-2'], 'the list the tab reloads shows both');
+    } finally {
+      c.close();
+    }
+  });
+
+  it("checks the name with the protocol's own rule before sending: what it refuses, the daemon refuses too", async () => {
+    const cases = [
+      'ok',
+      'feature/db-move',
+      'v1.2_x',
+      'A',
+      '',
+      ' ',
+      '-lead',
+      '.hidden',
+      '/abs',
+      'with space',
+      'tab\tname',
+      'é',
+      'x'.repeat(100),
+      'x'.repeat(101),
+    ];
+    const c = tempCore();
+    try {
+      for (const name of cases) {
+        const problems = newBranchProblems({ name, root: NS, from: '' });
+        const local = !!problems.name;
+        assert.equal(local, !BranchName.safeParse(name.trim()).success, `the form and the protocol agree on ${JSON.stringify(name)}`);
+        if (local) {
+          assert.match(problems.name!, /^A branch name (cannot be empty|is at most 100 characters|is letters, digits)/);
+          assert.match(problems.name!, /[.]$/);
+          // sent anyway, the daemon refuses it with InvalidParams on `name`, and the form shows that at the name
+          const e = await failure(c.core.call(R.branchCreate, { name: name.trim(), root: NS }));
+          assert.equal(e.name, 'InvalidParams');
+          assert.equal(newBranchErrorField(e), 'name');
+          assert.match(describeProblem(e).text, /^The branch name (is not valid: a branch name is letters|can be at most 100)/);
+        } else await c.core.call(R.branchCreate, newBranchParams({ name, root: NS, from: '' }));
+      }
+      assert.equal(newBranchProblems({ name: 'ok', root: '  ', from: '' }).root, 'The namespace cannot be empty.');
+      assert.deepEqual(newBranchProblems({ name: 'ok', root: NS, from: '' }), {});
+    } finally {
+      c.close();
+    }
+  });
+
+  it("shows the daemon's typed error at its field: an existing name, a bad namespace, an unknown or outgrown start", async () => {
+    const c = tempCore();
+    try {
+      await c.core.call(R.branchCreate, newBranchParams({ name: 'b', root: NS, from: '' }));
+      const taken = await failure(c.core.call(R.branchCreate, newBranchParams({ name: 'b', root: NS, from: '' })));
+      assert.equal(taken.name, 'InvalidState');
+      assert.equal(newBranchErrorField(taken), 'name');
+      assert.equal(describeProblem(taken).text, 'A memory branch of that name is already open; choose another name.');
+      assert.match(describeProblem(taken).details ?? '', /^InvalidState \(\d+\): a branch named b is already open$/);
+
+      const badRoot = await failure(c.core.call(R.branchCreate, newBranchParams({ name: 'c', root: 'Project.App', from: '' })));
+      assert.equal(badRoot.name, 'InvalidNamespace');
+      assert.equal(newBranchErrorField(badRoot), 'root');
+      assert.match(describeProblem(badRoot).text, /^That namespace name is not valid/);
+
+      const noFrom = await failure(c.core.call(R.branchCreate, newBranchParams({ name: 'c', root: NS, from: 'gone' })));
+      assert.equal(noFrom.name, 'NotFound');
+      assert.equal(newBranchErrorField(noFrom), 'from');
+      assert.equal(
+        describeProblem(noFrom).text,
+        'No open memory branch has that name to start from; it may have been merged or discarded.',
+      );
+
+      const outside = await failure(c.core.call(R.branchCreate, newBranchParams({ name: 'c', root: 'project.other', from: 'b' })));
+      assert.equal(outside.name, 'InvalidParams');
+      assert.equal(newBranchErrorField(outside), 'root');
+      assert.equal(describeProblem(outside).text, 'The namespace must lie inside the namespace of the branch it starts from.');
+
+      // nothing of that was created: only b is open
+      assert.deepEqual(
+        (await c.core.call(R.branchList, {})).branches.map((x) => x.name),
+        ['b'],
+      );
+      // an error about no field of the form is shown under it
+      assert.equal(newBranchErrorField({ data: { name: 'Unavailable' } }), null);
+      assert.equal(newBranchErrorField({ data: { name: 'InvalidState', field: 'gitBranch' } }), null);
     } finally {
       c.close();
     }

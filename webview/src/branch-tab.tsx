@@ -1,5 +1,6 @@
 /**
- * Branches: the open memory branches (docs/branches.md) and, for the one picked, what it added, changed and deleted
+ * Branches: the open memory branches (docs/branches.md), a "New branch" form (new-branch.tsx) and, for the one
+ * picked, what it added, changed and deleted
  * against the base. A change made on both sides since the fork is a conflict shown side by side (the base now and
  * the branch) with a decision each; Merge stays off until every conflict has one. Discard asks first.
  */
@@ -19,6 +20,7 @@ import {
   type Decision,
   type Decisions,
 } from './branches';
+import { NewBranch } from './new-branch';
 import { ErrorLine, errorText, Icon, label, Time, useEnv, type Shown } from './ui';
 
 export function BranchesTab({ selected, select }: { selected: string | null; select: (name: string | null) => void }) {
@@ -26,6 +28,7 @@ export function BranchesTab({ selected, select }: { selected: string | null; sel
   const [branches, setBranches] = useState<Branch[] | null>(null);
   const [error, setError] = useState<Shown>(null);
   const [done, setDone] = useState<string | null>(null);
+  const [creating, setCreating] = useState(false);
   const load = () =>
     env.rpc.request('branchList', {}).then(
       (r) => {
@@ -48,16 +51,40 @@ export function BranchesTab({ selected, select }: { selected: string | null; sel
         <p class="meta" role="status">
           {`${branches.length} open memory branch${branches.length === 1 ? '' : 'es'}.`} {done ?? ''}
         </p>
+        <button
+          type="button"
+          aria-expanded={creating}
+          onClick={() => {
+            setDone(null);
+            setCreating(!creating);
+          }}
+        >
+          <Icon name="add" />
+          New branch
+        </button>
         {/* branch writes send no change notification (they are not in the change log): reload on demand */}
         <button type="button" class="secondary" onClick={() => void load()}>
           <Icon name="refresh" />
           Refresh
         </button>
       </div>
+      {creating ? (
+        <NewBranch
+          open={branches}
+          onCancel={() => setCreating(false)}
+          onRefused={() => void load()}
+          onCreated={(b) => {
+            setCreating(false);
+            setDone(`Created ${b.name} of ${b.root}${b.gitBranch !== undefined ? `, following git ${b.gitBranch}` : ''}.`);
+            select(b.name);
+            void load();
+          }}
+        />
+      ) : null}
       {branches.length ? null : (
         <p class="meta">
-          A memory branch keeps an agent's (or your) changes to a namespace apart until you merge them: create one with "Cairn: Create
-          Memory Branch", `cairn branch create` or an agent task with its own branch.
+          A memory branch keeps an agent's (or your) changes to a namespace apart until you merge them: create one with "New branch" here,
+          "Cairn: Create Memory Branch", `cairn branch create` or an agent task with its own branch.
         </p>
       )}
       <ul class="branches" aria-label="Open branches">

@@ -1,10 +1,14 @@
 /**
- * The Branches tab's state that is not drawing (docs/branches.md): a decision per conflict, the resolutions
- * `branch/merge` takes (none until every conflict has a decision), and the words for a branch and its changes.
+ * The Branches tab's state that is not drawing (docs/branches.md): the "New branch" form (checked with the protocol's
+ * branch-name rule before sending, branch/create's errors shown at their field), a decision per conflict, the
+ * resolutions `branch/merge` takes (none until every conflict has a decision), and the words for a branch and its changes.
  * Pure, unit-tested in test/unit/webview-branches.test.ts.
  */
-import type { Branch, BranchChange, BranchResolution } from '../../daemon/src/protocol/types';
+import { branchNameProblem } from '../../daemon/src/protocol/branch-name';
+import type { Branch, BranchChange, BranchCreateParams, BranchResolution } from '../../daemon/src/protocol/types';
+import type { WebviewError } from '../../daemon/src/protocol/webview';
 import type { Question } from './confirm';
+import { sentence } from './errors';
 
 /** What the user decided for one conflict: the branch's version, the base's, or a merged value they typed. */
 export type Decision = { take: 'branch' } | { take: 'base' } | { take: 'edit'; value: string };
@@ -103,4 +107,48 @@ export function discardBranchQuestion(b: Pick<Branch, 'name' | 'root' | 'writes'
       'the base keeps what it has. This cannot be undone.',
     confirm: 'Discard branch',
   };
+}
+
+/** The "New branch" form: a name, the namespace it branches (the project's by default) and the branch it starts from ('' = the base). */
+export interface NewBranchForm {
+  name: string;
+  root: string;
+  from: string;
+}
+export type NewBranchField = keyof NewBranchForm;
+export type NewBranchProblems = Partial<Record<NewBranchField, string>>;
+
+/** The form's first state: the root is the project namespace (else `user`), from the base. */
+export const newBranchForm = (projectNamespace: string | null): NewBranchForm => ({ name: '', root: projectNamespace ?? 'user', from: '' });
+
+/**
+ * The form with `from` picked among the open branches: a branch of a branch must lie inside its root, so a root
+ * outside the picked branch's becomes that root (a root inside it is kept).
+ */
+export function pickStart(f: NewBranchForm, from: string, open: Pick<Branch, 'name' | 'root'>[]): NewBranchForm {
+  const parent = open.find((b) => b.name === from);
+  const root = f.root.trim();
+  const inside = parent && (root === parent.root || root.startsWith(parent.root + '.'));
+  return { ...f, from, ...(parent && !inside ? { root: parent.root } : {}) };
+}
+
+/** What is wrong with the form before it is sent (the name by the protocol's own rule); the daemon judges the rest. */
+export function newBranchProblems(f: NewBranchForm): NewBranchProblems {
+  const out: NewBranchProblems = {};
+  const name = branchNameProblem(f.name.trim());
+  if (name) out.name = sentence(name);
+  if (!f.root.trim()) out.root = 'The namespace cannot be empty.';
+  return out;
+}
+
+/** branch/create's params for the form (trimmed), made by the dashboard. */
+export function newBranchParams(f: NewBranchForm): BranchCreateParams {
+  const from = f.from.trim();
+  return { name: f.name.trim(), root: f.root.trim(), ...(from ? { from } : {}), actor: 'dashboard' };
+}
+
+/** The form field a branch/create error belongs to (`data.field`: name, root or from), or null (shown under the form). */
+export function newBranchErrorField(e: Pick<WebviewError, 'data'>): NewBranchField | null {
+  const head = typeof e.data.field === 'string' ? e.data.field.split(/[.[]/)[0] : '';
+  return head === 'name' || head === 'root' || head === 'from' ? head : null;
 }

@@ -28,6 +28,10 @@ const FIELD_LABEL: Record<string, string> = {
   key: 'The key',
   query: 'The search text',
   file: 'The file',
+  // branch/create (the Branches tab's "New branch")
+  name: 'The branch name',
+  root: 'The namespace',
+  from: 'The branch to start from',
 };
 
 const SUB_LABEL: Record<string, string> = { path: 'path', startLine: 'start line', endLine: 'end line', symbol: 'symbol' };
@@ -69,6 +73,7 @@ function rule(field: string, message: string): string {
   if ((m = /expected one of (.+)$/.exec(message))) return `must be one of ${m[1].replace(/"/g, '').split('|').join(', ')}`;
   if ((m = /expected (\w+), received/.exec(message))) return `must be ${/^[aeiou]/.test(m[1]) ? 'an' : 'a'} ${m[1]}`;
   if (/Unrecognized key/i.test(message)) return 'is not one Cairn knows';
+  if ((m = /is not valid: (.+)$/.exec(message))) return `is not valid: ${m[1].replace(/[.]$/, '')}`; // a pattern's own rule
   return 'is not valid';
 }
 
@@ -91,6 +96,10 @@ export function describeProblem(e: WebviewError): Problem {
         if (field === 'token') return 'That import preview is gone; choose the file again.';
         if (field === 'file') return sentence(`The file is not a Cairn export: ${e.message.replace(/^[^:]*: /, '')}`);
         if (field === 'anchor.path') return 'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.';
+        if (field === 'root' && /outside branch/.test(e.message))
+          return 'The namespace must lie inside the namespace of the branch it starts from.';
+        if (field === 'root' && /team namespaces/.test(e.message))
+          return 'Memory branches of team namespaces are not supported; choose a namespace of your own store.';
         return field ? `${fieldLabel(field)} ${rule(field, e.message)}.` : 'Cairn refused the request: some of what was sent is not valid.';
       case 'InvalidFilter':
         return 'One of the filters is not valid; check the tags, sources and dates.';
@@ -99,6 +108,7 @@ export function describeProblem(e: WebviewError): Problem {
       case 'NotFound':
         if (field === 'anchor.path') return 'Cairn cannot open the anchored file; it may have been moved, renamed or deleted.';
         if (field === 'token') return 'That import preview is gone; choose the file again.';
+        if (field === 'from') return 'No open memory branch has that name to start from; it may have been merged or discarded.';
         if (/no open branch/.test(e.message)) return 'That memory branch is not open any more; it may have been merged or discarded.';
         return 'Cairn cannot find that memory; it may have been deleted or purged.';
       case 'Deleted':
@@ -112,6 +122,9 @@ export function describeProblem(e: WebviewError): Problem {
       case 'InvalidState':
         if (/not deleted/.test(e.message)) return 'This memory is not deleted, so there is nothing to restore.';
         if (/itself/.test(e.message)) return 'A memory cannot link to itself.';
+        if (field === 'name' && /already open/.test(e.message)) return 'A memory branch of that name is already open; choose another name.';
+        if (field === 'gitBranch' && /already followed/.test(e.message))
+          return 'The git branch checked out is already followed by another memory branch (cairn.branches.followGit).';
         return 'That cannot be done to this memory in its current state; reload it and try again.';
       case 'StoreBusy':
         return 'The store is busy with another program; try again in a moment.';

@@ -280,7 +280,9 @@ export function issueSentence(i: ZodIssueLike, what: string, received: unknown):
     case 'invalid_format':
       return i.format === 'datetime'
         ? `${what} must be an ISO 8601 date and time with a time zone, e.g. 2026-01-31T09:00:00Z${typeof received === 'string' ? `, not ${JSON.stringify(received)}` : ''}`
-        : `${what} must be a valid ${i.format ?? 'value'}`;
+        : i.format === 'regex' && i.message && !/^Invalid/.test(i.message)
+          ? `${what} is not valid: ${i.message}` // a pattern's own rule (e.g. BranchName's)
+          : `${what} must be a valid ${i.format ?? 'value'}`;
     default:
       // Custom checks (refinements) carry their own sentence.
       return `${what}: ${i.message}`;

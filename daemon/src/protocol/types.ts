@@ -7,6 +7,7 @@
  * clients in other languages.
  */
 import { z } from 'zod';
+import { BRANCH_NAME_MAX, BRANCH_NAME_PATTERN, BRANCH_NAME_RULE } from './branch-name';
 
 // ---------------------------------------------------------------------------
 // Limits (documented in docs/protocol.md#limits)
@@ -102,10 +103,7 @@ export const MemoryId = z.string().min(1).max(64);
 export const Actor = z.string().min(1).max(200);
 export const Reason = z.string().max(2000);
 /** A memory branch's name (docs/branches.md): letters, digits, `.`, `_`, `-`, `/`; starts with a letter or digit. */
-export const BranchName = z
-  .string()
-  .max(100)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'a branch name is letters, digits, ".", "_", "-" and "/", starting with a letter or digit');
+export const BranchName = z.string().max(BRANCH_NAME_MAX).regex(BRANCH_NAME_PATTERN, BRANCH_NAME_RULE);
 
 /** A full git commit id (SHA-1 or SHA-256), lower-case hex. */
 export const GitCommit = z.string().regex(/^[0-9a-f]{40}(?:[0-9a-f]{24})?$/, 'a full commit id: 40 (or 64) lower-case hex digits');

@@ -39,8 +39,9 @@ export const WEBVIEW_DAEMON_REQUESTS = [
   'eventsExpand',
   'episodesTimeline',
   'episodesPropose',
-  // The Branches tab (docs/branches.md): open memory branches, their diff, merge with resolutions, discard.
+  // The Branches tab (docs/branches.md): open memory branches, a new one, their diff, merge with resolutions, discard.
   'branchList',
+  'branchCreate',
   'branchDiff',
   'branchMerge',
   'branchDiscard',

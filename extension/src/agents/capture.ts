@@ -15,7 +15,7 @@
  *   the daemon refuses (a team namespace, bad input) is logged once and not captured further.
  */
 import { CairnError } from '../../../daemon/src/protocol/errors';
-import { EpisodeLimits, type EventContext, type EventInput } from '../../../daemon/src/protocol/types';
+import { EpisodeLimits, type EventContext, type EventInput, type GitWrite } from '../../../daemon/src/protocol/types';
 import type { ParamsOf, RequestName, ResultOf } from '../../../daemon/src/protocol/methods';
 
 /** Characters kept of a tool's result or @cairn's answer (the turn's text is kept whole, up to the event limit). */
@@ -38,6 +38,8 @@ export interface CaptureHost {
   /** The namespace episodes start in: the project's, else `user`. */
   root(): string;
   activeTaskId(): string | undefined;
+  /** The git branch and HEAD commit a write to `namespace` records (git-aware memory, GitWatch.write), if any. */
+  git?(namespace: string): GitWrite | undefined;
   /** A daemon request whose Cairn errors reject as CairnError. */
   request<K extends RequestName>(name: K, params: ParamsOf<K>): Promise<ResultOf<K>>;
   log(level: 'info' | 'warn', message: string): void;
@@ -137,9 +139,12 @@ export class EditorCapture {
 
   private async send(ep: EpisodeState): Promise<void> {
     if (!ep.started) {
+      const namespace = this.host.root();
+      const git = this.host.git?.(namespace);
       const r = await this.host.request('episodesStart', {
         id: ep.id,
-        namespace: this.host.root(),
+        namespace,
+        ...(git ? { branch: git.branch, commit: git.commit } : {}),
         title: await this.title(ep),
         source: 'vscode',
         actor: 'vscode',

@@ -195,6 +195,7 @@ async function chatRemember(
     source: 'vscode:chat',
     actor: 'vscode',
     reason: 'remembered with @cairn /remember',
+    ...agents.ctx.git.write(namespace), // git-aware memory: the branch and commit it was written on
   });
   const m = r.memory;
   stream.markdown(

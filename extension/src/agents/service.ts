@@ -71,6 +71,7 @@ export class AgentService implements vscode.Disposable {
       enabled: () => ctx.config.get('cairn.episodes.capture') === true,
       root: () => this.root,
       activeTaskId: () => this.activeTaskId(),
+      git: (namespace) => ctx.git.write(namespace).git,
       request: (name, params) => this.request(name, params),
       log: (level, message) => ctx.output[level](message),
       sessionId: vscode.env.sessionId,
@@ -212,6 +213,8 @@ export class AgentService implements vscode.Disposable {
       actor: () => actor,
       reviewAgentWrites: this.reviewAgentWrites,
       allowSecrets: this.allowSecrets,
+      // Git-aware memory, as the window's commands: reads see what the checkout sees, writes record branch and commit.
+      git: { read: () => this.ctx.git.read().git, write: (namespace) => this.ctx.git.write(namespace).git },
       // The active task's burner branch (docs/branches.md): reads see it, writes under its root go there. Asked once per call.
       ...(o.onTaskBranch === false ? {} : { taskBranch: once(() => this.activeTaskBranch()) }),
     };

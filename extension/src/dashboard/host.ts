@@ -30,6 +30,7 @@ import { parseJsonl } from '../commands';
 import type { Ctx } from '../ctx';
 import { isRpcError } from '../errors';
 import { exportAllPages, importChunks } from './chunks';
+import { withGitContext } from './git-params';
 
 /** A typed error for the webview from anything a request threw (not connected and timeouts are CairnErrors too). */
 export function toWebviewError(e: unknown): WebviewError {
@@ -94,15 +95,8 @@ export class DashboardHost {
     if (!isWebviewMethod(method)) throw new CairnError('NotFound', `the dashboard cannot call ${method}`, { field: 'method' });
     if (!Object.prototype.hasOwnProperty.call(HostRequests, method)) {
       const name = method as keyof typeof Requests;
-      // Lists and searches see what the window's git checkout sees (git-aware memory), unless on a memory branch.
-      const withGit =
-        (name === 'list' || name === 'search') &&
-        typeof params === 'object' &&
-        params !== null &&
-        !('git' in params) &&
-        !('branch' in params)
-          ? { ...params, ...this.ctx.git.read() }
-          : params;
+      // Git-aware memory: reads see what the window's checkout sees, writes record where they were made.
+      const withGit = withGitContext(name, params, this.ctx.git);
       return this.ctx.client.request(name, withGit as never, name === 'overview' ? LONG_TIMEOUT_MS : undefined);
     }
     const def = HostRequests[method as HostMethod];

@@ -1,5 +1,5 @@
-// Suites in the order they run: activation first (it measures start-up), the disruptive ones last (branches after
-// git: it needs the workspace to be a real repository, which the git suite makes).
+// Suites in the order they run: activation first (it measures start-up), the disruptive ones last (git-writes and
+// branches after git: they need the workspace to be a real repository, which the git suite makes).
 import './activation.test';
 import './tree.test';
 import './hover.test';
@@ -10,4 +10,5 @@ import './episodes.test';
 import './dashboard.test';
 import './reconnect.test';
 import './git.test';
+import './git-writes.test';
 import './branches.test';
