@@ -9,13 +9,14 @@
 import { stmt } from './db';
 import { CairnError } from '../protocol/errors';
 import { ExportRecord, Limits, type Scope, type ImportResult } from '../protocol/types';
-import { fromIso, UNSTORED_VALUE_HASH } from './rows';
+import { fromIso } from './rows';
 import { pathInScope } from './scope';
 import type { Store } from './store';
 import { findRejection, rejectionHash } from './rejected';
 import { pace, type RequestContext } from '../server/limits';
 import { importEpisode, importEvent, type EpisodeCounts } from './portable-episodes';
 import { catchUpEventText } from './events-search';
+import { IMPORTED_MEMORY_COLUMNS, IMPORTED_MEMORY_PLACEHOLDERS, importedMemoryValues } from './imported-memory';
 export { ExportWalker, exportRecords } from './portable-export';
 export { closeExportSessions, exportPage } from './export-sessions';
 import { importBranch, importBranchHistory, importBranchRow, type BranchCounts } from './portable-branches';
@@ -215,38 +216,10 @@ function applyRecords(
             break;
           }
           const rowid = Number(
-            stmt(
-              db,
-              `INSERT INTO memories(id, ns_id, key, value, value_hash, summary, kind, tags, importance, confidence, source, properties, anchors,
-               created_at, updated_at, valid_from, valid_to, expires_at, last_accessed_at, access_count, version, status, superseded_by, deleted_at, deleted_by, delete_reason)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-            ).run(
+            stmt(db, `INSERT INTO memories(id, ns_id, ${IMPORTED_MEMORY_COLUMNS}) VALUES (?, ?, ${IMPORTED_MEMORY_PLACEHOLDERS})`).run(
               m.id,
               nsId,
-              m.key,
-              m.value,
-              UNSTORED_VALUE_HASH,
-              m.summary,
-              m.kind,
-              JSON.stringify(m.tags),
-              m.importance,
-              m.confidence,
-              m.source,
-              JSON.stringify(m.properties),
-              JSON.stringify(m.anchors),
-              fromIso(m.createdAt),
-              fromIso(m.updatedAt),
-              fromIso(m.validFrom),
-              fromIso(m.validTo),
-              fromIso(m.expiresAt),
-              fromIso(m.lastAccessedAt),
-              m.accessCount,
-              m.version,
-              m.status,
-              m.supersededBy,
-              fromIso(m.deletedAt),
-              m.deletedBy,
-              rec.deleteReason,
+              ...importedMemoryValues(m, rec.deleteReason),
             ).lastInsertRowid,
           );
           store.reindexImported(rowid);
