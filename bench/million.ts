@@ -18,7 +18,7 @@
  *   answered `hybrid` search (whatever arm answered: `degraded` says when the vector arm was not ready yet), and
  *   to the first one not degraded; RSS idle 10 s later; then the search phase again (RSS under search after a
  *   restart); then stopped and started once more and left alone 10 s (RSS idle before any search: a large store's
- *   vector index is read on first use, indexer.ts LAZY_LOAD_ABOVE);
+ *   vector index is read on first use, indexer-tuning.ts LAZY_LOAD_ABOVE);
  * - rebuild: `index/rebuild` (a full re-embed), the 200 whole-store hybrid queries in a loop while it runs, the
  *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle.
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
@@ -209,7 +209,7 @@ async function restartPhase(dir: string, queries: CorpusQuery[], size: number) {
   const idleRssMiB = memoryMiB(r.pid, 'VmRSS');
   console.log(`  restart: idle RSS ${idleRssMiB} MiB`);
   const search = await searchPhase(r, queries, `restart_${size}`);
-  // Restarted again and left alone: a store above the lazy-load limit (indexer.ts LAZY_LOAD_ABOVE) has no vector
+  // Restarted again and left alone: a store above the lazy-load limit (indexer-tuning.ts LAZY_LOAD_ABOVE) has no vector
   // index in memory until a search or a write needs it.
   await r.d.stop();
   const again = await start(dir);
