@@ -25,6 +25,7 @@ import Database from 'better-sqlite3';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { EventInput } from '../daemon/src/protocol/types';
 import { spawnDaemon, tempDir, ROOT } from '../test/helpers';
+import { cpuMs, loadAvg, memoryMiB, resetPeak } from './proc';
 import { arg, fmt, now, summarize } from './stats';
 
 const EVENTS = Number(arg('events', '200000'));
@@ -35,23 +36,6 @@ const GEN = path.resolve(ROOT, arg('gen', path.join('..', 'shared', 'bench', 'ge
 const JSON_OUT = arg('json', '');
 const KINDS = ['user', 'agent', 'tool_call', 'tool_result', 'command', 'edit', 'note'];
 
-const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
-function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
-}
-function resetPeak(pid: number): void {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  } catch {
-    /* not permitted: the peak then covers the daemon's whole life */
-  }
-}
-/** The daemon's CPU time (user + system, all threads) in ms, from /proc/<pid>/stat. */
-function cpuMs(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (100/s)
-}
 /** The daemon's CPU time in ms split into its main thread and its other threads (the embedding worker, SQLite, GC). */
 function threadCpuMs(pid: number): { main: number; others: number } {
   let main = 0;
@@ -133,13 +117,13 @@ async function main() {
       if (i > 600) throw new Error(`embedding model not ready: ${JSON.stringify(st.embeddings)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    report.idleRssMiB = status(pid, 'VmRSS');
+    report.idleRssMiB = memoryMiB(pid, 'VmRSS');
 
     // ---------------------------------------------------------------- append
     const epOfKey = new Map<string, number>();
     const posOfKey = new Map<string, number>();
     const base = Date.UTC(2025, 0, 1);
-    const loadBefore = load();
+    const loadBefore = loadAvg();
     const c0 = cpuMs(pid);
     const th0 = threadCpuMs(pid);
     const t0 = now();
@@ -174,7 +158,7 @@ async function main() {
     }
     const tAppend = now() - t0;
     const cAppend = cpuMs(pid) - c0;
-    const loadAfterAppend = load();
+    const loadAfterAppend = loadAvg();
     const w = await c.call(R.indexWait, { position: 0, timeoutMs: 600_000 });
     const tIndexed = now() - t0;
     if (!w.events?.reached || w.events.position < last) throw new Error(`event indexes did not catch up: ${JSON.stringify(w.events)}`);
@@ -190,8 +174,8 @@ async function main() {
         others: Math.round(t.others - th0.others) / 1000,
       }))(threadCpuMs(pid)),
       indexedSeconds: Math.round(tIndexed) / 1000,
-      daemonRssMiBAfter: status(pid, 'VmRSS'),
-      load: { before: loadBefore, afterAppend: loadAfterAppend, afterIndex: load() },
+      daemonRssMiBAfter: memoryMiB(pid, 'VmRSS'),
+      load: { before: loadBefore, afterAppend: loadAfterAppend, afterIndex: loadAvg() },
     };
     console.log(`append: ${JSON.stringify(report.append)}`);
 
@@ -228,7 +212,7 @@ async function main() {
     ] as const) {
       const lat: number[] = [];
       let found = 0;
-      const l0 = load();
+      const l0 = loadAvg();
       const c1 = cpuMs(pid);
       for (const q of qs) {
         const t = now();
@@ -245,19 +229,19 @@ async function main() {
         p99: +fmt(s.p99),
         daemonCpuMsPerQuery: +fmt((cpuMs(pid) - c1) / qs.length),
         found: +(found / qs.length).toFixed(3),
-        load: [l0, load()],
+        load: [l0, loadAvg()],
       };
       console.log(`${name}: ${JSON.stringify(search[name])}`);
     }
-    search.peakRssMiB = status(pid, 'VmHWM');
-    search.rssMiBAfter = status(pid, 'VmRSS');
+    search.peakRssMiB = memoryMiB(pid, 'VmHWM');
+    search.rssMiBAfter = memoryMiB(pid, 'VmRSS');
     report.search = search;
     console.log(`search peak RSS ${search.peakRssMiB} MiB (now ${search.rssMiBAfter})`);
 
     // ---------------------------------------------------------------- expand
     const rand = rng(25);
     const lat: number[] = [];
-    const l0 = load();
+    const l0 = loadAvg();
     const c2 = cpuMs(pid);
     for (let i = 0; i < 500; i++) {
       const position = 1 + Math.floor(rand() * last);
@@ -272,10 +256,10 @@ async function main() {
       p95: +fmt(s.p95),
       p99: +fmt(s.p99),
       daemonCpuMsPerCall: +fmt((cpuMs(pid) - c2) / 500),
-      load: [l0, load()],
+      load: [l0, loadAvg()],
     };
     console.log(`events/expand: ${JSON.stringify(report.expand)}`);
-    report.peakRssMiBOverall = status(pid, 'VmHWM');
+    report.peakRssMiBOverall = memoryMiB(pid, 'VmHWM');
   } finally {
     await d.stop();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -9,14 +9,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Requests as R } from '../daemon/src/protocol/methods';
-import type { MemoryKind } from '../daemon/src/protocol/types';
 import { tempCore, ROOT } from '../test/helpers';
 import { arg, now } from './stats';
+import { toUpsert, type CorpusRecord } from './workload';
 
 const size = Number(arg('size', '10000'));
 const per = Number(arg('per', '500'));
 const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
-const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
 
 const lines = fs
   .readFileSync(path.join(corpusDir, `corpus-${size}.jsonl`), 'utf8')
@@ -27,17 +26,7 @@ const bodies: string[] = [];
 for (let i = 0; i < lines.length; i += per)
   bodies.push(
     JSON.stringify({
-      items: lines.slice(i, i + per).map((l) => {
-        const r = JSON.parse(l) as { namespace: string; key: string; value: string; tags: string[]; kind: string; importance: number };
-        return {
-          namespace: r.namespace,
-          key: r.key,
-          value: r.value,
-          tags: r.tags,
-          kind: KINDS[r.kind] ?? 'note',
-          importance: r.importance,
-        };
-      }),
+      items: lines.slice(i, i + per).map((l) => toUpsert(JSON.parse(l) as CorpusRecord)),
     }),
   );
 

@@ -18,52 +18,36 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { attachEmbeddings } from '../daemon/src/index/attach';
-import type { Indexer } from '../daemon/src/index/indexer';
 import { slugify } from '../daemon/src/protocol/namespace';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { EventInput, SearchMode, UpsertParams } from '../daemon/src/protocol/types';
 import { Daemon } from '../daemon/src/server/daemon';
 import { eventArms, readQuery } from '../daemon/src/retrieval/events';
 import { eventMatch } from '../daemon/src/store/events-search';
-import { tempDir } from '../test/helpers';
 import Database from 'better-sqlite3';
+import {
+  CATEGORY,
+  CONVS,
+  conversationNamespace,
+  DATA,
+  evidenceIds,
+  loadSamples,
+  sessionOf,
+  sessionTurns,
+  startDaemon,
+  turnMemory,
+  turnText,
+  type Sample,
+  type SessionTurns,
+} from './locomo-data';
 import { arg, fmt, now } from './stats';
 
-const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
-const MODEL = ((m) => (fs.existsSync(path.join(m, 'config.json')) ? path.resolve(m) : m))(arg('model', 'builtin'));
-const MODEL_PATH = arg('model-path', '');
-const CONVS = arg('convs', '');
 const EXPAND = Number(arg('expand', '1'));
 const TIME_PHRASES = !process.argv.includes('--no-time-phrases');
 const JSON_OUT = arg('json', '');
 /** Save each question's arm candidates (events with their episodes, and episode-level lists) for offline ranking rules. */
 const ARMS_OUT = arg('arms-out', '');
-const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
 const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
-
-interface Turn {
-  speaker: string;
-  dia_id: string;
-  text: string;
-  blip_caption?: string;
-}
-interface Sample {
-  sample_id: string;
-  conversation: Record<string, unknown>;
-  qa: { question: string; evidence?: string[]; category: number }[];
-}
-interface Session {
-  n: number;
-  date: string;
-  at: number;
-  turns: Turn[];
-}
-
-const sessionOf = (dia: string) => Number(/^D(\d+):/.exec(dia)?.[1] ?? -1);
-const evidenceIds = (ev: string[] | undefined) => [
-  ...new Set((ev ?? []).flatMap((e) => [...String(e).matchAll(/D\d+:\d+/g)].map((m) => m[0]))),
-];
 
 /** "1:56 pm on 8 May, 2023" as ms (UTC). */
 export function sessionTime(s: string): number {
@@ -75,18 +59,13 @@ export function sessionTime(s: string): number {
   return Date.UTC(Number(m[6]), month, Number(m[4]), h, Number(m[2]));
 }
 
-function sessions(s: Sample): Session[] {
-  const out: Session[] = [];
-  for (const [k, v] of Object.entries(s.conversation)) {
-    const m = /^session_(\d+)$/.exec(k);
-    if (!m || !Array.isArray(v)) continue;
-    const date = String(s.conversation[`session_${m[1]}_date_time`] ?? '');
-    out.push({ n: Number(m[1]), date, at: sessionTime(date), turns: v as Turn[] });
-  }
-  return out.sort((a, b) => a.n - b.n);
-}
+/** A conversation's sessions in order, each with its date as ms. */
+const sessions = (s: Sample): Session[] =>
+  sessionTurns(s)
+    .map((x) => ({ ...x, at: sessionTime(x.date) }))
+    .sort((a, b) => a.n - b.n);
 
-const turnText = (t: Turn) => `${t.speaker}: ${t.text}${t.blip_caption ? ` [shares a photo: ${t.blip_caption}]` : ''}`;
+type Session = SessionTurns & { at: number };
 
 interface Acc {
   n: number;
@@ -122,29 +101,9 @@ const fin = (a: Acc) => ({
 });
 
 async function main() {
-  let samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
-  if (CONVS) {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(CONVS);
-    if (!m) throw new Error(`--convs takes A or A-B (0-based conversation indices), not "${CONVS}"`);
-    samples = samples.slice(Number(m[1]), Number(m[2] ?? m[1]) + 1);
-  }
-  const dir = tempDir('cairn-locomo-ep-');
-  let indexer!: Indexer;
-  const d = await Daemon.start({
-    db: path.join(dir, 'locomo.db'),
-    socket: null,
-    sweepEveryMs: 0,
-    log: () => {},
-    setup: async (dd) => {
-      indexer = await attachEmbeddings(dd, {
-        model: MODEL,
-        allowRemote: false,
-        ...(MODEL_PATH ? { modelPath: path.resolve(MODEL_PATH) } : {}),
-      });
-    },
-  });
+  const samples = loadSamples();
+  const { d, close } = await startDaemon('cairn-locomo-ep-');
   try {
-    for (let i = 0; i < 6000 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
     const info = d.core.status().embeddings;
     console.log(`model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back: ${info.fallbackReason}` : ''}`);
 
@@ -154,7 +113,7 @@ async function main() {
     let events = 0;
     let memPos = 0;
     for (const s of samples) {
-      const ns = `locomo.${slugify(s.sample_id)}`;
+      const ns = conversationNamespace(s);
       const mems: UpsertParams[] = [];
       for (const ses of sessions(s)) {
         const ep = await d.core.call(R.episodesStart, {
@@ -174,15 +133,7 @@ async function main() {
         const r = await d.core.call(R.eventsAppend, { episodeId: ep.episode.id, events: batch });
         r.results.forEach((x, i) => diaOf.set(x.position, ses.turns[i].dia_id));
         events += batch.length;
-        for (const t of ses.turns)
-          mems.push({
-            namespace: ns,
-            key: t.dia_id,
-            kind: 'episode',
-            source: 'import',
-            value: turnText(t),
-            properties: { speaker: t.speaker, session: ses.n, sessionDate: ses.date },
-          });
+        for (const t of ses.turns) mems.push(turnMemory(ns, t, ses));
       }
       for (let i = 0; i < mems.length; i += 1000) memPos = (await d.core.call(R.upsertBatch, { items: mems.slice(i, i + 1000) })).position;
     }
@@ -211,7 +162,7 @@ async function main() {
       score((res.byCat[cat] ??= zero()), hits, ev, expanded);
     };
     for (const s of samples) {
-      const scope = { root: `locomo.${slugify(s.sample_id)}`, includeUser: false };
+      const scope = { root: conversationNamespace(s), includeUser: false };
       for (const qa of s.qa) {
         const ev = evidenceIds(qa.evidence);
         if (ev.length === 0) continue;
@@ -294,8 +245,7 @@ async function main() {
     if (phrases.length) console.log(`\ntime phrases read in ${phrases.length} questions, e.g.:\n  ${phrases.slice(0, 5).join('\n  ')}`);
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
   } finally {
-    await d.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await close();
   }
 }
 
@@ -313,7 +263,7 @@ async function dumpArms(d: Daemon, samples: Sample[], diaOf: Map<number, string>
     epSession.set(r.episode, sessionOf(diaOf.get(r.pos) ?? ''));
   const out: unknown[] = [];
   for (const s of samples) {
-    const ns = `locomo.${slugify(s.sample_id)}`;
+    const ns = conversationNamespace(s);
     const scope = { root: ns, includeUser: false };
     // Episode documents of this conversation: concatenated text (in-memory FTS5, same tokenizer) and mean vectors.
     const eps = db

@@ -29,21 +29,25 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isBuiltinModelId } from '../daemon/src/embed';
-import { attachEmbeddings } from '../daemon/src/index/attach';
-import type { Indexer } from '../daemon/src/index/indexer';
-import { slugify } from '../daemon/src/protocol/namespace';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { SearchMode, UpsertParams } from '../daemon/src/protocol/types';
-import { Daemon } from '../daemon/src/server/daemon';
-import { tempDir } from '../test/helpers';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES } from '../daemon/src/retrieval/search';
 import { FUSION, FUSION_RULES, type FusionRuleName } from '../daemon/src/retrieval/fusion';
+import {
+  CATEGORY,
+  CONVS,
+  conversationNamespace,
+  DATA,
+  evidenceIds,
+  loadSamples,
+  sessionOf,
+  sessionTurns,
+  startDaemon,
+  turnMemory,
+  type Sample,
+} from './locomo-data';
 import { arg, fmt, now } from './stats';
 
-const DATA = arg('data', path.resolve(__dirname, '..', '..', 'shared', 'data', 'locomo', 'locomo-dev5.json'));
-const MODEL = ((m) => (fs.existsSync(path.join(m, 'config.json')) ? path.resolve(m) : m))(arg('model', 'builtin'));
-const MODEL_PATH = arg('model-path', '');
-const CONVS = arg('convs', '');
 const GRID = process.argv.includes('--grid');
 const JSON_OUT = arg('json', '');
 const ARMS_OUT = arg('arms-out', '');
@@ -55,45 +59,10 @@ const RULES = arg('fusion', '')
     if (!(r in FUSION_RULES)) throw new Error(`--fusion takes rules among ${Object.keys(FUSION_RULES).join(', ')}, not "${r}"`);
     return r as FusionRuleName;
   });
-const CATEGORY = { 1: 'multi-hop', 2: 'temporal', 3: 'open-domain', 4: 'single-hop', 5: 'adversarial' } as Record<number, string>;
-
-interface Turn {
-  speaker: string;
-  dia_id: string;
-  text: string;
-  blip_caption?: string;
-}
-interface Sample {
-  sample_id: string;
-  conversation: Record<string, unknown>;
-  qa: { question: string; evidence?: string[]; category: number }[];
-}
-
-const sessionOf = (dia: string) => Number(/^D(\d+):/.exec(dia)?.[1] ?? -1);
-const evidenceIds = (ev: string[] | undefined) => [
-  ...new Set((ev ?? []).flatMap((e) => [...String(e).matchAll(/D\d+:\d+/g)].map((m) => m[0]))),
-];
-
+/** Every turn of a conversation as a memory. */
 function turns(s: Sample): UpsertParams[] {
-  const ns = `locomo.${slugify(s.sample_id)}`;
-  const out: UpsertParams[] = [];
-  for (const [k, v] of Object.entries(s.conversation)) {
-    const m = /^session_(\d+)$/.exec(k);
-    if (!m || !Array.isArray(v)) continue;
-    const date = String(s.conversation[`session_${m[1]}_date_time`] ?? '');
-    for (const t of v as Turn[]) {
-      const caption = t.blip_caption ? ` [shares a photo: ${t.blip_caption}]` : '';
-      out.push({
-        namespace: ns,
-        key: t.dia_id,
-        kind: 'episode',
-        source: 'import',
-        value: `${t.speaker}: ${t.text}${caption}`,
-        properties: { speaker: t.speaker, session: Number(m[1]), sessionDate: date },
-      });
-    }
-  }
-  return out;
+  const ns = conversationNamespace(s);
+  return sessionTurns(s).flatMap((ses) => ses.turns.map((t) => turnMemory(ns, t, ses)));
 }
 
 interface Acc {
@@ -249,29 +218,9 @@ async function main() {
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ arms: path.basename(ARMS_IN), rules }, null, 2));
     return;
   }
-  let samples = JSON.parse(fs.readFileSync(DATA, 'utf8')) as Sample[];
-  if (CONVS) {
-    const m = /^(\d+)(?:-(\d+))?$/.exec(CONVS);
-    if (!m) throw new Error(`--convs takes A or A-B (0-based conversation indices), not "${CONVS}"`);
-    samples = samples.slice(Number(m[1]), Number(m[2] ?? m[1]) + 1);
-  }
-  const dir = tempDir('cairn-locomo-');
-  let indexer!: Indexer;
-  const d = await Daemon.start({
-    db: path.join(dir, 'locomo.db'),
-    socket: null,
-    sweepEveryMs: 0,
-    log: () => {},
-    setup: async (dd) => {
-      indexer = await attachEmbeddings(dd, {
-        model: MODEL,
-        allowRemote: false,
-        ...(MODEL_PATH ? { modelPath: path.resolve(MODEL_PATH) } : {}),
-      });
-    },
-  });
+  const samples = loadSamples();
+  const { d, close } = await startDaemon('cairn-locomo-');
   try {
-    for (let i = 0; i < 6000 && indexer.state !== 'ready'; i++) await new Promise((r) => setTimeout(r, 50));
     const info = d.core.status().embeddings;
     console.log(
       `model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back from ${info.configuredModel}: ${info.fallbackReason}` : ''}`,
@@ -299,7 +248,7 @@ async function main() {
     const armLists: ArmLists[] = [];
     let questions = 0;
     for (const s of samples) {
-      const scope = { root: `locomo.${slugify(s.sample_id)}`, includeUser: false };
+      const scope = { root: conversationNamespace(s), includeUser: false };
       for (const qa of s.qa) {
         const ev = evidenceIds(qa.evidence);
         if (ev.length === 0) continue;
@@ -360,8 +309,7 @@ async function main() {
       fs.writeFileSync(ARMS_OUT, JSON.stringify({ data: path.basename(DATA), convs: CONVS, model: info.model, questions: armLists }));
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
   } finally {
-    await d.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await close();
   }
 }
 

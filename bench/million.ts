@@ -18,7 +18,7 @@
  *   answered `hybrid` search (whatever arm answered: `degraded` says when the vector arm was not ready yet), and
  *   to the first one not degraded; RSS idle 10 s later; then the search phase again (RSS under search after a
  *   restart); then stopped and started once more and left alone 10 s (RSS idle before any search: a large store's
- *   vector index is read on first use, indexer.ts LAZY_LOAD_ABOVE);
+ *   vector index is read on first use, indexer-tuning.ts LAZY_LOAD_ABOVE);
  * - rebuild: `index/rebuild` (a full re-embed), the 200 whole-store hybrid queries in a loop while it runs, the
  *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle.
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
@@ -27,15 +27,14 @@
  * (node --cpu-prof: the event loop's, and each worker's in a file of its own) goes there.
  * The disk peer: kube-coder's store measured 135 MiB at 100k (issue 8, same workload); the table scales it linearly.
  */
-import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
-import type { MemoryKind } from '../daemon/src/protocol/types';
 import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
+import { cpuMs, diskMiB, loadAvg as load, memoryMiB, resetPeak } from './proc';
 import { arg, fmt, now, summarize } from './stats';
+import { ensureCorpus, readJsonl, streamRecords, toUpsert, type CorpusQuery } from './workload';
 
 const sizes = arg('sizes', '10000,100000,1000000').split(',').map(Number);
 const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
@@ -53,76 +52,6 @@ const cpuProf = arg('cpu-prof', '');
 /** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
 const PEER_DISK_MIB_PER_100K = 135;
 
-interface Rec {
-  namespace: string;
-  key: string;
-  value: string;
-  tags: string[];
-  kind: string;
-  importance: number;
-}
-interface Query {
-  q: string;
-  scope: string;
-}
-const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
-const toUpsert = (r: Rec) => ({
-  namespace: r.namespace,
-  key: r.key,
-  value: r.value,
-  tags: r.tags,
-  kind: KINDS[r.kind] ?? 'note',
-  importance: r.importance,
-});
-
-function ensureCorpus(): void {
-  const missing = sizes.some((n) => !fs.existsSync(path.join(corpusDir, `corpus-${n}.jsonl`)));
-  if (!missing) return;
-  fs.mkdirSync(corpusDir, { recursive: true });
-  execFileSync('python3', [gen, '--sizes', sizes.join(','), '--out', corpusDir], { stdio: 'inherit' });
-}
-
-/** The corpus's records, read a line at a time (1M records as one string would be 450 MB). */
-function* records(size: number): Generator<Rec> {
-  const fd = fs.openSync(path.join(corpusDir, `corpus-${size}.jsonl`), 'r');
-  const buf = Buffer.alloc(1 << 20);
-  let rest = '';
-  try {
-    for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      const lines = (rest + buf.toString('utf8', 0, n)).split('\n');
-      rest = lines.pop()!;
-      for (const l of lines) if (l.trim()) yield JSON.parse(l) as Rec;
-    }
-    if (rest.trim()) yield JSON.parse(rest) as Rec;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
-function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
-}
-function resetPeak(pid: number): void {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  } catch {
-    /* not permitted: the peak covers the daemon's life */
-  }
-}
-function diskMiB(db: string): number {
-  let bytes = 0;
-  for (const f of [db, db + '-wal', db + '-shm'])
-    try {
-      bytes += fs.statSync(f).size;
-    } catch {
-      /* absent */
-    }
-  return Math.round((bytes / 1048576) * 10) / 10;
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Running {
@@ -147,13 +76,6 @@ async function waitReady(c: StreamClient): Promise<void> {
     if (i > 6000) throw new Error('embedding model not ready after 10 min');
     await sleep(100);
   }
-}
-
-/** CPU ms of a process, all its threads (utime + stime). */
-function cpuMs(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
 }
 
 /** CPU ms per thread (every thread is named `node`): `main` (the event loop) and the others by thread id. */
@@ -187,7 +109,7 @@ async function importPhase(r: Running, size: number) {
   let batch: ReturnType<typeof toUpsert>[] = [];
   let lastLog = t0;
   let done = 0;
-  for (const rec of records(size)) {
+  for (const rec of streamRecords(path.join(corpusDir, `corpus-${size}.jsonl`))) {
     batch.push(toUpsert(rec));
     if (batch.length === 500) {
       last = (await r.c.call(R.upsertBatch, { items: batch })).position;
@@ -214,7 +136,7 @@ async function importPhase(r: Running, size: number) {
     daemonCpuMsPerRecord: Math.round(((cpuMs(r.pid) - cpu0) / size) * 1000) / 1000,
     /** The same per thread: the event loop (`main`) and the others by id (embedding and checkpoint workers, V8's helpers). */
     threadCpuMsPerRecord: perRecord(threads0, threadCpuMs(r.pid), size),
-    peakRssMiB: status(r.pid, 'VmHWM'),
+    peakRssMiB: memoryMiB(r.pid, 'VmHWM'),
     diskMiBAfterWrites: diskAfterWrites,
     diskMiBCaughtUp: diskMiB(r.d.db),
     load: load(),
@@ -222,7 +144,7 @@ async function importPhase(r: Running, size: number) {
 }
 
 const hitLog: Record<string, Record<string, string[][]>> = {};
-async function searchPhase(r: Running, queries: Query[], label: string) {
+async function searchPhase(r: Running, queries: CorpusQuery[], label: string) {
   resetPeak(r.pid);
   for (let i = 0; i < 10; i++) await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
   const out: Record<string, unknown> = { load: load() };
@@ -252,11 +174,11 @@ async function searchPhase(r: Running, queries: Query[], label: string) {
       if (mode === 'hybrid') (hitLog[label] ??= {})[scoped ? 'scoped' : 'whole'] = tops;
     }
   out.degraded = degraded;
-  out.peakRssMiB = status(r.pid, 'VmHWM');
+  out.peakRssMiB = memoryMiB(r.pid, 'VmHWM');
   return out;
 }
 
-async function restartPhase(dir: string, queries: Query[], size: number) {
+async function restartPhase(dir: string, queries: CorpusQuery[], size: number) {
   const t0 = now();
   const r = await start(dir);
   const socketMs = now() - t0;
@@ -284,15 +206,15 @@ async function restartPhase(dir: string, queries: Query[], size: number) {
     `  restart: socket ${Math.round(socketMs)} ms, first answer ${Math.round(firstMs)} ms (${firstDegraded ?? 'hybrid'}), first hybrid ${Math.round(fullMs)} ms`,
   );
   await sleep(10_000);
-  const idleRssMiB = status(r.pid, 'VmRSS');
+  const idleRssMiB = memoryMiB(r.pid, 'VmRSS');
   console.log(`  restart: idle RSS ${idleRssMiB} MiB`);
   const search = await searchPhase(r, queries, `restart_${size}`);
-  // Restarted again and left alone: a store above the lazy-load limit (indexer.ts LAZY_LOAD_ABOVE) has no vector
+  // Restarted again and left alone: a store above the lazy-load limit (indexer-tuning.ts LAZY_LOAD_ABOVE) has no vector
   // index in memory until a search or a write needs it.
   await r.d.stop();
   const again = await start(dir);
   await sleep(10_000);
-  const unusedRssMiB = status(again.pid, 'VmRSS');
+  const unusedRssMiB = memoryMiB(again.pid, 'VmRSS');
   console.log(`  restart: idle RSS before any search ${unusedRssMiB} MiB`);
   return {
     r: again,
@@ -309,7 +231,7 @@ async function restartPhase(dir: string, queries: Query[], size: number) {
   };
 }
 
-async function rebuildPhase(r: Running, queries: Query[]) {
+async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
   await waitReady(r.c);
   // Idle reference: the same loop of whole-store hybrid queries before the rebuild.
   const idle: number[] = [];
@@ -352,19 +274,14 @@ async function rebuildPhase(r: Running, queries: Query[]) {
 }
 
 async function main() {
-  ensureCorpus();
+  ensureCorpus(corpusDir, gen, sizes);
   const results: Record<string, Record<string, unknown>> = {};
   const write = () => {
     if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify({ sizes, bin, results }, null, 2));
     if (hitsOut) fs.writeFileSync(hitsOut, JSON.stringify(hitLog));
   };
   for (const size of sizes) {
-    const queries = fs
-      .readFileSync(path.join(corpusDir, `queries-${size}.jsonl`), 'utf8')
-      .split('\n')
-      .filter((l) => l.trim())
-      .map((l) => JSON.parse(l) as Query)
-      .slice(0, queryCount);
+    const queries = readJsonl<CorpusQuery>(path.join(corpusDir, `queries-${size}.jsonl`)).slice(0, queryCount);
     const res: Record<string, unknown> = (results[size] = {});
     const kept = (keep || reuse) && size === sizes[sizes.length - 1];
     const dir = reuse ? path.resolve(reuse) : kept ? path.resolve(keep) : tempDir('cairn-1m-');

@@ -27,7 +27,6 @@ import * as path from 'node:path';
 import { loadModel } from '../daemon/src/index/attach';
 import { Indexer, type EmbeddingModel } from '../daemon/src/index/indexer';
 import { Requests as R } from '../daemon/src/protocol/methods';
-import type { MemoryKind } from '../daemon/src/protocol/types';
 import { fuseArms, rankFused, rankFusedLazy } from '../daemon/src/retrieval/fusion';
 import { CANDIDATE_FACTOR, HYBRID_MIN_SIMILARITY, MIN_CANDIDATES, search } from '../daemon/src/retrieval/search';
 import { ftsArm, type ArmQuery } from '../daemon/src/store/search-fts';
@@ -35,8 +34,7 @@ import { Store } from '../daemon/src/store/store';
 import { spawnDaemon } from '../test/helpers';
 import { arg, cpuNow, fmt, now, summarize } from './stats';
 import { storeCopy } from './store-copy';
-
-const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
+import { toUpsert, type CorpusRecord } from './workload';
 
 async function build(db: string, corpus: string, bin?: string): Promise<void> {
   const dir = path.dirname(path.resolve(db));
@@ -48,17 +46,7 @@ async function build(db: string, corpus: string, bin?: string): Promise<void> {
     const lines = fs.readFileSync(corpus, 'utf8').split('\n').filter(Boolean);
     let last = 0;
     for (let i = 0; i < lines.length; i += 500) {
-      const items = lines.slice(i, i + 500).map((l) => {
-        const r = JSON.parse(l);
-        return {
-          namespace: r.namespace,
-          key: r.key,
-          value: r.value,
-          tags: r.tags,
-          kind: KINDS[r.kind] ?? 'note',
-          importance: r.importance,
-        };
-      });
+      const items = lines.slice(i, i + 500).map((l) => toUpsert(JSON.parse(l) as CorpusRecord));
       last = (await c.call(R.upsertBatch, { items })).position;
     }
     for (let i = 0; i < 3000 && (await c.call(R.status, {})).embeddings.state !== 'ready'; i++)

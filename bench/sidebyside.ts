@@ -38,9 +38,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
-import type { MemoryKind } from '../daemon/src/protocol/types';
 import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
+import { cpuMs, diskMiB, memoryMiB, resetPeak } from './proc';
 import { arg, fmt, now, summarize } from './stats';
+import { ensureCorpus, readJsonl, toUpsert, type CorpusQuery, type CorpusRecord } from './workload';
 
 const argv = process.argv.slice(2);
 const sizes = arg('sizes', '10000,100000').split(',').map(Number);
@@ -60,55 +61,7 @@ for (let i = 0; i < argv.length; i++) {
 }
 if (builds.length === 0) builds.push({ label: 'cairn', bin: path.join(ROOT, 'daemon', 'bin', 'cairn.js') });
 
-interface Record_ {
-  namespace: string;
-  key: string;
-  value: string;
-  tags: string[];
-  kind: string;
-  importance: number;
-}
-interface Query {
-  q: string;
-  scope: string;
-}
-const KINDS: Record<string, MemoryKind> = { semantic: 'fact', episodic: 'episode', procedural: 'procedure', preference: 'preference' };
-
-function ensureCorpus(): void {
-  const missing = sizes.some(
-    (n) => !fs.existsSync(path.join(corpusDir, `corpus-${n}.jsonl`)) || !fs.existsSync(path.join(corpusDir, `queries-${n}.jsonl`)),
-  );
-  if (!missing) return;
-  if (!fs.existsSync(gen))
-    throw new Error(`no corpus in ${corpusDir} and no generator at ${gen} (pass --gen path/to/gen_corpus.py or --corpus DIR)`);
-  fs.mkdirSync(corpusDir, { recursive: true });
-  execFileSync('python3', [gen, '--sizes', sizes.join(','), '--out', corpusDir], { stdio: 'inherit' });
-}
-
-function readJsonl<T>(file: string): T[] {
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as T);
-}
-
-const toUpsert = (r: Record_) => ({
-  namespace: r.namespace,
-  key: r.key,
-  value: r.value,
-  tags: r.tags,
-  kind: KINDS[r.kind] ?? 'note',
-  importance: r.importance,
-});
-
 // ------------------------------------------------------------------ /proc
-function procStat(pid: number): { cpuMs: number } {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(rest[11]) + Number(rest[12]); // utime + stime (fields 14, 15)
-  return { cpuMs: (ticks * 1000) / 100 };
-}
 /** CPU ms of the main thread and of the others (V8 helpers, libuv pool, the embedding worker) from /proc/<pid>/task. */
 function threadCpu(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -128,29 +81,6 @@ function threadCpu(pid: number): Record<string, number> {
   }
   return out;
 }
-function status(pid: number, field: 'VmHWM' | 'VmRSS'): number {
-  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : NaN;
-}
-function resetPeak(pid: number): void {
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  } catch {
-    /* not permitted here: the peak then covers the daemon's whole life */
-  }
-}
-function diskMiB(db: string): number {
-  let bytes = 0;
-  for (const f of [db, db + '-wal', db + '-shm']) {
-    try {
-      bytes += fs.statSync(f).size;
-    } catch {
-      /* absent */
-    }
-  }
-  return Math.round((bytes / 1048576) * 10) / 10;
-}
-
 // ------------------------------------------------------------------ daemon
 /** The XDG directories of the daemons started here, removed when the bench exits (the stores are spawnDaemon's own). */
 const scratchDirs: string[] = [];
@@ -186,10 +116,10 @@ async function start(
   const wanted = (opts.env?.CAIRN_STORE_SYNCHRONOUS ?? 'normal').toLowerCase();
   if (synchronous !== wanted && !synchronous.startsWith('unknown'))
     throw new Error(`asked for synchronous=${wanted}, the daemon's connection has ${synchronous}`);
-  return { d, c, pid: d.proc.pid!, idleRssMiB: status(d.proc.pid!, 'VmRSS'), synchronous };
+  return { d, c, pid: d.proc.pid!, idleRssMiB: memoryMiB(d.proc.pid!, 'VmRSS'), synchronous };
 }
 
-async function writes(bin: string, records: Record_[], opts: { embeddings: boolean; env?: NodeJS.ProcessEnv; keep?: boolean }) {
+async function writes(bin: string, records: CorpusRecord[], opts: { embeddings: boolean; env?: NodeJS.ProcessEnv; keep?: boolean }) {
   const s = await start(bin, opts);
   const { c, pid } = s;
   // The ceiling: the same client and socket with a request that does almost nothing.
@@ -205,7 +135,7 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
     clientCpuMsPerCall: Math.round(((pu.user + pu.system) / 1000 / pings) * 1000) / 1000,
   };
   resetPeak(pid);
-  const cpu0 = procStat(pid).cpuMs;
+  const cpu0 = cpuMs(pid);
   const client0 = process.cpuUsage();
   const threads0 = threadCpu(pid);
   const ms: number[] = [];
@@ -225,7 +155,7 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
     }
   }
   const wallMs = now() - t0;
-  const cpuMs = procStat(pid).cpuMs - cpu0;
+  const daemonCpuMs = cpuMs(pid) - cpu0;
   const clientCpu = process.cpuUsage(client0);
   const threads1 = threadCpu(pid);
   const perThread: Record<string, number> = {};
@@ -237,13 +167,13 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
     load,
     perSec: Math.round(records.length / (wallMs / 1000)),
     call: ms.length ? summarize(ms) : null,
-    daemonCpuMsPerUpsert: Math.round((cpuMs / records.length) * 100) / 100,
+    daemonCpuMsPerUpsert: Math.round((daemonCpuMs / records.length) * 100) / 100,
     /** The same CPU split: the main (event loop) thread and the other threads. */
     daemonCpuMsPerUpsertByThread: perThread,
     /** This bench process's CPU per upsert (framing, JSON, awaiting): part of every round trip. */
     clientCpuMsPerUpsert: Math.round(((clientCpu.user + clientCpu.system) / 1000 / records.length) * 1000) / 1000,
     ceiling,
-    peakRssMiB: status(pid, 'VmHWM'),
+    peakRssMiB: memoryMiB(pid, 'VmHWM'),
     idleRssMiB: s.idleRssMiB,
     diskMiBAfterWrites: diskMiB(s.d.db),
     upsertsReportingDuplicates: dups,
@@ -262,7 +192,7 @@ async function writes(bin: string, records: Record_[], opts: { embeddings: boole
   return { result, s, last };
 }
 
-async function searches(s: { c: StreamClient; pid: number; d: SpawnedDaemon }, queries: Query[], last: number) {
+async function searches(s: { c: StreamClient; pid: number; d: SpawnedDaemon }, queries: CorpusQuery[], last: number) {
   const { c, pid } = s;
   await c.call(R.indexWait, { position: last, timeoutMs: 600_000 });
   resetPeak(pid);
@@ -279,12 +209,12 @@ async function searches(s: { c: StreamClient; pid: number; d: SpawnedDaemon }, q
       out[`${mode}_${scoped ? 'scoped' : 'whole'}`] = summarize(ms);
     }
   }
-  out.peakRssMiB = status(pid, 'VmHWM');
+  out.peakRssMiB = memoryMiB(pid, 'VmHWM');
   out.diskMiB = diskMiB(s.d.db);
   return out;
 }
 
-async function batch(bin: string, records: Record_[]) {
+async function batch(bin: string, records: CorpusRecord[]) {
   const s = await start(bin, { embeddings: true });
   resetPeak(s.pid);
   const t0 = now();
@@ -296,7 +226,7 @@ async function batch(bin: string, records: Record_[]) {
     synchronous: s.synchronous,
     records: records.length,
     perSec: Math.round(records.length / (wallMs / 1000)),
-    peakRssMiB: status(s.pid, 'VmHWM'),
+    peakRssMiB: memoryMiB(s.pid, 'VmHWM'),
     diskMiBAfterWrites: diskMiB(s.d.db),
   };
   void last;
@@ -344,11 +274,11 @@ function floor(size: number, synchronous: 'NORMAL' | 'FULL'): { records: number;
 const line = (label: string, k: string, v: unknown) => console.log(`[${label}] ${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`);
 
 async function main() {
-  ensureCorpus();
+  ensureCorpus(corpusDir, gen, sizes);
   const results: Record<string, Record<string, unknown>> = {};
   for (const size of sizes) {
-    const records = readJsonl<Record_>(path.join(corpusDir, `corpus-${size}.jsonl`));
-    const queries = readJsonl<Query>(path.join(corpusDir, `queries-${size}.jsonl`));
+    const records = readJsonl<CorpusRecord>(path.join(corpusDir, `corpus-${size}.jsonl`));
+    const queries = readJsonl<CorpusQuery>(path.join(corpusDir, `queries-${size}.jsonl`));
     for (const b of builds) {
       const key = `${b.label}_${size}`;
       const r: Record<string, unknown> = (results[key] = {});

@@ -1,5 +1,5 @@
 /**
- * The possible-duplicate threshold per model kind (index/indexer.ts DUPLICATE_THRESHOLD), checked
+ * The possible-duplicate threshold per model kind (index/indexer-tuning.ts DUPLICATE_THRESHOLD), checked
  * on the labelled pairs it was chosen on (SELECTION) and on the held-out pairs (HELD_OUT), through
  * the Embedder (production path) and the text the indexer embeds. The built-in model always; the
  * real all-MiniLM-L6-v2 from the folder scripts/models/fetch-teacher.sh makes (cached; the first

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Memory } from '../../daemon/src/protocol/types';
 import { discardQuestion, rejectQuestion } from './confirm';
-import { EditForm } from './detail';
+import { EditForm } from './edit-form';
 import { sourceEventsOf } from './episodes';
 import { REVIEW_LIMIT, scopeFor, type ScopeKey } from './state';
 import { SourceEvents } from './timeline';

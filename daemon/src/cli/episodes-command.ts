@@ -134,6 +134,26 @@ function parseFile(spec: string): Pick<T.EventContext, 'path' | 'startLine' | 'e
 }
 
 /** cairn episodes list|show|search|find|import|erase|removals */
+/** What `search` (events) and `find` (sessions) send alike: the scope, mode, kind, source, time range and limit. */
+function searchFilters(o: EpisodeOpts, scope: T.Scope | undefined) {
+  return {
+    ...(scope ? { scope } : {}),
+    ...(o.mode ? { mode: o.mode } : {}),
+    ...(o.kind ? { kinds: [o.kind] } : {}),
+    ...(o.source ? { sources: [o.source] } : {}),
+    ...(o.since ? { since: o.since } : {}),
+    ...(o.before ? { before: o.before } : {}),
+    ...(o.limit ? { limit: o.limit } : {}),
+  };
+}
+
+/** The lines a search's answer opens with: how its time was read, a degraded search, or nothing found. */
+function searchPreamble(out: Out, r: { time?: { reading: string }; degraded?: string }, found: number, none: string): void {
+  if (r.time) out(`time: ${r.time.reading}`);
+  if (r.degraded) out(`(full-text only: ${r.degraded})`);
+  if (found === 0) out(none);
+}
+
 export async function episodesCommand(
   c: CairnClient,
   pos: string[],
@@ -172,19 +192,11 @@ export async function episodesCommand(
       if (rest.length === 0) throw new EpisodeUsageError('usage: cairn episodes search <query...>');
       const r = await c.call(Requests.eventsSearch, {
         query: rest.join(' '),
-        ...(scope ? { scope } : {}),
-        ...(o.mode ? { mode: o.mode } : {}),
-        ...(o.kind ? { kinds: [o.kind] } : {}),
-        ...(o.source ? { sources: [o.source] } : {}),
-        ...(o.since ? { since: o.since } : {}),
-        ...(o.before ? { before: o.before } : {}),
-        ...(o.limit ? { limit: o.limit } : {}),
+        ...searchFilters(o, scope),
         ...(o.expand ? { expand: o.expand } : {}),
       });
       emit(r, () => {
-        if (r.time) out(`time: ${r.time.reading}`);
-        if (r.degraded) out(`(full-text only: ${r.degraded})`);
-        if (r.hits.length === 0) out('no events found');
+        searchPreamble(out, r, r.hits.length, 'no events found');
         for (const h of r.hits) {
           out(`${eventLine({ ...h.event, text: h.snippet })}\n   in "${h.episode.title}" (${h.episode.id})`);
           for (const x of h.context ?? []) if (x.position !== h.position) out(`     ${eventLine(x, 160)}`);
@@ -196,20 +208,9 @@ export async function episodesCommand(
       // Sessions, not events: episodes/search ranks episodes by their matching events (docs/episodes.md#recall).
       const query = rest.join(' ');
       if (query.trim() === '') throw new EpisodeUsageError('usage: cairn episodes find <query...> (the sessions a query is about)');
-      const r = await c.call(Requests.episodesSearch, {
-        query,
-        ...(scope ? { scope } : {}),
-        ...(o.mode ? { mode: o.mode } : {}),
-        ...(o.kind ? { kinds: [o.kind] } : {}),
-        ...(o.source ? { sources: [o.source] } : {}),
-        ...(o.since ? { since: o.since } : {}),
-        ...(o.before ? { before: o.before } : {}),
-        ...(o.limit ? { limit: o.limit } : {}),
-      });
+      const r = await c.call(Requests.episodesSearch, { query, ...searchFilters(o, scope) });
       emit(r, () => {
-        if (r.time) out(`time: ${r.time.reading}`);
-        if (r.degraded) out(`(full-text only: ${r.degraded})`);
-        if (r.episodes.length === 0) out('no episodes found');
+        searchPreamble(out, r, r.episodes.length, 'no episodes found');
         for (const h of r.episodes) {
           out(episodeLine(h.episode));
           for (const x of h.hits) out(`   #${x.position} ${x.at} ${x.kind}: ${oneLine(x.snippet, 200)}`);

@@ -13,84 +13,32 @@ import { CairnError } from '../protocol/errors';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
 import type { Store } from '../store/store';
 import type { EmbedRow, MemoryLabel } from '../store/index-feed';
-import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
-import { runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { EmbeddingStatus, IndexProgressParams } from '../protocol/types';
-import type { WorkerKnn, WorkerKnnResult } from '../embed/shared';
-import { sha256 } from '../text/hash';
 import { FUSION, type VectorSearcher } from '../retrieval/search';
 import type { Fusion } from '../retrieval/fusion';
-import { isBuiltinModelId, isZeroVector } from '../embed';
+import { isBuiltinModelId } from '../embed';
+import { checkDuplicates, type DuplicateReport } from './duplicate-check';
+import { embedRows } from './embed-rows';
+import { VectorSearch } from './vector-search';
+import { WatermarkWaiters } from './watermark-waiters';
+import type { Embedded, EmbeddingModel, IndexerHost } from './embedding-model';
+import { DUPLICATE_THRESHOLD, EMBED_CHUNK, INDEX_BATCH, KICK_DELAY_MS, LAZY_LOAD_ABOVE, MAX_REST_MS, QUIET_MS } from './indexer-tuning';
 
-export interface EmbeddingModel {
-  readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
-  embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
-  /** Vectors with their SimHashes computed off the event loop (the Embedder's worker); embed() is used without it. */
-  embedWithSignatures?(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }>;
-  /** Duplicate checks scored off the event loop (the Embedder's worker); run on this thread without it. */
-  scanDuplicates?(scan: DuplicateScan): Promise<DuplicateScanResult>;
-  /** A search's query embedded and ranked off the event loop (the Embedder's worker); embed() + knn here without it. */
-  nearest?(text: string, knn: WorkerKnn): Promise<WorkerKnnResult>;
-  close(): Promise<void>;
-}
-
-export const INDEX_BATCH = 512;
-/** Searches within this long make background embedding pace itself (see Indexer.paced). */
-export const QUIET_MS = 1000;
-/**
- * Texts per background request to the embedding worker, per model kind. A search's query embedding goes ahead of
- * queued requests but waits for the one being computed: 64 texts are well under a millisecond for the built-in
- * static model, but about 0.4 CPU-seconds for a transformer (all-MiniLM-L6-v2 here), which made hybrid search
- * during a bulk import wait that long; 8 texts (the transformer's model batch) bound the wait to one batch.
- */
-export const EMBED_CHUNK = { builtin: 64, transformer: 8 } as const;
-export const MAX_REST_MS = 250;
-/**
- * An indexing pass starts this long after the first write that asks for it, so a stream of single writes is
- * embedded in batches (one worker round trip and a few transactions per batch instead of per write). A caller
- * waiting for the index (index/wait, waitForDuplicates) starts the pass at once instead.
- */
-export const KICK_DELAY_MS = 50;
-/** Vectors written per transaction (the daemon yields to requests between them). */
-export const WRITE_CHUNK = 8;
-/** Vectors written per transaction while no search is being served. */
-export const QUIET_WRITE_CHUNK = 128;
-/**
- * Cosine similarity at or above which a live memory of the same namespace is a possible duplicate, per model kind
- * (as FUSION): chosen on labelled pairs of software memories and confirmed on a held-out set
- * (bench/duplicates.ts, test/embed/duplicate-pairs.ts; figures in bench/README.md). The former single 0.93, set for
- * GloVe, caught 1 duplicate in 10 with either model.
- */
-export const DUPLICATE_THRESHOLD = { builtin: 0.66, transformer: 0.67 } as const;
-export const DUPLICATE_LIMIT = 5;
-/**
- * A store with more vectors than this (about: the largest vector rowid, read without a scan) has its vector index
- * read into memory on first use (a hybrid search, or vectors to check for duplicates) instead of at start, so a
- * daemon nobody searches stays small (a million vectors hold ~210 MiB even compact); the first searches meanwhile
- * answer from full text (`degraded` says the index is loading). Smaller stores load at start as before.
- */
-export const LAZY_LOAD_ABOVE = 131_072;
-
-/** What the indexer found for one memory it embedded (reported as memory/possibleDuplicates). */
-export interface DuplicateReport {
-  rowid: number;
-  id: string;
-  version: number;
-  position: number;
-  duplicates: { rowid: number; similarity: number }[];
-}
-
-/** The text a memory's vector is computed from. */
-export function embeddingText(m: { key: string; value: string; tags: string[] | string }): string {
-  const tags = Array.isArray(m.tags) ? m.tags : (JSON.parse(m.tags) as string[]);
-  return `${m.key.replace(/[._:/-]+/g, ' ')}\n${tags.join(' ')}\n${m.value}`;
-}
-
-/** A memory just embedded: its vector and (when stored) the vector's SimHash. */
-type Embedded = { row: EmbedRow; vector: Float32Array; sig?: Int32Array };
-
-type Waiter = { position: number; resolve: (wm: number) => void };
+export type { DuplicateReport } from './duplicate-check';
+export { embeddingText, type EmbeddingModel } from './embedding-model';
+export {
+  DUPLICATE_LIMIT,
+  DUPLICATE_THRESHOLD,
+  EMBED_CHUNK,
+  INDEX_BATCH,
+  KICK_DELAY_MS,
+  LAZY_LOAD_ABOVE,
+  MAX_REST_MS,
+  QUIET_MS,
+  QUIET_WRITE_CHUNK,
+  WRITE_CHUNK,
+} from './indexer-tuning';
 
 export class Indexer implements VectorSearcher {
   state: EmbeddingStatus['state'] = 'loading';
@@ -100,7 +48,7 @@ export class Indexer implements VectorSearcher {
   private kickTimer: NodeJS.Timeout | null = null;
   private lastQueryAt = 0;
   private again = false;
-  private waiters: Waiter[] = [];
+  private readonly waiters = new WatermarkWaiters();
   private backfill: { done: number; total: number } | null = null;
   private stopped = false;
   /** The indexing pass and the re-embed in progress: stop() waits for both, so neither touches a closed store. */
@@ -114,6 +62,10 @@ export class Indexer implements VectorSearcher {
   /** LAZY_LOAD_ABOVE (a knob for tests). */
   lazyAbove = LAZY_LOAD_ABOVE;
   lastError: string | null = null;
+  /** What the pass functions (embed-rows.ts, duplicate-check.ts) read of this indexer. */
+  private readonly host: IndexerHost;
+  /** The vector arm of searches (vector-search.ts). */
+  private readonly arm: VectorSearch;
 
   constructor(
     private readonly store: Store,
@@ -129,6 +81,16 @@ export class Indexer implements VectorSearcher {
   ) {
     // Each pass's last commit also indexes the full text of the writes since the store's `fts` watermark (loop).
     store.fullTextFollower = () => this.state === 'ready' && !this.stopped;
+    this.host = {
+      store,
+      log,
+      model: () => this.model,
+      embedder: () => this.embedder,
+      stopped: () => this.stopped,
+      searching: () => Date.now() - this.lastQueryAt < QUIET_MS,
+      rollBack: (rowids) => this.rollBack(rowids),
+    };
+    this.arm = new VectorSearch(this.host);
   }
 
   // ---------------------------------------------------------------- status
@@ -292,8 +254,7 @@ export class Indexer implements VectorSearcher {
     if (this.kickTimer) clearTimeout(this.kickTimer);
     await this.embedder?.close().catch(() => {});
     await Promise.allSettled([this.pass, this.rebuild, this.loadingIndex]);
-    for (const w of this.waiters) w.resolve(this.watermark());
-    this.waiters = [];
+    this.waiters.settle(this.watermark(), true);
   }
 
   /** Remove the vectors a stopped pass stored for these memories (their changes stay past the watermark). */
@@ -349,61 +310,12 @@ export class Indexer implements VectorSearcher {
   private async paced(batch: () => Promise<void>): Promise<void> {
     const t0 = Date.now();
     await batch();
-    if (Date.now() - this.lastQueryAt < QUIET_MS) await new Promise((r) => setTimeout(r, Math.min(MAX_REST_MS, 2 * (Date.now() - t0))));
+    if (this.host.searching()) await new Promise((r) => setTimeout(r, Math.min(MAX_REST_MS, 2 * (Date.now() - t0))));
   }
 
-  /**
-   * Embed rows whose text changed since their vector was computed; write them in
-   * small transactions. Returns the rows embedded, with their vectors.
-   */
-  private async embedRows(model: VecModel, rows: EmbedRow[]): Promise<Embedded[]> {
-    const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
-    const have = this.store.vectors.textHashes(
-      model,
-      rows.map((r) => r.rowid),
-    );
-    for (const r of rows) {
-      const text = embeddingText(r);
-      const hash = hashKey(sha256(model.model + '\u0000' + text));
-      if (have.get(r.rowid) !== hash) todo.push({ row: r, rowid: r.rowid, text, hash });
-    }
-    if (todo.length === 0) return [];
-    // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
-    const embedder = this.embedder!;
-    const chunks: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }>[] = [];
-    const per = this.embedChunk();
-    for (let i = 0; i < todo.length; i += per) {
-      const texts = todo.slice(i, i + per).map((t) => t.text);
-      chunks.push(
-        embedder.embedWithSignatures ? embedder.embedWithSignatures(texts) : embedder.embed(texts).then((vectors) => ({ vectors })),
-      );
-    }
-    const done = await Promise.all(chunks);
-    const vectors = done.flatMap((c) => c.vectors);
-    const given = done.flatMap((c) => c.sigs ?? c.vectors.map(() => undefined));
-    // While searches are served, write in small transactions and yield in between, so a search is never queued
-    // behind a long write; with no search in the last QUIET_MS, in one transaction (one commit instead of one per
-    // WRITE_CHUNK vectors).
-    const chunk = Date.now() - this.lastQueryAt < QUIET_MS ? WRITE_CHUNK : QUIET_WRITE_CHUNK;
-    const sigs: (Int32Array | null)[] = [];
-    for (let i = 0; i < todo.length; i += chunk) {
-      if (this.stopped || this.model !== model) {
-        // Stopped or switched meanwhile. Vectors already stored by this call would have no duplicate check (the next
-        // start skips a memory whose text has its vector): they go, and the next start embeds and checks them.
-        if (this.stopped && i > 0) this.rollBack(todo.slice(0, i).map((t) => t.rowid));
-        return [];
-      }
-      this.store.derivedTransaction(() => {
-        const end = Math.min(todo.length, i + chunk);
-        const put = this.store.vectors.putMany(
-          model,
-          todo.slice(i, end).map((t, k) => ({ rowid: t.rowid, vector: vectors[i + k], textHash: t.hash, sig: given[i + k] })),
-        );
-        for (let j = i; j < end; j++) sigs[j] = put[j - i];
-      });
-      await new Promise((r) => setImmediate(r));
-    }
-    return todo.map((t, i) => ({ row: t.row, vector: vectors[i], sig: sigs[i] ?? undefined }));
+  /** Embed rows whose text changed since their vector was computed (embed-rows.ts). */
+  private embedRows(model: VecModel, rows: EmbedRow[]): Promise<Embedded[]> {
+    return embedRows(this.host, model, rows, this.embedChunk());
   }
 
   /** Process the change log from the watermark. Called after every write; runs one loop at a time. */
@@ -490,7 +402,7 @@ export class Indexer implements VectorSearcher {
         // a stream of single writes is indexed in batches of that many milliseconds. Going on at once indexed them
         // a few at a time as they trickled in (about 6 per pass at 1,400 upserts/s), paying a pass's worker round
         // trips, statements and two commits for each few. Someone waiting for the index keeps the pass going.
-        if (changes.length < INDEX_BATCH && this.waiters.length === 0) break;
+        if (changes.length < INDEX_BATCH && this.waiters.size === 0) break;
       }
     } catch (e) {
       if (this.stopped) return; // the model was closed under the pass: nothing failed
@@ -502,15 +414,7 @@ export class Indexer implements VectorSearcher {
 
   private resolveWaiters(): void {
     const wm = this.watermark();
-    const pos = this.store.position();
-    this.waiters = this.waiters.filter((w) => {
-      // Positions that are not memory writes (or beyond the log) count as reached once the log is drained.
-      if (wm >= w.position || (wm >= pos && !this.running)) {
-        w.resolve(wm);
-        return false;
-      }
-      return true;
-    });
+    this.waiters.settle(wm, wm >= this.store.position() && !this.running);
   }
 
   /** Resolve when the vector watermark reaches `position`, or after `timeoutMs`. */
@@ -521,106 +425,20 @@ export class Indexer implements VectorSearcher {
     }
     const wm = this.watermark();
     if (wm >= position) return { watermark: wm, reached: true };
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve({ watermark: this.watermark(), reached: false });
-      }, timeoutMs);
-      const waiter: Waiter = {
-        position,
-        resolve: (w) => {
-          clearTimeout(timer);
-          resolve({ watermark: w, reached: w >= position });
-        },
-      };
-      this.waiters.push(waiter);
-      this.kick(true);
-    });
+    const reached = this.waiters.add(position, timeoutMs, () => this.watermark());
+    this.kick(true);
+    return reached;
   }
 
   // ---------------------------------------------------------------- search
-  /** The buffer of the last worker KNN's admitted slots, given back for the next search's (Embedder.nearest). */
-  private knnSpare: Int32Array | null = null;
-
   /** `queryVector`, when given, is told the query's embedding as soon as the worker returns it (a branch's own vector arm scores with it). */
-  async search(query: string, q: ArmQuery, queryVector?: (v: Float32Array) => void): Promise<ArmHit[]> {
-    if (!this.model || !this.embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
-    const model = this.model;
-    if (this.embedder.nearest) {
-      // The admitted set is decided here, now; the worker embeds the query and scans it while this thread runs the
-      // full-text arm (retrieval/search.ts); what it finds is admitted again before fusion sees it.
-      const prepared = this.store.vectors.prepareKnn(model, q, this.knnSpare ?? undefined);
-      const { arrays, admitted, exactMax, candidates } = prepared;
-      if (admitted.length === 0) return [];
-      if (admitted.buffer === this.knnSpare?.buffer) this.knnSpare = null; // transferred: a search meanwhile allocates
-      const { hits, spare, query: v } = await this.embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
-      if (!this.knnSpare || this.knnSpare.length < spare.length) this.knnSpare = spare;
-      queryVector?.(v);
-      if (this.model !== model) return []; // the index was switched to another model meanwhile
-      return this.store.vectors.rerank(model, arrays, v, this.store.vectors.stillAdmitted(model, hits, q, prepared), q.limit);
-    }
-    const [v] = await this.embedder.embed([query], { priority: true });
-    queryVector?.(v);
-    if (isZeroVector(v)) return []; // nothing the model knows: no meaning to compare
-    return this.store.vectors.knn(model, v, q);
+  search(query: string, q: ArmQuery, queryVector?: (v: Float32Array) => void): Promise<ArmHit[]> {
+    return this.arm.search(query, q, queryVector);
   }
 
-  /**
-   * Duplicate check of the memories just embedded: live memories of the same namespace at least
-   * duplicateThreshold() cosine-similar (exact up to DUP_EXACT_MAX, then the DUP_CANDIDATES nearest by Hamming
-   * distance; see VectorTables.prepareDuplicateScan). The checks of a batch go to the embedding worker as one scan
-   * when the model runs there (the scoring is the event loop's largest share of indexing a write); what they admit
-   * (namespace, visibility, not itself) is decided here first, so the answer is what a check on this thread gives.
-   */
-  private async checkDuplicates(model: VecModel, embedded: Embedded[], position: number): Promise<DuplicateReport[] | null> {
-    const live = embedded.filter((e) => !e.row.deleted);
-    const checked = live.filter((e) => !isZeroVector(e.vector));
-    let hits: ArmHit[][] = [];
-    if (checked.length) {
-      const now = this.store.now();
-      const prepare = () =>
-        this.store.vectors.prepareDuplicateScan(
-          model,
-          checked.map((e) => ({ vector: e.vector, nsRowid: e.row.ns_rowid, exclude: e.row.rowid, sig: e.sig })),
-          DUPLICATE_LIMIT,
-          now,
-        );
-      const embedder = this.embedder;
-      let result: DuplicateScanResult | null = null;
-      // What the scan ran over (its arrays are shared, not transferred): a compact index's hits are ranked again.
-      let scanned: DuplicateScan | null = null;
-      if (embedder?.scanDuplicates)
-        result = await embedder.scanDuplicates((scanned = prepare())).catch((e: Error) => {
-          // The worker died after this pass stored its vectors: a later pass would not embed them again (same
-          // text), so their checks are scored here instead of being lost.
-          if (!this.stopped) this.log(`duplicate checks scored on the event loop: ${e.message}`);
-          return null;
-        });
-      if (this.model !== model) return [];
-      if (!result && this.stopped) {
-        // The daemon is stopping (the worker was closed under the scan): scoring the whole batch here would hold the
-        // stop for as long as the scan (seconds to minutes on a large store). The batch is rolled back instead; its
-        // changes stay past the watermark, so the next start embeds and checks them.
-        this.rollBack(embedded.map((e) => e.row.rowid));
-        return null;
-      }
-      if (!result) result = runDuplicateScan((scanned = prepare()));
-      hits = this.store.vectors.duplicateResults(
-        model,
-        scanned!,
-        checked.map((e) => e.vector),
-        result,
-      );
-    }
-    const threshold = this.duplicateThreshold();
-    const byRow = new Map(checked.map((e, i) => [e.row.rowid, hits[i]]));
-    return live.map((e) => ({
-      rowid: e.row.rowid,
-      id: e.row.id,
-      version: e.row.version,
-      position,
-      duplicates: (byRow.get(e.row.rowid) ?? []).filter((h) => h.score >= threshold).map((h) => ({ rowid: h.rowid, similarity: h.score })),
-    }));
+  /** The duplicate checks of the memories just embedded (duplicate-check.ts). */
+  private checkDuplicates(model: VecModel, embedded: Embedded[], position: number): Promise<DuplicateReport[] | null> {
+    return checkDuplicates(this.host, model, embedded, position, this.duplicateThreshold());
   }
 
   /**

@@ -9,19 +9,37 @@ import { Requests } from '../protocol/methods';
 import * as T from '../protocol/types';
 import { oneLine } from '../text/format';
 import { boundedScope, checkNamespace, defaultScope } from './scope';
-import type { CairnTool, ToolAnnotations } from './tools';
+import type { CairnTool, ToolContext } from './tools';
 import { memoryHeading } from './format';
+import { ro, tool } from './define-tool';
 
-function tool<S extends z.ZodObject>(t: CairnTool<S>): CairnTool<S> {
-  return t;
+/** What every episode tool sends of the session: its default scope, and whether secret events may be read. */
+const readAs = (ctx: ToolContext) => ({ scope: defaultScope(ctx.scope), excludeSecrets: !ctx.allowSecrets });
+
+/** The filters both searches of past sessions share. */
+type SessionSearchArgs = Pick<T.EventSearchParams, 'query' | 'scope' | 'kinds' | 'since' | 'before'>;
+
+/** A search of past sessions' request: the query in the caller's bounded scope, with the filters given. */
+function sessionSearch(a: SessionSearchArgs, ctx: ToolContext) {
+  const scope = boundedScope(ctx.scope, a.scope);
+  return {
+    query: a.query,
+    scope,
+    ...(a.kinds ? { kinds: a.kinds } : {}),
+    ...(a.since ? { since: a.since } : {}),
+    ...(a.before ? { before: a.before } : {}),
+    excludeSecrets: !ctx.allowSecrets,
+  };
 }
-const ro = (title: string): ToolAnnotations => ({
-  title,
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false,
-});
+
+/** The lines a search's answer opens with: how its time was read, a degraded search, or nothing found. */
+function searchPreamble(r: { time?: { reading: string } | null; degraded?: string | null }, found: number, none: string): string[] {
+  const lines: string[] = [];
+  if (r.time) lines.push(`Time: ${r.time.reading}.`);
+  if (r.degraded) lines.push(`(keyword search only: ${r.degraded})`);
+  if (found === 0) lines.push(none);
+  return lines;
+}
 
 const eventLine = (e: T.EpisodeEvent, chars = 300) =>
   `#${e.position} ${e.at} ${e.kind}${e.context?.path ? ` [${e.context.path}${e.context.startLine ? `:${e.context.startLine}` : ''}]` : ''}${
@@ -47,22 +65,11 @@ export const eventsSearchTool = tool({
     .strict(),
   annotations: ro('Search past sessions'),
   async run(a, ctx) {
-    const scope = boundedScope(ctx.scope, a.scope);
-    const r = await ctx.call(Requests.eventsSearch, {
-      query: a.query,
-      scope,
-      limit: a.limit ?? 10,
-      ...(a.kinds ? { kinds: a.kinds } : {}),
-      ...(a.since ? { since: a.since } : {}),
-      ...(a.before ? { before: a.before } : {}),
-      excludeSecrets: !ctx.allowSecrets,
-    });
-    const lines: string[] = [];
-    if (r.time) lines.push(`Time: ${r.time.reading}.`);
-    if (r.degraded) lines.push(`(keyword search only: ${r.degraded})`);
-    if (r.hits.length === 0) lines.push(`No events found for "${a.query}".`);
+    const params = { ...sessionSearch(a, ctx), limit: a.limit ?? 10 };
+    const r = await ctx.call(Requests.eventsSearch, params);
+    const lines = searchPreamble(r, r.hits.length, `No events found for "${a.query}".`);
     for (const h of r.hits) lines.push(`${eventLine({ ...h.event, text: h.snippet }, 240)}\n   in "${h.episode.title}" (${h.episode.id})`);
-    return { text: lines.join('\n'), structured: { ...r, scope } };
+    return { text: lines.join('\n'), structured: { ...r, scope: params.scope } };
   },
 });
 
@@ -87,26 +94,15 @@ export const episodesSearchTool = tool({
     .strict(),
   annotations: ro('Find past sessions'),
   async run(a, ctx) {
-    const scope = boundedScope(ctx.scope, a.scope);
-    const r = await ctx.call(Requests.episodesSearch, {
-      query: a.query,
-      scope,
-      ...(a.limit ? { limit: a.limit } : {}),
-      ...(a.kinds ? { kinds: a.kinds } : {}),
-      ...(a.since ? { since: a.since } : {}),
-      ...(a.before ? { before: a.before } : {}),
-      excludeSecrets: !ctx.allowSecrets,
-    });
-    const lines: string[] = [];
-    if (r.time) lines.push(`Time: ${r.time.reading}.`);
-    if (r.degraded) lines.push(`(keyword search only: ${r.degraded})`);
-    if (r.episodes.length === 0) lines.push(`No sessions found for "${a.query}".`);
+    const params = { ...sessionSearch(a, ctx), ...(a.limit ? { limit: a.limit } : {}) };
+    const r = await ctx.call(Requests.episodesSearch, params);
+    const lines = searchPreamble(r, r.episodes.length, `No sessions found for "${a.query}".`);
     for (const h of r.episodes) {
       const e = h.episode;
       lines.push(`Session "${e.title}" (${e.id}, ${e.source}, started ${e.startedAt}, ${e.events} events):`);
       for (const x of h.hits) lines.push(`  #${x.position} ${x.at} ${x.kind}: ${oneLine(x.snippet, 240)}`);
     }
-    return { text: lines.join('\n'), structured: { ...r, scope } };
+    return { text: lines.join('\n'), structured: { ...r, scope: params.scope } };
   },
 });
 
@@ -128,8 +124,7 @@ export const eventsTimelineTool = tool({
       anchor: a.position,
       ...(a.before !== undefined ? { before: a.before } : {}),
       ...(a.after !== undefined ? { after: a.after } : {}),
-      scope: defaultScope(ctx.scope),
-      excludeSecrets: !ctx.allowSecrets,
+      ...readAs(ctx),
     });
     const text = r.entries
       .map((e) => `${e.anchor ? '→' : ' '} #${e.position} ${e.at} ${e.kind} (${e.episodeTitle}): ${e.excerpt}`)
@@ -152,7 +147,7 @@ export const eventsExpandTool = tool({
     .strict(),
   annotations: ro('Read events in context'),
   async run(a, ctx) {
-    const r = await ctx.call(Requests.eventsExpand, { ...a, scope: defaultScope(ctx.scope), excludeSecrets: !ctx.allowSecrets });
+    const r = await ctx.call(Requests.eventsExpand, { ...a, ...readAs(ctx) });
     const head = `Session "${r.episode.title}" (${r.episode.id}, ${r.episode.namespace}, ${r.episode.source}, started ${r.episode.startedAt}):`;
     const body = r.events.map((e) => `${e.position === r.anchor ? '→ ' : '  '}${eventLine(e, 4000)}`).join('\n');
     return { text: `${head}\n${body}`, structured: r };
@@ -187,8 +182,7 @@ export const proposeTool = tool({
     const r = await ctx.call(Requests.episodesPropose, {
       ...a,
       actor: ctx.actor(),
-      scope: defaultScope(ctx.scope),
-      excludeSecrets: !ctx.allowSecrets,
+      ...readAs(ctx),
     });
     return {
       text: `Proposed for the user’s review: ${memoryHeading(r.memory)}, from events ${r.sourceEvents.map((p) => `#${p}`).join(', ')}.`,

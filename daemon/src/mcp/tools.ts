@@ -13,6 +13,7 @@ import { boundedScope, checkNamespace, defaultScope, type McpScope } from './sco
 import { isSecretTagged, SECRET_TAG } from '../text/secrets';
 // Episodic memory's tools live in their own file (episode-tools.ts).
 import { EPISODE_TOOLS } from './episode-tools';
+import { ro, tool } from './define-tool';
 
 /** What a tool handler may use. */
 export interface ToolContext {
@@ -78,18 +79,6 @@ export interface CairnTool<S extends z.ZodObject = z.ZodObject> {
   annotations: ToolAnnotations;
   run(args: z.infer<S>, ctx: ToolContext): Promise<ToolOutput>;
 }
-
-function tool<S extends z.ZodObject>(t: CairnTool<S>): CairnTool<S> {
-  return t;
-}
-
-const ro = (title: string): ToolAnnotations => ({
-  title,
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false,
-});
 
 // ---------------------------------------------------------------------------
 // Shared argument schemas (the protocol's, with descriptions for a model)

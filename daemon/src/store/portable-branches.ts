@@ -10,7 +10,8 @@
 import type * as T from '../protocol/types';
 import { pathInScope } from './scope';
 import { stmt, type DB } from './db';
-import { fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, type MemoryRow } from './rows';
+import { IMPORTED_MEMORY_COLUMNS, IMPORTED_MEMORY_PLACEHOLDERS, importedMemoryValues } from './imported-memory';
+import { fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, type MemoryRow, type PgHistoryRow } from './rows';
 
 type BranchRecord = Extract<T.ExportRecord, { type: 'branch' }>;
 type RowRecord = Extract<T.ExportRecord, { type: 'branchMemory' }>;
@@ -113,17 +114,11 @@ export function branchRecords(
       if (c.stage === 'branch') c.ids.shift();
     } else {
       const want = left;
-      const rows = stmt(db, 'SELECT * FROM branch_history WHERE branch_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(id, c.after, left) as {
-        seq: number;
-        memory_id: string;
-        op: T.HistoryEntry['op'];
-        actor: string;
-        reason: string | null;
-        at: number;
-        version: number;
-        previous: string | null;
-        state: string | null;
-      }[];
+      const rows = stmt(db, 'SELECT * FROM branch_history WHERE branch_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+        id,
+        c.after,
+        left,
+      ) as Omit<PgHistoryRow, 'detail'>[];
       for (const h of rows) {
         push({
           type: 'branchHistory',
@@ -205,41 +200,10 @@ export function importBranchRow(db: DB, rec: RowRecord, counts: BranchCounts, in
   const rowid = Number(
     stmt(
       db,
-      `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, key, value, value_hash, summary, kind, tags, importance,
-         confidence, source, properties, anchors, valid_from, valid_to, expires_at, status, created_at, updated_at, last_accessed_at,
-         access_count, version, superseded_by, deleted_at, deleted_by, delete_reason)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(
-      rec.branchId,
-      rec.baseVersion,
-      m.namespace,
-      m.id,
-      ns?.id ?? rec.namespaceId,
-      m.key,
-      m.value,
-      UNSTORED_VALUE_HASH,
-      m.summary,
-      m.kind,
-      JSON.stringify(m.tags),
-      m.importance,
-      m.confidence,
-      m.source,
-      JSON.stringify(m.properties),
-      JSON.stringify(m.anchors),
-      fromIso(m.validFrom),
-      fromIso(m.validTo),
-      fromIso(m.expiresAt),
-      m.status,
-      fromIso(m.createdAt),
-      fromIso(m.updatedAt),
-      fromIso(m.lastAccessedAt),
-      m.accessCount,
-      m.version,
-      m.supersededBy,
-      fromIso(m.deletedAt),
-      m.deletedBy,
-      rec.deleteReason,
-    ).lastInsertRowid,
+      `INSERT INTO branch_memories(branch_id, base_version, ns_path, id, ns_id, ${IMPORTED_MEMORY_COLUMNS})
+       VALUES (?, ?, ?, ?, ?, ${IMPORTED_MEMORY_PLACEHOLDERS})`,
+    ).run(rec.branchId, rec.baseVersion, m.namespace, m.id, ns?.id ?? rec.namespaceId, ...importedMemoryValues(m, rec.deleteReason))
+      .lastInsertRowid,
   );
   stmt(
     db,

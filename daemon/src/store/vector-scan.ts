@@ -12,7 +12,7 @@ import { dotsKernel, hammingKernel, type KernelMemory } from './vector-kernels';
 
 /**
  * What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature.
- * A compact index (vectors.ts COMPACT_ABOVE) holds no int8 vectors (`q` empty) but 4-bit ones (`q4`, q4Bytes each,
+ * A compact index (vector-tuning.ts COMPACT_ABOVE) holds no int8 vectors (`q` empty) but 4-bit ones (`q4`, q4Bytes each,
  * `inv` their 1/‖q4‖): its scan ranks by them and returns rerankPool(limit) hits for the caller to rank again with
  * the stored int8 vectors (VectorTables.rerank).
  */

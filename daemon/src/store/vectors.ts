@@ -21,99 +21,30 @@
  *   over those (approximate: a true top-k member is missed only if it falls outside these).
  * A scope much smaller than the store visits only its namespaces' slots; the Hamming pass, the scoring and
  * the top-k heap are single loops over typed arrays with buffers reused between queries.
- *
- * Duplicate detection (`similarInNamespace`) uses the same index and the same two steps: up to DUP_EXACT_MAX
- * visible memories of the namespace are scored exactly; above it, the DUP_CANDIDATES nearest by Hamming distance.
- * (A Hamming bound derived from the threshold filtered nothing at the thresholds the models need, about 0.66:
- * unrelated memories of one project are often within it, so every check scored the whole namespace.)
  */
 import { CairnError } from '../protocol/errors';
-import type { Filter, Include, Scope } from '../protocol/types';
 import { stmt, type DB } from './db';
-import { compileFilter } from './filter';
-import { and, visibility } from './rows';
-import { scopePredicate } from './scope';
 import type { ArmHit } from './search-fts';
-import { quantize, SIG_WORDS } from './quantize';
+import { quantize } from './quantize';
+import { buildDuplicateScan, type DuplicateCheck } from './vector-duplicates';
 import { ADMIT_CACHE_SLOTS, VectorIndex, type MetaRow, type VecModel } from './vector-index';
+import { vectorPages } from './vector-load';
+import { addModel, listModels } from './vector-models';
+import { rerankStored } from './vector-rerank';
 import {
   duplicateHits,
-  int8Cosine,
   newScratch,
-  normalized,
   queryNearest,
   runDuplicateScan,
   type DuplicateScan,
   type DuplicateScanResult,
   type SlotArrays,
 } from './vector-scan';
+import { CANDIDATE_SHARE, COMPACT_ABOVE, DUP_CANDIDATES, DUP_EXACT_MAX, EXACT_MAX, LOAD_SLICE, SIMHASH_CANDIDATES } from './vector-tuning';
+import { filterRows, followChanges, scopeNamespaces, vectorMeta, type KnnQuery, type PreparedKnn } from './vector-visibility';
 
-export { ADMIT_CACHE_SLOTS, type VecModel };
-
-/**
- * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
- * 16k-memory project scored every vector exactly (~4M multiply-adds, the slowest scoped queries); from 4096 on it
- * takes SIMHASH_CANDIDATES by Hamming distance first: the arm's top 100 kept 99.6% of the exact top 100 over the
- * 200 scoped queries, and hybrid hit@5/@25 of the query's source memory was unchanged. LoCoMo's conversations
- * (under 1,000 memories each) stay exact, so their figures cannot move.
- */
-export const EXACT_MAX = 4096;
-/**
- * Candidates taken by Hamming distance before exact rescoring, above EXACT_MAX. 5120 keeps 86.0% of the exact
- * top 100 on the whole 100k store (92.7% of the top 25); the previous selection (4096 plus every slot tied at the
- * cut-off distance, ~5,000) kept 85.1% (92.2%).
- */
-export const SIMHASH_CANDIDATES = 5120;
-/**
- * Above SIMHASH_CANDIDATES / CANDIDATE_SHARE admitted vectors (102,400), this share of them is taken by Hamming
- * distance instead: the share 5,120 is of the 100k store, so a larger store keeps its recall. Recall@10 of the
- * whole-store arm against exact at 100k (bench/vector-recall.ts) was 0.951 with 5.1% of the vectors as candidates,
- * 0.851 with 1.6% and 0.775 with 0.5% (what a fixed 5,120 is of a million); the arm's time barely moved (the
- * Hamming pass over every admitted vector is most of it, the exact scores of the candidates run in SIMD).
- */
-export const CANDIDATE_SHARE = 1 / 20;
-/** A duplicate check scores every visible memory of a namespace exactly up to this many. */
-export const DUP_EXACT_MAX = 256;
-/**
- * Above DUP_EXACT_MAX, a duplicate check scores exactly the memories nearest by Hamming distance, this many: a
- * possible duplicate (cosine ≥ ~0.66, expected Hamming distance ≤ ~70 of 256 bits) is missed only when this many
- * memories of its namespace are nearer still, and then the ones reported are at least as similar.
- */
-export const DUP_CANDIDATES = 128;
-/**
- * Vectors read per slice when the index is loaded in the background (loadInSlices): about 10-20 ms of the event
- * loop each, so requests wait at most that long while a million vectors load.
- */
-export const LOAD_SLICE = 8192;
-/**
- * Vectors above which the index in memory is compact: 4-bit vectors (D/2 bytes) beside the signatures instead of
- * int8 ones (D bytes), each scan's best rerankPool(limit) ranked again by the int8 vectors read from disk
- * (rerank). At a million 256-d vectors that is 122 MiB less resident, for one indexed read of a few hundred rows
- * per search. At or below it (every store up to the 100k side-by-side workload) the index is int8 as before and
- * answers exactly as before. An index that grows past it while loaded turns compact in place.
- */
-export const COMPACT_ABOVE = 131_072;
-/** What a KNN asks: its scope, filter and visibility at `now`, and how many hits. */
-export interface KnnQuery {
-  scope?: Scope;
-  filter?: Filter;
-  include?: Include;
-  now: number;
-  limit: number;
-  /** Rowids not admitted (the base rows a memory branch shadows). */
-  exclude?: Set<number>;
-}
-
-/** A KNN's admitted set and what its scan reads (VectorTables.prepareKnn). */
-export interface PreparedKnn {
-  arrays: SlotArrays;
-  /** Admitted slots (a copy of its own: a view on its own buffer or on the `spare` given). */
-  admitted: Int32Array;
-  /** The rows a filter admits, or null without a filter. */
-  only: Set<number> | null;
-  exactMax: number;
-  candidates: number;
-}
+export { ADMIT_CACHE_SLOTS, type KnnQuery, type PreparedKnn, type VecModel };
+export { CANDIDATE_SHARE, COMPACT_ABOVE, DUP_CANDIDATES, DUP_EXACT_MAX, EXACT_MAX, LOAD_SLICE, SIMHASH_CANDIDATES };
 
 // ------------------------------------------------------------------ tables
 export class VectorTables {
@@ -145,10 +76,7 @@ export class VectorTables {
   ) {}
 
   models(): VecModel[] {
-    return (this.cached ??= stmt(
-      this.db,
-      'SELECT model, dimension, table_name AS "table" FROM vec_models ORDER BY created_at',
-    ).all() as VecModel[]);
+    return (this.cached ??= listModels(this.db));
   }
 
   model(model: string): VecModel | undefined {
@@ -163,20 +91,9 @@ export class VectorTables {
         throw new CairnError('InvalidState', `model ${model} was stored with dimension ${found.dimension}, now reports ${dimension}`);
       return found;
     }
-    if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192)
-      throw new CairnError('InvalidParams', `bad embedding dimension ${dimension}`);
-    const n =
-      ((stmt(this.db, 'SELECT coalesce(max(CAST(substr(table_name, 4) AS INTEGER)), 0) AS n FROM vec_models').get() as { n: number }).n ??
-        0) + 1;
-    const table = createVectorTable(this.db, n);
-    stmt(this.db, 'INSERT INTO vec_models(model, dimension, table_name, created_at) VALUES (?, ?, ?, ?)').run(
-      model,
-      dimension,
-      table,
-      Date.now(),
-    );
+    const added = addModel(this.db, model, dimension);
     this.cached = null;
-    return { model, dimension, table };
+    return added;
   }
 
   drop(model: string): void {
@@ -238,46 +155,16 @@ export class VectorTables {
     ix.position = this.position();
     ix.grow(total); // sized once for what is stored, not by repeated growth
     this.loading = ix;
-    // Its own statement (raw rows: arrays, not objects), not the shared cache's.
-    const page = this.db
-      .prepare(
-        `SELECT v.rowid, v.q, v.sig, nn.rowid, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
-        FROM ${model.table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces nn ON nn.id = m.ns_id
-        WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?`,
-      )
-      .raw(true);
-    let after = 0;
-    const meta: MetaRow = { rowid: 0, ns: 0, status: '', deleted_at: null, expires_at: null, valid_from: null, valid_to: null };
+    const read = vectorPages(this.db, model, ix);
     const state = {
       ix,
       done: 0,
       total,
       /** Reads up to `n` more vectors; true when the load is complete. */
       step: (n: number): boolean => {
-        const rows = page.all(after, n) as [
-          number,
-          Buffer,
-          Buffer,
-          number,
-          string,
-          number | null,
-          number | null,
-          number | null,
-          number | null,
-        ][];
-        for (const r of rows) {
-          meta.rowid = r[0];
-          meta.ns = r[3];
-          meta.status = r[4];
-          meta.deleted_at = r[5];
-          meta.expires_at = r[6];
-          meta.valid_from = r[7];
-          meta.valid_to = r[8];
-          ix.putStored(meta, r[1], r[2]);
-        }
-        state.done += rows.length;
-        if (rows.length > 0) after = rows[rows.length - 1][0];
-        if (rows.length === n) return false;
+        const got = read(n);
+        state.done += got;
+        if (got === n) return false;
         if (this.loading === ix) {
           this.loading = null;
           this.index = ix;
@@ -321,45 +208,13 @@ export class VectorTables {
     if (committed) for (const f of s) f();
   }
 
-  private meta(rowids: number[]): MetaRow[] {
-    return stmt(
-      this.db,
-      `SELECT m.rowid, nn.rowid AS ns, m.status, m.deleted_at, m.expires_at, m.valid_from, m.valid_to
-      FROM memories m CROSS JOIN namespaces nn ON nn.id = m.ns_id WHERE m.rowid IN (SELECT value FROM json_each(?))`,
-    ).all(JSON.stringify(rowids)) as MetaRow[];
-  }
-
   /**
    * Bring the in-memory visibility facts up to the change log: every memory
    * changed after the index's position gets its current facts; purged memories
    * leave the index.
    */
   refresh(): void {
-    const ix = this.index;
-    if (!ix) return;
-    const pos = this.position();
-    if (pos <= ix.position) return;
-    let purged = false;
-    for (let after = ix.position; after < pos;) {
-      const ch = stmt(
-        this.db,
-        'SELECT c.position, m.rowid, c.op FROM changes c LEFT JOIN memories m ON m.id = c.memory_id WHERE c.position > ? ORDER BY c.position LIMIT 2000',
-      ).all(after) as { position: number; rowid: number | null; op: string }[];
-      if (ch.length === 0) break;
-      const rowids = [...new Set(ch.filter((c) => c.rowid !== null && ix.slotOf.has(c.rowid)).map((c) => c.rowid!))];
-      for (const m of this.meta(rowids)) {
-        const s = ix.slotOf.get(m.rowid);
-        if (s !== undefined) ix.setMeta(s, m);
-      }
-      if (ch.some((c) => c.op === 'purge' || c.op === 'erase' || c.op === 'import')) purged = true;
-      after = ch[ch.length - 1].position;
-    }
-    if (purged) {
-      // Purges leave no memory row to find the slot by: drop the slots whose vector row is gone.
-      const live = new Set((stmt(this.db, `SELECT rowid FROM ${ix.model.table}`).all() as { rowid: number }[]).map((r) => r.rowid));
-      for (const r of ix.slotOf.keys()) if (!live.has(r)) ix.remove(r);
-    }
-    ix.position = pos;
+    if (this.index) followChanges(this.db, this.index, this.position());
   }
 
   /** Called inside a purge: the memory's vectors go with it. */
@@ -403,7 +258,11 @@ export class VectorTables {
     }
     this.counted.delete(model.model);
     const metas = new Map<number, MetaRow>();
-    for (const m of this.meta(items.map((x) => x.rowid))) metas.set(m.rowid, m);
+    for (const m of vectorMeta(
+      this.db,
+      items.map((x) => x.rowid),
+    ))
+      metas.set(m.rowid, m);
     const ins = stmt(
       this.db,
       `INSERT INTO ${model.table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?) ON CONFLICT(rowid) DO UPDATE SET q = excluded.q, sig = excluded.sig, text_hash = excluded.text_hash`,
@@ -459,19 +318,6 @@ export class VectorTables {
     return this.index!;
   }
 
-  /** The live namespaces of a scope: a mask by namespace rowid, and their rowids. */
-  private nsMask(scope: Scope | undefined): { mask: Uint8Array; ids: number[] } {
-    const pred = scopePredicate(scope, 'path');
-    const ns = stmt(this.db, `SELECT rowid FROM namespaces WHERE deleted_at IS NULL AND ${pred ? pred.sql : '1'}`).all(
-      ...(pred ? pred.params : []),
-    ) as { rowid: number }[];
-    let max = 0;
-    for (const r of ns) max = Math.max(max, r.rowid);
-    const mask = new Uint8Array(max + 1);
-    for (const r of ns) mask[r.rowid] = 1;
-    return { mask, ids: ns.map((r) => r.rowid) };
-  }
-
   /**
    * KNN inside the scope: the admitted set (live namespaces of the scope,
    * visibility, and with a filter the rows the SQL WHERE admits) is built
@@ -496,23 +342,7 @@ export class VectorTables {
 
   /** rerank() of many scans' hits, each with its own query vector, reading their int8 vectors in one statement. */
   rerankMany(model: VecModel, scans: { query: Float32Array; hits: ArmHit[] }[], limit: number): ArmHit[][] {
-    const ids = new Set<number>();
-    for (const x of scans) for (const h of x.hits) ids.add(h.rowid);
-    const stored = new Map<number, Int8Array>();
-    if (ids.size)
-      for (const r of stmt(this.db, `SELECT rowid, q FROM ${model.table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(
-        JSON.stringify([...ids]),
-      ) as { rowid: number; q: Buffer }[])
-        stored.set(r.rowid, new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength));
-    return scans.map(({ query, hits }) => {
-      const v = normalized(query);
-      const out: ArmHit[] = [];
-      for (const h of hits) {
-        const q = stored.get(h.rowid);
-        if (q && q.length === v.length) out.push({ rowid: h.rowid, score: int8Cosine(q, v) });
-      }
-      return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid).slice(0, limit);
-    });
+    return rerankStored(this.db, model, scans, limit);
   }
 
   /**
@@ -554,18 +384,8 @@ export class VectorTables {
    */
   private admission(model: VecModel, q: KnnQuery): { ix: VectorIndex; admitted: Int32Array; only: Set<number> | null } {
     const ix = this.liveIndex(model);
-    let only: Set<number> | null = null;
-    if (q.filter) {
-      const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter));
-      only = new Set(
-        (
-          stmt(this.db, `SELECT m.rowid AS rowid FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where.sql}`).all(
-            ...where.params,
-          ) as { rowid: number }[]
-        ).map((r) => r.rowid),
-      );
-    }
-    const ns = this.nsMask(q.scope);
+    const only = q.filter ? filterRows(this.db, q.filter, q.scope, q.include, q.now) : null;
+    const ns = scopeNamespaces(this.db, q.scope);
     const admitted = ix.admit(ns.mask, q.include, q.now, only, ns.ids);
     if (!q.exclude || q.exclude.size === 0) return { ix, admitted, only };
     // A memory branch's shadowed base rows: left out of a copy (the admitted set may be a cached one, never written to).
@@ -596,7 +416,7 @@ export class VectorTables {
     const ix = this.liveIndex(model);
     const want = new Set<number>();
     for (const h of hits) if ((!prepared.only || prepared.only.has(h.rowid)) && !q.exclude?.has(h.rowid)) want.add(h.rowid);
-    const ns = this.nsMask(q.scope);
+    const ns = scopeNamespaces(this.db, q.scope);
     const ok = new Set<number>();
     for (const s of ix.admit(ns.mask, q.include, q.now, want)) ok.add(ix.rowid[s]);
     return hits.filter((h) => ok.has(h.rowid));
@@ -625,65 +445,11 @@ export class VectorTables {
    * dupCandidates nearest by Hamming distance to `sig` (the vector's SimHash; computed here when not given and
    * needed).
    */
-  prepareDuplicateScan(
-    model: VecModel,
-    checks: { vector: Float32Array; nsRowid: number; exclude: number; sig?: Int32Array }[],
-    limit: number,
-    now: number,
-  ): DuplicateScan {
+  prepareDuplicateScan(model: VecModel, checks: DuplicateCheck[], limit: number, now: number): DuplicateScan {
     const ix = this.liveIndex(model);
-    const d = model.dimension;
-    const inc: Include = {};
-    const groupOf = new Map<number, number>();
-    let total = 0;
-    for (const c of checks)
-      if (!groupOf.has(c.nsRowid)) {
-        groupOf.set(c.nsRowid, groupOf.size);
-        total += ix.namespaceSlots(c.nsRowid).length;
-      }
-    const slots = new Int32Array(total);
-    const starts = new Int32Array(groupOf.size + 1);
-    let m = 0;
-    for (const [ns, g] of groupOf) {
-      starts[g] = m;
-      for (const s of ix.namespaceSlots(ns)) if (ix.visible(s, inc, now)) slots[m++] = s;
-    }
-    starts[groupOf.size] = m;
-    const vectors = new Float32Array(checks.length * d);
-    const sigs = new Int32Array(checks.length * SIG_WORDS);
-    const group = new Int32Array(checks.length);
-    const exclude = new Int32Array(checks.length);
-    for (let i = 0; i < checks.length; i++) {
-      const c = checks[i];
-      const g = groupOf.get(c.nsRowid)!;
-      group[i] = g;
-      exclude[i] = c.exclude;
-      const v = normalized(c.vector);
-      vectors.set(v, i * d);
-      // The SimHash of the vector (put() returns it; the signs of projections do not depend on the vector's length).
-      if (starts[g + 1] - starts[g] > this.dupExactMax) sigs.set(c.sig ?? quantize(v).sig, i * SIG_WORDS);
-    }
-    return {
-      arrays: this.arrays(ix, model),
-      vectors,
-      sigs,
-      group,
-      exclude,
-      starts,
-      slots,
-      limit,
-      exactMax: this.dupExactMax,
-      candidates: this.dupCandidates,
-    };
+    return buildDuplicateScan(ix, this.arrays(ix, model), checks, limit, now, this.dupExactMax, this.dupCandidates);
   }
 
   /** Scratch buffers of the scans run on this thread. */
   private scratch = newScratch();
-}
-
-/** The table of one model's vectors (`vq_<n>`). */
-export function createVectorTable(db: DB, n: number): string {
-  const table = `vq_${n}`;
-  db.exec(`CREATE TABLE ${table} (rowid INTEGER PRIMARY KEY, q BLOB NOT NULL, sig BLOB NOT NULL, text_hash INTEGER NOT NULL)`);
-  return table;
 }

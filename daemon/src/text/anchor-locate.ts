@@ -14,27 +14,38 @@
  * 4. otherwise stale. Nothing is ever guessed: an anchor either points at lines that match or is stale.
  */
 
+import {
+  accepted,
+  bigrams,
+  contextAgreement,
+  decodeLines,
+  definitionPattern,
+  findDefinition,
+  findDefinitions,
+  holdsNeighbour,
+  insideSymbol,
+  similarity,
+  DISTINCTIVE_CHARS,
+  NEAR_LINES,
+  SIMILAR_ALONE,
+  SIMILAR_IN_SYMBOL,
+  SIMILAR_WITH_CONTEXT,
+  type Probe,
+} from './anchor-similarity';
+import { enc24, FileText, NO_CONTEXT, strip, tokens } from './file-text';
+
+export {
+  DISTINCTIVE_CHARS,
+  NEAR_LINES,
+  SIMILAR_ALONE,
+  SIMILAR_IN_SYMBOL,
+  SIMILAR_ONE_CONTEXT,
+  SIMILAR_WITH_CONTEXT,
+} from './anchor-similarity';
+export { FileText, findDefinition, findDefinitions };
+
 export const EXCERPT_CHARS = 240;
 export const MAX_LINE_HASHES = 200;
-/** Similarity at which changed lines still count as the anchored code when the context agrees above and below. */
-export const SIMILAR_WITH_CONTEXT = 0.7;
-/** Short code changed in place: found within this many lines of where it was. */
-export const NEAR_LINES = 2;
-/** ... when it agrees on one side only. */
-export const SIMILAR_ONE_CONTEXT = 0.8;
-/** ... with no agreeing context (the code moved and changed). */
-export const SIMILAR_ALONE = 0.92;
-/** Inside the anchor's own symbol (still defined in the file), a window this similar is the anchored code. */
-export const SIMILAR_IN_SYMBOL = 0.5;
-
-/**
- * Anchored code at least this long (whitespace removed) may be recognised by its content with the context on one side
- * or none; shorter code ("return total;") found elsewhere is too likely another copy, so it needs its neighbours.
- */
-export const DISTINCTIVE_CHARS = 80;
-
-const NO_CONTEXT = '....';
-const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 export interface Fingerprint {
   /** 16 hex digits over the anchored lines with all whitespace removed. */
@@ -69,183 +80,6 @@ export type Located =
   | { status: 'present' }
   /** No fingerprint to judge by (an anchor written before fingerprints, or by a client that gave none). */
   | { status: 'unknown' };
-
-// ---------------------------------------------------------------------------
-// hashing
-// ---------------------------------------------------------------------------
-function enc24(h: number): string {
-  return B64[(h >>> 18) & 63] + B64[(h >>> 12) & 63] + B64[(h >>> 6) & 63] + B64[h & 63];
-}
-
-function hex8(h: number): string {
-  return h.toString(16).padStart(8, '0');
-}
-
-const SEED2 = 0x9747b28c;
-
-/** JavaScript's whitespace (what /\s/ matches), by character code. */
-function isSpace(c: number): boolean {
-  return (
-    c === 32 ||
-    (c >= 9 && c <= 13) ||
-    (c > 127 &&
-      (c === 0xa0 ||
-        c === 0x1680 ||
-        (c >= 0x2000 && c <= 0x200a) ||
-        c === 0x2028 ||
-        c === 0x2029 ||
-        c === 0x202f ||
-        c === 0x205f ||
-        c === 0x3000 ||
-        c === 0xfeff))
-  );
-}
-
-const strip = (line: string): string => line.replace(/\s+/g, '');
-/** Lines too common to tell one place from another ("}", "end", blank): at most this many characters besides spaces. */
-const TRIVIAL_CHARS = 3;
-
-// ---------------------------------------------------------------------------
-// a file, prepared once for any number of anchors
-// ---------------------------------------------------------------------------
-export class FileText {
-  readonly lines: string[];
-  /** 24-bit hash of each line, its whitespace removed. */
-  readonly h: Int32Array;
-  /** How many characters besides whitespace each line has. */
-  private readonly len: Int32Array;
-  private readonly strippedLines: (string | undefined)[];
-  private byHash: Map<number, number[]> | null = null;
-  private readonly byToken = new Map<string, { lines: number[]; complete: boolean }>();
-  private readonly text: string;
-  /** Offset of each line's first character in `text`. */
-  private readonly starts: Int32Array;
-
-  constructor(text: string) {
-    this.text = text;
-    this.lines = text.split('\n');
-    if (this.lines.length > 1 && this.lines[this.lines.length - 1] === '') this.lines.pop();
-    const n = this.lines.length;
-    this.starts = new Int32Array(n);
-    this.h = new Int32Array(n);
-    this.len = new Int32Array(n);
-    this.strippedLines = new Array<string | undefined>(n);
-    for (let i = 0; i < n; i++) {
-      const line = this.lines[i];
-      if (i > 0) this.starts[i] = this.starts[i - 1] + this.lines[i - 1].length + 1;
-      // FNV-1a over the characters that are not whitespace, without making the stripped string
-      let h = 0x811c9dc5;
-      let k = 0;
-      for (let j = 0; j < line.length; j++) {
-        const c = line.charCodeAt(j);
-        if (isSpace(c)) continue;
-        h = Math.imul(h ^ c, 0x01000193);
-        k++;
-      }
-      this.h[i] = (h >>> 0) & 0xffffff;
-      this.len[i] = k;
-    }
-  }
-
-  /** Line i with its whitespace removed. */
-  stripped(i: number): string {
-    return (this.strippedLines[i] ??= strip(this.lines[i]));
-  }
-
-  /** Whether line i is too common to tell one place from another. */
-  trivial(i: number): boolean {
-    return this.len[i] <= TRIVIAL_CHARS;
-  }
-
-  /** The content hash of lines [s, s+m): 16 hex digits over their characters besides whitespace. */
-  hashOf(s: number, m: number): string {
-    let a = 0x811c9dc5;
-    let b = SEED2;
-    for (let i = s; i < s + m && i < this.lines.length; i++) {
-      const line = this.lines[i];
-      for (let j = 0; j < line.length; j++) {
-        const c = line.charCodeAt(j);
-        if (isSpace(c)) continue;
-        a = Math.imul(a ^ c, 0x01000193);
-        b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
-      }
-    }
-    return hex8(a >>> 0) + hex8(b >>> 0);
-  }
-
-  get lineCount(): number {
-    return this.lines.length;
-  }
-
-  /** 0-based positions of lines with this 24-bit hash. */
-  at(h: number): number[] {
-    if (!this.byHash) {
-      const m = new Map<number, number[]>();
-      for (let i = 0; i < this.h.length; i++) {
-        const l = m.get(this.h[i]);
-        if (l) l.push(i);
-        else m.set(this.h[i], [i]);
-      }
-      this.byHash = m;
-    }
-    return this.byHash.get(h) ?? [];
-  }
-
-  /** 0-based positions of lines holding this word. */
-  withToken(t: string): number[] {
-    return this.linesWith(t, Infinity) ?? [];
-  }
-
-  /** 0-based positions of lines holding this word, or null when more than `max` lines do (a word too common to tell). */
-  linesWith(t: string, max: number): number[] | null {
-    const cached = this.byToken.get(t);
-    if (cached && (cached.complete || cached.lines.length > max)) return cached.lines.length > max ? null : cached.lines;
-    // One word at a time, by the native substring search over the whole text: far cheaper than indexing every word.
-    const hit: number[] = [];
-    let complete = true;
-    for (let at = this.text.indexOf(t); at >= 0; at = this.text.indexOf(t, at + t.length)) {
-      if (WORD_CHAR.test(this.text[at - 1] ?? '') || WORD_CHAR.test(this.text[at + t.length] ?? '')) continue;
-      let lo = 0;
-      let hi = this.starts.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (this.starts[mid] <= at) lo = mid;
-        else hi = mid - 1;
-      }
-      if (hit[hit.length - 1] !== lo) hit.push(lo);
-      if (hit.length > max) {
-        complete = false;
-        break;
-      }
-    }
-    if (this.byToken.size > 4096) this.byToken.clear();
-    this.byToken.set(t, { lines: hit, complete });
-    return hit.length > max ? null : hit;
-  }
-
-  /** Stripped text of lines [s, s+m). */
-  window(s: number, m: number): string {
-    let out = '';
-    for (let i = s; i < s + m && i < this.lines.length; i++) out += this.stripped(i);
-    return out;
-  }
-
-  /** The context string of lines [s, s+m): hashes of the two nearest non-trivial lines above and below. */
-  context(s: number, m: number): string {
-    const above: string[] = [];
-    for (let i = s - 1; i >= 0 && above.length < 2; i--) if (!this.trivial(i)) above.push(enc24(this.h[i]));
-    const below: string[] = [];
-    for (let i = s + m; i < this.lines.length && below.length < 2; i++) if (!this.trivial(i)) below.push(enc24(this.h[i]));
-    while (above.length < 2) above.push(NO_CONTEXT);
-    while (below.length < 2) below.push(NO_CONTEXT);
-    return above.join('') + below.join('');
-  }
-}
-
-const WORD_CHAR = /[\w$]/;
-function tokens(line: string): string[] {
-  return line.match(/[A-Za-z_$][\w$]{2,}|\d{2,}/g) ?? [];
-}
 
 // ---------------------------------------------------------------------------
 // fingerprint
@@ -291,156 +125,6 @@ function exactAt(f: FileText, hash: string, hashes: number[] | null, n: number):
     if (f.hashOf(s, n) === hash) out.push(s);
   }
   return out;
-}
-
-// ---------------------------------------------------------------------------
-// similarity
-// ---------------------------------------------------------------------------
-function bigrams(s: string): Map<number, number> {
-  const m = new Map<number, number>();
-  for (let i = 0; i + 1 < s.length; i++) {
-    const k = (s.charCodeAt(i) << 16) | s.charCodeAt(i + 1);
-    m.set(k, (m.get(k) ?? 0) + 1);
-  }
-  return m;
-}
-
-/**
- * How well window text `b` covers the anchored text (its bigram multiset `a`): the F-score of the shared character
- * bigrams with recall weighted over precision (β = 2), so a window holding all the anchored code plus an inserted line
- * beats one holding only part of it.
- */
-const seen = new Map<number, number>();
-function cover(a: Map<number, number>, aLen: number, b: string): number {
-  if (aLen < 2 || b.length < 2) return aLen === b.length && aLen > 0 ? 1 : 0;
-  seen.clear();
-  let common = 0;
-  for (let i = 0; i + 1 < b.length; i++) {
-    const k = (b.charCodeAt(i) << 16) | b.charCodeAt(i + 1);
-    const used = seen.get(k) ?? 0;
-    if (used < (a.get(k) ?? 0)) common++;
-    seen.set(k, used + 1);
-  }
-  return fBeta(common / (b.length - 1), common / (aLen - 1));
-}
-
-function fBeta(precision: number, recall: number): number {
-  return precision + recall === 0 ? 0 : (5 * precision * recall) / (4 * precision + recall);
-}
-
-function decodeLines(lines: string): number[] {
-  const out: number[] = [];
-  for (let i = 0; i + 3 < lines.length; i += 4) {
-    let h = 0;
-    for (let k = 0; k < 4; k++) h = (h << 6) | Math.max(0, B64.indexOf(lines[i + k]));
-    out.push(h);
-  }
-  return out;
-}
-
-/** What locate() keeps of one anchor while it scores windows. */
-interface Probe {
-  n: number;
-  hashes: number[] | null;
-  excerptStripped: string;
-  excerptBigrams: Map<number, number>;
-  excerptLines: string[];
-  complete: boolean;
-  context: string;
-  hash: string;
-  /** How many lines longer or shorter than n a window may be. */
-  delta: number;
-  /** The recorded context lines' hashes (a window holding one is not the anchor, even where a copy of it is). */
-  neighbours: number[];
-}
-
-const lineCounts = new Map<number, number>();
-function similarity(f: FileText, p: Probe, s: number, m: number): number {
-  const win = f.window(s, m);
-  const text = cover(p.excerptBigrams, p.excerptStripped.length, p.complete ? win : win.slice(0, p.excerptStripped.length));
-  if (!p.hashes) return text;
-  const counts = lineCounts;
-  counts.clear();
-  for (const h of p.hashes) counts.set(h, (counts.get(h) ?? 0) + 1);
-  let common = 0;
-  for (let i = s; i < s + m && i < f.lineCount; i++) {
-    const c = counts.get(f.h[i]) ?? 0;
-    if (c > 0) {
-      common++;
-      counts.set(f.h[i], c - 1);
-    }
-  }
-  const both = (text + fBeta(common / m, common / p.hashes.length)) / 2;
-  // A complete excerpt is all the anchored text: the line hashes may only help (a renamed one-liner shares no line).
-  return p.complete ? Math.max(text, both) : both;
-}
-
-/**
- * On how many sides (0-2) the context agrees: a side agrees when one of its two recorded lines is one of the two
- * nearest non-trivial lines on that side of the window (a line inserted right above still leaves the side agreeing),
- * or when it had none (the file's start or end) and has none.
- */
-function contextAgreement(f: FileText, p: Probe, s: number, m: number): number {
-  if (p.context.length !== 16) return 0;
-  const here = f.context(s, m);
-  let sides = 0;
-  for (const off of [0, 8]) {
-    const want = [p.context.slice(off, off + 4), p.context.slice(off + 4, off + 8)].filter((h) => h !== NO_CONTEXT);
-    const got = [here.slice(off, off + 4), here.slice(off + 4, off + 8)];
-    if (want.length === 0 ? got[0] === NO_CONTEXT : want.some((h) => got.includes(h))) sides++;
-  }
-  return sides;
-}
-
-/**
- * Whether changed lines are still the anchored code: with the neighbours agreeing on both sides, fairly similar; on
- * one side, more similar; with none, very similar, not short, and nothing else in the file looked like it when it was
- * anchored. Short code changed is recognised only where it was, and only if it was the one such code in the file.
- */
-function accepted(sim: number, sides: number, p: Probe, unique: boolean, near: boolean): boolean {
-  const distinctive = p.excerptStripped.length >= DISTINCTIVE_CHARS;
-  if (!distinctive && !(near && unique)) return false;
-  return (unique && sim >= SIMILAR_ALONE) || (sides >= 1 && sim >= SIMILAR_ONE_CONTEXT) || (sides >= 2 && sim >= SIMILAR_WITH_CONTEXT);
-}
-
-/** A window holding one of the anchor's recorded neighbours is not the anchor (a deleted line's neighbour slid up). */
-function holdsNeighbour(f: FileText, p: Probe, s: number, m: number): boolean {
-  for (const h of p.neighbours) for (let i = s; i < s + m; i++) if (f.h[i] === h) return true;
-  return false;
-}
-
-/** A line that defines `name` (a function, class, method, variable... in the common languages), or null for a bad name. */
-function definitionPattern(name: string): RegExp | null {
-  if (!/^[\w$]+$/.test(name)) return null;
-  const esc = name.replace(/\$/g, '\\$');
-  return new RegExp(
-    `(?:\\b(?:function\\*?|def|class|interface|type|enum|struct|trait|impl|fn|func|const|let|var|val|module|namespace)\\s+${esc}\\b)` +
-      `|(?:^\\s*(?:(?:export|public|private|protected|static|async|override|readonly|abstract|get|set)\\s+)*${esc}\\s*(?:<[^>]*>)?\\s*\\()`,
-  );
-}
-
-/** The 0-based lines defining `symbol` (its last dotted segment). */
-export function findDefinitions(f: FileText, symbol: string): number[] {
-  const name = symbol.split('.').pop() ?? symbol;
-  const def = definitionPattern(name);
-  return def ? f.withToken(name).filter((i) => def.test(f.lines[i])) : [];
-}
-
-export function findDefinition(f: FileText, symbol: string): number {
-  return findDefinitions(f, symbol)[0] ?? -1;
-}
-
-/** A line that opens some definition (a function, class, method...): where the enclosing symbol of lines below changes. */
-const OPENS_DEFINITION =
-  /^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\b|class\b|def\b|interface\b|fn\b|func\b|(?:(?:public|private|protected|static|get|set)\s+)+[\w$]+\s*\()/;
-
-/** 1 when line s lies inside one of the symbol's definitions (no other definition opens between), else 0. */
-function insideSymbol(f: FileText, s: number, defs: number[]): number {
-  let d = -1;
-  for (const x of defs) if (x <= s && x > d) d = x;
-  if (d < 0) return 0;
-  for (let i = d + 1; i <= s; i++) if (OPENS_DEFINITION.test(f.lines[i])) return 0;
-  return 1;
 }
 
 // ---------------------------------------------------------------------------

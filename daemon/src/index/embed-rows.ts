@@ -1,0 +1,64 @@
+/**
+ * One batch of the indexer's embedding (Indexer.embedRows): the rows whose text changed since their vector was
+ * computed are embedded in the worker and their vectors written in small transactions.
+ */
+import type { EmbedRow } from '../store/index-feed';
+import { hashKey } from '../store/quantize';
+import type { VecModel } from '../store/vectors';
+import { sha256 } from '../text/hash';
+import { embeddingText, type Embedded, type IndexerHost } from './embedding-model';
+import { QUIET_WRITE_CHUNK, WRITE_CHUNK } from './indexer-tuning';
+
+/**
+ * Embed rows whose text changed since their vector was computed, `per` texts a request; write them in small
+ * transactions. Returns the rows embedded, with their vectors (none when the indexer stopped or switched models).
+ */
+export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedRow[], per: number): Promise<Embedded[]> {
+  const store = host.store;
+  const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
+  const have = store.vectors.textHashes(
+    model,
+    rows.map((r) => r.rowid),
+  );
+  for (const r of rows) {
+    const text = embeddingText(r);
+    const hash = hashKey(sha256(model.model + '\u0000' + text));
+    if (have.get(r.rowid) !== hash) todo.push({ row: r, rowid: r.rowid, text, hash });
+  }
+  if (todo.length === 0) return [];
+  // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
+  const embedder = host.embedder()!;
+  const chunks: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }>[] = [];
+  for (let i = 0; i < todo.length; i += per) {
+    const texts = todo.slice(i, i + per).map((t) => t.text);
+    chunks.push(
+      embedder.embedWithSignatures ? embedder.embedWithSignatures(texts) : embedder.embed(texts).then((vectors) => ({ vectors })),
+    );
+  }
+  const done = await Promise.all(chunks);
+  const vectors = done.flatMap((c) => c.vectors);
+  const given = done.flatMap((c) => c.sigs ?? c.vectors.map(() => undefined));
+  // While searches are served, write in small transactions and yield in between, so a search is never queued
+  // behind a long write; with no search in the last QUIET_MS, in one transaction (one commit instead of one per
+  // WRITE_CHUNK vectors).
+  const chunk = host.searching() ? WRITE_CHUNK : QUIET_WRITE_CHUNK;
+  const sigs: (Int32Array | null)[] = [];
+  for (let i = 0; i < todo.length; i += chunk) {
+    if (host.stopped() || host.model() !== model) {
+      // Stopped or switched meanwhile. Vectors already stored by this call would have no duplicate check (the next
+      // start skips a memory whose text has its vector): they go, and the next start embeds and checks them.
+      if (host.stopped() && i > 0) host.rollBack(todo.slice(0, i).map((t) => t.rowid));
+      return [];
+    }
+    store.derivedTransaction(() => {
+      const end = Math.min(todo.length, i + chunk);
+      const put = store.vectors.putMany(
+        model,
+        todo.slice(i, end).map((t, k) => ({ rowid: t.rowid, vector: vectors[i + k], textHash: t.hash, sig: given[i + k] })),
+      );
+      for (let j = i; j < end; j++) sigs[j] = put[j - i];
+    });
+    await new Promise((r) => setImmediate(r));
+  }
+  return todo.map((t, i) => ({ row: t.row, vector: vectors[i], sig: sigs[i] ?? undefined }));
+}

@@ -1,0 +1,48 @@
+/**
+ * The vector arm's tuning: when a KNN or a duplicate check is exact and how many candidates it takes by Hamming
+ * distance otherwise, how a large index loads, and when the index in memory turns compact (vectors.ts).
+ */
+
+/**
+ * Admitted vectors up to which the vector arm is exact. At 100k memories (bench/sidebyside.ts workload) a
+ * 16k-memory project scored every vector exactly (~4M multiply-adds, the slowest scoped queries); from 4096 on it
+ * takes SIMHASH_CANDIDATES by Hamming distance first: the arm's top 100 kept 99.6% of the exact top 100 over the
+ * 200 scoped queries, and hybrid hit@5/@25 of the query's source memory was unchanged. LoCoMo's conversations
+ * (under 1,000 memories each) stay exact, so their figures cannot move.
+ */
+export const EXACT_MAX = 4096;
+/**
+ * Candidates taken by Hamming distance before exact rescoring, above EXACT_MAX. 5120 keeps 86.0% of the exact
+ * top 100 on the whole 100k store (92.7% of the top 25); the previous selection (4096 plus every slot tied at the
+ * cut-off distance, ~5,000) kept 85.1% (92.2%).
+ */
+export const SIMHASH_CANDIDATES = 5120;
+/**
+ * Above SIMHASH_CANDIDATES / CANDIDATE_SHARE admitted vectors (102,400), this share of them is taken by Hamming
+ * distance instead: the share 5,120 is of the 100k store, so a larger store keeps its recall. Recall@10 of the
+ * whole-store arm against exact at 100k (bench/vector-recall.ts) was 0.951 with 5.1% of the vectors as candidates,
+ * 0.851 with 1.6% and 0.775 with 0.5% (what a fixed 5,120 is of a million); the arm's time barely moved (the
+ * Hamming pass over every admitted vector is most of it, the exact scores of the candidates run in SIMD).
+ */
+export const CANDIDATE_SHARE = 1 / 20;
+/** A duplicate check scores every visible memory of a namespace exactly up to this many. */
+export const DUP_EXACT_MAX = 256;
+/**
+ * Above DUP_EXACT_MAX, a duplicate check scores exactly the memories nearest by Hamming distance, this many: a
+ * possible duplicate (cosine ≥ ~0.66, expected Hamming distance ≤ ~70 of 256 bits) is missed only when this many
+ * memories of its namespace are nearer still, and then the ones reported are at least as similar.
+ */
+export const DUP_CANDIDATES = 128;
+/**
+ * Vectors read per slice when the index is loaded in the background (loadInSlices): about 10-20 ms of the event
+ * loop each, so requests wait at most that long while a million vectors load.
+ */
+export const LOAD_SLICE = 8192;
+/**
+ * Vectors above which the index in memory is compact: 4-bit vectors (D/2 bytes) beside the signatures instead of
+ * int8 ones (D bytes), each scan's best rerankPool(limit) ranked again by the int8 vectors read from disk
+ * (rerank). At a million 256-d vectors that is 122 MiB less resident, for one indexed read of a few hundred rows
+ * per search. At or below it (every store up to the 100k side-by-side workload) the index is int8 as before and
+ * answers exactly as before. An index that grows past it while loaded turns compact in place.
+ */
+export const COMPACT_ABOVE = 131_072;
