@@ -35,6 +35,7 @@ import type {
 import { uuidv7 } from '../text/hash';
 import { bindGit, followerOf } from './branch-git';
 import { CONTENT, type BranchRow } from './branch-common';
+import { indexBranchRow, unindexBranch } from './branch-text';
 import { deleteOnBranch, upsertOnBranch } from './branch-writes';
 import { diffBranch, mergeBranch } from './branch-merge';
 import { searchOverlay, type SearchOverlay } from './branch-overlay';
@@ -186,7 +187,7 @@ export class Branches {
   /** @internal Remove a branch's rows and their full-text rows (discard and merge). */
   drop(branchId: string): number {
     this.touched(branchId);
-    stmt(this.db, 'DELETE FROM branch_fts WHERE rowid IN (SELECT rowid FROM branch_memories WHERE branch_id = ?)').run(branchId);
+    unindexBranch(this.db, branchId);
     return stmt(this.db, 'DELETE FROM branch_memories WHERE branch_id = ?').run(branchId).changes;
   }
 
@@ -200,14 +201,10 @@ export class Branches {
     );
   }
 
-  /** @internal (Re)index one branch row's full text. */
+  /** @internal (Re)index one branch row's full text (in the memories' index: branch-text.ts). */
   indexRow(rowid: number): void {
-    stmt(this.db, 'DELETE FROM branch_fts WHERE rowid = ?').run(rowid);
-    stmt(
-      this.db,
-      `INSERT INTO branch_fts(rowid, key, value, summary, tags, ns)
-       SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories WHERE rowid = ?`,
-    ).run(rowid);
+    indexBranchRow(this.db, rowid);
+    this.store.fullText.written = true; // a new full-text segment at commit: the background merge follows
   }
 
   // ---------------------------------------------------------------- reads (branch-reads.ts)

@@ -10,6 +10,7 @@
 import type * as T from '../protocol/types';
 import { pathInScope } from './scope';
 import { stmt, type DB } from './db';
+import { indexBranchRow } from './branch-text';
 import { fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, type MemoryRow } from './rows';
 
 type BranchRecord = Extract<T.ExportRecord, { type: 'branch' }>;
@@ -241,11 +242,7 @@ export function importBranchRow(db: DB, rec: RowRecord, counts: BranchCounts, in
       rec.deleteReason,
     ).lastInsertRowid,
   );
-  stmt(
-    db,
-    `INSERT INTO branch_fts(rowid, key, value, summary, tags, ns)
-     SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories WHERE rowid = ?`,
-  ).run(rowid);
+  indexBranchRow(db, rowid);
   stmt(db, 'UPDATE branches SET generation = generation + 1 WHERE id = ?').run(rec.branchId);
   counts.branchRows++;
 }
