@@ -297,7 +297,14 @@ interface Checks {
 
 type Checked = { rowid: number; own: number; updated: number; id: string };
 
-function ranked(db: DB, match: Match, limit: number, checks: Checks, every: string | number[] | null = null): Ranked[] {
+function ranked(
+  db: DB,
+  match: Match,
+  limit: number,
+  checks: Checks,
+  every: string | number[] | null = null,
+  innerMax = FTS_INNER_MAX,
+): Ranked[] {
   const { where, own, branch } = checks;
   const ownSql = own ? own.sql : '0';
   const check = stmt(
@@ -338,7 +345,7 @@ function ranked(db: DB, match: Match, limit: number, checks: Checks, every: stri
   const floor = checks.baseOnly ? ' AND rowid > 0' : '';
   const before = (a: { part: number; bm: number }, b: { part: number; bm: number }) =>
     a.part < b.part || (a.part === b.part && a.bm < b.bm);
-  for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
+  for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= innerMax; inner *= 4) {
     const top = stmt(
       db,
       `SELECT rowid, ${bm25.sql} AS bm, ${part('rowid')} AS part FROM memories_fts WHERE memories_fts MATCH ?${floor} ORDER BY part ASC, bm ASC LIMIT ?`,
@@ -381,8 +388,14 @@ function ranked(db: DB, match: Match, limit: number, checks: Checks, every: stri
 /**
  * `twoPasses`: always run the conjunctive and disjunctive passes as two statements (bench/search-profile.ts compares).
  * `branch`: a search on a memory branch (BranchText): its rows are matched and ranked with the base's in the same queries.
+ * `innerMax`: FTS_INNER_MAX (a test lowers it to reach the one query joining every match).
  */
-export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: boolean; branch?: BranchText } = {}): ArmHit[] {
+export function ftsArm(
+  db: DB,
+  query: string,
+  q: ArmQuery,
+  opts: { twoPasses?: boolean; branch?: BranchText; innerMax?: number } = {},
+): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
   const branch = opts.branch ?? null;
@@ -425,7 +438,7 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
   if (all && any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
-    if (nsTokens === 0 || !plan.allCommon) return ranked(db, any, q.limit, checks, every).map(toHit);
+    if (nsTokens === 0 || !plan.allCommon) return ranked(db, any, q.limit, checks, every, opts.innerMax).map(toHit);
     // Every word common, in a scope named inside MATCH: the one statement would score every in-scope match of the
     // least common word (thousands at 100k: the slowest scoped queries), and the conjunctive expression costs as
     // much to match over the whole index. So the scoped conjunctive matches are listed first (no BM25, stopped at
@@ -433,9 +446,9 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
     // all in scope). As many: the two passes below, whose conjunctive pass may fill the limit alone and spare
     // scoring the disjunctive matches (bench/README.md, "Every word common: the scoped conjunctive matches first").
     const conj = matchedRowids(db, all.expr, q.limit);
-    if (conj.length < q.limit) return ranked(db, any, q.limit, checks, conj).map(toHit);
+    if (conj.length < q.limit) return ranked(db, any, q.limit, checks, conj, opts.innerMax).map(toHit);
   }
-  const run = (m: Match, limit: number) => ranked(db, m, limit, checks);
+  const run = (m: Match, limit: number) => ranked(db, m, limit, checks, null, opts.innerMax);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
   if (all)
