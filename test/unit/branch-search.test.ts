@@ -65,6 +65,11 @@ describe('full-text search on a branch', () => {
         JSON.stringify(scope),
       );
     assert.deepEqual(found(await search('walrus', { scope: { root: 'project.other' }, branch: 'b1' })), []);
+    // A scope holding no base namespace, only one the branch made: its rows alone.
+    assert.deepEqual(found(await search('walrus', { scope: { root: 'project.app.new', includeUser: false }, branch: 'b1' })), [
+      'project.app.new/fresh',
+    ]);
+    assert.deepEqual(found(await search('walrus', { scope: { root: 'project.app.new', includeUser: false } })), []);
     assert.deepEqual(found(await search('walrus', { scope: { namespaces: ['project.app'], includeUser: false }, branch: 'b1' })), [
       'project.app/db',
     ]);
