@@ -64,11 +64,20 @@ export function searchOverlay(
       : {}),
     rows: rowsOf,
     rankFacts: (rowids) => {
-      // Base rows: only the facts (Store.rankFacts); branch rows (negated rowids): whole rows, few per search.
+      // Only the facts fusion ranks on, of either kind of row (branch rows: negated rowids, a rowid lookup each).
+      const base = rowids.filter((r) => r > 0);
+      const own = rowids.filter((r) => r < 0).map((r) => -r);
       const out = new Map<number, { id: string; importance: number; confidence: number; updated_at: number }>(
-        br.store.rankFacts(rowids.filter((r) => r > 0)),
+        base.length ? br.store.rankFacts(base) : [],
       );
-      for (const [k, r] of rowsOf(rowids.filter((r) => r < 0))) out.set(k, r);
+      if (own.length) {
+        const rows = stmt(
+          br.db,
+          `SELECT -rowid AS rowid, id, importance, confidence, updated_at FROM branch_memories
+            WHERE rowid IN (SELECT value FROM json_each(?)) AND +branch_id = ?`,
+        ).all(JSON.stringify(own), b.id) as { rowid: number; id: string; importance: number; confidence: number; updated_at: number }[];
+        for (const r of rows) out.set(r.rowid, r);
+      }
       return out;
     },
   };
