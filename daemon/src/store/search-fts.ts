@@ -273,19 +273,6 @@ interface Ranked {
   part: number;
 }
 
-/**
- * The `limit` best matches of `expr` that the checks (visibility, scope, filter, exclusions; aliases `m`, `n`; a
- * branch's rows by its own, Checks) admit, ordered by BM25, then own scope over `user`, newer, id — exactly what one query joining every match
- * to its memory row and sorting them returns, but cheaper: FTS5 ranks its matches alone (no row lookups) and
- * hands over the best L; only those are joined and checked. Rows the WHERE refuses are dropped before the cut,
- * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
- * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
- *
- * With `every` (an expression whose matches are a subset of `expr`'s, or those matches' rowids), the matches of
- * `every` rank first, then the others, each group by the order above: the conjunctive and disjunctive passes in one
- * statement. FTS5 then computes BM25's per-term document counts once (they cost a scan of each term's, identifier
- * phrase's and namespace token's matches per statement), and `every` is only matched (no BM25) as a rowid set.
- */
 /** What `ranked` admits: base rows by `where`, and with `branch` that branch's rows by its own WHERE (aliases m, n). */
 interface Checks {
   where: { sql: string; params: unknown[] };
@@ -297,6 +284,19 @@ interface Checks {
 
 type Checked = { rowid: number; own: number; updated: number; id: string };
 
+/**
+ * The `limit` best matches of `expr` that the checks admit (visibility, scope, filter, exclusions; aliases `m`, `n`;
+ * a branch's rows by their own: Checks), ordered by BM25, then own scope over `user`, newer, id — exactly what one
+ * query joining every match to its memory row and sorting them returns, but cheaper: FTS5 ranks its matches alone
+ * (no row lookups) and hands over the best L; only those are joined and checked. Rows the checks refuse are dropped
+ * before the cut, and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
+ * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
+ *
+ * With `every` (an expression whose matches are a subset of `expr`'s, or those matches' rowids), the matches of
+ * `every` rank first, then the others, each group by the order above: the conjunctive and disjunctive passes in one
+ * statement. FTS5 then computes BM25's per-term document counts once (they cost a scan of each term's, identifier
+ * phrase's and namespace token's matches per statement), and `every` is only matched (no BM25) as a rowid set.
+ */
 function ranked(
   db: DB,
   match: Match,
