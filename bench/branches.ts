@@ -8,7 +8,8 @@
  * 2. search: `writes` branch writes (updates of existing memories spread over the subtree, half of them matching the
  *    queries' words), then `queries` full-text searches (mode fts: the in-process Core has no embedder; the vector
  *    arm's extra cost on a branch is one pass over its admitted set to leave out the shadowed rows) in a project
- *    scope, on the base and on the branch, interleaved; p50/p95 and the ratio branch/base.
+ *    scope, on the base and on the branch, interleaved; p50/p95 and the ratio branch/base, of wall time and of the
+ *    process's CPU time per search.
  *    With `--mode hybrid` (or vector) the Core gets the built-in model's indexer and branch embedder (as the daemon
  *    wires them), every memory and branch row is embedded first, and the searches run in that mode: the branch's
  *    extra cost then includes its rows' exact vector arm (store/branch-vectors.ts).
@@ -25,7 +26,7 @@ import { Indexer } from '../daemon/src/index/indexer';
 import { Core } from '../daemon/src/server/core';
 import { Store } from '../daemon/src/store/store';
 import { memoryAt, queryAt } from './corpus';
-import { arg, fmt, now, summarize } from './stats';
+import { arg, cpuNow, fmt, now, summarize } from './stats';
 
 const N = Number(arg('memories', '100000'));
 const WRITES = Number(arg('writes', '1000'));
@@ -104,18 +105,28 @@ async function main(): Promise<void> {
     await settle();
     const base: number[] = [];
     const onBranch: number[] = [];
+    // CPU time of the process per search too (every thread's: the embedding worker's included): on a loaded machine
+    // wall time also counts waiting for a core, CPU time much less so.
+    const baseCpu: number[] = [];
+    const branchCpu: number[] = [];
     for (let i = 0; i < QUERIES; i++) {
       const q = queryAt(i);
       const params = { query: q.query, mode: MODE, scope: { root: q.project }, limit: 10 };
       let s = now();
+      let c = cpuNow();
       await core.call(R.search, params);
+      baseCpu.push(cpuNow() - c);
       base.push(now() - s);
       s = now();
+      c = cpuNow();
       await core.call(R.search, { ...params, branch: 'work' });
+      branchCpu.push(cpuNow() - c);
       onBranch.push(now() - s);
     }
     const sb = summarize(base);
     const sr = summarize(onBranch);
+    const cb = summarize(baseCpu);
+    const cr = summarize(branchCpu);
 
     // 3. merge
     const tm = now();
@@ -130,6 +141,7 @@ async function main(): Promise<void> {
       create: { ...summarize(createMs), rowsBefore: before, rowsAfter: after },
       branchWrites: { count: written, msPerWrite: writeMs / written },
       search: { base: sb, branch: sr, ratioP50: sr.p50 / sb.p50, ratioMean: sr.mean / sb.mean },
+      searchCpu: { base: cb, branch: cr, ratioP50: cr.p50 / cb.p50, ratioMean: cr.mean / cb.mean },
       merge: { applied: m.applied, merged: m.merged, ms: mergeMs },
       loadavg: os.loadavg(),
     };
@@ -145,6 +157,9 @@ async function main(): Promise<void> {
     console.log(`branch writes: ${written}, ${fmt(result.branchWrites.msPerWrite, 3)} ms each`);
     console.log(
       `search (${MODE}, project scope, ${QUERIES} queries): base p50 ${fmt(sb.p50, 3)} / p95 ${fmt(sb.p95, 3)} ms; branch p50 ${fmt(sr.p50, 3)} / p95 ${fmt(sr.p95, 3)} ms; ratio p50 ${fmt(result.search.ratioP50)} mean ${fmt(result.search.ratioMean)}`,
+    );
+    console.log(
+      `search CPU: base p50 ${fmt(cb.p50, 3)} / mean ${fmt(cb.mean, 3)} ms; branch p50 ${fmt(cr.p50, 3)} / mean ${fmt(cr.mean, 3)} ms; ratio p50 ${fmt(result.searchCpu.ratioP50)} mean ${fmt(result.searchCpu.ratioMean)}`,
     );
     console.log(`merge: ${m.applied} changes in ${fmt(mergeMs, 1)} ms (merged: ${m.merged})`);
     if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(result, null, 2));

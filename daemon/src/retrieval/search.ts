@@ -44,10 +44,10 @@ export const MIN_CANDIDATES = 40;
 export { FUSION };
 
 /**
- * With `overlay` (a search on a memory branch, store/branches.ts): the base rows the branch shadows are left out
- * inside both arms before their limits, and the branch's own rows come from its full-text arm (scope, filter and
- * visibility inside its query), merged into the full-text candidates by score; with a model, its rows' vector arm
- * (the same rules inside its query, scored exactly) is merged into the vector candidates by score.
+ * With `overlay` (a search on a memory branch, store/branch-overlay.ts): the base rows the branch shadows are left
+ * out inside both arms before their limits; the branch's own rows are matched and ranked with the base's in the
+ * full-text arm's queries (scope, filter and visibility checked for each kind of row before the limit); with a model,
+ * its rows' vector arm (the same rules inside its query, scored exactly) is merged into the vector candidates by score.
  */
 /**
  * With `hidden` (the rowids a reader's git checkout must not see, git/reader.ts): left out inside both arms before
@@ -69,16 +69,13 @@ export async function search(
     include: p.include,
     now,
     limit,
-    ...(overlay || hidden ? { exclude: unionOf(overlay?.exclude, hidden) } : {}),
+    ...(hidden ? { exclude: hidden } : {}),
   };
   const rowsOf = (rowids: number[]) => (overlay ? overlay.rows(rowids) : store.byRowids(rowids));
-  const fullText = (q: ArmQuery): ArmHit[] => {
-    if (!overlay) return store.fullTextArm(p.query, q);
-    // The shadowed rows as SQL (one probe per candidate), not as a list: only the reader's hidden rows stay a list.
-    const { exclude: _listed, ...rest } = q;
-    const base = store.fullTextArm(p.query, { ...rest, ...(hidden?.size ? { exclude: hidden } : {}), excludeSql: overlay.excludeSql });
-    return [...base, ...overlay.fullText(p.query, q)].sort((a, b) => b.score - a.score).slice(0, q.limit);
-  };
+  // On a branch: one full-text query over the base's rows and the branch's (search-fts.ts BranchText), the shadowed
+  // base rows left out as SQL (one probe per candidate), the reader's hidden rows as a list.
+  const fullText = (q: ArmQuery): ArmHit[] =>
+    overlay ? store.fullTextArm(p.query, { ...q, excludeSql: overlay.excludeSql }, overlay.text) : store.fullTextArm(p.query, q);
   vectors?.noteQuery?.();
 
   if (mode === 'fts') return ftsOnly(p, arm, fullText, rowsOf);
@@ -88,7 +85,8 @@ export async function search(
 
   const candidates = Math.max(limit * CANDIDATE_FACTOR, MIN_CANDIDATES);
   // The query is embedded in the worker thread while the full-text arm runs here.
-  const vq = { ...arm, limit: mode === 'vector' ? limit : candidates };
+  // The vector arms leave the shadowed base rows out as a list (with the reader's hidden rows).
+  const vq = { ...arm, limit: mode === 'vector' ? limit : candidates, ...(overlay ? { exclude: unionOf(overlay.exclude(), hidden) } : {}) };
   // On a branch, its own rows' vector arm (exact, store/branch-vectors.ts) joins the base arm's candidates by score.
   // It scores with the query embedding the base arm gets back from the worker (one embedding per search); when the
   // base arm gets none (it admitted nothing, or failed), the branch arm embeds the query itself.

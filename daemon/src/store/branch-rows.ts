@@ -8,6 +8,7 @@
  *   deleted (or expired) longer ago than that: removed when no live base memory shows through, else kept as a
  *   contentless delete (its value and summary blanked) so the delete still hides the base memory on the branch.
  */
+import { eraseBranchText, indexBranchRow, unindexBranchRows } from './branch-text';
 import { stmt, type DB } from './db';
 
 export interface BranchTarget {
@@ -42,15 +43,14 @@ export function branchTargets(db: DB, ids: string[], keys: { namespace: string; 
 export function eraseBranchRows(db: DB, rows: BranchTarget[]): number {
   if (rows.length === 0) return 0;
   const rowids = JSON.stringify(rows.map((r) => r.rowid));
-  // Erased terms leave the index at once (secure-delete: 0.4 s per 1,000 rows, so only erase pays it; discard and merge
-  // delete plainly, leaving old terms in segments until FTS5 merges them).
-  stmt(db, `INSERT INTO branch_fts(branch_fts, rank) VALUES ('secure-delete', 1)`).run();
-  stmt(db, `DELETE FROM branch_fts WHERE rowid IN (SELECT value FROM json_each(?))`).run(rowids);
-  stmt(db, `INSERT INTO branch_fts(branch_fts, rank) VALUES ('secure-delete', 0)`).run();
+  // Erased terms leave the index at once (secure-delete: only erase pays it; discard and merge delete plainly, leaving
+  // old terms in segments until FTS5 merges them). The erase merges the index afterwards (ftsCompact).
+  eraseBranchText(
+    db,
+    rows.map((r) => r.rowid),
+  );
   for (const b of new Set(rows.map((r) => r.branch_id))) touch(db, b);
-  const n = stmt(db, `DELETE FROM branch_memories WHERE rowid IN (SELECT value FROM json_each(?))`).run(rowids).changes;
-  stmt(db, `INSERT INTO branch_fts(branch_fts) VALUES ('optimize')`).run();
-  return n;
+  return stmt(db, `DELETE FROM branch_memories WHERE rowid IN (SELECT value FROM json_each(?))`).run(rowids).changes;
 }
 
 /** A write of a branch's rows bumps its generation (the cache of base rows it shadows is keyed by it). */
@@ -94,7 +94,7 @@ export function purgeBranchRows(db: DB, root: string, cutoff: number, batch: num
         AND NOT (b.value = '' AND b.deleted_at IS NOT NULL) LIMIT ?`,
   ).all(...u.params, cutoff, cutoff, batch) as { rowid: number; id: string; branch_id: string; base_live: number }[];
   for (const r of rows) {
-    stmt(db, 'DELETE FROM branch_fts WHERE rowid = ?').run(r.rowid);
+    unindexBranchRows(db, [r.rowid]);
     if (r.base_live) {
       stmt(
         db,
@@ -102,10 +102,7 @@ export function purgeBranchRows(db: DB, root: string, cutoff: number, batch: num
              delete_reason = coalesce(delete_reason, 'retention: expired')
           WHERE rowid = ?`,
       ).run(r.rowid);
-      stmt(
-        db,
-        `INSERT INTO branch_fts(rowid, key, value, summary, tags, ns) SELECT rowid, key, '', '', tags, ns_path FROM branch_memories WHERE rowid = ?`,
-      ).run(r.rowid);
+      indexBranchRow(db, r.rowid);
     } else stmt(db, 'DELETE FROM branch_memories WHERE rowid = ?').run(r.rowid);
     touch(db, r.branch_id);
   }

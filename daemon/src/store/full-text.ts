@@ -5,9 +5,10 @@
  * a write is found at once.
  */
 import { identifierCompounds, identifierIndexText } from '../text/identifiers';
+import { indexAllBranchRows } from './branch-text';
 import { stmt, writeTx, type DB } from './db';
 import { derivedCommit } from './derived-commit';
-import { ftsArm, namespaceToken, type ArmHit, type ArmQuery } from './search-fts';
+import { ftsArm, namespaceToken, type ArmHit, type ArmQuery, type BranchText } from './search-fts';
 import type { Store } from './store';
 
 /**
@@ -37,6 +38,29 @@ interface TextRow {
   ns_id: string;
 }
 
+/**
+ * Write one row of the full-text index (replacing the row of that rowid unless `fresh`): a memory's text under its rowid
+ * and namespace token, or a memory branch row's under its negated rowid and branch namespace token (branch-text.ts).
+ */
+export function putFullText(
+  db: DB,
+  rowid: number,
+  m: { key: string; value: string; summary: string | null; tags: string[]; ns: string },
+  fresh = false,
+): void {
+  if (!fresh) stmt(db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+  const idents = identifierIndexText(`${m.key} ${m.value}`);
+  stmt(db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    rowid,
+    `${m.key.replace(/[._/:-]+/g, ' ')} ${m.key} ${identifierCompounds(m.key)}`,
+    m.value,
+    m.summary ?? '',
+    m.tags.join(' '),
+    idents,
+    m.ns,
+  );
+}
+
 export class FullText {
   /** A full-text row was written in the current transaction (a new FTS5 segment at commit: the background merge). */
   written = false;
@@ -53,18 +77,8 @@ export class FullText {
   }
 
   private put(rowid: number, m: { key: string; value: string; summary: string | null; tags: string[]; nsId: string }, fresh = false): void {
-    if (!fresh) stmt(this.db, 'DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
     this.written = true;
-    const idents = identifierIndexText(`${m.key} ${m.value}`);
-    stmt(this.db, 'INSERT INTO memories_fts(rowid, key, value, summary, tags, idents, ns) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-      rowid,
-      `${m.key.replace(/[._/:-]+/g, ' ')} ${m.key} ${identifierCompounds(m.key)}`,
-      m.value,
-      m.summary ?? '',
-      m.tags.join(' '),
-      idents,
-      namespaceToken(m.nsId),
-    );
+    putFullText(this.db, rowid, { ...m, ns: namespaceToken(m.nsId) }, fresh);
   }
 
   private putRow(r: TextRow, fresh = false): void {
@@ -151,7 +165,9 @@ export class FullText {
       writeTx(this.db, () => this.indexAfter(wm));
       return;
     }
-    const count = (stmt(this.db, 'SELECT count(*) AS c FROM memories').get() as { c: number }).c;
+    const count = (
+      stmt(this.db, 'SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM branch_memories) AS c').get() as { c: number }
+    ).c;
     if (pos === 0 && count === 0) return;
     // An index dropped because an older Cairn wrote it in another format or shape (schema.ts FTS_FORMAT), or never built.
     if (count > 0) log(`rebuilding the full-text index of ${count} memories`);
@@ -159,8 +175,8 @@ export class FullText {
   }
 
   /**
-   * Rebuild the full-text index from the memories themselves, whatever its watermark says, and set the watermark to
-   * the head of the change log. Returns how many memories were indexed.
+   * Rebuild the full-text index from the memories themselves (and memory branches' rows), whatever its watermark says,
+   * and set the watermark to the head of the change log. Returns how many memories were indexed.
    */
   rebuild(): number {
     const pos = this.store.position();
@@ -175,15 +191,19 @@ export class FullText {
         n += rows.length;
         after = rows[rows.length - 1].rowid;
       }
+      indexAllBranchRows(this.db); // memory branches' rows live in the same index (branch-text.ts)
       stmt(this.db, `UPDATE index_state SET watermark = ? WHERE name = 'fts'`).run(pos);
     });
     return n;
   }
 
-  /** The full-text arm (search-fts.ts), over an index caught up with every write first (read-your-writes). */
-  arm(query: string, q: ArmQuery): ArmHit[] {
+  /**
+   * The full-text arm (search-fts.ts), over an index caught up with every write first (read-your-writes); with `branch`,
+   * a search on that memory branch (its rows matched and ranked with the base's).
+   */
+  arm(query: string, q: ArmQuery, branch?: BranchText): ArmHit[] {
     this.catchUp();
-    return ftsArm(this.db, query, q);
+    return ftsArm(this.db, query, q, branch ? { branch } : {});
   }
 }
 

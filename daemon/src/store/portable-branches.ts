@@ -11,6 +11,7 @@ import type * as T from '../protocol/types';
 import { pathInScope } from './scope';
 import { stmt, type DB } from './db';
 import { IMPORTED_MEMORY_COLUMNS, IMPORTED_MEMORY_PLACEHOLDERS, importedMemoryValues } from './imported-memory';
+import { indexBranchRow } from './branch-text';
 import { fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, type MemoryRow, type PgHistoryRow } from './rows';
 
 type BranchRecord = Extract<T.ExportRecord, { type: 'branch' }>;
@@ -205,11 +206,7 @@ export function importBranchRow(db: DB, rec: RowRecord, counts: BranchCounts, in
     ).run(rec.branchId, rec.baseVersion, m.namespace, m.id, ns?.id ?? rec.namespaceId, ...importedMemoryValues(m, rec.deleteReason))
       .lastInsertRowid,
   );
-  stmt(
-    db,
-    `INSERT INTO branch_fts(rowid, key, value, summary, tags, ns)
-     SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories WHERE rowid = ?`,
-  ).run(rowid);
+  indexBranchRow(db, rowid);
   stmt(db, 'UPDATE branches SET generation = generation + 1 WHERE id = ?').run(rec.branchId);
   counts.branchRows++;
 }

@@ -464,6 +464,19 @@ export const MIGRATIONS: Migration[] = [
       `);
     },
   },
+  {
+    version: 12,
+    description: "memory branches: branch rows indexed in the memories' full-text index (branch_fts dropped)",
+    up(db) {
+      // Each branch row's text moves into memories_fts under its negated rowid and a namespace token of its branch
+      // (store/branch-text.ts), so a search on a branch is one full-text query with the base's rows. The index is
+      // rebuilt when the store opens (watermark 0: FullText.heal), branch rows included.
+      db.exec(`
+        DROP TABLE IF EXISTS branch_fts;
+        UPDATE index_state SET watermark = 0 WHERE name = 'fts';
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -37,7 +37,7 @@ import { splitIdentifier, STOPWORDS } from '../text/identifiers';
 import { hasRankingExtension, stmt, type DB } from './db';
 import { compileFilter } from './filter';
 import { and, visibility } from './rows';
-import { ownScopeRank, scopePredicate } from './scope';
+import { ownScopeRank, pathInScope, scopePredicate } from './scope';
 
 /** BM25 column weights: key, value, summary, tags, split identifiers, namespace token (0: it only scopes). */
 export const BM25_WEIGHTS = [4.0, 1.0, 0.5, 2.0, 1.0, 0.0] as const;
@@ -92,6 +92,20 @@ export interface ArmQuery {
 export function excluded(q: { exclude?: Set<number> }): { sql: string; params: unknown[] } | null {
   if (!q.exclude || q.exclude.size === 0) return null;
   return { sql: 'm.rowid NOT IN (SELECT value FROM json_each(?))', params: [JSON.stringify([...q.exclude])] };
+}
+
+/**
+ * A search on a memory branch, for the full-text arm (store/branch-text.ts): the branch's rows are in the same index,
+ * under their negated rowids, each with the namespace token of its (branch, namespace path). The arm matches them in
+ * the same MATCH as the base's rows (the scope's base and branch tokens together), ranks both with one BM25, and
+ * checks each kind against scope, visibility and filter before the limit: base rows against `memories` (with the
+ * query's exclusions, e.g. the rows the branch shadows), branch rows against `branch_memories` of this branch only.
+ * Hits of branch rows carry the negated rowid.
+ */
+export interface BranchText {
+  id: string;
+  /** The namespace paths the branch has rows in, with their tokens (branch-text.ts branchPathTokens). */
+  tokens: ReadonlyMap<string, string>;
 }
 
 interface Term {
@@ -259,12 +273,23 @@ interface Ranked {
   part: number;
 }
 
+/** What `ranked` admits: base rows by `where`, and with `branch` that branch's rows by its own WHERE (aliases m, n). */
+interface Checks {
+  where: { sql: string; params: unknown[] };
+  own: { sql: string; params: unknown[] } | null;
+  branch: { id: string; where: { sql: string; params: unknown[] } } | null;
+  /** Only rowids from 1 up can match (a search of the base whose MATCH names no namespace: branch rows left out). */
+  baseOnly: boolean;
+}
+
+type Checked = { rowid: number; own: number; updated: number; id: string };
+
 /**
- * The `limit` best matches of `expr` that the WHERE fragment (visibility, scope, filter; aliases `m`, `n`)
- * admits, ordered by BM25, then own scope over `user`, newer, id — exactly what one query joining every match
- * to its memory row and sorting them returns, but cheaper: FTS5 ranks its matches alone (no row lookups) and
- * hands over the best L; only those are joined and checked. Rows the WHERE refuses are dropped before the cut,
- * and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
+ * The `limit` best matches of `expr` that the checks admit (visibility, scope, filter, exclusions; aliases `m`, `n`;
+ * a branch's rows by their own: Checks), ordered by BM25, then own scope over `user`, newer, id — exactly what one
+ * query joining every match to its memory row and sorting them returns, but cheaper: FTS5 ranks its matches alone
+ * (no row lookups) and hands over the best L; only those are joined and checked. Rows the checks refuse are dropped
+ * before the cut, and L grows until `limit` admitted rows are found whose cut-off is strictly better than every match not
  * fetched (or the matches are exhausted), so a refused row never takes a place and ties are broken as in SQL.
  *
  * With `every` (an expression whose matches are a subset of `expr`'s, or those matches' rowids), the matches of
@@ -276,16 +301,37 @@ function ranked(
   db: DB,
   match: Match,
   limit: number,
-  where: { sql: string; params: unknown[] },
-  own: { sql: string; params: unknown[] } | null,
+  checks: Checks,
   every: string | number[] | null = null,
+  innerMax = FTS_INNER_MAX,
 ): Ranked[] {
+  const { where, own, branch } = checks;
+  const ownSql = own ? own.sql : '0';
   const check = stmt(
     db,
-    `SELECT m.rowid AS rowid, ${own ? own.sql : '0'} AS own, m.updated_at AS updated, m.id AS id
+    `SELECT m.rowid AS rowid, ${ownSql} AS own, m.updated_at AS updated, m.id AS id
        FROM memories m JOIN namespaces n ON n.id = m.ns_id
       WHERE m.rowid IN (SELECT value FROM json_each(?)) AND ${where.sql}`,
   );
+  // A branch's rows (negated rowids in the index): its own rows only, `+`: the branch id is only checked.
+  const checkBranch = branch
+    ? stmt(
+        db,
+        `SELECT -m.rowid AS rowid, ${ownSql} AS own, m.updated_at AS updated, m.id AS id
+           FROM branch_memories m JOIN branch_ns n ON n.rid = m.rowid
+          WHERE m.rowid IN (SELECT value FROM json_each(?)) AND +m.branch_id = ? AND ${branch.where.sql}`,
+      )
+    : null;
+  const admit = (rowids: number[]): Checked[] => {
+    const base = rowids.filter((r) => r > 0);
+    const mine = checkBranch ? rowids.filter((r) => r < 0).map((r) => -r) : [];
+    return [
+      ...(base.length ? (check.all(...(own?.params ?? []), JSON.stringify(base), ...where.params) as Checked[]) : []),
+      ...(mine.length
+        ? (checkBranch!.all(...(own?.params ?? []), JSON.stringify(mine), branch!.id, ...branch!.where.params) as Checked[])
+        : []),
+    ];
+  };
   const expr = match.expr;
   const bm25 = bm25Sql(db, match);
   // 0 for a match of `every`, 1 for the others (a constant 0 without it); `col` is the FTS row's rowid column.
@@ -296,24 +342,18 @@ function ranked(
         ? `(${col} NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))`
         : `(${col} NOT IN (SELECT value FROM json_each(?)))`;
   const partParams = every === null ? [] : [typeof every === 'string' ? every : JSON.stringify(every)];
+  const floor = checks.baseOnly ? ' AND rowid > 0' : '';
   const before = (a: { part: number; bm: number }, b: { part: number; bm: number }) =>
     a.part < b.part || (a.part === b.part && a.bm < b.bm);
-  for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= FTS_INNER_MAX; inner *= 4) {
+  for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= innerMax; inner *= 4) {
     const top = stmt(
       db,
-      `SELECT rowid, ${bm25.sql} AS bm, ${part('rowid')} AS part FROM memories_fts WHERE memories_fts MATCH ? ORDER BY part ASC, bm ASC LIMIT ?`,
+      `SELECT rowid, ${bm25.sql} AS bm, ${part('rowid')} AS part FROM memories_fts WHERE memories_fts MATCH ?${floor} ORDER BY part ASC, bm ASC LIMIT ?`,
     ).all(...bm25.params, ...partParams, expr, inner) as Ranked[];
     const exhausted = top.length < inner;
     if (top.length === 0) return [];
     const byRow = new Map(top.map((r) => [r.rowid, r]));
-    const ok = (
-      check.all(...(own?.params ?? []), JSON.stringify(top.map((r) => r.rowid)), ...where.params) as {
-        rowid: number;
-        own: number;
-        updated: number;
-        id: string;
-      }[]
-    )
+    const ok = admit(top.map((r) => r.rowid))
       .map((r) => {
         const match = byRow.get(r.rowid)!;
         return { ...r, bm: match.bm, part: match.part };
@@ -323,20 +363,42 @@ function ranked(
     if (exhausted || (ok.length >= limit && before(ok[limit - 1], top[top.length - 1])))
       return ok.slice(0, limit).map((r) => ({ rowid: r.rowid, bm: r.bm, part: r.part }));
   }
+  // Every match joined to its row, in one statement (a branch's rows by their negated rowid).
+  const select = (from: string, w: { sql: string; params: unknown[] }, pre: unknown[]) => ({
+    sql: `SELECT f.rowid AS rowid, ${bm25.sql} AS bm, ${part('f.rowid')} AS part, ${ownSql} AS own, m.updated_at AS updated, m.id AS id
+            FROM memories_fts f JOIN ${from} WHERE memories_fts MATCH ? AND ${w.sql}`,
+    params: [...bm25.params, ...partParams, ...(own?.params ?? []), expr, ...pre, ...w.params],
+  });
+  const parts = [select('memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id', where, [])];
+  if (branch)
+    parts.push(
+      select(
+        'branch_memories m ON m.rowid = -f.rowid JOIN branch_ns n ON n.rid = m.rowid',
+        { sql: `+m.branch_id = ? AND ${branch.where.sql}`, params: branch.where.params },
+        [branch.id],
+      ),
+    );
   return stmt(
     db,
-    `SELECT f.rowid AS rowid, ${bm25.sql} AS bm, ${part('f.rowid')} AS part
-       FROM memories_fts f JOIN memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id
-       WHERE memories_fts MATCH ? AND ${where.sql}
-       ORDER BY part ASC, bm ASC, ${own ? `${own.sql} ASC, ` : ''}m.updated_at DESC, m.id ASC
-       LIMIT ?`,
-  ).all(...bm25.params, ...partParams, expr, ...where.params, ...(own?.params ?? []), limit) as Ranked[];
+    `SELECT rowid, bm, part FROM (${parts.map((p) => p.sql).join(' UNION ALL ')})
+      ORDER BY part ASC, bm ASC, own ASC, updated DESC, id ASC LIMIT ?`,
+  ).all(...parts.flatMap((p) => p.params), limit) as Ranked[];
 }
 
-/** `twoPasses`: always run the conjunctive and disjunctive passes as two statements (bench/search-profile.ts compares). */
-export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: boolean } = {}): ArmHit[] {
+/**
+ * `twoPasses`: always run the conjunctive and disjunctive passes as two statements (bench/search-profile.ts compares).
+ * `branch`: a search on a memory branch (BranchText): its rows are matched and ranked with the base's in the same queries.
+ * `innerMax`: FTS_INNER_MAX (a test lowers it to reach the one query joining every match).
+ */
+export function ftsArm(
+  db: DB,
+  query: string,
+  q: ArmQuery,
+  opts: { twoPasses?: boolean; branch?: BranchText; innerMax?: number } = {},
+): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
+  const branch = opts.branch ?? null;
   // Which disjunctive matches match every term: `every` is only evaluated for rows that already match the
   // scoped disjunctive expression, so it needs no namespace tokens (FTS5 would match and merge them once more).
   const every = plan.all;
@@ -348,26 +410,35 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
       ...scopeSql.params,
       FTS_MAX_NS_TOKENS + 1,
     ) as { id: string }[];
-    if (ids.length === 0) return [];
+    // On a branch, the tokens of its rows' namespaces in the scope too (the same rule as the SQL predicate).
+    const own = branch ? [...branch.tokens].filter(([path]) => pathInScope(path, q.scope)).map(([, token]) => token) : [];
+    if (ids.length === 0 && own.length === 0) return [];
     // A scope of many namespaces is left to the SQL scope predicate below (same query, before the LIMIT):
     // an OR of tens of thousands of tokens inside MATCH costs seconds.
-    if (ids.length <= FTS_MAX_NS_TOKENS) {
-      const ns = `ns:(${ids.map((r) => quote(namespaceToken(r.id))).join(' OR ')})`;
+    if (ids.length <= FTS_MAX_NS_TOKENS && own.length <= FTS_MAX_NS_TOKENS) {
+      const tokens = [...ids.map((r) => namespaceToken(r.id)), ...own];
+      const ns = `ns:(${tokens.map(quote).join(' OR ')})`;
       if (plan.all) plan.all = `(${plan.all}) AND ${ns}`;
       if (plan.any) plan.any = `(${plan.any}) AND ${ns}`;
-      nsTokens = ids.length;
+      nsTokens = tokens.length;
     }
   }
   const match = (expr: string, phrases: string[]): Match => ({ expr, phrases: [...phrases, ...new Array<null>(nsTokens).fill(null)] });
   const all = plan.all ? match(plan.all, plan.allPhrases) : null;
   const any = plan.any ? match(plan.any, plan.anyPhrases) : null;
-  const where = and(visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter), excluded(q), q.excludeSql ?? null);
-  const own = ownScopeRank(q.scope);
+  const rules = [visibility(q.include, q.now), scopePredicate(q.scope), compileFilter(q.filter)] as const;
+  const checks: Checks = {
+    // The query's exclusions (a branch's shadowed rows, a checkout's hidden rows) are base rows: they bind base rows only.
+    where: and(...rules, excluded(q), q.excludeSql ?? null),
+    own: ownScopeRank(q.scope),
+    branch: branch ? { id: branch.id, where: and(...rules) } : null,
+    baseOnly: !branch && nsTokens === 0,
+  };
   const toHit = (r: Ranked): ArmHit => ({ rowid: r.rowid, score: -r.bm });
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
   if (all && any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
-    if (nsTokens === 0 || !plan.allCommon) return ranked(db, any, q.limit, where, own, every).map(toHit);
+    if (nsTokens === 0 || !plan.allCommon) return ranked(db, any, q.limit, checks, every, opts.innerMax).map(toHit);
     // Every word common, in a scope named inside MATCH: the one statement would score every in-scope match of the
     // least common word (thousands at 100k: the slowest scoped queries), and the conjunctive expression costs as
     // much to match over the whole index. So the scoped conjunctive matches are listed first (no BM25, stopped at
@@ -375,9 +446,9 @@ export function ftsArm(db: DB, query: string, q: ArmQuery, opts: { twoPasses?: b
     // all in scope). As many: the two passes below, whose conjunctive pass may fill the limit alone and spare
     // scoring the disjunctive matches (bench/README.md, "Every word common: the scoped conjunctive matches first").
     const conj = matchedRowids(db, all.expr, q.limit);
-    if (conj.length < q.limit) return ranked(db, any, q.limit, where, own, conj).map(toHit);
+    if (conj.length < q.limit) return ranked(db, any, q.limit, checks, conj, opts.innerMax).map(toHit);
   }
-  const run = (m: Match, limit: number) => ranked(db, m, limit, where, own);
+  const run = (m: Match, limit: number) => ranked(db, m, limit, checks, null, opts.innerMax);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
   if (all)

@@ -36,7 +36,7 @@ import type {
 import { SYSTEM_EXPIRE } from './write-rules';
 import { openDatabase, writeTx, type DB, type OpenOptions } from './db';
 import type { MemoryRow } from './rows';
-import type { ArmHit, ArmQuery } from './search-fts';
+import type { ArmHit, ArmQuery, BranchText } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
 import { IndexFeed } from './index-feed';
 import { VectorTables } from './vectors';
@@ -226,9 +226,12 @@ export class Store {
     return this.fullText.rebuild();
   }
 
-  /** The full-text arm (search-fts.ts), over an index caught up with every write first (read-your-writes). */
-  fullTextArm(query: string, q: ArmQuery): ArmHit[] {
-    return this.fullText.arm(query, q);
+  /**
+   * The full-text arm (search-fts.ts), over an index caught up with every write first (read-your-writes); with `branch`
+   * a search on a memory branch (branch-overlay.ts).
+   */
+  fullTextArm(query: string, q: ArmQuery, branch?: BranchText): ArmHit[] {
+    return this.fullText.arm(query, q, branch);
   }
 
   ftsWatermark(): number {
