@@ -404,3 +404,45 @@ describe('indexer: the daemon stops while a batch is being checked', () => {
     }
   });
 });
+
+describe('indexer: checks that find nothing', () => {
+  it('clear what an earlier check of the memory recorded, and read no labels', async () => {
+    const c = tempCore();
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    const ix = new Indexer(c.store, () => {});
+    const labelled: number[][] = [];
+    const labels = c.store.feed.labels.bind(c.store.feed);
+    c.store.feed.labels = (rowids) => (labelled.push(rowids), labels(rowids));
+    try {
+      await ix.use(e);
+      const text = 'the login session token is stored in redis with a one hour expiry';
+      const write = async (key: string, value: string) => {
+        const r = await c.core.call(R.upsert, { namespace: 'project.a', key, value });
+        assert.ok((await ix.waitFor(r.position, 30_000)).reached);
+        return c.store.rowidOf(r.memory.id)!;
+      };
+      const a = await write('session-a', text);
+      const b = await write('session-b', `${text}, see the wiki`);
+      assert.deepEqual(
+        c.store.feed.duplicates(b).map((d) => d.other_rowid),
+        [a],
+      );
+      // b rewritten about something else: its check finds nothing, and its earlier record goes.
+      labelled.length = 0;
+      await write('session-b', 'database migrations run with knex before every deploy to production');
+      assert.deepEqual(c.store.feed.duplicates(b), []);
+      assert.ok(!labelled.flat().includes(b), `labels read for a check that found nothing: ${JSON.stringify(labelled)}`);
+      // A batch of unrelated memories: none is recorded, none is labelled.
+      labelled.length = 0;
+      const res = await c.core.call(R.upsertBatch, {
+        items: ['rate limits', 'css grid layout', 'kafka partitions'].map((v, i) => ({ namespace: 'project.z', key: `k${i}`, value: v })),
+      });
+      assert.ok((await ix.waitFor(res.position, 30_000)).reached);
+      for (const x of res.results) if (x.ok) assert.deepEqual(c.store.feed.duplicates(c.store.rowidOf(x.id)!), []);
+      assert.deepEqual(labelled.flat(), []);
+    } finally {
+      await ix.stop();
+      c.close();
+    }
+  });
+});
