@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { Embedder } from '../../daemon/src/embed';
 import { DUPLICATE_LIMIT, Indexer, type EmbeddingModel } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import { duplicateHits, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
+import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
+import { SIG_WORDS } from '../../daemon/src/store/quantize';
 import { DUP_CANDIDATES, DUP_EXACT_MAX, type VecModel } from '../../daemon/src/store/vectors';
 import { tempCore } from '../helpers';
 
@@ -120,6 +121,47 @@ describe('duplicate checks in the embedding worker', () => {
           else assert.ok(Math.abs(here[i][0].score - best.s) < 0.02, `check ${i}: best ${best.s}, got ${here[i][0].score}`);
         });
         assert.ok(found > cs.length * 0.9, `${found} of ${cs.length} found their true nearest neighbour first`);
+      } finally {
+        vs.dupExactMax = DUP_EXACT_MAX;
+        vs.dupCandidates = DUP_CANDIDATES;
+      }
+    });
+
+  for (const path of ['exact', 'Hamming'] as const)
+    it(`${path} path: each check's hits are those of its namespace's list without its own memory, copied (the former way)`, () => {
+      const vs = c.store.vectors;
+      try {
+        if (path === 'Hamming') {
+          vs.dupExactMax = 50;
+          vs.dupCandidates = 40;
+        }
+        const cs = checks();
+        // Two checks of one memory, a check of a deleted memory (not listed: nothing is left out) and one whose
+        // memory is in the other namespace (not in this list either).
+        const other = [...vecs].find(([, e]) => e.ns === 'project.b')![0];
+        const gone = [...deleted][0];
+        cs.push({ ...cs[0] }, { vector: vecs.get(gone)!.v, nsRowid: nsRowid.get(vecs.get(gone)!.ns)!, exclude: gone });
+        cs.push({ vector: cs[1].vector, nsRowid: nsRowid.get('project.a')!, exclude: other });
+        const scan = vs.prepareDuplicateScan(model, cs, DUPLICATE_LIMIT, Date.now());
+        const got = duplicateHits(runDuplicateScan(scan));
+        const sc = newScratch();
+        cs.forEach((ch, i) => {
+          const g = scan.group[i];
+          const list = Array.from(scan.slots.subarray(scan.starts[g], scan.starts[g + 1]));
+          const without = Int32Array.from(list.filter((slot) => scan.arrays.rowid[slot] !== ch.exclude));
+          const want = nearest(
+            scan.arrays,
+            sc,
+            without,
+            scan.vectors.subarray(i * DIM, (i + 1) * DIM),
+            scan.limit,
+            () => scan.sigs.subarray(i * SIG_WORDS, (i + 1) * SIG_WORDS),
+            scan.exactMax,
+            scan.candidates,
+          );
+          assert.deepEqual(got[i], want, `check ${i}`);
+          assert.ok(!got[i].some((h) => h.rowid === ch.exclude));
+        });
       } finally {
         vs.dupExactMax = DUP_EXACT_MAX;
         vs.dupCandidates = DUP_CANDIDATES;
