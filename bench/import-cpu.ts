@@ -4,7 +4,7 @@
  * side-by-side corpus, and (unless `--model none`) the vector indexer on the built-in model in its worker thread,
  * as a daemon runs it, until both indexes hold everything. What a loaded machine moves least: process CPU (all
  * threads), per record, and per thread (`main`: the event loop; `embed`: the embedding worker; `other`: V8's helper
- * threads and the rest). Run with `node --cpu-prof` for where it goes (each thread writes a profile).
+ * threads, the checkpoint worker and the rest). WAL checkpoints run in the background worker, as in a daemon. Run with `node --cpu-prof` for where it goes (each thread writes a profile).
  *
  *   node --import tsx bench/import-cpu.ts [--size 10000] [--corpus DIR] [--per 500] [--model builtin|none] [--rounds 1]
  */
@@ -68,6 +68,7 @@ async function once() {
   let indexer: Indexer | null = null;
   let embedTid: string | undefined;
   try {
+    store.checkpointInBackground(); // as the daemon does: WAL checkpoints in a worker, not inside this thread's commits
     if (model !== 'none') {
       indexer = new Indexer(store, () => {});
       const before = new Set(threads().keys());
