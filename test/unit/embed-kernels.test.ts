@@ -97,6 +97,27 @@ describe('embed kernels', () => {
     assert.equal(l[1], p[dim]);
   });
 
+  it('more tokens than its queue holds are summed in several calls, as one sum', () => {
+    const dim = 32;
+    const sums = TokenSums.create(6, dim, 2)!;
+    const r = rng(3);
+    for (let i = 0; i < sums.rows.length; i++) sums.rows[i] = Math.round((r() - 0.5) * 250);
+    const toks = [0, 5, 2, 2, 4, 1, 3];
+    const scales = toks.map(() => Math.fround(r() * 0.1));
+    const want = new Float32Array(dim);
+    toks.forEach((id, t) => {
+      for (let j = 0; j < dim; j++) want[j] += scales[t] * sums.rows[id * dim + j];
+    });
+    toks.forEach((id, t) => sums.add(id, scales[t]));
+    assert.deepEqual(bits(sums.take()), bits(want));
+    // and the next sum starts from zero
+    sums.add(1, 0.5);
+    assert.deepEqual(
+      Array.from(sums.take()),
+      Array.from(sums.rows.subarray(dim, 2 * dim), (x) => Math.fround(0.5 * x)),
+    );
+  });
+
   it('a dimension the token-sum kernel does not take has none (the loop runs)', () => {
     assert.equal(TokenSums.create(10, 24), null);
   });
