@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { Embedder } from '../../daemon/src/embed';
 import { DUPLICATE_LIMIT, Indexer, type EmbeddingModel } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import { duplicateHits, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
+import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
+import { SIG_WORDS } from '../../daemon/src/store/quantize';
 import { DUP_CANDIDATES, DUP_EXACT_MAX, type VecModel } from '../../daemon/src/store/vectors';
 import { tempCore } from '../helpers';
 
@@ -120,6 +121,47 @@ describe('duplicate checks in the embedding worker', () => {
           else assert.ok(Math.abs(here[i][0].score - best.s) < 0.02, `check ${i}: best ${best.s}, got ${here[i][0].score}`);
         });
         assert.ok(found > cs.length * 0.9, `${found} of ${cs.length} found their true nearest neighbour first`);
+      } finally {
+        vs.dupExactMax = DUP_EXACT_MAX;
+        vs.dupCandidates = DUP_CANDIDATES;
+      }
+    });
+
+  for (const path of ['exact', 'Hamming'] as const)
+    it(`${path} path: each check's hits are those of its namespace's list without its own memory, copied (the former way)`, () => {
+      const vs = c.store.vectors;
+      try {
+        if (path === 'Hamming') {
+          vs.dupExactMax = 50;
+          vs.dupCandidates = 40;
+        }
+        const cs = checks();
+        // Two checks of one memory, a check of a deleted memory (not listed: nothing is left out) and one whose
+        // memory is in the other namespace (not in this list either).
+        const other = [...vecs].find(([, e]) => e.ns === 'project.b')![0];
+        const gone = [...deleted][0];
+        cs.push({ ...cs[0] }, { vector: vecs.get(gone)!.v, nsRowid: nsRowid.get(vecs.get(gone)!.ns)!, exclude: gone });
+        cs.push({ vector: cs[1].vector, nsRowid: nsRowid.get('project.a')!, exclude: other });
+        const scan = vs.prepareDuplicateScan(model, cs, DUPLICATE_LIMIT, Date.now());
+        const got = duplicateHits(runDuplicateScan(scan));
+        const sc = newScratch();
+        cs.forEach((ch, i) => {
+          const g = scan.group[i];
+          const list = Array.from(scan.slots.subarray(scan.starts[g], scan.starts[g + 1]));
+          const without = Int32Array.from(list.filter((slot) => scan.arrays.rowid[slot] !== ch.exclude));
+          const want = nearest(
+            scan.arrays,
+            sc,
+            without,
+            scan.vectors.subarray(i * DIM, (i + 1) * DIM),
+            scan.limit,
+            () => scan.sigs.subarray(i * SIG_WORDS, (i + 1) * SIG_WORDS),
+            scan.exactMax,
+            scan.candidates,
+          );
+          assert.deepEqual(got[i], want, `check ${i}`);
+          assert.ok(!got[i].some((h) => h.rowid === ch.exclude));
+        });
       } finally {
         vs.dupExactMax = DUP_EXACT_MAX;
         vs.dupCandidates = DUP_CANDIDATES;
@@ -398,6 +440,48 @@ describe('indexer: the daemon stops while a batch is being checked', () => {
       } finally {
         await again.stop();
       }
+    } finally {
+      await ix.stop();
+      c.close();
+    }
+  });
+});
+
+describe('indexer: checks that find nothing', () => {
+  it('clear what an earlier check of the memory recorded, and read no labels', async () => {
+    const c = tempCore();
+    const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    const ix = new Indexer(c.store, () => {});
+    const labelled: number[][] = [];
+    const labels = c.store.feed.labels.bind(c.store.feed);
+    c.store.feed.labels = (rowids) => (labelled.push(rowids), labels(rowids));
+    try {
+      await ix.use(e);
+      const text = 'the login session token is stored in redis with a one hour expiry';
+      const write = async (key: string, value: string) => {
+        const r = await c.core.call(R.upsert, { namespace: 'project.a', key, value });
+        assert.ok((await ix.waitFor(r.position, 30_000)).reached);
+        return c.store.rowidOf(r.memory.id)!;
+      };
+      const a = await write('session-a', text);
+      const b = await write('session-b', `${text}, see the wiki`);
+      assert.deepEqual(
+        c.store.feed.duplicates(b).map((d) => d.other_rowid),
+        [a],
+      );
+      // b rewritten about something else: its check finds nothing, and its earlier record goes.
+      labelled.length = 0;
+      await write('session-b', 'database migrations run with knex before every deploy to production');
+      assert.deepEqual(c.store.feed.duplicates(b), []);
+      assert.ok(!labelled.flat().includes(b), `labels read for a check that found nothing: ${JSON.stringify(labelled)}`);
+      // A batch of unrelated memories: none is recorded, none is labelled.
+      labelled.length = 0;
+      const res = await c.core.call(R.upsertBatch, {
+        items: ['rate limits', 'css grid layout', 'kafka partitions'].map((v, i) => ({ namespace: 'project.z', key: `k${i}`, value: v })),
+      });
+      assert.ok((await ix.waitFor(res.position, 30_000)).reached);
+      for (const x of res.results) if (x.ok) assert.deepEqual(c.store.feed.duplicates(c.store.rowidOf(x.id)!), []);
+      assert.deepEqual(labelled.flat(), []);
     } finally {
       await ix.stop();
       c.close();

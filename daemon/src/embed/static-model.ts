@@ -18,6 +18,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { TokenSums } from './embed-kernels';
 import { isBlank, prepareText } from './prepare';
 import type { EmbeddingProvider } from './provider';
 import type { EmbedderInfo } from './shared';
@@ -118,12 +119,14 @@ class LazyRows {
   private readonly rowsPerBlock: number;
   private fd: number | null;
 
+  /** `data`: where the rows go (the token-sum kernel's memory, TokenSums.rows), else an array of its own. */
   constructor(
     private readonly file: string,
     private readonly n: number,
     private readonly d: number,
+    data?: Int8Array,
   ) {
-    this.data = new Int8Array(n * d);
+    this.data = data ?? new Int8Array(n * d);
     this.rowsPerBlock = Math.max(1, Math.floor(4096 / d));
     this.loaded = new Uint8Array(Math.ceil(n / this.rowsPerBlock));
     this.fd = fs.openSync(file, 'r');
@@ -165,6 +168,8 @@ export class StaticModel {
     readonly vocab: Map<string, number>,
     private readonly vectors: LazyRows,
     private readonly scales: Float32Array,
+    /** The rows' sums in the SIMD kernel (embed-kernels.ts; bit-identical to the loop in embed), when it runs. */
+    private readonly sums: TokenSums | null = null,
   ) {}
 
   /** Closes the vector file. */
@@ -197,8 +202,9 @@ export class StaticModel {
       const s = sbuf.readFloatLE(i * 4);
       scales[i] = Number.isFinite(s) ? s : 0;
     }
-    const vectors = new LazyRows(vfile, N, D);
-    return new StaticModel(dir, config, vocab, vectors, scales);
+    const sums = TokenSums.create(N, D, Math.min(config.maxTokens ?? 512, 4096));
+    const vectors = new LazyRows(vfile, N, D, sums?.rows);
+    return new StaticModel(dir, config, vocab, vectors, scales, sums);
   }
 
   get dimension(): number {
@@ -254,19 +260,37 @@ export class StaticModel {
     return out;
   }
 
-  /** Unit-length vector of a text, or all zeros when no token of it counts. */
-  embed(text: string): Float32Array {
+  /** Unit-length vector of a text, or all zeros when no token of it counts. `loop`: without the kernel (tests). */
+  embed(text: string, loop = false): Float32Array {
     const D = this.config.dimension;
-    const acc = new Float32Array(D);
-    if (isBlank(text)) return acc;
+    if (isBlank(text)) return new Float32Array(D);
     let used = 0;
-    for (const id of this.tokenize(text)) {
-      const s = this.scales[id];
-      if (s === 0) continue;
-      used++;
-      const rows = this.vectors.row(id);
-      const base = id * D;
-      for (let j = 0; j < D; j++) acc[j] += s * rows[base + j];
+    let acc: Float32Array;
+    const sums = loop ? null : this.sums;
+    if (sums) {
+      try {
+        for (const id of this.tokenize(text)) {
+          const s = this.scales[id];
+          if (s === 0) continue;
+          used++;
+          this.vectors.row(id);
+          sums.add(id, s);
+        }
+      } catch (e) {
+        sums.take(); // nothing of this text is left queued for the next
+        throw e;
+      }
+      acc = sums.take();
+    } else {
+      acc = new Float32Array(D);
+      for (const id of this.tokenize(text)) {
+        const s = this.scales[id];
+        if (s === 0) continue;
+        used++;
+        const rows = this.vectors.row(id);
+        const base = id * D;
+        for (let j = 0; j < D; j++) acc[j] += s * rows[base + j];
+      }
     }
     if (!used) return acc;
     let n = 0;

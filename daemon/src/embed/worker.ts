@@ -9,7 +9,8 @@ import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { isZeroVector, type PoolingMode } from './pooling';
 import { loadWithFallback, type EmbeddingProvider } from './provider';
 import type { FromWorker, ToWorker, WorkerInit } from './shared';
-import { signature, SIG_WORDS } from '../store/quantize';
+import { SIG_WORDS } from '../store/quantize';
+import { fastSignature } from './embed-kernels';
 import { newScratch, queryNearest, runDuplicateScan } from '../store/vector-scan';
 
 if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
@@ -63,7 +64,8 @@ async function drain(): Promise<void> {
         if (req.signatures) {
           const sigs = new Int32Array(vectors.length * SIG_WORDS);
           // From the Float32 copy the daemon receives, so the signature is exactly the one it would compute.
-          for (let i = 0; i < vectors.length; i++) sigs.set(signature(data.subarray(i * dimension, (i + 1) * dimension)), i * SIG_WORDS);
+          for (let i = 0; i < vectors.length; i++)
+            sigs.set(fastSignature(data.subarray(i * dimension, (i + 1) * dimension)), i * SIG_WORDS);
           send({ type: 'result', id: req.id, count: vectors.length, dimension, data: data.buffer, sigs: sigs.buffer }, [
             data.buffer,
             sigs.buffer,

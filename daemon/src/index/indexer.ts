@@ -380,8 +380,14 @@ export class Indexer implements VectorSearcher {
         let labels = new Map<number, MemoryLabel>();
         const found: DuplicateReport[] = [];
         this.store.derivedTransaction(() => {
-          labels = this.store.feed.labels(reports.flatMap((r) => [r.rowid, ...r.duplicates.map((h) => h.rowid)]));
-          for (const r of reports) {
+          // Most checks of a bulk import find nothing: their earlier records (if any) go in one statement, and only the
+          // memories with candidates, and those candidates, are read (labels, one statement). A memory purged since
+          // has no records left to clear; a record cleared for a rowid reused meanwhile is written again by the new
+          // memory's own check (its change comes after this pass's).
+          const withHits = reports.filter((r) => r.duplicates.length > 0);
+          this.store.feed.clearDuplicates(reports.filter((r) => r.duplicates.length === 0).map((r) => r.rowid));
+          labels = this.store.feed.labels(withHits.flatMap((r) => [r.rowid, ...r.duplicates.map((h) => h.rowid)]));
+          for (const r of withHits) {
             if (!labels.has(r.rowid)) continue;
             r.duplicates = r.duplicates.filter((h) => labels.has(h.rowid));
             this.store.feed.setDuplicates(r.rowid, r.version, r.duplicates);

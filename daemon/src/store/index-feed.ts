@@ -125,6 +125,12 @@ export class IndexFeed {
     for (const h of hits) ins.run(rowid, h.rowid, h.similarity, version);
   }
 
+  /** Clear the possible duplicates recorded for these memories (checks that found none), in one statement. */
+  clearDuplicates(rowids: number[]): void {
+    if (rowids.length === 0) return;
+    stmt(this.db, 'DELETE FROM duplicate_candidates WHERE memory_rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(rowids));
+  }
+
   /**
    * What a possible-duplicates notification names of each memory (id, key, namespace path), for many memories in
    * one statement: the indexer records and reports a whole pass's checks at once. Purged memories are absent.

@@ -42,15 +42,12 @@ export interface Scratch {
   pool: Int32Array;
   /** Exact scores of a pool (the dot-product kernel's output). */
   scores: Float32Array;
-  /** A duplicate check's slots (runDuplicateScan). */
-  admitted: Int32Array;
 }
 
 export const newScratch = (): Scratch => ({
   dist: new Uint16Array(0),
   pool: new Int32Array(0),
   scores: new Float32Array(0),
-  admitted: new Int32Array(0),
 });
 
 /**
@@ -69,18 +66,22 @@ export function nearest(
   sigOf: () => Int32Array,
   exactMax: number,
   candidates: number,
+  /** The index in `admitted` of a slot left out (a duplicate check's own memory), -1 for none. */
+  skip = -1,
 ): ArmHit[] {
-  const n = admitted.length;
+  const all = admitted.length;
+  const n = skip >= 0 ? all - 1 : all;
   let pool = admitted;
   if (n > exactMax) {
-    if (sc.dist.length < n) sc.dist = new Uint16Array(n);
-    if (sc.pool.length < n) sc.pool = new Int32Array(n);
+    if (sc.dist.length < all) sc.dist = new Uint16Array(all);
+    if (sc.pool.length < all) sc.pool = new Int32Array(all);
     const dist = sc.dist;
     const hist = new Int32Array(SIG_BITS + 1);
     if (a.kmem) {
       hammingKernel(a.kmem, admitted, sigOf(), dist);
-      for (let i = 0; i < n; i++) hist[dist[i]]++;
+      for (let i = 0; i < all; i++) hist[dist[i]]++;
     } else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
+    if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
     const want = Math.max(candidates, limit * 8);
     let cut = 0;
     let below = 0; // slots strictly nearer than `cut`
@@ -88,11 +89,16 @@ export function nearest(
     let atCut = want - below; // how many of the slots at distance `cut` are taken
     const keep = sc.pool;
     let m = 0;
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < all; i++) {
       const d = dist[i];
-      if (d < cut || (d === cut && atCut-- > 0)) keep[m++] = admitted[i];
+      if (i !== skip && (d < cut || (d === cut && atCut-- > 0))) keep[m++] = admitted[i];
     }
     pool = keep.subarray(0, m);
+  } else if (skip >= 0) {
+    if (sc.pool.length < n) sc.pool = new Int32Array(n);
+    sc.pool.set(admitted.subarray(0, skip));
+    sc.pool.set(admitted.subarray(skip + 1), skip);
+    pool = sc.pool.subarray(0, n);
   }
   return scoreTop(a, sc, pool, v, a.q4 ? rerankPool(limit) : limit);
 }
@@ -295,31 +301,24 @@ export interface DuplicateScanResult {
 export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
   const checks = scan.group.length;
   const d = scan.arrays.dimension;
-  const rowid = scan.arrays.rowid;
   const counts = new Int32Array(checks);
   const rowids: number[] = [];
   const scores: number[] = [];
+  const selfAt = ownSlots(scan);
   for (let c = 0; c < checks; c++) {
-    // The group's slots in order, without the check's own memory.
+    // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
     const from = scan.starts[scan.group[c]];
     const to = scan.starts[scan.group[c] + 1];
-    if (sc.admitted.length < to - from) sc.admitted = new Int32Array(to - from);
-    const admitted = sc.admitted;
-    const self = scan.exclude[c];
-    let n = 0;
-    for (let j = from; j < to; j++) {
-      const s = scan.slots[j];
-      if (rowid[s] !== self) admitted[n++] = s;
-    }
     const hits = nearest(
       scan.arrays,
       sc,
-      admitted.subarray(0, n),
+      scan.slots.subarray(from, to),
       scan.vectors.subarray(c * d, (c + 1) * d),
       scan.limit,
       () => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS),
       scan.exactMax,
       scan.candidates,
+      selfAt[c],
     );
     counts[c] = hits.length;
     for (const h of hits) {
@@ -328,6 +327,52 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
     }
   }
   return { counts, rowids: Int32Array.from(rowids), scores: Float64Array.from(scores) };
+}
+
+/**
+ * Where each check's own memory is listed in its group (an index from the group's start), -1 when it is not: one
+ * pass over each group's slots for all of its checks. A bulk import checks hundreds of memories of a few namespaces per
+ * pass, and a copy of the group without the memory, per check, read the whole namespace's rowids once per check.
+ */
+function ownSlots(scan: DuplicateScan): Int32Array {
+  const checks = scan.group.length;
+  const rowid = scan.arrays.rowid;
+  const selfAt = new Int32Array(checks).fill(-1);
+  const byGroup = new Map<number, number[]>();
+  for (let c = 0; c < checks; c++) {
+    const g = scan.group[c];
+    const list = byGroup.get(g);
+    if (list) list.push(c);
+    else byGroup.set(g, [c]);
+  }
+  for (const [g, list] of byGroup) {
+    const from = scan.starts[g];
+    const to = scan.starts[g + 1];
+    if (list.length === 1) {
+      const self = scan.exclude[list[0]];
+      for (let j = from; j < to; j++)
+        if (rowid[scan.slots[j]] === self) {
+          selfAt[list[0]] = j - from;
+          break;
+        }
+      continue;
+    }
+    const want = new Map<number, number[]>();
+    for (const c of list) {
+      const r = scan.exclude[c];
+      const same = want.get(r);
+      if (same) same.push(c);
+      else want.set(r, [c]);
+    }
+    let left = want.size;
+    for (let j = from; j < to && left > 0; j++) {
+      const cs = want.get(rowid[scan.slots[j]]);
+      if (!cs) continue;
+      for (const c of cs) selfAt[c] = j - from;
+      left--;
+    }
+  }
+  return selfAt;
 }
 
 /** A DuplicateScanResult as each check's hits. */
