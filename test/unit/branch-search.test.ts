@@ -271,9 +271,15 @@ describe('migration to schema 12 (branch rows in the memories full-text index)',
         INSERT INTO branch_fts(rowid, key, value, summary, tags, ns) SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories;`);
       raw.pragma('user_version = 11');
       raw.close();
-      const store = new Store(file, { log: () => {} });
+      const logs: string[] = [];
+      const store = new Store(file, { log: (m: string) => logs.push(m) });
       try {
         assert.equal(store.schemaVersion, 12);
+        // only the branch rows were indexed: the memories' own rows are not re-indexed at open
+        assert.deepEqual(
+          logs.filter((m) => /rebuilding the full-text index/.test(m)),
+          [],
+        );
         assert.equal(store.db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'branch_fts'`).get(), undefined);
         const core = new Core(store);
         const hits = await core.call(R.search, { query: 'walrus', mode: 'fts', branch: 'b1' });

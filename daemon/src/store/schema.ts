@@ -4,6 +4,7 @@
  * every open, so a database left by an interrupted or older build heals itself.
  */
 import type { DB } from './db';
+import { indexAllBranchRows } from './branch-text';
 import { toRowValueForm } from './history-codec';
 import { assertEventInvariants } from './events-search';
 import { ensureMemoryCounts } from './memory-counts';
@@ -469,12 +470,16 @@ export const MIGRATIONS: Migration[] = [
     description: "memory branches: branch rows indexed in the memories' full-text index (branch_fts dropped)",
     up(db) {
       // Each branch row's text moves into memories_fts under its negated rowid and a namespace token of its branch
-      // (store/branch-text.ts), so a search on a branch is one full-text query with the base's rows. The index is
-      // rebuilt when the store opens (watermark 0: FullText.heal), branch rows included.
-      db.exec(`
-        DROP TABLE IF EXISTS branch_fts;
-        UPDATE index_state SET watermark = 0 WHERE name = 'fts';
-      `);
+      // (store/branch-text.ts), so a search on a branch is one full-text query with the base's rows. Only the branch
+      // rows are indexed here: the memories' own rows are unchanged, so a large store is not re-indexed at open.
+      // Should the index not take them (an index of another shape, dropped and rebuilt whole after the migrations),
+      // the rebuild at open indexes them (watermark 0: FullText.heal).
+      db.exec('DROP TABLE IF EXISTS branch_fts');
+      try {
+        indexAllBranchRows(db);
+      } catch {
+        db.prepare(`UPDATE index_state SET watermark = 0 WHERE name = 'fts'`).run();
+      }
     },
   },
 ];
