@@ -22,9 +22,10 @@ import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 import { ERASURE_MIGRATION } from './erasure';
 import { GRANT_SETS_MIGRATION } from './grant-sets';
+import { TEXT_MATCHES_MIGRATION } from './text-matches';
 import { VECTOR_INDEX_MIGRATION, VECTOR_INDEX_REBUILD } from './vector-index';
 
-export const PG_SCHEMA_VERSION = 8;
+export const PG_SCHEMA_VERSION = 9;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
@@ -458,6 +459,9 @@ const MIGRATIONS: string[] = [
   // 8: the HNSW indexes rebuilt with ef_construction = 256 (store/pg/vector-index.ts: recall@10 >= 0.95 with
   // hnsw.ef_search = 800 on the benchmark's queries, where 128 gave 0.81 at most).
   VECTOR_INDEX_REBUILD,
+  // 9: cairn.text_matches, the full-text arm's candidates from the GIN index under the policies' read rules
+  // (store/pg/text-matches.ts: under row-level security the planner never uses the index for `@@`).
+  TEXT_MATCHES_MIGRATION,
 ];
 
 /** The privileges of `cairn_member`, re-asserted (and everything else revoked) by every migrate. */
