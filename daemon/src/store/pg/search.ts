@@ -178,10 +178,12 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
     }
     memo.add(memoKey, Date.now());
   }
+  // Each row's distance computed once (the ORDER BY names the column; the same expression there would be a second one).
   const hits = await armRows(
     b,
-    `SELECT m.rowid, m.id, 1 - (m.embedding <=> ${vec}::vector) AS score FROM memories m JOIN namespaces n ON n.id = m.ns_id
-     WHERE ${where} ORDER BY m.embedding <=> ${vec}::vector ASC, m.id ASC LIMIT ${limit}`,
+    `SELECT e.rowid, e.id, 1 - e.d AS score FROM (
+       SELECT m.rowid, m.id, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
+       WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${limit}) e ORDER BY e.d ASC, e.id ASC`,
     q,
     a.rows,
   );
