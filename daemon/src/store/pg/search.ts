@@ -8,7 +8,9 @@
  * becomes the same terms as the FTS5 plan: plain words, camelCase as the
  * compound or the phrase of its parts, snake_case as a phrase, and a word
  * still being typed also as a prefix; first every term (AND), then any term
- * fills the rest.
+ * fills the rest. The matching rows come from cairn.text_matches
+ * (text-matches.ts), which reads the GIN index under the same read rules as
+ * row-level security (a member's own `@@` never reaches the index).
  *
  * Vectors: the HNSW index's top-k (vector-index.ts) with scope, visibility,
  * filter and model in the same WHERE, else (no index for the dimension, or a
