@@ -201,6 +201,12 @@ const FUNCTIONS: { name: string; sql: (x: Ctx) => [string, unknown[]]; expect: [
     expect: [1, 'refused', 'refused', 'refused'],
   },
   {
+    // A read function (schema v9): the root's live memories that match (b is deleted), none without a grant.
+    name: 'text_matches (full text, scoped to the root)',
+    sql: (x) => [`SELECT * FROM cairn.text_matches(plainto_tsquery('english', 'memory'), NULL, ARRAY[$1::text], false)`, [x.path]],
+    expect: [1, 1, 1, 0],
+  },
+  {
     name: 'purge_row (internal)',
     sql: (x) => [`SELECT cairn.purge_row(m, 'x', 'system:forged', NULL, NULL, 0) FROM cairn.memories m WHERE m.id = $1`, [x.a]],
     // Members only see the rows they may read; called on one, the internal function refuses.

@@ -4,6 +4,7 @@
  */
 import { ERASURE_MIGRATION } from './erasure';
 import { GRANT_SETS_MIGRATION } from './grant-sets';
+import { TEXT_MATCHES_MIGRATION } from './text-matches';
 import { VECTOR_INDEX_MIGRATION, VECTOR_INDEX_REBUILD } from './vector-index';
 
 export const MIGRATIONS: string[] = [
@@ -422,4 +423,7 @@ export const MIGRATIONS: string[] = [
   // 8: the HNSW indexes rebuilt with ef_construction = 256 (store/pg/vector-index.ts: recall@10 >= 0.95 with
   // hnsw.ef_search = 800 on the benchmark's queries, where 128 gave 0.81 at most).
   VECTOR_INDEX_REBUILD,
+  // 9: cairn.text_matches, the full-text arm's candidates from the GIN index under the policies' read rules
+  // (store/pg/text-matches.ts: under row-level security the planner never uses the index for `@@`).
+  TEXT_MATCHES_MIGRATION,
 ];

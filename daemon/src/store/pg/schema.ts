@@ -22,7 +22,7 @@ import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
 import { MIGRATIONS } from './migrations';
 
-export const PG_SCHEMA_VERSION = 8;
+export const PG_SCHEMA_VERSION = 9;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;

@@ -8,7 +8,9 @@
  * becomes the same terms as the FTS5 plan: plain words, camelCase as the
  * compound or the phrase of its parts, snake_case as a phrase, and a word
  * still being typed also as a prefix; first every term (AND), then any term
- * fills the rest.
+ * fills the rest. The matching rows come from cairn.text_matches
+ * (text-matches.ts), which reads the GIN index under the same read rules as
+ * row-level security (a member's own `@@` never reaches the index).
  *
  * Vectors: the HNSW index's top-k (vector-index.ts) with scope, visibility,
  * filter and model in the same WHERE, else (no index for the dimension, or a
@@ -24,6 +26,7 @@ import { vectorLiteral } from './backend';
 import { mapError, query } from './db';
 import type { MemoryRow } from '../rows';
 import { andSql, filterSql, MEMORY_COLUMNS, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
+import { scopeArgs } from './text-matches';
 import { indexInfo, NarrowScopes } from './vector-index';
 
 function rethrow(e: unknown): never {
@@ -88,10 +91,15 @@ export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<A
   const score = both
     ? `CASE WHEN m.fts @@ t.every THEN ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.every, 1) ELSE ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1) END`
     : `ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1)`;
+  // The matching rows come from cairn.text_matches (text-matches.ts: the GIN index under the caller's read rules, in
+  // the scope's namespaces); visibility, scope and filter are decided here, before the cut.
+  const { paths, roots } = scopeArgs(a.scope);
+  const matches = `cairn.text_matches(t.tq, ${q.p(paths)}::text[], ${q.p(roots)}::text[], ${q.p(!!a.include?.deleted)})`;
+  // Its rows carry their namespace's path (`n` below: a live namespace, as visibilitySql wants), so no join per row.
   const arm = `WITH t AS (SELECT ${ts.join(' || ')} AS tq${both ? `, ${ts.join(' && ')} AS every` : ''})
        SELECT m.rowid, m.id, ${score} AS score
-       FROM t, memories m JOIN namespaces n ON n.id = m.ns_id
-       WHERE numnode(t.tq) > 0 AND m.fts @@ t.tq AND ${where}
+       FROM t, ${matches} m, LATERAL (SELECT m.ns_path AS path, NULL::bigint AS deleted_at) n
+       WHERE numnode(t.tq) > 0 AND ${where}
        ORDER BY ${both ? '(m.fts @@ t.every) DESC, ' : ''}score DESC, ${own ? `${own} ASC, ` : ''}m.updated_at DESC, m.id ASC
        LIMIT ${q.p(a.limit)}`;
   return (await armRows(b, arm, q, a.rows)).map(({ rowid, score }) => ({ rowid, score }));
@@ -172,10 +180,12 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
     }
     memo.add(memoKey, Date.now());
   }
+  // Each row's distance computed once (the ORDER BY names the column; the same expression there would be a second one).
   const hits = await armRows(
     b,
-    `SELECT m.rowid, m.id, 1 - (m.embedding <=> ${vec}::vector) AS score FROM memories m JOIN namespaces n ON n.id = m.ns_id
-     WHERE ${where} ORDER BY m.embedding <=> ${vec}::vector ASC, m.id ASC LIMIT ${limit}`,
+    `SELECT e.rowid, e.id, 1 - e.d AS score FROM (
+       SELECT m.rowid, m.id, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
+       WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${limit}) e ORDER BY e.d ASC, e.id ASC`,
     q,
     a.rows,
   );
