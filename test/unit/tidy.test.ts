@@ -58,17 +58,10 @@ function offenders(files: string[], pattern: RegExp, allowed: Record<string, str
 describe('tidy: SQLite only inside daemon/src/store/', () => {
   // A statement: better-sqlite3 itself, `<db>.prepare(`, or `.prepare(` of a literal (not a method of that name).
   const SQL = /better-sqlite3|\bdb\.prepare\(|\.prepare\(\s*['"`]/;
-  /** Temporary: the "perf" work moves the indexer's statements into store/; remove these entries when it lands. */
-  const ALLOWED: Record<string, string> = {
-    'daemon/src/index/indexer.ts': 'runs its own watermark/backfill statements until they move into store/',
-    'daemon/src/index/attach.ts': 'counts memories for index/rebuild until that moves into store/',
-  };
-
   test('no better-sqlite3 import and no .prepare( outside store/', () => {
     const files = productFiles().filter((f) => !f.startsWith('daemon/src/store/'));
     assert.ok(files.length > 50, `scanned ${files.length} files`);
-    assert.deepEqual(offenders(files, SQL, ALLOWED), []);
-    for (const f of Object.keys(ALLOWED)) assert.ok(fs.existsSync(path.join(ROOT, f)), `stale exception ${f}: remove it`);
+    assert.deepEqual(offenders(files, SQL, {}), []);
   });
 
   test('the detector finds the store itself', () => {
