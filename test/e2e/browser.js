@@ -76,16 +76,45 @@ const exactRow = (page, label) =>
     has: page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
   });
 
-/** Run a palette command; resolves with the time its entry was chosen. */
-async function palette(page, command) {
-  await page.keyboard.press('F1');
+/**
+ * Take keyboard focus out of any webview (an iframe) so a key press reaches the workbench's own keybindings: a webview
+ * only forwards keys while its document is loaded, and one that is reloading or being moved swallows them.
+ */
+async function focusWorkbench(page) {
+  await page.evaluate(() => {
+    const a = document.activeElement;
+    if (a && a.tagName === 'IFRAME') a.blur();
+  });
+}
+
+/**
+ * Run a palette command; resolves with the time its entry was chosen. The palette closes whenever focus moves (an
+ * editor that finishes opening, a webview that reloads), so each attempt waits for the palette's own state and, if the
+ * palette closed before its entry could be chosen, opens it again until the deadline. Nothing is run twice: the entry is
+ * clicked once, and only a click that failed to happen is retried.
+ */
+async function palette(page, command, timeout = 30000) {
+  const deadline = Date.now() + timeout;
   const input = page.locator('.quick-input-widget input');
-  await visible(input, 'command palette');
-  await input.fill(`>${command}`);
-  const row = await visible(exactRow(page, command), `palette entry ${command}`);
-  const at = Date.now();
-  await row.click(); // the row with exactly this label (Enter would run whichever entry ranks first)
-  return at;
+  let last = 'never opened';
+  while (Date.now() < deadline) {
+    const left = () => Math.max(1, Math.min(10000, deadline - Date.now()));
+    try {
+      if (await input.isVisible()) await page.keyboard.press('Escape'); // a palette left open by something else
+      await focusWorkbench(page);
+      await page.keyboard.press('F1');
+      await visible(input, 'command palette', left());
+      await input.fill(`>${command}`, { timeout: left() });
+      const row = await visible(exactRow(page, command), `palette entry ${command}`, left());
+      const at = Date.now();
+      await row.click({ timeout: left() }); // the row with exactly this label (Enter would run whichever entry ranks first)
+      return at;
+    } catch (e) {
+      last = firstLine(e);
+    }
+    await pause(250);
+  }
+  throw new Error(`command palette: ${command}: ${last} after ${timeout} ms`);
 }
 
 /** The frame of the webview whose document holds `selector` (found again each time: a webview may reload). */
@@ -132,7 +161,7 @@ function checkRecorder({ name, art, page, afterEach }) {
         .screenshot({ path: path.join(art, shot.replace('.png', '-FAILED.png')) })
         .catch(() => {});
     }
-    if (afterEach) await afterEach(page()).catch(() => {});
+    if (afterEach) await afterEach(page(), checks[checks.length - 1].ok).catch((e) => lap(`after "${title}": ${firstLine(e)}`));
   }
   function finish(results, extra = {}) {
     if (!checks.length) checks.push({ name: 'the workbench loads', ok: false, error: 'no check ran' });
@@ -144,4 +173,4 @@ function checkRecorder({ name, art, page, afterEach }) {
   return { lap, check, finish };
 }
 
-module.exports = { launchBrowser, until, visible, checkRecorder, exactRow, palette, webviewFrame };
+module.exports = { launchBrowser, until, visible, checkRecorder, exactRow, palette, focusWorkbench, webviewFrame };

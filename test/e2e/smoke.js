@@ -7,7 +7,8 @@
 //   05-live-update.png     a memory written by the CLI while the view is open appears without a refresh
 //   06-status-menu.png     the status bar item and its quick menu
 // env: CS_URL, ARTIFACTS, RESULTS (json {passed, failed, checks}), CLI + NODE_BIN (the cairn CLI), CHROMIUM
-const { launchBrowser, visible, checkRecorder } = require('./browser');
+const shared = require('./browser');
+const { launchBrowser, visible, checkRecorder } = shared;
 const { execFileSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
@@ -36,14 +37,8 @@ async function expand(label, child) {
   }
 }
 
-async function palette(command) {
-  await page.keyboard.press('F1');
-  const input = page.locator('.quick-input-widget input');
-  await visible(input, 'command palette');
-  await input.fill(`>${command}`);
-  await visible(page.locator('.quick-input-list .monaco-list-row', { hasText: command }), `palette entry ${command}`);
-  await page.keyboard.press('Enter');
-}
+/** Run a palette command (the shared helper: focus out of any webview, reopen the palette if focus closed it). */
+const palette = (command) => shared.palette(page, command);
 
 (async () => {
   const { ctx, udd } = await launchBrowser({ width: 1440, height: 900 });
