@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isUnder } from '../../daemon/src/protocol/namespace';
 import { Requests as R } from '../../daemon/src/protocol/methods';
-import type { UpsertParams } from '../../daemon/src/protocol/types';
-import { withGitContext, type GitParamsSource } from '../../extension/src/dashboard/git-params';
+import type { EpisodeProposeParams, EventExpandParams, UpsertParams } from '../../daemon/src/protocol/types';
+import { proposalNamespace, withGitContext, type GitParamsSource } from '../../extension/src/dashboard/git-params';
 import { tempCore } from '../helpers';
 
 const NS = 'project.app';
@@ -36,6 +36,33 @@ describe('dashboard requests carry the git context', () => {
       assert.equal(user.git, undefined);
       assert.equal((await c.core.call(R.upsert, user)).memory.git, undefined);
       assert.equal((withGitContext('upsert', { namespace: NS, key: 'k2', value: 'v' }, none) as UpsertParams).git, undefined);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a memory proposed from events records the git branch and commit where it lands (project namespace only)', async () => {
+    const c = tempCore();
+    try {
+      const ep = (await c.core.call(R.episodesStart, { namespace: `${NS}.web`, title: 's' })).episode;
+      const [ev] = (await c.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ kind: 'user', text: 'x' }] })).results;
+      const expand = (q: EventExpandParams) => c.core.call(R.eventsExpand, q);
+      // The dashboard names no namespace: the proposal lands in its first event's session's, read from the daemon.
+      const draft = { events: [ev.position], key: 'k', value: 'v', actor: 'dashboard' };
+      const lands = await proposalNamespace(draft, expand);
+      assert.equal(lands, `${NS}.web`);
+      const params = withGitContext('episodesPropose', draft, git, lands) as EpisodeProposeParams;
+      assert.deepEqual(params.git, { branch: 'feature/x', commit: HEAD });
+      const m = (await c.core.call(R.episodesPropose, params)).memory;
+      assert.deepEqual(m.git, { branch: 'feature/x', commit: HEAD });
+      assert.deepEqual((await c.core.call(R.get, { id: m.id })).git, { branch: 'feature/x', commit: HEAD });
+      // A namespace the dashboard names itself decides: outside the project namespace nothing is recorded.
+      assert.equal(await proposalNamespace({ ...draft, namespace: 'user' }, expand), undefined);
+      assert.equal((withGitContext('episodesPropose', { ...draft, namespace: 'user' }, git, lands) as EpisodeProposeParams).git, undefined);
+      // An event that cannot be read leaves the proposal as it is (the daemon answers its own error).
+      assert.equal(await proposalNamespace({ ...draft, events: [999] }, expand), undefined);
+      assert.deepEqual(withGitContext('episodesPropose', draft, git, undefined), draft);
+      assert.equal(await proposalNamespace([1], expand), undefined);
     } finally {
       c.close();
     }

@@ -10,6 +10,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
+import { proposeTool } from '../../daemon/src/mcp/episode-tools';
+import type { ToolContext } from '../../daemon/src/mcp/tools';
+import { isUnder } from '../../daemon/src/protocol/namespace';
+import type * as T from '../../daemon/src/protocol/types';
 import type { GitContext } from '../../daemon/src/protocol/types';
 import { FUSION } from '../../daemon/src/retrieval/fusion';
 import type { VecModel } from '../../daemon/src/store/vectors';
@@ -96,6 +100,77 @@ describe('git-aware memory', () => {
     );
     await rejectsWith(c.core.call(R.list, { git: { repo, head: 'HEAD' } }), 'InvalidParams', 'git.head');
     await rejectsWith(c.core.call(R.search, { query: 'x', git: { repo: '', head: 'a'.repeat(40) } }), 'InvalidParams', 'git.repo');
+  });
+
+  it('a memory proposed from events records its git branch: hidden on main until the branch is merged', async () => {
+    const ep = (await c.core.call(R.episodesStart, { namespace: NS, title: 'session on feat' })).episode;
+    const [ev] = (await c.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ kind: 'user', text: 'the parser needs a flag' }] }))
+      .results;
+    await write('on-main');
+    sh(repo, 'checkout', '-q', '-b', 'feat');
+    const f1 = commit(repo, 'f.txt', 'one');
+    const proposed = await c.core.call(R.episodesPropose, {
+      events: [ev.position],
+      key: 'parser-flag',
+      value: 'the parser takes a flag',
+      git: { branch: 'feat', commit: f1 },
+    });
+    assert.equal(proposed.memory.status, 'proposed');
+    assert.deepEqual(proposed.memory.git, { branch: 'feat', commit: f1 }, 'the proposal answers with its record');
+    const id = proposed.memory.id;
+    const review = {
+      scope: { root: NS, includeUser: false },
+      include: { proposed: true },
+      filter: { field: 'status' as const, op: 'eq' as const, value: 'proposed' },
+    };
+    const inReview = async () => (await c.core.call(R.list, { ...review, git: here() })).items.map((m) => m.key);
+    assert.deepEqual(await inReview(), ['parser-flag'], 'its own branch sees it');
+    assert.deepEqual((await c.core.call(R.get, { id, git: here() })).git, { branch: 'feat', commit: f1 });
+
+    sh(repo, 'checkout', '-q', 'main');
+    assert.deepEqual(await inReview(), [], 'hidden on main while feat is unmerged');
+    await rejectsWith(c.core.call(R.get, { id, git: here() }), 'NotFound', 'id');
+    assert.deepEqual(await seen(), ['on-main']);
+
+    sh(repo, 'merge', '-q', '--no-ff', '-m', 'merge feat', 'feat');
+    assert.deepEqual(await inReview(), ['parser-flag'], 'visible once feat is merged');
+    assert.equal((await c.core.call(R.get, { id, git: here() })).key, 'parser-flag');
+    // Without a git record a proposal is visible everywhere, as a write without one is.
+    const plain = await c.core.call(R.episodesPropose, { events: [ev.position], key: 'plain', value: 'no git here' });
+    assert.equal(plain.memory.git, undefined);
+  });
+
+  it('an agent proposing through MCP records its checkout where the proposal lands (project namespace only)', async () => {
+    const ep = (await c.core.call(R.episodesStart, { namespace: NS, title: 'agent session' })).episode;
+    const away = (await c.core.call(R.episodesStart, { namespace: 'user', title: 'personal' })).episode;
+    const append = async (id: string) =>
+      (await c.core.call(R.eventsAppend, { episodeId: id, events: [{ kind: 'agent', text: 'a finding' }] })).results[0].position;
+    const [here1, there] = [await append(ep.id), await append(away.id)];
+    sh(repo, 'checkout', '-q', '-b', 'feat');
+    const f1 = commit(repo, 'f.txt', 'one');
+    const ctx: ToolContext = {
+      call: ((def: { method: string }, params: unknown) => c.core.request(def.method, params)) as ToolContext['call'],
+      scope: { root: 'project', source: 'option' },
+      actor: () => 'agent:test',
+      reviewAgentWrites: true,
+      git: { read: () => here(), write: (ns) => (isUnder(ns, NS) ? { branch: 'feat', commit: f1 } : undefined) },
+    };
+    const propose = async (args: Record<string, unknown>) =>
+      ((await proposeTool.run(args as never, ctx)).structured as T.EpisodeProposeResult).memory;
+    assert.deepEqual((await propose({ events: [here1], key: 'a', value: 'in the session namespace' })).git, { branch: 'feat', commit: f1 });
+    assert.equal((await propose({ events: [there], key: 'b', value: 'lands in user' })).git, undefined);
+    assert.equal((await propose({ events: [there], namespace: NS, key: 'c', value: 'named' })).git?.branch, 'feat');
+  });
+
+  it('refuses a malformed git record on a proposal with InvalidParams naming the field, writing nothing', async () => {
+    const ep = (await c.core.call(R.episodesStart, { namespace: NS, title: 's' })).episode;
+    const [ev] = (await c.core.call(R.eventsAppend, { episodeId: ep.id, events: [{ kind: 'user', text: 'x' }] })).results;
+    const propose = (git: unknown) => c.core.call(R.episodesPropose, { events: [ev.position], key: 'k', value: 'v', git } as never);
+    await rejectsWith(propose({ branch: 'main', commit: 'abc' }), 'InvalidParams', 'git.commit');
+    await rejectsWith(propose({ branch: 'bad name', commit: 'a'.repeat(40) }), 'InvalidParams', 'git.branch');
+    await rejectsWith(propose({ branch: 'main', commit: 'a'.repeat(40), repo }), 'InvalidParams', 'git.repo');
+    const n = c.store.db.prepare('SELECT count(*) AS n FROM memories').get() as { n: number };
+    assert.equal(n.n, 0);
   });
 
   it('hides an unmerged branch, notes written before its first commit included, and shows it after a merge commit', async () => {

@@ -1,9 +1,10 @@
 /** "New memory": a small form (namespace, key, value, kind, tags) that creates a memory and opens it. */
 import { useState } from 'preact/hooks';
+import { Field, fieldControl } from './field';
 import { RequestError } from './rpc';
 import { ErrorLine, errorText, useEnv, type Shown } from './ui';
 
-type Field = 'namespace' | 'key' | 'value' | 'kind' | 'tags';
+type FieldName = 'namespace' | 'key' | 'value' | 'kind' | 'tags';
 
 export function NewMemory({ onCreated, onCancel }: { onCreated: (id: string) => void; onCancel: () => void }) {
   const env = useEnv();
@@ -12,7 +13,7 @@ export function NewMemory({ onCreated, onCancel }: { onCreated: (id: string) => 
   const [value, setValue] = useState('');
   const [kind, setKind] = useState(env.init.kinds.includes('note') ? 'note' : env.init.kinds[0]);
   const [tags, setTags] = useState('');
-  const [errors, setErrors] = useState<Partial<Record<Field, Shown>>>({});
+  const [errors, setErrors] = useState<Partial<Record<FieldName, Shown>>>({});
   const [error, setError] = useState<Shown>(null);
   const create = async (e: Event) => {
     e.preventDefault();
@@ -41,21 +42,14 @@ export function NewMemory({ onCreated, onCancel }: { onCreated: (id: string) => 
       else setError(errorText(err));
     }
   };
-  const field = (f: Field, label: string, input: preact.ComponentChild) => (
-    <div class="field">
-      <label for={`new-${f}`}>{label}</label>
+  const field = (f: FieldName, label: string, input: preact.ComponentChild) => (
+    <Field id={`new-${f}`} label={label} error={errors[f]}>
       {input}
-      <ErrorLine error={errors[f] ?? null} id={`new-${f}-error`} />
-    </div>
+    </Field>
   );
-  const text = (f: Field, v: string, set: (s: string) => void) => (
-    <input
-      id={`new-${f}`}
-      value={v}
-      aria-invalid={!!errors[f]}
-      aria-describedby={errors[f] ? `new-${f}-error` : undefined}
-      onInput={(e) => set((e.target as HTMLInputElement).value)}
-    />
+  const described = (f: FieldName) => fieldControl(`new-${f}`, errors[f]);
+  const text = (f: FieldName, v: string, set: (s: string) => void) => (
+    <input {...described(f)} value={v} onInput={(e) => set((e.target as HTMLInputElement).value)} />
   );
   return (
     <section class="detail" aria-label="New memory">
@@ -66,18 +60,12 @@ export function NewMemory({ onCreated, onCancel }: { onCreated: (id: string) => 
         {field(
           'value',
           'Value',
-          <textarea
-            id="new-value"
-            rows={5}
-            value={value}
-            aria-invalid={!!errors.value}
-            onInput={(e) => setValue((e.target as HTMLTextAreaElement).value)}
-          />,
+          <textarea {...described('value')} rows={5} value={value} onInput={(e) => setValue((e.target as HTMLTextAreaElement).value)} />,
         )}
         {field(
           'kind',
           'Kind',
-          <select id="new-kind" value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
+          <select {...described('kind')} value={kind} onChange={(e) => setKind((e.target as HTMLSelectElement).value)}>
             {env.init.kinds.map((k) => (
               <option value={k}>{k}</option>
             ))}

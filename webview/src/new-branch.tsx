@@ -14,6 +14,7 @@ import {
   type NewBranchField,
   type NewBranchForm,
 } from './branches';
+import { Field, fieldControl } from './field';
 import { RequestError } from './rpc';
 import { ErrorLine, errorText, Icon, useEnv, type Shown } from './ui';
 
@@ -57,18 +58,11 @@ export function NewBranch({
     }
   };
   const field = (f: NewBranchField, label: string, input: preact.ComponentChild, hint?: string) => (
-    <div class="field">
-      <label for={`branch-${f}`}>{label}</label>
+    <Field id={`branch-${f}`} label={label} hint={hint} error={errors[f]}>
       {input}
-      {hint ? <span class="meta">{hint}</span> : null}
-      <ErrorLine error={errors[f] ?? null} id={`branch-${f}-error`} />
-    </div>
+    </Field>
   );
-  const described = (f: NewBranchField) => ({
-    id: `branch-${f}`,
-    'aria-invalid': !!errors[f],
-    'aria-describedby': errors[f] ? `branch-${f}-error` : undefined,
-  });
+  const described = (f: NewBranchField) => fieldControl(`branch-${f}`, errors[f]);
   return (
     <section class="detail" aria-label="New memory branch">
       <h2>New memory branch</h2>

@@ -154,6 +154,22 @@ export const eventsExpandTool = tool({
   },
 });
 
+/**
+ * The git branch and commit a proposal records, by the rule of a memory write (the session's project namespace only):
+ * without a namespace it lands in its first source event's session's namespace, read first (events/expand). None when
+ * that event cannot be read: the proposal then answers its own error.
+ */
+async function proposalGit(a: { events: number[]; namespace?: string }, ctx: ToolContext): Promise<T.GitWrite | undefined> {
+  if (!ctx.git) return undefined;
+  const namespace =
+    a.namespace ??
+    (await ctx.call(Requests.eventsExpand, { position: a.events[0], before: 0, after: 0, ...readAs(ctx) }).then(
+      (r) => r.episode.namespace,
+      () => undefined,
+    ));
+  return namespace === undefined ? undefined : ctx.git.write(namespace);
+}
+
 export const proposeTool = tool({
   name: 'cairn_propose_from_events',
   description:
@@ -179,10 +195,12 @@ export const proposeTool = tool({
   },
   async run(a, ctx) {
     if (a.namespace !== undefined) checkNamespace(ctx.scope, a.namespace, 'namespace');
+    const git = await proposalGit(a, ctx);
     const r = await ctx.call(Requests.episodesPropose, {
       ...a,
       actor: ctx.actor(),
       ...readAs(ctx),
+      ...(git ? { git } : {}),
     });
     return {
       text: `Proposed for the user’s review: ${memoryHeading(r.memory)}, from events ${r.sourceEvents.map((p) => `#${p}`).join(', ')}.`,

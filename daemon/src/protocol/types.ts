@@ -1712,6 +1712,11 @@ export const EpisodeProposeParams = z
     scope: Scope.optional(),
     /** Refuse source events marked secret (agents). */
     excludeSecrets: z.boolean().optional(),
+    /**
+     * The git branch and HEAD commit the proposal was made on, recorded with the proposed version as memory/upsert's
+     * `git` (docs/protocol.md#git-aware-memory): a reader on another git branch sees it once that branch is merged.
+     */
+    git: GitWrite.optional(),
   })
   .strict();
 export type EpisodeProposeParams = z.infer<typeof EpisodeProposeParams>;

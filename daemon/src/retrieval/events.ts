@@ -11,6 +11,7 @@ import type * as T from '../protocol/types';
 import type { Episodes } from '../store/episodes';
 import { toEvent } from '../store/episodes';
 import { eventsByTime, eventTextArm, eventVectorArm, type EventArmHit, type EventArmQuery } from '../store/events-search';
+import { withGit } from '../store/git-visibility';
 import type { Store } from '../store/store';
 import { readTimePhrase } from '../text/time-phrases';
 import { FUSION, fuseArms, type Fusion } from './fusion';
@@ -209,6 +210,9 @@ export function propose(store: Store, episodes: Episodes, p: T.EpisodeProposePar
     status: 'proposed',
     properties: { sourceEvents: positions.join(','), sourceEpisodes: episodeIds.join(',').slice(0, 1024) },
     ...(p.scope ? { scope: p.scope } : {}),
+    ...(p.git ? { git: p.git } : {}),
   });
-  return { memory: r.memory, position: r.position, sourceEvents: positions };
+  // The version's git record, as a read shows it (memory/upsert answers the same way).
+  const memory = p.git ? withGit(store.db, [r.memory])[0] : r.memory;
+  return { memory, position: r.position, sourceEvents: positions };
 }

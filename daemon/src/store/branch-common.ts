@@ -1,5 +1,5 @@
 /**
- * What the memory branch modules share (store/branches.ts and its parts): a branch's row, the SQL names of branch and
+ * What the memory branch modules share (store/branches.ts and its parts, export and import): a branch's row, the SQL names of branch and
  * base rows, and the reads of one key on either side.
  */
 import { stmt, type DB } from './db';
@@ -20,8 +20,13 @@ export interface BranchRow {
   task_id: string | null;
   /** Bumped by every write of the branch's rows (the cache of shadowed base rows is keyed by it). */
   generation: number;
-  /** The git branch it follows and the conflicts found when that was merged (store/branch-git.ts). */
+  /**
+   * The git branch it follows, that branch's repository and tip when bound, and the conflicts found when it was
+   * merged (store/branch-git.ts).
+   */
   git_branch: string | null;
+  git_repo: string | null;
+  git_commit: string | null;
   git_conflicts: number | null;
 }
 

@@ -11,23 +11,11 @@ import { CairnError } from '../protocol/errors';
 import { namespaceProblem } from '../protocol/namespace';
 import type { HistoryEntry, HistoryParams, HistoryResult, Memory } from '../protocol/types';
 import { stmt, type DB } from './db';
-import { isoReq } from './rows';
+import { pgHistoryEntry, type PgHistoryRow } from './rows';
 import { pathInScope, scopePredicate } from './scope';
 
-interface BranchHistoryRow {
-  seq: number;
-  branch_id: string;
-  memory_id: string;
-  ns_path: string;
-  key: string;
-  op: HistoryEntry['op'];
-  actor: string;
-  reason: string | null;
-  at: number;
-  version: number;
-  previous: string | null;
-  state: string | null;
-}
+/** A branch_history row: a history row (no detail) with the branch and the memory's namespace and key. */
+type BranchHistoryRow = Omit<PgHistoryRow, 'detail'> & { branch_id: string; ns_path: string; key: string };
 
 /** Append one branch write's history row (inside the write's transaction). */
 export function appendBranchHistory(
@@ -96,19 +84,7 @@ export function readBranchHistory(db: DB, p: HistoryParams & { branch: string })
 }
 
 function entry(r: BranchHistoryRow, branch: string): HistoryEntry {
-  return {
-    seq: r.seq,
-    memoryId: r.memory_id,
-    op: r.op,
-    actor: r.actor,
-    reason: r.reason,
-    at: isoReq(r.at),
-    version: r.version,
-    previous: r.previous ? (JSON.parse(r.previous) as Memory) : null,
-    state: r.state ? (JSON.parse(r.state) as Memory) : null,
-    detail: null,
-    branch,
-  };
+  return { ...pgHistoryEntry({ ...r, detail: null }), branch };
 }
 
 /** Whether any branch history names these ids, keys, or (with a root) a namespace under it (erase's targets). */

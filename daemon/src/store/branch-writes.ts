@@ -3,7 +3,7 @@
  * written on the branch (a key's first write copies nothing but the base version it started from).
  */
 import { CairnError } from '../protocol/errors';
-import { isUnder, namespaceProblem } from '../protocol/namespace';
+import { isUnder } from '../protocol/namespace';
 import type { DeleteParams, UpsertParams, UpsertResult, WriteResult } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
 import { baseRow, CONTENT, OWN_FROM, ownRow, type BranchRow } from './branch-common';
@@ -11,19 +11,9 @@ import { appendBranchHistory } from './branch-history';
 import { resolveTarget } from './branch-reads';
 import type { Branches } from './branches';
 import { stmt } from './db';
-import { findRejection } from './rejected';
 import { iso, MEMORY_COLUMNS, toMemory, UNSTORED_VALUE_HASH, type MemoryRow } from './rows';
-import { pathInScope, scopePredicate } from './scope';
-import {
-  contentColumns,
-  mergeContent,
-  refuseDeleted,
-  refuseRejected,
-  refuseStaleVersion,
-  sameContent,
-  summaryOf,
-  validateContent,
-} from './write-rules';
+import { contentColumns, sameContent, summaryOf, validateContent } from './write-rules';
+import { checkWriteTarget, openWrite } from './writes';
 
 function checkWrite(b: BranchRow, namespace: string): void {
   if (!isUnder(namespace, b.root))
@@ -32,13 +22,7 @@ function checkWrite(b: BranchRow, namespace: string): void {
 
 /** memory/upsert on a branch: the Store's write rules, the row written on the branch. */
 export function upsertOnBranch(br: Branches, p: UpsertParams & { branch: string }): UpsertResult {
-  const problem = namespaceProblem(p.namespace);
-  if (problem) throw new CairnError('InvalidNamespace', problem, { field: 'namespace' });
-  if (p.scope) {
-    scopePredicate(p.scope);
-    if (!pathInScope(p.namespace, p.scope))
-      throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
-  }
+  checkWriteTarget(p);
   if (p.supersedes !== undefined)
     throw new CairnError('InvalidParams', 'supersedes is not supported on a branch yet', { field: 'supersedes' });
   validateContent(p);
@@ -49,18 +33,14 @@ export function upsertOnBranch(br: Branches, p: UpsertParams & { branch: string 
       const own = ownRow(br.db, b.id, p.namespace, p.key);
       const base = own ? undefined : baseRow(br.db, p.namespace, p.key);
       const existing: MemoryRow | undefined = own ?? base;
-      const detail: Record<string, unknown> = {};
-      const op = refuseDeleted(p, existing, detail);
-      refuseStaleVersion(p, existing);
-      const ns = stmt(br.db, 'SELECT id FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(p.namespace) as
-        { id: string } | undefined;
-      if (ns)
-        refuseRejected(
-          p,
-          findRejection(br.db, br.store.keys, ns.id, p.value, () => {}),
-          detail,
-        );
-      const { next, warn } = mergeContent(p, existing, op, detail);
+      // The base's rules; the namespace is not made on a branch (a forgotten value can only be in a live one).
+      let ns: { id: string } | undefined;
+      const { op, next, warn } = openWrite(br.store, p, existing, {
+        namespace: () =>
+          (ns = stmt(br.db, 'SELECT id FROM namespaces WHERE path = ? AND deleted_at IS NULL').get(p.namespace) as
+            { id: string } | undefined)?.id,
+        later: () => {},
+      });
       if (existing && op === 'update' && sameContent(existing, next))
         return { memory: toMemory(existing), created: false, position: br.store.position(), changed: false, ...warn };
       const now = br.store.now();

@@ -11,6 +11,7 @@ import type * as T from '../protocol/types';
 import { pathInScope } from './scope';
 import { stmt, type DB } from './db';
 import { IMPORTED_MEMORY_COLUMNS, IMPORTED_MEMORY_PLACEHOLDERS, importedMemoryValues } from './imported-memory';
+import type { BranchRow } from './branch-common';
 import { indexBranchRow } from './branch-text';
 import { fromIso, iso, isoReq, MEMORY_COLUMNS, toMemory, type MemoryRow, type PgHistoryRow } from './rows';
 
@@ -26,22 +27,6 @@ export interface BranchCursor {
 }
 
 export const newBranchCursor = (): BranchCursor => ({ ids: null, stage: 'branch', after: 0 });
-
-interface BranchRow {
-  id: string;
-  name: string;
-  root: string;
-  parent: string | null;
-  created_at: number;
-  created_by: string;
-  status: 'open' | 'merged' | 'discarded';
-  closed_at: number | null;
-  closed_by: string | null;
-  task_id: string | null;
-  git_branch: string | null;
-  git_repo: string | null;
-  git_commit: string | null;
-}
 
 /**
  * Push up to `room` records of the branches phase; returns true when it is finished. A branch's rows and history may

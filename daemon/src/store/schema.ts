@@ -522,6 +522,8 @@ function assertInvariants(db: DB, _opts: { vec: boolean }, version: number): voi
     CREATE INDEX IF NOT EXISTS memories_expires ON memories(expires_at) WHERE expires_at IS NOT NULL AND deleted_at IS NULL;
     CREATE INDEX IF NOT EXISTS anchors_path ON anchors(path);
     CREATE INDEX IF NOT EXISTS history_memory ON history(memory_id, seq);
+    -- The writes of the last days (the dashboard's overview, store/overview.ts), without a scan of the history.
+    CREATE INDEX IF NOT EXISTS history_writes_at ON history(at) WHERE op IN ('create', 'update', 'restore');
     CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
     INSERT OR IGNORE INTO index_state(name, watermark) VALUES ('fts', 0);
   `);

@@ -5,7 +5,7 @@
  */
 import { recordGit } from './git-visibility';
 import { CairnError } from '../protocol/errors';
-import type { UpsertBatchResult, UpsertParams, UpsertResult } from '../protocol/types';
+import type { HistoryEntry, UpsertBatchResult, UpsertParams, UpsertResult } from '../protocol/types';
 import { uuidv7 } from '../text/hash';
 import { writeAnchors } from './anchors';
 import { stmt, writeTx } from './db';
@@ -26,6 +26,7 @@ import {
   sameContent,
   summaryOf,
   validateContent,
+  type NextContent,
 } from './write-rules';
 
 export function upsertBatch(store: Store, items: UpsertParams[], actor?: string): UpsertBatchResult {
@@ -50,42 +51,69 @@ export function upsertBatch(store: Store, items: UpsertParams[], actor?: string)
   });
 }
 
-function validate(p: UpsertParams): void {
+/** Where a write goes: a valid namespace inside the caller's scope (a base write and a branch write check it first). */
+export function checkWriteTarget(p: UpsertParams): void {
   checkNamespace(p.namespace);
   if (p.scope) {
     scopePredicate(p.scope); // validates the scope's own paths (InvalidNamespace)
     if (!pathInScope(p.namespace, p.scope))
       throw new CairnError('InvalidParams', `namespace ${p.namespace} is outside the given scope`, { field: 'namespace' });
   }
-  validateContent(p);
+}
+
+/** The write so far: its history op, the notes for its history entry, and the merged content. */
+export interface OpenedWrite {
+  op: HistoryEntry['op'];
+  detail: Record<string, unknown>;
+  next: NextContent;
+  warn: { warnings?: NonNullable<UpsertResult['warnings']> };
+}
+
+/**
+ * The rules every SQLite write opens with, in order (write-rules.ts): deletion sticks, optimistic concurrency, a
+ * forgotten value is not re-learned (in the namespace `steps.namespace` gives; none: nothing was forgotten there;
+ * a refusal is recorded through `steps.later`), then `steps.beforeMerge` (a base write's supersession) and the
+ * merged content. The base write (upsertInTx) and a memory branch's (branch-writes.ts) both open with it.
+ */
+export function openWrite(
+  store: Store,
+  p: UpsertParams,
+  existing: MemoryRow | undefined,
+  steps: { namespace(): string | undefined; later(f: () => void): void; beforeMerge?(): void },
+): OpenedWrite {
+  const detail: Record<string, unknown> = {};
+  const op = refuseDeleted(p, existing, detail);
+  refuseStaleVersion(p, existing);
+  const nsId = steps.namespace();
+  if (nsId !== undefined) refuseRejected(p, findRejection(store.db, store.keys, nsId, p.value, steps.later), detail);
+  steps.beforeMerge?.();
+  return { op, detail, ...mergeContent(p, existing, op, detail) };
 }
 
 /** One upsert inside the caller's write transaction. */
 export function upsertInTx(store: Store, p: UpsertParams): UpsertResult {
-  validate(p);
+  checkWriteTarget(p);
+  validateContent(p);
   const db = store.db;
   const now = store.now();
   const actor = p.actor ?? p.source ?? 'user';
   const existing = rowByKey(db, p.namespace, p.key);
   const valueHash = UNSTORED_VALUE_HASH;
-  const detail: Record<string, unknown> = {};
 
   // The rules (write-rules.ts), in order, with this store's lookups in between.
-  const op = refuseDeleted(p, existing, detail);
-  refuseStaleVersion(p, existing);
-  const nsId = ensureNamespace(store, p.namespace);
-  refuseRejected(
-    p,
-    findRejection(db, store.keys, nsId, p.value, (f) => store.afterWrite(f)),
-    detail,
-  );
+  let nsId = '';
   let superseded: MemoryRow | undefined;
-  if (p.supersedes !== undefined) {
-    const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.supersedes] }, scopePredicate(p.scope));
-    superseded = rowBy(db, where.sql, ...where.params);
-  }
-  refuseBadSupersede(p, existing, superseded);
-  const { next, warn } = mergeContent(p, existing, op, detail);
+  const { op, detail, next, warn } = openWrite(store, p, existing, {
+    namespace: () => (nsId = ensureNamespace(store, p.namespace)),
+    later: (f) => store.afterWrite(f),
+    beforeMerge: () => {
+      if (p.supersedes !== undefined) {
+        const where = and({ sql: 'm.id = ? AND n.deleted_at IS NULL', params: [p.supersedes] }, scopePredicate(p.scope));
+        superseded = rowBy(db, where.sql, ...where.params);
+      }
+      refuseBadSupersede(p, existing, superseded);
+    },
+  });
 
   // Nothing changed: no new version, no history, no change-log row.
   if (existing && op === 'update' && !superseded && sameContent(existing, next)) {

@@ -30,7 +30,7 @@ import { parseJsonl } from '../commands';
 import type { Ctx } from '../ctx';
 import { isRpcError } from '../errors';
 import { exportAllPages, importChunks } from './chunks';
-import { withGitContext } from './git-params';
+import { proposalNamespace, withGitContext } from './git-params';
 
 /** A typed error for the webview from anything a request threw (not connected and timeouts are CairnErrors too). */
 export function toWebviewError(e: unknown): WebviewError {
@@ -96,7 +96,9 @@ export class DashboardHost {
     if (!Object.prototype.hasOwnProperty.call(HostRequests, method)) {
       const name = method as keyof typeof Requests;
       // Git-aware memory: reads see what the window's checkout sees, writes record where they were made.
-      const withGit = withGitContext(name, params, this.ctx.git);
+      const lands =
+        name === 'episodesPropose' ? await proposalNamespace(params, (q) => this.ctx.client.request('eventsExpand', q)) : undefined;
+      const withGit = withGitContext(name, params, this.ctx.git, lands);
       return this.ctx.client.request(name, withGit as never, name === 'overview' ? LONG_TIMEOUT_MS : undefined);
     }
     const def = HostRequests[method as HostMethod];
