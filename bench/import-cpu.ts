@@ -6,7 +6,10 @@
  * threads), per record, and per thread (`main`: the event loop; `embed`: the embedding worker; `other`: V8's helper
  * threads, the checkpoint worker and the rest). WAL checkpoints run in the background worker, as in a daemon. Run with `node --cpu-prof` for where it goes (each thread writes a profile).
  *
- *   node --import tsx bench/import-cpu.ts [--size 10000] [--corpus DIR] [--per 500] [--model builtin|none] [--rounds 1]
+ * `--dup-bands BITSxBANDS` (e.g. 16x16): the vector index keeps LSH buckets for the duplicate checks (VectorTables.dupBands,
+ * off by default; `--dup-flips 0|1` their multi-probe depth).
+ *
+ *   node --import tsx bench/import-cpu.ts [--size 10000] [--corpus DIR] [--per 500] [--model builtin|none] [--rounds 1] [--dup-bands 16x16]
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -21,6 +24,8 @@ const size = Number(arg('size', '10000'));
 const per = Number(arg('per', '500'));
 const model = arg('model', 'builtin');
 const rounds = Number(arg('rounds', '1'));
+const dupBands = arg('dup-bands', '');
+const dupFlips = Number(arg('dup-flips', '1'));
 const corpusDir = path.resolve(arg('corpus', path.join(ROOT, 'bench', '.corpus')));
 
 const lines = fs
@@ -58,6 +63,11 @@ async function once() {
   let embedTid: string | undefined;
   try {
     store.checkpointInBackground(); // as the daemon does: WAL checkpoints in a worker, not inside this thread's commits
+    if (dupBands) {
+      const [bits, bands] = dupBands.split('x').map(Number);
+      store.vectors.dupBands = { bits, bands };
+      store.vectors.dupFlips = dupFlips;
+    }
     if (model !== 'none') {
       indexer = new Indexer(store, () => {});
       const before = new Set(threads().keys());
@@ -91,6 +101,7 @@ async function once() {
     return {
       records: size,
       model,
+      dupBands: dupBands || null,
       perSecWritten: Math.round(size / (writtenMs / 1000)),
       perSec: Math.round(size / (ms / 1000)),
       cpuMsPerRecord: round3((c.user + c.system) / 1000 / size),

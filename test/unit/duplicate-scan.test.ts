@@ -12,7 +12,7 @@ import { DUPLICATE_LIMIT, Indexer, type EmbeddingModel } from '../../daemon/src/
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
 import { SIG_WORDS } from '../../daemon/src/store/quantize';
-import { DUP_CANDIDATES, DUP_EXACT_MAX, type VecModel } from '../../daemon/src/store/vectors';
+import { DUP_CANDIDATES, DUP_EXACT_MAX, DUP_FLIPS, DUP_LSH_SHAPE, type VecModel } from '../../daemon/src/store/vectors';
 import { tempCore } from '../helpers';
 
 const DIM = 32;
@@ -43,6 +43,7 @@ describe('duplicate checks in the embedding worker', () => {
   before(async () => {
     embedder = await Embedder.start({ model: 'builtin', allowRemote: false });
     model = c.store.transaction(() => c.store.vectors.ensure('test-model', DIM));
+    c.store.vectors.dupBands = DUP_LSH_SHAPE; // the index keeps LSH buckets (the 'bucket' path below)
     c.store.vectors.load(model);
     // project.a: 450 memories (above DUP_EXACT_MAX), project.b: 120, with clusters of near copies.
     const base = Array.from({ length: 60 }, () => new Float32Array(DIM).map(() => r()));
@@ -84,10 +85,13 @@ describe('duplicate checks in the embedding worker', () => {
         exclude: rowid,
       }));
 
-  for (const path of ['exact', 'Hamming'] as const)
+  for (const path of ['exact', 'Hamming', 'bucket'] as const)
     it(`${path} path: the worker's hits equal the event loop's, bit for bit`, async () => {
       const vs = c.store.vectors;
       try {
+        // exact: project.b (120) scored whole, project.a (450) through the whole namespace's Hamming pass (no LSH
+        // buckets); Hamming: both namespaces so; bucket: project.a's checks take their LSH buckets' memories.
+        if (path !== 'bucket') vs.dupFlips = null;
         if (path === 'Hamming') {
           vs.dupExactMax = 50; // both namespaces take the Hamming path
           vs.dupCandidates = 40;
@@ -107,6 +111,17 @@ describe('duplicate checks in the embedding worker', () => {
             `check ${i}`,
           );
         });
+        if (path === 'bucket') {
+          // Only visible memories of the check's namespace other than itself.
+          cs.forEach((ch, i) => {
+            for (const h of here[i]) {
+              assert.ok(!deleted.has(h.rowid) && h.rowid !== ch.exclude);
+              assert.equal(nsRowid.get(vecs.get(h.rowid)!.ns), ch.nsRowid);
+            }
+          });
+          assert.ok(here.some((h) => h.length > 0));
+          return;
+        }
         let found = 0;
         cs.forEach((ch, i) => {
           const ns = [...vecs].filter(([rowid, e]) => nsRowid.get(e.ns) === ch.nsRowid && rowid !== ch.exclude && !deleted.has(rowid));
@@ -124,13 +139,15 @@ describe('duplicate checks in the embedding worker', () => {
       } finally {
         vs.dupExactMax = DUP_EXACT_MAX;
         vs.dupCandidates = DUP_CANDIDATES;
+        vs.dupFlips = DUP_FLIPS;
       }
     });
 
-  for (const path of ['exact', 'Hamming'] as const)
+  for (const path of ['exact', 'Hamming', 'bucket'] as const)
     it(`${path} path: each check's hits are those of its namespace's list without its own memory, copied (the former way)`, () => {
       const vs = c.store.vectors;
       try {
+        if (path !== 'bucket') vs.dupFlips = null;
         if (path === 'Hamming') {
           vs.dupExactMax = 50;
           vs.dupCandidates = 40;
@@ -165,6 +182,7 @@ describe('duplicate checks in the embedding worker', () => {
       } finally {
         vs.dupExactMax = DUP_EXACT_MAX;
         vs.dupCandidates = DUP_CANDIDATES;
+        vs.dupFlips = DUP_FLIPS;
       }
     });
 

@@ -3,13 +3,16 @@
  * memories of its namespace (VectorTables.prepareDuplicateScan).
  *
  * Duplicate detection (`similarInNamespace`) uses the same index and the same two steps: up to DUP_EXACT_MAX
- * visible memories of the namespace are scored exactly; above it, the DUP_CANDIDATES nearest by Hamming distance.
+ * visible memories of the namespace are scored exactly; above it, the check's candidates are the visible memories of
+ * the namespace that share an LSH band with its SimHash (the index's buckets, vector-lsh.ts; without them, every
+ * visible memory of the namespace), and of those, the DUP_CANDIDATES nearest by Hamming distance are scored exactly.
  * (A Hamming bound derived from the threshold filtered nothing at the thresholds the models need, about 0.66:
  * unrelated memories of one project are often within it, so every check scored the whole namespace.)
  */
 import type { Include } from '../protocol/types';
 import { quantize, SIG_WORDS } from './quantize';
 import type { VectorIndex } from './vector-index';
+import { bucketCandidates, newBucketScratch } from './vector-lsh';
 import { normalized, type DuplicateScan, type SlotArrays } from './vector-scan';
 
 /** One duplicate check: a vector, its namespace, the memory it belongs to (left out), and its SimHash if known. */
@@ -21,9 +24,12 @@ export interface DuplicateCheck {
 }
 
 /**
- * The scan of `checks` over `ix` (brought up to the change log by the caller): each namespace's visible memories at
- * `now` are listed once for all its checks. A check scores them exactly up to `exactMax`, above that the
- * `candidates` nearest by Hamming distance to its SimHash (computed here when not given and needed).
+ * The scan of `checks` over `ix` (brought up to the change log by the caller). A namespace of at most `exactMax`
+ * visible memories at `now` is listed once for all its checks, which score it exactly. A larger one: each check
+ * gets its own list, the visible memories of the namespace in the buckets it falls in (`flips`: multi-probe depth),
+ * when the index keeps buckets and `flips` is not null; else the whole namespace's visible memories, once. Above
+ * `exactMax` listed, a check scores the `candidates` nearest by Hamming distance to its SimHash (computed here when
+ * not given and needed). Scope (the namespace) and visibility are decided here, before anything is ranked.
  */
 export function buildDuplicateScan(
   ix: VectorIndex,
@@ -33,37 +39,64 @@ export function buildDuplicateScan(
   now: number,
   exactMax: number,
   candidates: number,
+  flips: number | null = null,
 ): DuplicateScan {
   const d = arrays.dimension;
   const inc: Include = {};
-  const groupOf = new Map<number, number>();
-  let total = 0;
+  const visible = (s: number) => ix.visible(s, inc, now);
+  // Per namespace: does it hold more than exactMax visible memories (counted until one past it)?
+  const large = new Map<number, boolean>();
   for (const c of checks)
-    if (!groupOf.has(c.nsRowid)) {
-      groupOf.set(c.nsRowid, groupOf.size);
-      total += ix.namespaceSlots(c.nsRowid).length;
+    if (!large.has(c.nsRowid)) {
+      let n = 0;
+      for (const s of ix.namespaceSlots(c.nsRowid)) if (visible(s) && ++n > exactMax) break;
+      large.set(c.nsRowid, n > exactMax);
     }
-  const slots = new Int32Array(total);
-  const starts = new Int32Array(groupOf.size + 1);
-  let m = 0;
-  for (const [ns, g] of groupOf) {
-    starts[g] = m;
-    for (const s of ix.namespaceSlots(ns)) if (ix.visible(s, inc, now)) slots[m++] = s;
-  }
-  starts[groupOf.size] = m;
+  const useBuckets = ix.buckets !== null && flips !== null;
   const vectors = new Float32Array(checks.length * d);
   const sigs = new Int32Array(checks.length * SIG_WORDS);
   const group = new Int32Array(checks.length);
   const exclude = new Int32Array(checks.length);
+  const lists: Int32Array[] = [];
+  const shared = new Map<number, number>();
+  let total = 0;
+  const sc = newBucketScratch();
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i];
-    const g = groupOf.get(c.nsRowid)!;
-    group[i] = g;
     exclude[i] = c.exclude;
     const v = normalized(c.vector);
     vectors.set(v, i * d);
+    const big = large.get(c.nsRowid)!;
     // The SimHash of the vector (put() returns it; the signs of projections do not depend on the vector's length).
-    if (starts[g + 1] - starts[g] > exactMax) sigs.set(c.sig ?? quantize(v).sig, i * SIG_WORDS);
+    const sig = big ? (c.sig ?? quantize(v).sig) : null;
+    if (sig) sigs.set(sig, i * SIG_WORDS);
+    if (sig && useBuckets) {
+      const got = bucketCandidates(ix.buckets!, sig, c.nsRowid, ix.ns, ix.sig, flips!, visible, sc, ix.size);
+      group[i] = lists.length;
+      lists.push(got.slice());
+      total += got.length;
+      continue;
+    }
+    let g = shared.get(c.nsRowid);
+    if (g === undefined) {
+      shared.set(c.nsRowid, (g = lists.length));
+      const all = ix.namespaceSlots(c.nsRowid);
+      const list = new Int32Array(all.length);
+      let m = 0;
+      for (const s of all) if (visible(s)) list[m++] = s;
+      lists.push(list.subarray(0, m));
+      total += m;
+    }
+    group[i] = g;
   }
+  const slots = new Int32Array(total);
+  const starts = new Int32Array(lists.length + 1);
+  let m = 0;
+  lists.forEach((l, g) => {
+    starts[g] = m;
+    slots.set(l, m);
+    m += l.length;
+  });
+  starts[lists.length] = m;
   return { arrays, vectors, sigs, group, exclude, starts, slots, limit, exactMax, candidates };
 }

@@ -6,6 +6,7 @@
 import type { Include } from '../protocol/types';
 import { pack4, q4Bytes, SIG_WORDS } from './quantize';
 import { RowSlots } from './row-slots';
+import { SigBuckets, type BandShape } from './vector-lsh';
 import { allocKernelArray, growKernelArray, kernels4Run, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
 import type { SlotArrays } from './vector-scan';
 
@@ -80,6 +81,11 @@ export class VectorIndex implements SlotArrays {
   private admitCached = 0;
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
+  /**
+   * The signatures' LSH buckets by namespace (vector-lsh.ts), kept like the namespace lists: a duplicate check in a
+   * large namespace reads the slots that share a band with it (vector-duplicates.ts). Null: not kept.
+   */
+  readonly buckets: SigBuckets | null;
 
   constructor(
     readonly model: VecModel,
@@ -87,7 +93,11 @@ export class VectorIndex implements SlotArrays {
     public compact = false,
     /** Above this many slots an int8 index turns compact (toCompact). */
     readonly compactAbove = Infinity,
-  ) {}
+    /** How the signatures are banded for the duplicate checks' buckets (vector-tuning.ts DUP_BANDS); null: no buckets. */
+    bands: BandShape | null = null,
+  ) {
+    this.buckets = bands ? new SigBuckets(bands) : null;
+  }
 
   get dimension(): number {
     return this.model.dimension;
@@ -139,6 +149,7 @@ export class VectorIndex implements SlotArrays {
     this.nsPos = g(this.nsPos, Int32Array);
     this.nsPos.fill(-1, this.cap);
     this.cap = cap;
+    this.buckets?.grow(cap, this.ns, this.sig);
   }
 
   /**
@@ -160,7 +171,13 @@ export class VectorIndex implements SlotArrays {
 
   setMeta(slot: number, m: MetaRow): void {
     this.version++;
-    if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) this.unlist(slot); // moved namespace
+    if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) {
+      this.unlist(slot); // moved namespace: its buckets too
+      if (this.buckets?.isListed(slot)) {
+        this.buckets.unlist(slot, this.ns[slot], this.sig);
+        this.buckets.list(slot, m.ns, this.sig);
+      }
+    }
     this.ns[slot] = m.ns;
     if (this.nsPos[slot] < 0) {
       let l = this.nsList.get(m.ns);
@@ -183,12 +200,19 @@ export class VectorIndex implements SlotArrays {
   put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
     const slot = this.slotFor(m);
     const d = this.model.dimension;
+    this.buckets?.unlist(slot, this.ns[slot], this.sig); // listed by its former signature
     if (this.q4) this.inv[slot] = pack4(q, d, this.q4, slot * q4Bytes(d));
     else {
       this.inv[slot] = inv;
       this.q.set(q, slot * d);
     }
     this.sig.set(sig, slot * SIG_WORDS);
+    this.bucket(slot);
+  }
+
+  /** List a slot whose signature was just written in the buckets (a zero vector is never a candidate: not listed). */
+  private bucket(slot: number): void {
+    if (this.buckets && this.inv[slot] !== 0) this.buckets.list(slot, this.ns[slot], this.sig);
   }
 
   /**
@@ -200,6 +224,7 @@ export class VectorIndex implements SlotArrays {
     const d = this.model.dimension;
     const at = slot * d;
     const v = new Int8Array(q.buffer, q.byteOffset, d);
+    this.buckets?.unlist(slot, this.ns[slot], this.sig);
     if (this.q4) this.inv[slot] = pack4(v, d, this.q4, slot * q4Bytes(d));
     else {
       this.q.set(v, at);
@@ -208,6 +233,7 @@ export class VectorIndex implements SlotArrays {
       this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
     }
     new Uint8Array(this.sig.buffer, this.sig.byteOffset + slot * SIG_WORDS * 4, SIG_WORDS * 4).set(sig.subarray(0, SIG_WORDS * 4));
+    this.bucket(slot);
   }
 
   /**
@@ -273,6 +299,7 @@ export class VectorIndex implements SlotArrays {
     for (const a of [this.rowid, this.ns, this.status, this.deleted, this.expires, this.validFrom, this.validTo, this.inv, this.nsPos])
       n += a.byteLength;
     for (const l of this.nsList.values()) n += l.slots.byteLength;
+    n += this.buckets?.bytes ?? 0;
     if (this.kmem) n += this.kmem.q.mem.buffer.byteLength + this.kmem.sig.mem.buffer.byteLength;
     else n += this.q.byteLength + (this.q4?.byteLength ?? 0) + this.sig.byteLength;
     return n;
@@ -289,6 +316,7 @@ export class VectorIndex implements SlotArrays {
     if (slot === undefined) return;
     this.version++;
     this.unlist(slot);
+    this.buckets?.unlist(slot, this.ns[slot], this.sig);
     this.slotOf.delete(rowid);
     this.status[slot] = 255;
     this.inv[slot] = 0;

@@ -46,3 +46,18 @@ export const LOAD_SLICE = 8192;
  * answers exactly as before. An index that grows past it while loaded turns compact in place.
  */
 export const COMPACT_ABOVE = 131_072;
+/**
+ * LSH buckets for the duplicate checks above DUP_EXACT_MAX (store/vector-lsh.ts): when an index keeps them
+ * (VectorTables.dupBands), a check's candidates are the memories of its namespace that share a band of
+ * its SimHash (DUP_FLIPS 1: or are one bit away in a band), ranked as before (exact up to DUP_EXACT_MAX, else the
+ * DUP_CANDIDATES nearest by Hamming distance). Off by default (DUP_BANDS null): on the side-by-side corpus at 100k
+ * and 300k (bench/duplicate-lsh.ts, figures in bench/README.md) no shape was both cheaper than the whole namespace's
+ * SIMD Hamming pass and as good at finding planted duplicates. At the models' threshold (~0.66 cosine, ~70 of 256
+ * bits) the corpus's unrelated memories of one project are as near as real duplicates, so the buckets that find
+ * those hold most of the namespace, and listing them costs the event loop more than the pass costs the worker.
+ */
+/** The shape that kept most of today's hits (0.975 with DUP_FLIPS 1 at 100k, at five times today's CPU): the tests' one. */
+export const DUP_LSH_SHAPE = { bits: 16, bands: 16 } as const;
+/** The shape an index loads with (VectorTables.dupBands): none. */
+export const DUP_BANDS: { bits: number; bands: number } | null = null;
+export const DUP_FLIPS = 1;

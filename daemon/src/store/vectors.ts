@@ -40,11 +40,34 @@ import {
   type DuplicateScanResult,
   type SlotArrays,
 } from './vector-scan';
-import { CANDIDATE_SHARE, COMPACT_ABOVE, DUP_CANDIDATES, DUP_EXACT_MAX, EXACT_MAX, LOAD_SLICE, SIMHASH_CANDIDATES } from './vector-tuning';
+import type { BandShape } from './vector-lsh';
+import {
+  CANDIDATE_SHARE,
+  COMPACT_ABOVE,
+  DUP_BANDS,
+  DUP_CANDIDATES,
+  DUP_EXACT_MAX,
+  DUP_FLIPS,
+  DUP_LSH_SHAPE,
+  EXACT_MAX,
+  LOAD_SLICE,
+  SIMHASH_CANDIDATES,
+} from './vector-tuning';
 import { filterRows, followChanges, scopeNamespaces, vectorMeta, type KnnQuery, type PreparedKnn } from './vector-visibility';
 
 export { ADMIT_CACHE_SLOTS, type KnnQuery, type PreparedKnn, type VecModel };
-export { CANDIDATE_SHARE, COMPACT_ABOVE, DUP_CANDIDATES, DUP_EXACT_MAX, EXACT_MAX, LOAD_SLICE, SIMHASH_CANDIDATES };
+export {
+  CANDIDATE_SHARE,
+  COMPACT_ABOVE,
+  DUP_BANDS,
+  DUP_CANDIDATES,
+  DUP_EXACT_MAX,
+  DUP_FLIPS,
+  DUP_LSH_SHAPE,
+  EXACT_MAX,
+  LOAD_SLICE,
+  SIMHASH_CANDIDATES,
+};
 
 // ------------------------------------------------------------------ tables
 export class VectorTables {
@@ -63,6 +86,10 @@ export class VectorTables {
   /** DUP_EXACT_MAX and DUP_CANDIDATES (knobs for tests and benches). */
   dupExactMax = DUP_EXACT_MAX;
   dupCandidates = DUP_CANDIDATES;
+  /** How an index loaded from now on bands its signatures for the duplicate checks (DUP_BANDS; null: no buckets, the default). */
+  dupBands: BandShape | null = DUP_BANDS;
+  /** Multi-probe depth of a duplicate check's buckets when the index keeps them (DUP_FLIPS; null: the whole namespace). */
+  dupFlips: number | null = DUP_FLIPS;
   /** Vectors per slice of loadInSlices (LOAD_SLICE; a knob for tests). */
   loadSlice = LOAD_SLICE;
   /** Vectors above which the index in memory is compact (COMPACT_ABOVE; a knob for tests and benches). */
@@ -151,7 +178,7 @@ export class VectorTables {
     // About how many (the largest rowid): a count(*) reads the whole table, about a second at a million vectors,
     // and a load on first use runs it in the tick of the search that asked.
     const total = this.sizeHint(model);
-    const ix = new VectorIndex(model, total > this.compactAbove, this.compactAbove);
+    const ix = new VectorIndex(model, total > this.compactAbove, this.compactAbove, this.dupBands);
     ix.position = this.position();
     ix.grow(total); // sized once for what is stored, not by repeated growth
     this.loading = ix;
@@ -443,11 +470,12 @@ export class VectorTables {
    * is brought up to the change log, and each namespace's visible memories at `now` are listed once for all its
    * checks (each check leaves itself out). A check scores them exactly up to dupExactMax, above that the
    * dupCandidates nearest by Hamming distance to `sig` (the vector's SimHash; computed here when not given and
-   * needed).
+   * needed). With LSH buckets (dupBands, off by default), a check in a larger namespace takes only the visible
+   * memories in the buckets its SimHash falls in (dupFlips) and ranks those the same way.
    */
   prepareDuplicateScan(model: VecModel, checks: DuplicateCheck[], limit: number, now: number): DuplicateScan {
     const ix = this.liveIndex(model);
-    return buildDuplicateScan(ix, this.arrays(ix, model), checks, limit, now, this.dupExactMax, this.dupCandidates);
+    return buildDuplicateScan(ix, this.arrays(ix, model), checks, limit, now, this.dupExactMax, this.dupCandidates, this.dupFlips);
   }
 
   /** Scratch buffers of the scans run on this thread. */
