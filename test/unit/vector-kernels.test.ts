@@ -110,7 +110,7 @@ describe('vector kernels (WebAssembly SIMD)', () => {
         new Float32Array(dim).fill(0.25), // every component the largest: i16 32767 each
         new Float32Array(dim), // zero
       ]) {
-        const pool = Int32Array.from({ length: n }, (_, i) => (i < 2 ? i : Math.floor(r() * n)));
+        const pool = Int32Array.from({ length: n + 3 }, (_, i) => (i < 2 ? i : Math.floor(r() * n))); // four at a time, then three
         const out = new Float32Array(pool.length);
         dotsKernel(km, dim, pool, v, out, true);
         const { scale } = query16(v, new Int16Array(dim));

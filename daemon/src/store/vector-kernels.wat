@@ -83,7 +83,118 @@
     (param $bias f64) (param $scale f64)
     (local $i i32) (local $j i32) (local $o i32) (local $v i32) (local $half i32)
     (local $a0 v128) (local $a1 v128) (local $b v128) (local $x v128)
+    (local $q0 v128) (local $q1 v128) (local $q2 v128) (local $q3 v128)
+    (local $o0 i32) (local $c0a v128) (local $c0b v128) (local $o1 i32) (local $c1a v128) (local $c1b v128) (local $o2 i32) (local $c2a v128) (local $c2b v128) (local $o3 i32) (local $c3a v128) (local $c3b v128)
     (local.set $half (i32.shr_u (local.get $dim) (i32.const 1)))
+    ;; Four slots at a time: their vectors are scattered over the index, so each block's loads of four slots are in
+    ;; flight together (a scan of a large store waits on memory more than it computes), and the query's block is
+    ;; loaded once for the four.
+    (block $done4
+      (loop $next4
+        (br_if $done4 (i32.gt_u (i32.add (local.get $i) (i32.const 4)) (local.get $n)))
+        (local.set $o0
+          (i32.add (local.get $qBase)
+            (i32.mul (i32.load offset=0 (i32.add (local.get $pool) (i32.shl (local.get $i) (i32.const 2)))) (local.get $half))))
+        (local.set $c0a (v128.const i32x4 0 0 0 0))
+        (local.set $c0b (v128.const i32x4 0 0 0 0))
+        (local.set $o1
+          (i32.add (local.get $qBase)
+            (i32.mul (i32.load offset=4 (i32.add (local.get $pool) (i32.shl (local.get $i) (i32.const 2)))) (local.get $half))))
+        (local.set $c1a (v128.const i32x4 0 0 0 0))
+        (local.set $c1b (v128.const i32x4 0 0 0 0))
+        (local.set $o2
+          (i32.add (local.get $qBase)
+            (i32.mul (i32.load offset=8 (i32.add (local.get $pool) (i32.shl (local.get $i) (i32.const 2)))) (local.get $half))))
+        (local.set $c2a (v128.const i32x4 0 0 0 0))
+        (local.set $c2b (v128.const i32x4 0 0 0 0))
+        (local.set $o3
+          (i32.add (local.get $qBase)
+            (i32.mul (i32.load offset=12 (i32.add (local.get $pool) (i32.shl (local.get $i) (i32.const 2)))) (local.get $half))))
+        (local.set $c3a (v128.const i32x4 0 0 0 0))
+        (local.set $c3b (v128.const i32x4 0 0 0 0))
+        (local.set $j (i32.const 0))
+        (local.set $v (local.get $vec))
+        (block $row4
+          (loop $step4
+            (br_if $row4 (i32.ge_u (local.get $j) (local.get $half)))
+            (local.set $q0 (v128.load (local.get $v)))
+            (local.set $q1 (v128.load offset=16 (local.get $v)))
+            (local.set $q2 (v128.load offset=32 (local.get $v)))
+            (local.set $q3 (v128.load offset=48 (local.get $v)))
+            (local.set $b (v128.load (i32.add (local.get $o0) (local.get $j))))
+            (local.set $x (v128.and (local.get $b) (i8x16.splat (i32.const 15))))
+            (local.set $c0a (i32x4.add (local.get $c0a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q0))))
+            (local.set $c0b (i32x4.add (local.get $c0b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q1))))
+            (local.set $x (i8x16.shr_u (local.get $b) (i32.const 4)))
+            (local.set $c0a (i32x4.add (local.get $c0a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q2))))
+            (local.set $c0b (i32x4.add (local.get $c0b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q3))))
+            (local.set $b (v128.load (i32.add (local.get $o1) (local.get $j))))
+            (local.set $x (v128.and (local.get $b) (i8x16.splat (i32.const 15))))
+            (local.set $c1a (i32x4.add (local.get $c1a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q0))))
+            (local.set $c1b (i32x4.add (local.get $c1b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q1))))
+            (local.set $x (i8x16.shr_u (local.get $b) (i32.const 4)))
+            (local.set $c1a (i32x4.add (local.get $c1a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q2))))
+            (local.set $c1b (i32x4.add (local.get $c1b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q3))))
+            (local.set $b (v128.load (i32.add (local.get $o2) (local.get $j))))
+            (local.set $x (v128.and (local.get $b) (i8x16.splat (i32.const 15))))
+            (local.set $c2a (i32x4.add (local.get $c2a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q0))))
+            (local.set $c2b (i32x4.add (local.get $c2b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q1))))
+            (local.set $x (i8x16.shr_u (local.get $b) (i32.const 4)))
+            (local.set $c2a (i32x4.add (local.get $c2a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q2))))
+            (local.set $c2b (i32x4.add (local.get $c2b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q3))))
+            (local.set $b (v128.load (i32.add (local.get $o3) (local.get $j))))
+            (local.set $x (v128.and (local.get $b) (i8x16.splat (i32.const 15))))
+            (local.set $c3a (i32x4.add (local.get $c3a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q0))))
+            (local.set $c3b (i32x4.add (local.get $c3b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q1))))
+            (local.set $x (i8x16.shr_u (local.get $b) (i32.const 4)))
+            (local.set $c3a (i32x4.add (local.get $c3a) (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_u (local.get $x)) (local.get $q2))))
+            (local.set $c3b (i32x4.add (local.get $c3b) (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_u (local.get $x)) (local.get $q3))))
+            (local.set $j (i32.add (local.get $j) (i32.const 16)))
+            (local.set $v (i32.add (local.get $v) (i32.const 64)))
+            (br $step4)))
+        (f32.store
+          (i32.add (local.get $out) (i32.shl (i32.add (local.get $i) (i32.const 0)) (i32.const 2)))
+          (f32.demote_f64
+            (f64.mul
+              (f64.sub
+                (f64.add
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c0a))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c0a)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c0a))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c0a)))))
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c0b))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c0b)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c0b))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c0b))))))
+                (local.get $bias))
+              (local.get $scale))))
+        (f32.store
+          (i32.add (local.get $out) (i32.shl (i32.add (local.get $i) (i32.const 1)) (i32.const 2)))
+          (f32.demote_f64
+            (f64.mul
+              (f64.sub
+                (f64.add
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c1a))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c1a)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c1a))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c1a)))))
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c1b))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c1b)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c1b))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c1b))))))
+                (local.get $bias))
+              (local.get $scale))))
+        (f32.store
+          (i32.add (local.get $out) (i32.shl (i32.add (local.get $i) (i32.const 2)) (i32.const 2)))
+          (f32.demote_f64
+            (f64.mul
+              (f64.sub
+                (f64.add
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c2a))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c2a)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c2a))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c2a)))))
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c2b))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c2b)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c2b))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c2b))))))
+                (local.get $bias))
+              (local.get $scale))))
+        (f32.store
+          (i32.add (local.get $out) (i32.shl (i32.add (local.get $i) (i32.const 3)) (i32.const 2)))
+          (f32.demote_f64
+            (f64.mul
+              (f64.sub
+                (f64.add
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c3a))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c3a)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c3a))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c3a)))))
+                  (f64.add (f64.add (f64.convert_i32_s (i32x4.extract_lane 0 (local.get $c3b))) (f64.convert_i32_s (i32x4.extract_lane 1 (local.get $c3b)))) (f64.add (f64.convert_i32_s (i32x4.extract_lane 2 (local.get $c3b))) (f64.convert_i32_s (i32x4.extract_lane 3 (local.get $c3b))))))
+                (local.get $bias))
+              (local.get $scale))))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br $next4)))
+    ;; The last slots one at a time.
     (block $done
       (loop $next
         (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
