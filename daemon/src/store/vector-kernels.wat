@@ -78,7 +78,7 @@
   ;; The query comes as i16 (`dim` of them at `vec`: the float query times `scale`'s inverse, rounded), so a block is
   ;; four i16 dot products (i32x4.dot_i16x8_s) of the stored nibbles (0..15) with it, in integers; `bias` is 8 × the
   ;; sum of the query's i16 components (what the + 8 of each nibble added), and each result is
-  ;; (sum - bias) × `scale` as f32. A third of the float loop's instructions per block.
+  ;; (sum - bias) × `scale` as f32: under half the float loop's instructions per block.
   (func (export "dots4") (param $qBase i32) (param $dim i32) (param $pool i32) (param $n i32) (param $vec i32) (param $out i32)
     (param $bias f64) (param $scale f64)
     (local $i i32) (local $j i32) (local $o i32) (local $v i32) (local $half i32)
