@@ -97,18 +97,36 @@ describe("a search's KNN in the embedding worker", () => {
     assert.deepEqual((await e.nearest(queries[0], { ...none, limit: 5 })).hits, []);
   });
 
-  it("the admitted slots' buffer comes back and carries the next search's admitted set", async () => {
+  it('a cached admitted set is read by the worker where it is, in shared memory, never copied per search', async () => {
     const model = ix.model!;
     const whole: KnnQuery = { now: c.store.now(), limit: 5 };
     const first = c.store.vectors.prepareKnn(model, whole);
+    assert.ok(first.admitted.buffer instanceof SharedArrayBuffer, 'the cached set, in shared memory');
+    assert.equal(c.store.vectors.prepareKnn(model, whole).admitted.buffer, first.admitted.buffer, 'the same set again: no copy');
+    const want = [...first.admitted];
+    const r = await e.nearest(queries[0], { ...first, limit: 5 });
+    assert.equal(r.spare, null, 'nothing transferred, nothing given back');
+    assert.deepEqual([...first.admitted], want, 'still here, unchanged');
+    assert.deepEqual(
+      r.hits.map((h) => h.rowid),
+      c.store.vectors.knn(model, r.query, whole).map((h) => h.rowid),
+    );
+  });
+
+  it("a set not cached (a filter's) is copied, transferred, and its buffer carries the next search's admitted set", async () => {
+    const model = ix.model!;
+    const filter: Filter = { field: 'kind', op: 'ne', value: 'procedure' };
+    const whole: KnnQuery = { now: c.store.now(), limit: 5, filter };
+    const first = c.store.vectors.prepareKnn(model, whole);
+    assert.ok(!(first.admitted.buffer instanceof SharedArrayBuffer));
     const size = first.admitted.buffer.byteLength;
     const want = [...first.admitted];
     const r = await e.nearest(queries[0], { ...first, limit: 5 });
     assert.equal(first.admitted.buffer.byteLength, 0, 'the buffer was transferred to the worker');
-    assert.equal(r.spare.buffer.byteLength, size, 'and given back whole');
-    const scoped: KnnQuery = { scope: { root: 'project.b', includeUser: false }, now: c.store.now(), limit: 5 };
-    const next = c.store.vectors.prepareKnn(model, scoped, r.spare);
-    assert.equal(next.admitted.buffer, r.spare.buffer, 'a smaller admitted set is copied into the spare');
+    assert.equal(r.spare!.buffer.byteLength, size, 'and given back whole');
+    const scoped: KnnQuery = { scope: { root: 'project.b', includeUser: false }, now: c.store.now(), limit: 5, filter };
+    const next = c.store.vectors.prepareKnn(model, scoped, r.spare!);
+    assert.equal(next.admitted.buffer, r.spare!.buffer, 'a smaller admitted set is copied into the spare');
     assert.deepEqual([...next.admitted], [...c.store.vectors.prepareKnn(model, scoped).admitted]);
     assert.ok(next.admitted.length > 0 && next.admitted.length < want.length);
     const again = c.store.vectors.prepareKnn(model, whole, new Int32Array(3));

@@ -1,7 +1,7 @@
 /**
  * The vector arm's SIMD kernels (store/vector-kernels.ts): the Hamming kernel gives exactly the distances of the
  * JavaScript loop, across the chunks a scratch area holds; the dot-product kernel gives the float64 sums up to
- * float32 rounding; and `nearest` ranks the same slots in the same order whether the index lives in a kernel memory
+ * float32 rounding, the 4-bit one up to its query's i16 rounding (at the largest dimension too); and `nearest` ranks the same slots in the same order whether the index lives in a kernel memory
  * or in plain arrays, on the exact path and the Hamming path. A dimension the kernels do not take runs in JavaScript.
  */
 import assert from 'node:assert/strict';
@@ -13,6 +13,7 @@ import {
   growKernelArray,
   hammingKernel,
   kernelsRun,
+  query16,
   type KernelMemory,
 } from '../../daemon/src/store/vector-kernels';
 import { VectorTables } from '../../daemon/src/store/vectors';
@@ -88,6 +89,49 @@ describe('vector kernels (WebAssembly SIMD)', () => {
       }
       assert.ok(Math.abs(out[p] - sum) <= mag * 1e-6, `slot ${s}: ${out[p]} vs ${sum}`);
     });
+  });
+
+  it('the 4-bit kernel gives the sums of the 4-bit components times the query, within its i16 rounding', () => {
+    for (const [dim, n, seed] of [
+      [256, 12_000, 5], // more than one scratch chunk
+      [4096, 64, 6], // the largest dimension: no i32 lane overflows
+    ]) {
+      const r = rng(seed);
+      const qa = allocKernelArray(n, dim / 2);
+      assert.ok(qa);
+      const q4 = new Uint8Array(qa.mem.buffer, qa.off, (n * dim) / 2);
+      // Random nibbles, and slot 0 every component at +7 (stored 15), slot 1 at -7 (stored 1): the largest sums.
+      for (let i = 0; i < q4.length; i++) q4[i] = Math.floor(r() * 256);
+      q4.fill(0xff, 0, dim / 2);
+      q4.fill(0x11, dim / 2, dim);
+      const km: KernelMemory = { q: qa, sig: qa };
+      for (const v of [
+        Float32Array.from({ length: dim }, () => r() - 0.5),
+        new Float32Array(dim).fill(0.25), // every component the largest: i16 32767 each
+        new Float32Array(dim), // zero
+      ]) {
+        const pool = Int32Array.from({ length: n + 3 }, (_, i) => (i < 2 ? i : Math.floor(r() * n))); // four at a time, then three
+        const out = new Float32Array(pool.length);
+        dotsKernel(km, dim, pool, v, out, true);
+        const { scale } = query16(v, new Int16Array(dim));
+        pool.forEach((s, p) => {
+          let sum = 0;
+          let mag = 0;
+          let bound = 0;
+          for (let b = 0; b < dim / 2; b++) {
+            const x = q4[s * (dim / 2) + b];
+            const i = (b >> 4) * 32 + (b & 15);
+            const lo = (x & 15) - 8;
+            const hi = (x >> 4) - 8;
+            sum += lo * v[i] + hi * v[i + 16];
+            mag += Math.abs(lo * v[i]) + Math.abs(hi * v[i + 16]);
+            bound += (Math.abs(lo) + Math.abs(hi)) * scale * 0.5; // each i16 component within half a step
+          }
+          assert.ok(Math.abs(out[p] - sum) <= bound + mag * 1e-6, `${dim}-d slot ${s}: ${out[p]} vs ${sum}`);
+        });
+        if (v[0] === 0.25) assert.ok(Math.abs(out[0] - 7 * 0.25 * dim) < 1e-3 && Math.abs(out[1] + 7 * 0.25 * dim) < 1e-3);
+      }
+    }
   });
 
   it('nearest ranks the same slots in the same order over a kernel memory and over plain arrays', () => {

@@ -276,7 +276,7 @@ export class Embedder {
           case 'nearest': {
             const hits: ArmHit[] = [];
             for (let i = 0; i < msg.rowids.length; i++) hits.push({ rowid: msg.rowids[i], score: msg.scores[i] });
-            this.take(msg.id)?.nearest?.({ hits, spare: new Int32Array(msg.admitted), query: msg.query });
+            this.take(msg.id)?.nearest?.({ hits, spare: msg.admitted ? new Int32Array(msg.admitted) : null, query: msg.query });
             break;
           }
           case 'error': {
@@ -373,8 +373,8 @@ export class Embedder {
   /**
    * A search's vector arm in the worker: embed `text` and rank `knn.admitted` by it (store/vector-scan.ts
    * queryNearest), ahead of queued background work, so the event loop runs the full-text arm meanwhile. The
-   * admitted slots are transferred (`knn.admitted` must not be used after the call); the index's arrays are
-   * shared memory. The hits are exactly what VectorTables.knn gives on the same admitted set; `spare` is the
+   * admitted slots are transferred (`knn.admitted` must not be used after the call) unless they are shared memory
+   * (a cached set); the index's arrays are shared memory. The hits are exactly what VectorTables.knn gives on the same admitted set; `spare` is the
    * admitted slots' buffer given back, for the next search's admitted set.
    */
   nearest(text: string, knn: WorkerKnn): Promise<WorkerKnnResult> {
@@ -386,7 +386,9 @@ export class Embedder {
       this.pending.set(id, { resolve: () => reject(new Error('knn answered with vectors')), nearest: resolve, reject });
       worker.ref();
       const msg: ToWorker = { type: 'knn', id, text, knn };
-      worker.postMessage(msg, [knn.admitted.buffer] as ArrayBuffer[]);
+      // A cached admitted set is shared memory (read where it is); a copy is transferred.
+      const own = knn.admitted.buffer instanceof SharedArrayBuffer ? [] : [knn.admitted.buffer as ArrayBuffer];
+      worker.postMessage(msg, own);
     });
   }
 

@@ -82,9 +82,10 @@ export type FromWorker =
   | { type: 'scanned'; id: number; result: DuplicateScanResult }
   /**
    * A knn's hits, best first (`rowids[i]` scored `scores[i]`); none when the model knows no word of the text.
-   * `admitted`: the admitted slots' buffer, given back for the next search (no 400 KB buffer per query at 100k).
+   * `admitted`: the admitted slots' buffer, given back for the next search (no 400 KB buffer per query at 100k);
+   * null when they were shared memory (a cached set, never transferred).
    */
-  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array; admitted: ArrayBuffer; query: Float32Array }
+  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array; admitted: ArrayBuffer | null; query: Float32Array }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };
@@ -92,12 +93,16 @@ export type FromWorker =
 /** What a knn answers: its hits, best first, and the admitted slots' buffer given back (`spare`). */
 export interface WorkerKnnResult {
   hits: ArmHit[];
-  spare: Int32Array;
+  /** The admitted slots' buffer given back (null: they were a cached set in shared memory). */
+  spare: Int32Array | null;
   /** The query's embedding (a compact index's hits are ranked again with it: VectorTables.rerank). */
   query: Float32Array;
 }
 
-/** A search's KNN for the worker: what VectorTables.prepareKnn decided (the admitted slots are transferred). */
+/**
+ * A search's KNN for the worker: what VectorTables.prepareKnn decided (the admitted slots are transferred, or shared
+ * when they are a cached set).
+ */
 export interface WorkerKnn {
   arrays: SlotArrays;
   admitted: Int32Array;

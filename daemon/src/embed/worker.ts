@@ -48,11 +48,12 @@ async function drain(): Promise<void> {
           const hits = isZeroVector(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
           const rowids = Int32Array.from(hits, (h) => h.rowid);
           const scores = Float64Array.from(hits, (h) => h.score);
-          const admitted = k.admitted.buffer as ArrayBuffer;
+          // A buffer of its own goes back (the next search's copy); a cached set in shared memory stays where it is.
+          const admitted = k.admitted.buffer instanceof SharedArrayBuffer ? null : (k.admitted.buffer as ArrayBuffer);
           send({ type: 'nearest', id: req.id, rowids, scores, admitted, query }, [
             rowids.buffer,
             scores.buffer,
-            admitted,
+            ...(admitted ? [admitted] : []),
             query.buffer,
           ] as ArrayBuffer[]);
           continue;

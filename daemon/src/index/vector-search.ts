@@ -26,7 +26,7 @@ export class VectorSearch {
       if (admitted.length === 0) return [];
       if (admitted.buffer === this.knnSpare?.buffer) this.knnSpare = null; // transferred: a search meanwhile allocates
       const { hits, spare, query: v } = await embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
-      if (!this.knnSpare || this.knnSpare.length < spare.length) this.knnSpare = spare;
+      if (spare && (!this.knnSpare || this.knnSpare.length < spare.length)) this.knnSpare = spare;
       queryVector?.(v);
       if (this.host.model() !== model) return []; // the index was switched to another model meanwhile
       return this.host.store.vectors.rerank(model, arrays, v, this.host.store.vectors.stillAdmitted(model, hits, q, prepared), q.limit);

@@ -423,7 +423,10 @@ export class VectorIndex implements SlotArrays {
       this.admitCache.clear();
       this.admitCached = 0;
     }
-    const slots = found.slice();
+    // In shared memory: a KNN in the embedding worker reads a cached set where it is, without a copy per search
+    // (VectorTables.prepareKnn); it is never written to.
+    const slots = new Int32Array(new SharedArrayBuffer(n * 4));
+    slots.set(found);
     this.admitCache.set(key, { version: this.version, from: now, until, slots });
     this.admitCached += n;
     return slots;

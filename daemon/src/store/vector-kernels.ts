@@ -1,7 +1,7 @@
 /**
  * The vector arm's inner loops in WebAssembly SIMD (vector-kernels.wat): the Hamming pass over SimHash signatures
  * and the int8 × float dot products of exact scoring, about 7× and 3× faster than the same loops in JavaScript
- * (bench/README.md). They read the index where it lives: VectorIndex keeps its signatures and its int8 vectors each
+ * (bench/README.md); a compact index's 4-bit × i16 dot products in integers (query16). They read the index where it lives: VectorIndex keeps its signatures and its int8 vectors each
  * in a shared WebAssembly memory (`KernelMemory`), which the embedding worker is handed with every scan, so both
  * threads run the kernels over the same bytes without a copy.
  *
@@ -32,7 +32,7 @@ export interface KernelMemory {
 interface Exports {
   hamming(sigBase: number, adm: number, n: number, qsig: number, dist: number): void;
   dots(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
-  dots4(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
+  dots4(qBase: number, dim: number, pool: number, n: number, vec: number, out: number, bias: number, scale: number): void;
 }
 
 const PAGE = 65536;
@@ -153,14 +153,36 @@ export const kernels4Run = (dimension: number): boolean => dimension % 32 === 0 
  */
 export function dotsKernel(km: KernelMemory, dimension: number, pool: Int32Array, v: Float32Array, out: Float32Array, bits4 = false): void {
   withKernels(km.q.mem, (k, area, buf) => {
-    new Float32Array(buf, area + A_VEC, dimension).set(v);
+    // The 4-bit kernel takes the query in i16 (query16): its products and sums are integers.
+    const q16 = bits4 ? query16(v, new Int16Array(buf, area + A_VEC, dimension)) : null;
+    if (!q16) new Float32Array(buf, area + A_VEC, dimension).set(v);
     const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
     const scores = new Float32Array(buf, area + A_OUT, CHUNK);
     for (let from = 0; from < pool.length; from += CHUNK) {
       const n = Math.min(CHUNK, pool.length - from);
       slots.set(pool.subarray(from, from + n));
-      (bits4 ? k.dots4 : k.dots)(km.q.off, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
+      if (q16) k.dots4(km.q.off, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT, q16.bias, q16.scale);
+      else k.dots(km.q.off, dimension, area + A_SLOTS, n, area + A_VEC, area + A_OUT);
       out.set(scores.subarray(0, n), from);
     }
   });
+}
+
+/**
+ * The query of the 4-bit kernel: `v` as i16 into `out` (each component over `scale`, rounded: the largest is ±32767),
+ * and `bias`, what the kernel subtracts for the nibbles' + 8 (8 × the sum of the i16 components). A dot product
+ * of the kernel is then (Σ nibble × i16 − bias) × scale: the float product within about 1/32767 of the query's
+ * largest component per component, which only chooses the candidates a compact index ranks again from disk.
+ */
+export function query16(v: Float32Array, out: Int16Array): { bias: number; scale: number } {
+  let max = 0;
+  for (let i = 0; i < v.length; i++) max = Math.max(max, Math.abs(v[i]));
+  if (max === 0 || !Number.isFinite(max)) {
+    out.fill(0);
+    return { bias: 0, scale: 0 };
+  }
+  const scale = max / 32767;
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) sum += out[i] = Math.round(v[i] / scale);
+  return { bias: 8 * sum, scale };
 }

@@ -24,7 +24,10 @@ export interface KnnQuery {
 /** A KNN's admitted set and what its scan reads (VectorTables.prepareKnn). */
 export interface PreparedKnn {
   arrays: SlotArrays;
-  /** Admitted slots (a copy of its own: a view on its own buffer or on the `spare` given). */
+  /**
+   * Admitted slots: a cached set in shared memory (never written to), or a copy of its own (a view on its own buffer
+   * or on the `spare` given), which is transferred to the worker.
+   */
   admitted: Int32Array;
   /** The rows a filter admits, or null without a filter. */
   only: Set<number> | null;

@@ -393,15 +393,24 @@ export class VectorTables {
 
   /**
    * A KNN to run on another thread (the embedding worker, with the query's embedding; vector-scan.ts queryNearest):
-   * the admitted set as knn builds it, copied (so it can be transferred; into `spare` when it fits), and the
+   * the admitted set as knn builds it (a cached one as it is, in shared memory; else copied so it can be transferred,
+   * into `spare` when it fits), and the
    * shared arrays a scan reads.
    * Its hits go through `stillAdmitted` before they are used.
    */
   prepareKnn(model: VecModel, q: KnnQuery, spare?: Int32Array): PreparedKnn {
     const { ix, admitted: found, only } = this.admission(model, q);
-    // Into `spare` when it is large enough (the buffer the worker gave back after the last search), else a new one.
-    const admitted = spare && spare.length >= found.length ? spare.subarray(0, found.length) : new Int32Array(found.length);
-    admitted.set(found);
+    // A cached set (VectorIndex.admit) is in shared memory and never written to: the worker reads it as it is. At a
+    // million memories the whole store's set is 4 MB, and its copy per search ~3 ms before the worker could start.
+    // Otherwise (a view on the index's reused buffer) a copy: into `spare` when it is large enough (the buffer the
+    // worker gave back after the last search), else a new one.
+    const shared = found.buffer instanceof SharedArrayBuffer;
+    const admitted = shared
+      ? found
+      : spare && spare.length >= found.length
+        ? spare.subarray(0, found.length)
+        : new Int32Array(found.length);
+    if (!shared) admitted.set(found);
     return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidatesFor(admitted.length) };
   }
 
