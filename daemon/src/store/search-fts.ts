@@ -126,14 +126,9 @@ export interface FtsPlan {
   minDf: number;
   /** Every term is a common word: the disjunctive pass keeps only the least common of them. */
   allCommon: boolean;
-  /**
-   * Fewest memories holding one of the terms, an identifier, phrase or prefix counting as 0 (their counts are not
-   * looked up): how many matches the least frequent term brings at least (ftsArm's window, COMMON_RANK_MIN_DF).
-   */
-  leastDf: number;
 }
 
-const noPlan = (): FtsPlan => ({ all: null, any: null, allPhrases: [], anyPhrases: [], minDf: Infinity, allCommon: false, leastDf: 0 });
+const noPlan = (): FtsPlan => ({ all: null, any: null, allPhrases: [], anyPhrases: [], minDf: Infinity, allCommon: false });
 
 const dfCaches = new WeakMap<DB, Map<string, { df: number; docCount: number }>>();
 
@@ -199,26 +194,8 @@ export function planQuery(db: DB, query: string): FtsPlan {
     anyPhrases: any.map((t) => t.expr),
     minDf: Math.min(...terms.map((t) => t.df ?? Infinity)),
     allCommon: informative.length === 0,
-    leastDf: Math.min(...terms.map((t) => t.df ?? 0)),
   };
 }
-
-/**
- * A whole-store query whose every term is a word in at least COMMON_RANK_MIN_DF memories ranks the matches among the
- * newest this many memories (by rowid, which follows write order), the window growing fourfold until its admitted
- * matches fill the limit (ftsArm). Such a query's matches are thousands to tens of thousands (20,803 conjunctive
- * ones of 300k for `tests test scheduler`) and BM25 costs about 1 µs a match, so ranking them all grew with the
- * store (17-70 ms at 300k: the whole-store tail); in the window they are a few thousand whatever the store's size
- * (bench/README.md, "The whole-store tail at scale"). A store no larger than the window ranks every match, as before.
- */
-export const COMMON_RANK_WINDOW = 32_768;
-/**
- * ...when each term is in at least this many memories (a word's count is capped at commonTermCap, so below ~136k
- * memories no query is windowed): a term this frequent has over a hundred matches in a window of the newest
- * COMMON_RANK_WINDOW at any store size, and words this frequent differ little in IDF, so the window costs a query
- * little of its ranking; an identifier or a rare word keeps the whole store ranked.
- */
-export const COMMON_RANK_MIN_DF = 4096;
 
 /** Candidates taken by BM25 alone per wanted hit before visibility, scope and filter are checked (see ranked). */
 export const FTS_INNER_FACTOR = 2;
@@ -327,8 +304,6 @@ function ranked(
   checks: Checks,
   every: string | number[] | null = null,
   innerMax = FTS_INNER_MAX,
-  /** Only matches of rowid above this (the newest memories: COMMON_RANK_WINDOW); 0 for all. */
-  after = 0,
 ): Ranked[] {
   const { where, own, branch } = checks;
   const ownSql = own ? own.sql : '0';
@@ -367,7 +342,7 @@ function ranked(
         ? `(${col} NOT IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?))`
         : `(${col} NOT IN (SELECT value FROM json_each(?)))`;
   const partParams = every === null ? [] : [typeof every === 'string' ? every : JSON.stringify(every)];
-  const floor = after > 0 ? ` AND rowid > ${Math.floor(after)}` : checks.baseOnly ? ' AND rowid > 0' : '';
+  const floor = checks.baseOnly ? ' AND rowid > 0' : '';
   const before = (a: { part: number; bm: number }, b: { part: number; bm: number }) =>
     a.part < b.part || (a.part === b.part && a.bm < b.bm);
   for (let inner = Math.max(limit * FTS_INNER_FACTOR, 32); inner <= innerMax; inner *= 4) {
@@ -391,7 +366,7 @@ function ranked(
   // Every match joined to its row, in one statement (a branch's rows by their negated rowid).
   const select = (from: string, w: { sql: string; params: unknown[] }, pre: unknown[]) => ({
     sql: `SELECT f.rowid AS rowid, ${bm25.sql} AS bm, ${part('f.rowid')} AS part, ${ownSql} AS own, m.updated_at AS updated, m.id AS id
-            FROM memories_fts f JOIN ${from} WHERE memories_fts MATCH ?${after > 0 ? ` AND f.rowid > ${Math.floor(after)}` : ''} AND ${w.sql}`,
+            FROM memories_fts f JOIN ${from} WHERE memories_fts MATCH ? AND ${w.sql}`,
     params: [...bm25.params, ...partParams, ...(own?.params ?? []), expr, ...pre, ...w.params],
   });
   const parts = [select('memories m ON m.rowid = f.rowid JOIN namespaces n ON n.id = m.ns_id', where, [])];
@@ -414,13 +389,12 @@ function ranked(
  * `twoPasses`: always run the conjunctive and disjunctive passes as two statements (bench/search-profile.ts compares).
  * `branch`: a search on a memory branch (BranchText): its rows are matched and ranked with the base's in the same queries.
  * `innerMax`: FTS_INNER_MAX (a test lowers it to reach the one query joining every match).
- * `window`: COMMON_RANK_WINDOW and COMMON_RANK_MIN_DF (a test lowers them to reach the window in a small store).
  */
 export function ftsArm(
   db: DB,
   query: string,
   q: ArmQuery,
-  opts: { twoPasses?: boolean; branch?: BranchText; innerMax?: number; window?: { size: number; minDf: number } } = {},
+  opts: { twoPasses?: boolean; branch?: BranchText; innerMax?: number } = {},
 ): ArmHit[] {
   const plan = planQuery(db, query);
   if (!plan.any && !plan.all) return [];
@@ -474,22 +448,7 @@ export function ftsArm(
     const conj = matchedRowids(db, all.expr, q.limit);
     if (conj.length < q.limit) return ranked(db, any, q.limit, checks, conj, opts.innerMax).map(toHit);
   }
-  // Every term a frequent word (COMMON_RANK_MIN_DF), over the whole store with no filter and no exclusions: each pass
-  // ranks the matches among the newest COMMON_RANK_WINDOW memories, the window growing fourfold until the admitted
-  // ones fill its limit (or it holds every memory: then as before). Scoped queries rank their scope's matches; a
-  // filter or an exclusion list could refuse most of a window.
-  const win = opts.window ?? { size: COMMON_RANK_WINDOW, minDf: COMMON_RANK_MIN_DF };
-  const windowed =
-    plan.leastDf >= win.minDf && !branch && !scopeSql && !q.filter && !q.exclude?.size && !q.excludeSql
-      ? ((stmt(db, 'SELECT max(rowid) AS r FROM memories').get() as { r: number | null }).r ?? 0)
-      : 0;
-  const run = (m: Match, limit: number): Ranked[] => {
-    for (let w = win.size; w < windowed; w *= 4) {
-      const r = ranked(db, m, limit, checks, null, opts.innerMax, windowed - w);
-      if (r.length >= limit) return r;
-    }
-    return ranked(db, m, limit, checks, null, opts.innerMax);
-  };
+  const run = (m: Match, limit: number) => ranked(db, m, limit, checks, null, opts.innerMax);
   const out: ArmHit[] = [];
   const seen = new Set<number>();
   if (all)
