@@ -1,4 +1,5 @@
 /** `cairn daemon`: serve the store on a socket (default) and/or stdio until stopped. */
+import { stderrLog } from '../server/stderr-log';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -30,7 +31,7 @@ export interface DaemonCommandOptions {
  */
 export const HEAP_GROWING_PERCENT = 20;
 
-const log = (m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`);
+const log = stderrLog;
 
 /** What this process lacks of the daemon's settings: DAEMON_ENV variables not set at all, DAEMON_NODE_FLAGS not given. */
 export function missingDaemonSettings(

@@ -9,6 +9,7 @@
  * the server. The daemon is found or started with ensureDaemon and reconnected
  * if it goes away.
  */
+import { stderrLine } from '../server/stderr-log';
 import { gitReadFor, gitWriteFor } from '../git/checkout';
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -61,7 +62,7 @@ const KEYED_WRITES = new Set(
   [Requests.upsert, Requests.upsertBatch, Requests.delete, Requests.restore, Requests.forget, Requests.purge].map((d) => d.method),
 );
 
-const log = (msg: string) => process.stderr.write(`[cairn mcp] ${msg}\n`);
+const log = (msg: string) => stderrLine(`[cairn mcp] ${msg}`);
 
 /** The daemon connection of an MCP session: opened on first use, reopened (once per call) if it drops. */
 export class DaemonLink {

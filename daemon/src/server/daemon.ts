@@ -4,6 +4,7 @@
  * broadcast to every client as memory/didChange. A failing request gets an
  * error reply; nothing a client sends can stop the daemon serving the others.
  */
+import { stderrLog } from './stderr-log';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -101,7 +102,7 @@ export class Daemon {
   }
 
   static async start(opts: DaemonOptions): Promise<Daemon> {
-    const log = opts.log ?? ((m: string) => process.stderr.write(`[cairn ${new Date().toISOString()}] ${m}\n`));
+    const log = opts.log ?? stderrLog;
     const db = canonicalPath(opts.db);
     const socket = opts.socket === undefined ? defaultSocketPath(db) : opts.socket;
     // Refuse a socket folder another user controls before taking the store (nothing is created there yet).
