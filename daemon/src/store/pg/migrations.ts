@@ -3,7 +3,7 @@
  * N is MIGRATIONS[N - 1], and PG_SCHEMA_VERSION is how many there are.
  */
 import { ERASURE_MIGRATION } from './erasure';
-import { GRANT_SETS_MIGRATION } from './grant-sets';
+import { GRANT_CHECKS_PLPGSQL_MIGRATION, GRANT_SETS_MIGRATION } from './grant-sets';
 import { TEXT_MATCHES_MIGRATION } from './text-matches';
 import { indexBuildMarkerSql } from './index-builds';
 import { HNSW_DIMS } from './vector-index';
@@ -436,4 +436,7 @@ export const MIGRATIONS: string[] = [
   // 9: cairn.text_matches, the full-text arm's candidates from the GIN index under the policies' read rules
   // (store/pg/text-matches.ts: under row-level security the planner never uses the index for `@@`).
   TEXT_MATCHES_MIGRATION,
+  // 10: cairn.ns_ids and cairn.allowed in plpgsql (planned once per session instead of in every statement that calls
+  // them; store/pg/grant-sets.ts), same predicates.
+  GRANT_CHECKS_PLPGSQL_MIGRATION,
 ];
