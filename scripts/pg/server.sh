@@ -32,7 +32,7 @@ host all postgres 127.0.0.1/32 trust
 host all all 127.0.0.1/32 scram-sha-256
 HBA
     fi
-    export GLIBC_TUNABLES=${CAIRN_PG_GLIBC_TUNABLES-glibc.malloc.trim_threshold=268435456:glibc.malloc.top_pad=67108864:glibc.malloc.mmap_threshold=33554432}
+    export GLIBC_TUNABLES=${CAIRN_PG_GLIBC_TUNABLES-glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432}
     as_server "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
       -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB ${CAIRN_PG_OPTIONS:-}" start >/dev/null ||
       { cat "$DIR/server.log" >&2; exit 1; }
