@@ -159,6 +159,12 @@ describe('team memory: index builds that do not block writes', () => {
     await release();
     assert.equal((await index(b.index))?.valid, false, 'the interrupted build is an INVALID index');
     assert.ok((await pendingIndexBuilds(owner)).includes(name), 'its marker is still there');
+    const asOwner = await new PgBackend({ url: pg.adminUrl(db), poolSize: 1 }).open();
+    try {
+      assert.ok((await asOwner.status()).indexBuildsPending.includes(name), '`cairn team status` names it');
+    } finally {
+      await asOwner.close();
+    }
     // The schema itself is migrated (its version was committed before the builds), and the old index still answers.
     assert.equal((await owner.query(`SELECT value FROM cairn.meta WHERE key = 'schema_version'`)).rows[0].value, String(PG_SCHEMA_VERSION));
     assert.deepEqual(await index(name), { valid: true, options: ['m=32', 'ef_construction=128'] });
