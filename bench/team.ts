@@ -10,7 +10,8 @@
  *    VersionConflicts on 5 contended keys, then a check that every acknowledged write is in the database), and
  *    `memory/didChange` fan-out to 20 listening daemons (time from the write's start to each daemon's event);
  *  - round trips per get and per upsert, counted at the PostgreSQL client.
- * The PostgreSQL server is started here (scripts/pg/server.sh) on loopback, sized by CAIRN_PG_OPTIONS (default below).
+ * The PostgreSQL server is started here (scripts/pg/server.sh) on loopback, sized by CAIRN_PG_OPTIONS (default below),
+ * with server.sh's malloc settings (CAIRN_PG_GLIBC_TUNABLES= runs it with glibc's defaults, for a before/after).
  *
  *   node --import tsx bench/team.ts [--sizes 100000,1000000] [--seconds 20] [--queries 300] [--writers 10]
  *     [--listeners 20] [--phases get,search,vector,writers,fanout,sqlite] [--writer-vectors on|off]
@@ -91,6 +92,7 @@ async function main() {
     seconds,
     queries,
     serverOptions: process.env.CAIRN_PG_OPTIONS,
+    serverGlibcTunables: process.env.CAIRN_PG_GLIBC_TUNABLES ?? 'scripts/pg/server.sh default',
     startedAt: new Date().toISOString(),
     loadAtStart: load(),
   };

@@ -4,6 +4,9 @@
 #                                           and on a Unix socket in DIR; prints "port=N socket=DIR"
 #   scripts/pg/server.sh stop DIR           stop it (fast shutdown) and leave DIR for the caller to remove
 # CAIRN_PG_OPTIONS adds server settings (bench/team.ts sizes shared_buffers and maintenance_work_mem with it).
+# CAIRN_PG_GLIBC_TUNABLES (default below; empty: glibc's defaults) is the server's GLIBC_TUNABLES: glibc gives the
+# memory a backend frees back to the system at once, and an HNSW insert allocates and frees a few MB, so each team
+# write with a vector page-faulted its memory in again (~40% of the server's CPU per write; docs/team.md, server sizing).
 # The superuser is `postgres` (trusted on the socket and loopback); every other role logs in with a password.
 # Run as root, the server runs as `nobody` (PostgreSQL refuses to run as root).
 set -euo pipefail
@@ -29,6 +32,7 @@ host all postgres 127.0.0.1/32 trust
 host all all 127.0.0.1/32 scram-sha-256
 HBA
     fi
+    export GLIBC_TUNABLES=${CAIRN_PG_GLIBC_TUNABLES-glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432}
     as_server "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 \
       -o "-c listen_addresses=127.0.0.1 -c port=$PORT -c unix_socket_directories=$DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB ${CAIRN_PG_OPTIONS:-}" start >/dev/null ||
       { cat "$DIR/server.log" >&2; exit 1; }

@@ -92,7 +92,9 @@ export async function runTeam(
     emit({ ...s, roots: cfg.roots }, () => {
       out(`team database   ${s.url} (as ${s.user})`);
       out(`server          PostgreSQL ${s.serverVersion}, pgvector ${s.pgvectorVersion ?? 'missing'}`);
-      out(`schema          v${s.schemaVersion}`);
+      out(
+        `schema          v${s.schemaVersion}${s.indexBuildsPending.length ? ` (indexes still to build: ${s.indexBuildsPending.join(', ')}; run \`cairn team init\`)` : ''}`,
+      );
       out(`latency         ${s.latencyMs} ms (one round trip)`);
       out(`roots           ${cfg.roots.join(', ')}`);
       out(

@@ -19,3 +19,31 @@ export const GRANT_SETS_MIGRATION = `
           AND pg_has_role(session_user, g.role, 'MEMBER'))
     $$;
 `;
+
+/**
+ * Migration 10: the same two grant checks (`ns_ids` above and `allowed(path, level)`, the namespaces' policies' and
+ * the server-side functions' check) in plpgsql instead of SQL. Both are SECURITY DEFINER with their own search_path,
+ * so PostgreSQL never inlines them, and a non-inlined SQL function parses and plans its body again in every query
+ * (and, called from plpgsql, in every transaction) that calls it: a team write called them three to five times
+ * (the INSERT's WITH CHECK, the SELECT policy RETURNING needs, the namespace's read policy, record_write's write check),
+ * and the parser and planner were what a write without a vector spent most of its server time in (bench/README.md,
+ * "Where a team write's time goes", second pass). A plpgsql function keeps its plan for the session. Same predicates,
+ * same results: test/team/rls-matrix.test.ts checks who may do what, unchanged.
+ */
+export const GRANT_CHECKS_PLPGSQL_MIGRATION = `
+  CREATE OR REPLACE FUNCTION cairn.ns_ids(lvl int) RETURNS SETOF text LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      RETURN QUERY SELECT n.id FROM cairn.namespaces n
+      WHERE EXISTS (SELECT 1 FROM cairn.grants g
+        WHERE g.level >= lvl AND (n.path = g.root OR left(n.path, length(g.root) + 1) = g.root || '.')
+          AND pg_has_role(session_user, g.role, 'MEMBER'));
+    END $$;
+  CREATE OR REPLACE FUNCTION cairn.allowed(p text, lvl int) RETURNS boolean LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path = pg_catalog, cairn, pg_temp AS $$
+    BEGIN
+      RETURN EXISTS (SELECT 1 FROM cairn.grants g
+        WHERE g.level >= lvl AND (p = g.root OR left(p, length(g.root) + 1) = g.root || '.')
+          AND pg_has_role(session_user, g.role, 'MEMBER'));
+    END $$;
+`;

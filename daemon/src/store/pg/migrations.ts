@@ -3,9 +3,15 @@
  * N is MIGRATIONS[N - 1], and PG_SCHEMA_VERSION is how many there are.
  */
 import { ERASURE_MIGRATION } from './erasure';
-import { GRANT_SETS_MIGRATION } from './grant-sets';
+import { GRANT_CHECKS_PLPGSQL_MIGRATION, GRANT_SETS_MIGRATION } from './grant-sets';
 import { TEXT_MATCHES_MIGRATION } from './text-matches';
-import { VECTOR_INDEX_MIGRATION, VECTOR_INDEX_REBUILD } from './vector-index';
+import { indexBuildMarkerSql } from './index-builds';
+import { HNSW_DIMS } from './vector-index';
+
+/** Migrations 6 and 8: the HNSW index of every common dimension, asked for with these build options. */
+function hnswMarkers(efConstruction: number): string {
+  return HNSW_DIMS.map((dim) => indexBuildMarkerSql({ kind: 'hnsw', dim, efConstruction })).join('\n');
+}
 
 export const MIGRATIONS: string[] = [
   // 1: everything
@@ -408,9 +414,11 @@ export const MIGRATIONS: string[] = [
   // 5: erasure with signed receipts (store/pg/erasure.ts): the team's signing key, readable by the owner only, and the
   // SECURITY DEFINER functions cairn.erase() and cairn.verify_receipt().
   ERASURE_MIGRATION,
-  // 6: the approximate vector index (store/pg/vector-index.ts): HNSW per common dimension; and, where the server's
-  // pgvector has iterative index scans (0.8+), filtered scans that keep walking until k rows (needs the database owner).
-  `${VECTOR_INDEX_MIGRATION}
+  // 6: the approximate vector index (store/pg/vector-index.ts): HNSW per common dimension (ef_construction 128; asked
+  // for here, built by index-builds.ts with CREATE INDEX CONCURRENTLY after the commit, so writes go on meanwhile); and,
+  // where the server's pgvector has iterative index scans (0.8+), filtered scans that keep walking until k rows (needs
+  // the database owner).
+  `${hnswMarkers(128)}
   DO $$ BEGIN
     IF (SELECT string_to_array(extversion, '.')::int[] >= '{0,8}' FROM pg_extension WHERE extname = 'vector') THEN
       EXECUTE format('ALTER DATABASE %I SET hnsw.iterative_scan = relaxed_order', current_database());
@@ -421,9 +429,14 @@ export const MIGRATIONS: string[] = [
   // 7: cairn.ns_ids as one set-based query instead of a SECURITY DEFINER call per namespace (store/pg/grant-sets.ts).
   GRANT_SETS_MIGRATION,
   // 8: the HNSW indexes rebuilt with ef_construction = 256 (store/pg/vector-index.ts: recall@10 >= 0.95 with
-  // hnsw.ef_search = 800 on the benchmark's queries, where 128 gave 0.81 at most).
-  VECTOR_INDEX_REBUILD,
+  // hnsw.ef_search = 800 on the benchmark's queries, where 128 gave 0.81 at most). Asked for, like 6: built next to the
+  // old index without blocking writes, then swapped in (index-builds.ts). (Until schema v9 this migration dropped and
+  // rebuilt the indexes in its transaction, and writes waited for the whole build.)
+  hnswMarkers(256),
   // 9: cairn.text_matches, the full-text arm's candidates from the GIN index under the policies' read rules
   // (store/pg/text-matches.ts: under row-level security the planner never uses the index for `@@`).
   TEXT_MATCHES_MIGRATION,
+  // 10: cairn.ns_ids and cairn.allowed in plpgsql (planned once per session instead of in every statement that calls
+  // them; store/pg/grant-sets.ts), same predicates.
+  GRANT_CHECKS_PLPGSQL_MIGRATION,
 ];

@@ -20,9 +20,10 @@
 import type pg from 'pg';
 import { CairnError } from '../../protocol/errors';
 import { mapError } from './db';
+import { buildIndexesOnEmptyTable, finishIndexBuilds } from './index-builds';
 import { MIGRATIONS } from './migrations';
 
-export const PG_SCHEMA_VERSION = 9;
+export const PG_SCHEMA_VERSION = 10;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;
@@ -92,6 +93,7 @@ export async function migrate(pool: pg.Pool, o: { to?: number } = {}): Promise<{
   const c = await pool.connect().catch((e) => {
     throw mapError(e);
   });
+  let from: number;
   try {
     await c.query('BEGIN');
     await c.query(`SELECT pg_advisory_xact_lock(hashtext('cairn.migrate'))`);
@@ -103,7 +105,7 @@ export async function migrate(pool: pg.Pool, o: { to?: number } = {}): Promise<{
     });
     await c.query('CREATE SCHEMA IF NOT EXISTS cairn');
     const has = (await c.query(`SELECT to_regclass('cairn.meta') IS NOT NULL AS ok`)).rows[0].ok as boolean;
-    const from = has ? Number((await c.query(`SELECT value FROM cairn.meta WHERE key = 'schema_version'`)).rows[0]?.value ?? 0) : 0;
+    from = has ? Number((await c.query(`SELECT value FROM cairn.meta WHERE key = 'schema_version'`)).rows[0]?.value ?? 0) : 0;
     if (from > PG_SCHEMA_VERSION)
       throw new CairnError(
         'InvalidState',
@@ -117,14 +119,20 @@ export async function migrate(pool: pg.Pool, o: { to?: number } = {}): Promise<{
       [String(to)],
     );
     await assertGrants(c, to);
+    await buildIndexesOnEmptyTable(c);
     await c.query('COMMIT');
-    return { from, to };
   } catch (e) {
     await c.query('ROLLBACK').catch(() => undefined);
     throw mapError(e);
   } finally {
     c.release();
   }
+  // Indexes the migrations asked for (index-builds.ts), and any build an earlier run left unfinished: built without
+  // blocking writes, after the commit (the schema version is already the new one; search works meanwhile).
+  await finishIndexBuilds(pool).catch((e) => {
+    throw mapError(e);
+  });
+  return { from, to };
 }
 
 /** Invariants checked at every open, with any role: pgvector present, schema known, RLS on every table. */

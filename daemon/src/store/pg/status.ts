@@ -1,6 +1,7 @@
 /** Counts and server facts of the team store (`store/status`, `cairn team status`). */
 import type { PgBackend } from './backend';
 import { query } from './db';
+import { pendingIndexBuilds } from './index-builds';
 import { checkSchema } from './schema';
 
 export interface Counts {
@@ -26,6 +27,8 @@ export interface Status {
   counts: Counts;
   grants: { root: string; role: string; level: number }[];
   historyCap: number | null;
+  /** Indexes a migration asked for that are not built yet (an interrupted `cairn team init`: run it again). */
+  indexBuildsPending: string[];
 }
 
 export async function counts(b: PgBackend): Promise<Counts> {
@@ -71,5 +74,6 @@ export async function status(b: PgBackend): Promise<Status> {
     counts: await counts(b),
     grants,
     historyCap: cap ? Number(cap.value) : null,
+    indexBuildsPending: await pendingIndexBuilds(b.pool),
   };
 }

@@ -1,5 +1,6 @@
 /**
- * The team store's approximate vector index (schema v6, rebuilt by v8): one pgvector HNSW
+ * The team store's approximate vector index (schema v6, rebuilt by v8; both built by index-builds.ts with
+ * CREATE INDEX CONCURRENTLY after the migration commits, so writes go on meanwhile): one pgvector HNSW
  * index per common embedding dimension, on a fixed-dimension cast of the
  * `embedding` column (the column itself has no dimension, since the model is
  * the team's choice), partial on that dimension:
@@ -47,18 +48,12 @@ export function hnswIndexName(dim: number): string {
  * ef_construction = 256 (migration 8; migration 6 built with 128): at 100k, recall 0.905 / 0.973 at ef_search 200 / 800
  * against 0.737 / 0.806 for a 128 build, for ~1.7x the build time and the same disk (164 MB at 100k).
  */
-export function hnswIndexSql(dim: number, efConstruction = 256): string {
+export function hnswIndexSql(dim: number, efConstruction = 256, o: { name?: string; concurrently?: boolean } = {}): string {
   if (!Number.isInteger(dim) || dim <= 0 || dim > 2000) throw new Error(`no HNSW index for ${dim}-d vectors`);
-  return `CREATE INDEX IF NOT EXISTS ${hnswIndexName(dim)} ON cairn.memories
+  return `CREATE INDEX ${o.concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${o.name ?? hnswIndexName(dim)} ON cairn.memories
     USING hnsw ((embedding::vector(${dim})) vector_cosine_ops) WITH (m = 32, ef_construction = ${efConstruction})
     WHERE vector_dims(embedding) = ${dim}`;
 }
-
-/** Migration 6: the indexes as first built. */
-export const VECTOR_INDEX_MIGRATION = HNSW_DIMS.map((d) => `${hnswIndexSql(d, 128)};`).join('\n');
-
-/** Migration 8: each index rebuilt with ef_construction = 256 (writes wait while it builds: ~18 min at 100k under load). */
-export const VECTOR_INDEX_REBUILD = HNSW_DIMS.map((d) => `DROP INDEX IF EXISTS cairn.${hnswIndexName(d)};\n${hnswIndexSql(d)};`).join('\n');
 
 /** Per pool: the dimensions that have an index, and whether pgvector has iterative scans. Learned once. */
 interface IndexInfo {
@@ -74,7 +69,8 @@ export function indexInfo(pool: pg.Pool): Promise<IndexInfo> {
       .query<{ name: string; vec: string | null }>(
         `SELECT c.relname AS name, (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vec
          FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-         WHERE s.nspname = 'cairn' AND c.relkind = 'i' AND c.relname LIKE 'memories\\_hnsw\\_%'`,
+         WHERE s.nspname = 'cairn' AND c.relkind = 'i' AND c.relname LIKE 'memories\\_hnsw\\_%'
+           AND EXISTS (SELECT 1 FROM pg_index i WHERE i.indexrelid = c.oid AND i.indisvalid)`,
       )
       .then((r) => ({
         dims: new Set(r.rows.map((x) => Number(x.name.slice('memories_hnsw_'.length))).filter((d) => Number.isInteger(d))),
