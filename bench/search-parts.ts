@@ -18,6 +18,7 @@ import { Store } from '../daemon/src/store/store';
 import { hammingKernel } from '../daemon/src/store/vector-kernels';
 import { nearest, newScratch, normalized } from '../daemon/src/store/vector-scan';
 import { arg } from './stats';
+import { readJsonl } from './workload';
 
 const cpu = () => {
   const u = process.cpuUsage();
@@ -26,11 +27,7 @@ const cpu = () => {
 
 async function main() {
   const store = new Store(arg('db', ''), {});
-  const queries = fs
-    .readFileSync(arg('queries', ''), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { q: string; scope: string });
+  const queries = readJsonl<{ q: string; scope: string }>(arg('queries', ''));
   const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
   const indexer = new Indexer(store, () => {});
   await indexer.use(embedder);

@@ -9,27 +9,17 @@
  *
  * Offline: reads the store's vector index into memory (never written), scans every slot per scheme and query.
  */
-import * as fs from 'node:fs';
 import { loadModel } from '../daemon/src/index/attach';
 import { Indexer } from '../daemon/src/index/indexer';
 import { signature, SIG_BITS, SIG_WORDS } from '../daemon/src/store/quantize';
 import { Store } from '../daemon/src/store/store';
-import { normalized } from '../daemon/src/store/vector-scan';
+import { normalized, pop32 } from '../daemon/src/store/vector-scan';
 import { arg } from './stats';
-
-const pop32 = (x: number) => {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
-};
+import { readJsonl } from './workload';
 
 async function main() {
   const store = new Store(arg('db', ''), {});
-  const queries = fs
-    .readFileSync(arg('queries', ''), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { q: string });
+  const queries = readJsonl<{ q: string }>(arg('queries', ''));
   const bits = arg('bits', '4,8,16').split(',').map(Number);
   store.vectors.compactAbove = Infinity; // int8 in memory: the exact reference
   store.vectors.exactMax = Infinity;

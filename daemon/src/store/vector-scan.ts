@@ -264,7 +264,7 @@ function dots4Loop(Q4: Uint8Array, d: number, pool: Int32Array, v: Float32Array,
 }
 
 /** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */
-function pop32(x: number): number {
+export function pop32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
   return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
