@@ -186,3 +186,16 @@ export function cleanupAfter(after: (fn: () => Promise<void>) => void): { pids: 
   });
   return { pids, dirs };
 }
+
+/** The cosine of two float vectors, computed plainly (the reference the vector tests compare the index with). */
+export function cosine(a: Float32Array, b: Float32Array): number {
+  let d = 0,
+    na = 0,
+    nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    d += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return d / Math.sqrt(na * nb);
+}

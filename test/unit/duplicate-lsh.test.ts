@@ -12,7 +12,7 @@ import { quantize, SIG_WORDS } from '../../daemon/src/store/quantize';
 import { VectorIndex, type MetaRow } from '../../daemon/src/store/vector-index';
 import { bandValue, bucketCandidates, newBucketScratch, type BandShape } from '../../daemon/src/store/vector-lsh';
 import { DUP_EXACT_MAX, DUP_LSH_SHAPE, type VecModel } from '../../daemon/src/store/vectors';
-import { tempCore } from '../helpers';
+import { cosine, tempCore } from '../helpers';
 
 const DIM = 32;
 function rng(seed: number) {
@@ -203,15 +203,3 @@ describe('duplicate checks through the LSH buckets (VectorTables.dupBands)', () 
     );
   });
 });
-
-function cosine(a: Float32Array, b: Float32Array): number {
-  let d = 0,
-    na = 0,
-    nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return d / Math.sqrt(na * nb);
-}

@@ -13,24 +13,13 @@ import { Requests as R } from '../../daemon/src/protocol/methods';
 import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
 import { SIG_WORDS } from '../../daemon/src/store/quantize';
 import { DUP_CANDIDATES, DUP_EXACT_MAX, DUP_FLIPS, DUP_LSH_SHAPE, type VecModel } from '../../daemon/src/store/vectors';
-import { tempCore } from '../helpers';
+import { cosine, tempCore } from '../helpers';
 
 const DIM = 32;
 function rng(seed: number) {
   let s = seed;
   return () => (s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
 }
-const cos = (a: Float32Array, b: Float32Array) => {
-  let d = 0,
-    na = 0,
-    nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return d / Math.sqrt(na * nb);
-};
 
 describe('duplicate checks in the embedding worker', () => {
   const c = tempCore();
@@ -131,7 +120,7 @@ describe('duplicate checks in the embedding worker', () => {
             assert.equal(nsRowid.get(vecs.get(h.rowid)!.ns), ch.nsRowid);
           }
           // The best match is the true nearest neighbour by float cosine (int8 rounding aside).
-          const best = ns.map(([rowid, e]) => ({ rowid, s: cos(ch.vector, e.v) })).sort((a, b) => b.s - a.s)[0];
+          const best = ns.map(([rowid, e]) => ({ rowid, s: cosine(ch.vector, e.v) })).sort((a, b) => b.s - a.s)[0];
           if (here[i][0].rowid === best.rowid) found++;
           else assert.ok(Math.abs(here[i][0].score - best.s) < 0.02, `check ${i}: best ${best.s}, got ${here[i][0].score}`);
         });

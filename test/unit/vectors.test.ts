@@ -8,24 +8,13 @@ import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { hyperplanes, quantize, SIG_BITS } from '../../daemon/src/store/quantize';
 import { DUP_CANDIDATES, DUP_EXACT_MAX, type VecModel } from '../../daemon/src/store/vectors';
-import { tempCore } from '../helpers';
+import { cosine, tempCore } from '../helpers';
 
 const DIM = 32;
 function rng(seed: number) {
   let s = seed;
   return () => (s = (Math.imul(s, 1103515245) + 12345) & 0x7fffffff) / 0x7fffffff - 0.5;
 }
-const cos = (a: Float32Array, b: Float32Array) => {
-  let d = 0,
-    na = 0,
-    nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    d += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return d / Math.sqrt(na * nb);
-};
 
 describe('vector store', () => {
   const c = tempCore();
@@ -56,7 +45,7 @@ describe('vector store', () => {
   const brute = (q: Float32Array, ok: (e: { ns: string; id: string }) => boolean, k: number) =>
     [...vecs.entries()]
       .filter(([, e]) => ok(e))
-      .map(([rowid, e]) => ({ rowid, s: cos(q, e.v) }))
+      .map(([rowid, e]) => ({ rowid, s: cosine(q, e.v) }))
       .sort((a, b) => b.s - a.s)
       .slice(0, k);
 
@@ -68,7 +57,7 @@ describe('vector store', () => {
       assert.equal(hits.length, 10);
       assert.ok(hits.every((h) => vecs.get(h.rowid)!.ns === 'project.a'));
       assert.equal(hits[0].rowid, want[0].rowid);
-      hits.forEach((h, i) => assert.ok(Math.abs(h.score - cos(q, vecs.get(h.rowid)!.v)) < 0.02, `score ${i} close to the true cosine`));
+      hits.forEach((h, i) => assert.ok(Math.abs(h.score - cosine(q, vecs.get(h.rowid)!.v)) < 0.02, `score ${i} close to the true cosine`));
       const overlap = hits.filter((h) => want.some((w) => w.rowid === h.rowid)).length;
       assert.ok(overlap >= 9, `top-10 overlap ${overlap}`);
     }
@@ -132,7 +121,7 @@ describe('vector store', () => {
     const exact = (q: Float32Array, exclude: number, t: number) =>
       inNs
         .filter(([rowid]) => rowid !== exclude)
-        .map(([rowid, x]) => ({ rowid, s: cos(q, x.v) }))
+        .map(([rowid, x]) => ({ rowid, s: cosine(q, x.v) }))
         .filter((h) => h.s >= t)
         .sort((a, b) => b.s - a.s)
         .slice(0, 5);
@@ -179,14 +168,14 @@ describe('vector store', () => {
         'no deleted or purged row',
       );
       assert.ok(
-        hits.every((h) => cos(q, vecs.get(h.rowid)!.v) > 0.15),
+        hits.every((h) => cosine(q, vecs.get(h.rowid)!.v) > 0.15),
         'every hit is (up to int8 rounding) above the threshold',
       );
-      const must = inNs().filter(([rowid, x]) => !gone.has(rowid) && cos(q, x.v) >= 0.25);
+      const must = inNs().filter(([rowid, x]) => !gone.has(rowid) && cosine(q, x.v) >= 0.25);
       for (const [rowid] of must)
         assert.ok(
           hits.some((h) => h.rowid === rowid),
-          `row ${rowid} (cosine ${cos(q, vecs.get(rowid)!.v).toFixed(3)}) found`,
+          `row ${rowid} (cosine ${cosine(q, vecs.get(rowid)!.v).toFixed(3)}) found`,
         );
       return hits;
     };
