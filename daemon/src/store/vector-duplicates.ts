@@ -44,15 +44,19 @@ export function buildDuplicateScan(
   const d = arrays.dimension;
   const inc: Include = {};
   const visible = (s: number) => ix.visible(s, inc, now);
-  // Per namespace: does it hold more than exactMax visible memories (counted until one past it)?
-  const large = new Map<number, boolean>();
-  for (const c of checks)
-    if (!large.has(c.nsRowid)) {
-      let n = 0;
-      for (const s of ix.namespaceSlots(c.nsRowid)) if (visible(s) && ++n > exactMax) break;
-      large.set(c.nsRowid, n > exactMax);
-    }
   const useBuckets = ix.buckets !== null && flips !== null;
+  // With buckets, per namespace: does it hold more than exactMax visible memories (counted until one past it)?
+  // Without, the namespace's list (made once for all its checks) says it.
+  const large = new Map<number, boolean>();
+  const isLarge = (ns: number): boolean => {
+    let big = large.get(ns);
+    if (big === undefined) {
+      let n = 0;
+      for (const s of ix.namespaceSlots(ns)) if (visible(s) && ++n > exactMax) break;
+      large.set(ns, (big = n > exactMax));
+    }
+    return big;
+  };
   const vectors = new Float32Array(checks.length * d);
   const sigs = new Int32Array(checks.length * SIG_WORDS);
   const group = new Int32Array(checks.length);
@@ -61,12 +65,27 @@ export function buildDuplicateScan(
   const shared = new Map<number, number>();
   let total = 0;
   const sc = newBucketScratch();
+  // The namespace's visible memories, listed once for all its checks (not needed when buckets list a large one's).
+  const listed = (ns: number): number => {
+    let g = shared.get(ns);
+    if (g === undefined) {
+      shared.set(ns, (g = lists.length));
+      const all = ix.namespaceSlots(ns);
+      const list = new Int32Array(all.length);
+      let m = 0;
+      for (const s of all) if (visible(s)) list[m++] = s;
+      lists.push(list.subarray(0, m));
+      total += m;
+    }
+    return g;
+  };
   for (let i = 0; i < checks.length; i++) {
     const c = checks[i];
     exclude[i] = c.exclude;
     const v = normalized(c.vector);
     vectors.set(v, i * d);
-    const big = large.get(c.nsRowid)!;
+    const g = useBuckets ? null : listed(c.nsRowid);
+    const big = g === null ? isLarge(c.nsRowid) : lists[g].length > exactMax;
     // The SimHash of the vector (put() returns it; the signs of projections do not depend on the vector's length).
     const sig = big ? (c.sig ?? quantize(v).sig) : null;
     if (sig) sigs.set(sig, i * SIG_WORDS);
@@ -77,17 +96,7 @@ export function buildDuplicateScan(
       total += got.length;
       continue;
     }
-    let g = shared.get(c.nsRowid);
-    if (g === undefined) {
-      shared.set(c.nsRowid, (g = lists.length));
-      const all = ix.namespaceSlots(c.nsRowid);
-      const list = new Int32Array(all.length);
-      let m = 0;
-      for (const s of all) if (visible(s)) list[m++] = s;
-      lists.push(list.subarray(0, m));
-      total += m;
-    }
-    group[i] = g;
+    group[i] = g ?? listed(c.nsRowid);
   }
   const slots = new Int32Array(total);
   const starts = new Int32Array(lists.length + 1);
