@@ -15,8 +15,10 @@
  *
  *   node --import tsx bench/team.ts [--sizes 100000,1000000] [--seconds 20] [--queries 300] [--writers 10]
  *     [--listeners 20] [--phases get,search,vector,writers,fanout,sqlite] [--writer-vectors on|off]
- *     [--ef-search 200,400,800] [--json out.json]
+ *     [--ef-search 200,400,800] [--json out.json] [--keep DIR]
  *   (npm run bench:team writes bench/results/team.json; --phases runs only the phases named, after the fixture)
+ * --keep DIR: the server's data stays in DIR, and a later run with the same DIR reuses its fixture: a size already
+ * loaded with its HNSW index built is measured as it is (no load, no build: 1M takes ~45 minutes to build here).
  * CPU per write: this process's CPU (the writer daemons and their embedding worker) and the PostgreSQL server's
  * (postmaster and its children, from /proc), divided by the writes: fair when other work shares the machine.
  */
@@ -50,6 +52,7 @@ const listenerCount = Number(arg('listeners', '20'));
 // on the other).
 const efSearches = arg('ef-search', String(EF_SEARCH)).split(',').map(Number);
 const jsonOut = arg('json', '');
+const keep = arg('keep', '');
 const PHASES = ['get', 'search', 'vector', 'writers', 'fanout', 'sqlite'] as const;
 const phases = new Set(arg('phases', PHASES.join(',')).split(','));
 for (const ph of phases) if (!(PHASES as readonly string[]).includes(ph)) throw new Error(`unknown phase ${ph}: ${PHASES.join(', ')}`);
@@ -85,7 +88,7 @@ function serverCpuMs(dataDir: string): number {
 }
 
 async function main() {
-  const pg = await startPg();
+  const pg = await startPg({ keep: keep || undefined });
   const dir = tempDir('cairn-bench-team-');
   const out: Record<string, unknown> = {
     sizes,
@@ -105,7 +108,7 @@ async function main() {
     return (clientQuery as (...x: unknown[]) => unknown).apply(this, a);
   } as typeof clientQuery;
   try {
-    const db = await pg.createDatabase('bench');
+    const db = await pg.createDatabase('bench', keep ? 'bench_keep' : undefined);
     await pg.createRole('alice');
     await pg.grant(db, 'alice', 'team', 'write');
     const url = pg.url('alice', db);
@@ -144,37 +147,52 @@ async function main() {
 
     const perSize: Record<string, unknown>[] = [];
     out.perSize = perSize;
-    let loaded = 0;
+    // What a kept server already holds: the fixture's size, and whether its HNSW index was built at that size.
+    await admin.query('CREATE TABLE IF NOT EXISTS public.bench_fixture (loaded int NOT NULL, indexed boolean NOT NULL)');
+    const kept = (await admin.query<{ loaded: number; indexed: boolean }>('SELECT loaded, indexed FROM public.bench_fixture')).rows[0];
+    let loaded = keep ? (kept?.loaded ?? 0) : 0;
+    const note = async (l: number, indexed: boolean) => {
+      await admin.query('DELETE FROM public.bench_fixture');
+      await admin.query('INSERT INTO public.bench_fixture VALUES ($1, $2)', [l, indexed]);
+    };
     for (const size of sizes) {
       const r: Record<string, unknown> = { size, loadAtStart: load() };
       perSize.push(r);
-      // ---- fixture: grow to `size`, then (re)build the HNSW index as a bulk build
-      for (const dim of HNSW_DIMS) await admin.query(`DROP INDEX IF EXISTS cairn.${hnswIndexName(dim)}`);
-      let t0 = now();
-      await loadFixture(admin, embedder, loaded, size, (n) => {
-        if (n % 20000 === 0) process.stderr.write(`\rteam fixture: ${loaded + n}/${size}   `);
-      });
-      r.fixtureLoadSeconds = Math.round((now() - t0) / 100) / 10;
-      loaded = size;
-      process.stderr.write('\n');
-      await admin.query('VACUUM ANALYZE cairn.memories');
-      t0 = now();
-      for (const dim of HNSW_DIMS) await admin.query(hnswIndexSql(dim));
-      const disk = (
-        await admin.query(
-          `SELECT pg_relation_size('cairn.${hnswIndexName(embedder.info.dimension)}') AS hnsw, pg_total_relation_size('cairn.memories') AS total,
+      if (keep && loaded > size) throw new Error(`--keep ${keep} holds ${loaded} memories: ask for sizes of at least that`);
+      if (keep && loaded === size && kept?.indexed) {
+        r.reused = keep;
+        console.log(`size ${size}: fixture and HNSW index reused from ${keep}`);
+      } else {
+        // ---- fixture: grow to `size`, then (re)build the HNSW index as a bulk build
+        for (const dim of HNSW_DIMS) await admin.query(`DROP INDEX IF EXISTS cairn.${hnswIndexName(dim)}`);
+        await note(loaded, false);
+        let t0 = now();
+        await loadFixture(admin, embedder, loaded, size, (n) => {
+          if (n % 20000 === 0) process.stderr.write(`\rteam fixture: ${loaded + n}/${size}   `);
+        });
+        r.fixtureLoadSeconds = Math.round((now() - t0) / 100) / 10;
+        loaded = size;
+        process.stderr.write('\n');
+        await admin.query('VACUUM ANALYZE cairn.memories');
+        t0 = now();
+        for (const dim of HNSW_DIMS) await admin.query(hnswIndexSql(dim));
+        const disk = (
+          await admin.query(
+            `SELECT pg_relation_size('cairn.${hnswIndexName(embedder.info.dimension)}') AS hnsw, pg_total_relation_size('cairn.memories') AS total,
                   pg_relation_size('cairn.memories') AS heap`,
-        )
-      ).rows[0];
-      r.hnsw = {
-        dimension: embedder.info.dimension,
-        buildSeconds: Math.round((now() - t0) / 100) / 10,
-        indexMB: Math.round(Number(disk.hnsw) / 1e5) / 10,
-        tableMB: Math.round(Number(disk.heap) / 1e5) / 10,
-        tableWithIndexesMB: Math.round(Number(disk.total) / 1e5) / 10,
-        loadDuringBuild: load(),
-      };
-      console.log(`size ${size}: fixture ${r.fixtureLoadSeconds} s, HNSW build`, r.hnsw);
+          )
+        ).rows[0];
+        r.hnsw = {
+          dimension: embedder.info.dimension,
+          buildSeconds: Math.round((now() - t0) / 100) / 10,
+          indexMB: Math.round(Number(disk.hnsw) / 1e5) / 10,
+          tableMB: Math.round(Number(disk.heap) / 1e5) / 10,
+          tableWithIndexesMB: Math.round(Number(disk.total) / 1e5) / 10,
+          loadDuringBuild: load(),
+        };
+        console.log(`size ${size}: fixture ${r.fixtureLoadSeconds} s, HNSW build`, r.hnsw);
+        await note(size, true);
+      }
 
       // ---- memory/get, round trips per get
       if (runs('get')) {

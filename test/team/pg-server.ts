@@ -36,8 +36,8 @@ export interface PgServer {
   adminUrl(db: string): string;
   /** URL a member role uses (no password in it: it comes from the PGPASSFILE). */
   url(role: string, db: string): string;
-  /** A fresh database with the Cairn schema migrated in. */
-  createDatabase(prefix?: string): Promise<string>;
+  /** A fresh database with the Cairn schema migrated in; with `name`, that database (created if missing, else migrated). */
+  createDatabase(prefix?: string, name?: string): Promise<string>;
   /** A login role with a password written to the PGPASSFILE. */
   createRole(name: string): Promise<string>;
   grant(db: string, role: string, root: string, level: Level): Promise<void>;
@@ -51,12 +51,22 @@ export interface PgServer {
 
 let seq = 0;
 
-export async function startPg(): Promise<PgServer> {
+/**
+ * `keep`: the server's folder, created if missing and NOT removed by stop() (benchmarks reuse a large fixture across
+ * runs: bench/team.ts --keep); its port is kept beside the data. Without it, a fresh temporary folder.
+ */
+export async function startPg(o: { keep?: string } = {}): Promise<PgServer> {
   // Directly under the system temp folder: when tests run as root the server runs as `nobody`, which must reach it.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-pg-'));
+  const dir = o.keep ? path.resolve(o.keep) : fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-pg-'));
+  if (o.keep) {
+    fs.mkdirSync(dir, { recursive: true });
+    // A server an interrupted run left running there: stopped first, so this one starts with this run's settings.
+    execFileSync('bash', [SERVER, 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
+  }
+  const portFile = path.join(dir, 'port');
   let port = 0;
   for (let attempt = 0; ; attempt++) {
-    port = await freePort();
+    port = o.keep && attempt === 0 && fs.existsSync(portFile) ? Number(fs.readFileSync(portFile, 'utf8')) : await freePort();
     try {
       execFileSync('bash', [SERVER, 'start', dir, String(port)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
       break;
@@ -65,6 +75,7 @@ export async function startPg(): Promise<PgServer> {
         throw new Error(`could not start PostgreSQL: ${(e as { stderr?: Buffer }).stderr?.toString() ?? (e as Error).message}`);
     }
   }
+  if (o.keep) fs.writeFileSync(portFile, String(port));
   const passfile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-pgpass-')), 'pgpass');
   fs.writeFileSync(passfile, '', { mode: 0o600 });
   process.env.PGPASSFILE = passfile;
@@ -86,9 +97,10 @@ export async function startPg(): Promise<PgServer> {
     adminUrl,
     url: (role, db) => `postgres://${role}@127.0.0.1:${port}/${db}`,
     admin,
-    async createDatabase(prefix = 'cairn') {
-      const name = `${prefix}_${process.pid}_${++seq}`;
-      await admin('postgres').query(`CREATE DATABASE ${name}`);
+    async createDatabase(prefix = 'cairn', fixed?: string) {
+      const name = fixed ?? `${prefix}_${process.pid}_${++seq}`;
+      const exists = (await admin('postgres').query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount;
+      if (!exists) await admin('postgres').query(`CREATE DATABASE ${quoteIdent(name)}`);
       await migrate(admin(name));
       return name;
     },
@@ -115,7 +127,7 @@ export async function startPg(): Promise<PgServer> {
       try {
         execFileSync('bash', [SERVER, 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
       } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
+        if (!o.keep) fs.rmSync(dir, { recursive: true, force: true });
         fs.rmSync(path.dirname(passfile), { recursive: true, force: true });
       }
     },
