@@ -13,7 +13,7 @@ import type pg from 'pg';
 import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
 import { pendingIndexBuilds } from '../../daemon/src/store/pg/index-builds';
 import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
-import { HNSW_DIMS, hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
+import { HNSW_DIMS, hnswIndexName, indexInfo, SCOPE_VECTOR_DIMS, scopeVectorIndexName } from '../../daemon/src/store/pg/vector-index';
 import { startPg, type PgServer } from './pg-server';
 
 const DIM = 256;
@@ -143,6 +143,23 @@ describe('team memory: index builds that do not block writes', () => {
       ).rows[0];
       assert.deepEqual(r, { valid: true, options: ['m=32', 'ef_construction=256'] });
     }
+    // Schema v11: the scope-vector index of each dimension a btree entry holds, and the dimension's statistics.
+    for (const dim of SCOPE_VECTOR_DIMS) {
+      const r = (
+        await pg
+          .admin(fresh)
+          .query(
+            `SELECT i.indisvalid AS valid, i.indisunique AS "unique" FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid WHERE c.relname = $1`,
+            [scopeVectorIndexName(dim)],
+          )
+      ).rows[0];
+      assert.deepEqual(r, { valid: true, unique: false }, scopeVectorIndexName(dim));
+    }
+    const stats = await pg.admin(fresh).query(`SELECT stxname FROM pg_statistic_ext WHERE stxrelid = 'cairn.memories'::regclass`);
+    assert.deepEqual(
+      stats.rows.map((x) => x.stxname),
+      ['memories_dims'],
+    );
   });
 
   it('an interrupted concurrent build leaves an INVALID index and its marker; the next migrate drops it and builds again', async () => {

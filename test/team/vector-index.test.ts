@@ -2,7 +2,7 @@
  * The team store's HNSW vector index (schema v6, rebuilt by v8; store/pg/vector-index.ts) against exact search, on a real server:
  * the index path returns the same in-scope hits as exact search, never a memory out of scope, deleted or in a root
  * the role was not granted, and a scope too narrow for the index's candidate list is answered exactly (not short).
- * Sequential scans are disabled for the member role, so the planner takes the index wherever it can.
+ * Sequential scans and sorts are disabled for the member role, so the planner takes the index wherever it can.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -10,7 +10,15 @@ import type { Scope } from '../../daemon/src/protocol/types';
 import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
 import { vectorArm, type ArmHit } from '../../daemon/src/store/pg/search';
 import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
-import { EF_SEARCH, HNSW_DIMS, hnswIndexName, indexInfo } from '../../daemon/src/store/pg/vector-index';
+import {
+  EF_SEARCH,
+  EXACT_SCOPE_ROWS,
+  HNSW_DIMS,
+  hnswIndexName,
+  indexInfo,
+  scopeVectorIndexName,
+  scopeVectorIndexSql,
+} from '../../daemon/src/store/pg/vector-index';
 import { startPg, type PgServer } from './pg-server';
 
 const DIM = 256;
@@ -49,8 +57,12 @@ describe('team memory: HNSW vector index', () => {
     await pg.grant(db, 'alice', 'team', 'write');
     await pg.grant(db, 'bob', 'secret', 'write');
     // Every session of alice: no sequential scans, so the index is the plan wherever the query admits it.
+    // Nor sorts: on a table this small an exact sort is cheaper than the index by the planner's estimates (with the
+    // dimension's statistics of schema v11), and the index's ordered scan is the plan under test.
     await pg.admin(db).query(`ALTER ROLE alice IN DATABASE ${db} SET enable_seqscan = off`);
-    alice = await new PgBackend({ url: pg.url('alice', db), poolSize: 2 }).open();
+    await pg.admin(db).query(`ALTER ROLE alice IN DATABASE ${db} SET enable_sort = off`);
+    // No scope is small enough for exact search by size alone (EXACT_SCOPE_ROWS): the HNSW pass is tested on a small table.
+    alice = await new PgBackend({ url: pg.url('alice', db), poolSize: 2, exactScopeRows: 0 }).open();
     bob = await new PgBackend({ url: pg.url('bob', db), poolSize: 2 }).open();
     alice.embedder = embedder;
     bob.embedder = embedder;
@@ -65,6 +77,9 @@ describe('team memory: HNSW vector index', () => {
     // A deleted near one in scope.
     await alice.upsert({ namespace: 'team.a', key: 'gone', value: 'deleted NEAR memory' });
     await alice.delete({ namespace: 'team.a', key: 'gone' });
+    // The HNSW pass is what most of this file tests: without the scope-vector index (schema v11) the planner has no
+    // exact plan as cheap as it on a table this small. That index gets its own test below, which builds it again.
+    await pg.admin(db).query(`DROP INDEX cairn.${scopeVectorIndexName(DIM)}`);
     await pg.admin(db).query('ANALYZE cairn.memories');
   });
   after(async () => {
@@ -76,27 +91,34 @@ describe('team memory: HNSW vector index', () => {
   const arm = (scope: Scope | undefined, exact: boolean, limit = 10) => vectorArm(alice, query, { scope, limit, now: Date.now(), exact });
   const paths = async (hits: ArmHit[]) =>
     [...(await alice.byRowids(hits.map((h) => h.rowid))).values()].map((r) => `${r.ns_path}/${r.key}`);
-  const indexScans = async () =>
+  const indexScans = async (name = hnswIndexName(DIM)) =>
     Number(
       (
         await pg
           .admin(db)
-          .query(`SELECT pg_stat_force_next_flush(), (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1) AS n`, [
-            hnswIndexName(DIM),
-          ])
+          .query(`SELECT pg_stat_force_next_flush(), (SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1) AS n`, [name])
       ).rows[0].n,
     );
+  /** Waits until the statistics show more scans of `name` than `before` (alice's sessions flush them on their own time). */
+  const scannedSince = async (name: string, before: number) => {
+    let now = await indexScans(name);
+    for (let i = 0; i < 200 && now <= before; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      now = await indexScans(name);
+    }
+    return now > before;
+  };
 
   it('schema v6 has the index for the dimension', async () => {
     assert.ok((await indexInfo(alice.pool)).dims.has(DIM));
   });
 
-  it('schema v8 rebuilds the index with ef_construction 256 (from v6, rows kept), and each connection searches 800 candidates', async () => {
+  it('schema v8 rebuilds the index with ef_construction 256 (from v6, rows kept), and each connection searches 1,000 candidates', async () => {
     const options = async (pool: import('pg').Pool) =>
       (await pool.query(`SELECT reloptions FROM pg_class WHERE relname = $1`, [hnswIndexName(DIM)])).rows[0]?.reloptions as string[];
     assert.deepEqual(await options(pg.admin(db)), ['m=32', 'ef_construction=256']);
     assert.equal((await alice.pool.query(`SELECT current_setting('hnsw.ef_search') AS ef`)).rows[0].ef, String(EF_SEARCH));
-    assert.equal(EF_SEARCH, 800);
+    assert.equal(EF_SEARCH, 1000);
     // An older team database: built at v6 (ef_construction 128), upgraded.
     const old = `v6_upgrade_${process.pid}`;
     await pg.admin('postgres').query(`CREATE DATABASE ${old}`);
@@ -129,12 +151,29 @@ describe('team memory: HNSW vector index', () => {
       }
     }
     // The statistics collector reports the index's scans (flushed by alice's sessions, so wait for them).
-    let after = await indexScans();
-    for (let i = 0; i < 200 && after <= before; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      after = await indexScans();
-    }
-    assert.ok(after > before, 'the index path was taken');
+    assert.ok(await scannedSince(hnswIndexName(DIM), before), 'the index path was taken');
+  });
+
+  it('a narrow scope is searched exactly through the scope-vector index (schema v11): the same hits as reading the table', async () => {
+    // The index holds what the exact pass reads; the planner takes it (an index-only scan) where the visibility map
+    // says the pages are all visible, as on a settled table.
+    await pg.admin(db).query(scopeVectorIndexSql(DIM));
+    await pg.admin(db).query('VACUUM ANALYZE cairn.memories');
+    const name = scopeVectorIndexName(DIM);
+    const scope = { root: 'team.a', includeUser: false };
+    const before = await indexScans(name);
+    const viaIndex = await arm(scope, true, 20);
+    assert.ok(await scannedSince(name, before), 'the exact pass read the scope-vector index');
+    assert.equal(viaIndex.length, 20);
+    for (const p of await paths(viaIndex)) assert.ok(p.startsWith('team.a/') && p !== 'team.a/gone', p);
+    // The same search, asking for superseded memories too (which the index does not hold, so the table is read),
+    // gives the same hits in the same order here, where none is superseded.
+    const fromTable = await vectorArm(alice, query, { scope, limit: 20, now: Date.now(), exact: true, include: { superseded: true } });
+    assert.deepEqual(
+      viaIndex.map((h) => [h.rowid, h.score.toFixed(6)]),
+      fromTable.map((h) => [h.rowid, h.score.toFixed(6)]),
+      'the table gives the same answer',
+    );
   });
 
   it('a scope narrower than the candidate list is answered in full (exactly), never short and never out of scope', async () => {
@@ -151,7 +190,7 @@ describe('team memory: HNSW vector index', () => {
 
   it('a scope too small for the candidate list goes straight to exact search (no index pass); a broad one asks the index', async () => {
     // A fresh daemon (nothing remembered about any scope), its statements recorded.
-    const fresh = await new PgBackend({ url: pg.url('alice', db), poolSize: 1 }).open();
+    const fresh = await new PgBackend({ url: pg.url('alice', db), poolSize: 1, exactScopeRows: 0 }).open();
     fresh.embedder = embedder;
     const sql: string[] = [];
     const run = fresh.pool.query.bind(fresh.pool) as (...a: unknown[]) => unknown;
@@ -159,11 +198,11 @@ describe('team memory: HNSW vector index', () => {
       sql.push(String(a[0]));
       return run(...a);
     };
-    const indexPasses = () => sql.filter((s) => s.includes('vector_dims(m.embedding) =')).length;
+    const indexPasses = () => sql.filter((s) => s.includes('(m.embedding::vector(')).length;
     try {
       const tiny = await vectorArm(fresh, query, { scope: { root: 'team.tiny', includeUser: false }, limit: 10, now: Date.now() });
       assert.equal(tiny.length, 3);
-      assert.equal(indexPasses(), 0, '3 rows of 474 cannot fill 10 of 800 candidates');
+      assert.equal(indexPasses(), 0, '3 rows of 474 cannot fill 10 of 1,000 candidates');
       const wide = await vectorArm(fresh, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });
       assert.equal(wide.length, 10);
       assert.equal(indexPasses(), 1);
@@ -172,6 +211,27 @@ describe('team memory: HNSW vector index', () => {
       assert.equal(sql.length, checks + 1, 'the size check is remembered: one statement the second time');
     } finally {
       await fresh.close();
+    }
+    // With the default size floor (EXACT_SCOPE_ROWS) and the scope-vector index there, a scope of 474 memories is
+    // searched exactly at once: cheaper than an index pass, and exact.
+    const dflt = await new PgBackend({ url: pg.url('alice', db), poolSize: 1 }).open();
+    dflt.embedder = embedder;
+    const seen: string[] = [];
+    const go = dflt.pool.query.bind(dflt.pool) as (...a: unknown[]) => unknown;
+    (dflt.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      seen.push(String(a[0]));
+      return go(...a);
+    };
+    try {
+      assert.ok(EXACT_SCOPE_ROWS > 474);
+      const hits = await vectorArm(dflt, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });
+      assert.deepEqual(
+        hits.map((h) => h.rowid),
+        (await arm({ root: 'team', includeUser: false }, true)).map((h) => h.rowid),
+      );
+      assert.equal(seen.filter((s) => s.includes('(m.embedding::vector(')).length, 0, 'no index pass');
+    } finally {
+      await dflt.close();
     }
   });
 

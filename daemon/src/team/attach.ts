@@ -13,6 +13,7 @@
 import type { DidChangeParams } from '../protocol/types';
 import { Settings, readEnv, processEnv, type Env } from '../protocol/settings';
 import type { Core } from '../server/core';
+import { pendingIndexBuilds } from '../store/pg/index-builds';
 import { PgBackend } from '../store/pg/backend';
 import { redactUrl } from '../store/pg/db';
 import { TeamOpener } from './opener';
@@ -56,8 +57,20 @@ export function attachTeam(core: Core, o: TeamOptions & { url: string }, broadca
   const off = broadcast ? backend.onChange((c) => broadcast({ ...c, store: 'team' })) : () => {};
   const opener = new TeamOpener(backend, {
     log,
-    onOpen: () =>
-      log(`team memory: ${redactUrl(o.url)} as ${backend.user}, roots ${router.roots.join(', ')} (schema v${backend.schemaVersion})`),
+    onOpen: () => {
+      log(`team memory: ${redactUrl(o.url)} as ${backend.user}, roots ${router.roots.join(', ')} (schema v${backend.schemaVersion})`);
+      // Said once per open: an index a migration asked for and nobody finished building (index-builds.ts).
+      void pendingIndexBuilds(backend.pool).then(
+        (names) => {
+          if (names.length > 0)
+            log(
+              `team memory: index builds pending (${names.join(', ')}): searches read more of the table until they finish; ` +
+                'the database owner finishes them with `cairn team init` (writes go on meanwhile)',
+            );
+        },
+        () => undefined, // a lost connection is the opener's to report
+      );
+    },
   });
   router.opener = opener;
   const ready = opener.tryOpen();

@@ -24,6 +24,11 @@ export interface PgOptions {
   /** Cancel any statement running longer (ms). */
   statementTimeoutMs?: number;
   poolSize?: number;
+  /**
+   * Scopes with fewer memories are searched exactly where a scope-vector index exists (vector-index.ts
+   * EXACT_SCOPE_ROWS by default; tests set it low to exercise the HNSW pass on a small table).
+   */
+  exactScopeRows?: number;
 }
 
 const BIGINT = 20;

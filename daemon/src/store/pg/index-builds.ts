@@ -18,14 +18,10 @@
  * and a table with no rows yet (a new team database) gets its indexes inside the migration's transaction, at once.
  */
 import type pg from 'pg';
-import { hnswIndexName, hnswIndexSql } from './vector-index';
+import { hnswIndexName, hnswIndexSql, scopeVectorIndexName, scopeVectorIndexSql } from './vector-index';
 
-/** An index a migration asks for: today the HNSW index of one dimension (vector-index.ts). */
-export interface IndexSpec {
-  kind: 'hnsw';
-  dim: number;
-  efConstruction: number;
-}
+/** An index a migration asks for: the HNSW index or the scope-vector index of one dimension (vector-index.ts). */
+export type IndexSpec = { kind: 'hnsw'; dim: number; efConstruction: number } | { kind: 'scope-vectors'; dim: number };
 
 export const MARKER_PREFIX = 'index_build:';
 
@@ -37,16 +33,18 @@ export function indexBuildMarkerSql(spec: IndexSpec): string {
 }
 
 function nameOf(spec: IndexSpec): string {
-  return hnswIndexName(spec.dim);
+  return spec.kind === 'hnsw' ? hnswIndexName(spec.dim) : scopeVectorIndexName(spec.dim);
 }
 
 function createSql(spec: IndexSpec, name: string, concurrently: boolean): string {
-  return hnswIndexSql(spec.dim, spec.efConstruction, { name, concurrently });
+  return spec.kind === 'hnsw'
+    ? hnswIndexSql(spec.dim, spec.efConstruction, { name, concurrently })
+    : scopeVectorIndexSql(spec.dim, { name, concurrently });
 }
 
 /** The reloptions the spec's index has (pg_class.reloptions), to tell an index built with other options. */
 function relOptions(spec: IndexSpec): string[] {
-  return ['m=32', `ef_construction=${spec.efConstruction}`];
+  return spec.kind === 'hnsw' ? ['m=32', `ef_construction=${spec.efConstruction}`] : [];
 }
 
 interface Marker {

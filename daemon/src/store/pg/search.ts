@@ -27,7 +27,7 @@ import { mapError, query } from './db';
 import type { MemoryRow } from '../rows';
 import { andSql, filterSql, MEMORY_COLUMNS, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
 import { scopeArgs } from './text-matches';
-import { indexInfo, NarrowScopes } from './vector-index';
+import { EXACT_SCOPE_ROWS, indexInfo, NarrowScopes } from './vector-index';
 
 function rethrow(e: unknown): never {
   throw mapError(e);
@@ -158,7 +158,8 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
   let wide = broad.get(b);
   if (!wide) broad.set(b, (wide = new NarrowScopes()));
   if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now()) && !wide.has(memoKey, Date.now())) {
-    if (await scopeTooNarrow(b, a)) memo.add(memoKey, Date.now());
+    if (await scopeTooNarrow(b, a, info.scopeDims.has(dim) ? (b.opts.exactScopeRows ?? EXACT_SCOPE_ROWS) : 0))
+      memo.add(memoKey, Date.now());
     else wide.add(memoKey, Date.now());
   }
   if (!a.exact && info.dims.has(dim) && !memo.has(memoKey, Date.now())) {
@@ -181,11 +182,13 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
     memo.add(memoKey, Date.now());
   }
   // Each row's distance computed once (the ORDER BY names the column; the same expression there would be a second one).
+  // The literal dimension lets the planner use the scope-vector index of that dimension (vector-index.ts): an
+  // index-only scan of the scope's namespaces (the same model embeds every vector at one dimension anyway).
   const hits = await armRows(
     b,
     `SELECT e.rowid, e.id, 1 - e.d AS score FROM (
        SELECT m.rowid, m.id, m.embedding <=> ${vec}::vector AS d FROM memories m JOIN namespaces n ON n.id = m.ns_id
-       WHERE ${where} ORDER BY d ASC, m.id ASC LIMIT ${limit}) e ORDER BY e.d ASC, e.id ASC`,
+       WHERE vector_dims(m.embedding) = ${dim} AND ${where} ORDER BY d ASC, m.id ASC LIMIT ${limit}) e ORDER BY e.d ASC, e.id ASC`,
     q,
     a.rows,
   );
@@ -194,14 +197,15 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
 
 /**
  * Whether the index's candidate list cannot hold `limit` rows of the scope: fewer than limit × rows / hnsw.ef_search
- * memories in it (the count stops there, through the (ns_id, key) index; the table's size is the planner's estimate).
- * Such a scope goes straight to exact search instead of an index pass that would come back short. Without a scope, no.
+ * memories in it (the count stops there, through the (ns_id, key) index; the table's size is the planner's estimate),
+ * or fewer than `exactRows` (a scope the scope-vector index searches exactly for less than one index pass costs).
+ * Such a scope goes straight to exact search instead of an index pass. Without a scope, no.
  */
-async function scopeTooNarrow(b: PgBackend, a: ArmQuery): Promise<boolean> {
+async function scopeTooNarrow(b: PgBackend, a: ArmQuery, exactRows: number): Promise<boolean> {
   const q = new Params();
   const scope = scopeSql(q, a.scope);
   if (!scope) return false;
-  const cap = `(SELECT ceil(${q.p(a.limit)} * greatest(c.reltuples, 1) / current_setting('hnsw.ef_search')::float8)::bigint
+  const cap = `(SELECT greatest(ceil(${q.p(a.limit)} * greatest(c.reltuples, 1) / current_setting('hnsw.ef_search')::float8)::bigint, ${q.p(exactRows)}::bigint)
      FROM pg_class c WHERE c.oid = 'cairn.memories'::regclass)`;
   const r = await query<{ narrow: boolean }>(
     b.pool,
