@@ -15,6 +15,7 @@ import { pendingIndexBuilds } from '../../daemon/src/store/pg/index-builds';
 import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
 import { HNSW_DIMS, hnswIndexName, indexInfo, SCOPE_VECTOR_DIMS, scopeVectorIndexName } from '../../daemon/src/store/pg/vector-index';
 import { startPg, type PgServer } from './pg-server';
+import { teamDaemon } from './team-daemon';
 
 const DIM = 256;
 const embedder: PgEmbedder = {
@@ -181,6 +182,16 @@ describe('team memory: index builds that do not block writes', () => {
       assert.ok((await asOwner.status()).indexBuildsPending.includes(name), '`cairn team status` names it');
     } finally {
       await asOwner.close();
+    }
+    // A daemon opening the database says so in its log, once, naming the index and what finishes it.
+    const td = await teamDaemon(pg.adminUrl(db));
+    try {
+      const pending = () => td.logs.filter((l) => l.includes('index builds pending'));
+      for (let i = 0; i < 500 && pending().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(pending().length, 1, td.logs.join('\n'));
+      assert.ok(pending()[0].includes(name) && pending()[0].includes('cairn team init'), pending()[0]);
+    } finally {
+      await td.stop();
     }
     // The schema itself is migrated (its version was committed before the builds), and the old index still answers.
     assert.equal((await owner.query(`SELECT value FROM cairn.meta WHERE key = 'schema_version'`)).rows[0].value, String(PG_SCHEMA_VERSION));
