@@ -13,7 +13,8 @@ import { Embedder } from '../../daemon/src/embed';
 import { Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { pack4, Q4_CLIP_RMS, q4Bytes, quantize } from '../../daemon/src/store/quantize';
-import { rerankPool } from '../../daemon/src/store/vector-scan';
+import { rerankPool, runDuplicateScan } from '../../daemon/src/store/vector-scan';
+import { DUP_RERANK } from '../../daemon/src/store/vector-tuning';
 import type { VecModel } from '../../daemon/src/store/vectors';
 import { tempCore, until } from '../helpers';
 
@@ -220,6 +221,16 @@ for (const DIM of [64, 24])
       const got = c.store.vectors.similarInNamespace(model, e.v, nsRowid, rowid, -1, 5, Date.now());
       const want = reference(e.v, (x) => x !== rowid && rows.get(x)!.ns === 'project.big', 5);
       assert.deepEqual(got, want);
+      // The scan hands DUP_RERANK of its candidates to that re-ranking (a search's pool would be rerankPool(5) = 64):
+      // half the int8 vectors read per check, and the same 5 reported.
+      assert.ok(DUP_RERANK < rerankPool(5));
+      const scan = c.store.vectors.prepareDuplicateScan(model, [{ vector: e.v, nsRowid, exclude: rowid }], 5, Date.now());
+      assert.equal(scan.rerank, DUP_RERANK);
+      assert.equal(
+        runDuplicateScan(scan).counts[0],
+        DUP_RERANK,
+        `${[...rows.values()].filter((x) => x.ns === 'project.big').length} in the namespace`,
+      );
     });
   });
 

@@ -13,6 +13,7 @@ import type { Include } from '../protocol/types';
 import { quantize, SIG_WORDS } from './quantize';
 import type { VectorIndex } from './vector-index';
 import { bucketCandidates, newBucketScratch } from './vector-lsh';
+import { DUP_RERANK } from './vector-tuning';
 import { normalized, type DuplicateScan, type SlotArrays } from './vector-scan';
 
 /** One duplicate check: a vector, its namespace, the memory it belongs to (left out), and its SimHash if known. */
@@ -40,6 +41,7 @@ export function buildDuplicateScan(
   exactMax: number,
   candidates: number,
   flips: number | null = null,
+  rerank = DUP_RERANK,
 ): DuplicateScan {
   const d = arrays.dimension;
   const inc: Include = {};
@@ -107,5 +109,5 @@ export function buildDuplicateScan(
     m += l.length;
   });
   starts[lists.length] = m;
-  return { arrays, vectors, sigs, group, exclude, starts, slots, limit, exactMax, candidates };
+  return { arrays, vectors, sigs, group, exclude, starts, slots, limit, exactMax, candidates, rerank: Math.max(rerank, limit) };
 }

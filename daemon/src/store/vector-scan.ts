@@ -68,10 +68,12 @@ export function nearest(
   candidates: number,
   /** The index in `admitted` of a slot left out (a duplicate check's own memory), -1 for none. */
   skip = -1,
+  /** Hits a compact index's scan returns to be ranked again (rerankPool(limit) unless given). */
+  pool = rerankPool(limit),
 ): ArmHit[] {
   const all = admitted.length;
   const n = skip >= 0 ? all - 1 : all;
-  let pool = admitted;
+  let admittedPool = admitted;
   if (n > exactMax) {
     if (sc.dist.length < all) sc.dist = new Uint16Array(all);
     if (sc.pool.length < all) sc.pool = new Int32Array(all);
@@ -93,14 +95,14 @@ export function nearest(
       const d = dist[i];
       if (i !== skip && (d < cut || (d === cut && atCut-- > 0))) keep[m++] = admitted[i];
     }
-    pool = keep.subarray(0, m);
+    admittedPool = keep.subarray(0, m);
   } else if (skip >= 0) {
     if (sc.pool.length < n) sc.pool = new Int32Array(n);
     sc.pool.set(admitted.subarray(0, skip));
     sc.pool.set(admitted.subarray(skip + 1), skip);
-    pool = sc.pool.subarray(0, n);
+    admittedPool = sc.pool.subarray(0, n);
   }
-  return scoreTop(a, sc, pool, v, a.q4 ? rerankPool(limit) : limit);
+  return scoreTop(a, sc, admittedPool, v, a.q4 ? pool : limit);
 }
 
 /**
@@ -288,6 +290,8 @@ export interface DuplicateScan {
   limit: number;
   exactMax: number;
   candidates: number;
+  /** Hits per check a compact index's scan returns to be ranked again from disk (vector-tuning.ts DUP_RERANK). */
+  rerank: number;
 }
 
 /** The hits of each check of a DuplicateScan, flat: check `c`'s are the next `counts[c]` of rowids / scores. */
@@ -319,6 +323,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       scan.exactMax,
       scan.candidates,
       selfAt[c],
+      scan.rerank,
     );
     counts[c] = hits.length;
     for (const h of hits) {

@@ -34,6 +34,14 @@ export const DUP_EXACT_MAX = 256;
  */
 export const DUP_CANDIDATES = 128;
 /**
+ * Of a duplicate check's candidates, this many (ranked by their 4-bit vectors) are ranked again by the int8 vectors
+ * read from disk when the index is compact (above COMPACT_ABOVE): the check reports at most DUPLICATE_LIMIT (5).
+ * Searches re-rank rerankPool(limit), at least 64; for duplicate checks at 1M (bench/duplicate-rerank.ts, 2,000
+ * checks spread over the store) 32 reported exactly what 64 did, for half the event loop's time (0.319 → 0.156 ms a
+ * check); 16 lost 0.4% of them, 8 lost 7%.
+ */
+export const DUP_RERANK = 32;
+/**
  * Vectors read per slice when the index is loaded in the background (loadInSlices): about 10-20 ms of the event
  * loop each, so requests wait at most that long while a million vectors load.
  */
