@@ -1,6 +1,7 @@
 /**
- * The team store's search arms on a real server, row-level security on: the full-text arm is one statement that puts
- * memories with every term before those with any term (whatever their rank), and each arm's statement reads its
+ * The team store's search arms on a real server, row-level security on: the full-text arm puts memories with every
+ * term before those with any term (whatever their rank), asking for the any-term ones only when fewer than the limit
+ * have every term, and each arm's statement reads its
  * hits' memories itself (no second read), only rows of the scope the role may read; hybrid search runs the full-text
  * arm beside the query embedding and the vector arm and fuses the two.
  */
@@ -62,7 +63,7 @@ describe('team memory: search arms', () => {
     await pg?.stop();
   });
 
-  it('the full-text arm puts memories with every term first, then fills with any term, in one statement', async () => {
+  it('the full-text arm puts memories with every term first, then fills with any term', async () => {
     const anyRank = await ftsArm(alice, 'alpha', { scope, limit: 10, now: Date.now() });
     const keysOf = async (rowids: number[]) => {
       const rows = await alice.byRowids(rowids);
@@ -82,6 +83,39 @@ describe('team memory: search arms', () => {
       scores,
       [...scores].sort((a, b) => b - a),
     );
+  });
+
+  it('the any-term pass runs only when fewer memories than the limit have every term, and the answer is the same', async () => {
+    // 8 memories with both terms (the terms in key, tags or value: different ranks), 5 with one of them in the key.
+    await alice.upsertBatch([
+      ...Array.from({ length: 8 }, (_, i) => ({
+        namespace: 'team.t',
+        key: i % 2 ? `gamma-${i}` : `note-${i}`,
+        value: `gamma ${i % 3 ? 'and delta' : 'with delta delta'} record ${i}`,
+        tags: i % 4 === 0 ? ['delta'] : [],
+      })),
+      ...Array.from({ length: 5 }, (_, i) => ({ namespace: 'team.t', key: `gamma-only-${i}`, value: `gamma gamma ${i}` })),
+    ]);
+    const sql: string[] = [];
+    const run = alice.pool.query.bind(alice.pool) as (...a: unknown[]) => unknown;
+    (alice.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+      if (String(a[0]).includes('cairn.text_matches')) sql.push(String(a[0]));
+      return run(...a);
+    };
+    try {
+      const t = { root: 'team.t', includeUser: false };
+      const five = await ftsArm(alice, 'gamma delta', { scope: t, limit: 5, now: Date.now() });
+      assert.equal(sql.length, 1, 'eight memories have both terms: the every-term statement answers alone');
+      assert.ok(!sql[0].includes(' AS every'), 'it asks for every term only');
+      assert.ok(sql[0].includes(' && '), sql[0]);
+      const twenty = await ftsArm(alice, 'gamma delta', { scope: t, limit: 20, now: Date.now() });
+      assert.equal(sql.length, 3, 'eight of twenty: the statement with any term follows');
+      assert.ok(sql[2].includes(' AS every'), sql[2]);
+      assert.equal(twenty.length, 13);
+      assert.deepEqual(five, twenty.slice(0, 5), 'the first five are the same, scores included');
+    } finally {
+      (alice.pool as unknown as { query: unknown }).query = run;
+    }
   });
 
   it('each arm reads its hits’ memories in its own statement: only those hits, in scope, readable, not deleted', async () => {
