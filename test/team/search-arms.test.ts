@@ -96,25 +96,38 @@ describe('team memory: search arms', () => {
       })),
       ...Array.from({ length: 5 }, (_, i) => ({ namespace: 'team.t', key: `gamma-only-${i}`, value: `gamma gamma ${i}` })),
     ]);
+    // A backend for which no scope is small (EXACT_SCOPE_ROWS): the every-term statement first, as in a large scope.
+    const big = await new PgBackend({ url: alice.opts.url, poolSize: 1, exactScopeRows: 0 }).open();
     const sql: string[] = [];
-    const run = alice.pool.query.bind(alice.pool) as (...a: unknown[]) => unknown;
-    (alice.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      if (String(a[0]).includes('cairn.text_matches')) sql.push(String(a[0]));
-      return run(...a);
+    const record = (be: PgBackend) => {
+      const run = be.pool.query.bind(be.pool) as (...a: unknown[]) => unknown;
+      (be.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
+        if (String(a[0]).includes('cairn.text_matches')) sql.push(String(a[0]));
+        return run(...a);
+      };
     };
+    record(big);
+    const small = await new PgBackend({ url: alice.opts.url, poolSize: 1 }).open();
+    record(small);
     try {
       const t = { root: 'team.t', includeUser: false };
-      const five = await ftsArm(alice, 'gamma delta', { scope: t, limit: 5, now: Date.now() });
+      const five = await ftsArm(big, 'gamma delta', { scope: t, limit: 5, now: Date.now() });
       assert.equal(sql.length, 1, 'eight memories have both terms: the every-term statement answers alone');
       assert.ok(!sql[0].includes(' AS every'), 'it asks for every term only');
       assert.ok(sql[0].includes(' && '), sql[0]);
-      const twenty = await ftsArm(alice, 'gamma delta', { scope: t, limit: 20, now: Date.now() });
+      const twenty = await ftsArm(big, 'gamma delta', { scope: t, limit: 20, now: Date.now() });
       assert.equal(sql.length, 3, 'eight of twenty: the statement with any term follows');
       assert.ok(sql[2].includes(' AS every'), sql[2]);
       assert.equal(twenty.length, 13);
       assert.deepEqual(five, twenty.slice(0, 5), 'the first five are the same, scores included');
+      // A scope of 13 memories (under EXACT_SCOPE_ROWS) gets the one statement at once, with the same answer.
+      const direct = await ftsArm(small, 'gamma delta', { scope: t, limit: 5, now: Date.now() });
+      assert.equal(sql.length, 4);
+      assert.ok(sql[3].includes(' AS every'), sql[3]);
+      assert.deepEqual(direct, five);
     } finally {
-      (alice.pool as unknown as { query: unknown }).query = run;
+      await big.close();
+      await small.close();
     }
   });
 

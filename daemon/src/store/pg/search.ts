@@ -84,11 +84,40 @@ export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<A
   // Memories with every term rank above those with any (the ORDER BY below), so when at least `limit` of them
   // match, the any-term pass cannot change the answer: it is skipped. That pass is what costs on a large store (a
   // whole-team query of three common words at 1M ranked ~400k matches, 3 s, where the every-term ones were 89–847).
-  if (both) {
+  // A small scope (under EXACT_SCOPE_ROWS memories, as the vector arm counts it) gets the one statement at once: its
+  // any-term pass is bounded, and the every-term statement first cost a 20k-memory project at 1M 15 ms more p50
+  // (most of its queries have fewer than `limit` every-term matches there).
+  if (both && !(await scopeSmall(b, a.scope, b.opts.exactScopeRows ?? EXACT_SCOPE_ROWS))) {
     const every = await ftsPass(b, text, a, 'every');
     if (every.length >= a.limit) return every;
   }
   return ftsPass(b, text, a, both ? 'both' : 'any');
+}
+
+const smallScopes = new WeakMap<PgBackend, NarrowScopes>();
+const largeScopes = new WeakMap<PgBackend, NarrowScopes>();
+
+/** Whether `scope` holds fewer than `rows` memories (counted up to `rows` through the (ns_id, key) index, remembered). */
+async function scopeSmall(b: PgBackend, scope: ArmQuery['scope'], rows: number): Promise<boolean> {
+  const q = new Params();
+  const where = scopeSql(q, scope);
+  if (!where || rows <= 0) return false;
+  let small = smallScopes.get(b);
+  if (!small) smallScopes.set(b, (small = new NarrowScopes()));
+  let large = largeScopes.get(b);
+  if (!large) largeScopes.set(b, (large = new NarrowScopes()));
+  const key = JSON.stringify([scope, rows]);
+  const now = Date.now();
+  if (small.has(key, now)) return true;
+  if (large.has(key, now)) return false;
+  const r = await query<{ n: number }>(
+    b.pool,
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where} LIMIT ${q.p(rows)}) x`,
+    q.values,
+  );
+  const isSmall = (r[0]?.n ?? 0) < rows;
+  (isSmall ? small : large).add(key, now);
+  return isSmall;
 }
 
 function countTerms(text: string): number {
