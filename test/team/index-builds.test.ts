@@ -60,7 +60,8 @@ describe('team memory: index builds that do not block writes', () => {
            WHERE p.datname = current_database() AND p.command = 'CREATE INDEX CONCURRENTLY'`,
         )
       ).rows[0] as { pid: number; phase: string; index: string } | undefined;
-      return r && r.phase === phase ? r : null;
+      // The index's name too: the phase can show before its catalog row is visible to this session.
+      return r && r.phase === phase && r.index ? r : null;
     }, `a concurrent build ${phase}`);
   /** A transaction that holds a writer's lock on cairn.memories (what CREATE INDEX CONCURRENTLY waits for). */
   const holdWriterLock = async () => {

@@ -123,7 +123,9 @@ export async function startPg(o: { keep?: string } = {}): Promise<PgServer> {
       execFileSync('bash', [SERVER, 'start', dir, String(port)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
     },
     async stop() {
-      for (const p of pools.values()) await p.end().catch(() => undefined);
+      // A test that failed while holding a pool's client never releases it, and pool.end() waits for every client:
+      // bounded, so the failure is reported instead of the run hanging (the server stop below ends the sessions).
+      for (const p of pools.values()) await Promise.race([p.end().catch(() => undefined), new Promise((r) => setTimeout(r, 5000).unref())]);
       try {
         execFileSync('bash', [SERVER, 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
       } finally {
