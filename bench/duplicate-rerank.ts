@@ -20,12 +20,7 @@ import { DUPLICATE_LIMIT, DUPLICATE_THRESHOLD, INDEX_BATCH } from '../daemon/src
 import { stmt } from '../daemon/src/store/db';
 import { Store } from '../daemon/src/store/store';
 import { int8Cosine, normalized, runDuplicateScan } from '../daemon/src/store/vector-scan';
-import { arg } from './stats';
-
-const cpu = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
+import { arg, cpuNow } from './stats';
 
 async function main() {
   const store = new Store(arg('db', ''), {});
@@ -79,17 +74,17 @@ async function main() {
           now,
         );
         scan.rerank = Math.max(pool, DUPLICATE_LIMIT);
-        let t = cpu();
+        let t = cpuNow();
         const result = runDuplicateScan(scan);
-        scanMs += cpu() - t;
-        t = cpu();
+        scanMs += cpuNow() - t;
+        t = cpuNow();
         const hits = store.vectors.duplicateResults(
           model,
           scan,
           b.map((r) => r.v),
           result,
         );
-        rerankMs += cpu() - t;
+        rerankMs += cpuNow() - t;
         for (const h of hits) got.push(reported(h));
       }
     }

@@ -17,13 +17,8 @@ import { signature } from '../daemon/src/store/quantize';
 import { Store } from '../daemon/src/store/store';
 import { hammingKernel } from '../daemon/src/store/vector-kernels';
 import { nearest, newScratch, normalized } from '../daemon/src/store/vector-scan';
-import { arg } from './stats';
+import { arg, cpuNow } from './stats';
 import { readJsonl } from './workload';
-
-const cpu = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
 async function main() {
   const store = new Store(arg('db', ''), {});
@@ -45,9 +40,9 @@ async function main() {
     const res: Record<string, number> = {};
     const time = (name: string, f: (i: number) => void) => {
       for (let i = 0; i < 10; i++) f(i);
-      const c0 = cpu();
+      const c0 = cpuNow();
       for (let i = 0; i < n; i++) f(i);
-      res[name] = Math.round(((cpu() - c0) / n) * 1000) / 1000;
+      res[name] = Math.round(((cpuNow() - c0) / n) * 1000) / 1000;
     };
     const preps = aqs.map((aq) => store.vectors.prepareKnn(model, aq));
     res.admitted = Math.round(preps.reduce((s, p) => s + p.admitted.length, 0) / n);

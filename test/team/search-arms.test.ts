@@ -12,6 +12,7 @@ import { PgBackend, type PgEmbedder } from '../../daemon/src/store/pg/backend';
 import { ftsArm, pgSearch, vectorArm } from '../../daemon/src/store/pg/search';
 import type { MemoryRow } from '../../daemon/src/store/rows';
 import { startPg, type PgServer } from './pg-server';
+import { recordStatements } from './record-statements';
 
 const DIM = 256;
 
@@ -99,13 +100,7 @@ describe('team memory: search arms', () => {
     // A backend for which no scope is small (EXACT_SCOPE_ROWS): the every-term statement first, as in a large scope.
     const big = await new PgBackend({ url: alice.opts.url, poolSize: 1, exactScopeRows: 0 }).open();
     const sql: string[] = [];
-    const record = (be: PgBackend) => {
-      const run = be.pool.query.bind(be.pool) as (...a: unknown[]) => unknown;
-      (be.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-        if (String(a[0]).includes('cairn.text_matches')) sql.push(String(a[0]));
-        return run(...a);
-      };
-    };
+    const record = (be: PgBackend) => recordStatements(be.pool, sql, (x) => x.includes('cairn.text_matches'));
     record(big);
     const small = await new PgBackend({ url: alice.opts.url, poolSize: 1 }).open();
     record(small);

@@ -20,6 +20,7 @@ import {
   scopeVectorIndexSql,
 } from '../../daemon/src/store/pg/vector-index';
 import { startPg, type PgServer } from './pg-server';
+import { recordStatements } from './record-statements';
 
 const DIM = 256;
 
@@ -193,11 +194,7 @@ describe('team memory: HNSW vector index', () => {
     const fresh = await new PgBackend({ url: pg.url('alice', db), poolSize: 1, exactScopeRows: 0 }).open();
     fresh.embedder = embedder;
     const sql: string[] = [];
-    const run = fresh.pool.query.bind(fresh.pool) as (...a: unknown[]) => unknown;
-    (fresh.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      sql.push(String(a[0]));
-      return run(...a);
-    };
+    recordStatements(fresh.pool, sql);
     const indexPasses = () => sql.filter((s) => s.includes('(m.embedding::vector(')).length;
     try {
       const tiny = await vectorArm(fresh, query, { scope: { root: 'team.tiny', includeUser: false }, limit: 10, now: Date.now() });
@@ -217,11 +214,7 @@ describe('team memory: HNSW vector index', () => {
     const dflt = await new PgBackend({ url: pg.url('alice', db), poolSize: 1 }).open();
     dflt.embedder = embedder;
     const seen: string[] = [];
-    const go = dflt.pool.query.bind(dflt.pool) as (...a: unknown[]) => unknown;
-    (dflt.pool as unknown as { query: (...a: unknown[]) => unknown }).query = (...a: unknown[]) => {
-      seen.push(String(a[0]));
-      return go(...a);
-    };
+    recordStatements(dflt.pool, seen);
     try {
       assert.ok(EXACT_SCOPE_ROWS > 474);
       const hits = await vectorArm(dflt, query, { scope: { root: 'team', includeUser: false }, limit: 10, now: Date.now() });

@@ -15,6 +15,7 @@ import { Requests as R } from '../../daemon/src/protocol/methods';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { rejectsWith } from '../helpers';
 import { startPg, type PgServer } from './pg-server';
+import { recordStatements } from './record-statements';
 import { teamDaemon } from './team-daemon';
 
 describe('team memory: concurrent writers', () => {
@@ -63,17 +64,13 @@ describe('team memory: concurrent writers', () => {
 
   it('a new key in a known namespace is one statement; every guard that stops it falls back to the full decision', async () => {
     const [w0, w1] = writers;
-    let statements = 0;
-    const query = w0.pool.query.bind(w0.pool);
-    w0.pool.query = ((...a: Parameters<typeof query>) => {
-      statements++;
-      return query(...a);
-    }) as typeof query;
+    const statements: string[] = [];
+    const stop = recordStatements(w0.pool, statements);
     try {
       await w0.upsert({ namespace: 'team.blind', key: 'a', value: 'first write learns the namespace' });
-      statements = 0;
+      statements.length = 0;
       const b = await w0.upsert({ namespace: 'team.blind', key: 'b', value: 'a new key', actor: 'agent:x' });
-      assert.equal(statements, 1, 'no read before a new key');
+      assert.equal(statements.length, 1, 'no read before a new key');
       assert.deepEqual([b.created, b.memory.version], [true, 1]);
       const { accessCount: _a, lastAccessedAt: _l, ...stored } = await w1.get({ namespace: 'team.blind', key: 'b' });
       const { accessCount: _a0, lastAccessedAt: _l0, ...returned } = b.memory;
@@ -106,9 +103,9 @@ describe('team memory: concurrent writers', () => {
       await w1.upsert({ namespace: 'team.blind', key: 'f', value: 'the staging password is hunter2' });
       await w1.forget({ namespace: 'team.blind', key: 'f' });
       await w0.upsert({ namespace: 'team.blind', key: 'f2', value: 'a write that learns the namespace again' });
-      statements = 0;
+      statements.length = 0;
       await rejectsWith(w0.upsert({ namespace: 'team.blind', key: 'g', value: 'the staging password is hunter2' }), 'RejectedValue');
-      assert.equal(statements, 2, 'the blind create, then the read that decides');
+      assert.equal(statements.length, 2, 'the blind create, then the read that decides');
       await rejectsWith(w0.get({ namespace: 'team.blind', key: 'g' }), 'NotFound');
 
       // The namespace was deleted (and its id with it): the write lands in the live namespace of that path.
@@ -122,7 +119,7 @@ describe('team memory: concurrent writers', () => {
       );
       assert.equal((await w1.get({ namespace: 'team.gone', key: 'y' })).id, y.memory.id);
     } finally {
-      w0.pool.query = query;
+      stop();
     }
   });
 

@@ -97,11 +97,9 @@ export async function ftsArm(b: PgBackend, text: string, a: ArmQuery): Promise<A
 const smallScopes = new WeakMap<PgBackend, NarrowScopes>();
 const largeScopes = new WeakMap<PgBackend, NarrowScopes>();
 
-/** Whether `scope` holds fewer than `rows` memories (counted up to `rows` through the (ns_id, key) index, remembered). */
+/** Whether `scope` holds fewer than `rows` memories (remembered for a while, as the vector arm's size checks are). */
 async function scopeSmall(b: PgBackend, scope: ArmQuery['scope'], rows: number): Promise<boolean> {
-  const q = new Params();
-  const where = scopeSql(q, scope);
-  if (!where || rows <= 0) return false;
+  if (rows <= 0 || !scope || (scope.namespaces === undefined && scope.root === undefined)) return false;
   let small = smallScopes.get(b);
   if (!small) smallScopes.set(b, (small = new NarrowScopes()));
   let large = largeScopes.get(b);
@@ -110,14 +108,27 @@ async function scopeSmall(b: PgBackend, scope: ArmQuery['scope'], rows: number):
   const now = Date.now();
   if (small.has(key, now)) return true;
   if (large.has(key, now)) return false;
-  const r = await query<{ n: number }>(
-    b.pool,
-    `SELECT count(*)::int AS n FROM (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where} LIMIT ${q.p(rows)}) x`,
-    q.values,
-  );
-  const isSmall = (r[0]?.n ?? 0) < rows;
+  const isSmall = await scopeHoldsFewer(b, scope, (q) => `${q.p(rows)}::bigint`);
   (isSmall ? small : large).add(key, now);
   return isSmall;
+}
+
+/**
+ * Whether `scope` holds fewer memories than `cap` (an SQL expression, its parameters in `q`): counted only up to
+ * it, through the (ns_id, key) index. Without a scope, no.
+ */
+async function scopeHoldsFewer(b: PgBackend, scope: ArmQuery['scope'], cap: (q: Params) => string): Promise<boolean> {
+  const q = new Params();
+  const where = scopeSql(q, scope);
+  if (!where) return false;
+  const c = cap(q);
+  const r = await query<{ fewer: boolean }>(
+    b.pool,
+    `SELECT (SELECT count(*) FROM (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where} LIMIT ${c}) x)
+       < ${c} AS fewer`,
+    q.values,
+  );
+  return r[0]?.fewer === true;
 }
 
 function countTerms(text: string): number {
@@ -251,18 +262,10 @@ export async function vectorArm(b: PgBackend, v: Float32Array, a: ArmQuery): Pro
  * Such a scope goes straight to exact search instead of an index pass. Without a scope, no.
  */
 async function scopeTooNarrow(b: PgBackend, a: ArmQuery, exactRows: number): Promise<boolean> {
-  const q = new Params();
-  const scope = scopeSql(q, a.scope);
-  if (!scope) return false;
-  const cap = `(SELECT greatest(ceil(${q.p(a.limit)} * greatest(c.reltuples, 1) / current_setting('hnsw.ef_search')::float8)::bigint, ${q.p(exactRows)}::bigint)
-     FROM pg_class c WHERE c.oid = 'cairn.memories'::regclass)`;
-  const r = await query<{ narrow: boolean }>(
-    b.pool,
-    `SELECT (SELECT count(*) FROM (SELECT 1 FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${scope} LIMIT ${cap}) x)
-       < ${cap} AS narrow`,
-    q.values,
-  );
-  return r[0]?.narrow === true;
+  const cap = (q: Params) =>
+    `(SELECT greatest(ceil(${q.p(a.limit)} * greatest(c.reltuples, 1) / current_setting('hnsw.ef_search')::float8)::bigint,
+       ${q.p(exactRows)}::bigint) FROM pg_class c WHERE c.oid = 'cairn.memories'::regclass)`;
+  return scopeHoldsFewer(b, a.scope, cap);
 }
 
 /** Same contract as retrieval/search.ts's search(), on the team store. `fusion` holds the model's fusion constants. */
