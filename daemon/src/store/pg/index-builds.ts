@@ -18,10 +18,17 @@
  * and a table with no rows yet (a new team database) gets its indexes inside the migration's transaction, at once.
  */
 import type pg from 'pg';
+import { SCOPE_TEXT_INDEX, SCOPE_TEXT_LONG_INDEX, scopeTextIndexSql } from './text-matches';
 import { hnswIndexName, hnswIndexSql, scopeVectorIndexName, scopeVectorIndexSql } from './vector-index';
 
-/** An index a migration asks for: the HNSW index or the scope-vector index of one dimension (vector-index.ts). */
-export type IndexSpec = { kind: 'hnsw'; dim: number; efConstruction: number } | { kind: 'scope-vectors'; dim: number };
+/**
+ * An index a migration asks for: the HNSW index or the scope-vector index of one dimension (vector-index.ts), or a
+ * scope-text index (text-matches.ts).
+ */
+export type IndexSpec =
+  | { kind: 'hnsw'; dim: number; efConstruction: number }
+  | { kind: 'scope-vectors'; dim: number }
+  | { kind: 'scope-text'; part: 'short' | 'long' };
 
 export const MARKER_PREFIX = 'index_build:';
 
@@ -33,13 +40,15 @@ export function indexBuildMarkerSql(spec: IndexSpec): string {
 }
 
 function nameOf(spec: IndexSpec): string {
-  return spec.kind === 'hnsw' ? hnswIndexName(spec.dim) : scopeVectorIndexName(spec.dim);
+  if (spec.kind === 'hnsw') return hnswIndexName(spec.dim);
+  if (spec.kind === 'scope-vectors') return scopeVectorIndexName(spec.dim);
+  return spec.part === 'short' ? SCOPE_TEXT_INDEX : SCOPE_TEXT_LONG_INDEX;
 }
 
 function createSql(spec: IndexSpec, name: string, concurrently: boolean): string {
-  return spec.kind === 'hnsw'
-    ? hnswIndexSql(spec.dim, spec.efConstruction, { name, concurrently })
-    : scopeVectorIndexSql(spec.dim, { name, concurrently });
+  if (spec.kind === 'hnsw') return hnswIndexSql(spec.dim, spec.efConstruction, { name, concurrently });
+  if (spec.kind === 'scope-vectors') return scopeVectorIndexSql(spec.dim, { name, concurrently });
+  return scopeTextIndexSql(spec.part, { name, concurrently });
 }
 
 /** The reloptions the spec's index has (pg_class.reloptions), to tell an index built with other options. */

@@ -4,7 +4,7 @@
  */
 import { ERASURE_MIGRATION } from './erasure';
 import { GRANT_CHECKS_PLPGSQL_MIGRATION, GRANT_SETS_MIGRATION } from './grant-sets';
-import { TEXT_MATCHES_MIGRATION } from './text-matches';
+import { TEXT_MATCHES_MIGRATION, TEXT_MATCHES_RANKED_MIGRATION } from './text-matches';
 import { indexBuildMarkerSql } from './index-builds';
 import { HNSW_DIMS, SCOPE_VECTOR_DIMS } from './vector-index';
 
@@ -447,4 +447,10 @@ export const MIGRATIONS: string[] = [
   `${SCOPE_VECTOR_DIMS.map((dim) => indexBuildMarkerSql({ kind: 'scope-vectors', dim })).join('\n')}
   CREATE STATISTICS IF NOT EXISTS cairn.memories_dims ON (vector_dims(embedding)) FROM cairn.memories;
   ANALYZE cairn.memories;`,
+  // 12: cairn.text_matches ranks inside when the arm asks (store/pg/text-matches.ts), and the scope-text indexes its
+  // walk of a scope reads instead of the table (asked for, built after the commit): at 1M, a 20k-memory project's
+  // full-text arm read 20k table pages for a common term.
+  `${TEXT_MATCHES_RANKED_MIGRATION}
+  ${indexBuildMarkerSql({ kind: 'scope-text', part: 'short' })}
+  ${indexBuildMarkerSql({ kind: 'scope-text', part: 'long' })}`,
 ];

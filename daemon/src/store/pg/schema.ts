@@ -23,7 +23,7 @@ import { mapError } from './db';
 import { buildIndexesOnEmptyTable, finishIndexBuilds } from './index-builds';
 import { MIGRATIONS } from './migrations';
 
-export const PG_SCHEMA_VERSION = 11;
+export const PG_SCHEMA_VERSION = 12;
 export const MEMBER_ROLE = 'cairn_member';
 export const LEVELS = { read: 1, write: 2, admin: 3 } as const;
 export type Level = keyof typeof LEVELS;

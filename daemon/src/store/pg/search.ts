@@ -75,6 +75,8 @@ export interface ArmQuery {
   now: number;
   /** Vector arm: exact distance even where an HNSW index could answer (the reference for recall; tests). */
   exact?: boolean;
+  /** Full-text arm: every match handed to the arm's statement, none ranked out inside (the reference; tests). */
+  allMatches?: boolean;
   /** When given, each hit's memory is read by the arm's own statement into this map. */
   rows?: Map<number, MemoryRow>;
 }
@@ -153,7 +155,14 @@ async function ftsPass(b: PgBackend, text: string, a: ArmQuery, pass: 'every' | 
   // The matching rows come from cairn.text_matches (text-matches.ts: the GIN index under the caller's read rules, in
   // the scope's namespaces); visibility, scope and filter are decided here, before the cut.
   const { paths, roots } = scopeArgs(a.scope);
-  const matches = `cairn.text_matches(t.tq, ${q.p(paths)}::text[], ${q.p(roots)}::text[], ${q.p(!!a.include?.deleted)})`;
+  // With no filter and no include flag, the function also ranks (the same rank, tier and visibility as below) and
+  // returns only the rows that can still make the limit, ties included: a scope's walk then reads an index, not the
+  // table, and a whole-store search hands over tens of rows instead of all its matches.
+  const ranked = !a.allMatches && !a.filter && !Object.values(a.include ?? {}).some(Boolean);
+  const rankArgs = ranked
+    ? `, ${both ? 't.every' : 'NULL'}, '${RANK_WEIGHTS}'::float4[], ${q.p(a.limit)}::integer, ${q.p(a.now)}::bigint`
+    : '';
+  const matches = `cairn.text_matches(t.tq, ${q.p(paths)}::text[], ${q.p(roots)}::text[], ${q.p(!!a.include?.deleted)}${rankArgs})`;
   const tq = pass === 'every' ? ts.join(' && ') : ts.join(' || ');
   // Its rows carry their namespace's path (`n` below: a live namespace, as visibilitySql wants), so no join per row.
   const arm = `WITH t AS (SELECT ${tq} AS tq${both ? `, ${ts.join(' && ')} AS every` : ''})
