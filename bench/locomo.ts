@@ -9,7 +9,7 @@
  *
  *   node --import tsx bench/locomo.ts [--data FILE] [--model builtin|ID|PATH] [--model-path DIR]
  *                                     [--convs 0-2] [--grid] [--json out.json]
- *                                     [--arms-out F] [--arms-in F] [--fusion rrf,agreement,…]
+ *                                     [--arms-out F] [--arms-in F] [--fusion rrf,agreement,…] [--team]
  *
  * --convs A-B   only conversations A..B (0-based, in file order) of the data file.
  * --grid        also fuse the two arms offline for every RRF constant K, vector-arm weight and
@@ -20,6 +20,8 @@
  *               pick on conversations 0-2, confirm on 3-4, report both.
  * --arms-out F  save each question's two candidate lists (key, arm score), evidence and category to F.
  * --arms-in F   no daemon: read such a file and compare fusion rules on it offline.
+ * --team        the memories in a team store (PostgreSQL + pgvector started here, scripts/pg/server.sh; the daemon
+ *               routes the `locomo` root there): the team arms' quality beside the SQLite store's, same questions.
  * --fusion R,…  the rules of FUSION_RULES (daemon/src/retrieval/fusion.ts) to compare per category, next to
  *               full text alone, with the paired standard error of each gain (all rules with --arms-in).
  *
@@ -47,8 +49,11 @@ import {
   type Sample,
 } from './locomo-data';
 import { arg, fmt, now } from './stats';
+import { attachTeam } from '../daemon/src/team/attach';
+import { startPg, type PgServer } from '../test/team/pg-server';
 
 const GRID = process.argv.includes('--grid');
+const TEAM = process.argv.includes('--team');
 const JSON_OUT = arg('json', '');
 const ARMS_OUT = arg('arms-out', '');
 const ARMS_IN = arg('arms-in', '');
@@ -220,7 +225,17 @@ async function main() {
   }
   const samples = loadSamples();
   const { d, close } = await startDaemon('cairn-locomo-');
+  let pg: PgServer | undefined;
   try {
+    if (TEAM) {
+      pg = await startPg();
+      const db = await pg.createDatabase('locomo');
+      await pg.createRole('locomo_bench');
+      await pg.grant(db, 'locomo_bench', 'locomo', 'write');
+      const team = attachTeam(d.core, { url: pg.url('locomo_bench', db), roots: ['locomo'] });
+      if (!(await team.ready)) throw new Error('team database did not open');
+      console.log('store: team (PostgreSQL + pgvector)');
+    }
     const info = d.core.status().embeddings;
     console.log(
       `model: ${info.model} (${info.dimension}-d)${info.fallbackReason ? `, fell back from ${info.configuredModel}: ${info.fallbackReason}` : ''}`,
@@ -235,7 +250,8 @@ async function main() {
     }
     const tIngest = now() - t0;
     t0 = now();
-    const w = await d.core.call(R.indexWait, { position: pos, timeoutMs: 600_000 });
+    // (A team write has its vector when it is acknowledged: nothing to wait for.)
+    const w = TEAM ? { reached: true } : await d.core.call(R.indexWait, { position: pos, timeoutMs: 600_000 });
     if (!w.reached) throw new Error('index did not catch up');
     console.log(
       `ingested ${total} turns from ${samples.length} conversations in ${fmt(tIngest / 1000)} s; embedded in ${fmt((now() - t0) / 1000)} s`,
@@ -310,6 +326,7 @@ async function main() {
     if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(report, null, 2));
   } finally {
     await close();
+    await pg?.stop();
   }
 }
 

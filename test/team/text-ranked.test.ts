@@ -27,8 +27,9 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
     db = await pg0.createDatabase();
     await pg0.createRole('alice');
     await pg0.grant(db, 'alice', 'team', 'write');
+    await pg0.grant(db, 'alice', 'user', 'write'); // a user tree in the database: it ranks after the scope's own on ties
     alice = await new PgBackend({ url: pg0.url('alice', db), poolSize: 2 }).open();
-    for (const ns of ['team.r', 'team.r.sub', 'team.x']) await alice.upsert({ namespace: ns, key: 'seed', value: 'seed row' });
+    for (const ns of ['team.r', 'team.r.sub', 'team.x', 'user.x']) await alice.upsert({ namespace: ns, key: 'seed', value: 'seed row' });
     const owner = pg0.admin(db);
     const ids = new Map(
       (await owner.query<{ id: string; path: string }>(`SELECT id, path FROM cairn.namespaces`)).rows.map((r) => [r.path, r.id]),
@@ -36,13 +37,13 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
     const c = await owner.connect();
     try {
       await c.query('SET session_replication_role = replica');
-      // 600 memories over team.r (180), team.r.sub (60) and team.x (360): "alpha" repeated 1-7 times (many equal ranks), "beta" in a
+      // 600 memories over team.r (180), team.r.sub (60), user.x (60) and team.x (300): "alpha" repeated 1-7 times (many equal ranks), "beta" in a
       // third, "gamma..." words in a fifth, the term in the key now and then (weight A), and every state the arm
       // must leave out, on rows whose rank would otherwise put them first.
       await c.query(
         `INSERT INTO cairn.memories(id, ns_id, key, value, value_hash, kind, tags, importance, confidence, source, properties, anchors,
            created_at, updated_at, version, status, expires_at, valid_from, valid_to, deleted_at, fts)
-         SELECT 'r-' || i, CASE WHEN i % 10 = 1 THEN $2 WHEN i % 10 IN (0, 2, 3) THEN $1 ELSE $3 END, k, v, '', 'fact', '[]', 0.5, 0.5, 'sql', '{}', '[]',
+         SELECT 'r-' || i, CASE WHEN i % 10 = 1 THEN $2 WHEN i % 10 IN (0, 2, 3) THEN $1 WHEN i % 10 = 4 THEN $4 ELSE $3 END, k, v, '', 'fact', '[]', 0.5, 0.5, 'sql', '{}', '[]',
            0, i % 5, 1,
            CASE WHEN i % 13 = 0 THEN 'superseded' WHEN i % 17 = 0 THEN 'proposed' ELSE 'active' END,
            CASE WHEN i % 11 = 0 THEN ${NOW - 1} END, CASE WHEN i % 23 = 0 THEN ${NOW + 1} END,
@@ -52,7 +53,7 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
                  repeat('alpha ', 1 + i % 7) || CASE WHEN i % 3 = 0 THEN 'beta ' ELSE '' END
                    || CASE WHEN i % 5 = 0 THEN 'gammaray ' ELSE 'filler ' END || 'note' AS v
                FROM generate_series(1, 600) i) x`,
-        [ids.get('team.r'), ids.get('team.r.sub'), ids.get('team.x')],
+        [ids.get('team.r'), ids.get('team.r.sub'), ids.get('team.x'), ids.get('user.x')],
       );
     } finally {
       await c.query('RESET session_replication_role');
@@ -92,6 +93,8 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
       { root: 'team.r', includeUser: false },
       { namespaces: ['team.r.sub'], includeUser: false },
       { namespaces: ['team.r', 'team.x'], includeUser: false },
+      { root: 'team.r' }, // and the user tree (ranked after team.r's on ties)
+      { namespaces: ['team.r.sub', 'user.x'] }, // the user tree named as the scope's own too
     ];
     let compared = 0;
     let nonEmpty = 0;
@@ -104,8 +107,8 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
           compared++;
           if (ranked.length > 0) nonEmpty++;
         }
-    assert.equal(compared, 5 * 4 * 5);
-    assert.equal(nonEmpty, 4 * 4 * 5); // every query but the last finds something in every scope
+    assert.equal(compared, 5 * 6 * 5);
+    assert.equal(nonEmpty, 4 * 6 * 5); // every query but the last finds something in every scope
   });
 
   it('hands over only what can make the limit (ties included), and leaves out what the arm would', async () => {
@@ -117,7 +120,7 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
           (
             await c.query(
               `SELECT count(*) AS n FROM cairn.text_matches(plainto_tsquery('english', 'alpha'), NULL, ARRAY['team.r'], false,
-                 NULL, $1::float4[], $2::integer, $3::bigint)`,
+                 ARRAY[plainto_tsquery('english', 'alpha')], NULL, $1::float4[], $2::integer, $3::bigint)`,
               [WEIGHTS, top, NOW],
             )
           ).rows[0].n,
@@ -132,7 +135,8 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
         await c.query<{ bad: number }>(
           `SELECT count(*) FILTER (WHERE m.status <> 'active' OR m.deleted_at IS NOT NULL OR m.expires_at <= $2
              OR m.valid_from > $2 OR m.valid_to <= $2) AS bad
-           FROM cairn.text_matches(plainto_tsquery('english', 'alpha'), NULL, ARRAY['team.r'], false, NULL, $1::float4[], 100000, $2::bigint) m`,
+           FROM cairn.text_matches(plainto_tsquery('english', 'alpha'), NULL, ARRAY['team.r'], false,
+             ARRAY[plainto_tsquery('english', 'alpha')], NULL, $1::float4[], 100000, $2::bigint) m`,
           [WEIGHTS, NOW],
         )
       ).rows[0].bad;
@@ -154,7 +158,7 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
       const keys = (
         await c.query<{ key: string }>(
           `SELECT key FROM cairn.text_matches(plainto_tsquery('english', 'alpha'), ARRAY['team.r.sub'], NULL, false,
-             NULL, $1::float4[], 1000, $2::bigint)`,
+             ARRAY[plainto_tsquery('english', 'alpha')], NULL, $1::float4[], 1000, $2::bigint)`,
           [WEIGHTS, NOW],
         )
       ).rows.map((r) => r.key);
@@ -168,5 +172,48 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
     } finally {
       await c.end();
     }
+  });
+
+  it('weighs a rare term above a common one, with counts of what the caller may see only', async () => {
+    // team.idf: "common" in 20 memories, "rare" in one; neither has both, so both are in the any-term tier.
+    await alice.upsertBatch([
+      ...Array.from({ length: 20 }, (_, i) => ({ namespace: 'team.idf', key: `c${i}`, value: `common word ${i}` })),
+      { namespace: 'team.idf', key: 'r', value: 'rare word' },
+    ]);
+    // In the namespace, and in the whole store (every namespace alice may read).
+    const arm = async () => {
+      const out = [];
+      for (const scope of [{ root: 'team.idf', includeUser: false }, undefined]) {
+        const hits = await ftsArm(alice, 'common rare', { scope, limit: 3, now: Date.now() });
+        const rows = await alice.byRowids(hits.map((h) => h.rowid));
+        out.push(hits.map((h) => ({ key: rows.get(h.rowid)?.key, score: h.score })));
+      }
+      return out;
+    };
+    const before = await arm();
+    for (const hits of before) {
+      assert.equal(hits[0].key, 'r', JSON.stringify(hits));
+      assert.ok(hits[0].score > 2 * hits[1].score, JSON.stringify(hits));
+    }
+    // Memories the caller cannot see change no score: "rare" written 50 times where alice has no grant, and in
+    // team.idf once more, deleted.
+    const owner = pg0.admin(db);
+    await owner.query(`INSERT INTO cairn.namespaces(id, path, created_at) VALUES ('hidden-ns', 'hidden.idf', 0)`);
+    const c = await owner.connect();
+    try {
+      await c.query('SET session_replication_role = replica');
+      await c.query(
+        `INSERT INTO cairn.memories(id, ns_id, key, value, value_hash, kind, tags, importance, confidence, source, properties, anchors,
+           created_at, updated_at, version, status, fts)
+         SELECT 'h-' || i, 'hidden-ns', 'h' || i, 'rare rare', '', 'fact', '[]', 0.5, 0.5, 'sql', '{}', '[]', 0, 0, 1, 'active',
+           to_tsvector('english', 'rare rare') FROM generate_series(1, 50) i`,
+      );
+    } finally {
+      await c.query('RESET session_replication_role');
+      c.release();
+    }
+    await alice.upsert({ namespace: 'team.idf', key: 'gone', value: 'rare thing, deleted' });
+    await alice.delete({ namespace: 'team.idf', key: 'gone' });
+    assert.deepEqual(await arm(), before);
   });
 });

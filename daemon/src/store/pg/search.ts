@@ -26,7 +26,9 @@ import { vectorLiteral } from './backend';
 import { mapError, query } from './db';
 import type { MemoryRow } from '../rows';
 import { andSql, filterSql, MEMORY_COLUMNS, ownScopeRank, Params, scopeSql, visibilitySql } from './sql';
-import { scopeArgs } from './text-matches';
+import { USER_ROOT } from '../../protocol/namespace';
+import { effectiveIncludeUser } from '../scope';
+import { RANK_WEIGHTS, scopeArgs } from './text-matches';
 import { EXACT_SCOPE_ROWS, indexInfo, NarrowScopes } from './vector-index';
 
 function rethrow(e: unknown): never {
@@ -38,8 +40,6 @@ export interface ArmHit {
   score: number;
 }
 
-/** ts_rank weights {D, C, B, A}: summary, value+identifiers, tags, key (the FTS5 arm's 0.5 : 1 : 2 : 4). */
-const RANK_WEIGHTS = '{0.125, 0.25, 0.5, 1.0}';
 
 /** The query's terms as tsquery SQL expressions (each term a bound parameter). */
 function terms(q: Params, text: string): string[] {
@@ -149,24 +149,21 @@ async function ftsPass(b: PgBackend, text: string, a: ArmQuery, pass: 'every' | 
   const where = andSql(visibilitySql(q, a.include, a.now), scopeSql(q, a.scope), filterSql(q, a.filter));
   const own = ownScopeRank(q, a.scope);
   const both = pass === 'both';
-  const score = both
-    ? `CASE WHEN m.fts @@ t.every THEN ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.every, 1) ELSE ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1) END`
-    : `ts_rank_cd('${RANK_WEIGHTS}', m.fts, t.tq, 1)`;
   // The matching rows come from cairn.text_matches (text-matches.ts: the GIN index under the caller's read rules, in
-  // the scope's namespaces); visibility, scope and filter are decided here, before the cut.
+  // the scope's namespaces), each with its rank (the terms weighted by how rare they are among the scope's visible
+  // matches); visibility, scope and filter are decided here, before the cut. With no filter and no include flag, the
+  // function also returns only the rows that can still make the limit (same rank, tier and visibility as here, ties
+  // included): a scope's walk then reads an index, not the table, and a whole-store search hands over tens of rows
+  // instead of all its matches.
   const { paths, roots } = scopeArgs(a.scope);
-  // With no filter and no include flag, the function also ranks (the same rank, tier and visibility as below) and
-  // returns only the rows that can still make the limit, ties included: a scope's walk then reads an index, not the
-  // table, and a whole-store search hands over tens of rows instead of all its matches.
   const ranked = !a.allMatches && !a.filter && !Object.values(a.include ?? {}).some(Boolean);
-  const rankArgs = ranked
-    ? `, ${both ? 't.every' : 'NULL'}, '${RANK_WEIGHTS}'::float4[], ${q.p(a.limit)}::integer, ${q.p(a.now)}::bigint`
-    : '';
-  const matches = `cairn.text_matches(t.tq, ${q.p(paths)}::text[], ${q.p(roots)}::text[], ${q.p(!!a.include?.deleted)}${rankArgs})`;
+  const matches = `cairn.text_matches(t.tq, ${q.p(paths)}::text[], ${q.p(roots)}::text[], ${q.p(!!a.include?.deleted)},
+    ARRAY[${ts.join(', ')}]::tsquery[], ${both ? 't.every' : 'NULL'}, '${RANK_WEIGHTS}'::float4[],
+    ${ranked ? `${q.p(a.limit)}::integer` : 'NULL'}, ${q.p(a.now)}::bigint, ${q.p(own && a.scope && effectiveIncludeUser(a.scope) ? USER_ROOT : null)}::text)`;
   const tq = pass === 'every' ? ts.join(' && ') : ts.join(' || ');
   // Its rows carry their namespace's path (`n` below: a live namespace, as visibilitySql wants), so no join per row.
   const arm = `WITH t AS (SELECT ${tq} AS tq${both ? `, ${ts.join(' && ')} AS every` : ''})
-       SELECT m.rowid, m.id, ${score} AS score
+       SELECT m.rowid, m.id, m.rank AS score
        FROM t, ${matches} m, LATERAL (SELECT m.ns_path AS path, NULL::bigint AS deleted_at) n
        WHERE numnode(t.tq) > 0 AND ${where}
        ORDER BY ${both ? '(m.fts @@ t.every) DESC, ' : ''}score DESC, ${own ? `${own} ASC, ` : ''}m.updated_at DESC, m.id ASC
