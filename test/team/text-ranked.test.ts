@@ -81,9 +81,8 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
       )
     ).rows.map((r) => r.name);
     assert.deepEqual(valid, [SCOPE_TEXT_INDEX, SCOPE_TEXT_LONG_INDEX]);
-    const long = (
-      await owner.query<{ n: number }>(`SELECT octet_length(fts::text) AS n FROM cairn.memories WHERE key = 'alpha long'`)
-    ).rows[0].n;
+    const long = (await owner.query<{ n: number }>(`SELECT octet_length(fts::text) AS n FROM cairn.memories WHERE key = 'alpha long'`))
+      .rows[0].n;
     assert.ok(long > SCOPE_TEXT_MAX, `the long memory's tsvector is ${long} characters`);
   });
 

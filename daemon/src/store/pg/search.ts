@@ -10,7 +10,9 @@
  * still being typed also as a prefix; first every term (AND), then any term
  * fills the rest. The matching rows come from cairn.text_matches
  * (text-matches.ts), which reads the GIN index under the same read rules as
- * row-level security (a member's own `@@` never reaches the index).
+ * row-level security (a member's own `@@` never reaches the index) and ranks
+ * them like BM25 (each term's ts_rank weighted by its idf among the visible
+ * matches the caller may read).
  *
  * Vectors: the HNSW index's top-k (vector-index.ts) with scope, visibility,
  * filter and model in the same WHERE, else (no index for the dimension, or a
@@ -39,7 +41,6 @@ export interface ArmHit {
   rowid: number;
   score: number;
 }
-
 
 /** The query's terms as tsquery SQL expressions (each term a bound parameter). */
 function terms(q: Params, text: string): string[] {
@@ -138,9 +139,9 @@ function countTerms(text: string): number {
 }
 
 /**
- * One statement of the full-text arm: `every`: the memories with every term, ranked against all of them; `both`:
- * those first, then those with any term (ranked against any), as the FTS5 plan's AND pass topped up by its OR pass;
- * `any`: a single term's matches.
+ * One statement of the full-text arm: `every`: the memories with every term; `both`: those first, then those with
+ * any term, as the FTS5 plan's AND pass topped up by its OR pass; `any`: a single term's matches. Each tier is ranked
+ * with its own term statistics (text-matches.ts), so `every` alone ranks its rows as `both` does.
  */
 async function ftsPass(b: PgBackend, text: string, a: ArmQuery, pass: 'every' | 'both' | 'any'): Promise<ArmHit[]> {
   const q = new Params();
