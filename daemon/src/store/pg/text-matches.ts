@@ -119,16 +119,18 @@ export const RANKED_MATCH_COLUMNS = `${TEXT_MATCH_COLUMNS}, rank double precisio
  * visible at `p_now`, in the scope, the caller's to read) and df those with the term: a rare term outweighs a common
  * one, as in the SQLite store's BM25, and no count ever includes a memory the caller cannot read. Per tier, so the
  * every-term tier's ranks do not depend on the any-term matches: the arm's every-term statement alone (search.ts, a
- * large scope) ranks its rows exactly as the two-tier statement does. Until v12 the arm ranked with ts_rank_cd (normalization 1), with no term weighting
- * at all: on LoCoMo the team store's full text found 0.470 / 0.460 of the evidence turns in its top 5 (conversations
- * 0-2 / 3-4) where the SQLite store's found 0.558 / 0.564; this rank finds 0.560-0.575 / 0.545 (bench/README.md).
+ * large scope) ranks its rows exactly as the two-tier statement does. Until v12 the arm ranked with ts_rank_cd
+ * (normalization 1), with no term weighting at all: on LoCoMo the team store's full text found 0.470 / 0.460 of the
+ * evidence turns in its top 5 (conversations 0-2 / 3-4) where the SQLite store's found 0.560 / 0.564; this rank finds
+ * 0.560-0.575 / 0.538-0.545 (bench/README.md, "The team store's full text on LoCoMo").
  *
  * With `p_top` (and no deleted memories asked for), only live, current memories visible at `p_now` are candidates,
  * and the first `p_top` of them in the arm's own order come back: every-term match `p_every` first, rank, the scope's
  * own namespaces before the user tree's (`p_user`, the user root when the scope takes it in: search.ts
- * ownScopeRank), newer first, id. The arm's ORDER BY and LIMIT over them give the same answer as over every match. A scope's walk then reads the scope-text indexes (index-only: no table page per
- * memory) and the winners' rows are read once at the end; a whole-store search no longer hands all its matches
- * (400k rows with their tsvectors at 1M, spilled to disk) to the arm's statement. The added arguments have defaults:
+ * ownScopeRank), newer first, id. The arm's ORDER BY and LIMIT over them give the same answer as over every match.
+ * A scope's walk then reads the scope-text indexes (index-only: no table page per memory) and the winners' rows are
+ * read once at the end; a whole-store search no longer hands all its matches (400k rows with their tsvectors at 1M,
+ * spilled to disk) to the arm's statement. The added arguments have defaults:
  * a call with the first four (an older daemon during an upgrade) gets every match, unranked (rank NULL), as before.
  */
 export const TEXT_MATCHES_RANKED_MIGRATION = `
