@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
-import { ftsArm } from '../../daemon/src/store/pg/search';
+import { ftsArm, TEAM_MAX_TERMS } from '../../daemon/src/store/pg/search';
 import { SCOPE_TEXT_INDEX, SCOPE_TEXT_LONG_INDEX, SCOPE_TEXT_MAX } from '../../daemon/src/store/pg/text-matches';
 import { startPg, type PgServer } from './pg-server';
 
@@ -214,5 +214,24 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
     await alice.upsert({ namespace: 'team.idf', key: 'gone', value: 'rare thing, deleted' });
     await alice.delete({ namespace: 'team.idf', key: 'gone' });
     assert.deepEqual(await arm(), before);
+  });
+
+  it('answers a query of the longest allowed text with a thousand distinct words (its first TEAM_MAX_TERMS searched)', async () => {
+    const chars = 'abcdefghijklmnopqrstuvwxyz0123456789';
+    const words = [...chars].flatMap((x) => [...chars].map((y) => `q${x}${y}`));
+    const text = words.join(' ').slice(0, 4096);
+    assert.ok(text.split(' ').length > 1000);
+    await alice.upsertBatch([
+      { namespace: 'team.long', key: 'early', value: `${words[3]} is one of the first words` },
+      { namespace: 'team.long', key: 'late', value: `${words[TEAM_MAX_TERMS + 10]} comes after the cap` },
+    ]);
+    for (const allMatches of [false, true]) {
+      const hits = await ftsArm(alice, text, { scope: { root: 'team.long', includeUser: false }, limit: 10, now: Date.now(), allMatches });
+      const rows = await alice.byRowids(hits.map((h) => h.rowid));
+      assert.deepEqual(
+        hits.map((h) => rows.get(h.rowid)?.key),
+        ['early'],
+      );
+    }
   });
 });

@@ -42,7 +42,14 @@ export interface ArmHit {
   score: number;
 }
 
-/** The query's terms as tsquery SQL expressions (each term a bound parameter). */
+/**
+ * The most distinct terms of a query the team arm searches (the first ones): cairn.text_matches ranks each term in a
+ * column of its own, and PostgreSQL allows 1,664 in a statement's target list; a 4,096-character query can hold
+ * ~1,300 distinct words. (The SQLite store has no such bound.)
+ */
+export const TEAM_MAX_TERMS = 256;
+
+/** The query's terms as tsquery SQL expressions (each term a bound parameter), at most TEAM_MAX_TERMS. */
 function terms(q: Params, text: string): string[] {
   const words = [...text.matchAll(/[\p{L}\p{N}_$]+/gu)].map((m) => m[0]);
   const content = words.filter((w) => !STOPWORDS.has(w.toLowerCase()));
@@ -50,6 +57,7 @@ function terms(q: Params, text: string): string[] {
   const out: string[] = [];
   const seen = new Set<string>();
   use.forEach((w, i) => {
+    if (out.length >= TEAM_MAX_TERMS) return;
     const lower = w.toLowerCase();
     const parts = splitIdentifier(w);
     const snake = lower.split(/[_$]+/).filter(Boolean);
