@@ -135,3 +135,18 @@ export async function startPg(o: { keep?: string } = {}): Promise<PgServer> {
     },
   };
 }
+
+/**
+ * `run` on one of the owner's connections with triggers off (session_replication_role = replica): a fixture's rows
+ * written straight into the tables, not through Cairn's write path (no history, no change rows, no checks).
+ */
+export async function ownerFixture(owner: pg.Pool, run: (c: pg.PoolClient) => Promise<unknown>): Promise<void> {
+  const c = await owner.connect();
+  try {
+    await c.query('SET session_replication_role = replica');
+    await run(c);
+  } finally {
+    await c.query('RESET session_replication_role');
+    c.release();
+  }
+}

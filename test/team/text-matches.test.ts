@@ -12,7 +12,7 @@ import pg from 'pg';
 import { FUSION } from '../../daemon/src/retrieval/fusion';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { pgSearch } from '../../daemon/src/store/pg/search';
-import { startPg, type PgServer } from './pg-server';
+import { ownerFixture, startPg, type PgServer } from './pg-server';
 
 const MATCHES = `SELECT ns_path || '/' || key AS k FROM cairn.text_matches(plainto_tsquery('english', $1), $2::text[], $3::text[], $4) ORDER BY 1`;
 
@@ -118,9 +118,7 @@ describe('team memory: cairn.text_matches, the full-text arm under the read rule
     // 3,000 rows in team.bulk, all with "common", three with "zebra" (written by the owner as a fixture, then vacuumed).
     const owner = pg0.admin(db);
     const ns = (await owner.query(`SELECT id FROM cairn.namespaces WHERE path = 'team.a'`)).rows[0].id as string;
-    const c = await owner.connect();
-    try {
-      await c.query('SET session_replication_role = replica');
+    await ownerFixture(owner, async (c) => {
       await c.query(`INSERT INTO cairn.namespaces(id, path, created_at) VALUES ('bulk-ns', 'team.bulk', 0)`);
       await c.query(
         `INSERT INTO cairn.memories(id, ns_id, key, value, value_hash, kind, tags, importance, confidence, source, properties, anchors,
@@ -134,10 +132,7 @@ describe('team memory: cairn.text_matches, the full-text arm under the read rule
         VALUES ('few-common', $1, 'c', 'common', '', 'fact', '[]', 0.5, 0.5, 'sql', '{}', '[]', 0, 0, 1, 'active', to_tsvector('english', 'common'))`,
         [ns],
       );
-    } finally {
-      await c.query('RESET session_replication_role');
-      c.release();
-    }
+    });
     await owner.query('VACUUM ANALYZE cairn.memories'); // (VACUUM: the GIN index's pending list merged in, as a server's autovacuum does)
     const member = await as('alice');
     // Index scans of memories_fts by the statement: the session's not yet reported count, before and after, in one

@@ -9,10 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { ftsArm, TEAM_MAX_TERMS } from '../../daemon/src/store/pg/search';
 import { SCOPE_TEXT_INDEX, SCOPE_TEXT_LONG_INDEX, SCOPE_TEXT_MAX } from '../../daemon/src/store/pg/text-matches';
-import { startPg, type PgServer } from './pg-server';
+import { ownerFixture, startPg, type PgServer } from './pg-server';
 
 const NOW = 1_800_000_000_000;
 const WEIGHTS = '{0.125, 0.25, 0.5, 1.0}';
@@ -34,13 +35,11 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
     const ids = new Map(
       (await owner.query<{ id: string; path: string }>(`SELECT id, path FROM cairn.namespaces`)).rows.map((r) => [r.path, r.id]),
     );
-    const c = await owner.connect();
-    try {
-      await c.query('SET session_replication_role = replica');
-      // 600 memories over team.r (180), team.r.sub (60), user.x (60) and team.x (300): "alpha" repeated 1-7 times (many equal ranks), "beta" in a
-      // third, "gamma..." words in a fifth, the term in the key now and then (weight A), and every state the arm
-      // must leave out, on rows whose rank would otherwise put them first.
-      await c.query(
+    // 600 memories over team.r (180), team.r.sub (60), user.x (60) and team.x (300): "alpha" repeated 1-7 times (many
+    // equal ranks), "beta" in a third, "gamma..." words in a fifth, the term in the key now and then (weight A), and
+    // every state the arm must leave out, on rows whose rank would otherwise put them first.
+    await ownerFixture(owner, (c) =>
+      c.query(
         `INSERT INTO cairn.memories(id, ns_id, key, value, value_hash, kind, tags, importance, confidence, source, properties, anchors,
            created_at, updated_at, version, status, expires_at, valid_from, valid_to, deleted_at, fts)
          SELECT 'r-' || i, CASE WHEN i % 10 = 1 THEN $2 WHEN i % 10 IN (0, 2, 3) THEN $1 WHEN i % 10 = 4 THEN $4 ELSE $3 END, k, v, '', 'fact', '[]', 0.5, 0.5, 'sql', '{}', '[]',
@@ -54,18 +53,21 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
                    || CASE WHEN i % 5 = 0 THEN 'gammaray ' ELSE 'filler ' END || 'note' AS v
                FROM generate_series(1, 600) i) x`,
         [ids.get('team.r'), ids.get('team.r.sub'), ids.get('team.x'), ids.get('user.x')],
-      );
-    } finally {
-      await c.query('RESET session_replication_role');
-      c.release();
-    }
+      ),
+    );
     // Long memories through the product's own write path: tsvectors too long for the covering index, one in the
-    // narrow scope, ranked first there.
+    // narrow scope.
     const words = Array.from({ length: 400 }, (_, i) => `word${i.toString(36)}x`).join(' ');
     await alice.upsert({ namespace: 'team.r.sub', key: 'alpha long', value: `alpha alpha alpha beta ${words}` });
     await alice.upsert({ namespace: 'team.x', key: 'long elsewhere', value: `alpha ${words}` });
     await owner.query('VACUUM ANALYZE cairn.memories');
   });
+  /** A plain SQL session as alice (no Cairn code); the caller ends it. */
+  async function member(): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: pg0.url('alice', db) });
+    await c.connect();
+    return c;
+  }
   after(async () => {
     await alice?.close();
     await pg0?.stop();
@@ -111,8 +113,7 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
   });
 
   it('hands over only what can make the limit (ties included), and leaves out what the arm would', async () => {
-    const c = new (await import('pg')).default.Client({ connectionString: pg0.url('alice', db) });
-    await c.connect();
+    const c = await member();
     try {
       const count = async (top: number | null) =>
         Number(
@@ -146,8 +147,7 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
   });
 
   it('walks a narrow scope for a common term through the scope-text indexes, not the table', async () => {
-    const c = new (await import('pg')).default.Client({ connectionString: pg0.url('alice', db) });
-    await c.connect();
+    const c = await member();
     try {
       const scans = async (index: string) =>
         Number((await c.query(`SELECT pg_stat_get_xact_numscans($1::regclass) AS n`, [`cairn.${index}`])).rows[0].n);
@@ -198,19 +198,14 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
     // team.idf once more, deleted.
     const owner = pg0.admin(db);
     await owner.query(`INSERT INTO cairn.namespaces(id, path, created_at) VALUES ('hidden-ns', 'hidden.idf', 0)`);
-    const c = await owner.connect();
-    try {
-      await c.query('SET session_replication_role = replica');
-      await c.query(
+    await ownerFixture(owner, (c) =>
+      c.query(
         `INSERT INTO cairn.memories(id, ns_id, key, value, value_hash, kind, tags, importance, confidence, source, properties, anchors,
            created_at, updated_at, version, status, fts)
          SELECT 'h-' || i, 'hidden-ns', 'h' || i, 'rare rare', '', 'fact', '[]', 0.5, 0.5, 'sql', '{}', '[]', 0, 0, 1, 'active',
            to_tsvector('english', 'rare rare') FROM generate_series(1, 50) i`,
-      );
-    } finally {
-      await c.query('RESET session_replication_role');
-      c.release();
-    }
+      ),
+    );
     await alice.upsert({ namespace: 'team.idf', key: 'gone', value: 'rare thing, deleted' });
     await alice.delete({ namespace: 'team.idf', key: 'gone' });
     assert.deepEqual(await arm(), before);

@@ -29,11 +29,36 @@ export const TEXT_MATCH_COLUMNS = `rowid bigint, id text, ns_id text, ns_path te
   confidence double precision, source text, properties text, anchors text, created_at bigint, updated_at bigint, valid_from bigint,
   valid_to bigint, expires_at bigint, last_accessed_at bigint, status text, deleted_at bigint, fts tsvector`;
 
+/**
+ * The function's choice for a scope (v9 and v12): its own rows tested one by one (ts_match_vq, which no index
+ * answers) when the index would list more than 4 matches per row of the scope (a common term), else the index.
+ */
+const WALK_DECISION = `      IF p_paths IS NOT NULL OR p_roots IS NOT NULL THEN
+        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM cairn.memories m WHERE m.fts @@ $1' INTO plan USING p_query;
+        matches := (plan->0->'Plan'->>'Plan Rows')::float8;
+        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM cairn.memories m WHERE m.ns_id = ANY($1)' INTO plan USING ids;
+        scoped := (plan->0->'Plan'->>'Plan Rows')::float8;
+        walk := matches > 4 * scoped;
+      END IF;
+`;
+
+/** Every match of the scope, unranked (deleted ones when asked), `rank` appended to the columns (v12: NULL). */
+function everyMatchSql(rank: string): string {
+  return `      RETURN QUERY EXECUTE 'SELECT m.rowid, m.id, m.ns_id, p.path, m.key, m.kind, m.tags, m.importance, m.confidence, m.source,
+          m.properties, m.anchors, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, m.last_accessed_at, m.status,
+          m.deleted_at, m.fts${rank}
+        FROM (SELECT * FROM cairn.memories m WHERE m.ns_id = ANY($2) AND ($3 OR m.deleted_at IS NULL) AND '
+          || CASE WHEN walk THEN 'ts_match_vq(m.fts, $1)' ELSE 'm.fts @@ $1' END || ' OFFSET 0) m
+        JOIN unnest($2, $4) p(id, path) ON p.id = m.ns_id'
+        USING p_query, ids, coalesce(p_deleted, false), paths;
+`;
+}
+
 export const TEXT_MATCHES_MIGRATION = `
   CREATE FUNCTION cairn.text_matches(p_query tsquery, p_paths text[], p_roots text[], p_deleted boolean)
     RETURNS TABLE (${TEXT_MATCH_COLUMNS}) LANGUAGE plpgsql VOLATILE SECURITY DEFINER ROWS 500
     SET search_path = pg_catalog, cairn, pg_temp AS $$
-    DECLARE ids text[]; paths text[]; owns integer[]; plan json; matches float8; scoped float8; walk boolean := false;
+    DECLARE ids text[]; paths text[]; plan json; matches float8; scoped float8; walk boolean := false;
     BEGIN
       IF p_query IS NULL OR numnode(p_query) = 0 THEN RETURN; END IF;
       -- The namespaces the caller may read (the policies' set, from session_user), live, in the scope (no paths and
@@ -48,23 +73,9 @@ export const TEXT_MATCHES_MIGRATION = `
       -- than 4 matches per row of the scope (a common term), else the index (the planner may also intersect it with
       -- the scope's rows). The planner's own choice between the two is wrong for common terms: it prices the index's
       -- long posting lists far below what they cost. Both counts are its estimates.
-      IF p_paths IS NOT NULL OR p_roots IS NOT NULL THEN
-        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM cairn.memories m WHERE m.fts @@ $1' INTO plan USING p_query;
-        matches := (plan->0->'Plan'->>'Plan Rows')::float8;
-        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM cairn.memories m WHERE m.ns_id = ANY($1)' INTO plan USING ids;
-        scoped := (plan->0->'Plan'->>'Plan Rows')::float8;
-        walk := matches > 4 * scoped;
-      END IF;
-      -- Planned per call with the values; the matches are found first (OFFSET 0: whatever the join), then given their
+${WALK_DECISION}      -- Planned per call with the values; the matches are found first (OFFSET 0: whatever the join), then given their
       -- namespace's path.
-      RETURN QUERY EXECUTE 'SELECT m.rowid, m.id, m.ns_id, p.path, m.key, m.kind, m.tags, m.importance, m.confidence, m.source,
-          m.properties, m.anchors, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, m.last_accessed_at, m.status,
-          m.deleted_at, m.fts
-        FROM (SELECT * FROM cairn.memories m WHERE m.ns_id = ANY($2) AND ($3 OR m.deleted_at IS NULL) AND '
-          || CASE WHEN walk THEN 'ts_match_vq(m.fts, $1)' ELSE 'm.fts @@ $1' END || ' OFFSET 0) m
-        JOIN unnest($2, $4) p(id, path) ON p.id = m.ns_id'
-        USING p_query, ids, coalesce(p_deleted, false), paths;
-    END $$;
+${everyMatchSql('')}    END $$;
 `;
 
 /** The function's scope arguments for a (validated) scope: exact paths and subtree roots; both null for the whole store. */
@@ -155,22 +166,8 @@ export const TEXT_MATCHES_RANKED_MIGRATION = `
                OR EXISTS (SELECT 1 FROM unnest($2) r WHERE n.path = r OR left(n.path, length(r) + 1) = r || ''.''))'
         INTO ids, paths, owns USING p_paths, p_roots, p_user;
       IF ids IS NULL THEN RETURN; END IF;
-      IF p_paths IS NOT NULL OR p_roots IS NOT NULL THEN
-        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM cairn.memories m WHERE m.fts @@ $1' INTO plan USING p_query;
-        matches := (plan->0->'Plan'->>'Plan Rows')::float8;
-        EXECUTE 'EXPLAIN (FORMAT JSON) SELECT 1 FROM cairn.memories m WHERE m.ns_id = ANY($1)' INTO plan USING ids;
-        scoped := (plan->0->'Plan'->>'Plan Rows')::float8;
-        walk := matches > 4 * scoped;
-      END IF;
-      IF p_terms IS NULL OR cardinality(p_terms) = 0 OR p_weights IS NULL OR p_now IS NULL THEN
-        RETURN QUERY EXECUTE 'SELECT m.rowid, m.id, m.ns_id, p.path, m.key, m.kind, m.tags, m.importance, m.confidence, m.source,
-            m.properties, m.anchors, m.created_at, m.updated_at, m.valid_from, m.valid_to, m.expires_at, m.last_accessed_at, m.status,
-            m.deleted_at, m.fts, NULL::float8
-          FROM (SELECT * FROM cairn.memories m WHERE m.ns_id = ANY($2) AND ($3 OR m.deleted_at IS NULL) AND '
-            || CASE WHEN walk THEN 'ts_match_vq(m.fts, $1)' ELSE 'm.fts @@ $1' END || ' OFFSET 0) m
-          JOIN unnest($2, $4) p(id, path) ON p.id = m.ns_id'
-          USING p_query, ids, coalesce(p_deleted, false), paths;
-        RETURN;
+${WALK_DECISION}      IF p_terms IS NULL OR cardinality(p_terms) = 0 OR p_weights IS NULL OR p_now IS NULL THEN
+${everyMatchSql(', NULL::float8')}        RETURN;
       END IF;
       top := p_top IS NOT NULL AND p_top > 0 AND NOT coalesce(p_deleted, false);
       -- Each term's score and match, unrolled (one expression per term: no per-row subquery).
