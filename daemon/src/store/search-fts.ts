@@ -27,7 +27,10 @@
  *    limit, 2 and 3 run as two statements after all (the conjunctive one may
  *    fill the limit alone). Without a common term left out, the one statement
  *    returns exactly what the two passes return; with one, the every-term
- *    matches are ordered without its (small) weight.
+ *    matches are ordered without its (small) weight. When some word is
+ *    informative, the scope is named inside MATCH and no word is rarer than
+ *    the limit, the scoped every-term matches are ranked first, alone, as the
+ *    one statement ranks them; it runs only if they are fewer than the limit.
  * The tokenizer stems English words (porter), so "stored" finds "stores".
  * BM25 is cairn_bm25 (native/cairn_bm25.c) when the connection loaded it: bm25()'s scores, with each phrase's
  * document count handed in (phraseCounts) instead of counted again by every statement.
@@ -217,6 +220,8 @@ function matchedRowids(db: DB, expr: string, limit: number): number[] {
 interface Match {
   expr: string;
   phrases: (string | null)[];
+  /** Phrases matched but left out of the score (cairn_bm25 only): the every-term matches ranked as `any` ranks them. */
+  unweighed?: ReadonlySet<string>;
 }
 
 /** Per connection: each phrase's document count, while the index is as it was when they were counted. */
@@ -226,9 +231,9 @@ const phraseCountCaches = new WeakMap<DB, { version: string; counts: Map<string,
  * The document counts cairn_bm25 takes (native/cairn_bm25.c): for each phrase, the rows holding it, as FTS5's
  * bm25() counts them in every statement; 0 for a namespace token. Remembered until this connection writes
  * (total_changes) or another one commits (data_version), so they are always the current counts; never inside a
- * transaction, which may still roll back.
+ * transaction, which may still roll back. A phrase in `unweighed` gets -1: cairn_bm25 leaves it out of the score.
  */
-export function phraseCounts(db: DB, phrases: (string | null)[]): Buffer {
+export function phraseCounts(db: DB, phrases: (string | null)[], unweighed?: ReadonlySet<string>): Buffer {
   let cache: { version: string; counts: Map<string, number> } | null = null;
   if (!db.inTransaction) {
     const v = stmt(db, 'SELECT total_changes() AS t, (SELECT data_version FROM pragma_data_version) AS d').get() as {
@@ -244,7 +249,10 @@ export function phraseCounts(db: DB, phrases: (string | null)[]): Buffer {
   }
   const out = new Float64Array(phrases.length);
   phrases.forEach((p, i) => {
-    if (p === null) return;
+    if (p === null || unweighed?.has(p)) {
+      out[i] = -1;
+      return;
+    }
     let n = cache?.counts.get(p);
     if (n === undefined) {
       n = (stmt(db, 'SELECT count(*) AS c FROM memories_fts WHERE memories_fts MATCH ?').get(p) as { c: number }).c;
@@ -261,7 +269,7 @@ export function phraseCounts(db: DB, phrases: (string | null)[]): Buffer {
  */
 function bm25Sql(db: DB, m: Match): { sql: string; params: unknown[] } {
   return hasRankingExtension(db)
-    ? { sql: `cairn_bm25(memories_fts, ?, ${BM25_WEIGHTS.join(', ')})`, params: [phraseCounts(db, m.phrases)] }
+    ? { sql: `cairn_bm25(memories_fts, ?, ${BM25_WEIGHTS.join(', ')})`, params: [phraseCounts(db, m.phrases, m.unweighed)] }
     : { sql: `bm25(memories_fts, ${BM25_WEIGHTS.join(', ')})`, params: [] };
 }
 
@@ -438,6 +446,31 @@ export function ftsArm(
   // Both passes in one statement (plan step 4) unless the conjunctive pass alone may fill the limit: a scope, or
   // a plain word found in fewer memories than the limit, says it cannot (then the disjunctive pass runs too).
   if (all && any && !opts.twoPasses && (scopeSql !== null || plan.minDf < q.limit)) {
+    if (nsTokens > 0 && !plan.allCommon && plan.minDf >= q.limit && hasRankingExtension(db)) {
+      // A scope named inside MATCH and no word rarer than the limit: the every-term matches may fill the limit
+      // alone, and the one statement would still score every in-scope match of the disjunctive terms (at 1M, 10-20k
+      // for a project's own words). So they are ranked first, alone, as the one statement ranks them (by BM25 over
+      // the disjunctive terms: the others are matched, not weighed), and only when fewer than the limit are admitted
+      // does the one statement run, with the admitted ones as its every-term set (refused rows take no place either
+      // way). The same answers, the one statement's (bench/README.md, "The every-term matches ranked first").
+      const first = ranked(
+        db,
+        { ...all, unweighed: new Set(plan.allPhrases.filter((p) => !plan.anyPhrases.includes(p))) },
+        q.limit,
+        checks,
+        null,
+        opts.innerMax,
+      );
+      if (first.length >= q.limit) return first.map(toHit);
+      return ranked(
+        db,
+        any,
+        q.limit,
+        checks,
+        first.map((r) => r.rowid),
+        opts.innerMax,
+      ).map(toHit);
+    }
     if (nsTokens === 0 || !plan.allCommon) return ranked(db, any, q.limit, checks, every, opts.innerMax).map(toHit);
     // Every word common, in a scope named inside MATCH: the one statement would score every in-scope match of the
     // least common word (thousands at 100k: the slowest scoped queries), and the conjunctive expression costs as
