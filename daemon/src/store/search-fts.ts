@@ -229,9 +229,10 @@ const phraseCountCaches = new WeakMap<DB, { version: string; counts: Map<string,
 
 /**
  * The document counts cairn_bm25 takes (native/cairn_bm25.c): for each phrase, the rows holding it, as FTS5's
- * bm25() counts them in every statement; 0 for a namespace token. Remembered until this connection writes
- * (total_changes) or another one commits (data_version), so they are always the current counts; never inside a
- * transaction, which may still roll back. A phrase in `unweighed` gets -1: cairn_bm25 leaves it out of the score.
+ * bm25() counts them in every statement; -1 for a namespace token and a phrase in `unweighed`: cairn_bm25 leaves it
+ * out of the score and never reads its instances. Remembered until this connection writes (total_changes) or another
+ * one commits (data_version), so they are always the current counts; never inside a transaction, which may still
+ * roll back.
  */
 export function phraseCounts(db: DB, phrases: (string | null)[], unweighed?: ReadonlySet<string>): Buffer {
   let cache: { version: string; counts: Map<string, number> } | null = null;
@@ -452,7 +453,7 @@ export function ftsArm(
       // for a project's own words). So they are ranked first, alone, as the one statement ranks them (by BM25 over
       // the disjunctive terms: the others are matched, not weighed), and only when fewer than the limit are admitted
       // does the one statement run, with the admitted ones as its every-term set (refused rows take no place either
-      // way). The same answers, the one statement's (bench/README.md, "The every-term matches ranked first").
+      // way). The same answers, the one statement's (bench/README.md, "The scoped full-text arm at 1M").
       const first = ranked(
         db,
         { ...all, unweighed: new Set(plan.allPhrases.filter((p) => !plan.anyPhrases.includes(p))) },
