@@ -17,7 +17,7 @@ import { Core } from '../../daemon/src/server/core';
 import { hasRankingExtension } from '../../daemon/src/store/db';
 import { BM25_WEIGHTS, ftsArm, phraseCounts, planQuery } from '../../daemon/src/store/search-fts';
 import { Store } from '../../daemon/src/store/store';
-import { tempCore, tempDir, upsertItems } from '../helpers';
+import { keysOf, tempCore, tempDir, upsertItems } from '../helpers';
 
 const c = tempCore();
 let plain: Store;
@@ -48,7 +48,7 @@ after(() => {
 
 const WEIGHTS = BM25_WEIGHTS.join(', ');
 
-/** Every match of `expr` scored both ways on the same connection; each row's two scores must be the same double. */
+/** Every match of "kestrel" or "hawk" scored both ways on one connection; each row's two scores must be the same double. */
 function scoredBothWays(db = c.store.db): Map<number, number> {
   const counts = phraseCounts(db, ['"kestrel"', '"hawk"']);
   const rows = db
@@ -183,7 +183,10 @@ describe('the every-term matches ranked first, alone', () => {
     const got = arm(c.store, 'kestrel filler', scope, 25);
     assert.deepEqual(got, arm(plain, 'kestrel filler', scope, 25));
     // The live every-term matches first (18: none deleted), then "kestrel" alone fills the rest.
-    const keys = got.map((h) => (c.store.db.prepare('SELECT key FROM memories WHERE rowid = ?').get(h.rowid) as { key: string }).key);
+    const keys = keysOf(
+      c.store,
+      got.map((h) => h.rowid),
+    );
     assert.equal(keys.length, 25);
     assert.ok(keys.slice(0, 30 - WREN_DELETED).every((k) => /^w\d+$/.test(k) && Number(k.slice(1)) >= WREN_DELETED));
     assert.ok(keys.slice(30 - WREN_DELETED).every((k) => k.startsWith('solo')));
