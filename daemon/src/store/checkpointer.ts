@@ -18,10 +18,11 @@
  * and FTS5 merges them only four at a time (its `automerge`), so after a burst of writes a term is looked up in a
  * dozen or more segments: at 100k memories a merged index answers the side-by-side queries' full-text arm 10–20%
  * faster (bench/README.md, "Full-text segments merged after writes"). When no write transaction has committed for
- * `MERGE_QUIET_MS`, the worker runs FTS5's incremental `merge` in slices of `MERGE_SLICE_PAGES` pages, each its own
- * short write transaction, with `usermerge = 2` (any two segments of a level are merged: one segment per level,
- * so the work stays logarithmic in the writes, unlike a full `optimize` after every burst). Between slices it
- * stops as soon as the main connection commits again or pauses it, and a slice never waits for the write lock
+ * `MERGE_QUIET_MS` (the vector indexer's commits that wrote no full text are not counted), the worker runs FTS5's
+ * incremental `merge` in slices of `MERGE_SLICE_PAGES` pages, each its own short write transaction, with
+ * `usermerge = 2` (any two segments of a level are merged: one segment per level, so the work stays logarithmic
+ * in the writes, unlike a full `optimize` after every burst). Between slices it stops as soon as the main
+ * connection commits a client write or full text again, or pauses it, and a slice never waits for the write lock
  * (busy: it stops); the next quiet period takes the merge up where FTS5 left it.
  */
 import { Worker } from 'node:worker_threads';
@@ -199,12 +200,18 @@ export class BackgroundCheckpointer {
   /**
    * A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once)
    * and stop a merge in progress after its slice; `fullText`: it wrote full-text rows (a new FTS5 segment), so
-   * merge the index once commits have stopped for a while.
+   * merge the index once commits have stopped for a while. `derived` (the vector indexer's vectors, duplicates and
+   * watermark) without full text neither stops a merge nor delays one: a vector catch-up commits every ~50 ms for
+   * minutes after a large import, and counting it kept the import's merge waiting until the first searches came.
+   * Such a commit waits for the merge slice in progress (it holds the write lock, a few ms); a slice that finds
+   * the lock taken ends the run, and the next quiet period takes it up again.
    */
-  committed(fullText = false): void {
+  committed(fullText = false, derived = false): void {
     if (this.dead) return;
-    if (this.run) Atomics.add(this.run.state, WRITES, 1);
-    this.lastCommitAt = performance.now();
+    if (fullText || !derived) {
+      if (this.run) Atomics.add(this.run.state, WRITES, 1);
+      this.lastCommitAt = performance.now();
+    }
     if (fullText && this.mergeQuietMs > 0) {
       this.mergeWanted = true;
       if (!this.mergeTimer) this.armMerge(this.mergeQuietMs);

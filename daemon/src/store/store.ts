@@ -133,18 +133,23 @@ export class Store {
    * fsync of its own when the store runs at synchronous=FULL (derived-commit.ts).
    */
   derivedTransaction<T>(fn: () => T): T {
-    return derivedCommit(this.db, () => this.transaction(fn));
+    return derivedCommit(this.db, () => this.commit(fn, true));
   }
 
   /** Run `fn` as one write transaction (BEGIN IMMEDIATE); change events are emitted after commit. */
   transaction<T>(fn: () => T): T {
+    return this.commit(fn, false);
+  }
+
+  /** transaction() and derivedTransaction(): `derived` tells the WAL's worker that no client write is in it. */
+  private commit<T>(fn: () => T, derived: boolean): T {
     const outer = !this.db.inTransaction;
     try {
       const r = writeTx(this.db, fn);
       if (outer) {
         this.vectors.settle(true);
         this.changeLog.flush();
-        this.wal.committed(this.fullText.written);
+        this.wal.committed(this.fullText.written, derived);
         this.fullText.written = false;
       }
       return r;

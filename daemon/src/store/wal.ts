@@ -19,9 +19,12 @@ export class Wal {
     private readonly log: (msg: string) => void,
   ) {}
 
-  /** A write committed (`ftsWritten`: with a new full-text segment): the background worker may checkpoint or merge. */
-  committed(ftsWritten: boolean): void {
-    this.checkpointer?.committed(ftsWritten);
+  /**
+   * A write committed (`ftsWritten`: with a new full-text segment; `derived`: only derived data, the vector
+   * indexer's): the background worker may checkpoint or merge.
+   */
+  committed(ftsWritten: boolean, derived = false): void {
+    this.checkpointer?.committed(ftsWritten, derived);
   }
 
   /** Stop the background worker (its connection closes first: the last connection to close folds the WAL in). */
