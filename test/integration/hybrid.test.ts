@@ -13,7 +13,7 @@ import { FUSION, FTS_WEIGHT, rrf } from '../../daemon/src/retrieval/fusion';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { Daemon } from '../../daemon/src/server/daemon';
 import { Core } from '../../daemon/src/server/core';
-import { rejectsWith, tempDir } from '../helpers';
+import { rejectsWith, tempDir, until } from '../helpers';
 
 process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
 
@@ -476,6 +476,128 @@ describe('degraded and switching', () => {
       await rejectsWith(core.call(R.indexRebuild, { model: path.join(dir, 'missing-model') }), 'InvalidState', 'model');
     } finally {
       await d.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('index/rebuild with the model in use re-embeds in place: search stays hybrid meanwhile, a stopped rebuild resumes', async () => {
+    const { d, indexer, dir } = await startDaemon();
+    let stopped = false;
+    let last = 0;
+    let good = Buffer.alloc(0);
+    let openGate = (o: boolean) => void o;
+    try {
+      const core = d.core;
+      await core.call(R.upsert, {
+        namespace: 'project.rb',
+        key: 'cache',
+        value: 'We keep user sessions in Redis with a short expiry',
+      });
+      const items = Array.from({ length: 1100 }, (_, i) => ({
+        namespace: 'project.rb',
+        key: `k${i}`,
+        value: `service ${i} writes structured logs to the central collector`,
+      }));
+      const r = await core.call(R.upsertBatch, { items });
+      await core.call(R.indexWait, { position: r.position, timeoutMs: 60000 });
+      const query = { query: 'where is login state stored', explain: true };
+      const idle = await core.call(R.search, query);
+      assert.equal(idle.degraded, undefined);
+      assert.equal(idle.hits[0].explain!.fts, null, 'no word of the query matches: the vector arm finds it');
+      assert.equal(idle.hits[0].explain!.vector!.rank, 1);
+      const model = indexer.model!;
+      const db = d.store.db;
+      const vectorOf = (rowid: number) => (db.prepare(`SELECT q FROM ${model.table} WHERE rowid = ?`).get(rowid) as { q: Buffer }).q;
+      // What a rebuild must mend: a vector whose memory is gone, and the last memory's vector damaged on disk (its
+      // text hash still matches, so only a forced re-embed replaces it).
+      const newest = r.results[r.results.length - 1];
+      assert.ok(newest.ok);
+      last = d.store.rowidOf(newest.id)!;
+      good = Buffer.from(vectorOf(last));
+      db.prepare(
+        `INSERT INTO ${model.table}(rowid, q, sig, text_hash) SELECT 99999, q, sig, text_hash FROM ${model.table} WHERE rowid = ?`,
+      ).run(last);
+      db.prepare(`UPDATE ${model.table} SET q = zeroblob(length(q)) WHERE rowid = ?`).run(last);
+
+      // The background embedding lets one batch through, then waits (gate) until the test opens it.
+      const embedder = indexer.embedder!;
+      const original = embedder.embedWithSignatures!.bind(embedder);
+      let open = false;
+      const waiting: (() => void)[] = [];
+      let held = 0;
+      embedder.embedWithSignatures = async (texts) => {
+        while (!open) {
+          held++;
+          await new Promise<void>((resolve) => waiting.push(resolve));
+        }
+        return original(texts);
+      };
+      openGate = (o: boolean) => {
+        open = o;
+        if (o) for (const wake of waiting.splice(0)) wake();
+      };
+      let batches = 0;
+      const orig = d.notifyAll.bind(d);
+      d.notifyAll = (m, p) => {
+        if (m === 'index/progress' && (p as { state: string }).state === 'reindexing' && ++batches === 1) openGate(false);
+        orig(m, p);
+      };
+      openGate(true);
+      const rb = await core.call(R.indexRebuild, {});
+      assert.equal(rb.queued, 1101);
+      assert.equal(rb.model, model.model);
+      await until('the rebuild held at its second batch', () => batches === 1 && held > 0, 60_000);
+      assert.equal(core.status().embeddings.state, 'reindexing');
+      assert.ok(d.store.feed.rebuildCursor(model.model)! > 0, 'the cursor is kept in the store');
+
+      // Served from the stored vectors meanwhile: the same answer as before the rebuild, vector ranks and all.
+      const during = await core.call(R.search, query);
+      assert.equal(during.mode, 'hybrid');
+      assert.equal(during.degraded, undefined, 'not degraded while re-embedding in place');
+      const ranks = (res: typeof idle) => res.hits.map((h) => [h.memory.id, h.explain!.fts?.rank, h.explain!.vector?.rank]);
+      assert.deepEqual(ranks(during), ranks(idle)); // (the boost, a recency term, moves with the clock)
+      // A write meanwhile is not checked for duplicates (the checks wait for the change log the rebuild does not
+      // move), and says so at once.
+      const late = await core.call(R.upsert, {
+        namespace: 'project.rb',
+        key: 'late',
+        value: 'service 7 writes structured logs to the central collector',
+        waitForDuplicates: true,
+      });
+      assert.equal(late.duplicateCheck, 'unavailable');
+      assert.match(late.duplicatesSkipped ?? '', /re-embedded/);
+
+      // Stopped in the middle: the cursor stays where the first batch ended.
+      const cursor = d.store.feed.rebuildCursor(model.model)!;
+      const stopping = indexer.stop();
+      openGate(true);
+      await stopping;
+      assert.equal(d.store.feed.rebuildCursor(model.model), cursor);
+      assert.ok(cursor < last, 'the damaged vector lies past the cursor');
+      assert.deepEqual(vectorOf(last), Buffer.alloc(good.length), 'not yet re-embedded');
+      await d.stop();
+      stopped = true;
+    } finally {
+      openGate(true); // a failed assertion must not leave the rebuild waiting at the gate: stop() waits for it
+      if (!stopped) await d.stop();
+    }
+    // The next start resumes it (startDaemon waits for 'ready'): mended, the gone memory's vector removed.
+    const again = await startDaemon('builtin', dir);
+    try {
+      const model = again.indexer.model!;
+      const db = again.d.store.db;
+      assert.equal(again.d.store.feed.rebuildCursor(model.model), null, 'the rebuild finished');
+      assert.equal((db.prepare(`SELECT count(*) AS c FROM ${model.table} WHERE rowid = 99999`).get() as { c: number }).c, 0);
+      const q = (db.prepare(`SELECT q FROM ${model.table} WHERE rowid = ?`).get(last) as { q: Buffer }).q;
+      assert.deepEqual(q, good, 'the damaged vector was re-embedded');
+      const st = again.d.core.status();
+      assert.equal(st.embeddings.state, 'ready');
+      assert.equal(st.embeddings.vectors, 1102);
+      const after = await again.d.core.call(R.search, { query: 'where is login state stored', explain: true });
+      assert.equal(after.degraded, undefined);
+      assert.equal(after.hits[0].explain!.vector!.rank, 1);
+    } finally {
+      await again.d.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

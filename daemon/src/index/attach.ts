@@ -154,7 +154,8 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   };
   hooks.duplicates = async (m, position, wait) => {
     // Said, not skipped silently: while the model loads (or the index is rebuilt) there is nothing to compare with.
-    const why = indexer.unavailable();
+    // modelUnavailable first: during a rebuild in place searches are served, but checks wait for its end.
+    const why = indexer.modelUnavailable() ?? indexer.unavailable();
     if (why) return { duplicateCheck: 'unavailable', possibleDuplicates: [], skipped: `${why}; this write was not checked for duplicates` };
     if (!wait) return { duplicateCheck: 'pending', possibleDuplicates: [] };
     await indexer.waitFor(position, DUPLICATE_WAIT_MS);

@@ -10,10 +10,10 @@ import { embeddingText, type Embedded, type IndexerHost } from './embedding-mode
 import { QUIET_WRITE_CHUNK, WRITE_CHUNK } from './indexer-tuning';
 
 /**
- * Embed rows whose text changed since their vector was computed, `per` texts a request; write them in small
- * transactions. Returns the rows embedded, with their vectors (none when the indexer stopped or switched models).
+ * Embed rows whose text changed since their vector was computed (every row when `force`: a rebuild in place), `per`
+ * texts a request; write them in small transactions. Returns the rows embedded, with their vectors (none when the indexer stopped or switched models).
  */
-export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedRow[], per: number): Promise<Embedded[]> {
+export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedRow[], per: number, force = false): Promise<Embedded[]> {
   const store = host.store;
   const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
   const have = store.vectors.textHashes(
@@ -23,7 +23,7 @@ export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedR
   for (const r of rows) {
     const text = embeddingText(r);
     const hash = hashKey(sha256(model.model + '\u0000' + text));
-    if (have.get(r.rowid) !== hash) todo.push({ row: r, rowid: r.rowid, text, hash });
+    if (force || have.get(r.rowid) !== hash) todo.push({ row: r, rowid: r.rowid, text, hash });
   }
   if (todo.length === 0) return [];
   // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
@@ -47,7 +47,8 @@ export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedR
     if (host.stopped() || host.model() !== model) {
       // Stopped or switched meanwhile. Vectors already stored by this call would have no duplicate check (the next
       // start skips a memory whose text has its vector): they go, and the next start embeds and checks them.
-      if (host.stopped() && i > 0) host.rollBack(todo.slice(0, i).map((t) => t.rowid));
+      // A forced pass (a rebuild in place) replaced vectors that were there before, with no duplicate check to skip.
+      if (host.stopped() && i > 0 && !force) host.rollBack(todo.slice(0, i).map((t) => t.rowid));
       return [];
     }
     store.derivedTransaction(() => {

@@ -7,7 +7,9 @@
  * A model change (or a first model on a non-empty store) re-embeds every memory
  * in the background; until that backfill completes the vector arm reports
  * itself unavailable and hybrid search degrades to full-text, so results never
- * mix two models' spaces or rank against a half-built index.
+ * mix two models' spaces or rank against a half-built index. index/rebuild with
+ * the model in use re-embeds every memory in place instead: the stored vectors
+ * are of the same space, so searches keep using them while each is replaced.
  */
 import { CairnError } from '../protocol/errors';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
@@ -50,6 +52,8 @@ export class Indexer implements VectorSearcher {
   private again = false;
   private readonly waiters = new WatermarkWaiters();
   private backfill: { done: number; total: number } | null = null;
+  /** A rebuild in place (rebuildCurrent) is running: state 'reindexing', and yet the vector arm serves searches. */
+  private refreshing = false;
   private stopped = false;
   /** The indexing pass and the re-embed in progress: stop() waits for both, so neither touches a closed store. */
   private pass: Promise<void> | null = null;
@@ -95,7 +99,9 @@ export class Indexer implements VectorSearcher {
 
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
-    const why = this.modelUnavailable();
+    // A rebuild in place replaces vectors with vectors of the same model: searches keep them meanwhile. (Duplicate
+    // checks and index/wait do not: they need the change log's position, which a rebuild does not move.)
+    const why = this.refreshing && this.model && this.embedder ? null : this.modelUnavailable();
     if (why || !this.model || this.store.vectors.loaded()?.model === this.model.model) return why;
     // Read on first use: this search answers from full text while the index loads (indexInMemory).
     this.indexInMemory(this.model).catch((e: Error) => {
@@ -141,7 +147,7 @@ export class Indexer implements VectorSearcher {
         ? `the vector index is loading (${this.indexLoad.done}/${this.indexLoad.total})`
         : 'the embedding model is still loading';
     if (this.state === 'reindexing')
-      return `the vector index is being rebuilt for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
+      return `the vector index is being ${this.refreshing ? 're-embedded' : 'rebuilt'} for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
     if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
     return null;
   }
@@ -187,6 +193,7 @@ export class Indexer implements VectorSearcher {
   /** Start indexing with a loaded model; re-embeds everything when the model differs from the store's active one. */
   async use(embedder: EmbeddingModel): Promise<void> {
     const previous = this.embedder;
+    this.refreshing = false; // a rebuild in place of the previous model ends at its next batch
     const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
     const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
     if (!needsBackfill && this.store.vectors.sizeHint(model) > this.lazyAbove) {
@@ -195,8 +202,7 @@ export class Indexer implements VectorSearcher {
       this.embedder = embedder;
       this.model = model;
       if (previous && previous !== embedder) await previous.close().catch(() => {});
-      this.state = 'ready';
-      this.kick();
+      this.readyOrResume();
       return;
     }
     // The stored vectors are read into memory a slice at a time, the daemon serving meanwhile (search full-text,
@@ -218,29 +224,68 @@ export class Indexer implements VectorSearcher {
     if (needsBackfill) {
       this.state = 'reindexing';
       // In the background: the daemon serves (degraded to full-text) meanwhile.
-      this.rebuild = this.rebuildVectors()
-        .then(() => this.kick())
-        .catch((e) => {
-          if (this.stopped) return; // the daemon is stopping: the model was closed under the re-embed
-          this.lastError = (e as Error).message;
-          this.state = 'unavailable';
-          this.log(`re-embedding failed: ${this.lastError}`);
-          this.failed(this.lastError);
-        });
+      this.startRebuild(false, 0);
     } else {
-      this.state = 'ready';
-      this.kick();
+      this.readyOrResume();
     }
   }
 
-  /** index/rebuild without a model: drop this model's vectors and embed everything again. */
+  /** Ready to index, unless a rebuild in place was stopped in the middle (a daemon stop): then it goes on first. */
+  private readyOrResume(): void {
+    const from = this.model ? this.store.feed.rebuildCursor(this.model.model) : null;
+    if (from === null) {
+      this.state = 'ready';
+      this.kick();
+      return;
+    }
+    this.log(`resuming the re-embedding of ${this.model!.model} after memory row ${from}`);
+    this.state = 'reindexing';
+    this.refreshing = true;
+    this.startRebuild(true, from);
+  }
+
+  /** Re-embed every memory in the background (rebuildVectors); a failure leaves the vector arm unavailable, saying why. */
+  private startRebuild(inPlace: boolean, from: number): void {
+    const model = this.model;
+    this.rebuild = this.rebuildVectors(inPlace, from)
+      .then(() => this.kick())
+      .catch((e) => {
+        // The daemon is stopping, or another model took over (index/rebuild with a model): its model was closed
+        // under the re-embed, and nothing failed that the indexer still uses.
+        if (this.stopped || this.model !== model) return;
+        this.refreshing = false;
+        this.lastError = (e as Error).message;
+        this.state = 'unavailable';
+        this.log(`re-embedding failed: ${this.lastError}`);
+        this.failed(this.lastError);
+      });
+  }
+
+  /**
+   * index/rebuild without a model: embed every memory again with the model in use. In place: each vector is
+   * replaced by a new one of the same model, and searches keep using the stored ones meanwhile (not degraded);
+   * vectors of memories that are gone are removed at the end. A rebuild or re-embed already running embeds
+   * everything anyway: it is left to finish. After a failed re-embed (state 'unavailable') the model's vectors are
+   * dropped and embedded again from scratch.
+   */
   async rebuildCurrent(): Promise<number> {
     if (!this.embedder || !this.model) throw new CairnError('InvalidState', this.unavailable() ?? 'no embedding model is loaded');
-    const model = this.model.model;
-    this.store.transaction(() => this.store.vectors.drop(model));
-    this.model = null;
     const total = this.store.feed.memoryCount();
-    await this.use(this.embedder);
+    if (this.state === 'reindexing') return total;
+    if (this.state !== 'ready') {
+      const model = this.model.model;
+      this.store.transaction(() => this.store.vectors.drop(model));
+      this.model = null;
+      await this.use(this.embedder);
+      return total;
+    }
+    this.state = 'reindexing';
+    this.refreshing = true;
+    // The indexing pass in progress ends after its batch (loop); the rebuild starts once it has.
+    await this.pass;
+    if (this.stopped || !this.refreshing) return total;
+    this.store.derivedTransaction(() => this.store.feed.setRebuildCursor(this.model!, 0));
+    this.startRebuild(true, 0);
     return total;
   }
 
@@ -265,32 +310,48 @@ export class Indexer implements VectorSearcher {
     });
   }
 
-  /** Re-embed every memory for the current model in bounded batches, reporting progress. */
-  private async rebuildVectors(): Promise<void> {
+  /**
+   * Re-embed every memory for the current model in bounded batches, reporting progress. A backfill (a new model,
+   * or its table dropped) ends by making the model the store's active one, up to the change log's position when it
+   * began. A rebuild in place (`inPlace`, from the rowid after `from`) re-embeds even unchanged text, keeps its
+   * cursor in the store after each batch (resumed at the next start if the daemon stops), leaves the watermark
+   * where the indexing passes had it (they go on from there afterwards, duplicate checks included), and removes
+   * the vectors of memories that are gone.
+   */
+  private async rebuildVectors(inPlace = false, from = 0): Promise<void> {
     const model = this.model!;
     const startPos = this.store.position();
-    const total = this.store.feed.liveMemoryCount();
+    const total = this.store.feed.liveMemoryCount(from);
     this.backfill = { done: 0, total };
-    this.state = total > 0 ? 'reindexing' : 'ready';
-    if (total > 0) this.log(`embedding ${total} memories with ${model.model}`);
-    let after = 0;
+    if (!inPlace) this.state = total > 0 ? 'reindexing' : 'ready';
+    if (total > 0) this.log(`embedding ${total} memories with ${model.model}${inPlace ? ' (rebuild in place)' : ''}`);
+    let after = from;
     for (;;) {
       if (this.stopped || this.model !== model) return;
       const rows = this.store.feed.pageAfter(after, INDEX_BATCH);
       if (rows.length === 0) break;
-      await this.paced(async () => void (await this.embedRows(model, rows)));
+      await this.paced(async () => void (await this.embedRows(model, rows, inPlace)));
+      if (this.stopped || this.model !== model) return; // the batch may be incomplete: the cursor stays before it
       after = rows[rows.length - 1].rowid;
+      if (inPlace) this.store.derivedTransaction(() => this.store.feed.setRebuildCursor(model, after));
       this.backfill.done += rows.length;
       this.progress({ model: model.model, done: this.backfill.done, total, state: 'reindexing' });
       await new Promise((r) => setImmediate(r)); // let requests in between batches
     }
     this.store.transaction(() => {
+      if (inPlace) {
+        const pruned = this.store.vectors.pruneOrphans(model);
+        if (pruned > 0) this.log(`removed ${pruned} vectors of memories that are gone`);
+        this.store.feed.clearRebuildCursor(model.model);
+        return;
+      }
       this.store.feed.setWatermark(model, startPos);
       this.store.feed.setActiveModel(model.model);
       // Other models' vectors are dropped: one space per store, re-embedded on switch.
       for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
     });
     this.backfill = null;
+    this.refreshing = false;
     this.state = 'ready';
     this.progress({ model: model.model, done: total, total, state: 'ready' });
     if (total > 0) this.log(`vector index ready: ${total} memories with ${model.model}`);
@@ -314,8 +375,8 @@ export class Indexer implements VectorSearcher {
   }
 
   /** Embed rows whose text changed since their vector was computed (embed-rows.ts). */
-  private embedRows(model: VecModel, rows: EmbedRow[]): Promise<Embedded[]> {
-    return embedRows(this.host, model, rows, this.embedChunk());
+  private embedRows(model: VecModel, rows: EmbedRow[], force = false): Promise<Embedded[]> {
+    return embedRows(this.host, model, rows, this.embedChunk(), force);
   }
 
   /** Process the change log from the watermark. Called after every write; runs one loop at a time. */
@@ -355,7 +416,8 @@ export class Indexer implements VectorSearcher {
     const model = this.model!;
     try {
       for (;;) {
-        if (this.stopped || this.model !== model) return;
+        // A rebuild in place waits for this pass to end (rebuildCurrent): it does after its batch.
+        if (this.stopped || this.model !== model || this.refreshing) return;
         const wm = this.watermark();
         const changes = this.store.changesSince(wm, INDEX_BATCH);
         if (changes.length === 0) break;

@@ -86,13 +86,36 @@ export class IndexFeed {
     return (stmt(this.db, 'SELECT count(*) AS c FROM memories').get() as { c: number }).c;
   }
 
-  /** Memories of live namespaces (what a backfill embeds). */
-  liveMemoryCount(): number {
+  /** Memories of live namespaces (what a backfill embeds), after `afterRowid` (a rebuild resumed). */
+  liveMemoryCount(afterRowid = 0): number {
     return (
-      stmt(this.db, 'SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL').get() as {
-        c: number;
-      }
+      stmt(
+        this.db,
+        'SELECT count(*) AS c FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL AND m.rowid > ?',
+      ).get(afterRowid) as { c: number }
     ).c;
+  }
+
+  /**
+   * Where a rebuild of a model's vectors in place (index/rebuild with the model in use) has got to: the last rowid
+   * re-embedded (0 when it has just begun), null when none is in progress. Kept in `index_state` as
+   * `rebuild:<model>`, so a daemon stopped in the middle resumes it at its next start.
+   */
+  rebuildCursor(model: string): number | null {
+    const r = stmt(this.db, 'SELECT watermark FROM index_state WHERE name = ?').get(`rebuild:${model}`) as
+      { watermark: number } | undefined;
+    return r ? r.watermark : null;
+  }
+
+  setRebuildCursor(model: VecModel, afterRowid: number): void {
+    stmt(
+      this.db,
+      `INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`,
+    ).run(`rebuild:${model.model}`, afterRowid, model.model, model.dimension);
+  }
+
+  clearRebuildCursor(model: string): void {
+    stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`rebuild:${model}`);
   }
 
   private static readonly COLS =

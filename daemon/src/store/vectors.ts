@@ -129,7 +129,7 @@ export class VectorTables {
     this.db.exec(`DROP TABLE IF EXISTS ${m.table}`);
     stmt(this.db, 'DELETE FROM vec_models WHERE model = ?').run(model);
     this.counted.delete(model);
-    stmt(this.db, 'DELETE FROM index_state WHERE name = ?').run(`vec:${model}`);
+    stmt(this.db, 'DELETE FROM index_state WHERE name IN (?, ?)').run(`vec:${model}`, `rebuild:${model}`);
     this.cached = null;
     if (this.index?.model.model === model) this.staged.push(() => (this.index = null));
     if (this.loading?.model.model === model) this.staged.push(() => (this.loading = null));
@@ -250,6 +250,25 @@ export class VectorTables {
     for (const m of this.models()) stmt(this.db, `DELETE FROM ${m.table} WHERE rowid = ?`).run(rowid);
     if (this.index) this.staged.push(() => this.index?.remove(rowid));
     if (this.loading) this.staged.push(() => this.loading?.remove(rowid));
+  }
+
+  /**
+   * Remove the model's vectors of memories that are gone or whose namespace was deleted (the end of a rebuild in
+   * place, which re-embedded every other one; a rebuild that dropped the table first has none). Returns how many.
+   */
+  pruneOrphans(model: VecModel): number {
+    const gone = stmt(
+      this.db,
+      `DELETE FROM ${model.table} WHERE rowid NOT IN
+         (SELECT m.rowid FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.deleted_at IS NULL) RETURNING rowid`,
+    ).all() as { rowid: number }[];
+    if (gone.length === 0) return 0;
+    this.counted.delete(model.model);
+    for (const { rowid } of gone) {
+      if (this.index?.model.model === model.model) this.staged.push(() => this.index?.remove(rowid));
+      if (this.loading?.model.model === model.model) this.staged.push(() => this.loading?.remove(rowid));
+    }
+    return gone.length;
   }
 
   /** Hashes of the texts the memories' vectors were computed from (to skip re-embedding unchanged text). */
