@@ -9,9 +9,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Embedder } from '../../daemon/src/embed';
 import { DUPLICATE_LIMIT, Indexer, type EmbeddingModel } from '../../daemon/src/index/indexer';
-import { checkDuplicates } from '../../daemon/src/index/duplicate-check';
-import type { IndexerHost } from '../../daemon/src/index/embedding-model';
-import { mergeScanResults, scanPart, scanWeight, splitScan } from '../../daemon/src/store/vector-scan-split';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
 import { SIG_WORDS } from '../../daemon/src/store/quantize';
@@ -177,106 +174,6 @@ describe('duplicate checks in the embedding worker', () => {
         vs.dupFlips = DUP_FLIPS;
       }
     });
-
-  for (const path of ['exact', 'Hamming'] as const)
-    it(`${path} path: a scan split between the worker and the event loop answers what the whole scan does`, async () => {
-      const vs = c.store.vectors;
-      try {
-        vs.dupFlips = null;
-        if (path === 'Hamming') {
-          vs.dupExactMax = 50;
-          vs.dupCandidates = 40;
-        }
-        const cs = checks();
-        const now = Date.now();
-        const prepare = (): DuplicateScan => vs.prepareDuplicateScan(model, cs, DUPLICATE_LIMIT, now);
-        const whole = runDuplicateScan(prepare());
-        const scan = prepare();
-        const weight = scanWeight(scan);
-        for (const [share, sliceWeight] of [
-          [0.45, 2000],
-          [0.1, 1],
-          [0.9, weight],
-        ] as const) {
-          const plan = splitScan(scan, share, sliceWeight)!;
-          // Every check in exactly one part, at least one on each side, the loop's share about `share` of the weight.
-          const all = [...plan.worker, ...plan.slices.flat()].sort((a, b) => a - b);
-          assert.deepEqual(
-            all,
-            cs.map((_, i) => i),
-          );
-          assert.ok(plan.worker.length > 0 && plan.slices.length > 0);
-          const mine = plan.slices.flat().reduce((w, ch) => w + scan.starts[scan.group[ch] + 1] - scan.starts[scan.group[ch]], 0);
-          assert.ok(mine <= weight * share || plan.slices.flat().length === 1, `loop share ${mine / weight} for ${share}`);
-          for (const sl of plan.slices) {
-            const w = sl.reduce((x, ch) => x + scan.starts[scan.group[ch] + 1] - scan.starts[scan.group[ch]], 0);
-            assert.ok(sl.length === 1 || w <= sliceWeight, `a slice of ${w} for at most ${sliceWeight}`);
-          }
-          const fromWorker = await embedder.scanDuplicates(scanPart(scan, plan.worker, true));
-          const parts = plan.slices.map((sl) => ({ checks: sl, result: runDuplicateScan(scanPart(scan, sl, false)) }));
-          const merged = mergeScanResults(cs.length, [...parts, { checks: plan.worker, result: fromWorker }]);
-          assert.deepEqual(merged, whole, `share ${share}`);
-          assert.ok(merged.rowids.length >= cs.length, 'the checks found something');
-        }
-        assert.equal(
-          splitScan(vs.prepareDuplicateScan(model, cs.slice(0, 1), DUPLICATE_LIMIT, now), 0.5, 10),
-          null,
-          'one check: nothing to share',
-        );
-        assert.throws(() => mergeScanResults(2, [{ checks: [0], result: runDuplicateScan(scanPart(scan, [0], false)) }]), /check 1/);
-      } finally {
-        vs.dupExactMax = DUP_EXACT_MAX;
-        vs.dupCandidates = DUP_CANDIDATES;
-        vs.dupFlips = DUP_FLIPS;
-      }
-    });
-
-  it("the indexer shares a pass's scan with the event loop only when nothing else came, and records the same", async () => {
-    const vs = c.store.vectors;
-    try {
-      vs.dupFlips = null;
-      const live = [...vecs].filter(([rowid], i) => !deleted.has(rowid) && i % 5 === 1);
-      const rows = c.store.feed.byIds(live.map(([, e]) => e.id));
-      const byRowid = new Map(live);
-      const embedded = rows.map((row) => ({ row, vector: byRowid.get(row.rowid)!.v }));
-      assert.ok(embedded.length > 40);
-      const sent: number[] = [];
-      const counted: EmbeddingModel = {
-        info: embedder.info,
-        embed: (t, o) => embedder.embed(t, o),
-        scanDuplicates: (s) => {
-          sent.push(s.group.length);
-          return embedder.scanDuplicates(s);
-        },
-        close: async () => {},
-      };
-      let quiet = false;
-      const host: IndexerHost = {
-        store: c.store,
-        log: () => {},
-        model: () => model,
-        embedder: () => counted,
-        stopped: () => false,
-        searching: () => false,
-        quiet: () => quiet,
-        rollBack: () => {},
-      };
-      const sharing = { loop: 0.45, minWeight: 0, sliceWeight: 1000 };
-      const alone = await checkDuplicates(host, model, embedded, 1, 0.5, sharing);
-      assert.deepEqual(sent, [embedded.length], 'a write or search came: the worker scans everything');
-      quiet = true;
-      const shared = await checkDuplicates(host, model, embedded, 1, 0.5, sharing);
-      assert.equal(sent.length, 2);
-      assert.ok(sent[1] > 0 && sent[1] < embedded.length, `the worker got ${sent[1]} of ${embedded.length} checks`);
-      assert.deepEqual(shared, alone);
-      assert.ok(alone!.some((r) => r.duplicates.length > 0));
-      // A scan lighter than minWeight is not shared.
-      await checkDuplicates(host, model, embedded, 1, 0.5, { ...sharing, minWeight: Number.MAX_SAFE_INTEGER });
-      assert.equal(sent[2], embedded.length);
-    } finally {
-      vs.dupFlips = DUP_FLIPS;
-    }
-  });
 
   it('an empty scan and a check of an empty namespace answer nothing', async () => {
     const none = c.store.vectors.prepareDuplicateScan(model, [], DUPLICATE_LIMIT, Date.now());

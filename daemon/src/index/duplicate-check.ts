@@ -3,23 +3,11 @@
  * the same namespace at least the model's threshold cosine-similar, scored in the embedding worker when it can.
  */
 import type { ArmHit } from '../store/search-fts';
-import { newScratch, runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
-import { mergeScanResults, scanPart, scanWeight, splitScan } from '../store/vector-scan-split';
+import { runDuplicateScan, type DuplicateScan, type DuplicateScanResult } from '../store/vector-scan';
 import type { VecModel } from '../store/vectors';
 import { isZeroVector } from '../embed';
-import type { Embedded, EmbeddingModel, IndexerHost } from './embedding-model';
-import { DUPLICATE_LIMIT, SHARE_LOOP, SHARE_MIN_WEIGHT, SHARE_SLICE_WEIGHT } from './indexer-tuning';
-
-/** The event loop's buffers for the slices of a shared scan (one pass runs at a time). */
-const scratch = newScratch();
-
-/** When and how much of a pass's scan the event loop takes (indexer-tuning.ts SHARE_*; tests pass their own). */
-export interface ScanSharing {
-  loop: number;
-  minWeight: number;
-  sliceWeight: number;
-}
-const SHARING: ScanSharing = { loop: SHARE_LOOP, minWeight: SHARE_MIN_WEIGHT, sliceWeight: SHARE_SLICE_WEIGHT };
+import type { Embedded, IndexerHost } from './embedding-model';
+import { DUPLICATE_LIMIT } from './indexer-tuning';
 
 /** What the indexer found for one memory it embedded (reported as memory/possibleDuplicates). */
 export interface DuplicateReport {
@@ -43,7 +31,6 @@ export async function checkDuplicates(
   embedded: Embedded[],
   position: number,
   threshold: number,
-  sharing: ScanSharing = SHARING,
 ): Promise<DuplicateReport[] | null> {
   const live = embedded.filter((e) => !e.row.deleted);
   const checked = live.filter((e) => !isZeroVector(e.vector));
@@ -61,14 +48,13 @@ export async function checkDuplicates(
     let result: DuplicateScanResult | null = null;
     // What the scan ran over (its arrays are shared, not transferred): a compact index's hits are ranked again.
     let scanned: DuplicateScan | null = null;
-    if (embedder?.scanDuplicates) {
-      scanned = prepare();
-      // Nobody waits on the event loop (a catch-up after an import): it takes a share of the scan beside the worker.
-      const plan = host.quiet() && scanWeight(scanned) >= sharing.minWeight ? splitScan(scanned, sharing.loop, sharing.sliceWeight) : null;
-      result = plan
-        ? await scanShared(host, embedder, scanned, plan)
-        : await embedder.scanDuplicates(scanned).catch((e: Error) => workerFailed(host, e));
-    }
+    if (embedder?.scanDuplicates)
+      result = await embedder.scanDuplicates((scanned = prepare())).catch((e: Error) => {
+        // The worker died after this pass stored its vectors: a later pass would not embed them again (same
+        // text), so their checks are scored here instead of being lost.
+        if (!host.stopped()) host.log(`duplicate checks scored on the event loop: ${e.message}`);
+        return null;
+      });
     if (host.model() !== model) return [];
     if (!result && host.stopped()) {
       // The daemon is stopping (the worker was closed under the scan): scoring the whole batch here would hold the
@@ -93,37 +79,4 @@ export async function checkDuplicates(
     position,
     duplicates: (byRow.get(e.row.rowid) ?? []).filter((h) => h.score >= threshold).map((h) => ({ rowid: h.rowid, similarity: h.score })),
   }));
-}
-
-/**
- * The worker died after this pass stored its vectors: a later pass would not embed them again (same text), so their
- * checks are scored on the event loop instead of being lost (null: the caller does).
- */
-function workerFailed(host: IndexerHost, e: Error): null {
-  if (!host.stopped()) host.log(`duplicate checks scored on the event loop: ${e.message}`);
-  return null;
-}
-
-/**
- * A scan run on both threads (store/vector-scan-split.ts): the worker's part is sent first, then the event loop runs
- * its slices, yielding between them; the answers are merged in the scan's check order. Null when the daemon stopped
- * meanwhile (the caller rolls the batch back).
- */
-async function scanShared(
-  host: IndexerHost,
-  embedder: EmbeddingModel,
-  scan: DuplicateScan,
-  plan: { worker: number[]; slices: number[][] },
-): Promise<DuplicateScanResult | null> {
-  const fromWorker = embedder.scanDuplicates!(scanPart(scan, plan.worker, true)).catch((e: Error) => workerFailed(host, e));
-  const parts: { checks: number[]; result: DuplicateScanResult }[] = [];
-  for (const slice of plan.slices) {
-    if (host.stopped()) break;
-    parts.push({ checks: slice, result: runDuplicateScan(scanPart(scan, slice, false), scratch) });
-    await new Promise((r) => setImmediate(r));
-  }
-  const own = await fromWorker;
-  if (host.stopped()) return null;
-  parts.push({ checks: plan.worker, result: own ?? runDuplicateScan(scanPart(scan, plan.worker, false), scratch) });
-  return mergeScanResults(scan.group.length, parts);
 }

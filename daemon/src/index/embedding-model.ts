@@ -41,8 +41,6 @@ export interface IndexerHost {
   stopped(): boolean;
   /** Whether a search was served within QUIET_MS. */
   searching(): boolean;
-  /** Whether neither a write nor a search came within QUIET_MS: the event loop may take a share of the checks. */
-  quiet(): boolean;
   /** Remove the vectors a stopped pass stored for these memories (their changes stay past the watermark). */
   rollBack(rowids: number[]): void;
 }

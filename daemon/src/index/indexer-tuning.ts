@@ -39,12 +39,3 @@ export const DUPLICATE_LIMIT = 5;
  * answer from full text (`degraded` says the index is loading). Smaller stores load at start as before.
  */
 export const LAZY_LOAD_ABOVE = 131_072;
-/**
- * Duplicate checks shared with the event loop (duplicate-check.ts): when no write or search came for QUIET_MS (a
- * catch-up nobody waits on), a pass's scan of at least SHARE_MIN_WEIGHT slot visits (each check's namespace list,
- * summed) gives the event loop SHARE_LOOP of it, in slices of at most SHARE_SLICE_WEIGHT (a few ms each, so a
- * request that comes meanwhile waits for one slice at most); the embedding worker runs the rest at the same time.
- */
-export const SHARE_LOOP = 0.45;
-export const SHARE_MIN_WEIGHT = 1_000_000;
-export const SHARE_SLICE_WEIGHT = 1_000_000;

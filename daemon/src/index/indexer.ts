@@ -49,8 +49,6 @@ export class Indexer implements VectorSearcher {
   private running = false;
   private kickTimer: NodeJS.Timeout | null = null;
   private lastQueryAt = 0;
-  /** When a write last asked for an indexing pass (kick). */
-  private lastWriteAt = 0;
   private again = false;
   private readonly waiters = new WatermarkWaiters();
   private backfill: { done: number; total: number } | null = null;
@@ -94,7 +92,6 @@ export class Indexer implements VectorSearcher {
       embedder: () => this.embedder,
       stopped: () => this.stopped,
       searching: () => Date.now() - this.lastQueryAt < QUIET_MS,
-      quiet: () => Date.now() - Math.max(this.lastQueryAt, this.lastWriteAt) >= QUIET_MS,
       rollBack: (rowids) => this.rollBack(rowids),
     };
     this.arm = new VectorSearch(this.host);
@@ -391,7 +388,6 @@ export class Indexer implements VectorSearcher {
       this.kickNow();
       return;
     }
-    this.lastWriteAt = Date.now();
     // Coalesce the kicks of a burst of writes into one indexing pass.
     if (this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
