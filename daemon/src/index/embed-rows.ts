@@ -11,7 +11,8 @@ import { QUIET_WRITE_CHUNK, WRITE_CHUNK } from './indexer-tuning';
 
 /**
  * Embed rows whose text changed since their vector was computed (every row when `force`: a rebuild in place), `per`
- * texts a request; write them in small transactions. Returns the rows embedded, with their vectors (none when the indexer stopped or switched models).
+ * texts a request; write them in small transactions. Returns the rows embedded, with their vectors (none when the
+ * indexer stopped or switched models).
  */
 export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedRow[], per: number, force = false): Promise<Embedded[]> {
   const store = host.store;
