@@ -122,7 +122,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     }
     const watermark = indexer.model ? indexer.watermark() : 0;
     if (indexer.state !== 'ready') {
-      const why = indexer.modelUnavailable() ?? indexer.unavailable() ?? `the vector index is ${indexer.state}`;
+      const why = indexer.modelUnavailable() ?? `the vector index is ${indexer.state}`;
       return { watermark, reached: false, index: 'vector' as const, reason: busy() ? why : `no vector index can exist: ${why}` };
     }
     const r = await indexer.waitFor(p.position, Math.max(0, deadline - Date.now()));

@@ -37,15 +37,23 @@ export class IndexFeed {
   constructor(private readonly db: DB) {}
 
   watermark(model: string): number {
-    const r = stmt(this.db, 'SELECT watermark FROM index_state WHERE name = ?').get(`vec:${model}`) as { watermark: number } | undefined;
-    return r?.watermark ?? 0;
+    return this.readState(`vec:${model}`) ?? 0;
   }
 
   setWatermark(model: VecModel, position: number): void {
+    this.writeState(`vec:${model.model}`, model, position);
+  }
+
+  /** An `index_state` row's value (its `watermark` column), undefined when there is no such row. */
+  private readState(name: string): number | undefined {
+    return (stmt(this.db, 'SELECT watermark FROM index_state WHERE name = ?').get(name) as { watermark: number } | undefined)?.watermark;
+  }
+
+  private writeState(name: string, model: VecModel, value: number): void {
     stmt(
       this.db,
       `INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`,
-    ).run(`vec:${model.model}`, position, model.model, model.dimension);
+    ).run(name, value, model.model, model.dimension);
   }
 
   /**
@@ -102,16 +110,11 @@ export class IndexFeed {
    * `rebuild:<model>`, so a daemon stopped in the middle resumes it at its next start.
    */
   rebuildCursor(model: string): number | null {
-    const r = stmt(this.db, 'SELECT watermark FROM index_state WHERE name = ?').get(`rebuild:${model}`) as
-      { watermark: number } | undefined;
-    return r ? r.watermark : null;
+    return this.readState(`rebuild:${model}`) ?? null;
   }
 
   setRebuildCursor(model: VecModel, afterRowid: number): void {
-    stmt(
-      this.db,
-      `INSERT INTO index_state(name, watermark, model, dimension) VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET watermark = excluded.watermark`,
-    ).run(`rebuild:${model.model}`, afterRowid, model.model, model.dimension);
+    this.writeState(`rebuild:${model.model}`, model, afterRowid);
   }
 
   clearRebuildCursor(model: string): void {
