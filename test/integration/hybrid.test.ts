@@ -35,6 +35,18 @@ async function startDaemon(model = 'builtin', dir = tempDir()): Promise<{ d: Dae
   return { d, indexer, dir };
 }
 
+/** `n` memories of one namespace (`k0`…) written in one batch, then the vector index waited for. */
+async function writeIndexed(core: Core, namespace: string, n: number, timeoutMs: number) {
+  const items = Array.from({ length: n }, (_, i) => ({
+    namespace,
+    key: `k${i}`,
+    value: `service ${i} writes structured logs to the central collector`,
+  }));
+  const r = await core.call(R.upsertBatch, { items });
+  await core.call(R.indexWait, { position: r.position, timeoutMs });
+  return r;
+}
+
 describe('hybrid retrieval', () => {
   let d: Daemon, core: Core, dir: string, indexer: Indexer;
   before(async () => {
@@ -436,13 +448,7 @@ describe('degraded and switching', () => {
     const { d, indexer, dir } = await startDaemon();
     try {
       const core = d.core;
-      const items = Array.from({ length: 600 }, (_, i) => ({
-        namespace: 'project.sw',
-        key: `k${i}`,
-        value: `service ${i} writes structured logs to the central collector`,
-      }));
-      const r = await core.call(R.upsertBatch, { items });
-      await core.call(R.indexWait, { position: r.position, timeoutMs: 30000 });
+      await writeIndexed(core, 'project.sw', 600, 30000);
       const alt = path.join(dir, 'alt-model');
       fs.cpSync(builtinModelPath(), alt, { recursive: true });
       const progress: number[] = [];
@@ -493,13 +499,7 @@ describe('degraded and switching', () => {
         key: 'cache',
         value: 'We keep user sessions in Redis with a short expiry',
       });
-      const items = Array.from({ length: 1100 }, (_, i) => ({
-        namespace: 'project.rb',
-        key: `k${i}`,
-        value: `service ${i} writes structured logs to the central collector`,
-      }));
-      const r = await core.call(R.upsertBatch, { items });
-      await core.call(R.indexWait, { position: r.position, timeoutMs: 60000 });
+      const r = await writeIndexed(core, 'project.rb', 1100, 60000);
       const query = { query: 'where is login state stored', explain: true };
       const idle = await core.call(R.search, query);
       assert.equal(idle.degraded, undefined);
