@@ -486,7 +486,7 @@ describe('degraded and switching', () => {
     }
   });
 
-  it('index/rebuild with the model in use re-embeds in place: search stays hybrid meanwhile, a stopped rebuild resumes', async () => {
+  it('index/rebuild with the model in use re-embeds in place: search stays hybrid and writes are indexed meanwhile, a stopped rebuild resumes', async () => {
     const { d, indexer, dir } = await startDaemon();
     let stopped = false;
     let last = 0;
@@ -519,14 +519,16 @@ describe('degraded and switching', () => {
       ).run(last);
       db.prepare(`UPDATE ${model.table} SET q = zeroblob(length(q)) WHERE rowid = ?`).run(last);
 
-      // The background embedding lets one batch through, then waits (gate) until the test opens it.
+      // The rebuild's embedding lets one batch through, then waits (gate) until the test opens it. The indexing
+      // passes' texts (the writes below: key `late`, or a value "rotated nightly") are let through.
       const embedder = indexer.embedder!;
       const original = embedder.embedWithSignatures!.bind(embedder);
       let open = false;
       const waiting: (() => void)[] = [];
       let held = 0;
+      const ofPasses = (texts: string[]) => texts.every((t) => t.startsWith('late\n') || t.includes('rotated nightly'));
       embedder.embedWithSignatures = async (texts) => {
-        while (!open) {
+        while (!open && !ofPasses(texts)) {
           held++;
           await new Promise<void>((resolve) => waiting.push(resolve));
         }
@@ -539,7 +541,7 @@ describe('degraded and switching', () => {
       let batches = 0;
       const orig = d.notifyAll.bind(d);
       d.notifyAll = (m, p) => {
-        if (m === 'index/progress' && (p as { state: string }).state === 'reindexing' && ++batches === 1) openGate(false);
+        if (m === 'index/progress' && (p as { state: string }).state === 'reindexing' && ++batches <= 2) openGate(false);
         orig(m, p);
       };
       openGate(true);
@@ -556,18 +558,40 @@ describe('degraded and switching', () => {
       assert.equal(during.degraded, undefined, 'not degraded while re-embedding in place');
       const ranks = (res: typeof idle) => res.hits.map((h) => [h.memory.id, h.explain!.fts?.rank, h.explain!.vector?.rank]);
       assert.deepEqual(ranks(during), ranks(idle)); // (the boost, a recency term, moves with the clock)
-      // A write meanwhile is not checked for duplicates (the checks wait for the change log the rebuild does not
-      // move), and says so at once.
+      // The indexing passes go on beside it: a write meanwhile is checked for duplicates (it repeats k7), and
+      // index/wait answers once its vector is in, the rebuild still held.
       const late = await core.call(R.upsert, {
         namespace: 'project.rb',
         key: 'late',
         value: 'service 7 writes structured logs to the central collector',
         waitForDuplicates: true,
       });
-      assert.equal(late.duplicateCheck, 'unavailable');
-      assert.match(late.duplicatesSkipped ?? '', /re-embedded/);
+      assert.equal(late.duplicateCheck, 'done', late.duplicatesSkipped);
+      assert.ok(late.possibleDuplicates?.some((p) => p.key === 'k7'));
+      const lateWait = await core.call(R.indexWait, { position: late.position, timeoutMs: 30_000 });
+      assert.equal(lateWait.reached, true, lateWait.reason);
+      assert.equal(core.status().embeddings.state, 'reindexing');
+      assert.equal(batches, 1, 'the rebuild is still held at its second batch');
 
-      // Stopped in the middle: the cursor stays where the first batch ended.
+      // A memory of the held batch rewritten meanwhile: a pass embeds the new text, and the rebuild, which read the
+      // old text before, must not put the old text's vector back when it goes on.
+      const first = d.store.feed.rebuildCursor(model.model)!;
+      const k600 = r.results[600];
+      assert.ok(k600.ok);
+      const x = d.store.rowidOf(k600.id)!;
+      assert.ok(x > first && x <= first + 512, 'k600 lies in the held batch');
+      const before = Buffer.from(vectorOf(x));
+      const rewrite = await core.call(R.upsert, { namespace: 'project.rb', key: 'k600', value: 'the audit log is rotated nightly' });
+      assert.equal((await core.call(R.indexWait, { position: rewrite.position, timeoutMs: 30_000 })).reached, true);
+      assert.equal(d.store.rowidOf(k600.id), x);
+      const fresh = Buffer.from(vectorOf(x));
+      assert.notDeepEqual(fresh, before, "the pass stored the new text's vector");
+      openGate(true);
+      await until('the rebuild held at its third batch', () => batches === 2 && !open, 60_000);
+      assert.ok(d.store.feed.rebuildCursor(model.model)! >= x, 'the second batch is done');
+      assert.deepEqual(vectorOf(x), fresh, 'the rebuild kept the newer vector');
+
+      // Stopped in the middle: the cursor stays where the second batch ended.
       const cursor = d.store.feed.rebuildCursor(model.model)!;
       const stopping = indexer.stop();
       openGate(true);

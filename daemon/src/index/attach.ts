@@ -98,17 +98,18 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   const branchVectors = new BranchVectors(d.store, indexer, d.log);
   hooks.branchVectors = branchVectors;
   settling.add(() => {
-    if (indexer.state !== 'ready') return; // stays registered: every time the model is (re)loaded
+    if (!indexer.indexing()) return; // stays registered: every time the model is (re)loaded
     eventVectors.kick();
     branchVectors.kick();
   });
   hooks.embeddings = () => indexer.status();
   hooks.indexes = () => (indexer.model ? [{ name: `vec:${indexer.model.model}`, watermark: indexer.watermark() }] : []);
   // Read-your-writes means the vector arm can serve the write: wait while the model loads or the index is
-  // rebuilt (vector search is degraded then), and say why when it cannot be reached.
+  // rebuilt for a new model (vector search is degraded then), and say why when it cannot be reached. During a
+  // rebuild in place the indexing passes go on, so the wait is the usual one.
   hooks.indexWait = async (p) => {
     const deadline = Date.now() + (p.timeoutMs ?? 10_000);
-    const busy = () => indexer.state === 'loading' || indexer.state === 'reindexing';
+    const busy = () => (indexer.state === 'loading' || indexer.state === 'reindexing') && !indexer.indexing();
     while (busy() && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -121,7 +122,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
       });
     }
     const watermark = indexer.model ? indexer.watermark() : 0;
-    if (indexer.state !== 'ready') {
+    if (!indexer.indexing()) {
       const why = indexer.modelUnavailable() ?? `the vector index is ${indexer.state}`;
       return { watermark, reached: false, index: 'vector' as const, reason: busy() ? why : `no vector index can exist: ${why}` };
     }
@@ -153,9 +154,9 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     return { model: indexer.model?.model ?? null, queued };
   };
   hooks.duplicates = async (m, position, wait) => {
-    // Said, not skipped silently: while the model loads (or the index is rebuilt) there is nothing to compare with.
-    // modelUnavailable first: during a rebuild in place searches are served, but checks wait for its end.
-    const why = indexer.modelUnavailable() ?? indexer.unavailable();
+    // Said, not skipped silently: while the model loads (or the index is rebuilt for a new model) there is nothing to
+    // compare with. During a rebuild in place the passes check writes as at any other time.
+    const why = (indexer.indexing() ? null : indexer.modelUnavailable()) ?? indexer.unavailable();
     if (why) return { duplicateCheck: 'unavailable', possibleDuplicates: [], skipped: `${why}; this write was not checked for duplicates` };
     if (!wait) return { duplicateCheck: 'pending', possibleDuplicates: [] };
     await indexer.waitFor(position, DUPLICATE_WAIT_MS);

@@ -93,7 +93,7 @@ export class BranchVectors implements BranchVectorSearcher {
   private async pass(): Promise<void> {
     const model = this.indexer.model?.model;
     const embedder = this.indexer.embedder;
-    if (!model || !embedder || this.indexer.state !== 'ready') return;
+    if (!model || !embedder || !this.indexer.indexing()) return;
     const db = this.store.db;
     while (!this.stopped && db.open) {
       const rows = branchRowsToEmbed(db, model, BRANCH_EMBED_BATCH);
@@ -113,7 +113,7 @@ export class BranchVectors implements BranchVectorSearcher {
   /** Wait (at most `ms`) until no branch row waits for a vector. Returns whether none does. */
   async waitForAll(ms: number): Promise<boolean> {
     const model = this.indexer.model?.model;
-    if (!model || this.indexer.state !== 'ready') return false;
+    if (!model || !this.indexer.indexing()) return false;
     const pending = () => this.store.db.open && branchVectorsPending(this.store.db, model);
     const end = Date.now() + ms;
     while (pending() && !this.stopped && Date.now() < end) {

@@ -54,11 +54,19 @@ export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedR
     }
     store.derivedTransaction(() => {
       const end = Math.min(todo.length, i + chunk);
-      const put = store.vectors.putMany(
-        model,
-        todo.slice(i, end).map((t, k) => ({ rowid: t.rowid, vector: vectors[i + k], textHash: t.hash, sig: given[i + k] })),
-      );
-      for (let j = i; j < end; j++) sigs[j] = put[j - i];
+      let items = todo.slice(i, end).map((t, k) => ({ rowid: t.rowid, vector: vectors[i + k], textHash: t.hash, sig: given[i + k] }));
+      if (force) {
+        // A rebuild in place runs beside the indexing passes: a memory whose vector changed since this call read
+        // the hashes was re-embedded by a pass from newer text (or removed); this older vector must not replace it.
+        const now = store.vectors.textHashes(
+          model,
+          items.map((x) => x.rowid),
+        );
+        items = items.filter((x) => now.get(x.rowid) === have.get(x.rowid));
+      }
+      const put = store.vectors.putMany(model, items);
+      // (A rebuild's rows are checked for duplicates by the passes, not from here: it reads no SimHash back.)
+      if (!force) for (let j = i; j < end; j++) sigs[j] = put[j - i];
     });
     await new Promise((r) => setImmediate(r));
   }

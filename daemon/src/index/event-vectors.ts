@@ -101,7 +101,7 @@ export class EventVectors implements EventVectorSearcher {
   private async pass(): Promise<void> {
     const model = this.indexer.model?.model;
     const embedder = this.indexer.embedder;
-    if (!model || !embedder || this.indexer.state !== 'ready') return;
+    if (!model || !embedder || !this.indexer.indexing()) return;
     const db = this.store.db;
     if (eventVectorModel(db) !== model) resetEventVectors(db, model);
     while (!this.stopped && db.open) {
@@ -130,7 +130,7 @@ export class EventVectors implements EventVectorSearcher {
   /** Wait (at most `ms`) until every event up to the newest one at the time of the call is embedded. */
   async waitForNewest(ms: number): Promise<{ position: number; vector: number; reached: boolean }> {
     const position = newestEventPosition(this.store.db);
-    if (this.indexer.state === 'ready' && this.watermark() < position) {
+    if (this.indexer.indexing() && this.watermark() < position) {
       this.kick();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, ms);

@@ -9,7 +9,9 @@
  * itself unavailable and hybrid search degrades to full-text, so results never
  * mix two models' spaces or rank against a half-built index. index/rebuild with
  * the model in use re-embeds every memory in place instead: the stored vectors
- * are of the same space, so searches keep using them while each is replaced.
+ * are of the same space, so searches keep using them while each is replaced,
+ * and the indexing passes go on beside it (a write meanwhile gets its vector,
+ * its duplicate check and index/wait's answer as at any other time).
  */
 import { CairnError } from '../protocol/errors';
 import type { ArmHit, ArmQuery } from '../store/search-fts';
@@ -52,7 +54,10 @@ export class Indexer implements VectorSearcher {
   private again = false;
   private readonly waiters = new WatermarkWaiters();
   private backfill: { done: number; total: number } | null = null;
-  /** A rebuild in place (rebuildCurrent) is running: state 'reindexing', and yet the vector arm serves searches. */
+  /**
+   * A rebuild in place (rebuildCurrent) is running: state 'reindexing', and yet the vector arm serves searches and
+   * the indexing passes go on (indexing()).
+   */
   private refreshing = false;
   private stopped = false;
   /** The indexing pass and the re-embed in progress: stop() waits for both, so neither touches a closed store. */
@@ -84,7 +89,7 @@ export class Indexer implements VectorSearcher {
     private readonly failed: (reason: string) => void = () => {},
   ) {
     // Each pass's last commit also indexes the full text of the writes since the store's `fts` watermark (loop).
-    store.fullTextFollower = () => this.state === 'ready' && !this.stopped;
+    store.fullTextFollower = () => this.indexing() && !this.stopped;
     this.host = {
       store,
       log,
@@ -99,9 +104,8 @@ export class Indexer implements VectorSearcher {
 
   // ---------------------------------------------------------------- status
   unavailable(): string | null {
-    // A rebuild in place replaces vectors with vectors of the same model: searches keep them meanwhile. (Duplicate
-    // checks and index/wait do not: they need the change log's position, which a rebuild does not move.)
-    const why = this.refreshing && this.model && this.embedder ? null : this.modelUnavailable();
+    // A rebuild in place replaces vectors with vectors of the same model: searches keep them meanwhile.
+    const why = this.indexing() ? null : this.modelUnavailable();
     if (why || !this.model || this.store.vectors.loaded()?.model === this.model.model) return why;
     // Read on first use: this search answers from full text while the index loads (indexInMemory).
     this.indexInMemory(this.model).catch((e: Error) => {
@@ -150,6 +154,14 @@ export class Indexer implements VectorSearcher {
       return `the vector index is being ${this.refreshing ? 're-embedded' : 'rebuilt'} for ${this.model?.model} (${this.backfill?.done ?? 0}/${this.backfill?.total ?? 0})`;
     if (this.state !== 'ready' || !this.model || !this.embedder) return this.lastError ?? 'no embedding model is loaded';
     return null;
+  }
+
+  /**
+   * The indexing passes run: the model is ready, or a rebuild in place re-embeds with it (the passes follow the
+   * change log beside it: vectors, duplicate checks, index/wait). False while a model loads or a backfill runs.
+   */
+  indexing(): boolean {
+    return !!this.model && !!this.embedder && (this.state === 'ready' || (this.state === 'reindexing' && this.refreshing));
   }
 
   /** Which kind of model is in use: the per-kind constants (FUSION, EMBED_CHUNK, DUPLICATE_THRESHOLD) follow it. */
@@ -242,6 +254,7 @@ export class Indexer implements VectorSearcher {
     this.state = 'reindexing';
     this.refreshing = true;
     this.startRebuild(true, from);
+    this.kick(); // the passes go on beside it, from the watermark
   }
 
   /** Re-embed every memory in the background (rebuildVectors); a failure leaves the vector arm unavailable, saying why. */
@@ -281,9 +294,8 @@ export class Indexer implements VectorSearcher {
     }
     this.state = 'reindexing';
     this.refreshing = true;
-    // The indexing pass in progress ends after its batch (loop); the rebuild starts once it has.
-    await this.pass;
-    if (this.stopped || !this.refreshing) return total;
+    // The indexing passes go on beside it: a vector either writes is stored only if no other was meanwhile
+    // (embed-rows.ts), so the rebuild never puts back an older text's vector over a pass's newer one.
     this.store.derivedTransaction(() => this.store.feed.setRebuildCursor(this.model!, 0));
     this.startRebuild(true, 0);
     return total;
@@ -314,9 +326,9 @@ export class Indexer implements VectorSearcher {
    * Re-embed every memory for the current model in bounded batches, reporting progress. A backfill (a new model,
    * or its table dropped) ends by making the model the store's active one, up to the change log's position when it
    * began. A rebuild in place (`inPlace`, from the rowid after `from`) re-embeds even unchanged text, keeps its
-   * cursor in the store after each batch (resumed at the next start if the daemon stops), leaves the watermark
-   * where the indexing passes had it (they go on from there afterwards, duplicate checks included), and removes
-   * the vectors of memories that are gone.
+   * cursor in the store after each batch (resumed at the next start if the daemon stops), leaves the watermark to
+   * the indexing passes, which go on beside it (duplicate checks included), and removes the vectors of memories
+   * that are gone.
    */
   private async rebuildVectors(inPlace = false, from = 0): Promise<void> {
     const model = this.model!;
@@ -401,7 +413,7 @@ export class Indexer implements VectorSearcher {
       this.again = true;
       return;
     }
-    if (this.state !== 'ready' || !this.model || this.stopped) return;
+    if (!this.indexing() || this.stopped) return;
     this.running = true;
     this.pass = this.loop().finally(() => {
       this.running = false;
@@ -416,8 +428,7 @@ export class Indexer implements VectorSearcher {
     const model = this.model!;
     try {
       for (;;) {
-        // A rebuild in place waits for this pass to end (rebuildCurrent): it does after its batch.
-        if (this.stopped || this.model !== model || this.refreshing) return;
+        if (this.stopped || this.model !== model) return;
         const wm = this.watermark();
         const changes = this.store.changesSince(wm, INDEX_BATCH);
         if (changes.length === 0) break;
@@ -517,7 +528,7 @@ export class Indexer implements VectorSearcher {
     state: 'done' | 'pending' | 'unavailable';
     duplicates: { rowid: number; similarity: number }[];
   } {
-    if (this.modelUnavailable() || !this.model) return { state: 'unavailable', duplicates: [] };
+    if (!this.indexing() || !this.model) return { state: 'unavailable', duplicates: [] };
     if (this.store.feed.changedAfter(memory.id, this.watermark())) return { state: 'pending', duplicates: [] };
     return {
       state: 'done',
