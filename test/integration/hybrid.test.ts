@@ -449,6 +449,9 @@ describe('degraded and switching', () => {
     try {
       const core = d.core;
       await writeIndexed(core, 'project.sw', 600, 30000);
+      // A deleted namespace's memories (kept until a sweep purges them) are not embedded, so not queued either.
+      await writeIndexed(core, 'project.gone', 5, 30000);
+      await core.call(R.namespacesDelete, { path: 'project.gone' });
       const alt = path.join(dir, 'alt-model');
       fs.cpSync(builtinModelPath(), alt, { recursive: true });
       const progress: number[] = [];

@@ -146,7 +146,7 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
         await next.close();
         throw new CairnError('InvalidState', `cannot load model ${p.model}: ${next.info.fallbackReason}`, { field: 'model' });
       }
-      const total = d.store.feed.memoryCount();
+      const total = d.store.feed.liveMemoryCount(); // what the re-embed embeds (its progress' total)
       await indexer.use(next);
       return { model: next.info.model, queued: total };
     }

@@ -283,7 +283,7 @@ export class Indexer implements VectorSearcher {
    */
   async rebuildCurrent(): Promise<number> {
     if (!this.embedder || !this.model) throw new CairnError('InvalidState', this.unavailable() ?? 'no embedding model is loaded');
-    const total = this.store.feed.memoryCount();
+    const total = this.store.feed.liveMemoryCount(); // what the rebuild embeds (its progress' total)
     if (this.state === 'reindexing') return total;
     if (this.state !== 'ready') {
       const model = this.model.model;
@@ -350,18 +350,20 @@ export class Indexer implements VectorSearcher {
       this.progress({ model: model.model, done: this.backfill.done, total, state: 'reindexing' });
       await new Promise((r) => setImmediate(r)); // let requests in between batches
     }
-    this.store.transaction(() => {
-      if (inPlace) {
+    if (inPlace)
+      // Derived data only (vectors and the cursor): no fsync of its own at synchronous=FULL, like the batches'.
+      this.store.derivedTransaction(() => {
         const pruned = this.store.vectors.pruneOrphans(model);
         if (pruned > 0) this.log(`removed ${pruned} vectors of memories that are gone`);
         this.store.feed.clearRebuildCursor(model.model);
-        return;
-      }
-      this.store.feed.setWatermark(model, startPos);
-      this.store.feed.setActiveModel(model.model);
-      // Other models' vectors are dropped: one space per store, re-embedded on switch.
-      for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
-    });
+      });
+    else
+      this.store.transaction(() => {
+        this.store.feed.setWatermark(model, startPos);
+        this.store.feed.setActiveModel(model.model);
+        // Other models' vectors are dropped: one space per store, re-embedded on switch.
+        for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
+      });
     this.backfill = null;
     this.refreshing = false;
     this.state = 'ready';
