@@ -226,6 +226,8 @@ static fts5_api *fts5Api(sqlite3 *db) {
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
+int cairnRegisterMallocTrim(sqlite3 *db); /* malloc_trim.c */
+
 int sqlite3_cairnbm25_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   fts5_api *fts;
   SizeCache *cache;
@@ -241,6 +243,9 @@ int sqlite3_cairnbm25_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routi
   memset(cache, 0, sizeof(SizeCache));
   cache->db = db;
   rc = fts->xCreateFunction(fts, "cairn_bm25", (void *)cache, cairnBm25, sizeCacheFree);
-  if (rc != SQLITE_OK) sizeCacheFree(cache);
-  return rc;
+  if (rc != SQLITE_OK) {
+    sizeCacheFree(cache);
+    return rc;
+  }
+  return cairnRegisterMallocTrim(db);
 }

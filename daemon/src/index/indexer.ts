@@ -27,7 +27,16 @@ import { embedRows } from './embed-rows';
 import { VectorSearch } from './vector-search';
 import { WatermarkWaiters } from './watermark-waiters';
 import type { Embedded, EmbeddingModel, IndexerHost } from './embedding-model';
-import { DUPLICATE_THRESHOLD, EMBED_CHUNK, INDEX_BATCH, KICK_DELAY_MS, LAZY_LOAD_ABOVE, MAX_REST_MS, QUIET_MS } from './indexer-tuning';
+import {
+  DUPLICATE_THRESHOLD,
+  EMBED_CHUNK,
+  INDEX_BATCH,
+  KICK_DELAY_MS,
+  LAZY_LOAD_ABOVE,
+  MAX_REST_MS,
+  QUIET_MS,
+  RELEASE_FREED_AFTER,
+} from './indexer-tuning';
 
 export type { DuplicateReport } from './duplicate-check';
 export { embeddingText, type EmbeddingModel } from './embedding-model';
@@ -41,6 +50,7 @@ export {
   MAX_REST_MS,
   QUIET_MS,
   QUIET_WRITE_CHUNK,
+  RELEASE_FREED_AFTER,
   WRITE_CHUNK,
 } from './indexer-tuning';
 
@@ -70,6 +80,10 @@ export class Indexer implements VectorSearcher {
   private lazyLoad: Promise<void> | null = null;
   /** LAZY_LOAD_ABOVE (a knob for tests). */
   lazyAbove = LAZY_LOAD_ABOVE;
+  /** RELEASE_FREED_AFTER (a knob for tests). */
+  releaseFreedAfter = RELEASE_FREED_AFTER;
+  /** Changes indexed and memories re-embedded since freed memory was last given back (releaseFreed). */
+  private sinceRelease = 0;
   lastError: string | null = null;
   /** What the pass functions (embed-rows.ts, duplicate-check.ts) read of this indexer. */
   private readonly host: IndexerHost;
@@ -347,6 +361,7 @@ export class Indexer implements VectorSearcher {
       after = rows[rows.length - 1].rowid;
       if (inPlace) this.store.derivedTransaction(() => this.store.feed.setRebuildCursor(model, after));
       this.backfill.done += rows.length;
+      this.sinceRelease += rows.length;
       this.progress({ model: model.model, done: this.backfill.done, total, state: 'reindexing' });
       await new Promise((r) => setImmediate(r)); // let requests in between batches
     }
@@ -367,6 +382,7 @@ export class Indexer implements VectorSearcher {
     this.backfill = null;
     this.refreshing = false;
     this.state = 'ready';
+    this.releaseFreed();
     this.progress({ model: model.model, done: total, total, state: 'ready' });
     if (total > 0) this.log(`vector index ready: ${total} memories with ${model.model}`);
   }
@@ -478,6 +494,7 @@ export class Indexer implements VectorSearcher {
           }
         });
         if (found.length) this.duplicatesFound(found, labels);
+        this.sinceRelease += changes.length;
         this.resolveWaiters();
         // A partial batch drained the log: writes that arrived meanwhile wait for their own kick (KICK_DELAY_MS), so
         // a stream of single writes is indexed in batches of that many milliseconds. Going on at once indexed them
@@ -490,7 +507,21 @@ export class Indexer implements VectorSearcher {
       this.lastError = (e as Error).message;
       this.log(`indexer: ${this.lastError}`);
     }
-    if (!this.stopped) this.resolveWaiters();
+    if (this.stopped) return;
+    this.resolveWaiters();
+    this.releaseFreed(); // the backlog is drained
+  }
+
+  /**
+   * After a bulk import or a re-embed (RELEASE_FREED_AFTER changes since the last time), give the memory the process
+   * freed meanwhile back to the system: RSS then stays near what a restarted daemon holds.
+   */
+  private releaseFreed(): void {
+    if (this.sinceRelease < this.releaseFreedAfter || this.stopped || !this.store.db.open) return;
+    const t0 = performance.now();
+    const given = this.store.releaseFreedMemory();
+    this.sinceRelease = 0;
+    if (given !== null) this.log(`gave freed memory back to the system after indexing (${(performance.now() - t0).toFixed(1)} ms)`);
   }
 
   private resolveWaiters(): void {

@@ -83,6 +83,15 @@ export function hasRankingExtension(db: DB): boolean {
   return ranking.has(db);
 }
 
+/**
+ * Give the C heap's free memory back to the system (cairn_malloc_trim, native/malloc_trim.c: glibc's
+ * malloc_trim). True when some was given back, false when none was, null when the extension is not loaded.
+ */
+export function trimCHeap(db: DB): boolean | null {
+  if (!ranking.has(db)) return null;
+  return (stmt(db, 'SELECT cairn_malloc_trim() AS given').get() as { given: number }).given === 1;
+}
+
 function loadRanking(db: DB): string | null {
   const ext = rankingExtension();
   if (!ext) return 'cairn_bm25 was not built (daemon/native/build.mjs needs a C compiler)';

@@ -34,7 +34,7 @@ import type {
   WriteResult,
 } from '../protocol/types';
 import { SYSTEM_EXPIRE } from './write-rules';
-import { openDatabase, writeTx, type DB, type OpenOptions } from './db';
+import { openDatabase, trimCHeap, writeTx, type DB, type OpenOptions } from './db';
 import type { MemoryRow } from './rows';
 import type { ArmHit, ArmQuery, BranchText } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
@@ -446,6 +446,14 @@ export class Store {
 
   fileSize(): number {
     return this.wal.fileSize();
+  }
+
+  /**
+   * Give the memory the process freed back to the system (the C heap's, db.ts trimCHeap): after a bulk import
+   * glibc keeps tens of MiB it freed. True when some was given back, null when this build cannot.
+   */
+  releaseFreedMemory(): boolean | null {
+    return trimCHeap(this.db);
   }
 
   static readonly schemaVersion = SCHEMA_VERSION;
