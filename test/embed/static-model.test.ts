@@ -7,7 +7,14 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { basicTokens, readStaticConfig, StaticModel, StaticProvider, STATIC_FORMAT } from '../../daemon/src/embed/static-model';
+import {
+  basicTokens,
+  CACHE_WORDS,
+  readStaticConfig,
+  StaticModel,
+  StaticProvider,
+  STATIC_FORMAT,
+} from '../../daemon/src/embed/static-model';
 import { loadWithFallback } from '../../daemon/src/embed/provider';
 import { tempDir } from '../helpers';
 
@@ -66,6 +73,20 @@ describe('static model runtime', () => {
     );
     assert.deepEqual(m.tokenize('getUser'), [id('get'), id('user')], 'identifiers are split before tokenizing');
     assert.equal(m.tokenize('running '.repeat(10)).length, 8, 'at most maxTokens');
+  });
+
+  it('remembers at most CACHE_WORDS words (a bulk import sees many once), with the same ids after a clear', () => {
+    const m = StaticModel.load(makeModel(ROWS));
+    const id = (t: string) => ROWS.findIndex((r) => r[0] === t);
+    const cache = (m as unknown as { wordCache: Map<string, number[]> }).wordCache;
+    let largest = 0;
+    for (let i = 0; i < CACHE_WORDS * 1.5; i++) {
+      m.tokenize(`running unwant${i}`); // a new word each time ("unwant" + digits: [UNK] as a whole)
+      largest = Math.max(largest, cache.size);
+    }
+    assert.equal(largest, CACHE_WORDS, 'filled up to the cap, never past it');
+    assert.ok(cache.size < CACHE_WORDS, 'cleared when full, then filled again');
+    assert.deepEqual(m.tokenize('unwanted running'), [id('unwanted'), id('runn'), id('##ing')]);
   });
 
   it('embeds as the normalized weighted mean of token vectors', () => {
