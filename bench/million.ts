@@ -20,7 +20,9 @@
  *   restart); then stopped and started once more and left alone 10 s (RSS idle before any search: a large store's
  *   vector index is read on first use, indexer-tuning.ts LAZY_LOAD_ABOVE);
  * - rebuild: `index/rebuild` (a full re-embed), the 200 whole-store hybrid queries in a loop while it runs, the
- *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle.
+ *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle; every 5 s one write (namespace
+ *   `bench.rebuild-writes`) and `index/wait` on it: how long until a write is searchable by vector, idle vs during
+ *   (`--rebuild-writes off`: none, the searches alone).
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
  * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
  * `--keep DIR`: keep the last size's store there (for profiling). `--cpu-prof DIR`: each daemon's CPU profile
@@ -49,6 +51,7 @@ const keep = arg('keep', '');
 const queryCount = Number(arg('queries', '200'));
 const reuse = arg('reuse', '');
 const cpuProf = arg('cpu-prof', '');
+const rebuildWrites = arg('rebuild-writes', 'on') !== 'off';
 /** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
 const PEER_DISK_MIB_PER_100K = 135;
 
@@ -235,8 +238,18 @@ async function restartPhase(dir: string, queries: CorpusQuery[], size: number) {
   };
 }
 
+/** One write and `index/wait` on it: ms until its vector is in (read-your-writes), and whether it got there. */
+async function writeAndWait(r: Running, i: number, value: string): Promise<{ ms: number; reached: boolean }> {
+  const t = now();
+  const u = await r.c.call(R.upsert, { namespace: 'bench.rebuild-writes', key: `w${i}`, value });
+  const w = await r.c.call(R.indexWait, { position: u.position, timeoutMs: 120_000 });
+  return { ms: now() - t, reached: w.reached };
+}
+
 async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
   await waitReady(r.c);
+  const writesIdle: { ms: number; reached: boolean }[] = [];
+  for (let i = 0; i < 5 && rebuildWrites; i++) writesIdle.push(await writeAndWait(r, i, queries[i].q));
   // Idle reference: the same loop of whole-store hybrid queries before the rebuild.
   const idle: number[] = [];
   for (const q of queries) {
@@ -250,6 +263,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
   const progress: { s: number; pending: number; state: string }[] = [];
   let degraded = 0;
   let lastProgress = 0;
+  const writesDuring: { ms: number; reached: boolean }[] = [];
   for (let i = 0; ; i++) {
     const q = queries[i % queries.length];
     const t = now();
@@ -262,6 +276,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
       const st = (await r.c.call(R.status, {})).embeddings;
       progress.push({ s: Math.round((now() - t0) / 100) / 10, pending: st?.pending ?? -1, state: st?.state ?? '?' });
       if (st?.state === 'ready' && (st.pending ?? 0) === 0) break;
+      if (rebuildWrites) writesDuring.push(await writeAndWait(r, 5 + writesDuring.length, q.q));
     }
     if (now() - t0 > 1_800_000) break;
   }
@@ -272,6 +287,9 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
     idle: summarize(idle),
     during: summarize(during),
     degradedDuring: degraded,
+    writeToIndexedIdle: summarize(writesIdle.map((w) => w.ms)),
+    writeToIndexedDuring: summarize(writesDuring.map((w) => w.ms)),
+    writesReachedDuring: `${writesDuring.filter((w) => w.reached).length}/${writesDuring.length}`,
     progress: sampled,
     load: load(),
   };
@@ -369,6 +387,12 @@ function table(results: Record<string, Record<string, any>>): string {
   row(
     'index/rebuild: ms, hybrid p95 idle / during',
     (r) => `${r.rebuild.ms}, ${fmt(r.rebuild.idle.p95, 1)} / ${fmt(r.rebuild.during.p95, 1)}`,
+  );
+  row(
+    'index/rebuild: a write until indexed (index/wait) p50 / p95 ms, idle / during (reached)',
+    (r) =>
+      `${fmt(r.rebuild.writeToIndexedIdle.p50, 0)} / ${fmt(r.rebuild.writeToIndexedIdle.p95, 0)}, ` +
+      `${fmt(r.rebuild.writeToIndexedDuring.p50, 0)} / ${fmt(r.rebuild.writeToIndexedDuring.p95, 0)} (${r.rebuild.writesReachedDuring})`,
   );
   row('load (1 min) at import / search / restart', (r) => `${r.import.load[0]} / ${r.search.load[0]} / ${r.restart.load[0]}`);
   return rows.join('\n');
