@@ -22,6 +22,7 @@ export function attachEventVectors(core: Core, embed: (text: string) => Float32A
     embedder: { embed: async (texts: string[]) => texts.map(embed) },
     unavailable: () => null,
     modelUnavailable: () => null,
+    indexing: () => true,
   } as unknown as Indexer;
   const ev = new EventVectors(core.store, fake, () => {});
   core.hooks.eventVectors = ev;
