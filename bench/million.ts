@@ -21,8 +21,9 @@
  *   vector index is read on first use, indexer-tuning.ts LAZY_LOAD_ABOVE);
  * - rebuild: `index/rebuild` (a full re-embed), the 200 whole-store hybrid queries in a loop while it runs, the
  *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle; every 5 s one write (namespace
- *   `bench.rebuild-writes`) and `index/wait` on it: how long until a write is searchable by vector, idle vs during
- *   (`--rebuild-writes off`: none, the searches alone).
+ *   `bench.rebuild-writes`) and `index/wait` on it: how long until a write is searchable by vector, idle vs during,
+ *   and before the rebuild a minute of the same searches and writes without it (`--rebuild-writes off`: no writes,
+ *   the searches alone).
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
  * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
  * `--keep DIR`: keep the last size's store there (for profiling). `--cpu-prof DIR`: each daemon's CPU profile
@@ -250,6 +251,18 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
   await waitReady(r.c);
   const writesIdle: { ms: number; reached: boolean }[] = [];
   for (let i = 0; i < 5 && rebuildWrites; i++) writesIdle.push(await writeAndWait(r, i, queries[i].q));
+  // With writes: the same searches for a minute with a write every 5 s and no rebuild, so what the writes cost the
+  // searches by themselves is told apart from what the rebuild costs them.
+  const idleWithWrites: number[] = [];
+  for (let i = 0, t0 = now(), last = now(); rebuildWrites && now() - t0 < 60_000; i++) {
+    const t = now();
+    await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
+    idleWithWrites.push(now() - t);
+    if (now() - last > 5000) {
+      last = now();
+      writesIdle.push(await writeAndWait(r, writesIdle.length, queries[i % queries.length].q));
+    }
+  }
   // Idle reference: the same loop of whole-store hybrid queries before the rebuild.
   const idle: number[] = [];
   for (const q of queries) {
@@ -285,6 +298,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
     queued: rb.queued,
     ms: Math.round(now() - t0),
     idle: summarize(idle),
+    idleWithWrites: summarize(idleWithWrites),
     during: summarize(during),
     degradedDuring: degraded,
     writeToIndexedIdle: summarize(writesIdle.map((w) => w.ms)),
