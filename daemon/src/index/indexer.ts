@@ -40,19 +40,7 @@ import {
 
 export type { DuplicateReport } from './duplicate-check';
 export { embeddingText, type EmbeddingModel } from './embedding-model';
-export {
-  DUPLICATE_LIMIT,
-  DUPLICATE_THRESHOLD,
-  EMBED_CHUNK,
-  INDEX_BATCH,
-  KICK_DELAY_MS,
-  LAZY_LOAD_ABOVE,
-  MAX_REST_MS,
-  QUIET_MS,
-  QUIET_WRITE_CHUNK,
-  RELEASE_FREED_AFTER,
-  WRITE_CHUNK,
-} from './indexer-tuning';
+export * from './indexer-tuning';
 
 export class Indexer implements VectorSearcher {
   state: EmbeddingStatus['state'] = 'loading';
