@@ -155,8 +155,8 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   };
   hooks.duplicates = async (m, position, wait) => {
     // Said, not skipped silently: while the model loads (or the index is rebuilt for a new model) there is nothing to
-    // compare with. During a rebuild in place the passes check writes as at any other time.
-    const why = (indexer.indexing() ? null : indexer.modelUnavailable()) ?? indexer.unavailable();
+    // compare with. During a rebuild in place the passes check writes as at any other time (unavailable() is null).
+    const why = indexer.unavailable();
     if (why) return { duplicateCheck: 'unavailable', possibleDuplicates: [], skipped: `${why}; this write was not checked for duplicates` };
     if (!wait) return { duplicateCheck: 'pending', possibleDuplicates: [] };
     await indexer.waitFor(position, DUPLICATE_WAIT_MS);
