@@ -21,6 +21,7 @@ export function attachEventVectors(core: Core, embed: (text: string) => Float32A
     model: { model: 'test-bag-of-words' },
     embedder: { embed: async (texts: string[]) => texts.map(embed) },
     unavailable: () => null,
+    indexUnavailable: () => null,
     modelUnavailable: () => null,
     indexing: () => true,
   } as unknown as Indexer;

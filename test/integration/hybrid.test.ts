@@ -8,11 +8,12 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BUILTIN_MODEL_ID, builtinModelPath } from '../../daemon/src/embed';
 import { attachEmbeddings } from '../../daemon/src/index/attach';
-import { DUPLICATE_THRESHOLD, type Indexer } from '../../daemon/src/index/indexer';
+import { DUPLICATE_THRESHOLD, INDEX_BATCH, type Indexer } from '../../daemon/src/index/indexer';
 import { FUSION, FTS_WEIGHT, rrf } from '../../daemon/src/retrieval/fusion';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { Daemon } from '../../daemon/src/server/daemon';
 import { Core } from '../../daemon/src/server/core';
+import { printStatus } from '../../daemon/src/cli/format';
 import { rejectsWith, tempDir, until } from '../helpers';
 
 process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
@@ -419,6 +420,50 @@ describe('degraded and switching', () => {
     } finally {
       await first.d.stop();
     }
+    // Started with the built-in model, the store's own model (a local folder) serves searches during the re-embed.
+    // The built-in model's embedding waits at a gate until the test opens it.
+    let open = false;
+    const waiting: (() => void)[] = [];
+    const opening = () => {
+      open = true;
+      for (const wake of waiting.splice(0)) wake();
+    };
+    let held!: Indexer;
+    const during = await Daemon.start({
+      db: path.join(dir, 'h.db'),
+      socket: null,
+      sweepEveryMs: 0,
+      log: () => {},
+      setup: async (dd) => {
+        held = await attachEmbeddings(dd, { model: 'builtin', allowRemote: false });
+        const use = held.use.bind(held);
+        held.use = async (next) => {
+          if (next.info.model === BUILTIN_MODEL_ID) {
+            const original = next.embedWithSignatures!.bind(next);
+            next.embedWithSignatures = async (texts) => {
+              while (!open) await new Promise<void>((resolve) => waiting.push(resolve));
+              return original(texts);
+            };
+          }
+          return use(next);
+        };
+      },
+    });
+    try {
+      await until('the re-embed held', () => held.state === 'reindexing' && waiting.length > 0, 120_000);
+      const st = during.core.status().embeddings;
+      assert.equal(st.model, BUILTIN_MODEL_ID);
+      assert.ok(st.servingModel?.includes('former-builtin'), `served by the store's own model: ${st.servingModel}`);
+      const hit = await during.core.call(R.search, { query: 'parser fix release', mode: 'vector', limit: 3 });
+      assert.equal(hit.degraded, undefined);
+      assert.equal(hit.hits.length, 3);
+      opening();
+      await until('re-embedded', () => held.state === 'ready', 120_000);
+      assert.equal(during.core.status().embeddings.servingModel, BUILTIN_MODEL_ID);
+    } finally {
+      opening();
+      await during.stop();
+    }
     const second = await startDaemon('builtin', dir);
     try {
       const st = second.d.core.status();
@@ -444,46 +489,150 @@ describe('degraded and switching', () => {
     }
   });
 
-  it('a model switch re-embeds everything in the background; search degrades until it is done, then uses the new space', async () => {
+  it('a model switch re-embeds everything in the background; the previous model serves searches until the new space is complete', async () => {
     const { d, indexer, dir } = await startDaemon();
+    let openGate = (o: boolean) => void o;
     try {
       const core = d.core;
+      await core.call(R.upsert, { namespace: 'project.sw', key: 'cache', value: 'We keep user sessions in Redis with a short expiry' });
       await writeIndexed(core, 'project.sw', 600, 30000);
       // A deleted namespace's memories (kept until a sweep purges them) are not embedded, so not queued either.
       await writeIndexed(core, 'project.gone', 5, 30000);
       await core.call(R.namespacesDelete, { path: 'project.gone' });
-      const alt = path.join(dir, 'alt-model');
-      fs.cpSync(builtinModelPath(), alt, { recursive: true });
+      const query = { query: 'where are user sessions kept', explain: true };
+      const idle = await core.call(R.search, query);
+      assert.equal(idle.hits[0].memory.key, 'cache');
+      assert.ok(idle.hits.filter((h) => h.explain!.vector).length >= 5, 'the vector arm ranks many');
+      const byVector = { query: 'user sessions Redis', mode: 'vector' as const, limit: 50 };
+      assert.equal((await core.call(R.search, byVector)).hits[0].memory.key, 'cache');
+      const previous = indexer.model!.model;
+      const previousWorker = indexer.embedder as unknown as { alive: boolean };
+      assert.equal(core.status().embeddings.servingModel, previous);
+
+      // The new model's embedding lets its first batch through, then waits (gate) until the test opens it.
+      let open = true;
+      let held = 0;
+      const waiting: (() => void)[] = [];
+      openGate = (o: boolean) => {
+        open = o;
+        if (o) for (const wake of waiting.splice(0)) wake();
+      };
+      const use = indexer.use.bind(indexer);
+      indexer.use = async (next) => {
+        const original = next.embedWithSignatures!.bind(next);
+        next.embedWithSignatures = async (texts) => {
+          while (!open) {
+            held++;
+            await new Promise<void>((resolve) => waiting.push(resolve));
+          }
+          return original(texts);
+        };
+        return use(next);
+      };
       const progress: number[] = [];
       const seen = new Promise<void>((resolve) => {
         const orig = d.notifyAll.bind(d);
         d.notifyAll = (m, p) => {
           if (m === 'index/progress') {
             progress.push((p as { done: number }).done);
+            if ((p as { state: string }).state === 'reindexing' && progress.length === 1) openGate(false);
             if ((p as { state: string }).state === 'ready') resolve();
           }
           orig(m, p);
         };
       });
+      const alt = path.join(dir, 'alt-model');
+      fs.cpSync(builtinModelPath(), alt, { recursive: true });
       const rb = await core.call(R.indexRebuild, { model: alt });
-      assert.equal(rb.queued, 600);
-      const during = await core.call(R.search, { query: 'central log collector' });
-      assert.ok(during.degraded && /rebuilt/.test(during.degraded), `degraded while re-embedding: ${during.degraded}`);
-      assert.equal(core.status().embeddings.state, 'reindexing');
+      assert.equal(rb.queued, 601);
+      await until('the re-embed held at its second batch', () => progress.length === 1 && held > 0, 60_000);
+      const st0 = core.status().embeddings;
+      assert.equal(st0.state, 'reindexing');
+      assert.ok(st0.model!.includes('alt-model'));
+      assert.equal(st0.servingModel, previous, 'the previous model serves while the new one is incomplete');
+      assert.equal(st0.vectors, INDEX_BATCH, "the new model's vectors so far (its first batch)");
+      const lines: string[] = [];
+      printStatus((l) => lines.push(l), core.status(), 'test');
+      assert.ok(
+        lines.some((l) => l.includes(`searches use ${previous}'s vectors until the re-embed is done`)),
+        lines.join('\n'),
+      );
+
+      // Served from the previous model's complete vectors: the same answer as before the switch, vector ranks and all.
+      const during = await core.call(R.search, query);
+      assert.equal(during.mode, 'hybrid');
+      assert.equal(during.degraded, undefined, 'not degraded during the switch');
+      const ranks = (res: typeof idle) => res.hits.map((h) => [h.memory.id, h.explain!.fts?.rank, h.explain!.vector?.rank]);
+      assert.deepEqual(ranks(during), ranks(idle));
+      // Its index still follows the change log: a memory deleted meanwhile leaves the vector arm at once.
+      await core.call(R.delete, { namespace: 'project.sw', key: 'cache' });
+      const vectorOnly = await core.call(R.search, byVector);
+      assert.equal(vectorOnly.degraded, undefined);
+      assert.equal(vectorOnly.hits.length, 50);
+      assert.ok(!vectorOnly.hits.some((h) => h.memory.key === 'cache'), 'the deleted memory is not served');
+      // Writes are not checked for duplicates by the previous model, and say so.
+      const late = await core.call(R.upsert, {
+        namespace: 'project.sw',
+        key: 'late',
+        value: 'service 7 writes structured logs to the central collector',
+        waitForDuplicates: true,
+      });
+      assert.equal(late.duplicateCheck, 'unavailable');
+      assert.match(late.duplicatesSkipped ?? '', /rebuilt for .*alt-model/);
+      assert.equal(previousWorker.alive, true);
+
+      openGate(true);
       await seen;
-      assert.ok(progress.length >= 2 && progress[progress.length - 1] === 600);
+      assert.ok(progress.length >= 2 && progress[progress.length - 1] === 601);
       const st = core.status();
       assert.equal(st.embeddings.state, 'ready');
       assert.equal(st.embeddings.model, indexer.model!.model);
+      assert.equal(st.embeddings.servingModel, indexer.model!.model);
       assert.ok(indexer.model!.model.includes('alt-model'));
-      assert.equal(st.embeddings.vectors, 600);
       const tables = d.store.vectors.models().map((m) => m.model);
       assert.deepEqual(tables, [indexer.model!.model], 'the old model’s space was dropped, never mixed');
+      assert.equal(d.store.vectors.loaded()?.model, indexer.model!.model, 'the new index was read before the switch ended');
+      await until('the previous model’s worker closed', () => !previousWorker.alive);
       const after = await core.call(R.search, { query: 'central log collector', limit: 3 });
       assert.equal(after.degraded, undefined);
       assert.equal(after.hits.length, 3);
+      const waited = await core.call(R.indexWait, { position: late.position, timeoutMs: 30_000 });
+      assert.equal(waited.reached, true, waited.reason);
+      assert.notEqual(
+        d.store.vectors.textHash(indexer.model!, d.store.rowidOf(late.memory.id)!),
+        undefined,
+        'the memory written meanwhile was embedded once the switch ended',
+      );
       await rejectsWith(core.call(R.indexRebuild, { model: path.join(dir, 'missing-model') }), 'InvalidState', 'model');
+
+      // Above lazyAbove the previous index leaves memory at the end and the new one is read on first use, as after a
+      // start: never two large indexes in memory at once.
+      indexer.lazyAbove = 100;
+      const back = new Promise<void>((resolve) => {
+        const orig = d.notifyAll.bind(d);
+        d.notifyAll = (m, p) => {
+          if (m === 'index/progress' && (p as { state: string }).state === 'ready') resolve();
+          orig(m, p);
+        };
+      });
+      openGate(false); // held at its first batch: the search below runs during the switch
+      await core.call(R.indexRebuild, { model: 'builtin' });
+      await until('the switch back held', () => held > 1 || waiting.length > 0, 60_000);
+      const serving = await core.call(R.search, query);
+      assert.equal(serving.degraded, undefined, 'served by the alternative model meanwhile');
+      assert.ok(core.status().embeddings.servingModel!.includes('alt-model'));
+      openGate(true);
+      await back;
+      assert.equal(d.store.vectors.loaded(), null, 'no index in memory at the end of a large switch');
+      const first = await core.call(R.search, query);
+      assert.match(first.degraded ?? '', /loading/);
+      await until('the new index read on first use', () => indexer.unavailable() === null, 60_000);
+      assert.equal(d.store.vectors.loaded()?.model, BUILTIN_MODEL_ID);
+      const ready = await core.call(R.search, { query: 'central log collector', limit: 3 });
+      assert.equal(ready.degraded, undefined);
+      assert.equal(ready.hits.length, 3);
     } finally {
+      openGate(true);
       await d.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }

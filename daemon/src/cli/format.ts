@@ -97,6 +97,7 @@ export function printStatus(
     `embeddings: ${e.state}${e.model ? ` — ${e.model} (${e.dimension}-d)` : ''}; ${e.vectors} vectors, ${e.pending} pending${e.vectorExtension ? '' : '; sqlite-vec unavailable'}`,
   );
   if (e.fallbackReason) out(`            fell back from ${e.configuredModel}: ${e.fallbackReason}`);
+  if (e.servingModel && e.servingModel !== e.model) out(`            searches use ${e.servingModel}'s vectors until the re-embed is done`);
 }
 
 function table(out: Out, head: string[], rows: string[][]): void {

@@ -54,6 +54,28 @@ export async function loadModel(o: EmbeddingOptions, log: (m: string) => void): 
   return e;
 }
 
+/**
+ * The model the store's vectors are of, loaded from local files only (built-in, cached or CAIRN_MODEL_PATH), when it
+ * is not the one just loaded; null when they are the same, the store has none, or it cannot be loaded as it is.
+ */
+async function previousModel(
+  store: Store,
+  loaded: EmbeddingModel,
+  o: EmbeddingOptions,
+  log: (m: string) => void,
+): Promise<EmbeddingModel | null> {
+  const active = store.feed.activeModel();
+  if (!active || active === loaded.info.model || !store.vectors.model(active) || store.feed.watermark(active) === 0) return null;
+  const e = await loadModel({ ...o, model: active, allowRemote: false }, () => {}).catch(() => null);
+  if (!e) return null;
+  if (e.info.fallbackReason || e.info.model !== active) {
+    await e.close().catch(() => {});
+    return null;
+  }
+  log(`the store's vectors are of ${active}: it serves searches until they are re-embedded with ${loaded.info.model}`);
+  return e;
+}
+
 export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<Indexer> {
   // Woken whenever the indexer may have left 'loading' or 'reindexing' (model loaded or failed, rebuild done).
   const settling = new Set<() => void>();
@@ -155,8 +177,9 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   };
   hooks.duplicates = async (m, position, wait) => {
     // Said, not skipped silently: while the model loads (or the index is rebuilt for a new model) there is nothing to
-    // compare with. During a rebuild in place the passes check writes as at any other time (unavailable() is null).
-    const why = indexer.unavailable();
+    // compare with. During a rebuild in place the passes check writes as at any other time; during a switch the
+    // previous model serves searches but checks nothing (indexUnavailable()).
+    const why = indexer.indexUnavailable();
     if (why) return { duplicateCheck: 'unavailable', possibleDuplicates: [], skipped: `${why}; this write was not checked for duplicates` };
     if (!wait) return { duplicateCheck: 'pending', possibleDuplicates: [] };
     await indexer.waitFor(position, DUPLICATE_WAIT_MS);
@@ -182,7 +205,13 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
     await Promise.all([events, branches]);
   });
   void loadModel(o, d.log)
-    .then((e) => indexer.use(e))
+    .then(async (e) => {
+      // A store whose vectors are of another model (the configured one changed since the last start) is re-embedded;
+      // its own model, when it loads here without a download, serves searches meanwhile (Indexer.use).
+      const previous = await previousModel(d.store, e, o, d.log);
+      if (previous) await indexer.use(previous);
+      await indexer.use(e);
+    })
     .catch((e) => {
       indexer.state = 'unavailable';
       indexer.lastError = `no embedding model could be loaded: ${(e as Error).message}`;

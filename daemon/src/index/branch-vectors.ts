@@ -52,7 +52,8 @@ export class BranchVectors implements BranchVectorSearcher {
   async search(branchId: string, query: string, q: ArmQuery, vector?: Promise<Float32Array | null>): Promise<ArmHit[]> {
     const model = this.indexer.model?.model;
     const embedder = this.indexer.embedder;
-    if (!model || !embedder || this.indexer.unavailable()) return [];
+    // Not the previous model of a switch (Indexer.serving): the branch rows are embedded with the model in use.
+    if (!model || !embedder || this.indexer.indexUnavailable()) return [];
     // Rows written by another process: looked for (a scan of every branch row) only when this branch changed since.
     const stamp = branchVectorStamp(this.store.db, branchId, model);
     if (!this.running && this.noneWaiting.get(branchId) !== stamp) {

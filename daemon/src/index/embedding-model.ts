@@ -37,6 +37,8 @@ export interface IndexerHost {
   /** The model in use now: a pass begun with another one ends. */
   model(): VecModel | null;
   embedder(): EmbeddingModel | null;
+  /** The model and worker whose vectors serve the vector arm of searches now (Indexer.serving). */
+  serving(): { model: VecModel; embedder: EmbeddingModel } | null;
   /** The indexer is stopping (the model may be closed under a pass). */
   stopped(): boolean;
   /** Whether a search was served within QUIET_MS. */

@@ -5,9 +5,14 @@
  * the vectors include a given change-log position (read-your-writes).
  *
  * A model change (or a first model on a non-empty store) re-embeds every memory
- * in the background; until that backfill completes the vector arm reports
- * itself unavailable and hybrid search degrades to full-text, so results never
- * mix two models' spaces or rank against a half-built index. index/rebuild with
+ * in the background. Until that backfill completes, searches never rank against
+ * the half-built index: the previous model (the one the store's vectors are of:
+ * the model in use before index/rebuild with another model, or at a start with
+ * another configured model when it loads from local files) keeps serving the
+ * vector arm from its own complete vectors, with its own worker for the query
+ * embeddings and its index following deletes as always, and is retired when the
+ * new one is done; without one, hybrid search degrades to full-text. Either way
+ * no ranking mixes two models' spaces. index/rebuild with
  * the model in use re-embeds every memory in place instead: the stored vectors
  * are of the same space, so searches keep using them while each is replaced,
  * and the indexing passes go on beside it (a write meanwhile gets its vector,
@@ -46,6 +51,11 @@ export class Indexer implements VectorSearcher {
   state: EmbeddingStatus['state'] = 'loading';
   model: VecModel | null = null;
   embedder: EmbeddingModel | null = null;
+  /**
+   * During a model switch made in a running daemon: the previous model, whose complete vectors and worker serve the
+   * vector arm of searches until the new model's vectors are complete (serving()); null otherwise.
+   */
+  private retiring: { model: VecModel; embedder: EmbeddingModel } | null = null;
   private running = false;
   private kickTimer: NodeJS.Timeout | null = null;
   private lastQueryAt = 0;
@@ -97,6 +107,7 @@ export class Indexer implements VectorSearcher {
       log,
       model: () => this.model,
       embedder: () => this.embedder,
+      serving: () => this.serving(),
       stopped: () => this.stopped,
       searching: () => Date.now() - this.lastQueryAt < QUIET_MS,
       rollBack: (rowids) => this.rollBack(rowids),
@@ -105,16 +116,35 @@ export class Indexer implements VectorSearcher {
   }
 
   // ---------------------------------------------------------------- status
+  /**
+   * The model and worker the vector arm of a memory search uses: the model in use while the indexing passes run (a
+   * rebuild in place replaces vectors with vectors of the same model: searches keep them meanwhile), the previous
+   * model during a switch (retiring), else none.
+   */
+  private serving(): { model: VecModel; embedder: EmbeddingModel } | null {
+    if (this.indexing()) return { model: this.model!, embedder: this.embedder! };
+    return this.retiring;
+  }
+
+  /** Why the vector arm of a memory search cannot serve now (null: it can). */
   unavailable(): string | null {
-    // A rebuild in place replaces vectors with vectors of the same model: searches keep them meanwhile.
-    const why = this.indexing() ? null : this.modelUnavailable();
-    if (why || !this.model || this.store.vectors.loaded()?.model === this.model.model) return why;
+    const s = this.serving();
+    if (!s) return this.modelUnavailable();
+    if (this.store.vectors.loaded()?.model === s.model.model) return null;
     // Read on first use: this search answers from full text while the index loads (indexInMemory).
-    this.indexInMemory(this.model).catch((e: Error) => {
+    this.indexInMemory(s.model).catch((e: Error) => {
       this.lastError = e.message;
       this.log(`reading the vector index failed: ${e.message}`); // the next search tries again
     });
     return this.loadingMessage();
+  }
+
+  /**
+   * Why writes cannot be indexed now (their vectors, duplicate checks, index/wait) and the model in use cannot
+   * embed for others (team memory): unlike the search arm, the previous model of a switch does not count.
+   */
+  indexUnavailable(): string | null {
+    return this.indexing() ? this.unavailable() : this.modelUnavailable();
   }
 
   private loadingMessage(): string {
@@ -134,7 +164,7 @@ export class Indexer implements VectorSearcher {
       .loadInSlices(
         model,
         (done, total) => (this.indexLoad = { done, total }),
-        () => this.stopped || this.model !== model,
+        () => this.stopped || (this.model !== model && this.retiring?.model !== model),
       )
       .then(() => {})
       .finally(() => {
@@ -167,12 +197,13 @@ export class Indexer implements VectorSearcher {
   }
 
   /** Which kind of model is in use: the per-kind constants (FUSION, EMBED_CHUNK, DUPLICATE_THRESHOLD) follow it. */
-  private kind(): 'builtin' | 'transformer' {
-    return this.model && isBuiltinModelId(this.model.model) ? 'builtin' : 'transformer';
+  private kind(model = this.model): 'builtin' | 'transformer' {
+    return model && isBuiltinModelId(model.model) ? 'builtin' : 'transformer';
   }
 
+  /** The fusion constants of the model whose vectors serve searches (the previous one during a switch). */
   fusion(): Fusion {
-    return FUSION[this.kind()];
+    return FUSION[this.kind(this.serving()?.model ?? this.model)];
   }
 
   /** Texts per background request to the worker for the model in use (EMBED_CHUNK). */
@@ -196,8 +227,11 @@ export class Indexer implements VectorSearcher {
       dimension: this.embedder?.info.dimension ?? null,
       state: this.state,
       fallbackReason: this.embedder?.info.fallbackReason ?? (this.state === 'unavailable' ? this.lastError : null),
-      vectors: this.model ? this.store.vectors.countQuick(this.model) : 0,
+      // During a switch the new model's index is not in memory and its table grows with every batch: a count(*) per
+      // call would read it all (about a second at a million), so the re-embed's own count stands in.
+      vectors: this.retiring && this.backfill ? this.backfill.done : this.model ? this.store.vectors.countQuick(this.model) : 0,
       pending: this.backfill ? this.backfill.total - this.backfill.done : Math.max(0, pos - this.watermark()),
+      servingModel: this.serving()?.model.model ?? null,
       vectorExtension: this.store.vecAvailable,
       index: this.store.vectors.memory(),
     };
@@ -207,9 +241,25 @@ export class Indexer implements VectorSearcher {
   /** Start indexing with a loaded model; re-embeds everything when the model differs from the store's active one. */
   async use(embedder: EmbeddingModel): Promise<void> {
     const previous = this.embedder;
+    const previousModel = this.model;
     this.refreshing = false; // a rebuild in place of the previous model ends at its next batch
     const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
     const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
+    // A switch in a running daemon: the model whose vectors are complete (the store's active one) serves searches
+    // until the new one's are. A switch during a switch keeps the one already serving; a switch back ends it.
+    if (!this.retiring && needsBackfill && previous && previous !== embedder && previousModel?.model === this.store.feed.activeModel())
+      this.retiring = { model: previousModel, embedder: previous };
+    if (this.retiring && !needsBackfill) this.retire();
+    if (needsBackfill && this.retiring) {
+      // The new model's vectors go to its table only (putMany writes the index in memory of its own model alone);
+      // its index is read when they are complete (rebuildVectors), the previous model's serving meanwhile.
+      this.embedder = embedder;
+      this.model = model;
+      if (previous && previous !== embedder && previous !== this.retiring.embedder) await previous.close().catch(() => {});
+      this.state = 'reindexing';
+      this.startRebuild(false, 0);
+      return;
+    }
     if (!needsBackfill && this.store.vectors.sizeHint(model) > this.lazyAbove) {
       // Read on first use (LAZY_LOAD_ABOVE): an index of a previous model is dropped from memory now.
       this.store.vectors.unload();
@@ -312,6 +362,7 @@ export class Indexer implements VectorSearcher {
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
     await this.embedder?.close().catch(() => {});
+    await this.retiring?.embedder.close().catch(() => {});
     await Promise.allSettled([this.pass, this.rebuild, this.loadingIndex]);
     this.waiters.settle(this.watermark(), true);
   }
@@ -360,19 +411,45 @@ export class Indexer implements VectorSearcher {
         if (pruned > 0) this.log(`removed ${pruned} vectors of memories that are gone`);
         this.store.feed.clearRebuildCursor(model.model);
       });
-    else
+    else {
+      // The previous model served searches meanwhile (a switch in a running daemon): the new index is read now.
+      if (this.retiring && !(await this.takeOver(model))) return;
       this.store.transaction(() => {
         this.store.feed.setWatermark(model, startPos);
         this.store.feed.setActiveModel(model.model);
         // Other models' vectors are dropped: one space per store, re-embedded on switch.
         for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
       });
+    }
     this.backfill = null;
     this.refreshing = false;
     this.state = 'ready';
     this.releaseFreed();
     this.progress({ model: model.model, done: total, total, state: 'ready' });
     if (total > 0) this.log(`vector index ready: ${total} memories with ${model.model}`);
+  }
+
+  /**
+   * The end of a switch whose previous model served searches: the new model's index is read (in slices, the previous
+   * one serving until it is in) and the previous model retired, in the same tick as the caller's commit that makes the
+   * new model the active one. Above lazyAbove the previous index is dropped from memory first and the new one read on
+   * first use, as after a start: two indexes of that size at once would double the daemon's largest holding. False
+   * when the daemon stopped or another model took over meanwhile.
+   */
+  private async takeOver(model: VecModel): Promise<boolean> {
+    if (this.store.vectors.sizeHint(model) <= this.lazyAbove) {
+      await this.store.vectors.loadInSlices(model, undefined, () => this.stopped || this.model !== model);
+      if (this.stopped || this.model !== model) return false;
+    } else this.store.vectors.unload();
+    this.retire();
+    return true;
+  }
+
+  /** The previous model of a switch stops serving: its worker is closed (its vectors go with the switch's end). */
+  private retire(): void {
+    const r = this.retiring;
+    this.retiring = null;
+    if (r && r.embedder !== this.embedder) void r.embedder.close().catch(() => {});
   }
 
   /** A search was served: background embedding backs off for a while (see paced). */

@@ -15,9 +15,10 @@ export class VectorSearch {
 
   /** `queryVector`, when given, is told the query's embedding as soon as the worker returns it (a branch's own vector arm scores with it). */
   async search(query: string, q: ArmQuery, queryVector?: (v: Float32Array) => void): Promise<ArmHit[]> {
-    const model = this.host.model();
-    const embedder = this.host.embedder();
-    if (!model || !embedder) throw new CairnError('InvalidState', 'no embedding model is loaded');
+    // The model in use, or during a switch the previous one, whose vectors are complete (Indexer.serving).
+    const serving = this.host.serving();
+    if (!serving) throw new CairnError('InvalidState', 'no embedding model is loaded');
+    const { model, embedder } = serving;
     if (embedder.nearest) {
       // The admitted set is decided here, now; the worker embeds the query and scans it while this thread runs the
       // full-text arm (retrieval/search.ts); what it finds is admitted again before fusion sees it.
@@ -28,7 +29,7 @@ export class VectorSearch {
       const { hits, spare, query: v } = await embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
       if (spare && (!this.knnSpare || this.knnSpare.length < spare.length)) this.knnSpare = spare;
       queryVector?.(v);
-      if (this.host.model() !== model) return []; // the index was switched to another model meanwhile
+      if (this.host.serving()?.model !== model) return []; // the index was switched to another model meanwhile
       return this.host.store.vectors.rerank(model, arrays, v, this.host.store.vectors.stillAdmitted(model, hits, q, prepared), q.limit);
     }
     const [v] = await embedder.embed([query], { priority: true });

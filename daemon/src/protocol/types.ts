@@ -768,6 +768,12 @@ export const EmbeddingStatus = z.object({
   fallbackReason: z.string().nullable(),
   vectors: z.number().int(),
   pending: z.number().int(),
+  /**
+   * The model whose vectors the vector arm of searches ranks by: `model`, or during a switch made in a running daemon
+   * (index/rebuild with another model) the previous one until the new one's vectors are complete; null when the
+   * vector arm cannot serve (search is full-text). Local store only.
+   */
+  servingModel: z.string().nullable().optional(),
   vectorExtension: z.boolean(),
   /**
    * Bytes the vector index holds in memory (0 while a large store's index is not read yet: it is read on first

@@ -45,7 +45,8 @@ export type LocalCall = (method: string, params: any) => Promise<any>;
 
 /** What the router needs of the daemon's vector arm to embed team memories with the same model. */
 export interface VectorSource {
-  unavailable(): string | null;
+  /** Why the model in use cannot embed now (during a local model switch too: Indexer.indexUnavailable). */
+  indexUnavailable(): string | null;
   fusion(): Fusion;
   embedder?: PgEmbedder | null;
 }
@@ -202,7 +203,7 @@ export class TeamRouter {
   /** Keep the team store on the daemon's embedding model (and embed what it lacks once per model). */
   private syncEmbedder(): Fusion | null {
     const v = this.vectors;
-    if (!v || v.unavailable() || !v.embedder || !this.isOpen) {
+    if (!v || v.indexUnavailable() || !v.embedder || !this.isOpen) {
       this.team.embedder = null;
       return null;
     }
