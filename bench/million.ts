@@ -23,7 +23,11 @@
  *   progress (`store/status` embeddings.pending) sampled, and p95 during vs idle; every 5 s one write (namespace
  *   `bench.rebuild-writes`) and `index/wait` on it: how long until a write is searchable by vector, idle vs during,
  *   and before the rebuild a minute of the same searches and writes without it (`--rebuild-writes off`: no writes,
- *   the searches alone).
+ *   the searches alone). `--rebuild-model copy` (or a model folder) makes it a model switch instead: `index/rebuild`
+ *   with that model (`copy`: the built-in model's folder copied under another name, so every memory is re-embedded
+ *   at the built-in model's speed); the previous model serves the searches meanwhile. Searches answered `degraded`
+ *   (full text only) are counted, and the daemon's peak RSS during it recorded. Use it with `--rebuild-writes off`
+ *   (a write during a switch is indexed only at its end).
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
  * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
  * `--keep DIR`: keep the last size's store there (for profiling). `--cpu-prof DIR`: each daemon's CPU profile
@@ -35,6 +39,7 @@ import * as path from 'node:path';
 import type { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
+import { builtinModelPath } from '../daemon/src/embed';
 import { cpuMs, diskMiB, loadAvg as load, memoryMiB, resetPeak } from './proc';
 import { arg, fmt, now, summarize } from './stats';
 import { ensureCorpus, readJsonl, streamRecords, toUpsert, type CorpusQuery } from './workload';
@@ -53,6 +58,7 @@ const queryCount = Number(arg('queries', '200'));
 const reuse = arg('reuse', '');
 const cpuProf = arg('cpu-prof', '');
 const rebuildWrites = arg('rebuild-writes', 'on') !== 'off';
+const rebuildModel = arg('rebuild-model', '');
 /** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
 const PEER_DISK_MIB_PER_100K = 135;
 
@@ -247,8 +253,13 @@ async function writeAndWait(r: Running, i: number, value: string): Promise<{ ms:
   return { ms: now() - t, reached: w.reached };
 }
 
-async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
+async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   await waitReady(r.c);
+  let model: string | undefined;
+  if (rebuildModel === 'copy') {
+    model = path.join(dir, `switch-model-${Date.now()}`);
+    fs.cpSync(builtinModelPath(), model, { recursive: true });
+  } else if (rebuildModel) model = path.resolve(rebuildModel);
   const writesIdle: { ms: number; reached: boolean }[] = [];
   for (let i = 0; i < 5 && rebuildWrites; i++) writesIdle.push(await writeAndWait(r, i, queries[i].q));
   // With writes: the same searches for a minute with a write every 5 s and no rebuild, so what the writes cost the
@@ -270,8 +281,9 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
     await r.c.call(R.search, { query: q.q, limit: 25 });
     idle.push(now() - t);
   }
+  resetPeak(r.pid);
   const t0 = now();
-  const rb = await r.c.call(R.indexRebuild, {});
+  const rb = await r.c.call(R.indexRebuild, model ? { model } : {});
   const during: number[] = [];
   const progress: { s: number; pending: number; state: string }[] = [];
   let degraded = 0;
@@ -296,7 +308,9 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[]) {
   const sampled = progress.length > 40 ? progress.filter((_, i) => i % Math.ceil(progress.length / 40) === 0) : progress;
   return {
     queued: rb.queued,
+    model: rb.model,
     ms: Math.round(now() - t0),
+    peakRssMiBDuring: memoryMiB(r.pid, 'VmHWM'),
     idle: summarize(idle),
     idleWithWrites: summarize(idleWithWrites),
     during: summarize(during),
@@ -344,7 +358,7 @@ async function main() {
         console.log(`[${size}] restart`, JSON.stringify(rs.result));
       } else r = await start(dir);
       if (phases.has('rebuild')) {
-        res.rebuild = await rebuildPhase(r, queries);
+        res.rebuild = await rebuildPhase(r, queries, dir);
         console.log(`[${size}] rebuild`, JSON.stringify({ ...(res.rebuild as object), progress: undefined }));
       }
       write();
