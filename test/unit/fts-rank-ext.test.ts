@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Scope } from '../../daemon/src/protocol/types';
 import { Core } from '../../daemon/src/server/core';
-import { hasRankingExtension } from '../../daemon/src/store/db';
+import { hasRankingExtension, stmt } from '../../daemon/src/store/db';
 import { ftsArm, phraseCounts, type ArmHit } from '../../daemon/src/store/search-fts';
 import { Store } from '../../daemon/src/store/store';
 import { spawnDaemon, tempCore, until, upsertItems } from '../helpers';
@@ -155,6 +155,38 @@ describe('cairn_bm25', () => {
     assert.deepEqual(got, arm(plain, q, undefined, 100));
     const old = new Map(before.map((h) => [h.rowid, h.score]));
     assert.ok(got.some((h) => old.has(h.rowid) && old.get(h.rowid) !== h.score));
+  });
+
+  it('counts again after a write that reaches the index, and only then (not after writes to other tables)', () => {
+    const db = c.store.db;
+    // The count statement phraseCounts prepares (stmt caches it per connection): its runs are the recounts.
+    const counting = stmt(db, 'SELECT count(*) AS c FROM memories_fts WHERE memories_fts MATCH ?');
+    const get = counting.get.bind(counting);
+    let recounts = 0;
+    counting.get = ((...a: unknown[]) => {
+      recounts++;
+      return get(...a);
+    }) as typeof counting.get;
+    try {
+      const count = () => new Float64Array(phraseCounts(db, ['"dunlin"']).buffer.slice(0))[0];
+      const n = count();
+      recounts = 0;
+      assert.equal(count(), n);
+      assert.equal(recounts, 0, 'remembered');
+      // Writes that leave the full-text index as it was: access statistics, a row of the index watermarks' table.
+      c.store.touch([1, 2, 3]);
+      db.prepare("INSERT OR REPLACE INTO index_state(name, watermark) VALUES ('test:unrelated', 1)").run();
+      assert.equal(count(), n);
+      assert.equal(recounts, 0, 'writes to other tables keep the counts');
+      db.prepare('INSERT INTO memories_fts(rowid, value) VALUES (?, ?)').run(8_000_000, 'dunlin');
+      assert.equal(count(), n + 1, 'a row added to the index is counted');
+      assert.equal(recounts, 1);
+      db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(8_000_000);
+      assert.equal(count(), n);
+      assert.equal(recounts, 2);
+    } finally {
+      counting.get = get;
+    }
   });
 
   it('does not keep counts taken inside a transaction that rolls back', () => {

@@ -225,25 +225,33 @@ interface Match {
 }
 
 /** Per connection: each phrase's document count, while the index is as it was when they were counted. */
-const phraseCountCaches = new WeakMap<DB, { version: string; counts: Map<string, number> }>();
+const phraseCountCaches = new WeakMap<DB, { version: Buffer; counts: Map<string, number> }>();
+
+/**
+ * What the full-text index's contents are keyed by: FTS5's averages record (its row count and token totals) and
+ * structure record (its segments and a counter every write to the index moves), which every committed insert, delete
+ * and merge rewrites, by this connection or another; other writes (memory rows, history, vectors, duplicate records,
+ * access statistics) leave both as they are.
+ */
+function indexVersion(db: DB): Buffer {
+  const rows = stmt(db, 'SELECT block FROM memories_fts_data WHERE id IN (1, 10) ORDER BY id').raw().all() as [Buffer][];
+  return Buffer.concat(rows.map((r) => r[0]));
+}
 
 /**
  * The document counts cairn_bm25 takes (native/cairn_bm25.c): for each phrase, the rows holding it, as FTS5's
  * bm25() counts them in every statement; -1 for a namespace token and a phrase in `unweighed`: cairn_bm25 leaves it
- * out of the score and never reads its instances. Remembered until this connection writes (total_changes) or another
- * one commits (data_version), so they are always the current counts; never inside a transaction, which may still
+ * out of the score and never reads its instances. Remembered while the index's contents are unchanged (indexVersion:
+ * a write of this connection's or another's that reached the index forgets them; one that did not, such as a pass
+ * storing vectors, keeps them), so they are always the current counts; never inside a transaction, which may still
  * roll back.
  */
 export function phraseCounts(db: DB, phrases: (string | null)[], unweighed?: ReadonlySet<string>): Buffer {
-  let cache: { version: string; counts: Map<string, number> } | null = null;
+  let cache: { version: Buffer; counts: Map<string, number> } | null = null;
   if (!db.inTransaction) {
-    const v = stmt(db, 'SELECT total_changes() AS t, (SELECT data_version FROM pragma_data_version) AS d').get() as {
-      t: number;
-      d: number;
-    };
-    const version = `${v.t}:${v.d}`;
+    const version = indexVersion(db);
     cache = phraseCountCaches.get(db) ?? null;
-    if (!cache || cache.version !== version || cache.counts.size >= 10_000) {
+    if (!cache || !cache.version.equals(version) || cache.counts.size >= 10_000) {
       cache = { version, counts: new Map() };
       phraseCountCaches.set(db, cache);
     }
