@@ -28,6 +28,8 @@
  *   at the built-in model's speed); the previous model serves the searches meanwhile. Searches answered `degraded`
  *   (full text only) are counted, and the daemon's peak RSS during it recorded. Use it with `--rebuild-writes off`
  *   (a write during a switch is indexed only at its end).
+ * - writes: whole-store hybrid searches in a loop for a minute without writes, then a minute with one write every 5 s
+ *   (as in rebuild, `index/wait` on each), then a minute without again: what writes alone cost the searches.
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
  * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
  * `--keep DIR`: keep the last size's store there (for profiling). `--cpu-prof DIR`: each daemon's CPU profile
@@ -253,6 +255,34 @@ async function writeAndWait(r: Running, i: number, value: string): Promise<{ ms:
   return { ms: now() - t, reached: w.reached };
 }
 
+/** Whole-store hybrid searches in a loop for `ms`, with a write (and `index/wait` on it) every 5 s when `writes`. */
+async function searchLoop(r: Running, queries: CorpusQuery[], ms: number, writes: { ms: number; reached: boolean }[] | null) {
+  const lat: number[] = [];
+  let degraded = 0;
+  for (let i = 0, t0 = now(), last = now(); now() - t0 < ms; i++) {
+    const t = now();
+    const res = await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
+    lat.push(now() - t);
+    if (res.degraded) degraded++;
+    if (writes && now() - last > 5000) {
+      last = now();
+      writes.push(await writeAndWait(r, 1000 + writes.length, queries[i % queries.length].q));
+    }
+  }
+  return { ...summarize(lat), degraded };
+}
+
+async function writesPhase(r: Running, queries: CorpusQuery[]) {
+  await waitReady(r.c);
+  // The index is read on first use: searched until a search is answered with vectors.
+  while ((await r.c.call(R.search, { query: queries[0].q, limit: 25 })).degraded) await sleep(200);
+  const writes: { ms: number; reached: boolean }[] = [];
+  const before = await searchLoop(r, queries, 60_000, null);
+  const withWrites = await searchLoop(r, queries, 60_000, writes);
+  const after = await searchLoop(r, queries, 60_000, null);
+  return { before, withWrites, after, writeToIndexed: summarize(writes.map((w) => w.ms)), load: load() };
+}
+
 async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   await waitReady(r.c);
   let model: string | undefined;
@@ -357,6 +387,10 @@ async function main() {
         res.restart = rs.result;
         console.log(`[${size}] restart`, JSON.stringify(rs.result));
       } else r = await start(dir);
+      if (phases.has('writes')) {
+        res.writes = await writesPhase(r, queries);
+        console.log(`[${size}] writes`, JSON.stringify(res.writes));
+      }
       if (phases.has('rebuild')) {
         res.rebuild = await rebuildPhase(r, queries, dir);
         console.log(`[${size}] rebuild`, JSON.stringify({ ...(res.rebuild as object), progress: undefined }));
@@ -421,6 +455,10 @@ function table(results: Record<string, Record<string, any>>): string {
     (r) =>
       `${fmt(r.rebuild.writeToIndexedIdle.p50, 0)} / ${fmt(r.rebuild.writeToIndexedIdle.p95, 0)}, ` +
       `${fmt(r.rebuild.writeToIndexedDuring.p50, 0)} / ${fmt(r.rebuild.writeToIndexedDuring.p95, 0)} (${r.rebuild.writesReachedDuring})`,
+  );
+  row(
+    'hybrid whole p95 ms: no writes / a write every 5 s / no writes',
+    (r) => `${fmt(r.writes.before.p95, 1)} / ${fmt(r.writes.withWrites.p95, 1)} / ${fmt(r.writes.after.p95, 1)}`,
   );
   row('load (1 min) at import / search / restart', (r) => `${r.import.load[0]} / ${r.search.load[0]} / ${r.restart.load[0]}`);
   return rows.join('\n');
