@@ -25,7 +25,8 @@
  *   and before the rebuild a minute of the same searches and writes without it (`--rebuild-writes off`: no writes,
  *   the searches alone). `--rebuild-model copy` (or a model folder) makes it a model switch instead: `index/rebuild`
  *   with that model (`copy`: the built-in model's folder copied under another name, so every memory is re-embedded
- *   at the built-in model's speed); the previous model serves the searches meanwhile. Searches answered `degraded`
+ *   at the built-in model's speed; `builtin`: back to the built-in model); the previous model serves the searches
+ *   meanwhile. Searches answered `degraded`
  *   (full text only) are counted, and the daemon's peak RSS during it recorded. Use it with `--rebuild-writes off`
  *   (a write during a switch is indexed only at its end).
  * - writes: whole-store hybrid searches in a loop for a minute without writes, then a minute with one write every 5 s
@@ -289,7 +290,8 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   if (rebuildModel === 'copy') {
     model = path.join(dir, `switch-model-${Date.now()}`);
     fs.cpSync(builtinModelPath(), model, { recursive: true });
-  } else if (rebuildModel) model = path.resolve(rebuildModel);
+  } else if (rebuildModel === 'builtin') model = 'builtin';
+  else if (rebuildModel) model = path.resolve(rebuildModel);
   const writesIdle: { ms: number; reached: boolean }[] = [];
   for (let i = 0; i < 5 && rebuildWrites; i++) writesIdle.push(await writeAndWait(r, i, queries[i].q));
   // With writes: the same searches for a minute with a write every 5 s and no rebuild, so what the writes cost the
