@@ -4,7 +4,8 @@
  *
  *   node --import tsx bench/million.ts [--sizes 10000,100000,1000000] [--corpus DIR] [--gen gen_corpus.py]
  *       [--cairn path/to/bin/cairn.js] [--phases import,search,restart,rebuild] [--keep DIR] [--json out.json]
- *       [--hits out-hits.json] [--reuse DIR] [--queries N] [--cpu-prof DIR]
+ *       [--hits out-hits.json] [--reuse DIR] [--queries N] [--cpu-prof DIR] [--model ID|DIR]
+ *       [--rebuild-model copy|builtin|DIR] [--rebuild-writes on|off]
  *
  * Per size, on a fresh store in private XDG directories, built-in embedding model, remote models off:
  * - import: `memory/upsertBatch`, 500 records per call, then `index/wait` on the last position (vectors) and one
@@ -62,6 +63,8 @@ const reuse = arg('reuse', '');
 const cpuProf = arg('cpu-prof', '');
 const rebuildWrites = arg('rebuild-writes', 'on') !== 'off';
 const rebuildModel = arg('rebuild-model', '');
+/** `--model ID|DIR`: the daemon's embedding model (default the built-in one), e.g. a kept store's after a switch. */
+const daemonModel = arg('model', 'builtin');
 /** kube-coder's disk at 100k on this workload (issue 8); no peer code runs here, so 1M is scaled from it. */
 const PEER_DISK_MIB_PER_100K = 135;
 
@@ -80,7 +83,7 @@ async function start(dir: string): Promise<Running> {
     XDG_CONFIG_HOME: path.join(dir, 'config'),
   };
   const nodeFlags = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf)}`] : [];
-  const d = await spawnDaemon({ bin, dir, args: ['--model', 'builtin'], env, nodeFlags });
+  const d = await spawnDaemon({ bin, dir, args: ['--model', daemonModel], env, nodeFlags });
   const c = await d.client();
   return { d, c, pid: d.proc.pid! };
 }
