@@ -618,12 +618,15 @@ describe('degraded and switching', () => {
       openGate(false); // held at its first batch: the search below runs during the switch
       await core.call(R.indexRebuild, { model: 'builtin' });
       await until('the switch back held', () => held > 1 || waiting.length > 0, 60_000);
+      const previousIndex = new WeakRef((d.store.vectors as unknown as { index: object }).index);
       const serving = await core.call(R.search, query);
       assert.equal(serving.degraded, undefined, 'served by the alternative model meanwhile');
       assert.ok(core.status().embeddings.servingModel!.includes('alt-model'));
       openGate(true);
       await back;
       assert.equal(d.store.vectors.loaded(), null, 'no index in memory at the end of a large switch');
+      await new Promise((r) => setImmediate(r)); // (a WeakRef read in a job keeps its target through that job)
+      assert.equal(previousIndex.deref(), undefined, "the previous index's memory was collected before the new one is read");
       const first = await core.call(R.search, query);
       assert.match(first.degraded ?? '', /loading/);
       await until('the new index read on first use', () => indexer.unavailable() === null, 60_000);
