@@ -289,6 +289,8 @@ async function writesPhase(r: Running, queries: CorpusQuery[]) {
 
 async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   await waitReady(r.c);
+  // The index is read on first use (a daemon just started on a large store): its idle figures start once it is in.
+  while ((await r.c.call(R.search, { query: queries[0].q, limit: 25 })).degraded) await sleep(200);
   let model: string | undefined;
   if (rebuildModel === 'copy') {
     model = path.join(dir, `switch-model-${Date.now()}`);
