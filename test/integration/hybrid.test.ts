@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BUILTIN_MODEL_ID, builtinModelPath } from '../../daemon/src/embed';
 import { attachEmbeddings } from '../../daemon/src/index/attach';
-import { DUPLICATE_THRESHOLD, INDEX_BATCH, type Indexer } from '../../daemon/src/index/indexer';
+import { DUPLICATE_THRESHOLD, INDEX_BATCH, type EmbeddingModel, type Indexer } from '../../daemon/src/index/indexer';
 import { FUSION, FTS_WEIGHT, rrf } from '../../daemon/src/retrieval/fusion';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { Daemon } from '../../daemon/src/server/daemon';
@@ -18,7 +18,12 @@ import { rejectsWith, tempDir, until } from '../helpers';
 
 process.env.CAIRN_ALLOW_REMOTE_MODELS = '0';
 
-async function startDaemon(model = 'builtin', dir = tempDir()): Promise<{ d: Daemon; indexer: Indexer; dir: string }> {
+/** A daemon with embeddings on `dir`'s store; `attached` sees the indexer before its first model is in use. */
+async function openDaemon(
+  model: string,
+  dir: string,
+  attached: (ix: Indexer) => void = () => {},
+): Promise<{ d: Daemon; indexer: Indexer }> {
   let indexer!: Indexer;
   const d = await Daemon.start({
     db: path.join(dir, 'h.db'),
@@ -27,13 +32,52 @@ async function startDaemon(model = 'builtin', dir = tempDir()): Promise<{ d: Dae
     log: () => {},
     setup: async (dd) => {
       indexer = await attachEmbeddings(dd, { model, allowRemote: false });
+      attached(indexer);
     },
   });
+  return { d, indexer };
+}
+
+async function startDaemon(model = 'builtin', dir = tempDir()): Promise<{ d: Daemon; indexer: Indexer; dir: string }> {
+  const { d, indexer } = await openDaemon(model, dir);
   // Wait for the state, bounded generously: loading takes well under a second alone, many seconds on a loaded machine.
   for (const deadline = Date.now() + 120_000; indexer.state !== 'ready' && Date.now() < deadline;)
     await new Promise((r) => setTimeout(r, 50));
   assert.equal(indexer.state, 'ready', `model did not load: ${indexer.lastError}`);
   return { d, indexer, dir };
+}
+
+/**
+ * Holds an embedder's batches (embedWithSignatures) while shut, except the texts `passes` lets through: `held` counts
+ * the batches that waited, `waiting` those waiting now.
+ */
+class Gate {
+  private isOpen: boolean;
+  private readonly sleepers: (() => void)[] = [];
+  held = 0;
+  constructor(open: boolean) {
+    this.isOpen = open;
+  }
+  get open(): boolean {
+    return this.isOpen;
+  }
+  get waiting(): number {
+    return this.sleepers.length;
+  }
+  set(open: boolean): void {
+    this.isOpen = open;
+    if (open) for (const wake of this.sleepers.splice(0)) wake();
+  }
+  wrap(e: EmbeddingModel, passes: (texts: string[]) => boolean = () => false): void {
+    const original = e.embedWithSignatures!.bind(e);
+    e.embedWithSignatures = async (texts) => {
+      while (!this.isOpen && !passes(texts)) {
+        this.held++;
+        await new Promise<void>((resolve) => this.sleepers.push(resolve));
+      }
+      return original(texts);
+    };
+  }
 }
 
 /** `n` memories of one namespace (`k0`…) written in one batch, then the vector index waited for. */
@@ -422,46 +466,27 @@ describe('degraded and switching', () => {
     }
     // Started with the built-in model, the store's own model (a local folder) serves searches during the re-embed.
     // The built-in model's embedding waits at a gate until the test opens it.
-    let open = false;
-    const waiting: (() => void)[] = [];
-    const opening = () => {
-      open = true;
-      for (const wake of waiting.splice(0)) wake();
-    };
-    let held!: Indexer;
-    const during = await Daemon.start({
-      db: path.join(dir, 'h.db'),
-      socket: null,
-      sweepEveryMs: 0,
-      log: () => {},
-      setup: async (dd) => {
-        held = await attachEmbeddings(dd, { model: 'builtin', allowRemote: false });
-        const use = held.use.bind(held);
-        held.use = async (next) => {
-          if (next.info.model === BUILTIN_MODEL_ID) {
-            const original = next.embedWithSignatures!.bind(next);
-            next.embedWithSignatures = async (texts) => {
-              while (!open) await new Promise<void>((resolve) => waiting.push(resolve));
-              return original(texts);
-            };
-          }
-          return use(next);
-        };
-      },
+    const gate = new Gate(false);
+    const { d: during, indexer: held } = await openDaemon('builtin', dir, (ix) => {
+      const use = ix.use.bind(ix);
+      ix.use = async (next) => {
+        if (next.info.model === BUILTIN_MODEL_ID) gate.wrap(next);
+        return use(next);
+      };
     });
     try {
-      await until('the re-embed held', () => held.state === 'reindexing' && waiting.length > 0, 120_000);
+      await until('the re-embed held', () => held.state === 'reindexing' && gate.waiting > 0, 120_000);
       const st = during.core.status().embeddings;
       assert.equal(st.model, BUILTIN_MODEL_ID);
       assert.ok(st.servingModel?.includes('former-builtin'), `served by the store's own model: ${st.servingModel}`);
       const hit = await during.core.call(R.search, { query: 'parser fix release', mode: 'vector', limit: 3 });
       assert.equal(hit.degraded, undefined);
       assert.equal(hit.hits.length, 3);
-      opening();
+      gate.set(true);
       await until('re-embedded', () => held.state === 'ready', 120_000);
       assert.equal(during.core.status().embeddings.servingModel, BUILTIN_MODEL_ID);
     } finally {
-      opening();
+      gate.set(true);
       await during.stop();
     }
     const second = await startDaemon('builtin', dir);
@@ -491,7 +516,7 @@ describe('degraded and switching', () => {
 
   it('a model switch re-embeds everything in the background; the previous model serves searches until the new space is complete', async () => {
     const { d, indexer, dir } = await startDaemon();
-    let openGate = (o: boolean) => void o;
+    const gate = new Gate(true);
     try {
       const core = d.core;
       await core.call(R.upsert, { namespace: 'project.sw', key: 'cache', value: 'We keep user sessions in Redis with a short expiry' });
@@ -510,23 +535,9 @@ describe('degraded and switching', () => {
       assert.equal(core.status().embeddings.servingModel, previous);
 
       // The new model's embedding lets its first batch through, then waits (gate) until the test opens it.
-      let open = true;
-      let held = 0;
-      const waiting: (() => void)[] = [];
-      openGate = (o: boolean) => {
-        open = o;
-        if (o) for (const wake of waiting.splice(0)) wake();
-      };
       const use = indexer.use.bind(indexer);
       indexer.use = async (next) => {
-        const original = next.embedWithSignatures!.bind(next);
-        next.embedWithSignatures = async (texts) => {
-          while (!open) {
-            held++;
-            await new Promise<void>((resolve) => waiting.push(resolve));
-          }
-          return original(texts);
-        };
+        gate.wrap(next);
         return use(next);
       };
       const progress: number[] = [];
@@ -535,7 +546,7 @@ describe('degraded and switching', () => {
         d.notifyAll = (m, p) => {
           if (m === 'index/progress') {
             progress.push((p as { done: number }).done);
-            if ((p as { state: string }).state === 'reindexing' && progress.length === 1) openGate(false);
+            if ((p as { state: string }).state === 'reindexing' && progress.length === 1) gate.set(false);
             if ((p as { state: string }).state === 'ready') resolve();
           }
           orig(m, p);
@@ -545,7 +556,7 @@ describe('degraded and switching', () => {
       fs.cpSync(builtinModelPath(), alt, { recursive: true });
       const rb = await core.call(R.indexRebuild, { model: alt });
       assert.equal(rb.queued, 601);
-      await until('the re-embed held at its second batch', () => progress.length === 1 && held > 0, 60_000);
+      await until('the re-embed held at its second batch', () => progress.length === 1 && gate.held > 0, 60_000);
       const st0 = core.status().embeddings;
       assert.equal(st0.state, 'reindexing');
       assert.ok(st0.model!.includes('alt-model'));
@@ -581,7 +592,7 @@ describe('degraded and switching', () => {
       assert.match(late.duplicatesSkipped ?? '', /rebuilt for .*alt-model/);
       assert.equal(previousWorker.alive, true);
 
-      openGate(true);
+      gate.set(true);
       await seen;
       assert.ok(progress.length >= 2 && progress[progress.length - 1] === 601);
       const st = core.status();
@@ -615,14 +626,14 @@ describe('degraded and switching', () => {
           orig(m, p);
         };
       });
-      openGate(false); // held at its first batch: the search below runs during the switch
+      gate.set(false); // held at its first batch: the search below runs during the switch
       await core.call(R.indexRebuild, { model: 'builtin' });
-      await until('the switch back held', () => held > 1 || waiting.length > 0, 60_000);
+      await until('the switch back held', () => gate.held > 1 || gate.waiting > 0, 60_000);
       const previousIndex = new WeakRef((d.store.vectors as unknown as { index: object }).index);
       const serving = await core.call(R.search, query);
       assert.equal(serving.degraded, undefined, 'served by the alternative model meanwhile');
       assert.ok(core.status().embeddings.servingModel!.includes('alt-model'));
-      openGate(true);
+      gate.set(true);
       await back;
       assert.equal(d.store.vectors.loaded(), null, 'no index in memory at the end of a large switch');
       await new Promise((r) => setImmediate(r)); // (a WeakRef read in a job keeps its target through that job)
@@ -635,7 +646,7 @@ describe('degraded and switching', () => {
       assert.equal(ready.degraded, undefined);
       assert.equal(ready.hits.length, 3);
     } finally {
-      openGate(true);
+      gate.set(true);
       await d.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -646,7 +657,7 @@ describe('degraded and switching', () => {
     let stopped = false;
     let last = 0;
     let good = Buffer.alloc(0);
-    let openGate = (o: boolean) => void o;
+    const gate = new Gate(false);
     try {
       const core = d.core;
       await core.call(R.upsert, {
@@ -676,34 +687,18 @@ describe('degraded and switching', () => {
 
       // The rebuild's embedding lets one batch through, then waits (gate) until the test opens it. The indexing
       // passes' texts (the writes below: key `late`, or a value "rotated nightly") are let through.
-      const embedder = indexer.embedder!;
-      const original = embedder.embedWithSignatures!.bind(embedder);
-      let open = false;
-      const waiting: (() => void)[] = [];
-      let held = 0;
-      const ofPasses = (texts: string[]) => texts.every((t) => t.startsWith('late\n') || t.includes('rotated nightly'));
-      embedder.embedWithSignatures = async (texts) => {
-        while (!open && !ofPasses(texts)) {
-          held++;
-          await new Promise<void>((resolve) => waiting.push(resolve));
-        }
-        return original(texts);
-      };
-      openGate = (o: boolean) => {
-        open = o;
-        if (o) for (const wake of waiting.splice(0)) wake();
-      };
+      gate.wrap(indexer.embedder!, (texts) => texts.every((t) => t.startsWith('late\n') || t.includes('rotated nightly')));
       let batches = 0;
       const orig = d.notifyAll.bind(d);
       d.notifyAll = (m, p) => {
-        if (m === 'index/progress' && (p as { state: string }).state === 'reindexing' && ++batches <= 2) openGate(false);
+        if (m === 'index/progress' && (p as { state: string }).state === 'reindexing' && ++batches <= 2) gate.set(false);
         orig(m, p);
       };
-      openGate(true);
+      gate.set(true);
       const rb = await core.call(R.indexRebuild, {});
       assert.equal(rb.queued, 1101);
       assert.equal(rb.model, model.model);
-      await until('the rebuild held at its second batch', () => batches === 1 && held > 0, 60_000);
+      await until('the rebuild held at its second batch', () => batches === 1 && gate.held > 0, 60_000);
       assert.equal(core.status().embeddings.state, 'reindexing');
       assert.ok(d.store.feed.rebuildCursor(model.model)! > 0, 'the cursor is kept in the store');
 
@@ -741,15 +736,15 @@ describe('degraded and switching', () => {
       assert.equal(d.store.rowidOf(k600.id), x);
       const fresh = Buffer.from(vectorOf(x));
       assert.notDeepEqual(fresh, before, "the pass stored the new text's vector");
-      openGate(true);
-      await until('the rebuild held at its third batch', () => batches === 2 && !open, 60_000);
+      gate.set(true);
+      await until('the rebuild held at its third batch', () => batches === 2 && !gate.open, 60_000);
       assert.ok(d.store.feed.rebuildCursor(model.model)! >= x, 'the second batch is done');
       assert.deepEqual(vectorOf(x), fresh, 'the rebuild kept the newer vector');
 
       // Stopped in the middle: the cursor stays where the second batch ended.
       const cursor = d.store.feed.rebuildCursor(model.model)!;
       const stopping = indexer.stop();
-      openGate(true);
+      gate.set(true);
       await stopping;
       assert.equal(d.store.feed.rebuildCursor(model.model), cursor);
       assert.ok(cursor < last, 'the damaged vector lies past the cursor');
@@ -757,7 +752,7 @@ describe('degraded and switching', () => {
       await d.stop();
       stopped = true;
     } finally {
-      openGate(true); // a failed assertion must not leave the rebuild waiting at the gate: stop() waits for it
+      gate.set(true); // a failed assertion must not leave the rebuild waiting at the gate: stop() waits for it
       if (!stopped) await d.stop();
     }
     // The next start resumes it (startDaemon waits for 'ready'): mended, the gone memory's vector removed.
