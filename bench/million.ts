@@ -159,14 +159,20 @@ async function importPhase(r: Running, size: number) {
   };
 }
 
+/**
+ * A large store's vector index is read on first use (`--reuse`, or after a restart): measured searches start once a
+ * hybrid search has the vector arm, or the index loading counts in the first ones' time and CPU (at most 10 min).
+ */
+async function untilIndexRead(r: Running, queries: CorpusQuery[]): Promise<void> {
+  const t0 = now();
+  while ((await r.c.call(R.search, { query: queries[0].q, limit: 25 })).degraded && now() - t0 < 600_000) await sleep(100);
+}
+
 const hitLog: Record<string, Record<string, string[][]>> = {};
 async function searchPhase(r: Running, queries: CorpusQuery[], label: string) {
   resetPeak(r.pid);
   for (let i = 0; i < 10; i++) await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
-  // A large store's vector index is read on first use (`--reuse`, or after a restart): the measured searches start
-  // once a hybrid search has the vector arm, or the index loading counts in the first ones' time and CPU.
-  const t0 = now();
-  while ((await r.c.call(R.search, { query: queries[0].q, limit: 25 })).degraded && now() - t0 < 600_000) await sleep(100);
+  await untilIndexRead(r, queries);
   const out: Record<string, unknown> = { load: load() };
   let degraded = 0;
   for (const mode of ['hybrid', 'fts'] as const)
@@ -278,8 +284,7 @@ async function searchLoop(r: Running, queries: CorpusQuery[], ms: number, writes
 
 async function writesPhase(r: Running, queries: CorpusQuery[]) {
   await waitReady(r.c);
-  // The index is read on first use: searched until a search is answered with vectors.
-  while ((await r.c.call(R.search, { query: queries[0].q, limit: 25 })).degraded) await sleep(200);
+  await untilIndexRead(r, queries);
   const writes: { ms: number; reached: boolean }[] = [];
   const before = await searchLoop(r, queries, 60_000, null);
   const withWrites = await searchLoop(r, queries, 60_000, writes);
@@ -289,8 +294,7 @@ async function writesPhase(r: Running, queries: CorpusQuery[]) {
 
 async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   await waitReady(r.c);
-  // The index is read on first use (a daemon just started on a large store): its idle figures start once it is in.
-  while ((await r.c.call(R.search, { query: queries[0].q, limit: 25 })).degraded) await sleep(200);
+  await untilIndexRead(r, queries); // a daemon just started on a large store: its idle figures start once it is in
   let model: string | undefined;
   if (rebuildModel === 'copy') {
     model = path.join(dir, `switch-model-${Date.now()}`);
@@ -301,16 +305,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   for (let i = 0; i < 5 && rebuildWrites; i++) writesIdle.push(await writeAndWait(r, i, queries[i].q));
   // With writes: the same searches for a minute with a write every 5 s and no rebuild, so what the writes cost the
   // searches by themselves is told apart from what the rebuild costs them.
-  const idleWithWrites: number[] = [];
-  for (let i = 0, t0 = now(), last = now(); rebuildWrites && now() - t0 < 60_000; i++) {
-    const t = now();
-    await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
-    idleWithWrites.push(now() - t);
-    if (now() - last > 5000) {
-      last = now();
-      writesIdle.push(await writeAndWait(r, writesIdle.length, queries[i % queries.length].q));
-    }
-  }
+  const idleWithWrites = rebuildWrites ? await searchLoop(r, queries, 60_000, writesIdle) : summarize([]);
   // Idle reference: the same loop of whole-store hybrid queries before the rebuild.
   const idle: number[] = [];
   for (const q of queries) {
@@ -349,7 +344,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
     ms: Math.round(now() - t0),
     peakRssMiBDuring: memoryMiB(r.pid, 'VmHWM'),
     idle: summarize(idle),
-    idleWithWrites: summarize(idleWithWrites),
+    idleWithWrites,
     during: summarize(during),
     degradedDuring: degraded,
     writeToIndexedIdle: summarize(writesIdle.map((w) => w.ms)),
