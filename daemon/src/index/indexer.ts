@@ -204,7 +204,7 @@ export class Indexer implements VectorSearcher {
 
   /** The fusion constants of the model whose vectors serve searches (the previous one during a switch). */
   fusion(): Fusion {
-    return FUSION[this.kind(this.serving()?.model ?? this.model)];
+    return FUSION[this.kind(this.serving()?.model)];
   }
 
   /** Texts per background request to the worker for the model in use (EMBED_CHUNK). */
@@ -250,7 +250,7 @@ export class Indexer implements VectorSearcher {
     // until the new one's are. A switch during a switch keeps the one already serving; a switch back ends it.
     if (!this.retiring && needsBackfill && previous && previous !== embedder && previousModel?.model === this.store.feed.activeModel())
       this.retiring = { model: previousModel, embedder: previous };
-    if (this.retiring && !needsBackfill) this.retire();
+    if (this.retiring && !needsBackfill) void this.retire();
     if (needsBackfill && this.retiring) {
       // The new model's vectors go to its table only (putMany writes the index in memory of its own model alone);
       // its index is read when they are complete (rebuildVectors), the previous model's serving meanwhile.
@@ -363,7 +363,7 @@ export class Indexer implements VectorSearcher {
     this.stopped = true;
     if (this.kickTimer) clearTimeout(this.kickTimer);
     await this.embedder?.close().catch(() => {});
-    await this.retiring?.embedder.close().catch(() => {});
+    await this.retire();
     await Promise.allSettled([this.pass, this.rebuild, this.loadingIndex]);
     this.waiters.settle(this.watermark(), true);
   }
@@ -441,26 +441,28 @@ export class Indexer implements VectorSearcher {
     if (this.store.vectors.sizeHint(model) <= this.lazyAbove) {
       await this.store.vectors.loadInSlices(model, undefined, () => this.stopped || this.model !== model);
       if (this.stopped || this.model !== model) return false;
-      this.retire();
+      void this.retire();
       return true;
     }
     // The previous index and the worker that scanned it go first, and their memory is collected at once: freed only
     // by a later collection, it stayed mapped while the new index was read (676 MiB peak at a million, bench/README).
-    const r = this.retiring;
-    this.retiring = null;
+    const closed = this.retire();
     this.store.vectors.unload();
-    if (r && r.embedder !== this.embedder) await r.embedder.close().catch(() => {});
+    await closed;
     if (this.stopped || this.model !== model) return false;
     const t0 = performance.now();
     if (collectGarbage()) this.log(`released the previous model's index (${(performance.now() - t0).toFixed(0)} ms)`);
     return true;
   }
 
-  /** The previous model of a switch stops serving: its worker is closed (its vectors go with the switch's end). */
-  private retire(): void {
+  /**
+   * The previous model of a switch stops serving: its worker is closed (its vectors go with the switch's end).
+   * Resolves when the worker has closed.
+   */
+  private retire(): Promise<void> {
     const r = this.retiring;
     this.retiring = null;
-    if (r && r.embedder !== this.embedder) void r.embedder.close().catch(() => {});
+    return r && r.embedder !== this.embedder ? r.embedder.close().catch(() => {}) : Promise.resolve();
   }
 
   /** A search was served: background embedding backs off for a while (see paced). */
