@@ -141,12 +141,30 @@ describe('WAL checkpoints in a worker thread (the daemon)', () => {
       // The daemon's sweep: its own write transaction (nothing to expire here), then the checkpoint.
       assert.equal(store.sweep().expired, 0);
       store.checkpoint();
-      assert.deepEqual(store.backgroundCheckpoints(), { completed: 0, running: false, merges: 0, mergeSlices: 0, lastMerge: null });
+      assert.deepEqual(store.backgroundCheckpoints(), {
+        completed: 0,
+        running: false,
+        merges: 0,
+        mergeSlices: 0,
+        lastMerge: null,
+        reclaims: 0,
+        reclaimedPages: 0,
+        lastReclaim: null,
+      });
       assert.equal(fs.statSync(file + '-wal').size, 0);
       // The next sweep with nothing written in between: still no worker.
       store.sweep();
       store.checkpoint();
-      assert.deepEqual(store.backgroundCheckpoints(), { completed: 0, running: false, merges: 0, mergeSlices: 0, lastMerge: null });
+      assert.deepEqual(store.backgroundCheckpoints(), {
+        completed: 0,
+        running: false,
+        merges: 0,
+        mergeSlices: 0,
+        lastMerge: null,
+        reclaims: 0,
+        reclaimedPages: 0,
+        lastReclaim: null,
+      });
       // A write since the last checkpoint: the next sweep's checkpoint goes to the worker.
       await new Core(store).call(R.upsert, { namespace: 'project.q', key: 'b', value: 'written while the daemon serves' });
       store.sweep();

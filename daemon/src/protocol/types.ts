@@ -785,6 +785,12 @@ export type EmbeddingStatus = z.infer<typeof EmbeddingStatus>;
 export const StoreStatusResult = z.object({
   path: z.string(),
   sizeBytes: z.number().int(),
+  /**
+   * Of sizeBytes, the free pages: space no table uses (SQLite reuses it for the next writes first). A store created
+   * with incremental auto-vacuum gives them back to the file system in the daemon's sweep once they are a sixteenth
+   * of the file; `reclaims` is false for a store created before that (its free pages stay until reused).
+   */
+  free: z.object({ bytes: z.number().int(), reclaims: z.boolean() }).optional(),
   schemaVersion: z.number().int(),
   position: z.number().int(),
   counts: z.object({

@@ -346,6 +346,7 @@ export class Core {
     return {
       path: s.path,
       sizeBytes: s.fileSize(),
+      free: s.freeSpace(),
       schemaVersion: s.schemaVersion,
       position: pos,
       counts: s.counts(),

@@ -24,6 +24,14 @@
  * in the writes, unlike a full `optimize` after every burst). Between slices it stops as soon as the main
  * connection commits a client write or full text again, or pauses it, and a slice never waits for the write lock
  * (busy: it stops); the next quiet period takes the merge up where FTS5 left it.
+ *
+ * And it gives freed pages back to the file system (`reclaim`, asked by the daemon's periodic sweep, wal.ts). A
+ * store created by this version uses SQLite's incremental auto-vacuum: a dropped table (the previous model's vectors
+ * after a model switch, ~300 MiB at a million memories), an erasure or a retention purge leaves free pages that the
+ * file keeps until `PRAGMA incremental_vacuum` moves the pages at its end into them and cuts it. The worker does that
+ * in slices of `RECLAIM_SLICE_PAGES`, each its own short write transaction (~2 ms, ~18 at most at 1M), with a
+ * checkpoint every `RECLAIM_CHECKPOINT_EVERY` slices so the moved pages do not pile up in the WAL, and stops between
+ * slices as a merge does.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -43,6 +51,10 @@ export const MERGE_QUIET_MS = 500;
 const WORKER_NICE = 10;
 /** Pages FTS5 writes per merge slice (one short write transaction, ~3–5 ms at 100k memories). */
 export const MERGE_SLICE_PAGES = 64;
+/** Free pages given back per reclaim slice (one short write transaction: ~2 ms, 18 ms at most, on the 1M store). */
+export const RECLAIM_SLICE_PAGES = 256;
+/** Reclaim slices between two checkpoints of the WAL the moved pages go to. */
+const RECLAIM_CHECKPOINT_EVERY = 8;
 
 // Slots of the shared state.
 const BUSY = 0; // 1 while the worker runs a checkpoint
@@ -113,6 +125,28 @@ function merge(pages, writes) {
   }
   return { slices, complete };
 }
+// Free pages given back (incremental auto-vacuum), slice by slice, until none is left or the run stops as a merge
+// does; the WAL is checkpointed between slices, and by the run's final checkpoint the file is cut.
+function reclaim(pages, writes) {
+  const free = db.prepare('PRAGMA freelist_count');
+  const step = db.prepare('PRAGMA incremental_vacuum(' + pages + ')');
+  const slice = db.transaction(() => step.run());
+  const before = free.pluck().get();
+  let slices = 0;
+  db.pragma('busy_timeout = 0');
+  try {
+    while (free.pluck().get() > 0 && Atomics.load(state, ${PAUSED}) === 0 && Atomics.load(state, ${WRITES}) === writes) {
+      slice.immediate();
+      if (++slices % ${RECLAIM_CHECKPOINT_EVERY} === 0) db.pragma('wal_checkpoint(PASSIVE)');
+    }
+  } catch (e) {
+    if (!(e && String(e.code).startsWith('SQLITE_BUSY'))) throw e;
+  } finally {
+    db.pragma('busy_timeout = 5000');
+  }
+  const left = free.pluck().get();
+  return { slices, pages: before - left, complete: left === 0 };
+}
 parentPort.on('message', (m) => {
   if (m.op === 'close') {
     try { db.close(); } catch {}
@@ -123,10 +157,12 @@ parentPort.on('message', (m) => {
   Atomics.store(state, ${BUSY}, 1);
   let r = null;
   let merged = null;
+  let reclaimed = null;
   let error = null;
   try {
     if (Atomics.load(state, ${PAUSED}) === 0) {
       if (m.op === 'merge') merged = merge(m.pages, m.writes);
+      if (m.op === 'reclaim') reclaimed = reclaim(m.pages, m.writes);
       if (Atomics.load(state, ${PAUSED}) === 0) r = checkpoint(m.truncate);
     }
   } catch (e) {
@@ -134,7 +170,7 @@ parentPort.on('message', (m) => {
   }
   Atomics.store(state, ${BUSY}, 0);
   Atomics.notify(state, ${BUSY});
-  parentPort.postMessage({ op: m.op, result: r, merged, error });
+  parentPort.postMessage({ op: m.op, result: r, merged, reclaimed, error });
 });
 `;
 
@@ -147,6 +183,13 @@ export interface CheckpointResult {
 /** What one merge run of the full-text index did: slices run, and whether FTS5 had nothing left to merge. */
 export interface MergeResult {
   slices: number;
+  complete: boolean;
+}
+
+/** What one reclaim run did: slices run, free pages given back, and whether none is left. */
+export interface ReclaimResult {
+  slices: number;
+  pages: number;
   complete: boolean;
 }
 
@@ -169,6 +212,10 @@ export class BackgroundCheckpointer {
   merges = 0;
   mergeSlices = 0;
   lastMerge: MergeResult | null = null;
+  /** Reclaim runs (free pages given back to the file system) and the pages they gave back; `lastReclaim` is the latest. */
+  reclaims = 0;
+  reclaimedPages = 0;
+  lastReclaim: ReclaimResult | null = null;
   /** The worker's last checkpoint or merge error, if its last run failed. */
   lastError: string | null = null;
   /** A write committed since the last merge run that completed: the full-text index may have a new segment. */
@@ -186,6 +233,7 @@ export class BackgroundCheckpointer {
     /** Merge the full-text index after this long without a commit (tests shorten it); 0: never. */
     private readonly mergeQuietMs = MERGE_QUIET_MS,
     private readonly mergeSlicePages = MERGE_SLICE_PAGES,
+    private readonly reclaimSlicePages = RECLAIM_SLICE_PAGES,
   ) {}
 
   get alive(): boolean {
@@ -240,6 +288,20 @@ export class BackgroundCheckpointer {
     run.worker.postMessage({ op: 'merge', pages: this.mergeSlicePages, writes: Atomics.load(run.state, WRITES), truncate: false });
   }
 
+  /**
+   * Give the store's free pages back to the file system (incremental auto-vacuum), in slices, then checkpoint (which
+   * cuts the file). False when the worker is busy with something else: the daemon's next sweep asks again.
+   */
+  reclaim(): boolean {
+    if (this.dead || this.inFlight) return false;
+    this.commits = 0; // the run ends with a checkpoint
+    this.inFlight = true;
+    this.clearIdle();
+    const run = (this.run ??= this.start());
+    run.worker.postMessage({ op: 'reclaim', pages: this.reclaimSlicePages, writes: Atomics.load(run.state, WRITES), truncate: true });
+    return true;
+  }
+
   /** Ask for a checkpoint now; `truncate`: when it copied everything, also cut the WAL file to zero bytes. */
   request(truncate: boolean): void {
     if (this.dead || this.inFlight) return;
@@ -286,7 +348,14 @@ export class BackgroundCheckpointer {
     const run: Run = { worker, state };
     worker.on(
       'message',
-      (m: { op?: string; failed?: string; result?: CheckpointResult | null; merged?: MergeResult | null; error?: string | null }) => {
+      (m: {
+        op?: string;
+        failed?: string;
+        result?: CheckpointResult | null;
+        merged?: MergeResult | null;
+        reclaimed?: ReclaimResult | null;
+        error?: string | null;
+      }) => {
         if (m.failed !== undefined) return this.fail(`the checkpoint worker could not open the store: ${m.failed}`);
         this.inFlight = false;
         if (m.result) {
@@ -297,6 +366,11 @@ export class BackgroundCheckpointer {
           this.merges++;
           this.mergeSlices += m.merged.slices;
           this.lastMerge = m.merged;
+        }
+        if (m.reclaimed) {
+          this.reclaims++;
+          this.reclaimedPages += m.reclaimed.pages;
+          this.lastReclaim = m.reclaimed;
         }
         this.lastError = m.error ?? null;
         // A merge stopped by a commit (which asked for the next run already), a pause or the write lock: go on after the

@@ -122,6 +122,10 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Opened {
   }
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   if (!opts.readonly) {
+    // A new store keeps track of which page points to which (incremental auto-vacuum), so the pages a dropped table,
+    // an erasure or a purge frees can be given back to the file system later, a slice at a time, without rewriting
+    // the whole file (the daemon's sweep, wal.ts). It can only be chosen before the first table is created.
+    if ((db.pragma('page_count', { simple: true }) as number) === 0) db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${synchronousSetting(opts.synchronous) === 'full' ? 'FULL' : 'NORMAL'}`);
     // Checkpoint every ~8 MB of WAL (the default ~4 MB made checkpoints dominate small writes) and cut the

@@ -448,6 +448,11 @@ export class Store {
     return this.wal.fileSize();
   }
 
+  /** The free pages' bytes, and whether this store gives them back (incremental auto-vacuum; wal.ts). */
+  freeSpace(): { bytes: number; reclaims: boolean } {
+    return { bytes: this.wal.freeBytes(), reclaims: this.wal.reclaims() };
+  }
+
   /**
    * Give the memory the process freed back to the system (the C heap's, db.ts trimCHeap): after a bulk import
    * glibc keeps tens of MiB it freed. True when some was given back, null when this build cannot.

@@ -1,10 +1,19 @@
 /**
  * The store connection's WAL: checkpoints from the daemon's periodic sweep, or from a background worker with its
- * own connection once the daemon asks for them (checkpointer.ts), told of every commit; and the file's size.
+ * own connection once the daemon asks for them (checkpointer.ts), told of every commit; the file's size; and the
+ * free pages the sweep has that worker give back to the file system (a store with incremental auto-vacuum, db.ts).
  */
 import * as fs from 'node:fs';
-import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type MergeResult } from './checkpointer';
+import { BackgroundCheckpointer, FALLBACK_AUTOCHECKPOINT_PAGES, type MergeResult, type ReclaimResult } from './checkpointer';
 import { stmt, WAL_CHECKPOINT_PAGES, type DB } from './db';
+
+/**
+ * Free pages are given back once they are at least this many and this share of the file: below that SQLite's own
+ * reuse of free pages for the next writes is cheaper than moving pages twice. A model switch at a million memories
+ * frees ~14% of the file (the previous model's vectors), a large erasure or retention purge whatever it removed.
+ */
+export const RECLAIM_MIN_PAGES = 1024;
+export const RECLAIM_MIN_SHARE = 1 / 16;
 
 export class Wal {
   /** WAL checkpoints in a worker thread (inBackground), once the daemon asked for them. */
@@ -38,6 +47,8 @@ export class Wal {
    * sweep); when that copied everything, cut the WAL file to zero bytes.
    */
   checkpoint(): void {
+    // Free pages worth giving back: the worker moves the file's last pages into them, checkpoints and cuts the file.
+    if (this.checkpointer?.alive && this.reclaimable() > 0 && this.checkpointer.reclaim()) return;
     // In the background while writes come in; an idle store (no write since the last checkpoint, e.g. the daemon's
     // first sweep right after it opened) is checkpointed here: nothing waits, and no worker is started for it.
     // "No write" is counted in rows changed, not in transactions: the sweep itself commits one (usually changing
@@ -72,14 +83,48 @@ export class Wal {
     return true;
   }
 
+  /**
+   * Free pages (bytes) a sweep would give back now: 0 unless the store has incremental auto-vacuum (stores created
+   * before it was the default keep their free pages for SQLite to reuse) and they pass RECLAIM_MIN_*.
+   */
+  reclaimable(): number {
+    if (this.readonly || !this.reclaims()) return 0;
+    const free = this.freePages();
+    const pages = stmt(this.db, 'PRAGMA page_count').pluck().get() as number;
+    return free >= RECLAIM_MIN_PAGES && free >= pages * RECLAIM_MIN_SHARE ? free * this.pageSize() : 0;
+  }
+
+  /** Whether the store has incremental auto-vacuum (its free pages can be given back a slice at a time). */
+  reclaims(): boolean {
+    if (!this.db.open) return false;
+    return (this.autoVacuum ??= this.db.pragma('auto_vacuum', { simple: true }) as number) === 2;
+  }
+
+  /** The store's free pages in bytes: space the file holds that no table or index uses (SQLite reuses it first). */
+  freeBytes(): number {
+    return this.db.open ? this.freePages() * this.pageSize() : 0;
+  }
+
+  private freePages(): number {
+    return stmt(this.db, 'PRAGMA freelist_count').pluck().get() as number;
+  }
+
+  private pageSize(): number {
+    return (this.pageBytes ??= this.db.pragma('page_size', { simple: true }) as number);
+  }
+
+  private autoVacuum: number | undefined;
+  private pageBytes: number | undefined;
+
   /** Rows this connection has changed since it opened (SQLite's total_changes()). */
   private totalChanges(): number {
     return (stmt(this.db, 'SELECT total_changes() AS c').get() as { c: number }).c;
   }
 
   /**
-   * Background checkpoints done so far, whether their worker runs now, and its merge runs of the full-text index
-   * (runs, slices, the latest one) (null: none run in the background).
+   * Background checkpoints done so far, whether their worker runs now, its merge runs of the full-text index
+   * (runs, slices, the latest one) and its reclaim runs (runs, pages given back, the latest one) (null: none run in
+   * the background).
    */
   backgroundCheckpoints(): {
     completed: number;
@@ -87,9 +132,23 @@ export class Wal {
     merges: number;
     mergeSlices: number;
     lastMerge: MergeResult | null;
+    reclaims: number;
+    reclaimedPages: number;
+    lastReclaim: ReclaimResult | null;
   } | null {
     const c = this.checkpointer;
-    return c ? { completed: c.completed, running: c.running, merges: c.merges, mergeSlices: c.mergeSlices, lastMerge: c.lastMerge } : null;
+    return c
+      ? {
+          completed: c.completed,
+          running: c.running,
+          merges: c.merges,
+          mergeSlices: c.mergeSlices,
+          lastMerge: c.lastMerge,
+          reclaims: c.reclaims,
+          reclaimedPages: c.reclaimedPages,
+          lastReclaim: c.lastReclaim,
+        }
+      : null;
   }
 
   /** Run a checkpoint of this connection (`fn`) while the background one is held off (SQLite refuses two at once). */
