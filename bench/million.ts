@@ -28,7 +28,8 @@
  *   with that model (`copy`: the built-in model's folder copied under another name, so every memory is re-embedded
  *   at the built-in model's speed; `builtin`: back to the built-in model); the previous model serves the searches
  *   meanwhile. Searches answered `degraded`
- *   (full text only) are counted, and the daemon's peak RSS during it recorded. Use it with `--rebuild-writes off`
+ *   (full text only) are counted, and the daemon's peak RSS during it recorded; the disk right after it, and again
+ *   once the daemon's sweep has given back the free pages it left (a store that gives them back, store/status `free`). Use it with `--rebuild-writes off`
  *   (a write during a switch is indexed only at its end).
  * - writes: whole-store hybrid searches in a loop for a minute without writes, then a minute with one write every 5 s
  *   (as in rebuild, `index/wait` on each), then a minute without again: what writes alone cost the searches.
@@ -44,6 +45,7 @@ import type { StreamClient } from '../daemon/src/client/socket-client';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
 import { builtinModelPath } from '../daemon/src/embed';
+import { RECLAIM_MIN_PAGES } from '../daemon/src/store/wal';
 import { cpuMs, diskMiB, loadAvg as load, memoryMiB, resetPeak } from './proc';
 import { arg, fmt, now, summarize } from './stats';
 import { ensureCorpus, readJsonl, streamRecords, toUpsert, type CorpusQuery } from './workload';
@@ -338,11 +340,26 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
     if (now() - t0 > 1_800_000) break;
   }
   const sampled = progress.length > 40 ? progress.filter((_, i) => i % Math.ceil(progress.length / 40) === 0) : progress;
+  const took = Math.round(now() - t0);
+  // Disk right after, and once the daemon's sweep (every 60 s) gave back the free pages the switch left (the previous
+  // model's vectors), when the store gives them back (store/status `free.reclaims`; a build before it has no `free`).
+  const diskMiBAfter = diskMiB(r.d.db);
+  const t1 = now();
+  let free = (await r.c.call(R.status, {})).free;
+  const freeMiBAfter = free ? Math.round(free.bytes / 1048576) : null;
+  while (free?.reclaims && free.bytes >= RECLAIM_MIN_PAGES * 4096 && now() - t1 < 180_000) {
+    await new Promise((res) => setTimeout(res, 2000));
+    free = (await r.c.call(R.status, {})).free;
+  }
   return {
     queued: rb.queued,
     model: rb.model,
-    ms: Math.round(now() - t0),
+    ms: took,
     peakRssMiBDuring: memoryMiB(r.pid, 'VmHWM'),
+    diskMiBAfter,
+    freeMiBAfter,
+    diskMiBReclaimed: free?.reclaims ? diskMiB(r.d.db) : null,
+    reclaimedAfterMs: free?.reclaims ? Math.round(now() - t1) : null,
     idle: summarize(idle),
     idleWithWrites,
     during: summarize(during),
