@@ -874,7 +874,7 @@ async function compactCommand(o: Opts): Promise<number> {
     );
   const { compact } = await import('../store/compact');
   // Progress for a long rewrite: SQLite's VACUUM reports none, so say what to expect (30 s for 2.1 GB measured).
-  const mib = (fs.statSync(db, { throwIfNoEntry: false })?.size ?? 0) >> 20;
+  const mib = Math.round((fs.statSync(db, { throwIfNoEntry: false })?.size ?? 0) / 1048576);
   if (!o.json) process.stderr.write(`cairn: compacting ${db} (${mib} MiB; about 15 s a GiB)\n`);
   const r = compact(db);
   if (o.json) out(JSON.stringify(r, null, 2));
