@@ -315,11 +315,12 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
     await r.c.call(R.search, { query: q.q, limit: 25 });
     idle.push(now() - t);
   }
+  const rssMiBBefore = memoryMiB(r.pid, 'VmRSS'); // under the idle searches just run
   resetPeak(r.pid);
   const t0 = now();
   const rb = await r.c.call(R.indexRebuild, model ? { model } : {});
   const during: number[] = [];
-  const progress: { s: number; pending: number; state: string }[] = [];
+  const progress: { s: number; pending: number; state: string; rssMiB: number }[] = [];
   let degraded = 0;
   let lastProgress = 0;
   const writesDuring: { ms: number; reached: boolean }[] = [];
@@ -333,7 +334,13 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
     if (now() - lastProgress > 5000) {
       lastProgress = now();
       const st = (await r.c.call(R.status, {})).embeddings;
-      progress.push({ s: Math.round((now() - t0) / 100) / 10, pending: st?.pending ?? -1, state: st?.state ?? '?' });
+      // RSS with it: when during the re-embed the daemon holds most (the peak alone does not say).
+      progress.push({
+        s: Math.round((now() - t0) / 100) / 10,
+        pending: st?.pending ?? -1,
+        state: st?.state ?? '?',
+        rssMiB: memoryMiB(r.pid, 'VmRSS'),
+      });
       if (st?.state === 'ready' && (st.pending ?? 0) === 0) break;
       if (rebuildWrites) writesDuring.push(await writeAndWait(r, 5 + writesDuring.length, q.q));
     }
@@ -356,6 +363,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
     model: rb.model,
     ms: took,
     peakRssMiBDuring: memoryMiB(r.pid, 'VmHWM'),
+    rssMiBBefore,
     diskMiBAfter,
     freeMiBAfter,
     diskMiBReclaimed: free?.reclaims ? diskMiB(r.d.db) : null,
