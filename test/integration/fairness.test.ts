@@ -119,8 +119,13 @@ describe('connection fairness', () => {
       if (Date.now() > deadline) assert.fail(`${n} connections still open`);
       await new Promise((res) => setTimeout(res, 50));
     }
+    const logFrom = d.stderr().length;
     try {
-      for (let i = 0; i < Limits.connections - 1; i++) {
+      // Room left for the fresh client and for up to two of its earlier connections whose close the daemon has not
+      // processed yet (on a loaded machine the next round trip can arrive first): at the cap, the daemon would make
+      // room by closing the least recently active idle connection, a slowloris one, which is then told nothing
+      // (that case is the first test's).
+      for (let i = 0; i < Limits.connections - 3; i++) {
         const r = new Raw(d.socket);
         await r.ready();
         held.push(r);
@@ -154,8 +159,19 @@ describe('connection fairness', () => {
       t.diagnostic(
         `all ${held.length} slowloris connections closed after ${Date.now() - started} ms; ${latencies.length} fresh round trips meanwhile, slowest ${Math.max(...latencies).toFixed(1)} ms`,
       );
+      // Each was closed by its deadline (the daemon's log line per connection) and told why. A connection whose pump
+      // wrote its next byte before this process read the reply (a loaded machine runs the timers first) gets EPIPE,
+      // and Node then destroys it with the reply unread: told, but not read here. So every reply read is checked,
+      // and the count of deadline closes comes from the daemon.
+      const closes = d
+        .stderr()
+        .slice(logFrom)
+        .match(/closing a connection: a (header section|frame) was not complete within (1500|3000) ms/g);
+      assert.equal(closes?.length, held.length, 'each closed by its deadline, none to make room');
+      const read = held.filter((r) => r.received.length > 0);
+      assert.ok(read.length > 0, `${read.length} of ${held.length} replies read`);
       assert.ok(
-        held.every((r) => /not complete within (1500|3000) ms/.test(r.received)),
+        read.every((r) => /not complete within (1500|3000) ms/.test(r.received)),
         'each was told why',
       );
     } finally {
