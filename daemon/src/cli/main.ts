@@ -858,20 +858,22 @@ async function command(c: CairnClient, cmd: string, pos: string[], o: Opts, reco
   throw new UsageError(`unknown command ${cmd}`);
 }
 
-/** `cairn compact`: local, never through a daemon (it refuses while one serves the store). */
-async function compactCommand(o: Opts): Promise<number> {
+/** The store of a local command (compact, restore --from): refused while a daemon serves it. */
+async function storeNoDaemonServes(o: Opts, doing: string): Promise<string> {
   const { resolveDbPath } = await import('../paths');
   const { runningDaemon } = await import('../server/lock');
   const db = resolveDbPath(o.db);
   const owner = runningDaemon(db);
   if (owner)
-    throw new CairnError(
-      'InvalidState',
-      `a daemon (pid ${owner.pid}) serves ${db}; stop it (and close editors using it) before compacting`,
-      {
-        field: 'db',
-      },
-    );
+    throw new CairnError('InvalidState', `a daemon (pid ${owner.pid}) serves ${db}; stop it (and close editors using it) before ${doing}`, {
+      field: 'db',
+    });
+  return db;
+}
+
+/** `cairn compact`: local, never through a daemon (it refuses while one serves the store). */
+async function compactCommand(o: Opts): Promise<number> {
+  const db = await storeNoDaemonServes(o, 'compacting');
   const { compact } = await import('../store/compact');
   // Progress for a long rewrite: SQLite's VACUUM reports none, so say what to expect (30 s for 2.1 GB measured).
   const mib = Math.round((fs.statSync(db, { throwIfNoEntry: false })?.size ?? 0) / 1048576);
@@ -894,16 +896,7 @@ async function compactCommand(o: Opts): Promise<number> {
 
 /** `cairn restore --from <backup>`: local, never through a daemon (it refuses while one serves the store). */
 async function restoreCommand(file: string, o: Opts): Promise<number> {
-  const { resolveDbPath } = await import('../paths');
-  const { runningDaemon } = await import('../server/lock');
-  const db = resolveDbPath(o.db);
-  const owner = runningDaemon(db);
-  if (owner)
-    throw new CairnError(
-      'InvalidState',
-      `a daemon (pid ${owner.pid}) serves ${db}; stop it (and close editors using it) before restoring`,
-      { field: 'db' },
-    );
+  const db = await storeNoDaemonServes(o, 'restoring');
   const { restore } = await import('../store/backup');
   const r = restore(db, path.resolve(file));
   if (o.json) out(JSON.stringify(r, null, 2));
