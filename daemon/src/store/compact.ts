@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { CairnError } from '../protocol/errors';
 import { holdExclusiveLock } from './lock';
+import { storeFileBytes } from './wal';
 
 export interface CompactResult {
   path: string;
@@ -22,15 +23,6 @@ export interface CompactResult {
   ms: number;
 }
 
-const fileBytes = (db: string): number =>
-  [db, `${db}-wal`].reduce((n, f) => {
-    try {
-      return n + fs.statSync(f).size;
-    } catch {
-      return n;
-    }
-  }, 0);
-
 export function compact(db: string, now: () => number = () => performance.now()): CompactResult {
   if (!fs.existsSync(db)) throw new CairnError('NotFound', `no store at ${db}`, { field: 'db' });
   const lock = holdExclusiveLock(db + '.lock', 3);
@@ -40,7 +32,7 @@ export function compact(db: string, now: () => number = () => performance.now())
     });
   try {
     const t0 = now();
-    const bytesBefore = fileBytes(db);
+    const bytesBefore = storeFileBytes(db);
     const conn = new Database(db, { fileMustExist: true });
     try {
       conn.pragma('busy_timeout = 5000');
@@ -62,7 +54,7 @@ export function compact(db: string, now: () => number = () => performance.now())
       conn.pragma('wal_checkpoint(TRUNCATE)');
       if (conn.pragma('auto_vacuum', { simple: true }) !== 2)
         throw new CairnError('Internal', 'the store was rewritten but did not take incremental auto-vacuum');
-      return { path: db, bytesBefore, bytesAfter: fileBytes(db), freeBytesBefore, reclaimedBefore, ms: Math.round(now() - t0) };
+      return { path: db, bytesBefore, bytesAfter: storeFileBytes(db), freeBytesBefore, reclaimedBefore, ms: Math.round(now() - t0) };
     } finally {
       conn.close();
     }

@@ -158,16 +158,21 @@ export class Wal {
 
   /** The database file's size plus its WAL's (0 when it cannot be read). */
   fileSize(): number {
+    return storeFileBytes(this.path);
+  }
+}
+
+/** A store file's size plus its WAL's (0 when it cannot be read; the store's status, `cairn compact`). */
+export function storeFileBytes(file: string): number {
+  try {
+    let size = fs.statSync(file).size;
     try {
-      let size = fs.statSync(this.path).size;
-      try {
-        size += fs.statSync(this.path + '-wal').size;
-      } catch {
-        /* no WAL file */
-      }
-      return size;
+      size += fs.statSync(file + '-wal').size;
     } catch {
-      return 0;
+      /* no WAL file */
     }
+    return size;
+  } catch {
+    return 0;
   }
 }
