@@ -332,6 +332,24 @@ describe('hostile requests', () => {
     await broken.waitFor('the connection to close', () => broken.closed);
     assert.equal(broken.replies[0].error!.code, -32700);
 
+    // A client that writes again before it reads the reply still gets it: the daemon ends its side after the reply
+    // and drops what comes after, rather than closing at once (the write would fail with EPIPE, and a client whose
+    // socket fails loses what it had not read yet).
+    const closes = () => d.stderr().split('closing a connection: ').length;
+    const closedBefore = closes();
+    const eager = new Raw(d.socket);
+    await eager.ready();
+    eager.sock.pause();
+    eager.sock.write('Content-Length: nope\r\n\r\n');
+    await eager.waitFor('the daemon to close the connection', () => closes() > closedBefore);
+    const wrote = await new Promise<Error | null | undefined>((r) => eager.sock.write('Content-Length: 2\r\n\r\n{}', r));
+    assert.equal(wrote ?? null, null, 'writing after the reply is not refused');
+    eager.sock.resume();
+    await eager.waitFor('the connection to close', () => eager.closed);
+    assert.equal(eager.replies.length, 1);
+    assert.equal(eager.replies[0].error!.code, -32700);
+    assert.match(eager.replies[0].error!.message, /malformed frame/);
+
     const c = await d.client();
     assert.equal((await c.call(R.status, {})).daemon?.pid, d.proc.pid);
   });

@@ -19,7 +19,7 @@ import { Store } from '../store/store';
 import { enforceRetentionPaced } from '../store/retention';
 import { VERSION } from '../version';
 import { Core } from './core';
-import { FramedMessageWriter, GuardedMessageReader } from './framing';
+import { FramedMessageWriter, GuardedMessageReader, endAfterReply } from './framing';
 import { frameLimits, type FrameLimits } from './limits';
 import { acquireDaemonLock } from './lock';
 import { LspDocuments } from './lsp';
@@ -199,7 +199,7 @@ export class Daemon {
           },
         });
         sock.on('error', () => {});
-        sock.end(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        endAfterReply(sock, `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
         this.log(`refused a connection: ${this.sockets.size} open (limit ${Limits.connections})`);
         return;
       }

@@ -14,6 +14,7 @@
  * read, else ParseError with id null. An empty body is a ParseError; a Content-Length over the size limit, however
  * many digits, is ValueTooLarge.
  */
+import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { AbstractMessageReader, type DataCallback, type Disposable, type Message } from 'vscode-jsonrpc/node';
 export { FramedMessageWriter } from '../client/framed-writer';
@@ -23,6 +24,20 @@ import { Limits } from '../protocol/types';
 import { SLICED_PARSE_BYTES, decodeSliced, parseSliced } from './sliced-json';
 
 const HEADER_END = Buffer.from('\r\n\r\n');
+/** How long a socket ended after a typed reply goes on reading (and dropping) what its peer still sends. */
+export const CLOSE_LINGER_MS = 2000;
+
+/**
+ * End a socket after its last reply (written before, or `last`): the peer reads the reply, then the end of the
+ * stream. What the peer still sends is read and dropped until it closes or CLOSE_LINGER_MS pass. Destroying the
+ * socket at once would make a peer that writes again before reading fail with EPIPE and lose the unread reply.
+ */
+export function endAfterReply(sock: Socket, last?: string): void {
+  if (last === undefined) sock.end();
+  else sock.end(last);
+  sock.resume();
+  setTimeout(() => sock.destroy(), CLOSE_LINGER_MS).unref();
+}
 const MAX_HEADER_BYTES = 8 * 1024;
 
 export const JsonRpcErrors = { ParseError: -32700, InvalidRequest: -32600 } as const;
@@ -84,6 +99,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
   listen(callback: DataCallback): Disposable {
     this.callback = callback;
     const onData = (chunk: Buffer) => {
+      if (this.closed) return; // closed after a typed reply: what the peer still sends is dropped (endAfterReply)
       this.pending.push(chunk);
       this.pump();
     };
@@ -186,8 +202,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
       () => {
         this.log(`closing a connection: a ${what} was not complete within ${limit} ms`);
         this.reply(null, JsonRpcErrors.ParseError, `${what} not complete within ${limit} ms; closing the connection`, { limit });
-        this.input.destroy();
-        this.shut();
+        this.closeAfterReply();
       },
       Math.max(0, this.frameStart + limit - performance.now()),
     );
@@ -268,8 +283,7 @@ export class GuardedMessageReader extends AbstractMessageReader {
         if (length > Number.MAX_SAFE_INTEGER) {
           // Bytes that could never all arrive cannot be skipped to the next frame: this connection ends here.
           this.log('closing a connection: its Content-Length is past any size that can be skipped');
-          this.input.destroy();
-          this.shut();
+          this.closeAfterReply();
           return Buffer.alloc(0);
         }
         this.skipping = length;
@@ -324,8 +338,17 @@ export class GuardedMessageReader extends AbstractMessageReader {
   private malformed(why: string): void {
     this.log(`closing a connection: ${why}`);
     this.reply(null, JsonRpcErrors.ParseError, `malformed frame: ${why}`);
-    this.input.destroy();
+    this.closeAfterReply();
+  }
+
+  /**
+   * Close the connection after the typed reply just written. A socket is ended after the reply (endAfterReply), not
+   * destroyed; on stdio (a client's own daemon) the input is closed, which stops the daemon.
+   */
+  private closeAfterReply(): void {
     this.shut();
+    if (this.output === (this.input as unknown)) endAfterReply(this.input as unknown as Socket);
+    else this.input.destroy();
   }
 
   private async deliverSliced(body: Buffer): Promise<void> {
