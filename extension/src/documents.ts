@@ -8,6 +8,7 @@
  *   (memory details, history with diffs, daemon status), refreshed when the store changes.
  */
 import * as vscode from 'vscode';
+import { describeFree } from '../../daemon/src/protocol/store-space';
 import { HISTORY_OPS } from '../../daemon/src/protocol/types';
 import type { DidChangeParams, HistoryEntry, Memory, StoreStatusResult } from '../../daemon/src/protocol/types';
 import type { Ctx } from './ctx';
@@ -290,7 +291,7 @@ export function renderStatus(s: StoreStatusResult, ctx: Ctx): string {
     '',
     `- connection: ${state.kind}${state.kind === 'connected' ? ` (${state.socket})` : ''}`,
     `- daemon: ${s.daemon ? `pid ${s.daemon.pid}, version ${s.daemon.version}, ${s.daemon.clients} client(s), up ${Math.round(s.daemon.uptimeMs / 1000)} s` : 'unknown'}`,
-    `- store: ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB, schema ${s.schemaVersion}, position ${s.position})`,
+    `- store: ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB${describeFree(s.free)}, schema ${s.schemaVersion}, position ${s.position})`,
     `- memories: ${s.counts.active} active, ${s.counts.proposed} proposed, ${s.counts.superseded} superseded, ${s.counts.deleted} deleted, in ${s.counts.namespaces} namespace(s)`,
     `- history: ${s.counts.history} rows${s.historyCap ? ` (cap ${s.historyCap})` : ''}; links: ${s.counts.links}; rejected values: ${s.counts.rejectedValues}`,
     `- embeddings: ${s.embeddings.state}, model ${s.embeddings.model ?? 'none'}${s.embeddings.configuredModel && s.embeddings.configuredModel !== s.embeddings.model ? ` (configured: ${s.embeddings.configuredModel})` : ''}, ${s.embeddings.vectors} vectors, ${s.embeddings.pending} pending`,

@@ -1,5 +1,6 @@
 /** Overview: counts by namespace, kind and status; index, model and store size; writes per day by source (an SVG chart). */
 import { useEffect, useState } from 'preact/hooks';
+import { describeFree } from '../../daemon/src/protocol/store-space';
 import type { OverviewResult, StoreStatusResult } from '../../daemon/src/protocol/types';
 import { chartModel, dayTitle, shortDay, type ChartModel } from './chart';
 import { overviewTotals, scopeFor, type ScopeKey } from './state';
@@ -49,7 +50,7 @@ export function OverviewTab({ scope }: { scope: ScopeKey }) {
         {`${totals.live} ${totals.live === 1 ? 'memory' : 'memories'} in this scope${totals.deleted ? ` (and ${totals.deleted} deleted)` : ''}`}
       </p>
       <p class="meta">
-        {`Whole store: ${mib(st.sizeBytes)}, ${st.counts.memories} memories in all scopes · schema ${st.schemaVersion} · model ${st.embeddings.model ?? 'none'} (${st.embeddings.state}) · ${st.embeddings.vectors} vectors, ${st.embeddings.pending} pending · ${st.indexes.map((i) => `${i.name} ${i.behind ? `${i.behind} behind` : 'up to date'}`).join(', ')}`}
+        {`Whole store: ${mib(st.sizeBytes)}${describeFree(st.free)}, ${st.counts.memories} memories in all scopes · schema ${st.schemaVersion} · model ${st.embeddings.model ?? 'none'} (${st.embeddings.state}) · ${st.embeddings.vectors} vectors, ${st.embeddings.pending} pending · ${st.indexes.map((i) => `${i.name} ${i.behind ? `${i.behind} behind` : 'up to date'}`).join(', ')}`}
       </p>
       <div class="row wrap">
         <Counts title="By namespace" rows={o.byNamespace} />

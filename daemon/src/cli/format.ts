@@ -1,5 +1,6 @@
 /** Human-readable output of the CLI (the --json output is the protocol's own objects). */
 import type { HistoryResult, Memory, SearchResult, StoreStatusResult } from '../protocol/types';
+import { describeFree } from '../protocol/store-space';
 import { oneLine } from '../text/format';
 import { highlight, paint, type Paint } from './colour';
 
@@ -78,13 +79,7 @@ export function printStatus(
     out(
       `project:    ${project.namespace} (from the ${project.source === 'git-remote' ? 'git remote' : 'name'} of ${project.folder}): the editor's "This project"; "." on the command line`,
     );
-  // Free pages worth a mention (a MiB or more): given back by the daemon's sweep, or only reused by later writes in a
-  // store created before incremental auto-vacuum.
-  const free =
-    s.free && s.free.bytes >= 1 << 20
-      ? `, ${(s.free.bytes / 1024).toFixed(0)} KiB free${s.free.reclaims ? '' : ' (reused by later writes; not given back in a store this old)'}`
-      : '';
-  out(`store:      ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB${free}, schema v${s.schemaVersion}) via ${via}`);
+  out(`store:      ${s.path} (${(s.sizeBytes / 1024).toFixed(0)} KiB${describeFree(s.free)}, schema v${s.schemaVersion}) via ${via}`);
   if (s.daemon)
     out(`daemon:     pid ${s.daemon.pid}, v${s.daemon.version}, ${s.daemon.clients} client(s), socket ${s.daemon.socket ?? '-'}`);
   else if (via === 'direct') out('daemon:     not running (read from the store directly; commands that need one start it)');
