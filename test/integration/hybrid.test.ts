@@ -554,6 +554,13 @@ describe('degraded and switching', () => {
       });
       const alt = path.join(dir, 'alt-model');
       fs.cpSync(builtinModelPath(), alt, { recursive: true });
+      // The switch's end asks for the dropped vectors' pages back at once (reclaim.test.ts: what that does).
+      let reclaimAsked = 0;
+      const reclaimSoon = d.store.reclaimSoon.bind(d.store);
+      d.store.reclaimSoon = () => {
+        reclaimAsked++;
+        reclaimSoon();
+      };
       const rb = await core.call(R.indexRebuild, { model: alt });
       assert.equal(rb.queued, 601);
       await until('the re-embed held at its second batch', () => progress.length === 1 && gate.held > 0, 60_000);
@@ -602,6 +609,7 @@ describe('degraded and switching', () => {
       assert.ok(indexer.model!.model.includes('alt-model'));
       const tables = d.store.vectors.models().map((m) => m.model);
       assert.deepEqual(tables, [indexer.model!.model], 'the old model’s space was dropped, never mixed');
+      assert.equal(reclaimAsked, 1, 'its pages are given back now, not at the next sweep');
       assert.equal(d.store.vectors.loaded()?.model, indexer.model!.model, 'the new index was read before the switch ended');
       await until('the previous model’s worker closed', () => !previousWorker.alive);
       const after = await core.call(R.search, { query: 'central log collector', limit: 3 });

@@ -91,6 +91,28 @@ describe('free pages given back', () => {
     }
   });
 
+  it('a large drop is given back at once when asked (a model switch), without waiting for the sweep', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'n.db');
+    const store = new Store(file);
+    try {
+      const core = new Core(store);
+      assert.equal(store.checkpointInBackground(), true);
+      await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'n');
+      assert.ok(freePages(store) >= 2 * RECLAIM_MIN_PAGES);
+      store.reclaimSoon(); // once: it asks the busy worker again by itself
+      await until(
+        'the pages given back',
+        () => (store.backgroundCheckpoints()?.reclaims ?? 0) >= 1 && freePages(store) < RECLAIM_MIN_PAGES,
+      );
+      assert.equal(store.backgroundCheckpoints()?.lastReclaim?.complete, true);
+      assert.equal(store.db.pragma('integrity_check', { simple: true }), 'ok');
+    } finally {
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('never waits for the write lock: a run that finds it held stops, and the next sweep gives the pages back', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'l.db');

@@ -421,6 +421,8 @@ export class Indexer implements VectorSearcher {
         // Other models' vectors are dropped: one space per store, re-embedded on switch.
         for (const other of this.store.vectors.models()) if (other.model !== model.model) this.store.vectors.drop(other.model);
       });
+      // The previous model's vectors (~14% of the file at a million) go back to the file system now, not at the sweep.
+      this.store.reclaimSoon();
     }
     this.backfill = null;
     this.refreshing = false;

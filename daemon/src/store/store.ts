@@ -426,6 +426,11 @@ export class Store {
     this.wal.checkpoint();
   }
 
+  /** A large drop was committed: give its free pages back now, not at the next sweep (wal.ts reclaimSoon). */
+  reclaimSoon(): void {
+    this.wal.reclaimSoon();
+  }
+
   /**
    * Checkpoint the WAL from a worker thread with its own connection from now on (the daemon). False when this
    * store cannot (in memory, read-only); if the worker fails later, checkpoints come back on this connection.

@@ -14,6 +14,9 @@ import { stmt, WAL_CHECKPOINT_PAGES, type DB } from './db';
  */
 export const RECLAIM_MIN_PAGES = 1024;
 export const RECLAIM_MIN_SHARE = 1 / 16;
+/** reclaimSoon: how often it asks again while the worker is busy with a checkpoint or merge, and for how long. */
+export const RECLAIM_SOON_RETRY_MS = 250;
+const RECLAIM_SOON_TRIES = 40;
 
 export class Wal {
   /** WAL checkpoints in a worker thread (inBackground), once the daemon asked for them. */
@@ -38,6 +41,8 @@ export class Wal {
 
   /** Stop the background worker (its connection closes first: the last connection to close folds the WAL in). */
   close(): void {
+    if (this.soonTimer) clearTimeout(this.soonTimer);
+    this.soonTimer = null;
     this.checkpointer?.close();
     this.checkpointer = null;
   }
@@ -64,6 +69,24 @@ export class Wal {
       /* busy: the next one will do */
     }
   }
+
+  /**
+   * A large drop was just committed (a model switch's previous vectors): give the free pages back now rather than at
+   * the next sweep (up to a minute later), when they pass RECLAIM_MIN_* and the background worker runs. While the
+   * worker is busy (a checkpoint or merge) it asks again every RECLAIM_SOON_RETRY_MS, for 10 s at most; after that
+   * the sweep does it as always.
+   */
+  reclaimSoon(tries = RECLAIM_SOON_TRIES): void {
+    if (this.soonTimer) clearTimeout(this.soonTimer);
+    this.soonTimer = null;
+    if (!this.checkpointer?.alive || !this.db.open || this.reclaimable() === 0 || this.checkpointer.reclaim()) return;
+    if (tries > 1) {
+      this.soonTimer = setTimeout(() => this.reclaimSoon(tries - 1), RECLAIM_SOON_RETRY_MS);
+      this.soonTimer.unref();
+    }
+  }
+
+  private soonTimer: NodeJS.Timeout | null = null;
 
   /**
    * Checkpoint the WAL from a worker thread with its own connection from now on (the daemon), instead of inside
