@@ -530,7 +530,8 @@ describe('degraded and switching', () => {
       assert.ok(idle.hits.filter((h) => h.explain!.vector).length >= 5, 'the vector arm ranks many');
       const byVector = { query: 'user sessions Redis', mode: 'vector' as const, limit: 50 };
       assert.equal((await core.call(R.search, byVector)).hits[0].memory.key, 'cache');
-      const previous = indexer.model!.model;
+      const previousVec = indexer.model!;
+      const previous = previousVec.model;
       const previousWorker = indexer.embedder as unknown as { alive: boolean };
       assert.equal(core.status().embeddings.servingModel, previous);
 
@@ -598,6 +599,14 @@ describe('degraded and switching', () => {
       assert.equal(late.duplicateCheck, 'unavailable');
       assert.match(late.duplicatesSkipped ?? '', /rebuilt for .*alt-model/);
       assert.equal(previousWorker.alive, true);
+      // The vector arm serving meanwhile finds a memory written during the switch: the previous model embeds the writes
+      // made during it too (its own table and index), not only the new model at the switch's end.
+      const lateRow = d.store.rowidOf(late.memory.id)!;
+      await until("the write's vector of the previous model", () => d.store.vectors.textHash(previousVec, lateRow) !== undefined, 60_000);
+      const lateFound = await core.call(R.search, { query: 'structured logs central collector', mode: 'vector', limit: 5 });
+      assert.equal(lateFound.degraded, undefined);
+      assert.equal(lateFound.hits[0]?.memory.key, 'late', JSON.stringify(lateFound.hits.map((h) => h.memory.key)));
+      assert.equal(core.status().embeddings.state, 'reindexing', 'found while the switch is still held');
 
       gate.set(true);
       await seen;

@@ -6,15 +6,28 @@ import type { EmbedRow } from '../store/index-feed';
 import { hashKey } from '../store/quantize';
 import type { VecModel } from '../store/vectors';
 import { sha256 } from '../text/hash';
-import { embeddingText, type Embedded, type IndexerHost } from './embedding-model';
+import { embeddingText, type Embedded, type EmbeddingModel, type IndexerHost } from './embedding-model';
 import { QUIET_WRITE_CHUNK, WRITE_CHUNK } from './indexer-tuning';
+
+/** The previous model of a switch, embedding the writes made during it (Indexer.retiringLoop): its worker, and whether it still serves. */
+export interface PreviousModel {
+  embedder: EmbeddingModel;
+  current: () => boolean;
+}
 
 /**
  * Embed rows whose text changed since their vector was computed (every row when `force`: a rebuild in place), `per`
  * texts a request; write them in small transactions. Returns the rows embedded, with their vectors (none when the
- * indexer stopped or switched models).
+ * indexer stopped or switched models). `via`: with the previous model of a switch instead of the model in use.
  */
-export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedRow[], per: number, force = false): Promise<Embedded[]> {
+export async function embedRows(
+  host: IndexerHost,
+  model: VecModel,
+  rows: EmbedRow[],
+  per: number,
+  force = false,
+  via?: PreviousModel,
+): Promise<Embedded[]> {
   const store = host.store;
   const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
   const have = store.vectors.textHashes(
@@ -28,7 +41,7 @@ export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedR
   }
   if (todo.length === 0) return [];
   // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
-  const embedder = host.embedder()!;
+  const embedder = via?.embedder ?? host.embedder()!;
   const chunks: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }>[] = [];
   for (let i = 0; i < todo.length; i += per) {
     const texts = todo.slice(i, i + per).map((t) => t.text);
@@ -45,11 +58,11 @@ export async function embedRows(host: IndexerHost, model: VecModel, rows: EmbedR
   const chunk = host.searching() ? WRITE_CHUNK : QUIET_WRITE_CHUNK;
   const sigs: (Int32Array | null)[] = [];
   for (let i = 0; i < todo.length; i += chunk) {
-    if (host.stopped() || host.model() !== model) {
+    if (via ? !via.current() : host.stopped() || host.model() !== model) {
       // Stopped or switched meanwhile. Vectors already stored by this call would have no duplicate check (the next
       // start skips a memory whose text has its vector): they go, and the next start embeds and checks them.
       // A forced pass (a rebuild in place) replaced vectors that were there before, with no duplicate check to skip.
-      if (host.stopped() && i > 0 && !force) host.rollBack(todo.slice(0, i).map((t) => t.rowid));
+      if (host.stopped() && i > 0 && !force && !via) host.rollBack(todo.slice(0, i).map((t) => t.rowid));
       return [];
     }
     store.derivedTransaction(() => {

@@ -57,6 +57,11 @@ export class Indexer implements VectorSearcher {
    * vector arm of searches until the new model's vectors are complete (serving()); null otherwise.
    */
   private retiring: { model: VecModel; embedder: EmbeddingModel } | null = null;
+  /**
+   * During a switch: the change-log position up to which the writes have the previous model's vectors too (retiringLoop),
+   * kept in memory only: the previous model's own watermark stays where its passes left it.
+   */
+  private retiringAt = 0;
   private running = false;
   private kickTimer: NodeJS.Timeout | null = null;
   private lastQueryAt = 0;
@@ -248,8 +253,10 @@ export class Indexer implements VectorSearcher {
     const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
     // A switch in a running daemon: the model whose vectors are complete (the store's active one) serves searches
     // until the new one's are. A switch during a switch keeps the one already serving; a switch back ends it.
-    if (!this.retiring && needsBackfill && previous && previous !== embedder && previousModel?.model === this.store.feed.activeModel())
+    if (!this.retiring && needsBackfill && previous && previous !== embedder && previousModel?.model === this.store.feed.activeModel()) {
       this.retiring = { model: previousModel, embedder: previous };
+      this.retiringAt = this.store.feed.watermark(previousModel.model);
+    }
     if (this.retiring && !needsBackfill) void this.retire();
     if (needsBackfill && this.retiring) {
       // The new model's vectors go to its table only (putMany writes the index in memory of its own model alone);
@@ -511,9 +518,12 @@ export class Indexer implements VectorSearcher {
       this.again = true;
       return;
     }
-    if (!this.indexing() || this.stopped) return;
+    if (this.stopped) return;
+    // During a switch the passes wait for the new model's vectors; the writes meanwhile get the previous model's.
+    const pass = this.indexing() ? () => this.loop() : this.retiring && this.state === 'reindexing' ? () => this.retiringLoop() : null;
+    if (!pass) return;
     this.running = true;
-    this.pass = this.loop().finally(() => {
+    this.pass = pass().finally(() => {
       this.running = false;
       if (this.again) {
         this.again = false;
@@ -590,6 +600,35 @@ export class Indexer implements VectorSearcher {
     if (this.stopped) return;
     this.resolveWaiters();
     this.releaseFreed(); // the backlog is drained
+  }
+
+  /**
+   * During a switch: the writes since the previous model's watermark get its vectors too (its worker, its table, its
+   * index in memory), so the vector arm that serves searches meanwhile finds a memory written during the switch as it
+   * finds the others, rather than only at the switch's end (27 minutes at a million memories). No duplicate checks:
+   * those come with the new model's vectors when the switch ends (writes say so, `duplicatesSkipped`). If the daemon
+   * stops before the switch ends, the next start switches again from the beginning.
+   */
+  private async retiringLoop(): Promise<void> {
+    const r = this.retiring!;
+    const current = () => !this.stopped && this.retiring === r && this.state === 'reindexing';
+    try {
+      for (;;) {
+        if (!current()) return;
+        const changes = this.store.changesSince(this.retiringAt, INDEX_BATCH);
+        if (changes.length === 0) return;
+        const ids = [...new Set(changes.map((c) => c.memoryId).filter((x): x is string => !!x))];
+        const rows = this.store.feed.byIds(ids);
+        await this.paced(async () => {
+          await embedRows(this.host, r.model, rows, this.embedChunk(), false, { embedder: r.embedder, current });
+        });
+        if (!current()) return;
+        this.retiringAt = changes[changes.length - 1].position;
+        if (changes.length < INDEX_BATCH) return;
+      }
+    } catch (e) {
+      if (current()) this.log(`indexer (previous model, during the switch): ${(e as Error).message}`);
+    }
   }
 
   /**
