@@ -602,7 +602,10 @@ describe('degraded and switching', () => {
       // The vector arm serving meanwhile finds a memory written during the switch: the previous model embeds the writes
       // made during it too (its own table and index), not only the new model at the switch's end.
       const lateRow = d.store.rowidOf(late.memory.id)!;
-      await until("the write's vector of the previous model", () => d.store.vectors.textHash(previousVec, lateRow) !== undefined, 60_000);
+      // index/wait answers once the vectors searches use (the previous model's, during the switch) include it.
+      const lateWait = await core.call(R.indexWait, { position: late.position, timeoutMs: 60_000 });
+      assert.equal(lateWait.reached, true, lateWait.reason);
+      assert.notEqual(d.store.vectors.textHash(previousVec, lateRow), undefined, "the write has the previous model's vector");
       const lateFound = await core.call(R.search, { query: 'structured logs central collector', mode: 'vector', limit: 5 });
       assert.equal(lateFound.degraded, undefined);
       assert.equal(lateFound.hits[0]?.memory.key, 'late', JSON.stringify(lateFound.hits.map((h) => h.memory.key)));

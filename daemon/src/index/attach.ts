@@ -127,11 +127,12 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
   hooks.embeddings = () => indexer.status();
   hooks.indexes = () => (indexer.model ? [{ name: `vec:${indexer.model.model}`, watermark: indexer.watermark() }] : []);
   // Read-your-writes means the vector arm can serve the write: wait while the model loads or the index is
-  // rebuilt for a new model (vector search is degraded then), and say why when it cannot be reached. During a
-  // rebuild in place the indexing passes go on, so the wait is the usual one.
+  // rebuilt for a new model with no previous model serving (vector search is degraded then), and say why when it
+  // cannot be reached. During a rebuild in place the indexing passes go on, and during a switch the previous model
+  // embeds the writes for the searches it serves, so the wait is the usual one.
   hooks.indexWait = async (p) => {
     const deadline = Date.now() + (p.timeoutMs ?? 10_000);
-    const busy = () => (indexer.state === 'loading' || indexer.state === 'reindexing') && !indexer.indexing();
+    const busy = () => (indexer.state === 'loading' || indexer.state === 'reindexing') && !indexer.followsWrites();
     while (busy() && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -143,8 +144,8 @@ export async function attachEmbeddings(d: Daemon, o: EmbeddingOptions): Promise<
         settling.add(wake);
       });
     }
-    const watermark = indexer.model ? indexer.watermark() : 0;
-    if (!indexer.indexing()) {
+    const watermark = indexer.model ? indexer.servingWatermark() : 0;
+    if (!indexer.followsWrites()) {
       const why = indexer.modelUnavailable() ?? `the vector index is ${indexer.state}`;
       return { watermark, reached: false, index: 'vector' as const, reason: busy() ? why : `no vector index can exist: ${why}` };
     }

@@ -114,8 +114,11 @@ export class BranchVectors implements BranchVectorSearcher {
   /** Wait (at most `ms`) until no branch row waits for a vector. Returns whether none does. */
   async waitForAll(ms: number): Promise<boolean> {
     const model = this.indexer.model?.model;
-    if (!model || !this.indexer.indexing()) return false;
+    if (!model) return false;
     const pending = () => this.store.db.open && branchVectorsPending(this.store.db, model);
+    // During a switch the branch rows wait for the new model (the previous one does not embed them): none waiting is
+    // the only answer that can be true before it ends.
+    if (!this.indexer.indexing()) return !pending();
     const end = Date.now() + ms;
     while (pending() && !this.stopped && Date.now() < end) {
       this.kick();

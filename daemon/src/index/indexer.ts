@@ -202,6 +202,18 @@ export class Indexer implements VectorSearcher {
     return !!this.model && !!this.embedder && (this.state === 'ready' || (this.state === 'reindexing' && this.refreshing));
   }
 
+  /**
+   * The vectors searches use follow the writes: the indexing passes run, or during a switch the previous model serves
+   * and embeds the writes made meanwhile (retiringLoop). index/wait waits on servingWatermark() then.
+   */
+  followsWrites(): boolean {
+    return this.indexing() || this.retiringNow();
+  }
+
+  private retiringNow(): boolean {
+    return this.retiring !== null && this.state === 'reindexing' && !this.stopped;
+  }
+
   /** Which kind of model is in use: the per-kind constants (FUSION, EMBED_CHUNK, DUPLICATE_THRESHOLD) follow it. */
   private kind(model = this.model): 'builtin' | 'transformer' {
     return model && isBuiltinModelId(model.model) ? 'builtin' : 'transformer';
@@ -520,7 +532,7 @@ export class Indexer implements VectorSearcher {
     }
     if (this.stopped) return;
     // During a switch the passes wait for the new model's vectors; the writes meanwhile get the previous model's.
-    const pass = this.indexing() ? () => this.loop() : this.retiring && this.state === 'reindexing' ? () => this.retiringLoop() : null;
+    const pass = this.indexing() ? () => this.loop() : this.retiringNow() ? () => this.retiringLoop() : null;
     if (!pass) return;
     this.running = true;
     this.pass = pass().finally(() => {
@@ -624,7 +636,8 @@ export class Indexer implements VectorSearcher {
         });
         if (!current()) return;
         this.retiringAt = changes[changes.length - 1].position;
-        if (changes.length < INDEX_BATCH) return;
+        this.resolveWaiters();
+        if (changes.length < INDEX_BATCH && this.waiters.size === 0) return;
       }
     } catch (e) {
       if (current()) this.log(`indexer (previous model, during the switch): ${(e as Error).message}`);
@@ -644,19 +657,27 @@ export class Indexer implements VectorSearcher {
   }
 
   private resolveWaiters(): void {
-    const wm = this.watermark();
+    const wm = this.servingWatermark();
     this.waiters.settle(wm, wm >= this.store.position() && !this.running);
   }
 
-  /** Resolve when the vector watermark reaches `position`, or after `timeoutMs`. */
+  /**
+   * The change-log position the vectors searches use include: during a switch the previous model's (the writes
+   * meanwhile get its vectors, retiringLoop), else the model in use's watermark.
+   */
+  servingWatermark(): number {
+    return !this.indexing() && this.retiringNow() ? this.retiringAt : this.watermark();
+  }
+
+  /** Resolve when the vectors searches use include `position` (servingWatermark), or after `timeoutMs`. */
   async waitFor(position: number, timeoutMs = 10_000): Promise<{ watermark: number; reached: boolean }> {
     if (!this.model || this.state === 'unavailable' || this.state === 'disabled') {
       const wm = this.store.catchUpFullText();
       return { watermark: wm, reached: wm >= position };
     }
-    const wm = this.watermark();
+    const wm = this.servingWatermark();
     if (wm >= position) return { watermark: wm, reached: true };
-    const reached = this.waiters.add(position, timeoutMs, () => this.watermark());
+    const reached = this.waiters.add(position, timeoutMs, () => this.servingWatermark());
     this.kick(true);
     return reached;
   }
