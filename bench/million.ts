@@ -29,8 +29,8 @@
  *   at the built-in model's speed; `builtin`: back to the built-in model); the previous model serves the searches
  *   meanwhile. Searches answered `degraded`
  *   (full text only) are counted, and the daemon's peak RSS during it recorded; the disk right after it, and again
- *   once the daemon's sweep has given back the free pages it left (a store that gives them back, store/status `free`). Use it with `--rebuild-writes off`
- *   (a write during a switch is indexed only at its end).
+ *   once the free pages it left are given back (a store that gives them back, store/status `free`). With writes, a
+ *   write during a switch gets the previous model's vector and index/wait answers on it (before c4c73ab: at the end).
  * - writes: whole-store hybrid searches in a loop for a minute without writes, then a minute with one write every 5 s
  *   (as in rebuild, `index/wait` on each), then a minute without again: what writes alone cost the searches.
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
