@@ -14,7 +14,7 @@ import { stmt, WAL_CHECKPOINT_PAGES, type DB } from './db';
  */
 export const RECLAIM_MIN_PAGES = 1024;
 export const RECLAIM_MIN_SHARE = 1 / 16;
-/** reclaimSoon: how often it asks again while the worker is busy with a checkpoint or merge, and for how long. */
+/** reclaimSoon: how often it asks again while free pages are left to give back, and for how long (40 times). */
 export const RECLAIM_SOON_RETRY_MS = 250;
 const RECLAIM_SOON_TRIES = 40;
 
@@ -72,14 +72,16 @@ export class Wal {
 
   /**
    * A large drop was just committed (a model switch's previous vectors): give the free pages back now rather than at
-   * the next sweep (up to a minute later), when they pass RECLAIM_MIN_* and the background worker runs. While the
-   * worker is busy (a checkpoint or merge) it asks again every RECLAIM_SOON_RETRY_MS, for 10 s at most; after that
-   * the sweep does it as always.
+   * the next sweep (up to a minute later), when they pass RECLAIM_MIN_* and the background worker runs. It asks again
+   * every RECLAIM_SOON_RETRY_MS while they still pass, for 10 s at most: while the worker is busy (a checkpoint or
+   * merge), and after a run that stopped at a client's commit (searches commit their hits' access counts, so a run
+   * under search load gives back a few slices at a time). After that the sweep does it as always.
    */
   reclaimSoon(tries = RECLAIM_SOON_TRIES): void {
     if (this.soonTimer) clearTimeout(this.soonTimer);
     this.soonTimer = null;
-    if (!this.checkpointer?.alive || !this.db.open || this.reclaimable() === 0 || this.checkpointer.reclaim()) return;
+    if (!this.checkpointer?.alive || !this.db.open || this.reclaimable() === 0) return;
+    this.checkpointer.reclaim(); // false while the worker is busy: asked again below
     if (tries > 1) {
       this.soonTimer = setTimeout(() => this.reclaimSoon(tries - 1), RECLAIM_SOON_RETRY_MS);
       this.soonTimer.unref();
