@@ -245,6 +245,11 @@ export class BackgroundCheckpointer {
     return this.run !== null;
   }
 
+  /** A checkpoint, merge or reclaim run asked of the worker has not reported yet. */
+  get working(): boolean {
+    return this.inFlight;
+  }
+
   /**
    * A write transaction committed: ask for a checkpoint every CHECKPOINT_EVERY_COMMITS of them (never two at once)
    * and stop a merge in progress after its slice; `fullText`: it wrote full-text rows (a new FTS5 segment), so

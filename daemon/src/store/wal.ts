@@ -75,15 +75,25 @@ export class Wal {
    * the next sweep (up to a minute later), when they pass RECLAIM_MIN_* and the background worker runs. It asks again
    * every RECLAIM_SOON_RETRY_MS while they still pass, for 10 s at most: while the worker is busy (a checkpoint or
    * merge), and after a run that stopped at a client's commit (searches commit their hits' access counts, so a run
-   * under search load gives back a few slices at a time). After that the sweep does it as always.
+   * under search load gives back a few slices at a time); then until a checkpoint has copied the whole WAL, which
+   * cuts the file. After that the sweep does it as always.
    */
-  reclaimSoon(tries = RECLAIM_SOON_TRIES): void {
+  reclaimSoon(tries = RECLAIM_SOON_TRIES, asked = false): void {
     if (this.soonTimer) clearTimeout(this.soonTimer);
     this.soonTimer = null;
-    if (!this.checkpointer?.alive || !this.db.open || this.reclaimable() === 0) return;
-    this.checkpointer.reclaim(); // false while the worker is busy: asked again below
+    const c = this.checkpointer;
+    if (!c?.alive || !this.db.open) return;
+    if (this.reclaimable() > 0)
+      asked = c.reclaim() || asked; // false while the worker is busy: asked again below
+    else if (!c.working) {
+      // The file is cut by a checkpoint that copies the whole WAL (the run's own last one, unless a reader's snapshot
+      // held part of the WAL then): until one has, ask for it.
+      const r = c.lastResult;
+      if (!asked || (r && r.busy === 0 && r.log === r.checkpointed)) return;
+      c.request(true);
+    }
     if (tries > 1) {
-      this.soonTimer = setTimeout(() => this.reclaimSoon(tries - 1), RECLAIM_SOON_RETRY_MS);
+      this.soonTimer = setTimeout(() => this.reclaimSoon(tries - 1, asked), RECLAIM_SOON_RETRY_MS);
       this.soonTimer.unref();
     }
   }
