@@ -348,13 +348,15 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   }
   const sampled = progress.length > 40 ? progress.filter((_, i) => i % Math.ceil(progress.length / 40) === 0) : progress;
   const took = Math.round(now() - t0);
-  // Disk right after, and once the daemon's sweep (every 60 s) gave back the free pages the switch left (the previous
-  // model's vectors), when the store gives them back (store/status `free.reclaims`; a build before it has no `free`).
+  // Disk right after, and once the daemon gave back the free pages the switch left (the previous model's vectors: at
+  // the switch's end since 45da0bd, before at the next sweep, every 60 s), when the store gives them back (store/status `free.reclaims`; a build before it has no `free`).
   const diskMiBAfter = diskMiB(r.d.db);
   const t1 = now();
   let free = (await r.c.call(R.status, {})).free;
   const freeMiBAfter = free ? Math.round(free.bytes / 1048576) : null;
-  while (free?.reclaims && free.bytes >= RECLAIM_MIN_PAGES * 4096 && now() - t1 < 180_000) {
+  // Given back means the file is cut too: that takes a checkpoint that copies the whole WAL (the WAL then 0 bytes).
+  const walBytes = () => (fs.existsSync(r.d.db + '-wal') ? fs.statSync(r.d.db + '-wal').size : 0);
+  while (free?.reclaims && (free.bytes >= RECLAIM_MIN_PAGES * 4096 || walBytes() >= 1 << 20) && now() - t1 < 180_000) {
     await new Promise((res) => setTimeout(res, 2000));
     free = (await r.c.call(R.status, {})).free;
   }
