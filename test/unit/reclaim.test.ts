@@ -151,6 +151,44 @@ describe('free pages given back', () => {
     }
   });
 
+  it('finishes a run that stopped part way, even once the pages left are under the threshold', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'p.db');
+    const store = new Store(file);
+    try {
+      const core = new Core(store);
+      assert.equal(store.checkpointInBackground(), true);
+      await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'p');
+      store.db.exec('BEGIN IMMEDIATE'); // the run stops before its first slice, as one a search's commit stops
+      try {
+        await sweepUntilReclaims(store, 1);
+      } finally {
+        store.db.exec('COMMIT');
+      }
+      assert.equal(store.backgroundCheckpoints()?.lastReclaim?.complete, false);
+      // Later writes reuse most of the free pages: what is left is under RECLAIM_MIN_PAGES, which alone starts no run.
+      const left = 300;
+      const reuse = freePages(store) - left;
+      store.db.exec('CREATE TABLE reuse_p(b BLOB)');
+      const add = store.db.prepare('INSERT INTO reuse_p(b) VALUES (?)');
+      store.db.transaction(() => {
+        for (let i = 0; i < reuse; i++) add.run(Buffer.alloc(PAGE - 200, 7));
+      })();
+      const under = freePages(store);
+      assert.ok(under > 0 && under < RECLAIM_MIN_PAGES, `${under} pages free`);
+      await sweepUntilReclaims(store, 2);
+      assert.equal(store.backgroundCheckpoints()?.lastReclaim?.complete, true);
+      assert.ok(
+        (store.backgroundCheckpoints()?.lastReclaim?.pages ?? 0) >= under - 10,
+        JSON.stringify(store.backgroundCheckpoints()?.lastReclaim),
+      );
+      assert.equal(store.db.pragma('integrity_check', { simple: true }), 'ok');
+    } finally {
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('leaves fewer free pages than RECLAIM_MIN_PAGES to SQLite, which reuses them for the next writes', async () => {
     const dir = tempDir();
     const file = path.join(dir, 's.db');
