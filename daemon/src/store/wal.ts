@@ -128,7 +128,7 @@ export class Wal {
     const free = this.freePages();
     if (free === 0) return 0;
     // A run that stopped part way (at a client's commit, under search load often) is finished even once what is left
-    // is under the share: else a switch's pages were given back only down to a sixteenth of the file (1,950 instead
+    // is under the share: else a switch's pages were given back only down to a sixteenth of the file (1,860 instead
     // of 1,768 MiB at a million).
     if (this.checkpointer?.lastReclaim?.complete === false) return free * this.pageSize();
     const pages = stmt(this.db, 'PRAGMA page_count').pluck().get() as number;
