@@ -48,6 +48,21 @@ async function sweepUntilReclaims(store: Store, n: number): Promise<void> {
   });
 }
 
+/** A new store in a temp folder with the background worker a daemon starts, closed and removed after `fn`. */
+async function withWorkerStore(name: string, fn: (s: { store: Store; core: Core; file: string }) => Promise<void>): Promise<void> {
+  const dir = tempDir();
+  const file = path.join(dir, name);
+  const store = new Store(file);
+  try {
+    const core = new Core(store);
+    assert.equal(store.checkpointInBackground(), true);
+    await fn({ store, core, file });
+  } finally {
+    store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('free pages given back', () => {
   it('a new store gives the pages a dropped table freed back, moving live pages into them, and keeps every memory', async () => {
     const dir = tempDir();
@@ -92,12 +107,7 @@ describe('free pages given back', () => {
   });
 
   it('a large drop is given back at once when asked (a model switch), without waiting for the sweep', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'n.db');
-    const store = new Store(file);
-    try {
-      const core = new Core(store);
-      assert.equal(store.checkpointInBackground(), true);
+    await withWorkerStore('n.db', async ({ store, core, file }) => {
       await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'n');
       assert.ok(freePages(store) >= 2 * RECLAIM_MIN_PAGES);
       const sizeBefore = store.fileSize();
@@ -119,19 +129,11 @@ describe('free pages given back', () => {
       assert.equal(store.backgroundCheckpoints()?.lastReclaim?.complete, true);
       await until('the file cut', () => fs.statSync(file).size <= sizeBefore - 2 * RECLAIM_MIN_PAGES * PAGE);
       assert.equal(store.db.pragma('integrity_check', { simple: true }), 'ok');
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('never waits for the write lock: a run that finds it held stops, and the next sweep gives the pages back', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'l.db');
-    const store = new Store(file);
-    try {
-      const core = new Core(store);
-      assert.equal(store.checkpointInBackground(), true);
+    await withWorkerStore('l.db', async ({ store, core }) => {
       await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'b');
       const freed = freePages(store);
       store.db.exec('BEGIN IMMEDIATE'); // a client's write in progress
@@ -145,19 +147,11 @@ describe('free pages given back', () => {
       await sweepUntilReclaims(store, 2);
       assert.equal(store.backgroundCheckpoints()?.lastReclaim?.complete, true);
       assert.ok(freePages(store) < RECLAIM_MIN_PAGES, `${freePages(store)} free pages after (a full-text merge may free a few)`);
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('finishes a run that stopped part way, even once the pages left are under the threshold', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'p.db');
-    const store = new Store(file);
-    try {
-      const core = new Core(store);
-      assert.equal(store.checkpointInBackground(), true);
+    await withWorkerStore('p.db', async ({ store, core }) => {
       await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'p');
       store.db.exec('BEGIN IMMEDIATE'); // the run stops before its first slice, as one a search's commit stops
       try {
@@ -183,19 +177,11 @@ describe('free pages given back', () => {
         JSON.stringify(store.backgroundCheckpoints()?.lastReclaim),
       );
       assert.equal(store.db.pragma('integrity_check', { simple: true }), 'ok');
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('leaves fewer free pages than RECLAIM_MIN_PAGES to SQLite, which reuses them for the next writes', async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 's.db');
-    const store = new Store(file);
-    try {
-      const core = new Core(store);
-      assert.equal(store.checkpointInBackground(), true);
+    await withWorkerStore('s.db', async ({ store, core }) => {
       await freeInTheMiddle(store, core, RECLAIM_MIN_PAGES / 4, 'c');
       const freed = freePages(store);
       assert.ok(freed > 0 && freed < RECLAIM_MIN_PAGES, `${freed} pages free`);
@@ -204,10 +190,7 @@ describe('free pages given back', () => {
       await until('the sweep checkpoint', () => (store.backgroundCheckpoints()?.completed ?? 0) > done);
       assert.equal(store.backgroundCheckpoints()?.reclaims, 0);
       assert.ok(freePages(store) >= freed, 'kept (a full-text merge may have freed more)');
-    } finally {
-      store.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a store created before incremental auto-vacuum keeps its free pages for reuse and says so', async () => {
