@@ -159,10 +159,10 @@ describe('connection fairness', () => {
       t.diagnostic(
         `all ${held.length} slowloris connections closed after ${Date.now() - started} ms; ${latencies.length} fresh round trips meanwhile, slowest ${Math.max(...latencies).toFixed(1)} ms`,
       );
-      // Each was closed by its deadline (the daemon's log line per connection) and told why. A connection whose pump
-      // wrote its next byte before this process read the reply (a loaded machine runs the timers first) gets EPIPE,
-      // and Node then destroys it with the reply unread: told, but not read here. So every reply read is checked,
-      // and the count of deadline closes comes from the daemon.
+      // Each was closed by its deadline (the daemon's log line per connection) and told why. The daemon ends the
+      // socket after the reply and destroys it CLOSE_LINGER_MS later (framing.ts endAfterReply); a pump that writes
+      // after that gets EPIPE, and Node destroys its socket with any reply this process, on a starved machine, had not
+      // read yet: told, but not read here. So every reply read is checked, and the count of closes comes from the daemon.
       const closes = d
         .stderr()
         .slice(logFrom)
