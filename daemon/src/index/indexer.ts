@@ -623,7 +623,7 @@ export class Indexer implements VectorSearcher {
    */
   private async retiringLoop(): Promise<void> {
     const r = this.retiring!;
-    const current = () => !this.stopped && this.retiring === r && this.state === 'reindexing';
+    const current = () => this.retiringNow() && this.retiring === r;
     try {
       for (;;) {
         if (!current()) return;
