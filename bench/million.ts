@@ -326,15 +326,15 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
   const writesDuring: { ms: number; reached: boolean }[] = [];
   // The searches that start within a second of the 5-s status read (and write, with writes), apart from the others:
   // what a write costs the searches after it during the switch (a run without writes tells the status read's part).
-  const afterWrite: number[] = [];
+  const afterMark: number[] = [];
   const apart: number[] = [];
-  let lastWrite = -Infinity;
+  let lastMark = -Infinity;
   for (let i = 0; ; i++) {
     const q = queries[i % queries.length];
     const t = now();
     const res = await r.c.call(R.search, { query: q.q, limit: 25 });
     during.push(now() - t);
-    (t - lastWrite < 1000 ? afterWrite : apart).push(now() - t);
+    (t - lastMark < 1000 ? afterMark : apart).push(now() - t);
     if (res.degraded) degraded++;
     // store/status reads the store's counts (a scan of the memories): sampled every 5 s, not to weigh on the searches.
     if (now() - lastProgress > 5000) {
@@ -349,7 +349,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
       });
       if (st?.state === 'ready' && (st.pending ?? 0) === 0) break;
       if (rebuildWrites) writesDuring.push(await writeAndWait(r, 5 + writesDuring.length, q.q));
-      lastWrite = now();
+      lastMark = now();
     }
     if (now() - t0 > 1_800_000) break;
   }
@@ -380,7 +380,7 @@ async function rebuildPhase(r: Running, queries: CorpusQuery[], dir: string) {
     idle: summarize(idle),
     idleWithWrites,
     during: summarize(during),
-    duringWithinASecondOfStatusAndWrite: summarize(afterWrite),
+    duringWithinASecondOfStatusAndWrite: summarize(afterMark),
     duringOthers: summarize(apart),
     degradedDuring: degraded,
     writeToIndexedIdle: summarize(writesIdle.map((w) => w.ms)),
