@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { CAIRN_BIN, rejectsWith, spawnDaemon } from '../helpers';
-import { startPg, type PgServer } from './pg-server';
+import { sessionConfig, startPg, type PgServer } from './pg-server';
 import { teamDaemon, type TeamDaemon } from './team-daemon';
 
 const run = promisify(execFile);
@@ -330,7 +330,7 @@ describe('team admin: audit and export of a team root', () => {
     );
 
     // Any role verifies with the database; an altered receipt fails; members cannot read the key.
-    const member = new pgLib.Client({ connectionString: pg.url('bob', db) });
+    const member = new pgLib.Client(sessionConfig(pg.url('bob', db)));
     member.on('error', () => undefined);
     await member.connect();
     try {

@@ -13,6 +13,8 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
+import { parse as parseConnectionString } from 'pg-connection-string';
+import { lookupPassword } from '../../daemon/src/store/pg/db';
 import { migrate, grant, type Level, quoteIdent } from '../../daemon/src/store/pg/schema';
 import { ROOT } from '../helpers';
 
@@ -133,6 +135,23 @@ export async function startPg(o: { keep?: string } = {}): Promise<PgServer> {
         fs.rmSync(path.dirname(passfile), { recursive: true, force: true });
       }
     },
+  };
+}
+
+/**
+ * Settings for a plain session at `url` (psql's view: no Cairn code). The URL's fields are given one by one and the
+ * password is looked up in the PGPASSFILE per connection, as the daemon does (store/pg/db.ts): handed only a
+ * `connectionString` with no password in it, node-pg falls back to its own pgpass lookup, which is deprecated and
+ * prints a warning into the test output.
+ */
+export function sessionConfig(url: string, extra: pg.ClientConfig = {}): pg.ClientConfig {
+  const fields = Object.fromEntries(
+    Object.entries(parseConnectionString(url)).filter(([, v]) => v !== null && v !== undefined && v !== ''),
+  );
+  return {
+    ...fields,
+    password: (async () => lookupPassword(fields)) as unknown as () => Promise<string>,
+    ...extra,
   };
 }
 

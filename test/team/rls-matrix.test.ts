@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { migrate, PG_SCHEMA_VERSION } from '../../daemon/src/store/pg/schema';
-import { startPg, type PgServer } from './pg-server';
+import { sessionConfig, startPg, type PgServer } from './pg-server';
 
 const LEVELS = ['adm', 'wr', 'rd', 'no'] as const;
 type Root = (typeof LEVELS)[number];
@@ -322,7 +322,7 @@ describe('team memory: the row-level-security matrix, in plain SQL', () => {
     await owner.query(
       `INSERT INTO cairn.idempotency_keys(role, key, method, fingerprint, result, at) VALUES ('rls_role', 'mine', 'm', 'f', '{}', 0)`,
     );
-    role = new pg.Client({ connectionString: server.url('rls_role', db), password });
+    role = new pg.Client(sessionConfig(server.url('rls_role', db), { password }));
     await role.connect();
   });
   after(async () => {
@@ -534,7 +534,7 @@ describe('team memory: a schema v3 database upgraded by cairn team init', () => 
     await owner.query(`GRANT cairn_member TO old_member`);
     await owner.query(`INSERT INTO cairn.grants(root, role, level) VALUES ('team', 'old_member', 3)`);
     // What a v3 daemon wrote, in plain SQL as the member (v3 let members insert history and changes themselves).
-    const member = new pg.Client({ connectionString: server.url('old_member', db), password });
+    const member = new pg.Client(sessionConfig(server.url('old_member', db), { password }));
     await member.connect();
     try {
       await member.query(`INSERT INTO cairn.namespaces(id, path, created_at) VALUES ('ns1', 'team.old', 0)`);

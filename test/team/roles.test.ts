@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { rejectsWith } from '../helpers';
-import { startPg, type PgServer } from './pg-server';
+import { sessionConfig, startPg, type PgServer } from './pg-server';
 import { teamDaemon, type TeamDaemon } from './team-daemon';
 
 describe('team memory: two daemons, two database roles', () => {
@@ -145,16 +145,7 @@ describe('team memory: two daemons, two database roles', () => {
   });
 
   it('the database refuses forged actors and rows outside the grant even to hand-written SQL', async () => {
-    const bobPool = new (await import('pg')).default.Pool({
-      connectionString: pg.url('bob', db),
-      options: '-c search_path=cairn,public',
-      password: (await import('../../daemon/src/store/pg/db')).lookupPassword({
-        host: '127.0.0.1',
-        port: pg.port,
-        database: db,
-        user: 'bob',
-      }),
-    });
+    const bobPool = new (await import('pg')).default.Pool(sessionConfig(pg.url('bob', db), { options: '-c search_path=cairn,public' }));
     try {
       const m = await alice.client.call(R.upsert, { namespace: 'team.shared', key: 'forge', value: 'Original' });
       const ns = (await bobPool.query(`SELECT ns_id FROM memories WHERE id = $1`, [m.memory.id])).rows[0].ns_id;

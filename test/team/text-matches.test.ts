@@ -12,7 +12,7 @@ import pg from 'pg';
 import { FUSION } from '../../daemon/src/retrieval/fusion';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { pgSearch } from '../../daemon/src/store/pg/search';
-import { ownerFixture, startPg, type PgServer } from './pg-server';
+import { ownerFixture, sessionConfig, startPg, type PgServer } from './pg-server';
 
 const MATCHES = `SELECT ns_path || '/' || key AS k FROM cairn.text_matches(plainto_tsquery('english', $1), $2::text[], $3::text[], $4) ORDER BY 1`;
 
@@ -26,7 +26,7 @@ describe('team memory: cairn.text_matches, the full-text arm under the read rule
   async function as(role: string): Promise<pg.Client> {
     let c = clients.get(role);
     if (!c) {
-      c = new pg.Client({ connectionString: pg0.url(role, db) });
+      c = new pg.Client(sessionConfig(pg0.url(role, db)));
       await c.connect();
       clients.set(role, c);
     }

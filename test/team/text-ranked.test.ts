@@ -13,7 +13,7 @@ import pg from 'pg';
 import { PgBackend } from '../../daemon/src/store/pg/backend';
 import { ftsArm, TEAM_MAX_TERMS } from '../../daemon/src/store/pg/search';
 import { SCOPE_TEXT_INDEX, SCOPE_TEXT_LONG_INDEX, SCOPE_TEXT_MAX } from '../../daemon/src/store/pg/text-matches';
-import { ownerFixture, startPg, type PgServer } from './pg-server';
+import { ownerFixture, sessionConfig, startPg, type PgServer } from './pg-server';
 
 const NOW = 1_800_000_000_000;
 const WEIGHTS = '{0.125, 0.25, 0.5, 1.0}';
@@ -64,7 +64,7 @@ describe('team memory: the full-text arm ranked inside cairn.text_matches', () =
   });
   /** A plain SQL session as alice (no Cairn code); the caller ends it. */
   async function member(): Promise<pg.Client> {
-    const c = new pg.Client({ connectionString: pg0.url('alice', db) });
+    const c = new pg.Client(sessionConfig(pg0.url('alice', db)));
     await c.connect();
     return c;
   }
