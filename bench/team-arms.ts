@@ -6,8 +6,8 @@
  *
  *   node --import tsx bench/team-arms.ts --url postgres://ROLE@HOST:PORT/DB [--queries 100] [--whole] [--slow 60] [--arms fts]
  *
- * --arms fts: the full-text arm only (a fixture kept without its HNSW index answers a whole-team vector search exactly,
- * ~1 s a query at 1M, which says nothing about the full-text arm).
+ * --arms fts: the full-text arm only (a fixture kept without its HNSW index answers a whole-team vector search
+ * exactly, ~1 s a query at 1M, which says nothing about the full-text arm); --arms both, the default: both arms.
  * The role's password comes from PGPASSFILE (or the URL). --slow MS prints each query slower than that in either arm.
  */
 import { loadModel } from '../daemon/src/index/attach';
@@ -20,7 +20,9 @@ const url = arg('url', '');
 const n = Number(arg('queries', '100'));
 const whole = process.argv.includes('--whole');
 const slow = Number(arg('slow', '0'));
-const vectors = arg('arms', 'both') !== 'fts';
+const arms = arg('arms', 'both');
+if (arms !== 'both' && arms !== 'fts') throw new Error(`--arms ${arms}: both (the default) or fts`);
+const vectors = arms === 'both';
 
 async function main() {
   if (!url) throw new Error('--url postgres://ROLE@HOST:PORT/DB is required (a server kept by bench/team.ts --keep)');
