@@ -49,6 +49,16 @@ async function sweepUntilReclaims(store: Store, n: number): Promise<void> {
 }
 
 /** A new store in a temp folder with the background worker a daemon starts, closed and removed after `fn`. */
+/** `fn` while the store's write lock is held, as a client's write in progress holds it; committed after. */
+async function underWriteLock(store: Store, fn: () => Promise<void>): Promise<void> {
+  store.db.exec('BEGIN IMMEDIATE');
+  try {
+    await fn();
+  } finally {
+    store.db.exec('COMMIT');
+  }
+}
+
 async function withWorkerStore(name: string, fn: (s: { store: Store; core: Core; file: string }) => Promise<void>): Promise<void> {
   const dir = tempDir();
   const file = path.join(dir, name);
@@ -113,13 +123,10 @@ describe('free pages given back', () => {
       const sizeBefore = store.fileSize();
       // Its first run finds the write lock held (a client's write) and stops with nothing moved; asked once, it asks
       // again by itself (as after a run a search's commit stopped), with no sweep.
-      store.db.exec('BEGIN IMMEDIATE');
-      try {
+      await underWriteLock(store, async () => {
         store.reclaimSoon();
         await until('a run stopped by the held lock', () => (store.backgroundCheckpoints()?.reclaims ?? 0) >= 1);
-      } finally {
-        store.db.exec('COMMIT');
-      }
+      });
       assert.deepEqual(store.backgroundCheckpoints()?.lastReclaim, { slices: 0, pages: 0, complete: false });
       // (the main connection sees the pages go as each slice commits, before the run reports)
       await until(
@@ -136,12 +143,7 @@ describe('free pages given back', () => {
     await withWorkerStore('l.db', async ({ store, core }) => {
       await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'b');
       const freed = freePages(store);
-      store.db.exec('BEGIN IMMEDIATE'); // a client's write in progress
-      try {
-        await sweepUntilReclaims(store, 1);
-      } finally {
-        store.db.exec('COMMIT');
-      }
+      await underWriteLock(store, () => sweepUntilReclaims(store, 1));
       assert.deepEqual(store.backgroundCheckpoints()?.lastReclaim, { slices: 0, pages: 0, complete: false });
       assert.ok(freePages(store) >= freed, 'nothing given back while the lock was held');
       await sweepUntilReclaims(store, 2);
@@ -153,12 +155,8 @@ describe('free pages given back', () => {
   it('finishes a run that stopped part way, even once the pages left are under the threshold', async () => {
     await withWorkerStore('p.db', async ({ store, core }) => {
       await freeInTheMiddle(store, core, 2 * RECLAIM_MIN_PAGES, 'p');
-      store.db.exec('BEGIN IMMEDIATE'); // the run stops before its first slice, as one a search's commit stops
-      try {
-        await sweepUntilReclaims(store, 1);
-      } finally {
-        store.db.exec('COMMIT');
-      }
+      // The run stops before its first slice, as one a search's commit stops.
+      await underWriteLock(store, () => sweepUntilReclaims(store, 1));
       assert.equal(store.backgroundCheckpoints()?.lastReclaim?.complete, false);
       // Later writes reuse most of the free pages: what is left is under RECLAIM_MIN_PAGES, which alone starts no run.
       const left = 300;
