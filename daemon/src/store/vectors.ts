@@ -126,7 +126,19 @@ export class VectorTables {
   drop(model: string): void {
     const m = this.model(model);
     if (!m) return;
-    this.db.exec(`DROP TABLE IF EXISTS ${m.table}`);
+    // Its pages are freed without being zeroed (secure_delete off for this one statement): they hold vectors and keyed
+    // hashes of the text of memories that are still stored, never text, and a memory that is purged or erased loses
+    // its vectors in every model's table as it goes (deleteRow, with secure_delete on). Zeroed, the pages were all
+    // written again (a million vectors: ~300 MB into the WAL), and inside a transaction, as at a switch's end, SQLite
+    // kept each page's previous content in its statement journal, in memory (temp_store = MEMORY): +270 MiB resident
+    // for that moment at a million memories (bench/README.md, "The end of a model switch").
+    const secure = this.db.pragma('secure_delete', { simple: true }) as number;
+    this.db.pragma('secure_delete = OFF');
+    try {
+      this.db.exec(`DROP TABLE IF EXISTS ${m.table}`);
+    } finally {
+      this.db.pragma(`secure_delete = ${Number(secure)}`);
+    }
     stmt(this.db, 'DELETE FROM vec_models WHERE model = ?').run(model);
     this.counted.delete(model);
     stmt(this.db, 'DELETE FROM index_state WHERE name IN (?, ?)').run(`vec:${model}`, `rebuild:${model}`);
