@@ -48,7 +48,6 @@ async function sweepUntilReclaims(store: Store, n: number): Promise<void> {
   });
 }
 
-/** A new store in a temp folder with the background worker a daemon starts, closed and removed after `fn`. */
 /** `fn` while the store's write lock is held, as a client's write in progress holds it; committed after. */
 async function underWriteLock(store: Store, fn: () => Promise<void>): Promise<void> {
   store.db.exec('BEGIN IMMEDIATE');
@@ -59,6 +58,7 @@ async function underWriteLock(store: Store, fn: () => Promise<void>): Promise<vo
   }
 }
 
+/** A new store in a temp folder with the background worker a daemon starts, closed and removed after `fn`. */
 async function withWorkerStore(name: string, fn: (s: { store: Store; core: Core; file: string }) => Promise<void>): Promise<void> {
   const dir = tempDir();
   const file = path.join(dir, name);
