@@ -13,8 +13,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import pg from 'pg';
-import { parse as parseConnectionString } from 'pg-connection-string';
-import { lookupPassword } from '../../daemon/src/store/pg/db';
+import { urlConfig } from '../../daemon/src/store/pg/db';
 import { migrate, grant, type Level, quoteIdent } from '../../daemon/src/store/pg/schema';
 import { ROOT } from '../helpers';
 
@@ -139,20 +138,13 @@ export async function startPg(o: { keep?: string } = {}): Promise<PgServer> {
 }
 
 /**
- * Settings for a plain session at `url` (psql's view: no Cairn code). The URL's fields are given one by one and the
- * password is looked up in the PGPASSFILE per connection, as the daemon does (store/pg/db.ts): handed only a
- * `connectionString` with no password in it, node-pg falls back to its own pgpass lookup, which is deprecated and
- * prints a warning into the test output.
+ * Settings for a plain session at `url` (psql's view: no Cairn code): the URL's fields and a password looked up per
+ * connection, as the daemon's pool gets them (store/pg/db.ts urlConfig). Handed only a `connectionString` with no
+ * password in it, node-pg falls back to its own pgpass lookup, which is deprecated and prints a warning into the
+ * test output.
  */
 export function sessionConfig(url: string, extra: pg.ClientConfig = {}): pg.ClientConfig {
-  const fields = Object.fromEntries(
-    Object.entries(parseConnectionString(url)).filter(([, v]) => v !== null && v !== undefined && v !== ''),
-  );
-  return {
-    ...fields,
-    password: (async () => lookupPassword(fields)) as unknown as () => Promise<string>,
-    ...extra,
-  };
+  return { ...urlConfig(url), ...extra };
 }
 
 /**

@@ -79,19 +79,34 @@ export function lookupPassword(
 }
 
 /**
- * The pool's settings. The URL is parsed here (by pg's own parser) rather than handed to pg as `connectionString`:
- * pg lets a connection string's fields override the config, an absent password included, and then falls back to its
- * deprecated built-in pgpass lookup (which prints a DeprecationWarning on every run). Without a password in the URL,
- * `password` is our function: PGPASSWORD, else the pgpass file (lookupPassword), asked per connection.
+ * A connection's settings from its URL. The URL is parsed here (by pg's own parser) rather than handed to pg as
+ * `connectionString`: pg lets a connection string's fields override the config, an absent password included, and then
+ * falls back to its deprecated built-in pgpass lookup (which prints a DeprecationWarning on every run). Without a
+ * password in the URL, `password` is our function: PGPASSWORD, else the pgpass file (lookupPassword), asked per
+ * connection. Also what tests' plain SQL sessions connect with (test/team/pg-server.ts sessionConfig).
  */
-export function poolConfig(o: PgOptions): pg.PoolConfig {
+export function urlConfig(url: string): pg.ClientConfig {
   let fromUrl: Record<string, unknown>;
   try {
-    fromUrl = { ...parseConnectionString(o.url) };
+    fromUrl = { ...parseConnectionString(url) };
   } catch {
-    fromUrl = { connectionString: o.url }; // pg reports the bad URL when it connects
+    fromUrl = { connectionString: url }; // pg reports the bad URL when it connects
   }
   for (const k of Object.keys(fromUrl)) if (fromUrl[k] === null || fromUrl[k] === undefined || fromUrl[k] === '') delete fromUrl[k];
+  return {
+    ...(fromUrl as pg.ClientConfig),
+    ...(typeof fromUrl.password === 'string'
+      ? {}
+      : {
+          // pg calls this with the connection parameters; undefined means "no password" (its types say otherwise).
+          password: (async (cp: { host?: string; port?: number; database?: string; user?: string }) =>
+            lookupPassword(cp)) as unknown as () => Promise<string>,
+        }),
+  };
+}
+
+/** The pool's settings: Cairn's defaults, then what the URL says (urlConfig), which wins as with pg's connectionString. */
+export function poolConfig(o: PgOptions): pg.PoolConfig {
   return {
     max: o.poolSize ?? 8,
     connectionTimeoutMillis: o.connectTimeoutMs ?? 3000,
@@ -102,15 +117,7 @@ export function poolConfig(o: PgOptions): pg.PoolConfig {
     options: `-c search_path=cairn,public -c hnsw.ef_search=${EF_SEARCH}`,
     application_name: 'cairn',
     types,
-    // What the URL says wins over the defaults above, as with pg's connectionString.
-    ...(fromUrl as pg.PoolConfig),
-    ...(typeof fromUrl.password === 'string'
-      ? {}
-      : {
-          // pg calls this with the connection parameters; undefined means "no password" (its types say otherwise).
-          password: (async (cp: { host?: string; port?: number; database?: string; user?: string }) =>
-            lookupPassword(cp)) as unknown as () => Promise<string>,
-        }),
+    ...urlConfig(o.url),
   };
 }
 
