@@ -20,66 +20,213 @@ SQLITE_EXTENSION_INIT1
 
 /*
 ** Each row's length (its tokens in every column, what xColumnSize(-1) reads from memories_fts_docsize: one B-tree
-** lookup per row, about 60% of scoring a row at 1M memories), remembered per connection between statements while
-** the index is unchanged: while the index's structure record (memories_fts_data, id 10, which every committed
-** insert and delete rewrites) and its row count are the ones the lengths were read under. Never used or filled
-** inside a transaction (its uncommitted rows may still roll back). Lengths are kept as length + 1 in 16 bits, for
-** rowids 1 .. SIZE_CACHE_MAX_ROWID; other rows are looked up as before. cairn_bm25 ranks memories_fts only.
+** lookup per row, about 60% of scoring a row at 1M memories), remembered per connection between statements. A length
+** stays right until its docsize row is written again, so the cache follows the writes row by row rather than starting
+** over at each one (at a million memories, a cache emptied by every write cost a full-text arm up to 200 ms at p95
+** after it, against 14 warm: bench/README.md):
+**   - this connection's writes of memories_fts_docsize forget those rows (sizeHook, SQLite's update hook: it sees
+**     every row FTS5 writes there, committed or rolled back later; forgetting is always safe);
+**   - another connection's commits move `PRAGMA data_version` (this connection's own never do); then the index's
+**     content key (contentKey: its averages record and the structure's write counter and newest segment origin,
+**     which every insert and delete moves and a merge or an optimize does not) tells whether the index's contents
+**     changed: if so every length is forgotten, else none (the checkpoint worker's merges);
+**   - cairn_bm25_settle(), called by the store after each of its own commits that wrote the index, takes the
+**     content key as this connection left it, so a later merge by another connection is not mistaken for a change.
+** Never used or filled inside a transaction (its uncommitted rows may still roll back). Lengths are kept as
+** length + 1 in 16 bits, for rowids 1 .. SIZE_CACHE_MAX_ROWID; other rows are looked up as before. cairn_bm25 ranks
+** memories_fts only.
 */
 #define SIZE_CACHE_MAX_ROWID (1 << 24)
+#define CONTENT_KEY_MAX 512
 typedef struct SizeCache {
   sqlite3 *db;
-  unsigned char *aKey; /* the structure record the lengths were read under */
+  int bValid;                          /* aKey and iDataVersion were taken with the lengths consistent */
+  unsigned char aKey[CONTENT_KEY_MAX]; /* the content key the lengths are right for */
   int nKey;
-  sqlite3_int64 nRowKey;
-  unsigned short *aSize; /* length + 1 by rowid, 0: not read yet */
+  sqlite3_int64 iDataVersion; /* PRAGMA data_version then */
+  unsigned short *aSize;      /* length + 1 by rowid, 0: not read yet */
   sqlite3_int64 nSize;
+  sqlite3_int64 nReset; /* times every length was forgotten (cairn_bm25_settle reports it) */
 } SizeCache;
 
+/* Freed with cairn_bm25 when the connection closes; the update hook goes with the connection. */
 static void sizeCacheFree(void *v) {
   SizeCache *c = (SizeCache *)v;
   if (c == 0) return;
-  sqlite3_free(c->aKey);
   sqlite3_free(c->aSize);
   sqlite3_free(c);
 }
 
-/*
-** The cache, valid for the index as this statement reads it, or 0 when it cannot be used now. The statement that
-** reads the structure record is finalized at once: one left open would keep sqlite3_close() from closing the
-** connection.
-*/
-static SizeCache *sizeCacheFor(SizeCache *c, sqlite3_int64 nRow) {
-  const unsigned char *key;
-  int nKey;
-  SizeCache *out = 0;
-  sqlite3_stmt *pStructure = 0;
-  if (c == 0 || sqlite3_get_autocommit(c->db) == 0) return 0;
-  if (sqlite3_prepare_v2(c->db, "SELECT block FROM main.memories_fts_data WHERE id = 10", -1, &pStructure, 0) !=
-      SQLITE_OK) {
-    sqlite3_finalize(pStructure);
-    return 0;
-  }
-  if (sqlite3_step(pStructure) == SQLITE_ROW) {
-    key = (const unsigned char *)sqlite3_column_blob(pStructure, 0);
-    nKey = sqlite3_column_bytes(pStructure, 0);
-    if (nKey != c->nKey || nRow != c->nRowKey || (nKey > 0 && memcmp(key, c->aKey, (size_t)nKey) != 0)) {
-      unsigned char *copy = (unsigned char *)sqlite3_malloc64(nKey > 0 ? (sqlite3_uint64)nKey : 1);
-      if (copy != 0) {
-        if (nKey > 0) memcpy(copy, key, (size_t)nKey);
-        sqlite3_free(c->aKey);
-        c->aKey = copy;
-        c->nKey = nKey;
-        c->nRowKey = nRow;
-        if (c->aSize) memset(c->aSize, 0, (size_t)c->nSize * sizeof(unsigned short));
-        out = c;
-      }
-    } else {
-      out = c;
+/* SQLite's update hook: a row of memories_fts_docsize written on this connection has its length forgotten. */
+static void sizeHook(void *v, int op, char const *zDb, char const *zTab, sqlite3_int64 iRowid) {
+  SizeCache *c = (SizeCache *)v;
+  (void)op;
+  if (iRowid > 0 && iRowid < c->nSize && strcmp(zTab, "memories_fts_docsize") == 0 && strcmp(zDb, "main") == 0)
+    c->aSize[iRowid] = 0;
+}
+
+/* One SQLite varint (1-9 bytes, big-endian groups of 7 bits, the ninth byte whole): its size, 0 when cut short. */
+static int getVarint(const unsigned char *p, int n, sqlite3_uint64 *pv) {
+  sqlite3_uint64 v = 0;
+  int i;
+  for (i = 0; i < 8 && i < n; i++) {
+    v = (v << 7) | (p[i] & 0x7f);
+    if ((p[i] & 0x80) == 0) {
+      *pv = v;
+      return i + 1;
     }
   }
-  sqlite3_finalize(pStructure);
-  return out;
+  if (i == 8 && n > 8) {
+    *pv = (v << 8) | p[8];
+    return 9;
+  }
+  return 0;
+}
+
+/*
+** From FTS5's structure record (fts5StructureWrite in SQLite's fts5_index.c): the write counter (leaves written by
+** flushes, and each contentless delete: never moved by a merge) and the newest segment origin (one per flushed
+** segment, kept through merges). 0 when the record cannot be read.
+*/
+static int structureCounters(const unsigned char *p, int n, sqlite3_uint64 *pWrites, sqlite3_uint64 *pOrigin) {
+  sqlite3_uint64 nLevel, nSegment, v, origin = 0;
+  int i = 4, bV2 = 0, k, m;
+  sqlite3_uint64 iLvl, iSeg;
+  if (n < 4) return 0;
+  if (n >= 8 && memcmp(p + 4, "\xFF\x00\x00\x01", 4) == 0) {
+    bV2 = 1;
+    i = 8;
+  }
+  if ((k = getVarint(p + i, n - i, &nLevel)) == 0) return 0;
+  i += k;
+  if ((k = getVarint(p + i, n - i, &nSegment)) == 0) return 0;
+  i += k;
+  if ((k = getVarint(p + i, n - i, pWrites)) == 0) return 0;
+  i += k;
+  for (iLvl = 0; iLvl < nLevel; iLvl++) {
+    sqlite3_uint64 nSeg;
+    if ((k = getVarint(p + i, n - i, &v)) == 0) return 0; /* nMerge */
+    i += k;
+    if ((k = getVarint(p + i, n - i, &nSeg)) == 0) return 0;
+    i += k;
+    for (iSeg = 0; iSeg < nSeg; iSeg++) {
+      int nField = bV2 ? 8 : 3; /* segid, first and last page; v2: origins, tombstone pages and entries, entries */
+      for (m = 0; m < nField; m++) {
+        if ((k = getVarint(p + i, n - i, &v)) == 0) return 0;
+        i += k;
+        if (m == 4 && v > origin) origin = v; /* iOrigin2 */
+      }
+    }
+  }
+  *pOrigin = origin;
+  return 1;
+}
+
+/*
+** The index's content key into aKey: its averages record (row count and token totals), then the structure's write
+** counter and newest origin. Every insert, delete or replacement of a row moves it; a merge, an optimize or a write
+** to another table does not. -1 when it cannot be read.
+*/
+static int contentKey(sqlite3 *db, unsigned char *aKey) {
+  sqlite3_stmt *pStmt = 0;
+  int nKey = 0, ok = 1;
+  if (sqlite3_prepare_v2(db, "SELECT id, block FROM main.memories_fts_data WHERE id IN (1, 10) ORDER BY id", -1, &pStmt,
+                         0) != SQLITE_OK) {
+    sqlite3_finalize(pStmt);
+    return -1;
+  }
+  while (ok && sqlite3_step(pStmt) == SQLITE_ROW) {
+    const unsigned char *p = (const unsigned char *)sqlite3_column_blob(pStmt, 1);
+    int n = sqlite3_column_bytes(pStmt, 1);
+    if (sqlite3_column_int64(pStmt, 0) == 1) {
+      if (n + 16 > CONTENT_KEY_MAX) ok = 0;
+      else {
+        if (n > 0) memcpy(aKey, p, (size_t)n);
+        nKey = n;
+      }
+    } else {
+      sqlite3_uint64 w = 0, o = 0;
+      if (!structureCounters(p, n, &w, &o)) ok = 0;
+      else {
+        memcpy(aKey + nKey, &w, 8);
+        memcpy(aKey + nKey + 8, &o, 8);
+        nKey += 16;
+      }
+    }
+  }
+  sqlite3_finalize(pStmt); /* at once: a statement left open would keep sqlite3_close() from closing the connection */
+  return ok ? nKey : -1;
+}
+
+static int dataVersion(sqlite3 *db, sqlite3_int64 *pv) {
+  sqlite3_stmt *pStmt = 0;
+  int ok = 0;
+  if (sqlite3_prepare_v2(db, "PRAGMA main.data_version", -1, &pStmt, 0) == SQLITE_OK && sqlite3_step(pStmt) == SQLITE_ROW) {
+    *pv = sqlite3_column_int64(pStmt, 0);
+    ok = 1;
+  }
+  sqlite3_finalize(pStmt);
+  return ok;
+}
+
+/*
+** Bring the cache up to the index as this connection now reads it (outside a transaction): kept when no other
+** connection committed since it was last made consistent (`own`: or when this connection's own commit is all that
+** changed, cairn_bm25_settle), kept when others committed without changing the contents, else every length forgotten.
+** 0 when it cannot be used now.
+*/
+static SizeCache *sizeCacheSync(SizeCache *c, int own) {
+  sqlite3_int64 dv;
+  unsigned char aKey[CONTENT_KEY_MAX];
+  int nKey;
+  if (c == 0 || sqlite3_get_autocommit(c->db) == 0 || !dataVersion(c->db, &dv)) return 0;
+  if (c->bValid && dv == c->iDataVersion && !own) return c;
+  nKey = contentKey(c->db, aKey);
+  if (nKey < 0) {
+    c->bValid = 0;
+    return 0;
+  }
+  if (!(c->bValid && dv == c->iDataVersion) && (!c->bValid || nKey != c->nKey || memcmp(aKey, c->aKey, (size_t)nKey) != 0)) {
+    if (c->aSize) memset(c->aSize, 0, (size_t)c->nSize * sizeof(unsigned short));
+    c->nReset++;
+  }
+  memcpy(c->aKey, aKey, (size_t)nKey);
+  c->nKey = nKey;
+  c->iDataVersion = dv;
+  c->bValid = 1;
+  return c;
+}
+
+/* The cache, valid for the index as this statement reads it, or 0 when it cannot be used now. */
+static SizeCache *sizeCacheFor(SizeCache *c) { return sizeCacheSync(c, 0); }
+
+/*
+** cairn_bm25_settle(): after a commit of this connection's that wrote the index, the lengths take the content key as
+** it left it (its rows were forgotten as it wrote them). Returns how many times every length has been forgotten so
+** far on this connection (tests read it); NULL inside a transaction.
+*/
+static void cairnBm25Settle(sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
+  SizeCache *c = (SizeCache *)sqlite3_user_data(pCtx);
+  (void)nVal;
+  (void)apVal;
+  if (sizeCacheSync(c, 1) == 0) {
+    sqlite3_result_null(pCtx);
+    return;
+  }
+  sqlite3_result_int64(pCtx, c->nReset);
+}
+
+/*
+** cairn_fts_content_key(): the content key (contentKey), a blob; NULL when it cannot be read. The store keys the
+** phrase counts it hands to cairn_bm25 on it (store/search-fts.ts).
+*/
+static void cairnFtsContentKey(sqlite3_context *pCtx, int nVal, sqlite3_value **apVal) {
+  unsigned char aKey[CONTENT_KEY_MAX];
+  int nKey = contentKey(sqlite3_context_db_handle(pCtx), aKey);
+  (void)nVal;
+  (void)apVal;
+  if (nKey < 0) sqlite3_result_null(pCtx);
+  else sqlite3_result_blob(pCtx, aKey, nKey, SQLITE_TRANSIENT);
 }
 
 /* Row `iRowid`'s length: from the cache when it holds it, else from FTS5 (and then kept). */
@@ -162,7 +309,7 @@ static void cairnBm25(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_c
     if (rc == SQLITE_OK) rc = pApi->xColumnTotalSize(pFts, -1, &nToken);
     if (rc == SQLITE_OK) {
       p->avgdl = (double)nToken / (double)nRow;
-      p->pSizes = sizeCacheFor((SizeCache *)pApi->xUserData(pFts), nRow);
+      p->pSizes = sizeCacheFor((SizeCache *)pApi->xUserData(pFts));
       for (i = 0; i < nPhrase; i++) {
         double c;
         sqlite3_int64 nHit;
@@ -244,8 +391,14 @@ int sqlite3_cairnbm25_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routi
   cache->db = db;
   rc = fts->xCreateFunction(fts, "cairn_bm25", (void *)cache, cairnBm25, sizeCacheFree);
   if (rc != SQLITE_OK) {
-    sizeCacheFree(cache);
+    sqlite3_free(cache);
     return rc;
   }
+  /* From here the cache lives until the connection closes (FTS5 frees it with the function: sizeCacheFree). */
+  sqlite3_update_hook(db, sizeHook, cache);
+  rc = sqlite3_create_function(db, "cairn_bm25_settle", 0, SQLITE_UTF8, cache, cairnBm25Settle, 0, 0);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "cairn_fts_content_key", 0, SQLITE_UTF8, 0, cairnFtsContentKey, 0, 0);
+  if (rc != SQLITE_OK) return rc;
   return cairnRegisterMallocTrim(db);
 }

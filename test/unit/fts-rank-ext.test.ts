@@ -157,7 +157,7 @@ describe('cairn_bm25', () => {
     assert.ok(got.some((h) => old.has(h.rowid) && old.get(h.rowid) !== h.score));
   });
 
-  it('counts again after a write that reaches the index, and only then (not after writes to other tables)', () => {
+  it('counts again after a write that reaches the index, and only then (not after writes to other tables or a merge)', () => {
     const db = c.store.db;
     // The count statement phraseCounts prepares (stmt caches it per connection): its runs are the recounts.
     const counting = stmt(db, 'SELECT count(*) AS c FROM memories_fts WHERE memories_fts MATCH ?');
@@ -178,6 +178,15 @@ describe('cairn_bm25', () => {
       db.prepare("INSERT OR REPLACE INTO index_state(name, watermark) VALUES ('test:unrelated', 1)").run();
       assert.equal(count(), n);
       assert.equal(recounts, 0, 'writes to other tables keep the counts');
+      // Another connection merging the index's segments (the checkpoint worker's job) rewrites its structure only.
+      const other = new Store(path.join(c.dir, 'cairn.db'));
+      try {
+        other.db.prepare("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')").run();
+      } finally {
+        other.close();
+      }
+      assert.equal(count(), n);
+      assert.equal(recounts, 0, 'a merge keeps the counts');
       db.prepare('INSERT INTO memories_fts(rowid, value) VALUES (?, ?)').run(8_000_000, 'dunlin');
       assert.equal(count(), n + 1, 'a row added to the index is counted');
       assert.equal(recounts, 1);

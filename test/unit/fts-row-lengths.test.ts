@@ -1,9 +1,12 @@
 /**
  * Two things cairn_bm25 (daemon/native/cairn_bm25.c) does beyond bm25() with counts handed in, and the full-text arm's
  * use of them (store/search-fts.ts):
- * - it remembers each row's length between statements while the index is unchanged (the per-row docsize lookup was
- *   most of scoring a row at 1M memories), so its scores must stay bm25()'s after this connection or another one
- *   rewrites a row to a different length, and inside a transaction that rolls back;
+ * - it remembers each row's length between statements (the per-row docsize lookup was most of scoring a row at 1M
+ *   memories), forgetting a row when this connection writes it and every row when another connection changes the
+ *   index's contents, but none for a merge of its segments: its scores must stay bm25()'s after this connection or
+ *   another one rewrites a row to a different length, and inside a transaction that rolls back, and the lengths of
+ *   the rows nobody wrote must outlive the writes (until stop 43 every write and merge emptied them, and at 1M the
+ *   searches after a write read every length again: bench/README.md);
  * - a phrase handed a negative count is matched but not weighed, which lets the arm rank a scope's every-term
  *   matches first, alone, exactly as its one statement ranks them (by the terms of the disjunctive pass).
  */
@@ -14,7 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Scope } from '../../daemon/src/protocol/types';
 import { Core } from '../../daemon/src/server/core';
-import { hasRankingExtension } from '../../daemon/src/store/db';
+import { hasRankingExtension, settleRanking, stmt } from '../../daemon/src/store/db';
 import { BM25_WEIGHTS, ftsArm, phraseCounts, planQuery } from '../../daemon/src/store/search-fts';
 import { Store } from '../../daemon/src/store/store';
 import { keysOf, tempCore, tempDir, upsertItems } from '../helpers';
@@ -61,6 +64,11 @@ function scoredBothWays(db = c.store.db): Map<number, number> {
   return new Map(rows.map((r) => [r.rowid, r.ours]));
 }
 
+/** How many times the store's connection has emptied every remembered length (brought up to date first). */
+const resets = () => settleRanking(c.store.db)!;
+const contentKey = (s: Store) => (stmt(s.db, 'SELECT cairn_fts_content_key() AS k').get() as { k: Buffer }).k;
+const structure = (s: Store) => (stmt(s.db, 'SELECT block FROM memories_fts_data WHERE id = 10').get() as { block: Buffer }).block;
+
 const rowidOf = (key: string) => (c.store.db.prepare('SELECT rowid FROM memories WHERE key = ?').get(key) as { rowid: number }).rowid;
 
 describe('cairn_bm25 row lengths', () => {
@@ -75,8 +83,9 @@ describe('cairn_bm25 row lengths', () => {
     assert.deepEqual(second, first);
   });
 
-  it("reads a row's new length after this connection rewrites it", async () => {
+  it("reads a row's new length after this connection rewrites it, and keeps the others'", async () => {
     const before = scoredBothWays();
+    const r0 = resets();
     await c.core.call(R.upsert, { namespace: 'project.hawk', key: 'h1', value: `kestrel ${'padding '.repeat(40)}` });
     await c.core.call(R.upsert, { namespace: 'project.hawk', key: 'h4', value: 'kestrel' });
     c.store.catchUpFullText();
@@ -87,10 +96,41 @@ describe('cairn_bm25 row lengths', () => {
       assert.ok(before.has(rowid) && after.has(rowid));
       assert.notEqual(after.get(rowid), before.get(rowid), key);
     }
+    assert.equal(resets(), r0, 'forgotten row by row: the other lengths are kept');
   });
 
-  it("reads a row's new length after another connection rewrites it", async () => {
+  it("keeps every length through another connection's merge of the index's segments", async () => {
+    scoredBothWays();
+    const r0 = resets();
+    const other = new Store(path.join(c.dir, 'cairn.db'));
+    try {
+      const key = contentKey(other);
+      const segments = structure(other);
+      other.db.prepare("INSERT INTO memories_fts(memories_fts, rank) VALUES ('merge', 500)").run();
+      assert.notDeepEqual(structure(other), segments, 'the merge rewrote the segments');
+      assert.deepEqual(contentKey(other), key, "and left the index's contents as they were");
+    } finally {
+      other.close();
+    }
+    assert.ok(scoredBothWays().size > 300);
+    assert.equal(resets(), r0);
+  });
+
+  it('forgets a row this connection writes outside the store (no settle after it: the update hook)', () => {
+    const db = c.store.db;
+    const rowid = rowidOf('h5');
     const before = scoredBothWays();
+    const r0 = resets();
+    db.prepare('DELETE FROM memories_fts WHERE rowid = ?').run(rowid);
+    db.prepare('INSERT INTO memories_fts(rowid, value) VALUES (?, ?)').run(rowid, `kestrel hawk ${'raw '.repeat(25)}`);
+    const after = scoredBothWays();
+    assert.notEqual(after.get(rowid), before.get(rowid));
+    assert.equal(resets(), r0);
+  });
+
+  it("reads a row's new length after another connection rewrites it (every length forgotten)", async () => {
+    const before = scoredBothWays();
+    const r0 = resets();
     const other = new Store(path.join(c.dir, 'cairn.db'));
     try {
       await new Core(other).call(R.upsert, { namespace: 'project.hawk', key: 'h2', value: `kestrel ${'longer '.repeat(30)}` });
@@ -101,12 +141,14 @@ describe('cairn_bm25 row lengths', () => {
     const after = scoredBothWays();
     const rowid = rowidOf('h2');
     assert.notEqual(after.get(rowid), before.get(rowid));
+    assert.equal(resets(), r0 + 1);
   });
 
   it('neither uses nor keeps lengths inside a transaction that rolls back', () => {
     const db = c.store.db;
     const rowid = rowidOf('h3');
     const before = scoredBothWays();
+    const r0 = resets();
     db.exec('BEGIN');
     let inside: Map<number, number>;
     try {
@@ -118,6 +160,7 @@ describe('cairn_bm25 row lengths', () => {
     }
     assert.notEqual(inside.get(rowid), before.get(rowid));
     assert.deepEqual(scoredBothWays(), before);
+    assert.equal(resets(), r0);
   });
 
   it('leaves no statement open: the connection closes after searches (its WAL file is removed)', async () => {

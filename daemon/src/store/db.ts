@@ -84,6 +84,17 @@ export function hasRankingExtension(db: DB): boolean {
 }
 
 /**
+ * After a commit of this connection's that wrote the full-text index: cairn_bm25's remembered row lengths take the
+ * index as this commit left it (native/cairn_bm25.c: its rows were forgotten as they were written), so a merge by
+ * the checkpoint worker afterwards does not empty them. How many times they have been emptied so far (tests), null
+ * without the extension or inside a transaction.
+ */
+export function settleRanking(db: DB): number | null {
+  if (!ranking.has(db) || db.inTransaction || !db.open) return null;
+  return (stmt(db, 'SELECT cairn_bm25_settle() AS resets').get() as { resets: number | null }).resets;
+}
+
+/**
  * Give the C heap's free memory back to the system (cairn_malloc_trim, native/malloc_trim.c: glibc's
  * malloc_trim). True when some was given back, false when none was, null when the extension is not loaded.
  */

@@ -228,14 +228,13 @@ interface Match {
 const phraseCountCaches = new WeakMap<DB, { version: Buffer; counts: Map<string, number> }>();
 
 /**
- * What the full-text index's contents are keyed by: FTS5's averages record (its row count and token totals) and
- * structure record (its segments and a counter every write to the index moves), which every committed insert, delete
- * and merge rewrites, by this connection or another; other writes (memory rows, history, vectors, duplicate records,
- * access statistics) leave both as they are.
+ * What the full-text index's contents are keyed by (cairn_fts_content_key, native/cairn_bm25.c): FTS5's averages
+ * record (its row count and token totals) and its structure's write counter and newest segment origin, which every
+ * committed insert, delete and replacement of a row moves, by this connection or another; a merge (the checkpoint
+ * worker's) and other writes (memory rows, history, vectors, duplicate records, access statistics) leave it as it is.
  */
-function indexVersion(db: DB): Buffer {
-  const rows = stmt(db, 'SELECT block FROM memories_fts_data WHERE id IN (1, 10) ORDER BY id').raw().all() as [Buffer][];
-  return Buffer.concat(rows.map((r) => r[0]));
+function indexVersion(db: DB): Buffer | null {
+  return (stmt(db, 'SELECT cairn_fts_content_key() AS k').get() as { k: Buffer | null }).k;
 }
 
 /**
@@ -243,13 +242,13 @@ function indexVersion(db: DB): Buffer {
  * bm25() counts them in every statement; -1 for a namespace token and a phrase in `unweighed`: cairn_bm25 leaves it
  * out of the score and never reads its instances. Remembered while the index's contents are unchanged (indexVersion:
  * a write of this connection's or another's that reached the index forgets them; one that did not, such as a pass
- * storing vectors, keeps them), so they are always the current counts; never inside a transaction, which may still
- * roll back.
+ * storing vectors or a merge of the index's segments, keeps them), so they are always the current counts; never
+ * inside a transaction, which may still roll back. Only called with cairn_bm25 loaded (bm25Sql).
  */
 export function phraseCounts(db: DB, phrases: (string | null)[], unweighed?: ReadonlySet<string>): Buffer {
   let cache: { version: Buffer; counts: Map<string, number> } | null = null;
-  if (!db.inTransaction) {
-    const version = indexVersion(db);
+  const version = db.inTransaction || !hasRankingExtension(db) ? null : indexVersion(db); // null: counted each time
+  if (version) {
     cache = phraseCountCaches.get(db) ?? null;
     if (!cache || !cache.version.equals(version) || cache.counts.size >= 10_000) {
       cache = { version, counts: new Map() };

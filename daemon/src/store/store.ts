@@ -34,7 +34,7 @@ import type {
   WriteResult,
 } from '../protocol/types';
 import { SYSTEM_EXPIRE } from './write-rules';
-import { openDatabase, trimCHeap, writeTx, type DB, type OpenOptions } from './db';
+import { openDatabase, settleRanking, trimCHeap, writeTx, type DB, type OpenOptions } from './db';
 import type { MemoryRow } from './rows';
 import type { ArmHit, ArmQuery, BranchText } from './search-fts';
 import { SCHEMA_VERSION } from './schema';
@@ -100,7 +100,7 @@ export class Store {
     this.schemaVersion = o.schemaVersion;
     this.wal = new Wal(this.db, file, opts.readonly ?? false, log);
     this.changeLog = new ChangeLog(this);
-    this.fullText = new FullText(this, (written) => this.wal.committed(written));
+    this.fullText = new FullText(this, (written) => this.committedOwn(written, false));
     this.vectors = new VectorTables(this.db, o.vec, () => this.position());
     this.feed = new IndexFeed(this.db);
     this.keys = loadStoreKeys(file, { create: !opts.readonly });
@@ -149,7 +149,7 @@ export class Store {
       if (outer) {
         this.vectors.settle(true);
         this.changeLog.flush();
-        this.wal.committed(this.fullText.written, derived);
+        this.committedOwn(this.fullText.written, derived);
         this.fullText.written = false;
       }
       return r;
@@ -163,6 +163,15 @@ export class Store {
     } finally {
       if (outer && this.afterWriteFns.length) this.runAfterWrite();
     }
+  }
+
+  /**
+   * After a commit of this connection's: the ranking's remembered row lengths take the full-text index as the commit
+   * left it when it wrote the index (settleRanking), and the WAL's worker is told (a merge follows a full-text write).
+   */
+  private committedOwn(ftsWritten: boolean, derived: boolean): void {
+    if (ftsWritten) settleRanking(this.db);
+    this.wal.committed(ftsWritten, derived);
   }
 
   /** @internal (store modules): run `fn` after the current write, committed or not, in a transaction of its own. */
