@@ -33,6 +33,7 @@
  *   write during a switch gets the previous model's vector and index/wait answers on it (before c4c73ab: at the end).
  * - writes: whole-store hybrid searches in a loop for a minute without writes, then a minute with one write every 5 s
  *   (as in rebuild, `index/wait` on each), then a minute without again: what writes alone cost the searches.
+ *   `--trace`: each of those loops also records every search's start and time, and each write's start (time -1).
  * `uptime`'s load average is recorded with every phase: other work on the machine moves wall-clock figures.
  * `--hits`: the ids of every query's top 10 (hybrid, whole and scoped) for a before/after comparison of results.
  * `--keep DIR`: keep the last size's store there (for profiling). `--cpu-prof DIR`: each daemon's CPU profile
@@ -64,6 +65,7 @@ const queryCount = Number(arg('queries', '200'));
 const reuse = arg('reuse', '');
 const cpuProf = arg('cpu-prof', '');
 const rebuildWrites = arg('rebuild-writes', 'on') !== 'off';
+const tracing = process.argv.includes('--trace');
 const rebuildModel = arg('rebuild-model', '');
 /** `--model ID|DIR`: the daemon's embedding model (default the built-in one), e.g. a kept store's after a switch. */
 const daemonModel = arg('model', 'builtin');
@@ -270,18 +272,22 @@ async function writeAndWait(r: Running, i: number, value: string): Promise<{ ms:
 /** Whole-store hybrid searches in a loop for `ms`, with a write (and `index/wait` on it) every 5 s when `writes`. */
 async function searchLoop(r: Running, queries: CorpusQuery[], ms: number, writes: { ms: number; reached: boolean }[] | null) {
   const lat: number[] = [];
+  // `--trace`: each search's start (ms into the loop) and time, and each write's start, to see when the slow ones are.
+  const trace: number[][] = [];
   let degraded = 0;
   for (let i = 0, t0 = now(), last = now(); now() - t0 < ms; i++) {
     const t = now();
     const res = await r.c.call(R.search, { query: queries[i % queries.length].q, limit: 25 });
     lat.push(now() - t);
+    if (tracing) trace.push([Math.round(t - t0), Math.round((now() - t) * 10) / 10]);
     if (res.degraded) degraded++;
     if (writes && now() - last > 5000) {
       last = now();
+      if (tracing) trace.push([Math.round(last - t0), -1]);
       writes.push(await writeAndWait(r, 1000 + writes.length, queries[i % queries.length].q));
     }
   }
-  return { ...summarize(lat), degraded };
+  return { ...summarize(lat), degraded, ...(tracing ? { trace } : {}) };
 }
 
 async function writesPhase(r: Running, queries: CorpusQuery[]) {
