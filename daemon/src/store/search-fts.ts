@@ -133,7 +133,14 @@ export interface FtsPlan {
 
 const noPlan = (): FtsPlan => ({ all: null, any: null, allPhrases: [], anyPhrases: [], minDf: Infinity, allCommon: false });
 
-const dfCaches = new WeakMap<DB, Map<string, { df: number; docCount: number }>>();
+/**
+ * A word's document frequency as planQuery remembers it: `df` exact when `exact`, else the count stopped at `df` (the
+ * word is in at least that many memories). Kept uncapped: the common-term cap grows with the store (one more every
+ * ~33 memories at a million), and a frequency remembered already capped fell under the next cap, so after one write
+ * every common word remembered looked informative and was weighed and scored again in the disjunctive pass, until
+ * the store had grown by a tenth (a search's full-text arm 5 → 67 ms at 1M, and its answers changed).
+ */
+const dfCaches = new WeakMap<DB, Map<string, { df: number; exact: boolean; docCount: number }>>();
 
 export function planQuery(db: DB, query: string): FtsPlan {
   let dfCache = dfCaches.get(db);
@@ -146,22 +153,30 @@ export function planQuery(db: DB, query: string): FtsPlan {
   const docCount = Math.max(1, (stmt(db, 'SELECT max(rowid) AS c FROM memories').get() as { c: number | null }).c ?? 1);
   const cap = commonTermCap(docCount);
   // Document frequency of a word: the vocabulary table when the word is its own stem, else a MATCH count
-  // through the FTS tokenizer (so stemming applies) stopped where the term counts as common; remembered
-  // until the store has grown by 10%.
+  // through the FTS tokenizer (so stemming applies) stopped a tenth past where the term counts as common;
+  // remembered until the store has grown by 10% (and a stopped count until the cap passes where it stopped).
   const df = (t: string): number => {
     const cached = dfCache.get(t);
-    if (cached && cached.docCount * 1.1 >= docCount && cached.docCount <= docCount * 1.1) return cached.df;
+    if (cached && cached.docCount * 1.1 >= docCount && cached.docCount <= docCount * 1.1 && (cached.exact || cached.df >= cap))
+      return Math.min(cached.df, cap);
     const v = stmt(db, 'SELECT doc FROM memories_fts_vocab WHERE term = ?').get(t) as { doc: number } | undefined;
-    const d = v
-      ? Math.min(v.doc, cap)
-      : (
-          stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(quote(t), cap) as {
-            c: number;
-          }
-        ).c;
+    const stop = Math.ceil(cap * 1.1);
+    const counted = v
+      ? { df: v.doc, exact: true }
+      : (() => {
+          const n = (
+            stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(
+              quote(t),
+              stop,
+            ) as {
+              c: number;
+            }
+          ).c;
+          return { df: n, exact: n < stop };
+        })();
     if (dfCache.size >= 10_000) dfCache.clear();
-    dfCache.set(t, { df: d, docCount });
-    return d;
+    dfCache.set(t, { ...counted, docCount });
+    return Math.min(counted.df, cap);
   };
   const terms: Term[] = [];
   const seen = new Set<string>();
