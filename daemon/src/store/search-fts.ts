@@ -161,19 +161,14 @@ export function planQuery(db: DB, query: string): FtsPlan {
       return Math.min(cached.df, cap);
     const v = stmt(db, 'SELECT doc FROM memories_fts_vocab WHERE term = ?').get(t) as { doc: number } | undefined;
     const stop = Math.ceil(cap * 1.1);
-    const counted = v
-      ? { df: v.doc, exact: true }
-      : (() => {
-          const n = (
-            stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(
-              quote(t),
-              stop,
-            ) as {
-              c: number;
-            }
-          ).c;
-          return { df: n, exact: n < stop };
-        })();
+    const n =
+      v?.doc ??
+      (
+        stmt(db, 'SELECT count(*) AS c FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)').get(quote(t), stop) as {
+          c: number;
+        }
+      ).c;
+    const counted = { df: n, exact: v !== undefined || n < stop };
     if (dfCache.size >= 10_000) dfCache.clear();
     dfCache.set(t, { ...counted, docCount });
     return Math.min(counted.df, cap);
