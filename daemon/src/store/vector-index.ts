@@ -46,9 +46,15 @@ export class VectorIndex implements SlotArrays {
   ns = new Int32Array(0);
   status = new Uint8Array(0); // 255 = free slot
   deleted = new Uint8Array(0);
-  expires = new Float64Array(0);
-  validFrom = new Float64Array(0);
-  validTo = new Float64Array(0);
+  /**
+   * Each slot's entry in `times` (0: none — no expiry and no validity window, as for most memories), so the
+   * three bounds cost 4 bytes a slot rather than 24 (25 MB less resident at a million slots).
+   */
+  private timeRef = new Int32Array(0);
+  /** The bounds of the slots that have any, entry r at 3r: expiry, validity start, validity end (entry 0 unused). */
+  private times = new Float64Array(3);
+  private timesUsed = 1;
+  private timesFree: number[] = [];
   inv = new Float32Array(0);
   q: Int8Array = new Int8Array(0);
   /** A compact index's 4-bit vectors (quantize.ts pack4; `q` is then empty and `inv` is 1/‖q4‖). */
@@ -128,9 +134,7 @@ export class VectorIndex implements SlotArrays {
     this.ns = g(this.ns, Int32Array);
     this.status = g(this.status, Uint8Array);
     this.deleted = g(this.deleted, Uint8Array);
-    this.expires = g(this.expires, Float64Array);
-    this.validFrom = g(this.validFrom, Float64Array);
-    this.validTo = g(this.validTo, Float64Array);
+    this.timeRef = g(this.timeRef, Int32Array);
     this.inv = shared(this.inv, Float32Array);
     // Signatures and int8 vectors in shared WebAssembly memories, where the SIMD kernels read them
     // (vector-kernels.ts); SharedArrayBuffers where the kernels cannot run.
@@ -192,9 +196,33 @@ export class VectorIndex implements SlotArrays {
     }
     this.status[slot] = STATUS[m.status] ?? 1;
     this.deleted[slot] = m.deleted_at === null ? 0 : 1;
-    this.expires[slot] = m.expires_at ?? NONE_MAX;
-    this.validFrom[slot] = m.valid_from ?? -NONE_MAX;
-    this.validTo[slot] = m.valid_to ?? NONE_MAX;
+    this.setTimes(slot, m.expires_at ?? NONE_MAX, m.valid_from ?? -NONE_MAX, m.valid_to ?? NONE_MAX);
+  }
+
+  /** Keep a slot's time bounds: an entry in `times` when it has any, none otherwise. */
+  private setTimes(slot: number, expires: number, from: number, to: number): void {
+    let r = this.timeRef[slot];
+    if (expires === NONE_MAX && from === -NONE_MAX && to === NONE_MAX) {
+      if (r !== 0) this.freeTimes(slot);
+      return;
+    }
+    if (r === 0) {
+      r = this.timesFree.pop() ?? this.timesUsed++;
+      if (r * 3 + 3 > this.times.length) {
+        const b = new Float64Array(Math.max(r * 3 + 3, this.times.length * 2));
+        b.set(this.times);
+        this.times = b;
+      }
+      this.timeRef[slot] = r;
+    }
+    this.times[r * 3] = expires;
+    this.times[r * 3 + 1] = from;
+    this.times[r * 3 + 2] = to;
+  }
+
+  private freeTimes(slot: number): void {
+    this.timesFree.push(this.timeRef[slot]);
+    this.timeRef[slot] = 0;
   }
 
   put(m: MetaRow, q: Int8Array, sig: Int32Array, inv: number): void {
@@ -296,8 +324,7 @@ export class VectorIndex implements SlotArrays {
   /** Bytes of the typed arrays this index holds (capacity included; a kernel memory counts its committed pages). */
   memoryBytes(): number {
     let n = this.slotOf.bytes + this.admitted.byteLength + this.admitCached * 4;
-    for (const a of [this.rowid, this.ns, this.status, this.deleted, this.expires, this.validFrom, this.validTo, this.inv, this.nsPos])
-      n += a.byteLength;
+    for (const a of [this.rowid, this.ns, this.status, this.deleted, this.timeRef, this.times, this.inv, this.nsPos]) n += a.byteLength;
     for (const l of this.nsList.values()) n += l.slots.byteLength;
     n += this.buckets?.bytes ?? 0;
     if (this.kmem) n += this.kmem.q.mem.buffer.byteLength + this.kmem.sig.mem.buffer.byteLength;
@@ -320,6 +347,7 @@ export class VectorIndex implements SlotArrays {
     this.slotOf.delete(rowid);
     this.status[slot] = 255;
     this.inv[slot] = 0;
+    if (this.timeRef[slot] !== 0) this.freeTimes(slot);
     this.free.push(slot);
   }
 
@@ -350,7 +378,7 @@ export class VectorIndex implements SlotArrays {
       return out.subarray(0, n);
     }
     // The common case in one loop over the typed arrays: live, non-zero, in scope, visible.
-    const { status, inv, ns, deleted, expires, validFrom, validTo } = this;
+    const { status, inv, ns, deleted, timeRef, times } = this;
     const mlen = nsMask ? nsMask.length : 0;
     const wDeleted = !!inc.deleted,
       wProposed = !!inc.proposed,
@@ -392,20 +420,23 @@ export class VectorIndex implements SlotArrays {
         if ((st === 1 && !wProposed) || (st === 2 && !wSuperseded)) continue;
         // Time: the answer holds until the nearest bound after `now` (an expiry or validity end of a visible
         // slot, a validity start of one not yet valid); a bound at or before `now` stays crossed.
-        if (!wExpired) {
-          const e = expires[s];
-          if (e <= now) continue;
-          if (e < until) until = e;
-        }
-        if (!wOut) {
-          const f = validFrom[s];
-          if (f > now) {
-            if (f < until) until = f;
-            continue;
+        const r = timeRef[s] * 3;
+        if (r !== 0) {
+          if (!wExpired) {
+            const e = times[r];
+            if (e <= now) continue;
+            if (e < until) until = e;
           }
-          const t = validTo[s];
-          if (t <= now) continue;
-          if (t < until) until = t;
+          if (!wOut) {
+            const f = times[r + 1];
+            if (f > now) {
+              if (f < until) until = f;
+              continue;
+            }
+            const t = times[r + 2];
+            if (t <= now) continue;
+            if (t < until) until = t;
+          }
         }
         out[n++] = s;
       }
@@ -438,8 +469,10 @@ export class VectorIndex implements SlotArrays {
     if (st === 255 || this.inv[s] === 0) return false;
     if (!inc.deleted && this.deleted[s]) return false;
     if ((st === 1 && !inc.proposed) || (st === 2 && !inc.superseded)) return false;
-    if (!inc.expired && this.expires[s] <= now) return false;
-    if (!inc.outOfValidity && (this.validFrom[s] > now || this.validTo[s] <= now)) return false;
+    const r = this.timeRef[s] * 3;
+    if (r === 0) return true;
+    if (!inc.expired && this.times[r] <= now) return false;
+    if (!inc.outOfValidity && (this.times[r + 1] > now || this.times[r + 2] <= now)) return false;
     return true;
   }
 }
