@@ -119,8 +119,8 @@ else
   LOG=${XDG_STATE_HOME:-$HOME/.local/state}/cairn/daemon.log
   mkdir -p "$(dirname "$LOG")"
   # The Node flags and environment every daemon starter passes (DAEMON_NODE_FLAGS and DAEMON_ENV in
-  # daemon/src/client/ensure-daemon.ts; a tidy test keeps them the same). A MALLOC_ARENA_MAX of your own wins.
-  MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2} "$NODE" --max-semi-space-size=2 "$REPO/daemon/bin/cairn.js" daemon >>"$LOG" 2>&1 &
+  # daemon/src/client/ensure-daemon.ts; a tidy test keeps them the same). Variables of your own win.
+  MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2} MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072} "$NODE" --max-semi-space-size=2 "$REPO/daemon/bin/cairn.js" daemon >>"$LOG" 2>&1 &
   DAEMON_PID=$!
   for _ in $(seq 1 80); do [ -n "$(daemon_pid)" ] && break; kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.25; done
   if [ -z "$(daemon_pid)" ]; then

@@ -165,7 +165,7 @@ export const Environment = {
   CAIRN_TASK: "Agent task of a `cairn mcp` session, as --task: with a burner branch, the session's memory reads and writes use it.",
   CAIRN_DISABLE_VEC: 'Boolean: open stores without sqlite-vec (vector search off); for diagnosis.',
   CAIRN_DAEMON_REEXEC:
-    'Set by `cairn daemon` on the copy of itself it runs with the memory settings it was started without (MALLOC_ARENA_MAX, Node flags); that copy never runs another.',
+    'Set by `cairn daemon` on the copy of itself it runs with the memory settings it was started without (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, Node flags); that copy never runs another.',
   CAIRN_FRAME_HEADER_MS:
     "The daemon's time limit (ms, default 10000) for a connection to complete a frame's header section after its first byte.",
   CAIRN_FRAME_TIME_MS: "The daemon's time limit (ms, default 30000) for a connection to complete a whole frame after its first byte.",
