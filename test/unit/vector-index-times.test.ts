@@ -80,7 +80,7 @@ describe('vector index time bounds', () => {
     assert.ok(checked > 0);
   });
 
-  it('costs 4 bytes a slot for memories without bounds', () => {
+  it('a memory with bounds costs one 24-byte entry beyond a memory without (which costs its 4-byte reference only)', () => {
     const ix = new VectorIndex({ model: 'm', dimension: DIM, table: 'vq_test' });
     const base = { ns: 1, status: 'active', deleted_at: null, expires_at: null, valid_from: null, valid_to: null };
     for (let r = 1; r <= 10_000; r++) ix.put({ rowid: r, ...base }, new Int8Array(DIM).fill(1), new Int32Array(SIG_WORDS), 1);
