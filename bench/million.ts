@@ -184,6 +184,7 @@ async function searchPhase(r: Running, queries: CorpusQuery[], label: string) {
       const ms: number[] = [];
       const tops: string[][] = [];
       const cpu0 = cpuMs(r.pid);
+      const threads0 = threadCpuMs(r.pid);
       for (const q of queries) {
         const t = now();
         const res = await r.c.call(R.search, {
@@ -200,6 +201,9 @@ async function searchPhase(r: Running, queries: CorpusQuery[], label: string) {
       out[`${mode}_${scoped ? 'scoped' : 'whole'}`] = {
         ...summarize(ms),
         daemonCpuMsPerQuery: Math.round(((cpuMs(r.pid) - cpu0) / queries.length) * 100) / 100,
+        // The same per thread: the event loop, the embedding worker (the vector arm's scan), and any background work
+        // (the checkpoint worker's full-text merge) that ran beside the queries and took a core from them.
+        threadCpuMsPerQuery: perRecord(threads0, threadCpuMs(r.pid), queries.length),
       };
       if (mode === 'hybrid') (hitLog[label] ??= {})[scoped ? 'scoped' : 'whole'] = tops;
     }
