@@ -12,6 +12,7 @@ import {
   dotsKernel,
   growKernelArray,
   hammingKernel,
+  hammingManyKernel,
   kernelsRun,
   query16,
   type KernelMemory,
@@ -70,6 +71,23 @@ describe('vector kernels (WebAssembly SIMD)', () => {
       checked++;
     });
     assert.ok(checked > 17_000);
+  });
+
+  it('the many-query Hamming kernel gives each query the distances the one-query kernel gives, across chunks', () => {
+    const n = 20_000; // three scratch chunks, the last one partial
+    const { km, r } = fixture(n, 16, 3);
+    const admitted = Int32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.8);
+    const queries = 5;
+    const qsigs = Int32Array.from({ length: queries * SIG_WORDS }, () => Math.floor(r() * 2 ** 32) | 0);
+    const dists = new Uint16Array(queries * admitted.length);
+    hammingManyKernel(km, admitted, qsigs, dists);
+    const one = new Uint16Array(admitted.length);
+    for (let j = 0; j < queries; j++) {
+      hammingKernel(km, admitted, qsigs.subarray(j * SIG_WORDS, (j + 1) * SIG_WORDS), one);
+      assert.deepEqual(dists.subarray(j * admitted.length, (j + 1) * admitted.length), one, `query ${j}`);
+    }
+    // Not all alike: the queries differ, so their distances do.
+    assert.notDeepEqual(dists.subarray(0, admitted.length), dists.subarray(admitted.length, 2 * admitted.length));
   });
 
   it('the dot-product kernel gives the float64 sums up to float32 rounding', () => {

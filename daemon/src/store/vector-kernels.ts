@@ -13,6 +13,7 @@
  * JavaScript loops.
  */
 import { isMainThread } from 'node:worker_threads';
+import { SIG_WORDS } from './quantize';
 import { VECTOR_KERNELS_WASM } from './vector-kernels-wasm';
 
 /** One array of the index in a shared WebAssembly memory: slot 0's bytes at `off` (after the header and scratch). */
@@ -140,6 +141,33 @@ export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int3
       slots.set(admitted.subarray(from, from + n));
       k.hamming(km.sig.off, area + A_SLOTS, n, area + A_QSIG, area + A_DIST);
       dist.set(out.subarray(0, n), from);
+    }
+  });
+}
+
+/**
+ * The Hamming distances of `admitted`'s slots to each of several signatures (`qsigs`, SIG_WORDS each), into `dists`:
+ * query `j`'s distances at `j * admitted.length`, each in `admitted`'s order, as hammingKernel gives them. Chunk by
+ * chunk, every query runs over a chunk before the next is read, so the chunk's signatures come from memory once for
+ * all the queries: a namespace's slots are spread over the whole index (writes of many namespaces interleave), and
+ * at a million slots reading each one's signature, not the arithmetic, was most of a pass (bench/README.md).
+ */
+export function hammingManyKernel(km: KernelMemory, admitted: Int32Array, qsigs: Int32Array, dists: Uint16Array): void {
+  const words = SIG_WORDS;
+  const queries = qsigs.length / words;
+  const n = admitted.length;
+  withKernels(km.sig.mem, (k, area, buf) => {
+    const qsig = new Int32Array(buf, area + A_QSIG, words);
+    const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
+    const out = new Uint16Array(buf, area + A_DIST, CHUNK);
+    for (let from = 0; from < n; from += CHUNK) {
+      const m = Math.min(CHUNK, n - from);
+      slots.set(admitted.subarray(from, from + m));
+      for (let j = 0; j < queries; j++) {
+        qsig.set(qsigs.subarray(j * words, (j + 1) * words));
+        k.hamming(km.sig.off, area + A_SLOTS, m, area + A_QSIG, area + A_DIST);
+        dists.set(out.subarray(0, m), j * n + from);
+      }
     }
   });
 }

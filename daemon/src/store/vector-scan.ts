@@ -8,7 +8,7 @@
  */
 import type { ArmHit } from './search-fts';
 import { q4Bytes, SIG_BITS, SIG_WORDS, signature } from './quantize';
-import { dotsKernel, hammingKernel, type KernelMemory } from './vector-kernels';
+import { dotsKernel, hammingKernel, hammingManyKernel, type KernelMemory } from './vector-kernels';
 
 /**
  * What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature.
@@ -70,6 +70,8 @@ export function nearest(
   skip = -1,
   /** Hits a compact index's scan returns to be ranked again (rerankPool(limit) unless given). */
   pool = rerankPool(limit),
+  /** The Hamming distances of `admitted`'s slots to the signature, when already computed (hammingManyKernel). */
+  dists?: Uint16Array,
 ): ArmHit[] {
   const all = admitted.length;
   const n = skip >= 0 ? all - 1 : all;
@@ -77,10 +79,10 @@ export function nearest(
   if (n > exactMax) {
     if (sc.dist.length < all) sc.dist = new Uint16Array(all);
     if (sc.pool.length < all) sc.pool = new Int32Array(all);
-    const dist = sc.dist;
+    const dist = dists ?? sc.dist;
     const hist = new Int32Array(SIG_BITS + 1);
-    if (a.kmem) {
-      hammingKernel(a.kmem, admitted, sigOf(), dist);
+    if (dists || a.kmem) {
+      if (!dists) hammingKernel(a.kmem!, admitted, sigOf(), dist);
       for (let i = 0; i < all; i++) hist[dist[i]]++;
     } else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
     if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
@@ -301,32 +303,73 @@ export interface DuplicateScanResult {
   scores: Float64Array;
 }
 
+/**
+ * Checks of one namespace whose Hamming passes run together (hammingManyKernel): each chunk of the namespace's
+ * signatures is read from memory once for up to this many of them. A bulk import's pass checks hundreds of memories
+ * of a few large namespaces; at a million memories a pass over a namespace's scattered slots read ~3 times longer
+ * than over the same number in a row (bench/README.md), and the distances of 16 checks of a 120k-memory namespace
+ * take 3.8 MB.
+ */
+export const DUP_PASS_QUERIES = 16;
+
 /** Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them. */
 export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
   const checks = scan.group.length;
   const d = scan.arrays.dimension;
-  const counts = new Int32Array(checks);
-  const rowids: number[] = [];
-  const scores: number[] = [];
   const selfAt = ownSlots(scan);
-  for (let c = 0; c < checks; c++) {
-    // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
-    const from = scan.starts[scan.group[c]];
-    const to = scan.starts[scan.group[c] + 1];
-    const hits = nearest(
+  const hits: ArmHit[][] = new Array<ArmHit[]>(checks);
+  const listOf = (g: number) => scan.slots.subarray(scan.starts[g], scan.starts[g + 1]);
+  const sigOf = (c: number) => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS);
+  // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
+  const one = (c: number, dists?: Uint16Array) => {
+    hits[c] = nearest(
       scan.arrays,
       sc,
-      scan.slots.subarray(from, to),
+      listOf(scan.group[c]),
       scan.vectors.subarray(c * d, (c + 1) * d),
       scan.limit,
-      () => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS),
+      () => sigOf(c),
       scan.exactMax,
       scan.candidates,
       selfAt[c],
       scan.rerank,
+      dists,
     );
-    counts[c] = hits.length;
-    for (const h of hits) {
+  };
+  // The checks that take the Hamming pass in the kernels (more than exactMax slots besides their own), by group.
+  const km = scan.arrays.kmem;
+  const passes = new Map<number, number[]>();
+  for (let c = 0; c < checks; c++) {
+    const g = scan.group[c];
+    const n = scan.starts[g + 1] - scan.starts[g] - (selfAt[c] >= 0 ? 1 : 0);
+    if (!km || n <= scan.exactMax) one(c);
+    else {
+      const list = passes.get(g);
+      if (list) list.push(c);
+      else passes.set(g, [c]);
+    }
+  }
+  for (const [g, cs] of passes) {
+    const list = listOf(g);
+    for (let i = 0; i < cs.length; i += DUP_PASS_QUERIES) {
+      const part = cs.slice(i, i + DUP_PASS_QUERIES);
+      if (part.length === 1) {
+        one(part[0]);
+        continue;
+      }
+      const qsigs = new Int32Array(part.length * SIG_WORDS);
+      part.forEach((c, j) => qsigs.set(sigOf(c), j * SIG_WORDS));
+      const dists = new Uint16Array(part.length * list.length);
+      hammingManyKernel(km!, list, qsigs, dists);
+      part.forEach((c, j) => one(c, dists.subarray(j * list.length, (j + 1) * list.length)));
+    }
+  }
+  const counts = new Int32Array(checks);
+  const rowids: number[] = [];
+  const scores: number[] = [];
+  for (let c = 0; c < checks; c++) {
+    counts[c] = hits[c].length;
+    for (const h of hits[c]) {
       rowids.push(h.rowid);
       scores.push(h.score);
     }
