@@ -349,6 +349,10 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       else passes.set(g, [c]);
     }
   }
+  // One buffer for every group's distances (the largest group's, up to DUP_PASS_QUERIES checks), not one per group.
+  let most = 0;
+  for (const [g, cs] of passes) if (cs.length > 1) most = Math.max(most, Math.min(cs.length, DUP_PASS_QUERIES) * listOf(g).length);
+  const buffer = new Uint16Array(most);
   for (const [g, cs] of passes) {
     const list = listOf(g);
     for (let i = 0; i < cs.length; i += DUP_PASS_QUERIES) {
@@ -359,7 +363,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       }
       const qsigs = new Int32Array(part.length * SIG_WORDS);
       part.forEach((c, j) => qsigs.set(sigOf(c), j * SIG_WORDS));
-      const dists = new Uint16Array(part.length * list.length);
+      const dists = buffer.subarray(0, part.length * list.length);
       hammingManyKernel(km!, list, qsigs, dists);
       part.forEach((c, j) => one(c, dists.subarray(j * list.length, (j + 1) * list.length)));
     }
