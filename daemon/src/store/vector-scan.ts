@@ -311,6 +311,11 @@ export interface DuplicateScanResult {
  * take 3.8 MB.
  */
 export const DUP_PASS_QUERIES = 16;
+/**
+ * ...and at most this many distances at once (4 MB): a namespace of a million memories runs its checks two at a time
+ * rather than holding 16 of its passes' distances (32 MB).
+ */
+export const DUP_PASS_DISTANCES = 1 << 21;
 
 /** Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them. */
 export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
@@ -349,14 +354,17 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       else passes.set(g, [c]);
     }
   }
-  // One buffer for every group's distances (the largest group's, up to DUP_PASS_QUERIES checks), not one per group.
+  // Checks run together per group: up to DUP_PASS_QUERIES, and no more than DUP_PASS_DISTANCES distances.
+  const together = (g: number) => Math.max(1, Math.min(DUP_PASS_QUERIES, Math.floor(DUP_PASS_DISTANCES / Math.max(1, listOf(g).length))));
+  // One buffer for every group's distances (the largest group's), not one per group.
   let most = 0;
-  for (const [g, cs] of passes) if (cs.length > 1) most = Math.max(most, Math.min(cs.length, DUP_PASS_QUERIES) * listOf(g).length);
+  for (const [g, cs] of passes) if (cs.length > 1) most = Math.max(most, Math.min(cs.length, together(g)) * listOf(g).length);
   const buffer = new Uint16Array(most);
   for (const [g, cs] of passes) {
     const list = listOf(g);
-    for (let i = 0; i < cs.length; i += DUP_PASS_QUERIES) {
-      const part = cs.slice(i, i + DUP_PASS_QUERIES);
+    const step = together(g);
+    for (let i = 0; i < cs.length; i += step) {
+      const part = cs.slice(i, i + step);
       if (part.length === 1) {
         one(part[0]);
         continue;
