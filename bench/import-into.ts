@@ -17,7 +17,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { spawnDaemon, tempDir, ROOT } from '../test/helpers';
-import { loadAvg } from './proc';
+import { loadAvg, perThread, threadCpuMs } from './proc';
 import { arg, now } from './stats';
 import { streamRecords, toUpsert } from './workload';
 
@@ -28,21 +28,6 @@ const records = Number(arg('records', '20000'));
 const bin = arg('cairn', path.join(ROOT, 'daemon', 'bin', 'cairn.js'));
 const jsonOut = arg('json', '');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** CPU ms per thread of a process: `main` (the event loop) and the others by thread id. */
-function threadCpuMs(pid: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const f = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      out[t === String(pid) ? 'main' : t] = ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return out;
-}
 
 async function main(): Promise<void> {
   if (!storeDir || !fs.existsSync(path.join(storeDir, 'cairn.db'))) throw new Error('--store DIR: a folder holding cairn.db');
@@ -83,12 +68,7 @@ async function main(): Promise<void> {
     const written = now();
     for (let k = 0; k < 20; k++) if ((await c.call(R.indexWait, { position: last, timeoutMs: 600_000 })).reached) break;
     const caughtUp = now();
-    const threads1 = threadCpuMs(pid);
-    const cpuMsPerRecord = Object.fromEntries(
-      Object.entries(threads1)
-        .map(([k, v]) => [k, Math.round(((v - (threads0[k] ?? 0)) / records) * 1000) / 1000] as const)
-        .filter(([, v]) => v > 0),
-    );
+    const cpuMsPerRecord = perThread(threads0, threadCpuMs(pid), records);
     const result = {
       size,
       records,

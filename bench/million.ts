@@ -47,7 +47,7 @@ import { Requests as R } from '../daemon/src/protocol/methods';
 import { spawnDaemon, tempDir, ROOT, type SpawnedDaemon } from '../test/helpers';
 import { builtinModelPath } from '../daemon/src/embed';
 import { RECLAIM_MIN_PAGES } from '../daemon/src/store/wal';
-import { cpuMs, diskMiB, loadAvg as load, memoryMiB, resetPeak } from './proc';
+import { cpuMs, diskMiB, loadAvg as load, memoryMiB, perThread, resetPeak, threadCpuMs } from './proc';
 import { arg, fmt, now, summarize } from './stats';
 import { ensureCorpus, readJsonl, streamRecords, toUpsert, type CorpusQuery } from './workload';
 
@@ -98,27 +98,6 @@ async function waitReady(c: StreamClient): Promise<void> {
   }
 }
 
-/** CPU ms per thread (every thread is named `node`): `main` (the event loop) and the others by thread id. */
-function threadCpuMs(pid: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const f = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      out[t === String(pid) ? 'main' : t] = ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return out;
-}
-const perRecord = (a: Record<string, number>, b: Record<string, number>, n: number) =>
-  Object.fromEntries(
-    Object.entries(b)
-      .map(([k, v]) => [k, Math.round(((v - (a[k] ?? 0)) / n) * 1000) / 1000] as const)
-      .filter(([, v]) => v > 0),
-  );
-
 async function importPhase(r: Running, size: number) {
   await waitReady(r.c);
   resetPeak(r.pid);
@@ -155,7 +134,7 @@ async function importPhase(r: Running, size: number) {
     /** The daemon's CPU (all threads) per record: what a loaded machine moves least. */
     daemonCpuMsPerRecord: Math.round(((cpuMs(r.pid) - cpu0) / size) * 1000) / 1000,
     /** The same per thread: the event loop (`main`) and the others by id (embedding and checkpoint workers, V8's helpers). */
-    threadCpuMsPerRecord: perRecord(threads0, threadCpuMs(r.pid), size),
+    threadCpuMsPerRecord: perThread(threads0, threadCpuMs(r.pid), size),
     peakRssMiB: memoryMiB(r.pid, 'VmHWM'),
     diskMiBAfterWrites: diskAfterWrites,
     diskMiBCaughtUp: diskMiB(r.d.db),
@@ -203,7 +182,7 @@ async function searchPhase(r: Running, queries: CorpusQuery[], label: string) {
         daemonCpuMsPerQuery: Math.round(((cpuMs(r.pid) - cpu0) / queries.length) * 100) / 100,
         // The same per thread: the event loop, the embedding worker (the vector arm's scan), and any background work
         // (the checkpoint worker's full-text merge) that ran beside the queries and took a core from them.
-        threadCpuMsPerQuery: perRecord(threads0, threadCpuMs(r.pid), queries.length),
+        threadCpuMsPerQuery: perThread(threads0, threadCpuMs(r.pid), queries.length),
       };
       if (mode === 'hybrid') (hitLog[label] ??= {})[scoped ? 'scoped' : 'whole'] = tops;
     }

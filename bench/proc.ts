@@ -27,6 +27,30 @@ export function cpuMs(pid: number): number {
   return ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
 }
 
+/** CPU ms per thread of a process (every thread is named `node`): `main` (the event loop) and the others by thread id. */
+export function threadCpuMs(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      out[t === String(pid) ? 'main' : t] = ((Number(rest[11]) + Number(rest[12])) * 1000) / 100;
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
+}
+
+/** CPU ms per thread between two threadCpuMs readings, per unit of work (`n` records, queries): threads that used some. */
+export function perThread(a: Record<string, number>, b: Record<string, number>, n: number): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(b)
+      .map(([k, v]) => [k, Math.round(((v - (a[k] ?? 0)) / n) * 1000) / 1000] as const)
+      .filter(([, v]) => v > 0),
+  );
+}
+
 /** A SQLite store's size on disk in MiB: the database file, its WAL and its shared-memory file. */
 export function diskMiB(db: string): number {
   let bytes = 0;
