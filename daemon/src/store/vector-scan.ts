@@ -77,7 +77,7 @@ export function nearest(
   const n = skip >= 0 ? all - 1 : all;
   let admittedPool = admitted;
   if (n > exactMax) {
-    if (sc.dist.length < all) sc.dist = new Uint16Array(all);
+    if (!dists && sc.dist.length < all) sc.dist = new Uint16Array(all);
     if (sc.pool.length < all) sc.pool = new Int32Array(all);
     const dist = dists ?? sc.dist;
     const hist = new Int32Array(SIG_BITS + 1);
@@ -324,6 +324,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const selfAt = ownSlots(scan);
   const hits: ArmHit[][] = new Array<ArmHit[]>(checks);
   const listOf = (g: number) => scan.slots.subarray(scan.starts[g], scan.starts[g + 1]);
+  const sizeOf = (g: number) => scan.starts[g + 1] - scan.starts[g];
   const sigOf = (c: number) => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS);
   // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
   const one = (c: number, dists?: Uint16Array) => {
@@ -346,7 +347,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const passes = new Map<number, number[]>();
   for (let c = 0; c < checks; c++) {
     const g = scan.group[c];
-    const n = scan.starts[g + 1] - scan.starts[g] - (selfAt[c] >= 0 ? 1 : 0);
+    const n = sizeOf(g) - (selfAt[c] >= 0 ? 1 : 0);
     if (!km || n <= scan.exactMax) one(c);
     else {
       const list = passes.get(g);
@@ -355,10 +356,10 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
     }
   }
   // Checks run together per group: up to DUP_PASS_QUERIES, and no more than DUP_PASS_DISTANCES distances.
-  const together = (g: number) => Math.max(1, Math.min(DUP_PASS_QUERIES, Math.floor(DUP_PASS_DISTANCES / Math.max(1, listOf(g).length))));
+  const together = (g: number) => Math.max(1, Math.min(DUP_PASS_QUERIES, Math.floor(DUP_PASS_DISTANCES / Math.max(1, sizeOf(g)))));
   // One buffer for every group's distances (the largest group's), not one per group.
   let most = 0;
-  for (const [g, cs] of passes) if (cs.length > 1) most = Math.max(most, Math.min(cs.length, together(g)) * listOf(g).length);
+  for (const [g, cs] of passes) if (cs.length > 1) most = Math.max(most, Math.min(cs.length, together(g)) * sizeOf(g));
   const buffer = new Uint16Array(most);
   for (const [g, cs] of passes) {
     const list = listOf(g);
