@@ -42,10 +42,12 @@ echo "== unit and integration tests"
 # e2e step below (extension/src/test/suite, loaded by its all.ts; test/unit/tidy.test.ts checks both lists).
 mapfile -t files < <(find . \( -name node_modules -o -name .git -o -name out \) -prune -o -name '*.test.ts' -print |
   sed 's|^\./||' | grep -v '^extension/src/test/suite/' | sort)
-# Show the summary, and each failing test with its whole diagnostic block (error, stack, expected/actual).
+# Show the summary, and each failing test with its whole diagnostic block (error, stack, expected/actual), nested
+# ones too: a failing test inside a describe is an indented "not ok" before its suite's own (which says only "1
+# subtest failed").
 # A hung test file (a process that never exits) fails the run after 40 minutes instead of using up CI's whole limit.
 timeout --kill-after=30s 40m node --import tsx --test --test-reporter=tap "${files[@]}" 2>&1 | tee "$SANDBOX/node-tests.log" |
-  awk '/^not ok/ { show = 1; print; next } /^(ok|# Subtest)/ { show = 0 } /^# (tests|pass|fail|cancelled|skipped) / { print; next } show && n++ < 400 { print }' || true
+  awk '/^ *not ok/ { show = 1; print; next } /^ *(ok|# Subtest)/ { show = 0 } /^# (tests|pass|fail|cancelled|skipped) / { print; next } show && n++ < 400 { print }' || true
 count "$SANDBOX/node-tests.log"
 if ! grep -qE '^# pass [0-9]+' "$SANDBOX/node-tests.log"; then failed=$((failed + 1)); echo "node test run did not complete"; tail -40 "$SANDBOX/node-tests.log"; fi
 
