@@ -23,25 +23,46 @@ export class AccessBumps {
   /** rowid -> [reads not yet recorded, time of the latest]. */
   private pending = new Map<string, [number, number]>();
   private running: Promise<void> | null = null;
+  /** Batches applied (or dropped) so far: a read that began at epoch e saw every batch before e in its stored count. */
+  private epoch = 0;
+  /** Reads in flight by the epoch they began at, oldest first (epochs only grow, so insertion order is age order). */
+  private reading = new Map<number, number>();
+  /**
+   * The count this daemon last answered for a row, and the epoch from which the stored count includes every read it
+   * answered (Infinity while some are queued or being written). A second read before then answers one more than the
+   * first, as on the SQLite store; a read that began later reads them stored (never counting a stored read twice).
+   */
+  private shown = new Map<string, { count: number; stored: number }>();
+  /** Rows whose reads were applied, with the epoch they were applied by: dropped from `shown` once no older read is in flight. */
+  private settled: [string, number][] = [];
 
   constructor(private readonly pool: pg.Pool) {}
 
-  /**
-   * The count this daemon last answered for a row whose reads are still queued or being written: a second read before
-   * the batch lands answers one more than the first, as on the SQLite store (never counting a stored read twice).
-   */
-  private shown = new Map<string, number>();
+  /** Call before the read whose row will be passed to add; end(started) after it, whatever its outcome. */
+  begin(): number {
+    this.reading.set(this.epoch, (this.reading.get(this.epoch) ?? 0) + 1);
+    return this.epoch;
+  }
+
+  end(started: number): void {
+    const n = (this.reading.get(started) ?? 1) - 1;
+    if (n > 0) this.reading.set(started, n);
+    else this.reading.delete(started);
+    this.prune();
+  }
 
   /**
    * Record one read of the row at `now` (milliseconds), soon; returns the access count to answer with: the stored
-   * count `stored` plus this read, or one more than this daemon's previous answer while its reads are not stored yet.
+   * count `stored` (read by a read that began at `started`) plus this read, or one more than this daemon's previous
+   * answer while the read could not see that answer's reads stored.
    */
-  add(rowid: number | string, now: number, stored = 0): number {
+  add(rowid: number | string, now: number, stored: number, started: number): number {
     const k = String(rowid);
     const p = this.pending.get(k);
     this.pending.set(k, p ? [p[0] + 1, Math.max(p[1], now)] : [1, now]);
-    const count = Math.max(stored + 1, (this.shown.get(k) ?? 0) + 1);
-    this.shown.set(k, count);
+    const s = this.shown.get(k);
+    const count = s && started < s.stored ? Math.max(stored + 1, s.count + 1) : stored + 1;
+    this.shown.set(k, { count, stored: Infinity });
     this.running ??= this.drain().finally(() => (this.running = null));
     return count;
   }
@@ -49,6 +70,21 @@ export class AccessBumps {
   /** Resolves when every read recorded so far is applied (or dropped): before the pool closes, and in tests. */
   async flushed(): Promise<void> {
     while (this.running) await this.running;
+  }
+
+  /** Rows tracked for answers not yet known stored (bounded by the reads in flight and queued; for tests). */
+  get tracked(): number {
+    return this.shown.size;
+  }
+
+  private prune(): void {
+    const oldest = this.reading.size ? this.reading.keys().next().value! : this.epoch;
+    let i = 0;
+    for (; i < this.settled.length && this.settled[i][1] <= oldest; i++) {
+      const [k, e] = this.settled[i];
+      if (this.shown.get(k)?.stored === e) this.shown.delete(k); // not read again since
+    }
+    if (i) this.settled.splice(0, i);
   }
 
   private async drain(): Promise<void> {
@@ -67,8 +103,17 @@ export class AccessBumps {
       } catch {
         /* access statistics are best effort: a failed batch (read-only server, lost connection) is dropped */
       }
-      // Stored now (or dropped): a later read's stored count includes them, unless it was read again meanwhile.
-      for (const [k] of batch) if (!this.pending.has(k)) this.shown.delete(k);
+      // Stored now (or dropped): a read that begins from here on includes them in its stored count, unless the row
+      // was read again meanwhile. A read already in flight may have read the row before the UPDATE committed.
+      this.epoch++;
+      for (const [k] of batch) {
+        const s = this.shown.get(k);
+        if (s && !this.pending.has(k)) {
+          s.stored = this.epoch;
+          this.settled.push([k, this.epoch]);
+        }
+      }
+      this.prune();
     }
   }
 }

@@ -31,9 +31,25 @@ export async function pgGet(pool: pg.Pool, p: GetParams, now: number, bumps: Acc
   }
   where = andSql(`${where} AND n.deleted_at IS NULL`, scopeSql(q, p.scope));
   const read = `SELECT ${MEMORY_COLUMNS} FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE ${where}`;
+  const started = bumps.begin(); // a read in flight when a batch of bumps lands may not see it stored
+  try {
+    return await answer(pool, p, prepared(read, q.values), now, bumps, started);
+  } finally {
+    bumps.end(started);
+  }
+}
+
+async function answer(
+  pool: pg.Pool,
+  p: GetParams,
+  read: pg.QueryConfig,
+  now: number,
+  bumps: AccessBumps,
+  started: number,
+): Promise<Memory> {
   let row: MemoryRow | undefined;
   try {
-    row = (await pool.query<MemoryRow>(prepared(read, q.values))).rows[0];
+    row = (await pool.query<MemoryRow>(read)).rows[0];
   } catch (e) {
     throw mapError(e);
   }
@@ -53,7 +69,7 @@ export async function pgGet(pool: pg.Pool, p: GetParams, now: number, bumps: Acc
         expiresAt: iso(row.expires_at),
       });
   }
-  row.access_count = bumps.add(row.rowid, now, row.access_count); // recorded after the answer (store/pg/access-stats.ts)
+  row.access_count = bumps.add(row.rowid, now, row.access_count, started); // recorded after the answer (store/pg/access-stats.ts)
   row.last_accessed_at = now;
   return toMemory(row);
 }
