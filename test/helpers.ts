@@ -15,8 +15,17 @@ import { Store } from '../daemon/src/store/store';
 export const ROOT = path.resolve(__dirname, '..');
 export const CAIRN_BIN = path.join(ROOT, 'daemon', 'bin', 'cairn.js');
 
+/** Temp dirs made by this test process, removed when it exits (a test that fails midway, or never removes its own, leaves none behind). */
+const made: string[] = [];
+
 export function tempDir(prefix = 'cairn-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  if (!made.length)
+    process.once('exit', () => {
+      for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+    });
+  made.push(dir);
+  return dir;
 }
 
 /** A fresh store in a temp dir, and a Core over it (the daemon's request path without a transport). */
