@@ -221,3 +221,103 @@ describe("indexer: what changed while the worker's knn ran", () => {
     }
   });
 });
+
+describe('on a compact index the worker ranks its hits again from the stored int8 vectors', () => {
+  const c = tempCore();
+  let e: Embedder;
+  let ix: Indexer;
+  before(async () => {
+    e = await Embedder.start({ model: 'builtin', allowRemote: false });
+    c.store.vectors.compactAbove = 0; // compact at any size: 4-bit vectors in memory, int8 ones on disk
+    ix = new Indexer(c.store, () => {});
+    await ix.use(e);
+    const items = Array.from({ length: 400 }, (_, i) => ({
+      namespace: i < 300 ? 'project.a' : 'project.b',
+      key: `note-${i}`,
+      value: `${TOPICS[i % TOPICS.length]} (note ${i}${i % 4 ? ', see the wiki' : ''})`,
+      tags: i % 3 === 0 ? ['ops'] : ['dev'],
+    }));
+    const res = await c.core.call(R.upsertBatch, { items });
+    assert.equal(res.results.filter((x) => x.ok).length, 400);
+    assert.ok((await ix.waitFor(c.store.position(), 60_000)).reached);
+    assert.equal(ix.status().index?.compact, true);
+  });
+  after(async () => {
+    await ix?.stop();
+    await e?.close();
+    c.close();
+  });
+
+  const scopes: (Scope | undefined)[] = [undefined, { root: 'project.b', includeUser: false }];
+  const filter: Filter = { field: 'tags', op: 'has', value: 'ops' };
+  const queries = ['how do we ship a build to the test environment', 'where is the session kept', 'nightly database backup'];
+
+  it('answers exactly what the event loop ranks (scores from the int8 vectors), whole-store, scoped and filtered', async () => {
+    const vs = c.store.vectors;
+    const model = ix.model!;
+    let compared = 0;
+    for (const text of queries)
+      for (const scope of scopes)
+        for (const f of [undefined, filter]) {
+          const q: KnnQuery = { scope, filter: f, now: c.store.now(), limit: 8 };
+          const [v] = await e.embed([text], { priority: true });
+          const here = vs.knn(model, v, q);
+          const p = vs.prepareKnn(model, q);
+          assert.deepEqual(p.stored, { file: c.store.path, table: model.table });
+          const r = await e.nearest(text, { ...p, limit: q.limit });
+          assert.equal(r.reranked, true);
+          assert.ok(r.hits.length > q.limit, 'every hit of the pool comes back ranked again, for the event loop to admit and cut');
+          assert.deepEqual(vs.stillAdmitted(model, r.hits, q, p).slice(0, q.limit), here, `${text} / ${JSON.stringify(scope)}`);
+          assert.deepEqual(await ix.search(text, q), here, 'Indexer.search');
+          assert.equal(here.length, q.limit);
+          compared++;
+        }
+    assert.equal(compared, queries.length * scopes.length * 2);
+  });
+
+  it('when the worker cannot read the stored vectors, the event loop ranks the hits again and answers the same', async () => {
+    const vs = c.store.vectors;
+    const model = ix.model!;
+    const q: KnnQuery = { now: c.store.now(), limit: 8 };
+    const [v] = await e.embed([queries[0]], { priority: true });
+    const here = vs.knn(model, v, q);
+    for (const stored of [
+      { file: c.store.path, table: 'vq_none' },
+      { file: `${c.store.path}.missing`, table: model.table },
+    ]) {
+      const p = vs.prepareKnn(model, q);
+      const r = await e.nearest(queries[0], { ...p, limit: q.limit, stored });
+      assert.equal(r.reranked, false, JSON.stringify(stored));
+      assert.deepEqual(vs.rerank(model, p.arrays, r.query, vs.stillAdmitted(model, r.hits, q, p), q.limit), here);
+    }
+    // and the worker reads them again afterwards
+    const p = vs.prepareKnn(model, q);
+    assert.equal((await e.nearest(queries[0], { ...p, limit: q.limit })).reranked, true);
+  });
+
+  it('duplicate checks scored in the worker come back ranked by the int8 vectors, as on the event loop', async () => {
+    const vs = c.store.vectors;
+    const model = ix.model!;
+    const now = c.store.now();
+    const nsRowid = (c.store.db.prepare("SELECT rowid AS r FROM namespaces WHERE path = 'project.a'").get() as { r: number }).r;
+    const rowids = (
+      c.store.db
+        .prepare("SELECT m.rowid AS r FROM memories m JOIN namespaces n ON n.id = m.ns_id WHERE n.path = 'project.a' LIMIT 3")
+        .all() as { r: number }[]
+    ).map((x) => x.r);
+    const vectors = await e.embed(
+      rowids.map((r) => (c.store.db.prepare('SELECT value FROM memories WHERE rowid = ?').get(r) as { value: string }).value),
+    );
+    const checks = rowids.map((exclude, i) => ({ vector: vectors[i], nsRowid, exclude }));
+    const scan = vs.prepareDuplicateScan(model, checks, 5, now);
+    assert.ok(scan.stored);
+    const result = await e.scanDuplicates(scan);
+    assert.equal(result.reranked, true);
+    const got = vs.duplicateResults(model, vs.prepareDuplicateScan(model, checks, 5, now), vectors, result);
+    assert.deepEqual(
+      got,
+      checks.map((x) => vs.similarInNamespace(model, x.vector, nsRowid, x.exclude, -1, 5, now)),
+    );
+    assert.ok(got.every((h) => h.length === 5));
+  });
+});

@@ -276,7 +276,12 @@ export class Embedder {
           case 'nearest': {
             const hits: ArmHit[] = [];
             for (let i = 0; i < msg.rowids.length; i++) hits.push({ rowid: msg.rowids[i], score: msg.scores[i] });
-            this.take(msg.id)?.nearest?.({ hits, spare: msg.admitted ? new Int32Array(msg.admitted) : null, query: msg.query });
+            this.take(msg.id)?.nearest?.({
+              hits,
+              spare: msg.admitted ? new Int32Array(msg.admitted) : null,
+              query: msg.query,
+              reranked: msg.reranked,
+            });
             break;
           }
           case 'error': {

@@ -5,6 +5,7 @@
 import type { ProviderOptions } from './provider';
 import type { ArmHit } from '../store/search-fts';
 import type { DuplicateScan, DuplicateScanResult, SlotArrays } from '../store/vector-scan';
+import type { StoredAt } from '../store/vector-rerank';
 
 /** Model id of the built-in offline model (daemon/models/cairn-mpnet-static: static, distilled from all-mpnet-base-v2). */
 export const BUILTIN_MODEL_ID = 'cairn/mpnet-static';
@@ -85,7 +86,16 @@ export type FromWorker =
    * `admitted`: the admitted slots' buffer, given back for the next search (no 400 KB buffer per query at 100k);
    * null when they were shared memory (a cached set, never transferred).
    */
-  | { type: 'nearest'; id: number; rowids: Int32Array; scores: Float64Array; admitted: ArrayBuffer | null; query: Float32Array }
+  | {
+      type: 'nearest';
+      id: number;
+      rowids: Int32Array;
+      scores: Float64Array;
+      admitted: ArrayBuffer | null;
+      query: Float32Array;
+      /** Ranked again by the stored int8 vectors (knn.stored), all of them, not cut to the limit. */
+      reranked: boolean;
+    }
   | { type: 'error'; id: number; message: string }
   | { type: 'log'; message: string }
   | { type: 'closed' };
@@ -97,6 +107,8 @@ export interface WorkerKnnResult {
   spare: Int32Array | null;
   /** The query's embedding (a compact index's hits are ranked again with it: VectorTables.rerank). */
   query: Float32Array;
+  /** The hits were ranked again by the stored int8 vectors in the worker (every one, best first; not cut to the limit). */
+  reranked: boolean;
 }
 
 /**
@@ -109,4 +121,6 @@ export interface WorkerKnn {
   limit: number;
   exactMax: number;
   candidates: number;
+  /** A compact index's stored int8 vectors: the worker ranks the hits again from there (store/vector-rerank.ts). */
+  stored?: StoredAt | null;
 }

@@ -11,7 +11,8 @@ import { loadWithFallback, type EmbeddingProvider } from './provider';
 import type { FromWorker, ToWorker, WorkerInit } from './shared';
 import { SIG_WORDS } from '../store/quantize';
 import { fastSignature } from './embed-kernels';
-import { newScratch, queryNearest, runDuplicateScan } from '../store/vector-scan';
+import { newScratch, queryNearest, runDuplicateScanReranked } from '../store/vector-scan';
+import { StoredVectorReader } from '../store/vector-rerank';
 
 if (isMainThread || !parentPort) throw new Error('embed worker: must run in a worker thread (start it through Embedder)');
 const port = parentPort;
@@ -21,6 +22,8 @@ const log = (message: string) => send({ type: 'log', message });
 let provider: EmbeddingProvider | null = null;
 const queue: Array<Extract<ToWorker, { type: 'embed' | 'scan' | 'knn' }>> = [];
 const scratch = newScratch();
+/** A read-only connection to the store, for ranking a compact index's hits again by their stored int8 vectors. */
+const stored = new StoredVectorReader();
 let busy = false;
 let closing = false;
 
@@ -32,7 +35,7 @@ async function drain(): Promise<void> {
       const req = queue.shift()!;
       try {
         if (req.type === 'scan') {
-          const result = runDuplicateScan(req.scan, scratch);
+          const result = runDuplicateScanReranked(req.scan, scratch, stored);
           send({ type: 'scanned', id: req.id, result }, [
             result.counts.buffer,
             result.rowids.buffer,
@@ -45,12 +48,15 @@ async function drain(): Promise<void> {
           // The Float32 copy the event loop would receive for this text (Embedder.embed), so the ranking is its own.
           const query = Float32Array.from(v);
           const k = req.knn;
-          const hits = isZeroVector(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
+          let hits = isZeroVector(query) ? [] : queryNearest(k.arrays, scratch, k.admitted, query, k.limit, k.exactMax, k.candidates);
+          // A compact index's hits ranked again here (all of them: the event loop admits them again, then cuts).
+          const again = k.stored && hits.length ? stored.rerank(k.stored, [{ query, hits }], Infinity) : null;
+          if (again) hits = again[0];
           const rowids = Int32Array.from(hits, (h) => h.rowid);
           const scores = Float64Array.from(hits, (h) => h.score);
           // A buffer of its own goes back (the next search's copy); a cached set in shared memory stays where it is.
           const admitted = k.admitted.buffer instanceof SharedArrayBuffer ? null : (k.admitted.buffer as ArrayBuffer);
-          send({ type: 'nearest', id: req.id, rowids, scores, admitted, query }, [
+          send({ type: 'nearest', id: req.id, rowids, scores, admitted, query, reranked: !!again }, [
             rowids.buffer,
             scores.buffer,
             ...(admitted ? [admitted] : []),
@@ -102,6 +108,7 @@ port.on('message', (msg: ToWorker) => {
       break;
     case 'close':
       closing = true;
+      stored.close();
       void (async () => {
         try {
           await provider?.dispose();

@@ -23,14 +23,17 @@ export class VectorSearch {
       // The admitted set is decided here, now; the worker embeds the query and scans it while this thread runs the
       // full-text arm (retrieval/search.ts); what it finds is admitted again before fusion sees it.
       const prepared = this.host.store.vectors.prepareKnn(model, q, this.knnSpare ?? undefined);
-      const { arrays, admitted, exactMax, candidates } = prepared;
+      const { arrays, admitted, exactMax, candidates, stored } = prepared;
       if (admitted.length === 0) return [];
       if (admitted.buffer === this.knnSpare?.buffer) this.knnSpare = null; // transferred: a search meanwhile allocates
-      const { hits, spare, query: v } = await embedder.nearest(query, { arrays, admitted, limit: q.limit, exactMax, candidates });
+      const knn = { arrays, admitted, limit: q.limit, exactMax, candidates, stored };
+      const { hits, spare, query: v, reranked } = await embedder.nearest(query, knn);
       if (spare && (!this.knnSpare || this.knnSpare.length < spare.length)) this.knnSpare = spare;
       queryVector?.(v);
       if (this.host.serving()?.model !== model) return []; // the index was switched to another model meanwhile
-      return this.host.store.vectors.rerank(model, arrays, v, this.host.store.vectors.stillAdmitted(model, hits, q, prepared), q.limit);
+      const admittedHits = this.host.store.vectors.stillAdmitted(model, hits, q, prepared);
+      // Ranked again by the stored vectors in the worker (all of them) or here; then cut.
+      return reranked ? admittedHits.slice(0, q.limit) : this.host.store.vectors.rerank(model, arrays, v, admittedHits, q.limit);
     }
     const [v] = await embedder.embed([query], { priority: true });
     queryVector?.(v);

@@ -7,6 +7,7 @@
  * lives in a kernel memory, else in the loops here.
  */
 import type { ArmHit } from './search-fts';
+import type { StoredAt, StoredVectorReader } from './vector-rerank';
 import { q4Bytes, SIG_BITS, SIG_WORDS, signature } from './quantize';
 import { dotsKernel, hammingKernel, hammingManyKernel, type KernelMemory } from './vector-kernels';
 
@@ -294,6 +295,8 @@ export interface DuplicateScan {
   candidates: number;
   /** Hits per check a compact index's scan returns to be ranked again from disk (vector-tuning.ts DUP_RERANK). */
   rerank: number;
+  /** Where a compact index's int8 vectors are stored: the embedding worker ranks the hits again from there. */
+  stored?: StoredAt | null;
 }
 
 /** The hits of each check of a DuplicateScan, flat: check `c`'s are the next `counts[c]` of rowids / scores. */
@@ -301,6 +304,8 @@ export interface DuplicateScanResult {
   counts: Int32Array;
   rowids: Int32Array;
   scores: Float64Array;
+  /** Ranked again by the stored int8 vectors (scan.stored) and cut to the scan's limit where the scan ran. */
+  reranked?: boolean;
 }
 
 /**
@@ -377,10 +382,15 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       part.forEach((c, j) => one(c, dists.subarray(j * list.length, (j + 1) * list.length)));
     }
   }
-  const counts = new Int32Array(checks);
+  return flatHits(hits);
+}
+
+/** Each check's hits, flat (DuplicateScanResult); duplicateHits reads them back. */
+export function flatHits(hits: ArmHit[][]): DuplicateScanResult {
+  const counts = new Int32Array(hits.length);
   const rowids: number[] = [];
   const scores: number[] = [];
-  for (let c = 0; c < checks; c++) {
+  for (let c = 0; c < hits.length; c++) {
     counts[c] = hits[c].length;
     for (const h of hits[c]) {
       rowids.push(h.rowid);
@@ -388,6 +398,20 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
     }
   }
   return { counts, rowids: Int32Array.from(rowids), scores: Float64Array.from(scores) };
+}
+
+/**
+ * Run a DuplicateScan where its int8 vectors can be read (the embedding worker, `reader`): a compact index's hits
+ * are ranked again from the stored vectors right away (scan.stored), as VectorTables.duplicateResults would on the
+ * event loop, and marked `reranked`; when they cannot be read, the event loop does it.
+ */
+export function runDuplicateScanReranked(scan: DuplicateScan, sc: Scratch, reader: StoredVectorReader): DuplicateScanResult {
+  const result = runDuplicateScan(scan, sc);
+  if (!scan.stored || !scan.arrays.q4) return result;
+  const d = scan.arrays.dimension;
+  const scans = duplicateHits(result).map((hits, c) => ({ query: scan.vectors.subarray(c * d, (c + 1) * d), hits }));
+  const again = reader.rerank(scan.stored, scans, scan.limit, true);
+  return again ? { ...flatHits(again), reranked: true } : result;
 }
 
 /**

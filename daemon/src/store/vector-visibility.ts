@@ -8,6 +8,7 @@ import { compileFilter } from './filter';
 import { and, visibility } from './rows';
 import { scopePredicate } from './scope';
 import type { MetaRow, VectorIndex } from './vector-index';
+import type { StoredAt } from './vector-rerank';
 import type { SlotArrays } from './vector-scan';
 
 /** What a KNN asks: its scope, filter and visibility at `now`, and how many hits. */
@@ -33,6 +34,8 @@ export interface PreparedKnn {
   only: Set<number> | null;
   exactMax: number;
   candidates: number;
+  /** Where a compact index's int8 vectors are stored, for the worker to rank its hits again (null: not compact). */
+  stored: StoredAt | null;
 }
 
 /** The scope and visibility facts of these memories (a purged one has none). */

@@ -30,7 +30,7 @@ import { buildDuplicateScan, type DuplicateCheck } from './vector-duplicates';
 import { ADMIT_CACHE_SLOTS, VectorIndex, type MetaRow, type VecModel } from './vector-index';
 import { vectorPages } from './vector-load';
 import { addModel, listModels } from './vector-models';
-import { rerankStored } from './vector-rerank';
+import { rerankStored, storedVectorsSql, type StoredAt } from './vector-rerank';
 import {
   duplicateHits,
   newScratch,
@@ -400,7 +400,15 @@ export class VectorTables {
 
   /** rerank() of many scans' hits, each with its own query vector, reading their int8 vectors in one statement. */
   rerankMany(model: VecModel, scans: { query: Float32Array; hits: ArmHit[] }[], limit: number): ArmHit[][] {
-    return rerankStored(this.db, model, scans, limit);
+    return rerankStored(stmt(this.db, storedVectorsSql(model.table)), scans, limit);
+  }
+
+  /**
+   * Where the embedding worker reads a compact index's int8 vectors to rank its own scan's hits again
+   * (StoredVectorReader); null for an int8 index (its scan's scores are final) or a store with no file.
+   */
+  storedAt(model: VecModel, arrays: SlotArrays): StoredAt | null {
+    return arrays.q4 && !this.db.memory ? { file: this.db.name, table: model.table } : null;
   }
 
   /**
@@ -414,7 +422,7 @@ export class VectorTables {
     result: DuplicateScanResult,
   ): ArmHit[][] {
     const hits = duplicateHits(result);
-    if (!scan.arrays.q4) return hits;
+    if (!scan.arrays.q4 || result.reranked) return hits; // final, or ranked again where the scan ran
     return this.rerankMany(
       model,
       hits.map((h, i) => ({ query: vectors[i], hits: h })),
@@ -442,7 +450,9 @@ export class VectorTables {
         ? spare.subarray(0, found.length)
         : new Int32Array(found.length);
     if (!shared) admitted.set(found);
-    return { arrays: this.arrays(ix, model), admitted, only, exactMax: this.exactMax, candidates: this.candidatesFor(admitted.length) };
+    const arrays = this.arrays(ix, model);
+    const stored = this.storedAt(model, arrays);
+    return { arrays, admitted, only, exactMax: this.exactMax, candidates: this.candidatesFor(admitted.length), stored };
   }
 
   /**
@@ -515,7 +525,10 @@ export class VectorTables {
    */
   prepareDuplicateScan(model: VecModel, checks: DuplicateCheck[], limit: number, now: number): DuplicateScan {
     const ix = this.liveIndex(model);
-    return buildDuplicateScan(ix, this.arrays(ix, model), checks, limit, now, this.dupExactMax, this.dupCandidates, this.dupFlips);
+    const arrays = this.arrays(ix, model);
+    const scan = buildDuplicateScan(ix, arrays, checks, limit, now, this.dupExactMax, this.dupCandidates, this.dupFlips);
+    scan.stored = this.storedAt(model, arrays);
+    return scan;
   }
 
   /** Scratch buffers of the scans run on this thread. */
