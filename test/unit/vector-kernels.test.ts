@@ -62,29 +62,44 @@ describe('vector kernels (WebAssembly SIMD)', () => {
     const admitted = Int32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.9);
     const qsig = Int32Array.from({ length: SIG_WORDS }, () => Math.floor(r() * 2 ** 32) | 0);
     const dist = new Uint16Array(admitted.length);
-    hammingKernel(km, admitted, qsig, dist);
+    const hist = new Int32Array(SIG_WORDS * 32 + 1).fill(-1);
+    hammingKernel(km, admitted, qsig, dist, hist);
+    const want = new Int32Array(SIG_WORDS * 32 + 1);
     let checked = 0;
     admitted.forEach((s, i) => {
       let d = 0;
       for (let w = 0; w < SIG_WORDS; w++) d += popcount(plain.sig[s * SIG_WORDS + w] ^ qsig[w]);
       assert.equal(dist[i], d, `slot ${s}`);
+      want[d]++;
       checked++;
     });
     assert.ok(checked > 17_000);
+    assert.deepEqual(hist, want, 'the histogram counted in the same pass, from zero');
+    // A second pass counts from zero again (the scratch histogram is cleared, not added to).
+    hammingKernel(km, admitted, qsig, dist, hist);
+    assert.deepEqual(hist, want);
   });
 
   it('the many-query Hamming kernel gives each query the distances the one-query kernel gives, across chunks', () => {
     const n = 20_000; // three scratch chunks, the last one partial
     const { km, r } = fixture(n, 16, 3);
     const admitted = Int32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.8);
-    const queries = 5;
+    const queries = 19; // more than the 16 histograms the scratch area holds at once
     const qsigs = Int32Array.from({ length: queries * SIG_WORDS }, () => Math.floor(r() * 2 ** 32) | 0);
     const dists = new Uint16Array(queries * admitted.length);
-    hammingManyKernel(km, admitted, qsigs, dists);
+    const H = SIG_WORDS * 32 + 1;
+    const hists = new Int32Array(queries * H);
+    hammingManyKernel(km, admitted, qsigs, dists, hists);
     const one = new Uint16Array(admitted.length);
+    const hist = new Int32Array(H);
     for (let j = 0; j < queries; j++) {
-      hammingKernel(km, admitted, qsigs.subarray(j * SIG_WORDS, (j + 1) * SIG_WORDS), one);
+      hammingKernel(km, admitted, qsigs.subarray(j * SIG_WORDS, (j + 1) * SIG_WORDS), one, hist);
       assert.deepEqual(dists.subarray(j * admitted.length, (j + 1) * admitted.length), one, `query ${j}`);
+      assert.deepEqual(hists.subarray(j * H, (j + 1) * H), hist, `query ${j}'s histogram`);
+      assert.equal(
+        hist.reduce((a, b) => a + b, 0),
+        admitted.length,
+      );
     }
     // Not all alike: the queries differ, so their distances do.
     assert.notDeepEqual(dists.subarray(0, admitted.length), dists.subarray(admitted.length, 2 * admitted.length));

@@ -31,7 +31,7 @@ export interface KernelMemory {
 }
 
 interface Exports {
-  hamming(sigBase: number, adm: number, n: number, qsig: number, dist: number): void;
+  hamming(sigBase: number, adm: number, n: number, qsig: number, dist: number, hist: number): void;
   dots(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
   dots4(qBase: number, dim: number, pool: number, n: number, vec: number, out: number, bias: number, scale: number): void;
 }
@@ -42,13 +42,19 @@ const HEADER = 64;
 const CHUNK = 8192;
 /** Largest dimension the scratch area holds a query of (a larger model's scans run in JavaScript). */
 export const KERNEL_MAX_DIM = 4096;
-// One scratch area: slot numbers (i32), then distances (u16), then scores (f32), then the query signature and vector.
+/** Distances a Hamming histogram counts (0..256): SIG_BITS + 1. */
+const HIST = 257;
+/** Queries of hammingManyKernel with a histogram each in the scratch area (more run in several calls). */
+const HIST_QUERIES = 16;
+// One scratch area: slot numbers (i32), then distances (u16), then scores (f32), then the query signature and vector,
+// then the Hamming histograms (i32, HIST per query).
 const A_SLOTS = 0;
 const A_DIST = A_SLOTS + CHUNK * 4;
 const A_OUT = A_DIST + CHUNK * 2;
 const A_QSIG = A_OUT + CHUNK * 4;
 const A_VEC = A_QSIG + 64;
-const AREA = A_VEC + KERNEL_MAX_DIM * 4;
+const A_HIST = A_VEC + KERNEL_MAX_DIM * 4;
+const AREA = A_HIST + HIST_QUERIES * HIST * 4;
 const AREAS = 2;
 const DATA = HEADER + AREAS * AREA;
 
@@ -130,18 +136,23 @@ function withKernels<T>(mem: WebAssembly.Memory, fn: (k: Exports, area: number, 
   }
 }
 
-/** Hamming distance of each of `admitted`'s slots' signatures to `qsig`, into `dist` (same order). */
-export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int32Array, dist: Uint16Array): void {
+/**
+ * Hamming distance of each of `admitted`'s slots' signatures to `qsig`, into `dist` (same order), and with `hist` how
+ * many slots are at each distance (SIG_BITS + 1 counts), counted in the same pass.
+ */
+export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int32Array, dist: Uint16Array, hist?: Int32Array): void {
   withKernels(km.sig.mem, (k, area, buf) => {
     new Int32Array(buf, area + A_QSIG, qsig.length).set(qsig);
     const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
     const out = new Uint16Array(buf, area + A_DIST, CHUNK);
+    const counts = new Int32Array(buf, area + A_HIST, HIST).fill(0);
     for (let from = 0; from < admitted.length; from += CHUNK) {
       const n = Math.min(CHUNK, admitted.length - from);
       slots.set(admitted.subarray(from, from + n));
-      k.hamming(km.sig.off, area + A_SLOTS, n, area + A_QSIG, area + A_DIST);
+      k.hamming(km.sig.off, area + A_SLOTS, n, area + A_QSIG, area + A_DIST, area + A_HIST);
       dist.set(out.subarray(0, n), from);
     }
+    hist?.set(counts);
   });
 }
 
@@ -150,26 +161,32 @@ export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int3
  * query `j`'s distances at `j * admitted.length`, each in `admitted`'s order, as hammingKernel gives them. Chunk by
  * chunk, every query runs over a chunk before the next is read, so the chunk's signatures come from memory once for
  * all the queries: a namespace's slots are spread over the whole index (writes of many namespaces interleave), and
- * at a million slots reading each one's signature, not the arithmetic, was most of a pass (bench/README.md).
+ * at a million slots reading each one's signature, not the arithmetic, was most of a pass (bench/README.md). With
+ * `hists`, query `j`'s histogram (as hammingKernel counts it) at `j * (SIG_BITS + 1)`.
  */
-export function hammingManyKernel(km: KernelMemory, admitted: Int32Array, qsigs: Int32Array, dists: Uint16Array): void {
+export function hammingManyKernel(km: KernelMemory, admitted: Int32Array, qsigs: Int32Array, dists: Uint16Array, hists?: Int32Array): void {
   const words = SIG_WORDS;
-  const queries = qsigs.length / words;
   const n = admitted.length;
-  withKernels(km.sig.mem, (k, area, buf) => {
-    const qsig = new Int32Array(buf, area + A_QSIG, words);
-    const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
-    const out = new Uint16Array(buf, area + A_DIST, CHUNK);
-    for (let from = 0; from < n; from += CHUNK) {
-      const m = Math.min(CHUNK, n - from);
-      slots.set(admitted.subarray(from, from + m));
-      for (let j = 0; j < queries; j++) {
-        qsig.set(qsigs.subarray(j * words, (j + 1) * words));
-        k.hamming(km.sig.off, area + A_SLOTS, m, area + A_QSIG, area + A_DIST);
-        dists.set(out.subarray(0, m), j * n + from);
+  // HIST_QUERIES at a time: each keeps its histogram in the scratch area for the whole pass.
+  for (let first = 0; first < qsigs.length / words; first += HIST_QUERIES) {
+    const queries = Math.min(HIST_QUERIES, qsigs.length / words - first);
+    withKernels(km.sig.mem, (k, area, buf) => {
+      const qsig = new Int32Array(buf, area + A_QSIG, words);
+      const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
+      const out = new Uint16Array(buf, area + A_DIST, CHUNK);
+      const counts = new Int32Array(buf, area + A_HIST, queries * HIST).fill(0);
+      for (let from = 0; from < n; from += CHUNK) {
+        const m = Math.min(CHUNK, n - from);
+        slots.set(admitted.subarray(from, from + m));
+        for (let j = 0; j < queries; j++) {
+          qsig.set(qsigs.subarray((first + j) * words, (first + j + 1) * words));
+          k.hamming(km.sig.off, area + A_SLOTS, m, area + A_QSIG, area + A_DIST, area + A_HIST + j * HIST * 4);
+          dists.set(out.subarray(0, m), (first + j) * n + from);
+        }
       }
-    }
-  });
+      hists?.set(counts, first * HIST);
+    });
+  }
 }
 
 /** Whether the 4-bit kernel runs for `dimension` (a compact index: store/quantize.ts pack4). */

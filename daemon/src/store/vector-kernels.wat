@@ -5,9 +5,10 @@
   (import "e" "m" (memory 1 65536 shared))
 
   ;; Hamming distances: for each of the `n` slots listed (i32) at `adm`, the bits that differ between its 256-bit
-  ;; signature (32 bytes at `sigBase` + slot * 32) and the query's (32 bytes at `qsig`), as u16 at `dist`.
-  (func (export "hamming") (param $sigBase i32) (param $adm i32) (param $n i32) (param $qsig i32) (param $dist i32)
-    (local $i i32) (local $o i32) (local $g0 v128) (local $g1 v128) (local $x v128)
+  ;; signature (32 bytes at `sigBase` + slot * 32) and the query's (32 bytes at `qsig`), as u16 at `dist`; and each
+  ;; distance counted in the histogram at `hist` (257 i32, added to: the caller zeroes it before a pass).
+  (func (export "hamming") (param $sigBase i32) (param $adm i32) (param $n i32) (param $qsig i32) (param $dist i32) (param $hist i32)
+    (local $i i32) (local $o i32) (local $d i32) (local $h i32) (local $g0 v128) (local $g1 v128) (local $x v128)
     (local.set $g0 (v128.load (local.get $qsig)))
     (local.set $g1 (v128.load offset=16 (local.get $qsig)))
     (block $done
@@ -21,11 +22,13 @@
             (i8x16.popcnt (v128.xor (v128.load (local.get $o)) (local.get $g0)))
             (i8x16.popcnt (v128.xor (v128.load offset=16 (local.get $o)) (local.get $g1)))))
         (local.set $x (i32x4.extadd_pairwise_i16x8_u (i16x8.extadd_pairwise_i8x16_u (local.get $x))))
-        (i32.store16
-          (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1)))
+        (local.set $d
           (i32.add
             (i32.add (i32x4.extract_lane 0 (local.get $x)) (i32x4.extract_lane 1 (local.get $x)))
             (i32.add (i32x4.extract_lane 2 (local.get $x)) (i32x4.extract_lane 3 (local.get $x)))))
+        (i32.store16 (i32.add (local.get $dist) (i32.shl (local.get $i) (i32.const 1))) (local.get $d))
+        (local.set $h (i32.add (local.get $hist) (i32.shl (local.get $d) (i32.const 2))))
+        (i32.store (local.get $h) (i32.add (i32.load (local.get $h)) (i32.const 1)))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $next))))
 

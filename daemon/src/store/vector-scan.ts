@@ -71,21 +71,22 @@ export function nearest(
   skip = -1,
   /** Hits a compact index's scan returns to be ranked again (rerankPool(limit) unless given). */
   pool = rerankPool(limit),
-  /** The Hamming distances of `admitted`'s slots to the signature, when already computed (hammingManyKernel). */
-  dists?: Uint16Array,
+  /** The Hamming distances of `admitted`'s slots to the signature and their histogram, when already computed (hammingManyKernel). */
+  given?: { dists: Uint16Array; hist: Int32Array },
 ): ArmHit[] {
   const all = admitted.length;
   const n = skip >= 0 ? all - 1 : all;
   let admittedPool = admitted;
   if (n > exactMax) {
-    if (!dists && sc.dist.length < all) sc.dist = new Uint16Array(all);
+    if (!given && sc.dist.length < all) sc.dist = new Uint16Array(all);
     if (sc.pool.length < all) sc.pool = new Int32Array(all);
-    const dist = dists ?? sc.dist;
-    const hist = new Int32Array(SIG_BITS + 1);
-    if (dists || a.kmem) {
-      if (!dists) hammingKernel(a.kmem!, admitted, sigOf(), dist);
-      for (let i = 0; i < all; i++) hist[dist[i]]++;
-    } else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
+    const dist = given?.dists ?? sc.dist;
+    const hist = given?.hist ?? new Int32Array(SIG_BITS + 1);
+    // The kernels count the histogram in the Hamming pass itself (a second loop over a million distances took ~2.5 ms).
+    if (!given) {
+      if (a.kmem) hammingKernel(a.kmem, admitted, sigOf(), dist, hist);
+      else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
+    }
     if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
     const want = Math.max(candidates, limit * 8);
     let cut = 0;
@@ -332,7 +333,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const sizeOf = (g: number) => scan.starts[g + 1] - scan.starts[g];
   const sigOf = (c: number) => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS);
   // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
-  const one = (c: number, dists?: Uint16Array) => {
+  const one = (c: number, given?: { dists: Uint16Array; hist: Int32Array }) => {
     hits[c] = nearest(
       scan.arrays,
       sc,
@@ -344,7 +345,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       scan.candidates,
       selfAt[c],
       scan.rerank,
-      dists,
+      given,
     );
   };
   // The checks that take the Hamming pass in the kernels (more than exactMax slots besides their own), by group.
@@ -378,8 +379,14 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       const qsigs = new Int32Array(part.length * SIG_WORDS);
       part.forEach((c, j) => qsigs.set(sigOf(c), j * SIG_WORDS));
       const dists = buffer.subarray(0, part.length * list.length);
-      hammingManyKernel(km!, list, qsigs, dists);
-      part.forEach((c, j) => one(c, dists.subarray(j * list.length, (j + 1) * list.length)));
+      const hists = new Int32Array(part.length * (SIG_BITS + 1));
+      hammingManyKernel(km!, list, qsigs, dists, hists);
+      part.forEach((c, j) =>
+        one(c, {
+          dists: dists.subarray(j * list.length, (j + 1) * list.length),
+          hist: hists.subarray(j * (SIG_BITS + 1), (j + 1) * (SIG_BITS + 1)),
+        }),
+      );
     }
   }
   return flatHits(hits);
