@@ -65,6 +65,8 @@ describe('the worker reading stored vectors', () => {
         [2, 1],
         'and reads again afterwards',
       );
+      reader.close();
+      assert.equal(reader.rerank({ file, table: 'vq_1' }, [{ query, hits }], 10), null, 'closed for good (the worker is closing)');
     } finally {
       reader.close();
     }

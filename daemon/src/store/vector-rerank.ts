@@ -53,12 +53,14 @@ export class StoredVectorReader {
   private db: Database.Database | null = null;
   private at: { file: string; ino: number } | null = null;
   private statements = new Map<string, Statement>();
+  private closed = false;
 
   rerank(at: StoredAt, scans: Scans, limit: number, unit = false): ArmHit[][] | null {
+    if (this.closed) return null; // the worker is closing: a request still running does not open it again
     try {
       const ino = fs.statSync(at.file).ino;
       if (!this.db || this.at?.file !== at.file || this.at.ino !== ino) {
-        this.close();
+        this.release();
         // Loaded on first use: a worker whose driver cannot load still embeds (the event loop ranks the hits again).
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const Driver = require('better-sqlite3') as typeof Database;
@@ -76,7 +78,13 @@ export class StoredVectorReader {
     }
   }
 
+  /** Close the connection for good (the worker is closing); later calls answer null. */
   close(): void {
+    this.closed = true;
+    this.release();
+  }
+
+  private release(): void {
     this.statements.clear();
     try {
       this.db?.close();
