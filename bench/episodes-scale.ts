@@ -25,7 +25,7 @@ import Database from 'better-sqlite3';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import type { EventInput } from '../daemon/src/protocol/types';
 import { spawnDaemon, tempDir, ROOT } from '../test/helpers';
-import { cpuMs, loadAvg, memoryMiB, resetPeak } from './proc';
+import { cpuMs, loadAvg, memoryMiB, resetPeak, threadCpuMs } from './proc';
 import { arg, fmt, now, summarize } from './stats';
 
 const EVENTS = Number(arg('events', '200000'));
@@ -37,20 +37,9 @@ const JSON_OUT = arg('json', '');
 const KINDS = ['user', 'agent', 'tool_call', 'tool_result', 'command', 'edit', 'note'];
 
 /** The daemon's CPU time in ms split into its main thread and its other threads (the embedding worker, SQLite, GC). */
-function threadCpuMs(pid: number): { main: number; others: number } {
-  let main = 0;
-  let others = 0;
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const f = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
-      const ms = ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-      if (Number(tid) === pid) main += ms;
-      else others += ms;
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return { main, others };
+function mainAndOthers(pid: number): { main: number; others: number } {
+  const { main = 0, ...others } = threadCpuMs(pid);
+  return { main, others: Object.values(others).reduce((a, b) => a + b, 0) };
 }
 const fileBytes = (f: string) => (fs.existsSync(f) ? fs.statSync(f).size : 0);
 
@@ -125,7 +114,7 @@ async function main() {
     const base = Date.UTC(2025, 0, 1);
     const loadBefore = loadAvg();
     const c0 = cpuMs(pid);
-    const th0 = threadCpuMs(pid);
+    const th0 = mainAndOthers(pid);
     const t0 = now();
     let last = 0;
     for (let e = 0; e < episodes; e++) {
@@ -172,7 +161,7 @@ async function main() {
       threadCpuSecondsUntilIndexed: ((t) => ({
         main: Math.round(t.main - th0.main) / 1000,
         others: Math.round(t.others - th0.others) / 1000,
-      }))(threadCpuMs(pid)),
+      }))(mainAndOthers(pid)),
       indexedSeconds: Math.round(tIndexed) / 1000,
       daemonRssMiBAfter: memoryMiB(pid, 'VmRSS'),
       load: { before: loadBefore, afterAppend: loadAfterAppend, afterIndex: loadAvg() },

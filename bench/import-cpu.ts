@@ -17,6 +17,7 @@ import { loadModel } from '../daemon/src/index/attach';
 import { Indexer } from '../daemon/src/index/indexer';
 import { Requests as R } from '../daemon/src/protocol/methods';
 import { tempCore, ROOT } from '../test/helpers';
+import { threadCpuMs } from './proc';
 import { arg, now } from './stats';
 import { toUpsert, type CorpusRecord } from './workload';
 
@@ -41,20 +42,8 @@ for (let i = 0; i < lines.length; i += per)
     }),
   );
 
-/** CPU ms of each of this process's threads (utime + stime, from /proc), keyed by thread id. */
-function threads(): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const t of fs.readdirSync('/proc/self/task')) {
-    try {
-      const f = fs.readFileSync(`/proc/self/task/${t}/stat`, 'utf8');
-      const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      out.set(t, ((Number(rest[11]) + Number(rest[12])) * 1000) / 100);
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return out;
-}
+/** CPU ms of each of this process's threads (bench/proc.ts), keyed by thread id (the event loop's as `main`). */
+const threads = (): Map<string, number> => new Map(Object.entries(threadCpuMs(process.pid)));
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 async function once() {
@@ -76,7 +65,7 @@ async function once() {
       // The embedding worker: the thread that appeared with the model.
       embedTid = [...threads().keys()].find((t) => !before.has(t));
     }
-    const mainTid = String(process.pid);
+    const mainTid = 'main';
     const t0threads = threads();
     const c0 = process.cpuUsage();
     const t0 = now();
