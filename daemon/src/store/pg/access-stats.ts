@@ -33,8 +33,6 @@ export class AccessBumps {
    * first, as on the SQLite store; a read that began later reads them stored (never counting a stored read twice).
    */
   private shown = new Map<string, { count: number; stored: number }>();
-  /** Rows whose reads were applied, with the epoch they were applied by: dropped from `shown` once no older read is in flight. */
-  private settled: [string, number][] = [];
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -77,14 +75,10 @@ export class AccessBumps {
     return this.shown.size;
   }
 
+  /** Forget the rows whose reads every read still in flight sees stored (a row read again since is Infinity: kept). */
   private prune(): void {
     const oldest = this.reading.size ? this.reading.keys().next().value! : this.epoch;
-    let i = 0;
-    for (; i < this.settled.length && this.settled[i][1] <= oldest; i++) {
-      const [k, e] = this.settled[i];
-      if (this.shown.get(k)?.stored === e) this.shown.delete(k); // not read again since
-    }
-    if (i) this.settled.splice(0, i);
+    for (const [k, s] of this.shown) if (s.stored <= oldest) this.shown.delete(k);
   }
 
   private async drain(): Promise<void> {
@@ -108,10 +102,7 @@ export class AccessBumps {
       this.epoch++;
       for (const [k] of batch) {
         const s = this.shown.get(k);
-        if (s && !this.pending.has(k)) {
-          s.stored = this.epoch;
-          this.settled.push([k, this.epoch]);
-        }
+        if (s && !this.pending.has(k)) s.stored = this.epoch;
       }
       this.prune();
     }
