@@ -13,7 +13,7 @@
  * JavaScript loops.
  */
 import { isMainThread } from 'node:worker_threads';
-import { SIG_WORDS } from './quantize';
+import { SIG_BITS, SIG_WORDS } from './quantize';
 import { VECTOR_KERNELS_WASM } from './vector-kernels-wasm';
 
 /** One array of the index in a shared WebAssembly memory: slot 0's bytes at `off` (after the header and scratch). */
@@ -42,8 +42,8 @@ const HEADER = 64;
 const CHUNK = 8192;
 /** Largest dimension the scratch area holds a query of (a larger model's scans run in JavaScript). */
 export const KERNEL_MAX_DIM = 4096;
-/** Distances a Hamming histogram counts (0..256): SIG_BITS + 1. */
-const HIST = 257;
+/** Distances a Hamming histogram counts (0..SIG_BITS). */
+const HIST = SIG_BITS + 1;
 /** Queries of hammingManyKernel with a histogram each in the scratch area (more run in several calls). */
 const HIST_QUERIES = 16;
 // One scratch area: slot numbers (i32), then distances (u16), then scores (f32), then the query signature and vector,
@@ -138,31 +138,19 @@ function withKernels<T>(mem: WebAssembly.Memory, fn: (k: Exports, area: number, 
 
 /**
  * Hamming distance of each of `admitted`'s slots' signatures to `qsig`, into `dist` (same order), and with `hist` how
- * many slots are at each distance (SIG_BITS + 1 counts), counted in the same pass.
+ * many slots are at each distance (SIG_BITS + 1 counts), counted in the same pass: hammingManyKernel with one query.
  */
 export function hammingKernel(km: KernelMemory, admitted: Int32Array, qsig: Int32Array, dist: Uint16Array, hist?: Int32Array): void {
-  withKernels(km.sig.mem, (k, area, buf) => {
-    new Int32Array(buf, area + A_QSIG, qsig.length).set(qsig);
-    const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
-    const out = new Uint16Array(buf, area + A_DIST, CHUNK);
-    const counts = new Int32Array(buf, area + A_HIST, HIST).fill(0);
-    for (let from = 0; from < admitted.length; from += CHUNK) {
-      const n = Math.min(CHUNK, admitted.length - from);
-      slots.set(admitted.subarray(from, from + n));
-      k.hamming(km.sig.off, area + A_SLOTS, n, area + A_QSIG, area + A_DIST, area + A_HIST);
-      dist.set(out.subarray(0, n), from);
-    }
-    hist?.set(counts);
-  });
+  hammingManyKernel(km, admitted, qsig, dist, hist);
 }
 
 /**
  * The Hamming distances of `admitted`'s slots to each of several signatures (`qsigs`, SIG_WORDS each), into `dists`:
- * query `j`'s distances at `j * admitted.length`, each in `admitted`'s order, as hammingKernel gives them. Chunk by
+ * query `j`'s distances at `j * admitted.length`, each in `admitted`'s order. Chunk by
  * chunk, every query runs over a chunk before the next is read, so the chunk's signatures come from memory once for
  * all the queries: a namespace's slots are spread over the whole index (writes of many namespaces interleave), and
  * at a million slots reading each one's signature, not the arithmetic, was most of a pass (bench/README.md). With
- * `hists`, query `j`'s histogram (as hammingKernel counts it) at `j * (SIG_BITS + 1)`.
+ * `hists`, query `j`'s histogram (how many slots are at each distance) at `j * (SIG_BITS + 1)`.
  */
 export function hammingManyKernel(km: KernelMemory, admitted: Int32Array, qsigs: Int32Array, dists: Uint16Array, hists?: Int32Array): void {
   const words = SIG_WORDS;
