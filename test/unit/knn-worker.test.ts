@@ -25,23 +25,37 @@ const TOPICS = [
   'postgres backups run nightly to the s3 bucket',
 ];
 
+const FILTER: Filter = { field: 'tags', op: 'has', value: 'ops' };
+const QUERIES = ['how do we ship a build to the test environment', 'where is the session kept', 'nightly database backup'];
+
+/** Each query in each scope, without and with FILTER. */
+function* cases(scopes: (Scope | undefined)[]): Generator<{ text: string; scope: Scope | undefined; f: Filter | undefined }> {
+  for (const text of QUERIES) for (const scope of scopes) for (const f of [undefined, FILTER]) yield { text, scope, f };
+}
+
+/** `count` notes on TOPICS written to `c` (note i in `namespaceOf(i)`, every third tagged ops) and embedded by a new worker. */
+async function indexNotes(c: ReturnType<typeof tempCore>, count: number, namespaceOf: (i: number) => string) {
+  const e = await Embedder.start({ model: 'builtin', allowRemote: false });
+  const ix = new Indexer(c.store, () => {});
+  await ix.use(e);
+  const items = Array.from({ length: count }, (_, i) => ({
+    namespace: namespaceOf(i),
+    key: `note-${i}`,
+    value: `${TOPICS[i % TOPICS.length]} (note ${i}${i % 4 ? ', see the wiki' : ''})`,
+    tags: i % 3 === 0 ? ['ops'] : ['dev'],
+  }));
+  const res = await c.core.call(R.upsertBatch, { items });
+  assert.equal(res.results.filter((x) => x.ok).length, count);
+  assert.ok((await ix.waitFor(c.store.position(), 60_000)).reached);
+  return { e, ix };
+}
+
 describe("a search's KNN in the embedding worker", () => {
   const c = tempCore();
   let e: Embedder;
   let ix: Indexer;
   before(async () => {
-    e = await Embedder.start({ model: 'builtin', allowRemote: false });
-    ix = new Indexer(c.store, () => {});
-    await ix.use(e);
-    const items = Array.from({ length: 300 }, (_, i) => ({
-      namespace: i < 200 ? 'project.a' : i < 270 ? 'project.b' : 'user',
-      key: `note-${i}`,
-      value: `${TOPICS[i % TOPICS.length]} (note ${i}${i % 4 ? ', see the wiki' : ''})`,
-      tags: i % 3 === 0 ? ['ops'] : ['dev'],
-    }));
-    const res = await c.core.call(R.upsertBatch, { items });
-    assert.equal(res.results.filter((x) => x.ok).length, 300);
-    assert.ok((await ix.waitFor(c.store.position(), 60_000)).reached);
+    ({ e, ix } = await indexNotes(c, 300, (i) => (i < 200 ? 'project.a' : i < 270 ? 'project.b' : 'user')));
   });
   after(async () => {
     await ix?.stop();
@@ -50,8 +64,6 @@ describe("a search's KNN in the embedding worker", () => {
   });
 
   const scopes: (Scope | undefined)[] = [undefined, { root: 'project.b', includeUser: false }, { root: 'project.a', includeUser: true }];
-  const filter: Filter = { field: 'tags', op: 'has', value: 'ops' };
-  const queries = ['how do we ship a build to the test environment', 'where is the session kept', 'nightly database backup'];
 
   for (const path of ['exact', 'Hamming'] as const)
     it(`${path} path: the worker ranks exactly as the event loop does`, async () => {
@@ -63,21 +75,19 @@ describe("a search's KNN in the embedding worker", () => {
           vs.candidates = 30;
         }
         let compared = 0;
-        for (const text of queries)
-          for (const scope of scopes)
-            for (const f of [undefined, filter]) {
-              const q: KnnQuery = { scope, filter: f, now: c.store.now(), limit: 12 };
-              const [v] = await e.embed([text], { priority: true });
-              const here = vs.knn(model, v, q);
-              const p = vs.prepareKnn(model, q);
-              const { hits: there } = await e.nearest(text, { ...p, limit: q.limit });
-              assert.deepEqual(there, here, `${text} / ${JSON.stringify(scope)} / ${JSON.stringify(f)}`);
-              assert.deepEqual(vs.stillAdmitted(model, there, q, p), here, 'nothing changed: every hit is still admitted');
-              assert.deepEqual(await ix.search(text, q), here, 'Indexer.search takes the worker path');
-              assert.equal(here.length, 12);
-              compared++;
-            }
-        assert.equal(compared, queries.length * scopes.length * 2);
+        for (const { text, scope, f } of cases(scopes)) {
+          const q: KnnQuery = { scope, filter: f, now: c.store.now(), limit: 12 };
+          const [v] = await e.embed([text], { priority: true });
+          const here = vs.knn(model, v, q);
+          const p = vs.prepareKnn(model, q);
+          const { hits: there } = await e.nearest(text, { ...p, limit: q.limit });
+          assert.deepEqual(there, here, `${text} / ${JSON.stringify(scope)} / ${JSON.stringify(f)}`);
+          assert.deepEqual(vs.stillAdmitted(model, there, q, p), here, 'nothing changed: every hit is still admitted');
+          assert.deepEqual(await ix.search(text, q), here, 'Indexer.search takes the worker path');
+          assert.equal(here.length, 12);
+          compared++;
+        }
+        assert.equal(compared, QUERIES.length * scopes.length * 2);
       } finally {
         vs.exactMax = EXACT_MAX;
         vs.candidates = SIMHASH_CANDIDATES;
@@ -94,7 +104,7 @@ describe("a search's KNN in the embedding worker", () => {
       limit: 5,
     });
     assert.equal(none.admitted.length, 0);
-    assert.deepEqual((await e.nearest(queries[0], { ...none, limit: 5 })).hits, []);
+    assert.deepEqual((await e.nearest(QUERIES[0], { ...none, limit: 5 })).hits, []);
   });
 
   it('a cached admitted set is read by the worker where it is, in shared memory, never copied per search', async () => {
@@ -104,7 +114,7 @@ describe("a search's KNN in the embedding worker", () => {
     assert.ok(first.admitted.buffer instanceof SharedArrayBuffer, 'the cached set, in shared memory');
     assert.equal(c.store.vectors.prepareKnn(model, whole).admitted.buffer, first.admitted.buffer, 'the same set again: no copy');
     const want = [...first.admitted];
-    const r = await e.nearest(queries[0], { ...first, limit: 5 });
+    const r = await e.nearest(QUERIES[0], { ...first, limit: 5 });
     assert.equal(r.spare, null, 'nothing transferred, nothing given back');
     assert.deepEqual([...first.admitted], want, 'still here, unchanged');
     assert.deepEqual(
@@ -121,7 +131,7 @@ describe("a search's KNN in the embedding worker", () => {
     assert.ok(!(first.admitted.buffer instanceof SharedArrayBuffer));
     const size = first.admitted.buffer.byteLength;
     const want = [...first.admitted];
-    const r = await e.nearest(queries[0], { ...first, limit: 5 });
+    const r = await e.nearest(QUERIES[0], { ...first, limit: 5 });
     assert.equal(first.admitted.buffer.byteLength, 0, 'the buffer was transferred to the worker');
     assert.equal(r.spare!.buffer.byteLength, size, 'and given back whole');
     const scoped: KnnQuery = { scope: { root: 'project.b', includeUser: false }, now: c.store.now(), limit: 5, filter };
@@ -138,7 +148,7 @@ describe("a search's KNN in the embedding worker", () => {
     const closed = await Embedder.start({ model: 'builtin', allowRemote: false });
     await closed.close();
     const p = c.store.vectors.prepareKnn(ix.model!, { now: c.store.now(), limit: 5 });
-    await assert.rejects(closed.nearest(queries[0], { ...p, limit: 5 }), /closed/);
+    await assert.rejects(closed.nearest(QUERIES[0], { ...p, limit: 5 }), /closed/);
   });
 });
 
@@ -227,19 +237,8 @@ describe('on a compact index the worker ranks its hits again from the stored int
   let e: Embedder;
   let ix: Indexer;
   before(async () => {
-    e = await Embedder.start({ model: 'builtin', allowRemote: false });
     c.store.vectors.compactAbove = 0; // compact at any size: 4-bit vectors in memory, int8 ones on disk
-    ix = new Indexer(c.store, () => {});
-    await ix.use(e);
-    const items = Array.from({ length: 400 }, (_, i) => ({
-      namespace: i < 300 ? 'project.a' : 'project.b',
-      key: `note-${i}`,
-      value: `${TOPICS[i % TOPICS.length]} (note ${i}${i % 4 ? ', see the wiki' : ''})`,
-      tags: i % 3 === 0 ? ['ops'] : ['dev'],
-    }));
-    const res = await c.core.call(R.upsertBatch, { items });
-    assert.equal(res.results.filter((x) => x.ok).length, 400);
-    assert.ok((await ix.waitFor(c.store.position(), 60_000)).reached);
+    ({ e, ix } = await indexNotes(c, 400, (i) => (i < 300 ? 'project.a' : 'project.b')));
     assert.equal(ix.status().index?.compact, true);
   });
   after(async () => {
@@ -249,50 +248,46 @@ describe('on a compact index the worker ranks its hits again from the stored int
   });
 
   const scopes: (Scope | undefined)[] = [undefined, { root: 'project.b', includeUser: false }];
-  const filter: Filter = { field: 'tags', op: 'has', value: 'ops' };
-  const queries = ['how do we ship a build to the test environment', 'where is the session kept', 'nightly database backup'];
 
   it('answers exactly what the event loop ranks (scores from the int8 vectors), whole-store, scoped and filtered', async () => {
     const vs = c.store.vectors;
     const model = ix.model!;
     let compared = 0;
-    for (const text of queries)
-      for (const scope of scopes)
-        for (const f of [undefined, filter]) {
-          const q: KnnQuery = { scope, filter: f, now: c.store.now(), limit: 8 };
-          const [v] = await e.embed([text], { priority: true });
-          const here = vs.knn(model, v, q);
-          const p = vs.prepareKnn(model, q);
-          assert.deepEqual(p.stored, { file: c.store.path, table: model.table });
-          const r = await e.nearest(text, { ...p, limit: q.limit });
-          assert.equal(r.reranked, true);
-          assert.ok(r.hits.length > q.limit, 'every hit of the pool comes back ranked again, for the event loop to admit and cut');
-          assert.deepEqual(vs.stillAdmitted(model, r.hits, q, p).slice(0, q.limit), here, `${text} / ${JSON.stringify(scope)}`);
-          assert.deepEqual(await ix.search(text, q), here, 'Indexer.search');
-          assert.equal(here.length, q.limit);
-          compared++;
-        }
-    assert.equal(compared, queries.length * scopes.length * 2);
+    for (const { text, scope, f } of cases(scopes)) {
+      const q: KnnQuery = { scope, filter: f, now: c.store.now(), limit: 8 };
+      const [v] = await e.embed([text], { priority: true });
+      const here = vs.knn(model, v, q);
+      const p = vs.prepareKnn(model, q);
+      assert.deepEqual(p.stored, { file: c.store.path, table: model.table });
+      const r = await e.nearest(text, { ...p, limit: q.limit });
+      assert.equal(r.reranked, true);
+      assert.ok(r.hits.length > q.limit, 'every hit of the pool comes back ranked again, for the event loop to admit and cut');
+      assert.deepEqual(vs.stillAdmitted(model, r.hits, q, p).slice(0, q.limit), here, `${text} / ${JSON.stringify(scope)}`);
+      assert.deepEqual(await ix.search(text, q), here, 'Indexer.search');
+      assert.equal(here.length, q.limit);
+      compared++;
+    }
+    assert.equal(compared, QUERIES.length * scopes.length * 2);
   });
 
   it('when the worker cannot read the stored vectors, the event loop ranks the hits again and answers the same', async () => {
     const vs = c.store.vectors;
     const model = ix.model!;
     const q: KnnQuery = { now: c.store.now(), limit: 8 };
-    const [v] = await e.embed([queries[0]], { priority: true });
+    const [v] = await e.embed([QUERIES[0]], { priority: true });
     const here = vs.knn(model, v, q);
     for (const stored of [
       { file: c.store.path, table: 'vq_none' },
       { file: `${c.store.path}.missing`, table: model.table },
     ]) {
       const p = vs.prepareKnn(model, q);
-      const r = await e.nearest(queries[0], { ...p, limit: q.limit, stored });
+      const r = await e.nearest(QUERIES[0], { ...p, limit: q.limit, stored });
       assert.equal(r.reranked, false, JSON.stringify(stored));
       assert.deepEqual(vs.rerank(model, p.arrays, r.query, vs.stillAdmitted(model, r.hits, q, p), q.limit), here);
     }
     // and the worker reads them again afterwards
     const p = vs.prepareKnn(model, q);
-    assert.equal((await e.nearest(queries[0], { ...p, limit: q.limit })).reranked, true);
+    assert.equal((await e.nearest(QUERIES[0], { ...p, limit: q.limit })).reranked, true);
   });
 
   it('duplicate checks scored in the worker come back ranked by the int8 vectors, as on the event loop', async () => {
