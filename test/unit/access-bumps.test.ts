@@ -36,26 +36,35 @@ function heldPool() {
   };
 }
 
+/** Let the next UPDATE land, and wait until the bumps have seen it. */
+async function landed(h: ReturnType<typeof heldPool>, bumps: AccessBumps): Promise<void> {
+  await h.release();
+  await bumps.flushed();
+}
+
+/** One get's read, begun and answered at once (not held open across a landing): the count it answers. */
+function read(bumps: AccessBumps, rowid: number, now: number, stored: number): number {
+  const t = bumps.begin();
+  try {
+    return bumps.add(rowid, now, stored, t);
+  } finally {
+    bumps.end(t);
+  }
+}
+
 describe('access counts of team gets', () => {
   it('a read in flight while its row’s bumps land answers one more than the previous answer', async () => {
     const h = heldPool();
     const bumps = new AccessBumps(h.pool);
-    const t1 = bumps.begin();
-    assert.equal(bumps.add(7, 1000, 0, t1), 1);
-    bumps.end(t1);
+    assert.equal(read(bumps, 7, 1000, 0), 1);
     const t2 = bumps.begin(); // its SELECT reads the row before the UPDATE commits: stored count 0
-    await h.release();
-    await bumps.flushed();
+    await landed(h, bumps);
     assert.equal(h.stored.get('7'), 1);
     assert.equal(bumps.add(7, 1001, 0, t2), 2); // not 1: the first read is not in the count it read
     bumps.end(t2);
-    await h.release();
-    await bumps.flushed();
-    const t3 = bumps.begin(); // began after both landed: the stored count has them
-    assert.equal(bumps.add(7, 1002, h.stored.get('7')!, t3), 3);
-    bumps.end(t3);
-    await h.release();
-    await bumps.flushed();
+    await landed(h, bumps);
+    assert.equal(read(bumps, 7, 1002, h.stored.get('7')!), 3); // began after both landed: the stored count has them
+    await landed(h, bumps);
     assert.equal(h.stored.get('7'), 3);
     assert.equal(bumps.tracked, 0); // nothing in flight: no row is remembered
   });
@@ -63,16 +72,10 @@ describe('access counts of team gets', () => {
   it('a read begun after a batch landed trusts the stored count, so other daemons’ reads count and none counts twice', async () => {
     const h = heldPool();
     const bumps = new AccessBumps(h.pool);
-    const t1 = bumps.begin();
-    assert.equal(bumps.add(9, 1000, 4, t1), 5);
-    bumps.end(t1);
-    await h.release();
-    await bumps.flushed();
-    const t2 = bumps.begin();
-    assert.equal(bumps.add(9, 1001, 8, t2), 9); // another daemon read it three times meanwhile
-    bumps.end(t2);
-    await h.release();
-    await bumps.flushed();
+    assert.equal(read(bumps, 9, 1000, 4), 5);
+    await landed(h, bumps);
+    assert.equal(read(bumps, 9, 1001, 8), 9); // another daemon read it three times meanwhile
+    await landed(h, bumps);
   });
 
   it('a dropped batch (a reader’s bumps are refused) counts from the stored count again, not upward forever', async () => {
@@ -80,11 +83,8 @@ describe('access counts of team gets', () => {
     h.failing();
     const bumps = new AccessBumps(h.pool);
     for (let i = 0; i < 3; i++) {
-      const t = bumps.begin();
-      assert.equal(bumps.add(3, 1000 + i, 0, t), 1);
-      bumps.end(t);
-      await h.release();
-      await bumps.flushed();
+      assert.equal(read(bumps, 3, 1000 + i, 0), 1);
+      await landed(h, bumps);
     }
     assert.equal(h.stored.size, 0);
     assert.equal(bumps.tracked, 0);
@@ -93,12 +93,9 @@ describe('access counts of team gets', () => {
   it('remembers a row only while a read that began before its bumps landed is still in flight', async () => {
     const h = heldPool();
     const bumps = new AccessBumps(h.pool);
-    const t1 = bumps.begin();
-    bumps.add(1, 1000, 0, t1);
-    bumps.end(t1);
+    assert.equal(read(bumps, 1, 1000, 0), 1);
     const slow = bumps.begin(); // a read of another row, still in flight when the batch lands
-    await h.release();
-    await bumps.flushed();
+    await landed(h, bumps);
     assert.equal(bumps.tracked, 1);
     bumps.end(slow); // a failed or not-found read ends without add
     assert.equal(bumps.tracked, 0);
