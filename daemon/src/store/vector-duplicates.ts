@@ -72,12 +72,12 @@ export function buildDuplicateScan(
     let g = shared.get(ns);
     if (g === undefined) {
       shared.set(ns, (g = lists.length));
-      const all = ix.namespaceSlots(ns);
-      const list = new Int32Array(all.length);
-      let m = 0;
-      for (const s of all) if (visible(s)) list[m++] = s;
-      lists.push(list.subarray(0, m));
-      total += m;
+      // The vector arm's admission loop over the namespace's list (a copy: admit's buffer is reused).
+      const mask = new Uint8Array(ns + 1);
+      mask[ns] = 1;
+      const list = ix.admit(mask, inc, now, null, [ns], false).slice();
+      lists.push(list);
+      total += list.length;
     }
     return g;
   };

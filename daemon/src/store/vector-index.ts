@@ -355,7 +355,7 @@ export class VectorIndex implements SlotArrays {
   /**
    * Admitted slots: scope namespaces (mask, null = all), visibility of `include` at `now`, optional rowid set.
    * The result is a view on a buffer reused by the next call, or a cached set (valid until the next call; never
-   * to be written to).
+   * to be written to). `cache` false: never cached (a set that is used once, such as a duplicate pass's namespace).
    */
   admit(
     nsMask: Uint8Array | null,
@@ -363,6 +363,7 @@ export class VectorIndex implements SlotArrays {
     now: number,
     only: Set<number> | null,
     nsIds: number[] | null = null,
+    cache = true,
   ): Int32Array {
     const inc = include ?? {};
     const want = only ? Math.min(only.size, this.size) : this.size;
@@ -387,7 +388,7 @@ export class VectorIndex implements SlotArrays {
       wExpired = !!inc.expired,
       wOut = !!inc.outOfValidity;
     const key =
-      nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
+      cache && nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
         ? `${+wDeleted}${+wProposed}${+wSuperseded}${+wExpired}${+wOut}:${nsIds.join(',')}`
         : null;
     const hit = key === null ? undefined : this.admitCache.get(key);

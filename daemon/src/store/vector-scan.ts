@@ -424,8 +424,12 @@ export function runDuplicateScanReranked(scan: DuplicateScan, sc: Scratch, reade
 /**
  * Where each check's own memory is listed in its group (an index from the group's start), -1 when it is not: one
  * pass over each group's slots for all of its checks. A bulk import checks hundreds of memories of a few namespaces per
- * pass, and a copy of the group without the memory, per check, read the whole namespace's rowids once per check.
+ * pass, and a copy of the group without the memory, per check, read the whole namespace's rowids once per check. The
+ * pass runs from the group's end and stops when every check's memory is found: a namespace lists its memories in
+ * the order they were indexed (vector-index.ts: a removal moves the last one into its place), so the memories a pass
+ * just embedded are near the end.
  */
+const OWN_FILTER = 1 << 16;
 function ownSlots(scan: DuplicateScan): Int32Array {
   const checks = scan.group.length;
   const rowid = scan.arrays.rowid;
@@ -442,7 +446,7 @@ function ownSlots(scan: DuplicateScan): Int32Array {
     const to = scan.starts[g + 1];
     if (list.length === 1) {
       const self = scan.exclude[list[0]];
-      for (let j = from; j < to; j++)
+      for (let j = to - 1; j >= from; j--)
         if (rowid[scan.slots[j]] === self) {
           selfAt[list[0]] = j - from;
           break;
@@ -450,15 +454,21 @@ function ownSlots(scan: DuplicateScan): Int32Array {
       continue;
     }
     const want = new Map<number, number[]>();
+    // The wanted rowids' low bits, so most slots are passed over without a lookup in `want` (at a million memories a
+    // lookup per slot was most of this pass: a pass's few hundred checks of one namespace of ~100k).
+    const maybe = new Uint8Array(OWN_FILTER);
     for (const c of list) {
       const r = scan.exclude[c];
+      maybe[r & (OWN_FILTER - 1)] = 1;
       const same = want.get(r);
       if (same) same.push(c);
       else want.set(r, [c]);
     }
     let left = want.size;
-    for (let j = from; j < to && left > 0; j++) {
-      const cs = want.get(rowid[scan.slots[j]]);
+    for (let j = to - 1; j >= from && left > 0; j--) {
+      const r = rowid[scan.slots[j]];
+      if (maybe[r & (OWN_FILTER - 1)] === 0) continue;
+      const cs = want.get(r);
       if (!cs) continue;
       for (const c of cs) selfAt[c] = j - from;
       left--;
