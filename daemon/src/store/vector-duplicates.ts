@@ -72,10 +72,7 @@ export function buildDuplicateScan(
     let g = shared.get(ns);
     if (g === undefined) {
       shared.set(ns, (g = lists.length));
-      // The vector arm's admission loop over the namespace's list (a copy: admit's buffer is reused).
-      const mask = new Uint8Array(ns + 1);
-      mask[ns] = 1;
-      const list = ix.admit(mask, inc, now, null, [ns], false).slice();
+      const list = ix.visibleIn(ns, now); // a view on the namespace's kept list: copied into `slots` below
       lists.push(list);
       total += list.length;
     }

@@ -26,6 +26,13 @@ export interface VecModel {
 }
 
 const STATUS = { active: 0, proposed: 1, superseded: 2 } as Record<string, number>;
+/** A namespace's slots, packed (`n` of them); `changes` counts changes to the slots listed (VectorIndex.visibleIn). */
+interface NsList {
+  slots: Int32Array;
+  n: number;
+  changes: number;
+}
+const DEFAULT_INCLUDE: Include = {};
 const NONE_MAX = Number.MAX_VALUE;
 
 export interface MetaRow {
@@ -68,7 +75,7 @@ export class VectorIndex implements SlotArrays {
    * The slots of each namespace (by namespace rowid), packed, so a duplicate check scans one namespace's
    * signatures, not the store; `nsPos` is each slot's place in its namespace's list (-1: none).
    */
-  private nsList = new Map<number, { slots: Int32Array; n: number }>();
+  private nsList = new Map<number, NsList>();
   private nsPos = new Int32Array(0);
   free: number[] = [];
   /** The buffer admit() returns views of. */
@@ -84,6 +91,14 @@ export class VectorIndex implements SlotArrays {
    * crossed). Bounded to ADMIT_CACHE_SLOTS slots beyond the store's size in all.
    */
   private admitCache = new Map<string, { version: number; from: number; until: number; slots: Int32Array }>();
+  /**
+   * Each namespace's visible slots as visibleIn last listed them: the first `n` of its list looked at, `m` of them
+   * visible, holding for the list's `changes` and from `from` until `until` (the nearest time bound of its slots).
+   */
+  private visibleLists = new Map<
+    number,
+    { list: NsList; changes: number; n: number; m: number; from: number; until: number; slots: Int32Array }
+  >();
   private admitCached = 0;
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
@@ -175,6 +190,7 @@ export class VectorIndex implements SlotArrays {
 
   setMeta(slot: number, m: MetaRow): void {
     this.version++;
+    this.changedListed(slot); // a listed slot's facts (or, through put, its vector) may change
     if (this.nsPos[slot] >= 0 && this.ns[slot] !== m.ns) {
       this.unlist(slot); // moved namespace: its buckets too
       if (this.buckets?.isListed(slot)) {
@@ -185,7 +201,7 @@ export class VectorIndex implements SlotArrays {
     this.ns[slot] = m.ns;
     if (this.nsPos[slot] < 0) {
       let l = this.nsList.get(m.ns);
-      if (!l) this.nsList.set(m.ns, (l = { slots: new Int32Array(16), n: 0 }));
+      if (!l) this.nsList.set(m.ns, (l = { slots: new Int32Array(16), n: 0, changes: 0 }));
       if (l.n === l.slots.length) {
         const b = new Int32Array(l.n * 2);
         b.set(l.slots);
@@ -296,6 +312,7 @@ export class VectorIndex implements SlotArrays {
     for (let s = 0; s < this.size; s++)
       if (this.status[s] !== 255) this.inv[s] = pack4(old.subarray(s * d, (s + 1) * d), d, this.q4, s * per);
     this.version++;
+    for (const l of this.nsList.values()) l.changes++; // every norm computed again
   }
 
   private slotFor(m: MetaRow): number {
@@ -311,10 +328,18 @@ export class VectorIndex implements SlotArrays {
     return slot;
   }
 
+  /** A slot already listed is about to change: its namespace's visible list (visibleIn) is made again. */
+  private changedListed(slot: number): void {
+    if (this.nsPos[slot] < 0) return;
+    const l = this.nsList.get(this.ns[slot]);
+    if (l) l.changes++;
+  }
+
   private unlist(slot: number): void {
     const pos = this.nsPos[slot];
     const l = this.nsList.get(this.ns[slot]);
     if (pos < 0 || !l) return;
+    l.changes++; // the last slot moves into its place
     const last = l.slots[--l.n];
     l.slots[pos] = last;
     this.nsPos[last] = pos;
@@ -327,10 +352,47 @@ export class VectorIndex implements SlotArrays {
     let n = this.slotOf.bytes + this.admitted.byteLength + this.admitCached * 4;
     for (const a of [this.rowid, this.ns, this.status, this.deleted, this.timeRef, this.times, this.inv, this.nsPos]) n += a.byteLength;
     for (const l of this.nsList.values()) n += l.slots.byteLength;
+    for (const c of this.visibleLists.values()) n += c.slots.byteLength;
     n += this.buckets?.bytes ?? 0;
     if (this.kmem) n += this.kmem.q.mem.buffer.byteLength + this.kmem.sig.mem.buffer.byteLength;
     else n += this.q.byteLength + (this.q4?.byteLength ?? 0) + this.sig.byteLength;
     return n;
+  }
+
+  /**
+   * The slots of namespace `ns` visible by default (no include flag) at `now`, in its list's order: a duplicate
+   * check's candidates. Kept per namespace and only extended by the slots appended to its list since, while none of
+   * its listed slots changed (setMeta of one, a removal, a namespace move, toCompact: `changes`) and `now` has not
+   * reached a time bound of its slots, so a bulk import's indexing passes look at the memories they add, not at the
+   * whole namespace each (a pass over a 114k namespace per pass was the event loop's largest cost of an import at
+   * 1M). A view, valid until the next call for this namespace.
+   */
+  visibleIn(ns: number, now: number): Int32Array {
+    const l = this.nsList.get(ns);
+    if (!l) {
+      this.visibleLists.delete(ns);
+      return new Int32Array(0);
+    }
+    let c = this.visibleLists.get(ns);
+    if (!c || c.list !== l || c.changes !== l.changes || now < c.from || now >= c.until) {
+      c = { list: l, changes: l.changes, n: 0, m: 0, from: now, until: Infinity, slots: c?.slots ?? new Int32Array(16) };
+      this.visibleLists.set(ns, c);
+    }
+    if (c.slots.length < c.m + (l.n - c.n)) {
+      const b = new Int32Array(Math.max(c.m + (l.n - c.n), c.slots.length * 2));
+      b.set(c.slots.subarray(0, c.m));
+      c.slots = b;
+    }
+    const { timeRef, times } = this;
+    for (let j = c.n; j < l.n; j++) {
+      const s = l.slots[j];
+      const r = timeRef[s] * 3;
+      // Any bound after `now`, of a visible slot or not, ends the list's validity (an expiry, a validity start or end).
+      if (r !== 0) for (let k = r; k < r + 3; k++) if (times[k] > now && times[k] < c.until) c.until = times[k];
+      if (this.visible(s, DEFAULT_INCLUDE, now)) c.slots[c.m++] = s;
+    }
+    c.n = l.n;
+    return c.slots.subarray(0, c.m);
   }
 
   /** The slots of one namespace (a view: valid until the index changes). */
@@ -355,7 +417,7 @@ export class VectorIndex implements SlotArrays {
   /**
    * Admitted slots: scope namespaces (mask, null = all), visibility of `include` at `now`, optional rowid set.
    * The result is a view on a buffer reused by the next call, or a cached set (valid until the next call; never
-   * to be written to). `cache` false: never cached (a set that is used once, such as a duplicate pass's namespace).
+   * to be written to).
    */
   admit(
     nsMask: Uint8Array | null,
@@ -363,7 +425,6 @@ export class VectorIndex implements SlotArrays {
     now: number,
     only: Set<number> | null,
     nsIds: number[] | null = null,
-    cache = true,
   ): Int32Array {
     const inc = include ?? {};
     const want = only ? Math.min(only.size, this.size) : this.size;
@@ -388,7 +449,7 @@ export class VectorIndex implements SlotArrays {
       wExpired = !!inc.expired,
       wOut = !!inc.outOfValidity;
     const key =
-      cache && nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
+      nsMask && nsIds && nsIds.length <= ADMIT_CACHE_MAX_NS
         ? `${+wDeleted}${+wProposed}${+wSuperseded}${+wExpired}${+wOut}:${nsIds.join(',')}`
         : null;
     const hit = key === null ? undefined : this.admitCache.get(key);
