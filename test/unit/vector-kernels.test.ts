@@ -11,6 +11,7 @@ import {
   allocKernelArray,
   dotsKernel,
   growKernelArray,
+  hammingBelowMany,
   hammingKernel,
   hammingManyKernel,
   kernelsRun,
@@ -103,6 +104,37 @@ describe('vector kernels (WebAssembly SIMD)', () => {
     }
     // Not all alike: the queries differ, so their distances do.
     assert.notDeepEqual(dists.subarray(0, admitted.length), dists.subarray(admitted.length, 2 * admitted.length));
+  });
+
+  it('the bounded Hamming kernel gives each query exactly the slots within its bound, in order, across chunks', () => {
+    const n = 20_000;
+    const { km, r, plain } = fixture(n, 16, 5);
+    const admitted = Int32Array.from({ length: n }, (_, i) => i).filter(() => r() < 0.85);
+    const queries = 6;
+    const qsigs = Int32Array.from({ length: queries * SIG_WORDS }, () => Math.floor(r() * 2 ** 32) | 0);
+    const all = Array.from({ length: queries }, (_, j) =>
+      Array.from(admitted, (s) => {
+        let d = 0;
+        for (let w = 0; w < SIG_WORDS; w++) d += popcount(plain.sig[s * SIG_WORDS + w] ^ qsigs[j * SIG_WORDS + w]);
+        return d;
+      }),
+    );
+    // Bounds at a distance some slots have (equal ones are kept), below every slot, and above every slot.
+    const sorted = all.map((ds) => [...ds].sort((a, b) => a - b));
+    const bounds = Int32Array.from([sorted[0][40], sorted[1][0] - 1, 256, sorted[3][500], sorted[4][1], sorted[5][3000]]);
+    const got = hammingBelowMany(km, admitted, qsigs, bounds);
+    for (let j = 0; j < queries; j++) {
+      const pos = all[j].flatMap((d, i) => (d <= bounds[j] ? [i] : []));
+      assert.deepEqual(Array.from(got[j].pos), pos, `query ${j}'s slots within ${bounds[j]}`);
+      assert.deepEqual(
+        Array.from(got[j].dist),
+        pos.map((i) => all[j][i]),
+        `query ${j}'s distances`,
+      );
+    }
+    assert.equal(got[1].pos.length, 0);
+    assert.equal(got[2].pos.length, admitted.length);
+    assert.ok(got[0].pos.length > 40 && got[0].dist.includes(bounds[0]), 'slots at the bound itself are kept');
   });
 
   it('the dot-product kernel gives the float64 sums up to float32 rounding', () => {

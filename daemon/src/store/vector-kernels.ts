@@ -32,6 +32,7 @@ export interface KernelMemory {
 
 interface Exports {
   hamming(sigBase: number, adm: number, n: number, qsig: number, dist: number, hist: number): void;
+  hammingBelow(sigBase: number, adm: number, n: number, qsig: number, bound: number, pos: number, dist: number): number;
   dots(qBase: number, dim: number, pool: number, n: number, vec: number, out: number): void;
   dots4(qBase: number, dim: number, pool: number, n: number, vec: number, out: number, bias: number, scale: number): void;
 }
@@ -39,7 +40,8 @@ interface Exports {
 const PAGE = 65536;
 const HEADER = 64;
 /** Slots per kernel call: a scratch area holds this many slot numbers and results. */
-const CHUNK = 8192;
+export const KERNEL_CHUNK = 8192;
+const CHUNK = KERNEL_CHUNK;
 /** Largest dimension the scratch area holds a query of (a larger model's scans run in JavaScript). */
 export const KERNEL_MAX_DIM = 4096;
 /** Distances a Hamming histogram counts (0..SIG_BITS). */
@@ -175,6 +177,43 @@ export function hammingManyKernel(km: KernelMemory, admitted: Int32Array, qsigs:
       hists?.set(counts, first * HIST);
     });
   }
+}
+
+/**
+ * Per query of `qsigs` (SIG_WORDS each), the slots of `admitted` at Hamming distance at most `bounds[j]` from it:
+ * their indexes in `admitted` and their distances, in `admitted`'s order. Chunk by chunk like hammingManyKernel (a
+ * chunk's signatures are read from memory once for all the queries), but only the few slots within the bound are
+ * written out (hammingBelow).
+ */
+export function hammingBelowMany(
+  km: KernelMemory,
+  admitted: Int32Array,
+  qsigs: Int32Array,
+  bounds: Int32Array,
+): { pos: Int32Array; dist: Uint16Array }[] {
+  const words = SIG_WORDS;
+  const queries = bounds.length;
+  const pos: number[][] = Array.from({ length: queries }, () => []);
+  const dist: number[][] = Array.from({ length: queries }, () => []);
+  withKernels(km.sig.mem, (k, area, buf) => {
+    const qsig = new Int32Array(buf, area + A_QSIG, words);
+    const slots = new Int32Array(buf, area + A_SLOTS, CHUNK);
+    const outPos = new Int32Array(buf, area + A_OUT, CHUNK);
+    const outDist = new Uint16Array(buf, area + A_DIST, CHUNK);
+    for (let from = 0; from < admitted.length; from += CHUNK) {
+      const m = Math.min(CHUNK, admitted.length - from);
+      slots.set(admitted.subarray(from, from + m));
+      for (let j = 0; j < queries; j++) {
+        qsig.set(qsigs.subarray(j * words, (j + 1) * words));
+        const c = k.hammingBelow(km.sig.off, area + A_SLOTS, m, area + A_QSIG, bounds[j], area + A_OUT, area + A_DIST);
+        for (let i = 0; i < c; i++) {
+          pos[j].push(from + outPos[i]);
+          dist[j].push(outDist[i]);
+        }
+      }
+    }
+  });
+  return pos.map((p, j) => ({ pos: Int32Array.from(p), dist: Uint16Array.from(dist[j]) }));
 }
 
 /** Whether the 4-bit kernel runs for `dimension` (a compact index: store/quantize.ts pack4). */

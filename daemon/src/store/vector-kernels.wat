@@ -36,6 +36,41 @@
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $next))))
 
+  ;; Hamming distances at or below a bound: as `hamming`, but only the slots whose distance is at most `bound` are
+  ;; written, their index in the list (i32 at `pos`) and their distance (u16 at `dist`), in list order; returns how
+  ;; many. A duplicate check keeps ~128 of a namespace's 100k slots, so the branch is almost never taken and the pass
+  ;; writes nearly nothing (no distance per slot, no histogram).
+  (func (export "hammingBelow") (param $sigBase i32) (param $adm i32) (param $n i32) (param $qsig i32) (param $bound i32)
+    (param $pos i32) (param $dist i32) (result i32)
+    (local $i i32) (local $o i32) (local $d i32) (local $c i32) (local $q0 i64) (local $q1 i64) (local $q2 i64) (local $q3 i64)
+    (local.set $q0 (i64.load (local.get $qsig)))
+    (local.set $q1 (i64.load offset=8 (local.get $qsig)))
+    (local.set $q2 (i64.load offset=16 (local.get $qsig)))
+    (local.set $q3 (i64.load offset=24 (local.get $qsig)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $o
+          (i32.add (local.get $sigBase)
+            (i32.shl (i32.load (i32.add (local.get $adm) (i32.shl (local.get $i) (i32.const 2)))) (i32.const 5))))
+        (local.set $d
+          (i32.wrap_i64
+            (i64.add
+              (i64.add
+                (i64.popcnt (i64.xor (i64.load (local.get $o)) (local.get $q0)))
+                (i64.popcnt (i64.xor (i64.load offset=8 (local.get $o)) (local.get $q1))))
+              (i64.add
+                (i64.popcnt (i64.xor (i64.load offset=16 (local.get $o)) (local.get $q2)))
+                (i64.popcnt (i64.xor (i64.load offset=24 (local.get $o)) (local.get $q3)))))))
+        (if (i32.le_u (local.get $d) (local.get $bound))
+          (then
+            (i32.store (i32.add (local.get $pos) (i32.shl (local.get $c) (i32.const 2))) (local.get $i))
+            (i32.store16 (i32.add (local.get $dist) (i32.shl (local.get $c) (i32.const 1))) (local.get $d))
+            (local.set $c (i32.add (local.get $c) (i32.const 1)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))
+    (local.get $c))
+
   ;; Dot products: for each of the `n` slots listed (i32) at `pool`, its int8 vector (`dim` bytes at `qBase` +
   ;; slot * dim; `dim` a multiple of 16) times the f32 query (`dim` floats at `vec`), summed in f32, as f32 at `out`.
   (func (export "dots") (param $qBase i32) (param $dim i32) (param $pool i32) (param $n i32) (param $vec i32) (param $out i32)

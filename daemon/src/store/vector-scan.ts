@@ -9,7 +9,7 @@
 import type { ArmHit } from './search-fts';
 import type { StoredAt, StoredVectorReader } from './vector-rerank';
 import { q4Bytes, SIG_BITS, SIG_WORDS, signature } from './quantize';
-import { dotsKernel, hammingKernel, hammingManyKernel, type KernelMemory } from './vector-kernels';
+import { dotsKernel, hammingBelowMany, hammingKernel, hammingManyKernel, KERNEL_CHUNK, type KernelMemory } from './vector-kernels';
 
 /**
  * What a scan reads of the vector index: per slot its rowid, 1/‖q‖, int8 vector (dimension each) and signature.
@@ -71,22 +71,18 @@ export function nearest(
   skip = -1,
   /** Hits a compact index's scan returns to be ranked again (rerankPool(limit) unless given). */
   pool = rerankPool(limit),
-  /** The Hamming distances of `admitted`'s slots to the signature and their histogram, when already computed (hammingManyKernel). */
-  given?: { dists: Uint16Array; hist: Int32Array },
 ): ArmHit[] {
   const all = admitted.length;
   const n = skip >= 0 ? all - 1 : all;
   let admittedPool = admitted;
   if (n > exactMax) {
-    if (!given && sc.dist.length < all) sc.dist = new Uint16Array(all);
+    if (sc.dist.length < all) sc.dist = new Uint16Array(all);
     if (sc.pool.length < all) sc.pool = new Int32Array(all);
-    const dist = given?.dists ?? sc.dist;
-    const hist = given?.hist ?? new Int32Array(SIG_BITS + 1);
+    const dist = sc.dist;
+    const hist = new Int32Array(SIG_BITS + 1);
     // The kernels count the histogram in the Hamming pass itself (a second loop over a million distances took ~2.5 ms).
-    if (!given) {
-      if (a.kmem) hammingKernel(a.kmem, admitted, sigOf(), dist, hist);
-      else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
-    }
+    if (a.kmem) hammingKernel(a.kmem, admitted, sigOf(), dist, hist);
+    else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
     if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
     const want = Math.max(candidates, limit * 8);
     let cut = 0;
@@ -310,18 +306,12 @@ export interface DuplicateScanResult {
 }
 
 /**
- * Checks of one namespace whose Hamming passes run together (hammingManyKernel): each chunk of the namespace's
+ * Checks of one namespace whose Hamming passes run together (nearestCandidates): each chunk of the namespace's
  * signatures is read from memory once for up to this many of them. A bulk import's pass checks hundreds of memories
  * of a few large namespaces; at a million memories a pass over a namespace's scattered slots read ~3 times longer
- * than over the same number in a row (bench/README.md), and the distances of 16 checks of a 120k-memory namespace
- * take 3.8 MB.
+ * than over the same number in a row (bench/README.md).
  */
 export const DUP_PASS_QUERIES = 16;
-/**
- * ...and at most this many distances at once (4 MB): a namespace of a million memories runs its checks two at a time
- * rather than holding 16 of its passes' distances (32 MB).
- */
-export const DUP_PASS_DISTANCES = 1 << 21;
 
 /** Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them. */
 export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
@@ -333,7 +323,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const sizeOf = (g: number) => scan.starts[g + 1] - scan.starts[g];
   const sigOf = (c: number) => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS);
   // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
-  const one = (c: number, given?: { dists: Uint16Array; hist: Int32Array }) => {
+  const one = (c: number) => {
     hits[c] = nearest(
       scan.arrays,
       sc,
@@ -345,7 +335,6 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       scan.candidates,
       selfAt[c],
       scan.rerank,
-      given,
     );
   };
   // The checks that take the Hamming pass in the kernels (more than exactMax slots besides their own), by group.
@@ -361,35 +350,112 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       else passes.set(g, [c]);
     }
   }
-  // Checks run together per group: up to DUP_PASS_QUERIES, and no more than DUP_PASS_DISTANCES distances.
-  const together = (g: number) => Math.max(1, Math.min(DUP_PASS_QUERIES, Math.floor(DUP_PASS_DISTANCES / Math.max(1, sizeOf(g)))));
-  // One buffer for every group's distances (the largest group's), not one per group.
-  let most = 0;
-  for (const [g, cs] of passes) if (cs.length > 1) most = Math.max(most, Math.min(cs.length, together(g)) * sizeOf(g));
-  const buffer = new Uint16Array(most);
+  // Checks run together per group, up to DUP_PASS_QUERIES: each takes `nearest`'s candidates (nearestCandidates), or,
+  // when the estimate of its bound fell short, the whole pass (`one`).
+  const want = Math.max(scan.candidates, scan.limit * 8); // as nearest takes them
   for (const [g, cs] of passes) {
     const list = listOf(g);
-    const step = together(g);
-    for (let i = 0; i < cs.length; i += step) {
-      const part = cs.slice(i, i + step);
-      if (part.length === 1) {
-        one(part[0]);
-        continue;
-      }
+    for (let i = 0; i < cs.length; i += DUP_PASS_QUERIES) {
+      const part = cs.slice(i, i + DUP_PASS_QUERIES);
       const qsigs = new Int32Array(part.length * SIG_WORDS);
       part.forEach((c, j) => qsigs.set(sigOf(c), j * SIG_WORDS));
-      const dists = buffer.subarray(0, part.length * list.length);
-      const hists = new Int32Array(part.length * (SIG_BITS + 1));
-      hammingManyKernel(km!, list, qsigs, dists, hists);
-      part.forEach((c, j) =>
-        one(c, {
-          dists: dists.subarray(j * list.length, (j + 1) * list.length),
-          hist: hists.subarray(j * (SIG_BITS + 1), (j + 1) * (SIG_BITS + 1)),
-        }),
+      const chosen = nearestCandidates(
+        km!,
+        list,
+        qsigs,
+        Int32Array.from(part, (c) => selfAt[c]),
+        want,
       );
+      part.forEach((c, j) => {
+        const pool = chosen[j];
+        if (pool === null) one(c);
+        else
+          hits[c] = scoreTop(scan.arrays, sc, pool, scan.vectors.subarray(c * d, (c + 1) * d), scan.arrays.q4 ? scan.rerank : scan.limit);
+      });
     }
   }
   return flatHits(hits);
+}
+
+/**
+ * For each query of `qsigs`, the `want` slots of `list` nearest to it by Hamming distance, leaving out the one at
+ * index `skips[j]` (-1: none), chosen as `nearest` chooses them (every slot below the cut-off distance, then those at
+ * the cut-off in list order), or null when this way cannot tell (the caller runs nearest's whole pass). A duplicate
+ * check keeps ~128 of a namespace's ~100k slots: instead of every slot's distance and a histogram of them (and a
+ * pass over the distances to pick them), the first chunk's histogram estimates, for each query, a distance within
+ * which about twice `want` slots of the list lie, and the rest of the list is read for the slots within it only
+ * (hammingBelowMany). Every slot nearer than the cut-off is within that bound whenever at least `want` slots are
+ * (the cut-off is then at most the bound), so the choice is exactly nearest's; when fewer are (the first chunk was
+ * nearer to the query than the rest), null.
+ */
+export function nearestCandidates(
+  km: KernelMemory,
+  list: Int32Array,
+  qsigs: Int32Array,
+  skips: Int32Array,
+  want: number,
+): (Int32Array | null)[] {
+  const queries = skips.length;
+  const first = Math.min(list.length, KERNEL_CHUNK);
+  const H = SIG_BITS + 1;
+  const dists = new Uint16Array(queries * first);
+  const hists = new Int32Array(queries * H);
+  hammingManyKernel(km, list.subarray(0, first), qsigs, dists, hists);
+  const bounds = new Int32Array(queries);
+  for (let j = 0; j < queries; j++) {
+    const hist = hists.subarray(j * H, (j + 1) * H);
+    const skip = skips[j];
+    if (skip >= 0 && skip < first) hist[dists[j * first + skip]]--;
+    // The list's slots at each distance, estimated from the first chunk's (exact when the chunk is the whole list).
+    const scale =
+      first === list.length ? 1 : (list.length - (skip >= 0 ? 1 : 0)) / Math.max(1, first - (skip >= 0 && skip < first ? 1 : 0));
+    const target = first === list.length ? want : 2 * want;
+    let bound = 0;
+    for (let seen = hist[0]; bound < SIG_BITS && seen * scale < target;) seen += hist[++bound];
+    bounds[j] = bound;
+  }
+  const rest = first < list.length ? hammingBelowMany(km, list.subarray(first), qsigs, bounds) : null;
+  const out: (Int32Array | null)[] = [];
+  for (let j = 0; j < queries; j++) {
+    const bound = bounds[j];
+    const skip = skips[j];
+    // The slots within the bound, in list order: the first chunk's, then the rest's.
+    const pos: number[] = [];
+    const dist: number[] = [];
+    for (let i = 0; i < first; i++) {
+      const dd = dists[j * first + i];
+      if (dd <= bound && i !== skip) {
+        pos.push(i);
+        dist.push(dd);
+      }
+    }
+    if (rest)
+      for (let k = 0; k < rest[j].pos.length; k++) {
+        const i = first + rest[j].pos[k];
+        if (i !== skip) {
+          pos.push(i);
+          dist.push(rest[j].dist[k]);
+        }
+      }
+    if (pos.length < want && bound < SIG_BITS) {
+      out.push(null); // fewer than `want` within the bound: the cut-off may lie beyond it
+      continue;
+    }
+    // nearest's choice among them: every slot below the cut-off, then those at the cut-off in list order.
+    const hist = new Int32Array(H);
+    for (const dd of dist) hist[dd]++;
+    let cut = 0;
+    let below = 0;
+    for (; cut < SIG_BITS && below + hist[cut] < want; cut++) below += hist[cut];
+    let atCut = want - below;
+    const chosen: number[] = [];
+    for (let k = 0; k < pos.length; k++) {
+      const dd = dist[k];
+      if (dd < cut || (dd === cut && atCut-- > 0)) chosen.push(list[pos[k]]);
+    }
+    out.push(Int32Array.from(chosen));
+  }
+  return out;
 }
 
 /** Each check's hits, flat (DuplicateScanResult); duplicateHits reads them back. */
