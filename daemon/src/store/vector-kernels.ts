@@ -1,6 +1,7 @@
 /**
- * The vector arm's inner loops in WebAssembly SIMD (vector-kernels.wat): the Hamming pass over SimHash signatures
- * and the int8 × float dot products of exact scoring, about 7× and 3× faster than the same loops in JavaScript
+ * The vector arm's inner loops in WebAssembly (vector-kernels.wat): the Hamming pass over SimHash signatures (64-bit
+ * words and i64.popcnt; a bounded variant for duplicate checks that writes only the slots within a distance) and, in
+ * SIMD, the int8 × float dot products of exact scoring, about 7× and 3× faster than the same loops in JavaScript
  * (bench/README.md); a compact index's 4-bit × i16 dot products in integers (query16). They read the index where it lives: VectorIndex keeps its signatures and its int8 vectors each
  * in a shared WebAssembly memory (`KernelMemory`), which the embedding worker is handed with every scan, so both
  * threads run the kernels over the same bytes without a copy.
