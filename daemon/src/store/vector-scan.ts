@@ -84,11 +84,8 @@ export function nearest(
     if (a.kmem) hammingKernel(a.kmem, admitted, sigOf(), dist, hist);
     else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
     if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
-    const want = Math.max(candidates, limit * 8);
-    let cut = 0;
-    let below = 0; // slots strictly nearer than `cut`
-    for (; cut < SIG_BITS && below + hist[cut] < want; cut++) below += hist[cut];
-    let atCut = want - below; // how many of the slots at distance `cut` are taken
+    const { cut, atCut: taken } = cutOff(hist, hammingWant(candidates, limit));
+    let atCut = taken;
     const keep = sc.pool;
     let m = 0;
     for (let i = 0; i < all; i++) {
@@ -103,6 +100,20 @@ export function nearest(
     admittedPool = sc.pool.subarray(0, n);
   }
   return scoreTop(a, sc, admittedPool, v, a.q4 ? pool : limit);
+}
+
+/** How many slots `nearest` takes by Hamming distance for `limit` hits: `candidates`, or 8 per hit when more. */
+export const hammingWant = (candidates: number, limit: number): number => Math.max(candidates, limit * 8);
+
+/**
+ * Where `nearest` cuts a list whose distances `hist` counts to keep `want` slots: every slot nearer than `cut`, and
+ * the first `atCut` at distance `cut` in list order.
+ */
+function cutOff(hist: Int32Array, want: number): { cut: number; atCut: number } {
+  let cut = 0;
+  let below = 0; // slots strictly nearer than `cut`
+  for (; cut < SIG_BITS && below + hist[cut] < want; cut++) below += hist[cut];
+  return { cut, atCut: want - below };
 }
 
 /**
@@ -352,7 +363,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   }
   // Checks run together per group, up to DUP_PASS_QUERIES: each takes `nearest`'s candidates (nearestCandidates), or,
   // when the estimate of its bound fell short, the whole pass (`one`).
-  const want = Math.max(scan.candidates, scan.limit * 8); // as nearest takes them
+  const want = hammingWant(scan.candidates, scan.limit);
   for (const [g, cs] of passes) {
     const list = listOf(g);
     for (let i = 0; i < cs.length; i += DUP_PASS_QUERIES) {
@@ -406,9 +417,9 @@ export function nearestCandidates(
     const hist = hists.subarray(j * H, (j + 1) * H);
     const skip = skips[j];
     if (skip >= 0 && skip < first) hist[dists[j * first + skip]]--;
-    // The list's slots at each distance, estimated from the first chunk's (exact when the chunk is the whole list).
-    const scale =
-      first === list.length ? 1 : (list.length - (skip >= 0 ? 1 : 0)) / Math.max(1, first - (skip >= 0 && skip < first ? 1 : 0));
+    // The list's slots at each distance, estimated from the first chunk's (exact when the chunk is the whole list):
+    // the bound holds about twice `want` of them, exactly `want` when exact.
+    const scale = list.length / first;
     const target = first === list.length ? want : 2 * want;
     let bound = 0;
     for (let seen = hist[0]; bound < SIG_BITS && seen * scale < target;) seen += hist[++bound];
@@ -444,10 +455,8 @@ export function nearestCandidates(
     // nearest's choice among them: every slot below the cut-off, then those at the cut-off in list order.
     const hist = new Int32Array(H);
     for (const dd of dist) hist[dd]++;
-    let cut = 0;
-    let below = 0;
-    for (; cut < SIG_BITS && below + hist[cut] < want; cut++) below += hist[cut];
-    let atCut = want - below;
+    const { cut, atCut: taken } = cutOff(hist, want);
+    let atCut = taken;
     const chosen: number[] = [];
     for (let k = 0; k < pos.length; k++) {
       const dd = dist[k];
