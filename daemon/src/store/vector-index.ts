@@ -100,13 +100,6 @@ export class VectorIndex implements SlotArrays {
     { list: NsList; changes: number; n: number; m: number; from: number; until: number; slots: Int32Array }
   >();
   private admitCached = 0;
-  /**
-   * [0]: bumped whenever a slot's stored vector may have changed (a memory's vector put again, a removal); [1]: this
-   * index's own random id. Shared with the embedding worker, whose cache of stored int8 vectors (vector-rerank.ts)
-   * holds for one value of both: a bulk import's new memories leave it, so the candidates its duplicate checks share
-   * are read from disk once.
-   */
-  readonly vectorEpoch = new Int32Array(new SharedArrayBuffer(8));
   /** Change-log position up to which the visibility facts are current. */
   position = 0;
   /**
@@ -125,7 +118,6 @@ export class VectorIndex implements SlotArrays {
     bands: BandShape | null = null,
   ) {
     this.buckets = bands ? new SigBuckets(bands) : null;
-    this.vectorEpoch[1] = (Math.random() * 2 ** 32) | 0;
   }
 
   get dimension(): number {
@@ -325,7 +317,6 @@ export class VectorIndex implements SlotArrays {
 
   private slotFor(m: MetaRow): number {
     let slot = this.slotOf.get(m.rowid);
-    if (slot !== undefined) Atomics.add(this.vectorEpoch, 0, 1); // its vector is put again
     if (slot === undefined) {
       slot = this.free.pop() ?? this.size++;
       if (!this.compact && this.size > this.compactAbove) this.toCompact();
@@ -414,7 +405,6 @@ export class VectorIndex implements SlotArrays {
     const slot = this.slotOf.get(rowid);
     if (slot === undefined) return;
     this.version++;
-    Atomics.add(this.vectorEpoch, 0, 1);
     this.unlist(slot);
     this.buckets?.unlist(slot, this.ns[slot], this.sig);
     this.slotOf.delete(rowid);

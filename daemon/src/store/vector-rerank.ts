@@ -8,57 +8,11 @@ import * as fs from 'node:fs';
 import type Database from 'better-sqlite3';
 import type { ArmHit } from './search-fts';
 import { int8Cosine, normalized } from './vector-scan';
-import { STORED_VECTOR_CACHE } from './vector-tuning';
 
 /** Where a model's int8 vectors are stored: the store's file and the model's table (vq_N). */
 export interface StoredAt {
   file: string;
   table: string;
-  /** The index's VectorIndex.vectorEpoch: vectors read may be kept while it holds (StoredVectorReader). */
-  epoch?: Int32Array;
-}
-
-/**
- * Stored int8 vectors by rowid, the least recently used dropped past `capacity`; kept for one `key` (the table and
- * the index's vector epoch), emptied when it changes; StoredVectorReader empties it when it opens another file.
- */
-export class StoredVectorCache {
-  private vectors = new Map<number, Int8Array>();
-  private key = '';
-  constructor(readonly capacity = STORED_VECTOR_CACHE) {}
-
-  /** Use the cache for `key`: empty it first if it held another's. */
-  keyed(key: string): this {
-    if (key !== this.key) {
-      this.vectors.clear();
-      this.key = key;
-    }
-    return this;
-  }
-
-  get(rowid: number): Int8Array | undefined {
-    const v = this.vectors.get(rowid);
-    if (v) {
-      this.vectors.delete(rowid); // most recently used last
-      this.vectors.set(rowid, v);
-    }
-    return v;
-  }
-
-  set(rowid: number, v: Int8Array): void {
-    this.vectors.delete(rowid);
-    this.vectors.set(rowid, v);
-    if (this.vectors.size > this.capacity) this.vectors.delete(this.vectors.keys().next().value!);
-  }
-
-  get size(): number {
-    return this.vectors.size;
-  }
-
-  clear(): void {
-    this.vectors.clear();
-    this.key = '';
-  }
 }
 
 type Scans = { query: Float32Array; hits: ArmHit[] }[];
@@ -70,23 +24,14 @@ export const storedVectorsSql = (table: string): string => `SELECT rowid, q FROM
 /**
  * The best `limit` of each scan's hits by cosine to its own query (normalized here unless `unit`) against the int8
  * vectors `read` by storedVectorsSql (every hit's in one statement; a memory purged meanwhile has none and is left out).
- * With `cache`, the vectors it holds are not read again and those read are kept in it.
  */
-export function rerankStored(read: Statement, scans: Scans, limit: number, unit = false, cache?: StoredVectorCache): ArmHit[][] {
-  const stored = new Map<number, Int8Array>();
+export function rerankStored(read: Statement, scans: Scans, limit: number, unit = false): ArmHit[][] {
   const ids = new Set<number>();
-  for (const x of scans)
-    for (const h of x.hits) {
-      const kept = cache?.get(h.rowid);
-      if (kept) stored.set(h.rowid, kept);
-      else ids.add(h.rowid);
-    }
+  for (const x of scans) for (const h of x.hits) ids.add(h.rowid);
+  const stored = new Map<number, Int8Array>();
   if (ids.size)
-    for (const r of read.all(JSON.stringify([...ids])) as { rowid: number; q: Buffer }[]) {
-      const v = new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength);
-      stored.set(r.rowid, v);
-      cache?.set(r.rowid, v.slice()); // its own bytes: the row's buffer is not held
-    }
+    for (const r of read.all(JSON.stringify([...ids])) as { rowid: number; q: Buffer }[])
+      stored.set(r.rowid, new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength));
   return scans.map(({ query, hits }) => {
     const v = unit ? query : normalized(query); // `unit`: the queries are normalized already (a DuplicateScan's)
     const out: ArmHit[] = [];
@@ -109,8 +54,6 @@ export class StoredVectorReader {
   private at: { file: string; ino: number } | null = null;
   private statements = new Map<string, Statement>();
   private closed = false;
-  /** Vectors read, kept while the file, the table and the index's vector epoch stay the same (StoredAt.epoch). */
-  readonly cache = new StoredVectorCache();
 
   rerank(at: StoredAt, scans: Scans, limit: number, unit = false): ArmHit[][] | null {
     if (this.closed) return null; // the worker is closing: a request still running does not open it again
@@ -128,8 +71,7 @@ export class StoredVectorReader {
       }
       let read = this.statements.get(at.table);
       if (!read) this.statements.set(at.table, (read = this.db.prepare(storedVectorsSql(at.table))));
-      const cache = at.epoch ? this.cache.keyed(`${at.table}:${at.epoch[1]}:${Atomics.load(at.epoch, 0)}`) : undefined;
-      return rerankStored(read, scans, limit, unit, cache);
+      return rerankStored(read, scans, limit, unit);
     } catch {
       this.statements.clear(); // a dropped table's statement is not used again
       return null;
@@ -144,7 +86,6 @@ export class StoredVectorReader {
 
   private release(): void {
     this.statements.clear();
-    this.cache.clear();
     try {
       this.db?.close();
     } catch {

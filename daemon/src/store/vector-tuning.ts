@@ -69,10 +69,3 @@ export const DUP_LSH_SHAPE = { bits: 16, bands: 16 } as const;
 /** The shape an index loads with (VectorTables.dupBands): none. */
 export const DUP_BANDS: { bits: number; bands: number } | null = null;
 export const DUP_FLIPS = 1;
-/**
- * Stored int8 vectors the embedding worker keeps after reading them to rank a compact index's hits again
- * (vector-rerank.ts StoredVectorCache; 256 bytes each at 256-d: 4 MB), while no vector of the index changed. An
- * import's duplicate checks share their candidates: over the 4,000 newest memories of a 114k-memory namespace at 1M,
- * 127,840 candidate reads named 23,558 memories, and a cache of this size answered 77% of them.
- */
-export const STORED_VECTOR_CACHE = 16_384;

@@ -407,8 +407,8 @@ export class VectorTables {
    * Where the embedding worker reads a compact index's int8 vectors to rank its own scan's hits again
    * (StoredVectorReader); null for an int8 index (its scan's scores are final) or a store with no file.
    */
-  storedAt(model: VecModel, arrays: SlotArrays, ix: VectorIndex): StoredAt | null {
-    return arrays.q4 && !this.db.memory ? { file: this.db.name, table: model.table, epoch: ix.vectorEpoch } : null;
+  storedAt(model: VecModel, arrays: SlotArrays): StoredAt | null {
+    return arrays.q4 && !this.db.memory ? { file: this.db.name, table: model.table } : null;
   }
 
   /**
@@ -451,7 +451,7 @@ export class VectorTables {
         : new Int32Array(found.length);
     if (!shared) admitted.set(found);
     const arrays = this.arrays(ix, model);
-    const stored = this.storedAt(model, arrays, ix);
+    const stored = this.storedAt(model, arrays);
     return { arrays, admitted, only, exactMax: this.exactMax, candidates: this.candidatesFor(admitted.length), stored };
   }
 
@@ -527,7 +527,7 @@ export class VectorTables {
     const ix = this.liveIndex(model);
     const arrays = this.arrays(ix, model);
     const scan = buildDuplicateScan(ix, arrays, checks, limit, now, this.dupExactMax, this.dupCandidates, this.dupFlips);
-    scan.stored = this.storedAt(model, arrays, ix);
+    scan.stored = this.storedAt(model, arrays);
     return scan;
   }
 
