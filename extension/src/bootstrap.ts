@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { connectSocket, pidAlive, probeSocket, readDaemonInfo as readInfo } from '../../daemon/src/client/daemon-info';
+import { connectSocket, daemonAlive, pidAlive, probeSocket, readDaemonInfo as readInfo } from '../../daemon/src/client/daemon-info';
 import { EnsureDaemonError, ensureDaemon as sharedEnsureDaemon } from '../../daemon/src/client/ensure-daemon';
 import { defaultSocketPath, resolveDbPath } from '../../daemon/src/paths';
 
@@ -17,6 +17,8 @@ export interface DaemonInfo {
   pid: number;
   socket: string;
   version?: string;
+  /** Which process the pid was (daemon-info.ts daemonAlive). */
+  procStart?: string;
 }
 
 export interface Target {
@@ -138,7 +140,7 @@ export async function ensureDaemon(o: EnsureOptions): Promise<Ensured> {
   const log = o.log ?? (() => undefined);
   // Already served: no need to look for Node.js or the daemon script.
   const info = readDaemonInfo(o.target.db);
-  for (const s of [...new Set([...(info && isAlive(info.pid) ? [info.socket] : []), o.target.socket])]) {
+  for (const s of [...new Set([...(info && daemonAlive(info) ? [info.socket] : []), o.target.socket])]) {
     if (await probe(s)) return { socket: s };
   }
   const { node, version } = await findNode(o.nodeSetting, o.env);

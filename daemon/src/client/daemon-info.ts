@@ -16,6 +16,11 @@ export interface DaemonInfo {
   version: string;
   startedAt: string;
   db: string;
+  /**
+   * Which process the pid named when the daemon wrote this (processIdentity): absent in files older than it and
+   * where the system cannot tell.
+   */
+  procStart?: string;
 }
 
 export function pidAlive(pid: number): boolean {
@@ -27,11 +32,45 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
+/**
+ * What tells a process from a later one given the same pid: on Linux the boot and the start time in clock ticks since
+ * boot (/proc/<pid>/stat, field 22), which no later process with that pid can share; null elsewhere or when it
+ * cannot be read (the process is gone).
+ */
+export function processIdentity(pid: number): string | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may hold spaces: field 3 (state) first.
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return /^\d+$/.test(start ?? '') && boot ? `${boot}:${start}` : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the daemon an info file names still runs: its pid is alive and, where the file recorded which process it
+ * was (procStart), the process with that pid now is that one. A daemon that died without removing its file (SIGKILL,
+ * a crash, a power cut) leaves a pid that the system hands to a later process; that process is not the daemon.
+ */
+export function daemonAlive(info: Pick<DaemonInfo, 'pid' | 'procStart'>): boolean {
+  if (!pidAlive(info.pid)) return false;
+  if (!info.procStart) return true;
+  const now = processIdentity(info.pid);
+  return now === null || now === info.procStart;
+}
+
 function readInfoFile(file: string): DaemonInfo | null {
   try {
     const info = JSON.parse(fs.readFileSync(file, 'utf8')) as DaemonInfo;
     if (typeof info.pid !== 'number') return null;
-    return { ...info, socket: typeof info.socket === 'string' ? info.socket : null };
+    return {
+      ...info,
+      socket: typeof info.socket === 'string' ? info.socket : null,
+      procStart: typeof info.procStart === 'string' ? info.procStart : undefined,
+    };
   } catch {
     return null;
   }
@@ -52,15 +91,34 @@ export function identityInfoPath(dbPath: string): string | null {
   }
 }
 
+/** Same device and inode: the same file, whatever the spelling. */
+function sameFile(a: string, b: string): boolean {
+  try {
+    const x = fs.statSync(a);
+    const y = fs.statSync(b);
+    return x.dev === y.dev && x.ino === y.ino;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * The info of the daemon that owns `dbPath` (it may be stale: check pidAlive): the info file next to that path,
+ * The info kept under the store file's identity, when it is about this file: a store deleted while its daemon was
+ * killed leaves that file behind, and a new store can get the same inode (seen in a test run: a later store file
+ * reused the inode, and a later process the dead daemon's pid). The file it names must be this one.
+ */
+function identityInfo(dbPath: string): DaemonInfo | null {
+  const idFile = identityInfoPath(dbPath);
+  const info = idFile ? readInfoFile(idFile) : null;
+  return info && typeof info.db === 'string' && sameFile(info.db, dbPath) ? info : null;
+}
+
+/**
+ * The info of the daemon that owns `dbPath` (it may be stale: check daemonAlive): the info file next to that path,
  * else, when there is none, the one under the store file's identity (a daemon started under another spelling).
  */
 export function readDaemonInfo(dbPath: string): DaemonInfo | null {
-  const byPath = readInfoFile(daemonInfoPath(dbPath));
-  if (byPath) return byPath;
-  const idFile = identityInfoPath(dbPath);
-  return idFile ? readInfoFile(idFile) : null;
+  return readInfoFile(daemonInfoPath(dbPath)) ?? identityInfo(dbPath);
 }
 
 /**
@@ -68,11 +126,8 @@ export function readDaemonInfo(dbPath: string): DaemonInfo | null {
  * else by the one kept under the store file's identity (the daemon was started under another spelling).
  */
 export function runningDaemon(dbPath: string): DaemonInfo | null {
-  const live = (info: DaemonInfo | null) => (info && info.pid !== process.pid && pidAlive(info.pid) ? info : null);
-  const byPath = live(readDaemonInfo(dbPath));
-  if (byPath) return byPath;
-  const idFile = identityInfoPath(dbPath);
-  return idFile ? live(readInfoFile(idFile)) : null;
+  const live = (info: DaemonInfo | null) => (info && info.pid !== process.pid && daemonAlive(info) ? info : null);
+  return live(readInfoFile(daemonInfoPath(dbPath))) ?? live(identityInfo(dbPath));
 }
 
 /** A socket that another user could have put there: never connected to, nothing is sent. */

@@ -9,10 +9,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { daemonInfoPath, identityLockDir } from '../paths';
 import { createPrivateFile, ensurePrivateDir } from '../private-files';
-import { identityInfoPath, pidAlive, readDaemonInfo, type DaemonInfo } from '../client/daemon-info';
+import { daemonAlive, identityInfoPath, processIdentity, readDaemonInfo, type DaemonInfo } from '../client/daemon-info';
 import { holdExclusiveLock, type HeldLock } from '../store/lock';
 
-export { pidAlive, readDaemonInfo, runningDaemon, type DaemonInfo } from '../client/daemon-info';
+export { daemonAlive, pidAlive, readDaemonInfo, runningDaemon, type DaemonInfo } from '../client/daemon-info';
 
 export class StoreLockedError extends Error {
   constructor(
@@ -48,7 +48,7 @@ function holdIdentityLock(dbPath: string): HeldLock | null | 'unsupported' {
  * Take the lock or throw StoreLockedError. Returns a release function. `dbPath` should be canonical
  * (resolveDbPath): symbolic links resolved, so every spelling shares `<db>.lock` and `<db>.daemon.json`.
  */
-export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>): () => void {
+export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid' | 'procStart'>): () => void {
   const file = daemonInfoPath(dbPath);
   fs.mkdirSync(path.dirname(dbPath), { recursive: true, mode: 0o700 });
   const pathLock = holdExclusiveLock(dbPath + '.lock');
@@ -65,13 +65,15 @@ export function acquireDaemonLock(dbPath: string, info: Omit<DaemonInfo, 'pid'>)
   if (!lock) {
     // The owner writes its info right after taking the lock: give it a moment.
     let owner = readDaemonInfo(dbPath);
-    for (let i = 0; i < 40 && (!owner || owner.pid === process.pid || !pidAlive(owner.pid)); i++) {
+    for (let i = 0; i < 40 && (!owner || owner.pid === process.pid || !daemonAlive(owner)); i++) {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
       owner = readDaemonInfo(dbPath);
     }
-    throw new StoreLockedError(owner && pidAlive(owner.pid) ? owner : { pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath });
+    throw new StoreLockedError(owner && daemonAlive(owner) ? owner : { pid: 0, socket: null, version: '?', startedAt: '?', db: dbPath });
   }
-  const body = JSON.stringify({ pid: process.pid, ...info }, null, 1);
+  // Which process this pid is (daemonAlive): a file this daemon leaves behind when killed does not name a later one.
+  const procStart = processIdentity(process.pid);
+  const body = JSON.stringify({ pid: process.pid, ...info, ...(procStart ? { procStart } : {}) }, null, 1);
   const publish = (to: string) => {
     const tmp = `${to}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, body, { mode: 0o600 });
