@@ -8,12 +8,12 @@
  *   workload's queries embedded with the built-in model (what a search does), the share of the exact top 10 among
  *   the C Hamming-nearest (recall@10), and how often the exact duplicate answer (top 5 at ≥ 0.66) lies wholly among
  *   them, for several C.
- * The mean is taken over `--fit` memories disjoint from the base and the queries (or, with `--centre-texts`, over the
- * built-in embeddings of a fixed list of generic developer notes: no data of the store); `--part K` picks rows by rowid
+ * The mean is taken over `--fit` memories disjoint from the base and the queries (or, with `--centre notes`, the
+ * centre a new index takes: the built-in embeddings of generic developer notes, embed/signature-centre.ts); `--part K` picks rows by rowid
  * modulo 23, so two values of K give disjoint samples (one to look at, one to confirm).
  *
  *   node --import tsx bench/simhash-centre.ts --db path/to/cairn.db [--part 5] [--base 35000] [--fit 5000]
- *        [--memory-queries 300] [--queries CORPUS/queries-N.jsonl] [--centre-texts bench/simhash-centre-texts.json]
+ *        [--memory-queries 300] [--queries CORPUS/queries-N.jsonl] [--centre store|notes]
  *        [--json FILE]
  *
  * Read-only: the store is opened read-only and never written.
@@ -21,6 +21,7 @@
 import * as fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { loadModel } from '../daemon/src/index/attach';
+import { signatureCentre } from '../daemon/src/embed/signature-centre';
 import { hyperplanes, SIG_BITS, SIG_WORDS } from '../daemon/src/store/quantize';
 import { pop32 } from '../daemon/src/store/vector-scan';
 import { arg } from './stats';
@@ -117,15 +118,14 @@ async function main() {
   const d = base[0].length;
   const centre = new Float32Array(d);
   for (const v of fit) for (let i = 0; i < d; i++) centre[i] += v[i] / fit.length;
-  // --centre-texts FILE (a JSON list of texts): the mean of their built-in embeddings instead, nothing of the store's
-  // data (what a new index could fix before its first vector)
-  const centreTexts = arg('centre-texts', '');
-  if (centreTexts) {
+  // --centre notes: the built-in model's centre of a new index (daemon/src/embed/signature-centre.ts: generic
+  // developer notes, nothing of the store's data) instead of the store's own mean
+  if (arg('centre', 'store') === 'notes') {
     const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
-    const vs = (await embedder.embed(JSON.parse(fs.readFileSync(centreTexts, 'utf8')) as string[])).map((v) => unit(v));
+    const c = await signatureCentre(embedder);
     await embedder.close?.();
-    centre.fill(0);
-    for (const v of vs) for (let i = 0; i < d; i++) centre[i] += v[i] / vs.length;
+    if (!c) throw new Error('the built-in model gave no centre');
+    centre.set(c);
   }
   let norm = 0;
   for (const x of centre) norm += x * x;

@@ -15,6 +15,7 @@ import { Requests as R } from '../../daemon/src/protocol/methods';
 import type { Filter, Include, Scope, SearchResult } from '../../daemon/src/protocol/types';
 import { Core } from '../../daemon/src/server/core';
 import { ftsArm } from '../../daemon/src/store/search-fts';
+import { SCHEMA_VERSION } from '../../daemon/src/store/schema';
 import { Store } from '../../daemon/src/store/store';
 import { tempCore, upsertItems } from '../helpers';
 
@@ -268,13 +269,14 @@ describe('migration to schema 12 (branch rows in the memories full-text index)',
       const raw = new Database(file);
       raw.exec(`DELETE FROM memories_fts WHERE rowid < 0;
         CREATE VIRTUAL TABLE branch_fts USING fts5(key, value, summary, tags, ns, tokenize='porter unicode61 remove_diacritics 2');
-        INSERT INTO branch_fts(rowid, key, value, summary, tags, ns) SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories;`);
+        INSERT INTO branch_fts(rowid, key, value, summary, tags, ns) SELECT rowid, key, value, coalesce(summary, ''), tags, ns_path FROM branch_memories;
+        ALTER TABLE vec_models DROP COLUMN centre;`);
       raw.pragma('user_version = 11');
       raw.close();
       const logs: string[] = [];
       const store = new Store(file, { log: (m: string) => logs.push(m) });
       try {
-        assert.equal(store.schemaVersion, 12);
+        assert.equal(store.schemaVersion, SCHEMA_VERSION);
         // only the branch rows were indexed: the memories' own rows are not re-indexed at open
         assert.deepEqual(
           logs.filter((m) => /rebuilding the full-text index/.test(m)),

@@ -159,7 +159,8 @@ describe('migration to schema 3 (vectors stored once)', () => {
       assert.ok(gone('vec_1') && gone('vecb_1') && gone('vec_1_chunks'), 'the vec0 index and the float copy are gone');
       assert.ok(gone('memories_hash'));
       const [model] = store.vectors.models();
-      assert.deepEqual(model, { model: 'm4', dimension: 4, table: 'vq_1' });
+      // Converted tables keep the signatures they were made with: plain (no centre; quantize.ts signatureInput).
+      assert.deepEqual(model, { model: 'm4', dimension: 4, table: 'vq_1', centre: null });
       assert.equal(store.vectors.count(model), mems.length, 'every vector kept');
       assert.equal(store.feed.watermark('m4'), 7, 'no re-embedding: the watermark stays');
       assert.equal(store.vectors.textHash(model, mems[0].rowid), 0xabcdef012345);

@@ -6,7 +6,7 @@
  * its signature are bit-identical either way (test/unit/embed-kernels.test.ts): stored vectors and signatures stay
  * comparable with new ones. Without WebAssembly SIMD (not expected on Node 20) the JavaScript loops run.
  */
-import { hyperplanes, signature, SIG_BITS, SIG_WORDS } from '../store/quantize';
+import { hyperplanes, signature, signatureInput, SIG_BITS, SIG_WORDS } from '../store/quantize';
 import { EMBED_KERNELS_WASM } from './embed-kernels-wasm';
 
 interface Exports {
@@ -131,14 +131,14 @@ function sigKernel(dim: number) {
   return s;
 }
 
-/** quantize.ts signature(v), by the SIMD kernel when it runs here (bit-identical), else by its JavaScript loop. */
-export function fastSignature(v: Float32Array): Int32Array {
+/** quantize.ts signature(v, centre), by the SIMD kernel when it runs here (bit-identical), else by its JavaScript loop. */
+export function fastSignature(v: Float32Array, centre?: Float32Array | null): Int32Array {
   const dim = v.length;
   let any = false;
   for (let i = 0; i < dim && !any; i++) any = v[i] !== 0;
   const s = any ? sigKernel(dim) : null;
-  if (!s) return signature(v);
-  s.vec.set(v);
+  if (!s) return signature(v, centre);
+  s.vec.set(signatureInput(v, centre));
   s.k.signature(0, dim, s.at.vec, s.at.out);
   return s.out.slice();
 }

@@ -68,6 +68,7 @@ import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { cacheDir } from '../paths';
 import { signature, SIG_WORDS } from '../store/quantize';
+import { signatureCentre } from './signature-centre';
 import type { ArmHit } from '../store/search-fts';
 import type { DuplicateScan, DuplicateScanResult } from '../store/vector-scan';
 import {
@@ -347,8 +348,16 @@ export class Embedder {
    * Embeds texts and computes each vector's SimHash (store/quantize.ts `signature`) in the worker too, so the
    * indexer's event loop does not (256 projections of every vector: about a tenth of a millisecond each).
    */
-  embedWithSignatures(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }> {
-    return this.request(texts, false, true).then((r) => ({ vectors: r.vectors, sigs: r.sigs ?? r.vectors.map(signature) }));
+  embedWithSignatures(texts: string[], centre: Float32Array | null = null): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }> {
+    return this.request(texts, false, true, centre).then((r) => ({
+      vectors: r.vectors,
+      sigs: r.sigs ?? r.vectors.map((v) => signature(v, centre)),
+    }));
+  }
+
+  /** What a new vector table's signatures are centred on: the mean of this model's embeddings of generic notes. */
+  signatureCentre(): Promise<Float32Array | null> {
+    return signatureCentre(this);
   }
 
   /**
@@ -397,7 +406,12 @@ export class Embedder {
     });
   }
 
-  private request(texts: string[], priority: boolean, signatures: boolean): Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }> {
+  private request(
+    texts: string[],
+    priority: boolean,
+    signatures: boolean,
+    centre: Float32Array | null = null,
+  ): Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }> {
     if (!Array.isArray(texts)) return Promise.reject(new TypeError('embed expects an array of strings'));
     const bad = texts.findIndex((t) => typeof t !== 'string');
     if (bad >= 0)
@@ -422,7 +436,7 @@ export class Embedder {
         id,
         texts,
         ...(priority ? { priority: true } : {}),
-        ...(signatures ? { signatures: true } : {}),
+        ...(signatures ? { signatures: true, ...(centre ? { centre } : {}) } : {}),
       };
       worker.postMessage(msg);
     });

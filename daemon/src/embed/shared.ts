@@ -57,8 +57,11 @@ export type WorkerInit = Omit<ProviderOptions, 'log' | 'pooling'> & { pooling?: 
 
 /** Main thread -> worker. */
 export type ToWorker =
-  /** `signatures`: also compute each vector's SimHash (store/quantize.ts), so the daemon's event loop does not. */
-  | { type: 'embed'; id: number; texts: string[]; priority?: boolean; signatures?: boolean }
+  /**
+   * `signatures`: also compute each vector's SimHash (store/quantize.ts), so the daemon's event loop does not; of the
+   * vector less `centre` when the index has one (quantize.ts signatureInput).
+   */
+  | { type: 'embed'; id: number; texts: string[]; priority?: boolean; signatures?: boolean; centre?: Float32Array }
   /**
    * Score duplicate checks (store/vector-scan.ts runDuplicateScan) over the vector index's shared arrays, queued
    * with the background embedding requests, so the daemon's event loop does not.

@@ -72,7 +72,7 @@ async function drain(): Promise<void> {
           const sigs = new Int32Array(vectors.length * SIG_WORDS);
           // From the Float32 copy the daemon receives, so the signature is exactly the one it would compute.
           for (let i = 0; i < vectors.length; i++)
-            sigs.set(fastSignature(data.subarray(i * dimension, (i + 1) * dimension)), i * SIG_WORDS);
+            sigs.set(fastSignature(data.subarray(i * dimension, (i + 1) * dimension), req.centre ?? null), i * SIG_WORDS);
           send({ type: 'result', id: req.id, count: vectors.length, dimension, data: data.buffer, sigs: sigs.buffer }, [
             data.buffer,
             sigs.buffer,

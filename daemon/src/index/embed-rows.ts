@@ -46,7 +46,9 @@ export async function embedRows(
   for (let i = 0; i < todo.length; i += per) {
     const texts = todo.slice(i, i + per).map((t) => t.text);
     chunks.push(
-      embedder.embedWithSignatures ? embedder.embedWithSignatures(texts) : embedder.embed(texts).then((vectors) => ({ vectors })),
+      embedder.embedWithSignatures
+        ? embedder.embedWithSignatures(texts, model.centre ?? null)
+        : embedder.embed(texts).then((vectors) => ({ vectors })),
     );
   }
   const done = await Promise.all(chunks);

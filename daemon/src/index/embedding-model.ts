@@ -13,7 +13,12 @@ export interface EmbeddingModel {
   readonly info: { model: string; configuredModel: string; dimension: number; fallbackReason: string | null };
   embed(texts: string[], opts?: { priority?: boolean }): Promise<Float32Array[]>;
   /** Vectors with their SimHashes computed off the event loop (the Embedder's worker); embed() is used without it. */
-  embedWithSignatures?(texts: string[]): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }>;
+  embedWithSignatures?(texts: string[], centre?: Float32Array | null): Promise<{ vectors: Float32Array[]; sigs: Int32Array[] }>;
+  /**
+   * What a new vector table's signatures are centred on (embed/signature-centre.ts), null when it cannot be worked out;
+   * without it a new table's signatures are plain.
+   */
+  signatureCentre?(): Promise<Float32Array | null>;
   /** Duplicate checks scored off the event loop (the Embedder's worker); run on this thread without it. */
   scanDuplicates?(scan: DuplicateScan): Promise<DuplicateScanResult>;
   /** A search's query embedded and ranked off the event loop (the Embedder's worker); embed() + knn here without it. */

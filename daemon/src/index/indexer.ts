@@ -258,10 +258,14 @@ export class Indexer implements VectorSearcher {
   // ---------------------------------------------------------------- lifecycle
   /** Start indexing with a loaded model; re-embeds everything when the model differs from the store's active one. */
   async use(embedder: EmbeddingModel): Promise<void> {
+    // A table made now takes the model's signature centre (embed/signature-centre.ts), worked out before it exists; a model
+    // that cannot give one (a stand-in without the Embedder's worker) gets plain signatures.
+    const centre = this.store.vectors.model(embedder.info.model) || !embedder.signatureCentre ? null : await embedder.signatureCentre();
+    if (this.stopped) return;
     const previous = this.embedder;
     const previousModel = this.model;
     this.refreshing = false; // a rebuild in place of the previous model ends at its next batch
-    const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension));
+    const model = this.store.transaction(() => this.store.vectors.ensure(embedder.info.model, embedder.info.dimension, centre));
     const needsBackfill = this.store.feed.activeModel() !== model.model || this.store.feed.watermark(model.model) === 0;
     // A switch in a running daemon: the model whose vectors are complete (the store's active one) serves searches
     // until the new one's are. A switch during a switch keeps the one already serving; a switch back ends it.

@@ -42,7 +42,7 @@ export interface Quantized {
  * The int8 components, the SimHash and the norm. `sig`: the vector's signature when already computed (the
  * embedding worker computes it next to the vector, off the daemon's event loop; see signature()).
  */
-export function quantize(v: Float32Array, sig?: Int32Array): Quantized {
+export function quantize(v: Float32Array, sig?: Int32Array, centre?: Float32Array | null): Quantized {
   const dim = v.length;
   let max = 0;
   for (let i = 0; i < dim; i++) max = Math.max(max, Math.abs(v[i]));
@@ -54,16 +54,38 @@ export function quantize(v: Float32Array, sig?: Int32Array): Quantized {
       ss += q[i] * q[i];
     }
   }
-  return { q, sig: ss === 0 ? new Int32Array(SIG_WORDS) : (sig ?? signature(v)), inv: ss > 0 ? 1 / Math.sqrt(ss) : 0 };
+  return { q, sig: ss === 0 ? new Int32Array(SIG_WORDS) : (sig ?? signature(v, centre)), inv: ss > 0 ? 1 / Math.sqrt(ss) : 0 };
 }
 
-/** The 256-bit SimHash of a vector: the signs of its products with the fixed hyperplanes (all zero for a zero vector). */
-export function signature(v: Float32Array): Int32Array {
-  const dim = v.length;
+/**
+ * What a centred signature is taken of: the vector scaled to unit length, minus the index's centre (float32, in
+ * order, so every thread computes the same bits). Embedding models put their vectors in a narrow cone (the built-in
+ * model's share a component of ~0.6–0.85 of their length), so the signs of plain projections are the same for most
+ * vectors on many of the 256 planes (76 nearly constant on the side-by-side corpus, bench/README.md "The SimHash's
+ * bits"); taken of the vector minus the cone's direction, each bit splits the memories and the Hamming pre-selection
+ * keeps more of the true neighbours. null centre (an index made before centres): the vector itself.
+ */
+export function signatureInput(v: Float32Array, centre: Float32Array | null | undefined): Float32Array {
+  if (!centre || centre.length !== v.length) return v;
+  let ss = 0;
+  for (let i = 0; i < v.length; i++) ss += v[i] * v[i];
+  const inv = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+  const out = new Float32Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = v[i] * inv - centre[i];
+  return out;
+}
+
+/**
+ * The 256-bit SimHash of a vector: the signs of its products with the fixed hyperplanes (all zero for a zero vector),
+ * taken of signatureInput(v, centre) when the index has a centre.
+ */
+export function signature(vector: Float32Array, centre?: Float32Array | null): Int32Array {
+  const dim = vector.length;
   const sig = new Int32Array(SIG_WORDS);
   let any = false;
-  for (let i = 0; i < dim && !any; i++) any = v[i] !== 0;
+  for (let i = 0; i < dim && !any; i++) any = vector[i] !== 0;
   if (any) {
+    const v = signatureInput(vector, centre);
     const p = hyperplanes(dim);
     // Four planes per pass over v (each component loaded once for four products). Each plane's sum still
     // runs over i in order, so every bit is exactly what one plane at a time computes (stored signatures match).

@@ -482,6 +482,15 @@ export const MIGRATIONS: Migration[] = [
       }
     },
   },
+  {
+    version: 13,
+    description: 'centred signatures: what the SimHashes of a vector table are centred on, fixed when the table is made',
+    up(db) {
+      // NULL for the tables that exist: their signatures stay as they were computed (plain), so nothing is re-signed
+      // at open; a table made from now on (a new store, a model switch) records its centre (quantize.ts signatureInput).
+      db.exec('ALTER TABLE vec_models ADD COLUMN centre BLOB');
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -85,8 +85,8 @@ export function buildDuplicateScan(
     vectors.set(v, i * d);
     const g = useBuckets ? null : listed(c.nsRowid);
     const big = g === null ? isLarge(c.nsRowid) : lists[g].length > exactMax;
-    // The SimHash of the vector (put() returns it; the signs of projections do not depend on the vector's length).
-    const sig = big ? (c.sig ?? quantize(v).sig) : null;
+    // The SimHash of the vector (put() returns it; it does not depend on the vector's length, centred or not).
+    const sig = big ? (c.sig ?? quantize(v, undefined, arrays.centre).sig) : null;
     if (sig) sigs.set(sig, i * SIG_WORDS);
     if (sig && useBuckets) {
       const got = bucketCandidates(ix.buckets!, sig, c.nsRowid, ix.ns, ix.sig, flips!, visible, sc, ix.size);

@@ -23,6 +23,11 @@ export interface VecModel {
   model: string;
   dimension: number;
   table: string;
+  /**
+   * What this table's signatures are centred on (quantize.ts signatureInput): fixed when the table is made, null for
+   * tables made before centres (their signatures stay plain).
+   */
+  centre?: Float32Array | null;
 }
 
 const STATUS = { active: 0, proposed: 1, superseded: 2 } as Record<string, number>;

@@ -26,6 +26,8 @@ export interface SlotArrays {
   readonly dimension: number;
   /** The memory `q` and `sig` live in, when the SIMD kernels can run (vector-kernels.ts); else the loops below. */
   readonly kmem?: KernelMemory | null;
+  /** What the signatures are centred on (VecModel.centre): a query's signature is taken the same way. */
+  readonly centre?: Float32Array | null;
 }
 
 /**
@@ -175,7 +177,7 @@ export function queryNearest(
   candidates: number,
 ): ArmHit[] {
   const v = normalized(query);
-  return nearest(a, sc, admitted, v, limit, () => signature(v), exactMax, candidates);
+  return nearest(a, sc, admitted, v, limit, () => signature(v, a.centre), exactMax, candidates);
 }
 
 /**

@@ -110,15 +110,15 @@ export class VectorTables {
     return this.models().find((m) => m.model === model);
   }
 
-  /** Create (or find) the table of a model. */
-  ensure(model: string, dimension: number): VecModel {
+  /** Create (or find) the table of a model; a new table's signatures are centred on `centre` (null: plain). */
+  ensure(model: string, dimension: number, centre: Float32Array | null = null): VecModel {
     const found = this.model(model);
     if (found) {
       if (found.dimension !== dimension)
         throw new CairnError('InvalidState', `model ${model} was stored with dimension ${found.dimension}, now reports ${dimension}`);
       return found;
     }
-    const added = addModel(this.db, model, dimension);
+    const added = addModel(this.db, model, dimension, centre);
     this.cached = null;
     return added;
   }
@@ -330,7 +330,7 @@ export class VectorTables {
     return items.map(({ rowid, vector, textHash, sig }) => {
       const m = metas.get(rowid);
       if (!m) return null; // purged meanwhile
-      const z = quantize(vector, sig);
+      const z = quantize(vector, sig, model.centre);
       ins.run(
         rowid,
         Buffer.from(z.q.buffer, z.q.byteOffset, z.q.byteLength),
@@ -479,7 +479,16 @@ export class VectorTables {
 
   /** What a scan reads of the index (vector-scan.ts SlotArrays). */
   private arrays(ix: VectorIndex, model: VecModel): SlotArrays {
-    return { rowid: ix.rowid, inv: ix.inv, q: ix.q, q4: ix.q4, sig: ix.sig, dimension: model.dimension, kmem: ix.kmem };
+    return {
+      rowid: ix.rowid,
+      inv: ix.inv,
+      q: ix.q,
+      q4: ix.q4,
+      sig: ix.sig,
+      dimension: model.dimension,
+      kmem: ix.kmem,
+      centre: model.centre ?? null,
+    };
   }
 
   /**
