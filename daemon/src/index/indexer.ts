@@ -258,8 +258,8 @@ export class Indexer implements VectorSearcher {
   // ---------------------------------------------------------------- lifecycle
   /** Start indexing with a loaded model; re-embeds everything when the model differs from the store's active one. */
   async use(embedder: EmbeddingModel): Promise<void> {
-    // A table made now takes the model's signature centre (embed/signature-centre.ts), worked out before it exists; a model
-    // that cannot give one (a stand-in without the Embedder's worker) gets plain signatures.
+    // A table made now takes the model's signature centre (embed/signature-centre.ts), worked out before it exists;
+    // a model that cannot give one (a stand-in without the Embedder's worker) gets plain signatures.
     const centre = this.store.vectors.model(embedder.info.model) || !embedder.signatureCentre ? null : await embedder.signatureCentre();
     if (this.stopped) return;
     const previous = this.embedder;
