@@ -182,6 +182,17 @@ describe('centred signatures', () => {
           assert.deepEqual(r.stored, signature(r.vector, t.centre), 'stored: centred (computed in the worker)');
           assert.notDeepEqual(r.stored, signature(r.vector));
         }
+        // A duplicate check that comes without the worker's signature takes it here, centred the same way.
+        t.c.store.vectors.dupExactMax = 0;
+        const ns = (t.c.store.db.prepare('SELECT ns_id FROM memories WHERE rowid = ?').get(t.rows[0].rowid) as { ns_id: number }).ns_id;
+        const nsRowid = (t.c.store.db.prepare('SELECT rowid FROM namespaces WHERE id = ?').get(ns) as { rowid: number }).rowid;
+        const scan = t.c.store.vectors.prepareDuplicateScan(
+          t.model,
+          [{ vector: t.rows[0].vector, nsRowid, exclude: t.rows[0].rowid }],
+          5,
+          Date.now(),
+        );
+        assert.deepEqual(scan.sigs.subarray(0, 8), signature(t.rows[0].vector, t.centre));
       } finally {
         await t.done();
       }
