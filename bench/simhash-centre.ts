@@ -22,34 +22,15 @@ import * as fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { loadModel } from '../daemon/src/index/attach';
 import { signatureCentre } from '../daemon/src/embed/signature-centre';
-import { hyperplanes, SIG_BITS, SIG_WORDS } from '../daemon/src/store/quantize';
-import { pop32 } from '../daemon/src/store/vector-scan';
+import { signature, SIG_BITS, SIG_WORDS } from '../daemon/src/store/quantize';
+import { normalized, pop32 } from '../daemon/src/store/vector-scan';
 import { arg } from './stats';
 import { readJsonl } from './workload';
 
 const CANDIDATES = [64, 128, 512, 3000];
 const DUP_THRESHOLD = 0.66;
 
-function unit(v: ArrayLike<number>): Float32Array {
-  let ss = 0;
-  for (let i = 0; i < v.length; i++) ss += v[i] * v[i];
-  const n = Math.sqrt(ss) || 1;
-  return Float32Array.from(v, (x) => x / n);
-}
-
-function sign(v: Float32Array, centre: Float32Array | null): Uint32Array {
-  const d = v.length;
-  const P = hyperplanes(d);
-  const s = new Uint32Array(SIG_WORDS);
-  for (let b = 0; b < SIG_BITS; b++) {
-    let x = 0;
-    for (let i = 0; i < d; i++) x += P[b * d + i] * (centre ? v[i] - centre[i] : v[i]);
-    if (x > 0) s[b >> 5] |= 1 << (b & 31);
-  }
-  return s;
-}
-
-function balance(sigs: Uint32Array[]): { skewedBits: number; entropyBits: number } {
+function balance(sigs: Int32Array[]): { skewedBits: number; entropyBits: number } {
   let skewed = 0;
   let entropy = 0;
   for (let b = 0; b < SIG_BITS; b++) {
@@ -64,7 +45,7 @@ function balance(sigs: Uint32Array[]): { skewedBits: number; entropyBits: number
 
 function preselection(base: Float32Array[], queries: Float32Array[], centre: Float32Array | null) {
   const d = base[0].length;
-  const S = base.map((v) => sign(v, centre));
+  const S = base.map((v) => signature(v, centre));
   const out: Record<number, { recall10: number; dupWhole: number }> = {};
   for (const C of CANDIDATES) out[C] = { recall10: 0, dupWhole: 0 };
   for (const q of queries) {
@@ -76,7 +57,7 @@ function preselection(base: Float32Array[], queries: Float32Array[], centre: Flo
       })
       .sort((a, b) => b.x - a.x)
       .slice(0, 10);
-    const qs = sign(q, centre);
+    const qs = signature(q, centre);
     const byHamming = S.map((s, j) => {
       let h = 0;
       for (let w = 0; w < SIG_WORDS; w++) h += pop32(s[w] ^ qs[w]);
@@ -108,7 +89,7 @@ async function main() {
     db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vq\\_%' ESCAPE '\\'").get() as { name: string }
   ).name;
   const rows = (db.prepare(`SELECT q FROM ${table} WHERE rowid % 23 = ? LIMIT ?`).all(part, nFit + nBase + nMem) as { q: Buffer }[]).map(
-    (r) => unit(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength)),
+    (r) => normalized(Float32Array.from(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength))),
   );
   db.close();
   if (rows.length < nFit + nBase + nMem) throw new Error(`only ${rows.length} vectors with rowid % 23 = ${part}: lower --base`);
@@ -135,8 +116,8 @@ async function main() {
     base: base.length,
     meanNorm: Math.round(Math.sqrt(norm) * 1000) / 1000,
     bits: {
-      plain: balance(base.map((v) => sign(v, null))),
-      centred: balance(base.map((v) => sign(v, centre))),
+      plain: balance(base.map((v) => signature(v))),
+      centred: balance(base.map((v) => signature(v, centre))),
     },
     memoryQueries: {
       plain: preselection(base, memoryQueries, null),
@@ -149,7 +130,7 @@ async function main() {
       .slice(0, 200)
       .map((x) => x.q);
     const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
-    const vectors = (await embedder.embed(texts)).map((v) => unit(v));
+    const vectors = (await embedder.embed(texts)).map((v) => normalized(v));
     await embedder.close?.();
     result.workloadQueries = {
       plain: preselection(base, vectors, null),

@@ -13,7 +13,7 @@ import { embeddingText } from '../../daemon/src/index/embedding-model';
 import { Indexer } from '../../daemon/src/index/indexer';
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { signature, signatureInput, SIG_BITS } from '../../daemon/src/store/quantize';
-import { newScratch, queryNearest } from '../../daemon/src/store/vector-scan';
+import { newScratch, normalized, queryNearest } from '../../daemon/src/store/vector-scan';
 import { tempCore } from '../helpers';
 
 function rng(seed: number): () => number {
@@ -26,16 +26,11 @@ function rng(seed: number): () => number {
   };
 }
 
-const unit = (v: Float32Array) => {
-  const n = Math.hypot(...v);
-  return v.map((x) => x / n);
-};
-
 /** Vectors in a narrow cone, as embedding models make them: a shared direction plus a little of their own. */
 function cone(count: number, dim: number, seed: number): { vectors: Float32Array[]; mean: Float32Array } {
   const r = rng(seed);
-  const common = unit(Float32Array.from({ length: dim }, r));
-  const vectors = Array.from({ length: count }, () => unit(Float32Array.from({ length: dim }, (_, i) => 2 * common[i] + 0.25 * r())));
+  const common = normalized(Float32Array.from({ length: dim }, r));
+  const vectors = Array.from({ length: count }, () => normalized(Float32Array.from({ length: dim }, (_, i) => 2 * common[i] + 0.25 * r())));
   const mean = new Float32Array(dim);
   for (const v of vectors) for (let i = 0; i < dim; i++) mean[i] += v[i] / count;
   return { vectors, mean };
@@ -91,7 +86,7 @@ describe('centred signatures', () => {
     const sig = new Int32Array(slots * 8);
     const inv = new Float32Array(slots);
     for (let s = 0; s < slots; s++) {
-      const int8 = toInt8(s === 0 ? v : unit(other.map((x, i) => (i % 2 ? x : -x))));
+      const int8 = toInt8(s === 0 ? v : normalized(other.map((x, i) => (i % 2 ? x : -x))));
       q.set(int8, s * d);
       inv[s] = 1 / Math.hypot(...int8);
       sig.set(s === 0 ? signature(v, mean) : signature(v), s * 8);
@@ -156,7 +151,7 @@ describe('centred signatures', () => {
         const vs = await e.embed([...CENTRE_TEXTS]);
         const mean = new Float64Array(centre.length);
         for (const v of vs) {
-          const u = unit(v);
+          const u = normalized(v);
           for (let i = 0; i < u.length; i++) mean[i] += u[i] / vs.length;
         }
         mean.forEach((x, i) => assert.ok(Math.abs(x - centre[i]) < 1e-6, `component ${i}`));
