@@ -8,10 +8,11 @@
  * thread id: the busiest is the embedding worker), with the load average.
  *
  *   node --import tsx bench/import-into.ts --store DIR [--corpus DIR] [--size 1000000] [--records 20000]
- *       [--cairn path/to/bin/cairn.js] [--json out.json]
+ *       [--cairn path/to/bin/cairn.js] [--json out.json] [--cpu-prof DIR]
  *
  * `--store DIR`: the folder `million.ts --keep DIR` left (its `cairn.db` and the files beside it are copied first, so
  * it is never changed). `--corpus DIR` holds `corpus-<size>.jsonl` (million.ts's default folder unless given).
+ * `--cpu-prof DIR`: the daemon's CPU profiles (node --cpu-prof: the event loop's and each worker's) go there.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -27,6 +28,7 @@ const size = Number(arg('size', '1000000'));
 const records = Number(arg('records', '20000'));
 const bin = arg('cairn', path.join(ROOT, 'daemon', 'bin', 'cairn.js'));
 const jsonOut = arg('json', '');
+const cpuProf = arg('cpu-prof', '');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
@@ -42,7 +44,8 @@ async function main(): Promise<void> {
     XDG_CACHE_HOME: path.join(dir, 'cache'),
     XDG_CONFIG_HOME: path.join(dir, 'config'),
   };
-  const d = await spawnDaemon({ bin, dir, args: ['--model', 'builtin'], env });
+  const nodeFlags = cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(cpuProf)}`] : [];
+  const d = await spawnDaemon({ bin, dir, args: ['--model', 'builtin'], env, nodeFlags });
   try {
     const c = await d.client();
     while ((await c.call(R.status, {})).embeddings?.state !== 'ready') await sleep(100);
