@@ -1,0 +1,192 @@
+/**
+ * Could a duplicate check read a part of its namespace instead of all of it (issue 27: the 1M import)? Today a check
+ * in a large namespace takes the Hamming distance of every memory of the namespace to pick its 128 candidates, and
+ * that pass is most of the embedding worker's time at 1M. This measures, offline on a store's stored int8 vectors of
+ * one namespace, an inverted-file partition of it: the namespace's vectors are clustered (spherical k-means on
+ * vectors less the signature centre, trained on a sample), each memory belongs to its nearest cluster, and a check
+ * reads only the memories of the `P` clusters nearest to it, then picks its 128 Hamming candidates among those and
+ * scores them exactly, as today's check does among all of them. Reported per (K clusters, P probed): the share of
+ * the namespace read, the share of the exact top 5 (at ≥ the threshold) found, and how often the whole exact answer
+ * is found, next to today's whole pass.
+ *
+ * Memories used as checks are left out of the base; `--part K` takes the checks from rowid modulo 23 = K and the
+ * k-means sample from the other rows, so two values of K give disjoint checks (one to look at, one to confirm).
+ *
+ *   node --import tsx bench/dup-partitions.ts --db path/to/cairn.db [--ns project.atlas] [--part 5] [--checks 300]
+ *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--json FILE]
+ *
+ * Read-only: the store is opened read-only and never written.
+ */
+import * as fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { loadModel } from '../daemon/src/index/attach';
+import { signatureCentre } from '../daemon/src/embed/signature-centre';
+import { signature, SIG_WORDS } from '../daemon/src/store/quantize';
+import { normalized, pop32 } from '../daemon/src/store/vector-scan';
+import { arg } from './stats';
+
+const DUP_THRESHOLD = 0.66;
+const CANDIDATES = 128;
+const TOP = 5;
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let x = 0;
+  for (let i = 0; i < a.length; i++) x += a[i] * b[i];
+  return x;
+}
+
+/** Spherical k-means (cosine) of `data` into k unit centroids, `iters` rounds, seeded deterministically. */
+function kmeans(data: Float32Array[], k: number, iters: number): Float32Array[] {
+  const d = data[0].length;
+  const step = Math.floor(data.length / k);
+  let cents: Float32Array[] = Array.from({ length: k }, (_, i) => Float32Array.from(data[i * step]));
+  for (let it = 0; it < iters; it++) {
+    const sums = Array.from({ length: k }, () => new Float32Array(d));
+    for (const v of data) {
+      const c = nearestCentroid(cents, v);
+      const s = sums[c];
+      for (let i = 0; i < d; i++) s[i] += v[i];
+    }
+    cents = sums.map((s, c) => (s.some((x) => x !== 0) ? normalized(s) : cents[c]));
+  }
+  return cents;
+}
+
+function nearestCentroid(cents: Float32Array[], v: Float32Array): number {
+  let best = 0;
+  let bx = -Infinity;
+  for (let c = 0; c < cents.length; c++) {
+    const x = dot(cents[c], v);
+    if (x > bx) {
+      bx = x;
+      best = c;
+    }
+  }
+  return best;
+}
+
+async function main() {
+  const file = arg('db', '');
+  if (!file || !fs.existsSync(file)) throw new Error('--db path/to/cairn.db');
+  const nsName = arg('ns', 'project.atlas');
+  const part = Number(arg('part', '5'));
+  const nChecks = Number(arg('checks', '300'));
+  const nTrain = Number(arg('train', '20000'));
+  const clusterCounts = arg('clusters', '64,256').split(',').map(Number);
+  const probes = arg('probes', '1,2,4,8,16').split(',').map(Number);
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const table = (
+    db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vq\\_%' ESCAPE '\\'").get() as { name: string }
+  ).name;
+  const rows = db
+    .prepare(
+      `SELECT v.rowid AS rowid, v.q AS q FROM ${table} v JOIN memories m ON m.rowid = v.rowid JOIN namespaces n ON n.id = m.ns_id
+       WHERE n.path = ? AND m.deleted_at IS NULL`,
+    )
+    .all(nsName) as { rowid: number; q: Buffer }[];
+  db.close();
+  const vec = (q: Buffer) => normalized(Float32Array.from(new Int8Array(q.buffer, q.byteOffset, q.byteLength)));
+  const checkRows = rows.filter((r) => r.rowid % 23 === part).slice(0, nChecks);
+  const checkIds = new Set(checkRows.map((r) => r.rowid));
+  const baseRows = rows.filter((r) => !checkIds.has(r.rowid));
+  const base = baseRows.map((r) => vec(r.q));
+  const checks = checkRows.map((r) => vec(r.q));
+  const d = base[0].length;
+  const embedder = await loadModel({ model: 'builtin', allowRemote: false }, () => {});
+  const centre = await signatureCentre(embedder);
+  await embedder.close?.();
+  if (!centre) throw new Error('the built-in model gave no centre');
+  const centred = (v: Float32Array) => normalized(Float32Array.from(v, (x, i) => x - centre[i]));
+  const sigs = base.map((v) => signature(v, centre));
+  const started = Date.now();
+  // The exact answers, and today's: the 128 Hamming-nearest of the whole namespace, scored exactly.
+  const exact = checks.map((q) =>
+    base
+      .map((v, j) => ({ j, x: dot(q, v) }))
+      .sort((a, b) => b.x - a.x)
+      .slice(0, TOP)
+      .filter((e) => e.x >= DUP_THRESHOLD),
+  );
+  const hamming = checks.map((q) => {
+    const qs = signature(q, centre);
+    return sigs.map((s) => {
+      let h = 0;
+      for (let w = 0; w < SIG_WORDS; w++) h += pop32(s[w] ^ qs[w]);
+      return h;
+    });
+  });
+  /** The check's answer among `pool` (indexes of base): its 128 Hamming-nearest, the best TOP of those by cosine. */
+  const answer = (c: number, pool: number[]) => {
+    const h = hamming[c];
+    const kept = [...pool].sort((a, b) => h[a] - h[b] || a - b).slice(0, CANDIDATES);
+    return new Set(
+      kept
+        .map((j) => ({ j, x: dot(checks[c], base[j]) }))
+        .sort((a, b) => b.x - a.x)
+        .slice(0, TOP)
+        .map((e) => e.j),
+    );
+  };
+  const score = (found: Set<number>[]) => {
+    let hits = 0;
+    let total = 0;
+    let whole = 0;
+    exact.forEach((ex, c) => {
+      const h = ex.filter((e) => found[c].has(e.j)).length;
+      hits += h;
+      total += ex.length;
+      if (h === ex.length) whole++;
+    });
+    return { top5: Math.round((hits / Math.max(1, total)) * 1000) / 1000, whole: Math.round((whole / exact.length) * 1000) / 1000 };
+  };
+  const all = base.map((_, j) => j);
+  const result: Record<string, unknown> = {
+    db: file,
+    ns: nsName,
+    part,
+    namespace: base.length,
+    checks: checks.length,
+    dimension: d,
+    exactAnswers: exact.reduce((s, e) => s + e.length, 0),
+    whole: score(checks.map((_, c) => answer(c, all))),
+  };
+  // The k-means sample: base memories from every part but the checks' own, spread over the namespace.
+  const trainIdx = baseRows.map((r, j) => ({ r, j })).filter((x) => x.r.rowid % 23 !== part);
+  const stride = Math.max(1, Math.floor(trainIdx.length / nTrain));
+  const train = trainIdx.filter((_, i) => i % stride === 0).map((x) => centred(base[x.j]));
+  const partitions: Record<string, unknown>[] = [];
+  for (const K of clusterCounts) {
+    const cents = kmeans(train, K, 8);
+    const owner = base.map((v) => nearestCentroid(cents, centred(v)));
+    const members: number[][] = Array.from({ length: K }, () => []);
+    owner.forEach((c, j) => members[c].push(j));
+    const sizes = members.map((m) => m.length).sort((a, b) => b - a);
+    for (const P of probes.filter((p) => p <= K)) {
+      let read = 0;
+      const found = checks.map((q, c) => {
+        const cq = centred(q);
+        const order = cents.map((m, i) => ({ i, x: dot(m, cq) })).sort((a, b) => b.x - a.x);
+        const pool = order.slice(0, P).flatMap((o) => members[o.i]);
+        read += pool.length;
+        return answer(c, pool);
+      });
+      partitions.push({
+        clusters: K,
+        probed: P,
+        largestCluster: sizes[0],
+        read: Math.round((read / checks.length / base.length) * 1000) / 1000,
+        ...score(found),
+      });
+    }
+  }
+  result.partitions = partitions;
+  result.seconds = Math.round((Date.now() - started) / 1000);
+  console.log(JSON.stringify(result, null, 1));
+  const out = arg('json', '');
+  if (out) fs.writeFileSync(out, JSON.stringify(result, null, 1));
+}
+
+void main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
