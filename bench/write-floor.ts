@@ -5,7 +5,7 @@
  * history row, its change-log row, its full-text row (the same columns the daemon indexes, putFullText) and its
  * vector row (the stored int8 vector and signature of the memory it copies). No validation, no JSON, no embedding,
  * no duplicate check, no counts, no idempotency record: a lower bound of what any write path over this schema pays.
- * WAL checkpoints run here (PASSIVE, after each transaction once the WAL passes the daemon's size), in the same
+ * WAL checkpoints run here (PASSIVE, after each transaction once the WAL passes the daemon's WAL_CHECKPOINT_PAGES), in the same
  * thread, so their page writes are counted too; the daemon runs them in its checkpoint worker, on the same cores.
  * Reports CPU ms per memory (this thread: user + system), split by statement family, and the writer's share (all but
  * the checkpoints) as the most memories one connection could store a second on this core.
@@ -18,6 +18,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import Database from 'better-sqlite3';
+import { WAL_CHECKPOINT_PAGES } from '../daemon/src/store/db';
 import { putFullText } from '../daemon/src/store/full-text';
 import { namespaceToken } from '../daemon/src/store/search-fts';
 import { arg } from './stats';
@@ -28,7 +29,6 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-const WAL_CHECKPOINT_BYTES = 64 * 1024 * 1024;
 
 interface MemoryRow {
   rowid: number;
@@ -98,6 +98,7 @@ function main() {
     const insVector = db.prepare(`INSERT INTO ${table}(rowid, q, sig, text_hash) VALUES (?, ?, ?, ?)`);
     const watermark = db.prepare("UPDATE index_state SET watermark = ? WHERE name IN ('fts', 'vec')");
     const walFile = path.join(copyDir, 'cairn.db-wal');
+    const walLimit = WAL_CHECKPOINT_PAGES * (db.pragma('page_size', { simple: true }) as number);
     const part = { rows: 0, fullText: 0, vectors: 0, commit: 0, checkpoint: 0 };
     const t0 = cpuMs();
     const wall0 = Date.now();
@@ -159,7 +160,7 @@ function main() {
       lap('vectors');
       db.exec('COMMIT');
       lap('commit');
-      if (fs.statSync(walFile).size > WAL_CHECKPOINT_BYTES) {
+      if (fs.statSync(walFile).size > walLimit) {
         db.pragma('wal_checkpoint(PASSIVE)');
         lap('checkpoint');
       }
