@@ -13,7 +13,11 @@
  * k-means sample from the other rows, so two values of K give disjoint checks (one to look at, one to confirm).
  *
  *   node --import tsx bench/dup-partitions.ts --db path/to/cairn.db [--ns project.atlas] [--part 5] [--checks 300]
- *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--json FILE]
+ *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--space vectors|signatures] [--json FILE]
+ *
+ * `--space signatures`: the clusters are of the centred signatures instead (k-modes: each centroid the bitwise majority
+ * of its members, memories and checks assigned by Hamming distance), which a daemon could keep for a stored vector
+ * from its signature alone.
  *
  * Read-only: the store is opened read-only and never written.
  */
@@ -65,6 +69,48 @@ function nearestCentroid(cents: Float32Array[], v: Float32Array): number {
   return best;
 }
 
+/** Hamming distance of two signatures. */
+function hammingOf(a: Int32Array, b: Int32Array): number {
+  let h = 0;
+  for (let w = 0; w < SIG_WORDS; w++) h += pop32(a[w] ^ b[w]);
+  return h;
+}
+
+function nearestSig(cents: Int32Array[], s: Int32Array): number {
+  let best = 0;
+  let bh = Infinity;
+  for (let c = 0; c < cents.length; c++) {
+    const h = hammingOf(cents[c], s);
+    if (h < bh) {
+      bh = h;
+      best = c;
+    }
+  }
+  return best;
+}
+
+/** k-modes on signatures: each centroid the bitwise majority of its members, assignment by Hamming distance. */
+function kmodes(data: Int32Array[], k: number, iters: number): Int32Array[] {
+  const step = Math.floor(data.length / k);
+  let cents: Int32Array[] = Array.from({ length: k }, (_, i) => Int32Array.from(data[i * step]));
+  for (let it = 0; it < iters; it++) {
+    const ones = Array.from({ length: k }, () => new Int32Array(SIG_WORDS * 32));
+    const counts = new Int32Array(k);
+    for (const s of data) {
+      const c = nearestSig(cents, s);
+      counts[c]++;
+      for (let b = 0; b < SIG_WORDS * 32; b++) ones[c][b] += (s[b >> 5] >>> (b & 31)) & 1;
+    }
+    cents = cents.map((old, c) => {
+      if (!counts[c]) return old;
+      const out = new Int32Array(SIG_WORDS);
+      for (let b = 0; b < SIG_WORDS * 32; b++) if (2 * ones[c][b] > counts[c]) out[b >> 5] |= 1 << (b & 31);
+      return out;
+    });
+  }
+  return cents;
+}
+
 async function main() {
   const file = arg('db', '');
   if (!file || !fs.existsSync(file)) throw new Error('--db path/to/cairn.db');
@@ -74,6 +120,8 @@ async function main() {
   const nTrain = Number(arg('train', '20000'));
   const clusterCounts = arg('clusters', '64,256').split(',').map(Number);
   const probes = arg('probes', '1,2,4,8,16').split(',').map(Number);
+  const space = arg('space', 'vectors');
+  if (space !== 'vectors' && space !== 'signatures') throw new Error('--space vectors|signatures');
   const db = new Database(file, { readonly: true, fileMustExist: true });
   const table = (
     db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vq\\_%' ESCAPE '\\'").get() as { name: string }
@@ -144,6 +192,7 @@ async function main() {
     db: file,
     ns: nsName,
     part,
+    space,
     namespace: base.length,
     checks: checks.length,
     dimension: d,
@@ -156,17 +205,44 @@ async function main() {
   const train = trainIdx.filter((_, i) => i % stride === 0).map((x) => centred(base[x.j]));
   const partitions: Record<string, unknown>[] = [];
   for (const K of clusterCounts) {
-    const cents = kmeans(train, K, 8);
-    const owner = base.map((v) => nearestCentroid(cents, centred(v)));
+    // Clusters of the vectors (k-means, cosine) or of their signatures (k-modes, Hamming: cheaper to keep, as each
+    // stored vector's cell would be assigned from its signature alone).
+    let owner: number[];
+    let probeOrder: (c: number) => number[];
+    if (space === 'signatures') {
+      const cents = kmodes(
+        train.map((v) => signature(v)),
+        K,
+        8,
+      );
+      owner = sigs.map((sg) => nearestSig(cents, sg));
+      probeOrder = (c) => {
+        const qs = signature(checks[c], centre);
+        return cents
+          .map((m, i) => ({ i, h: hammingOf(m, qs) }))
+          .sort((a, b) => a.h - b.h || a.i - b.i)
+          .map((o) => o.i);
+      };
+    } else {
+      const cents = kmeans(train, K, 8);
+      owner = base.map((v) => nearestCentroid(cents, centred(v)));
+      probeOrder = (c) => {
+        const cq = centred(checks[c]);
+        return cents
+          .map((m, i) => ({ i, x: dot(m, cq) }))
+          .sort((a, b) => b.x - a.x)
+          .map((o) => o.i);
+      };
+    }
     const members: number[][] = Array.from({ length: K }, () => []);
     owner.forEach((c, j) => members[c].push(j));
     const sizes = members.map((m) => m.length).sort((a, b) => b - a);
     for (const P of probes.filter((p) => p <= K)) {
       let read = 0;
-      const found = checks.map((q, c) => {
-        const cq = centred(q);
-        const order = cents.map((m, i) => ({ i, x: dot(m, cq) })).sort((a, b) => b.x - a.x);
-        const pool = order.slice(0, P).flatMap((o) => members[o.i]);
+      const found = checks.map((_, c) => {
+        const pool = probeOrder(c)
+          .slice(0, P)
+          .flatMap((i) => members[i]);
         read += pool.length;
         return answer(c, pool);
       });
