@@ -5,8 +5,9 @@
  * history row, its change-log row, its full-text row (the same columns the daemon indexes, putFullText) and its
  * vector row (the stored int8 vector and signature of the memory it copies). No validation, no JSON, no embedding,
  * no duplicate check, no counts, no idempotency record: a lower bound of what any write path over this schema pays.
- * WAL checkpoints run here (PASSIVE, after each transaction once the WAL passes the daemon's WAL_CHECKPOINT_PAGES), in the same
- * thread, so their page writes are counted too; the daemon runs them in its checkpoint worker, on the same cores.
+ * WAL checkpoints run here (PASSIVE, after each transaction once the WAL passes the daemon's WAL_CHECKPOINT_PAGES),
+ * in the same thread, so their page writes are counted too; the daemon runs them in its checkpoint worker, on the
+ * same cores.
  * Reports CPU ms per memory (this thread: user + system), split by statement family, and the writer's share (all but
  * the checkpoints) as the most memories one connection could store a second on this core.
  *
