@@ -27,7 +27,7 @@ import { loadModel } from '../daemon/src/index/attach';
 import { signatureCentre } from '../daemon/src/embed/signature-centre';
 import { signature, SIG_WORDS } from '../daemon/src/store/quantize';
 import { normalized, pop32 } from '../daemon/src/store/vector-scan';
-import { arg } from './stats';
+import { arg, report } from './stats';
 
 const DUP_THRESHOLD = 0.66;
 const CANDIDATES = 128;
@@ -257,9 +257,7 @@ async function main() {
   }
   result.partitions = partitions;
   result.seconds = Math.round((Date.now() - started) / 1000);
-  console.log(JSON.stringify(result, null, 1));
-  const out = arg('json', '');
-  if (out) fs.writeFileSync(out, JSON.stringify(result, null, 1));
+  report(result);
 }
 
 void main().catch((e) => {

@@ -29,7 +29,7 @@ import { duplicateHits, newScratch, runDuplicateScan, type SlotArrays } from '..
 import { DUP_CANDIDATES, DUP_EXACT_MAX } from '../daemon/src/store/vector-tuning';
 import { HELD_OUT, SELECTION } from '../test/embed/duplicate-pairs';
 import { ROOT } from '../test/helpers';
-import { arg } from './stats';
+import { arg, cpuNow } from './stats';
 import type { CorpusRecord } from './workload';
 
 const size = Number(arg('size', '100000'));
@@ -43,10 +43,6 @@ const threshold = DUPLICATE_THRESHOLD.builtin;
 const D = 256;
 
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
 interface Mem {
   rowid: number;
@@ -99,11 +95,11 @@ function run(
   const now = Date.now();
   for (let i = 0; i < checks.length; i += INDEX_BATCH) {
     const batch = checks.slice(i, i + INDEX_BATCH);
-    const t0 = cpuMs();
+    const t0 = cpuNow();
     const scan = buildDuplicateScan(ix, arrays, batch, DUPLICATE_LIMIT, now, exactMax, DUP_CANDIDATES, flips);
-    const t1 = cpuMs();
+    const t1 = cpuNow();
     const res = duplicateHits(runDuplicateScan(scan, sc));
-    scanMs += cpuMs() - t1;
+    scanMs += cpuNow() - t1;
     buildMs += t1 - t0;
     // Slots each check was given (its group's list), summed.
     for (let c = 0; c < batch.length; c++) listed += scan.starts[scan.group[c] + 1] - scan.starts[scan.group[c]];

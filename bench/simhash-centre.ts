@@ -24,7 +24,7 @@ import { loadModel } from '../daemon/src/index/attach';
 import { signatureCentre } from '../daemon/src/embed/signature-centre';
 import { signature, SIG_BITS, SIG_WORDS } from '../daemon/src/store/quantize';
 import { normalized, pop32 } from '../daemon/src/store/vector-scan';
-import { arg } from './stats';
+import { arg, report } from './stats';
 import { readJsonl } from './workload';
 
 const CANDIDATES = [64, 128, 512, 3000];
@@ -137,9 +137,7 @@ async function main() {
       centred: preselection(base, vectors, centre),
     };
   }
-  console.log(JSON.stringify(result, null, 1));
-  const out = arg('json', '');
-  if (out) fs.writeFileSync(out, JSON.stringify(result, null, 1));
+  report(result);
 }
 
 void main().catch((e) => {

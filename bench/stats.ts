@@ -1,4 +1,6 @@
 /** Small helpers for benchmarks: percentiles and timers. */
+import * as fs from 'node:fs';
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -26,4 +28,12 @@ export const fmt = (x: number, d = 2) => x.toFixed(d);
 export function arg(name: string, dflt: string, argv: string[] = process.argv.slice(2)): string {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
+}
+
+/** Print a benchmark's result (JSON, one space of indent) and, with `--json FILE`, write it there too. */
+export function report(result: unknown): void {
+  const text = JSON.stringify(result, null, 1);
+  console.log(text);
+  const out = arg('json', '');
+  if (out) fs.writeFileSync(out, text);
 }

@@ -21,36 +21,34 @@ import * as path from 'node:path';
 import Database from 'better-sqlite3';
 import { WAL_CHECKPOINT_PAGES } from '../daemon/src/store/db';
 import { putFullText } from '../daemon/src/store/full-text';
+import type { MemoryRow } from '../daemon/src/store/rows';
 import { namespaceToken } from '../daemon/src/store/search-fts';
-import { arg } from './stats';
+import { arg, cpuNow } from './stats';
 
 const PER_TX = 500;
-/** This process's CPU ms (user + system): only this thread works here. */
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
-interface MemoryRow {
-  rowid: number;
-  id: string;
-  ns_id: string;
-  key: string;
-  value: string;
-  value_hash: string;
-  summary: string | null;
-  kind: string;
-  tags: string;
-  importance: number;
-  confidence: number;
-  source: string;
-  properties: string;
-  anchors: string;
-  valid_from: number | null;
-  valid_to: number | null;
-  expires_at: number | null;
-  status: string;
-}
+/** The columns of a memory this copies (the daemon's row type). */
+type CopiedRow = Pick<
+  MemoryRow,
+  | 'rowid'
+  | 'id'
+  | 'ns_id'
+  | 'key'
+  | 'value'
+  | 'value_hash'
+  | 'summary'
+  | 'kind'
+  | 'tags'
+  | 'importance'
+  | 'confidence'
+  | 'source'
+  | 'properties'
+  | 'anchors'
+  | 'valid_from'
+  | 'valid_to'
+  | 'expires_at'
+  | 'status'
+>;
 
 function main() {
   const store = path.resolve(arg('store', ''));
@@ -79,7 +77,7 @@ function main() {
          FROM memories m JOIN ${table} v ON v.rowid = m.rowid JOIN history h ON h.memory_id = m.id AND h.version = 1
          WHERE m.rowid % ? = 0 LIMIT ?`,
       )
-      .all(step, count) as (MemoryRow & {
+      .all(step, count) as (CopiedRow & {
       q: Buffer;
       sig: Buffer;
       text_hash: number;
@@ -101,14 +99,14 @@ function main() {
     const walFile = path.join(copyDir, 'cairn.db-wal');
     const walLimit = WAL_CHECKPOINT_PAGES * (db.pragma('page_size', { simple: true }) as number);
     const part = { rows: 0, fullText: 0, vectors: 0, commit: 0, checkpoint: 0 };
-    const t0 = cpuMs();
+    const t0 = cpuNow();
     const wall0 = Date.now();
     const suffix = `-floor`;
     for (let i = 0; i < rows.length; i += PER_TX) {
       const batch = rows.slice(i, i + PER_TX);
-      let t = cpuMs();
+      let t = cpuNow();
       const lap = (k: keyof typeof part) => {
-        const n = cpuMs();
+        const n = cpuNow();
         part[k] += n - t;
         t = n;
       };
@@ -166,7 +164,7 @@ function main() {
         lap('checkpoint');
       }
     }
-    const cpu = cpuMs() - t0;
+    const cpu = cpuNow() - t0;
     const writer = part.rows + part.fullText + part.vectors + part.commit;
     const per = (x: number) => Math.round((x / rows.length) * 1000) / 1000;
     const result = {
