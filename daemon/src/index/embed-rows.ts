@@ -15,6 +15,15 @@ export interface PreviousModel {
   current: () => boolean;
 }
 
+/** Rows of one batch sent to the embedding worker (requestEmbeddings), their vectors not yet stored (storeEmbeddings). */
+export interface EmbedRequest {
+  todo: { row: EmbedRow; rowid: number; text: string; hash: number }[];
+  /** The text hashes of the rows' stored vectors when the request was made (a rebuild in place compares them again). */
+  have: Map<number, number>;
+  /** What the worker returns, chunk by chunk. Already marked handled: a request nobody awaits (a pass that stopped) is no unhandled rejection. */
+  done: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }[]>;
+}
+
 /**
  * Embed rows whose text changed since their vector was computed (every row when `force`: a rebuild in place), `per`
  * texts a request; write them in small transactions. Returns the rows embedded, with their vectors (none when the
@@ -28,8 +37,26 @@ export async function embedRows(
   force = false,
   via?: PreviousModel,
 ): Promise<Embedded[]> {
+  const request = requestEmbeddings(host, model, rows, per, force, via);
+  return request ? storeEmbeddings(host, model, request, force, via) : [];
+}
+
+/**
+ * The first half of embedRows: which rows need a vector (their text changed since theirs was computed, or all when
+ * `force`), sent to the worker now. Null when none does. The answer is stored by storeEmbeddings; until then the
+ * rows' stored text hashes must not change under it other than by a write's own change (which a later batch
+ * embeds again), so the indexer asks for one batch ahead only after the batch before it stored its vectors.
+ */
+export function requestEmbeddings(
+  host: IndexerHost,
+  model: VecModel,
+  rows: EmbedRow[],
+  per: number,
+  force = false,
+  via?: PreviousModel,
+): EmbedRequest | null {
   const store = host.store;
-  const todo: { row: EmbedRow; rowid: number; text: string; hash: number }[] = [];
+  const todo: EmbedRequest['todo'] = [];
   const have = store.vectors.textHashes(
     model,
     rows.map((r) => r.rowid),
@@ -39,7 +66,7 @@ export async function embedRows(
     const hash = hashKey(sha256(model.model + '\u0000' + text));
     if (force || have.get(r.rowid) !== hash) todo.push({ row: r, rowid: r.rowid, text, hash });
   }
-  if (todo.length === 0) return [];
+  if (todo.length === 0) return null;
   // Queued as small requests, so a search's query embedding (priority) waits for one chunk at most.
   const embedder = via?.embedder ?? host.embedder()!;
   const chunks: Promise<{ vectors: Float32Array[]; sigs?: Int32Array[] }>[] = [];
@@ -51,7 +78,22 @@ export async function embedRows(
         : embedder.embed(texts).then((vectors) => ({ vectors })),
     );
   }
-  const done = await Promise.all(chunks);
+  const done = Promise.all(chunks);
+  done.catch(() => {});
+  return { todo, have, done };
+}
+
+/** The second half of embedRows: wait for the worker's vectors and write them in small transactions. */
+export async function storeEmbeddings(
+  host: IndexerHost,
+  model: VecModel,
+  request: EmbedRequest,
+  force = false,
+  via?: PreviousModel,
+): Promise<Embedded[]> {
+  const store = host.store;
+  const { todo, have } = request;
+  const done = await request.done;
   const vectors = done.flatMap((c) => c.vectors);
   const given = done.flatMap((c) => c.sigs ?? c.vectors.map(() => undefined));
   // While searches are served, write in small transactions and yield in between, so a search is never queued

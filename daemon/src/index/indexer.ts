@@ -29,7 +29,7 @@ import type { Fusion } from '../retrieval/fusion';
 import { isBuiltinModelId } from '../embed';
 import { checkDuplicates, type DuplicateReport } from './duplicate-check';
 import { collectGarbage } from './collect-garbage';
-import { embedRows } from './embed-rows';
+import { embedRows, requestEmbeddings, storeEmbeddings, type EmbedRequest } from './embed-rows';
 import { VectorSearch } from './vector-search';
 import { WatermarkWaiters } from './watermark-waiters';
 import type { Embedded, EmbeddingModel, IndexerHost } from './embedding-model';
@@ -548,19 +548,29 @@ export class Indexer implements VectorSearcher {
     });
   }
 
+  /** The next batch of the change log after `position`, its rows sent to the worker (null: the log is drained). */
+  private readBatch(model: VecModel, position: number): { changes: { position: number }[]; request: EmbedRequest | null } | null {
+    const changes = this.store.changesSince(position, INDEX_BATCH);
+    if (changes.length === 0) return null;
+    const ids = [...new Set(changes.map((c) => c.memoryId).filter((x): x is string => !!x))];
+    const rows = this.store.feed.byIds(ids);
+    return { changes, request: requestEmbeddings(this.host, model, rows, this.embedChunk()) };
+  }
+
   private async loop(): Promise<void> {
     const model = this.model!;
+    // The batch after this one, read and sent to the worker while this one's duplicate checks run (below).
+    let next: ReturnType<Indexer['readBatch']> = null;
     try {
       for (;;) {
         if (this.stopped || this.model !== model) return;
-        const wm = this.watermark();
-        const changes = this.store.changesSince(wm, INDEX_BATCH);
-        if (changes.length === 0) break;
-        const ids = [...new Set(changes.map((c) => c.memoryId).filter((x): x is string => !!x))];
-        const rows = this.store.feed.byIds(ids);
+        const batch = next ?? this.readBatch(model, this.watermark());
+        next = null;
+        if (!batch) break;
+        const { changes, request } = batch;
         let embedded: Embedded[] = [];
         await this.paced(async () => {
-          embedded = await this.embedRows(model, rows);
+          embedded = request ? await storeEmbeddings(this.host, model, request) : [];
         });
         if (this.stopped) this.rollBack(embedded.map((e) => e.row.rowid)); // stored, never checked: the next start does both
         if (this.stopped || this.model !== model) return;
@@ -568,7 +578,14 @@ export class Indexer implements VectorSearcher {
         if (embedded.length) await this.indexInMemory(model);
         if (this.stopped || this.model !== model) return;
         const last = changes[changes.length - 1].position;
-        const reports = await this.checkDuplicates(model, embedded, last);
+        const checking = this.checkDuplicates(model, embedded, last);
+        // A full batch (or someone waiting) means more to do: the next batch's embeddings queue in the worker behind
+        // these checks, so the worker embeds while this thread records the checks and stores the vectors; one at a
+        // time, the worker sat idle through both (about 40% of a bulk import at a million memories). Its rows are
+        // read after this batch stored its vectors, so the text hashes it compared are current. Not while searches
+        // are served: the pacing (paced) gives them the time between batches.
+        if ((changes.length === INDEX_BATCH || this.waiters.size > 0) && !this.host.searching()) next = this.readBatch(model, last);
+        const reports = await checking;
         // Stopping still records the checks just scored (stop() waits for this pass before the store closes); a batch
         // whose scan the stop cut off was rolled back (null).
         if (reports === null || this.model !== model) return;
@@ -606,7 +623,7 @@ export class Indexer implements VectorSearcher {
         // a stream of single writes is indexed in batches of that many milliseconds. Going on at once indexed them
         // a few at a time as they trickled in (about 6 per pass at 1,400 upserts/s), paying a pass's worker round
         // trips, statements and two commits for each few. Someone waiting for the index keeps the pass going.
-        if (changes.length < INDEX_BATCH && this.waiters.size === 0) break;
+        if (!next && changes.length < INDEX_BATCH && this.waiters.size === 0) break;
       }
     } catch (e) {
       if (this.stopped) return; // the model was closed under the pass: nothing failed
