@@ -9,6 +9,8 @@
  *   node --import tsx bench/duplicate-rerank.ts --db path/to/cairn.db [--checks 2000] [--pools 64,32,16,8] [--exact 300]
  *     [--json out.json]
  *
+ * Also reported: how far a hit's int8 score rises above its 4-bit one (`q4Rise`, every hit of DUP_RERANK ranked again).
+ *
  * Checks are memories spread over the store (a namespace checked in proportion to its size, as an import checks
  * it), in batches of INDEX_BATCH as the indexer runs them, each with its stored vector (int8, scaled back) and left
  * out of its own check. Opens the store as it is: no daemon may be using it.
@@ -19,7 +21,7 @@ import { Indexer } from '../daemon/src/index/indexer';
 import { DUPLICATE_LIMIT, DUPLICATE_THRESHOLD, INDEX_BATCH } from '../daemon/src/index/indexer-tuning';
 import { stmt } from '../daemon/src/store/db';
 import { Store } from '../daemon/src/store/store';
-import { int8Cosine, normalized, runDuplicateScan } from '../daemon/src/store/vector-scan';
+import { duplicateHits, int8Cosine, normalized, runDuplicateScan } from '../daemon/src/store/vector-scan';
 import { arg, cpuNow } from './stats';
 
 async function main() {
@@ -135,6 +137,47 @@ async function main() {
   }
   out.pools = perPool;
   out.exactChecks = exact.length;
+  // How far the int8 score of a hit rises above its 4-bit one (the scan's hits at DUP_RERANK, every one ranked again,
+  // all of them and those within 0.1 of the threshold): whether a hit scored far below the threshold by its 4-bit
+  // vector could be left unread. `reportedWithoutCut`: possible duplicates per check when every hit is ranked again.
+  const rises: number[] = [];
+  const nearRises: number[] = [];
+  const noCut: Set<number>[] = [];
+  for (const b of batches) {
+    const scan = store.vectors.prepareDuplicateScan(
+      model,
+      b.map((r) => ({ vector: r.v, nsRowid: r.ns, exclude: r.rowid })),
+      DUPLICATE_LIMIT,
+      now,
+    );
+    const result = runDuplicateScan(scan);
+    const hits = duplicateHits(result);
+    const again = store.vectors.rerankMany(
+      model,
+      hits.map((h, i) => ({ query: b[i].v, hits: h })),
+      Number.MAX_SAFE_INTEGER,
+    );
+    hits.forEach((h, i) => {
+      const int8 = new Map(again[i].map((x) => [x.rowid, x.score]));
+      for (const x of h) {
+        const rise = (int8.get(x.rowid) ?? x.score) - x.score;
+        rises.push(rise);
+        if ((int8.get(x.rowid) ?? 0) >= threshold - 0.1) nearRises.push(rise);
+      }
+      noCut.push(reported(again[i].slice(0, DUPLICATE_LIMIT)));
+    });
+  }
+  const q = (xs: number[], p: number) => {
+    const sorted = xs.slice().sort((a, b) => a - b);
+    return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] * 10000) / 10000;
+  };
+  out.q4Rise = { hits: rises.length, p50: q(rises, 0.5), p99: q(rises, 0.99), p999: q(rises, 0.999), max: q(rises, 1) };
+  out.q4RiseNearThreshold = {
+    hits: nearRises.length,
+    p99: nearRises.length ? q(nearRises, 0.99) : null,
+    max: nearRises.length ? q(nearRises, 1) : null,
+  };
+  out.reportedWithoutCut = Math.round((noCut.reduce((n, x) => n + x.size, 0) / rows.length) * 100) / 100;
   console.log(JSON.stringify(out, null, 1));
   const json = arg('json', '');
   if (json) fs.writeFileSync(json, JSON.stringify(out, null, 2));
