@@ -56,6 +56,13 @@ async function main() {
   const now = Date.now();
   const batches: (typeof rows)[] = [];
   for (let i = 0; i < rows.length; i += INDEX_BATCH) batches.push(rows.slice(i, i + INDEX_BATCH));
+  const prepare = (b: typeof rows) =>
+    store.vectors.prepareDuplicateScan(
+      model,
+      b.map((r) => ({ vector: r.v, nsRowid: r.ns, exclude: r.rowid })),
+      DUPLICATE_LIMIT,
+      now,
+    );
   const reported = (hits: { rowid: number; score: number }[]) => new Set(hits.filter((h) => h.score >= threshold).map((h) => h.rowid));
   const results = new Map<number, Set<number>[]>();
   const out: Record<string, unknown> = { store: total, checks: rows.length, batch: INDEX_BATCH, limit: DUPLICATE_LIMIT, threshold };
@@ -69,12 +76,7 @@ async function main() {
       rerankMs = 0;
       scanMs = 0;
       for (const b of batches) {
-        const scan = store.vectors.prepareDuplicateScan(
-          model,
-          b.map((r) => ({ vector: r.v, nsRowid: r.ns, exclude: r.rowid })),
-          DUPLICATE_LIMIT,
-          now,
-        );
+        const scan = prepare(b);
         scan.rerank = Math.max(pool, DUPLICATE_LIMIT);
         let t = cpuNow();
         const result = runDuplicateScan(scan);
@@ -144,12 +146,7 @@ async function main() {
   const nearRises: number[] = [];
   const noCut: Set<number>[] = [];
   for (const b of batches) {
-    const scan = store.vectors.prepareDuplicateScan(
-      model,
-      b.map((r) => ({ vector: r.v, nsRowid: r.ns, exclude: r.rowid })),
-      DUPLICATE_LIMIT,
-      now,
-    );
+    const scan = prepare(b);
     const result = runDuplicateScan(scan);
     const hits = duplicateHits(result);
     const again = store.vectors.rerankMany(
