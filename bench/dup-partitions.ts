@@ -13,11 +13,13 @@
  * k-means sample from the other rows, so two values of K give disjoint checks (one to look at, one to confirm).
  *
  *   node --import tsx bench/dup-partitions.ts --db path/to/cairn.db [--ns project.atlas] [--part 5] [--checks 300]
- *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--space vectors|signatures] [--json FILE]
+ *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--space vectors|signatures|q4] [--json FILE]
  *
  * `--space signatures`: the clusters are of the centred signatures instead (k-modes: each centroid the bitwise majority
  * of its members, memories and checks assigned by Hamming distance), which a daemon could keep for a stored vector
- * from its signature alone.
+ * from its signature alone. `--space q4`: clusters of the 4-bit copies a compact index holds in memory (centroids trained
+ * on them, memories assigned by them; a check probes by its own vector), as a daemon could assign cells when it
+ * loads the index instead of keeping them on disk.
  *
  * Read-only: the store is opened read-only and never written.
  */
@@ -25,13 +27,26 @@ import * as fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { loadModel } from '../daemon/src/index/attach';
 import { signatureCentre } from '../daemon/src/embed/signature-centre';
-import { signature, SIG_WORDS } from '../daemon/src/store/quantize';
+import { pack4, q4Bytes, signature, SIG_WORDS } from '../daemon/src/store/quantize';
 import { normalized, pop32 } from '../daemon/src/store/vector-scan';
 import { arg, report } from './stats';
 
 const DUP_THRESHOLD = 0.66;
 const CANDIDATES = 128;
 const TOP = 5;
+
+/** An int8 vector at 4 bits and back (pack4's components, -7..7): what a compact index holds in memory. */
+function fourBits(q: Int8Array): Float32Array {
+  const packed = new Uint8Array(q4Bytes(q.length));
+  pack4(q, q.length, packed, 0);
+  const out = new Float32Array(q.length);
+  for (let b = 0; b < packed.length; b++) {
+    const i = (b >> 4) * 32 + (b & 15);
+    if (i < q.length) out[i] = (packed[b] & 15) - 8;
+    if (i + 16 < q.length) out[i + 16] = (packed[b] >> 4) - 8;
+  }
+  return out;
+}
 
 function dot(a: Float32Array, b: Float32Array): number {
   let x = 0;
@@ -121,7 +136,7 @@ async function main() {
   const clusterCounts = arg('clusters', '64,256').split(',').map(Number);
   const probes = arg('probes', '1,2,4,8,16').split(',').map(Number);
   const space = arg('space', 'vectors');
-  if (space !== 'vectors' && space !== 'signatures') throw new Error('--space vectors|signatures');
+  if (space !== 'vectors' && space !== 'signatures' && space !== 'q4') throw new Error('--space vectors|signatures|q4');
   const db = new Database(file, { readonly: true, fileMustExist: true });
   const table = (
     db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vq\\_%' ESCAPE '\\'").get() as { name: string }
@@ -202,14 +217,32 @@ async function main() {
   // The k-means sample: base memories from every part but the checks' own, spread over the namespace.
   const trainIdx = baseRows.map((r, j) => ({ r, j })).filter((x) => x.r.rowid % 23 !== part);
   const stride = Math.max(1, Math.floor(trainIdx.length / nTrain));
-  const train = trainIdx.filter((_, i) => i % stride === 0).map((x) => centred(base[x.j]));
+  const trainAt = trainIdx.filter((_, i) => i % stride === 0).map((x) => x.j);
+  const train = trainAt.map((j) => centred(base[j]));
+  const base4 = space === 'q4' ? baseRows.map((r) => normalized(fourBits(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength)))) : [];
   const partitions: Record<string, unknown>[] = [];
   for (const K of clusterCounts) {
     // Clusters of the vectors (k-means, cosine) or of their signatures (k-modes, Hamming: cheaper to keep, as each
     // stored vector's cell would be assigned from its signature alone).
     let owner: number[];
     let probeOrder: (c: number) => number[];
-    if (space === 'signatures') {
+    if (space === 'q4') {
+      // As a daemon would assign cells when its index loads: the centroids trained on, and the memories assigned by,
+      // the 4-bit copies the index holds in memory; a check by its own vector (it has it when it is embedded).
+      const cents = kmeans(
+        trainAt.map((j) => centred(base4[j])),
+        K,
+        8,
+      );
+      owner = base4.map((v) => nearestCentroid(cents, centred(v)));
+      probeOrder = (c) => {
+        const cq = centred(checks[c]);
+        return cents
+          .map((m, i) => ({ i, x: dot(m, cq) }))
+          .sort((a, b) => b.x - a.x)
+          .map((o) => o.i);
+      };
+    } else if (space === 'signatures') {
       const cents = kmodes(
         train.map((v) => signature(v)),
         K,
