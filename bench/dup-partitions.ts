@@ -226,23 +226,7 @@ async function main() {
     // stored vector's cell would be assigned from its signature alone).
     let owner: number[];
     let probeOrder: (c: number) => number[];
-    if (space === 'q4') {
-      // As a daemon would assign cells when its index loads: the centroids trained on, and the memories assigned by,
-      // the 4-bit copies the index holds in memory; a check by its own vector (it has it when it is embedded).
-      const cents = kmeans(
-        trainAt.map((j) => centred(base4[j])),
-        K,
-        8,
-      );
-      owner = base4.map((v) => nearestCentroid(cents, centred(v)));
-      probeOrder = (c) => {
-        const cq = centred(checks[c]);
-        return cents
-          .map((m, i) => ({ i, x: dot(m, cq) }))
-          .sort((a, b) => b.x - a.x)
-          .map((o) => o.i);
-      };
-    } else if (space === 'signatures') {
+    if (space === 'signatures') {
       const cents = kmodes(
         train.map((v) => signature(v)),
         K,
@@ -257,8 +241,12 @@ async function main() {
           .map((o) => o.i);
       };
     } else {
-      const cents = kmeans(train, K, 8);
-      owner = base.map((v) => nearestCentroid(cents, centred(v)));
+      // `q4`: as a daemon would assign cells when its index loads: the centroids trained on, and the memories assigned
+      // by, the 4-bit copies the index holds in memory. Either way a check probes by its own vector (it has it when it
+      // is embedded).
+      const assigned = space === 'q4' ? base4 : base;
+      const cents = kmeans(space === 'q4' ? trainAt.map((j) => centred(base4[j])) : train, K, 8);
+      owner = assigned.map((v) => nearestCentroid(cents, centred(v)));
       probeOrder = (c) => {
         const cq = centred(checks[c]);
         return cents
