@@ -8,7 +8,8 @@
  */
 import type { ArmHit } from './search-fts';
 import type { StoredAt, StoredVectorReader } from './vector-rerank';
-import { q4Bytes, SIG_BITS, SIG_WORDS, signature } from './quantize';
+import { SIG_BITS, SIG_WORDS, signature } from './quantize';
+import { byCell, cellsAssigned, cellsReady, CELL_PROBES, dots4Loop, nearestCellsOf, slotsOfCells, type Cells } from './vector-cells';
 import { dotsKernel, hammingBelowMany, hammingKernel, hammingManyKernel, KERNEL_CHUNK, type KernelMemory } from './vector-kernels';
 
 /**
@@ -28,6 +29,8 @@ export interface SlotArrays {
   readonly kmem?: KernelMemory | null;
   /** What the signatures are centred on (VecModel.centre): a query's signature is taken the same way. */
   readonly centre?: Float32Array | null;
+  /** The index's cells (vector-cells.ts), which duplicate checks in large namespaces read instead of the whole. */
+  readonly cells?: Cells | null;
 }
 
 /**
@@ -262,22 +265,6 @@ function scoreTop(a: SlotArrays, sc: Scratch, pool: Int32Array, v: Float32Array,
   return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid);
 }
 
-/** 4-bit dot products in JavaScript (no kernels): the layout of quantize.ts pack4. */
-function dots4Loop(Q4: Uint8Array, d: number, pool: Int32Array, v: Float32Array, out: Float32Array): void {
-  const per = q4Bytes(d);
-  for (let p = 0; p < pool.length; p++) {
-    const o = pool[p] * per;
-    let s = 0;
-    for (let b = 0; b < per; b++) {
-      const x = Q4[o + b];
-      const i = (b >> 4) * 32 + (b & 15);
-      if (i < d) s += ((x & 15) - 8) * v[i];
-      if (i + 16 < d) s += ((x >> 4) - 8) * v[i + 16];
-    }
-    out[p] = s;
-  }
-}
-
 /** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */
 export function pop32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
@@ -307,6 +294,11 @@ export interface DuplicateScan {
   rerank: number;
   /** Where a compact index's int8 vectors are stored: the embedding worker ranks the hits again from there. */
   stored?: StoredAt | null;
+  /** Slots of the index in use, and live vectors among them (the cells' training reads them). */
+  size?: number;
+  live?: number;
+  /** Visible memories of a group from which its checks read cells (vector-cells.ts CELL_MIN); absent: never. */
+  cellMin?: number;
 }
 
 /** The hits of each check of a DuplicateScan, flat: check `c`'s are the next `counts[c]` of rowids / scores. */
@@ -326,8 +318,14 @@ export interface DuplicateScanResult {
  */
 export const DUP_PASS_QUERIES = 16;
 
-/** Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them. */
-export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
+/**
+ * Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them, among its whole group or,
+ * in a group of at least `scan.cellMin` with the index's cells ready, among the group's slots in the CELL_PROBES
+ * cells nearest to the check (vector-cells.ts). With `build` (the embedding worker) the cells are trained and the
+ * group's slots assigned first when needed; without (the event loop), a group reads cells only when all its slots
+ * have one, so the same scan gives the same answer on either thread once the worker has run it.
+ */
+export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch(), build = false): DuplicateScanResult {
   const checks = scan.group.length;
   const d = scan.arrays.dimension;
   const selfAt = ownSlots(scan);
@@ -335,26 +333,35 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const listOf = (g: number) => scan.slots.subarray(scan.starts[g], scan.starts[g + 1]);
   const sizeOf = (g: number) => scan.starts[g + 1] - scan.starts[g];
   const sigOf = (c: number) => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS);
+  const vectorOf = (c: number) => scan.vectors.subarray(c * d, (c + 1) * d);
   // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
-  const one = (c: number) => {
-    hits[c] = nearest(
-      scan.arrays,
-      sc,
-      listOf(scan.group[c]),
-      scan.vectors.subarray(c * d, (c + 1) * d),
-      scan.limit,
-      () => sigOf(c),
-      scan.exactMax,
-      scan.candidates,
-      selfAt[c],
-      scan.rerank,
-    );
+  const one = (c: number, list = listOf(scan.group[c]), skip = selfAt[c]) => {
+    hits[c] = nearest(scan.arrays, sc, list, vectorOf(c), scan.limit, () => sigOf(c), scan.exactMax, scan.candidates, skip, scan.rerank);
+  };
+  // Groups whose checks read cells: large enough, the cells trained and every slot of the group assigned.
+  const cellMin = scan.cellMin ?? Infinity;
+  const a = scan.arrays;
+  const cellsOn =
+    a.cells != null && [...new Set(scan.group)].some((g) => sizeOf(g) >= cellMin) && cellsReady(a, scan.size ?? 0, scan.live ?? 0, build);
+  const byGroup = new Map<number, ReturnType<typeof byCell> | null>();
+  const cellsOf = (g: number) => {
+    let by = byGroup.get(g);
+    if (by === undefined) {
+      const list = listOf(g);
+      byGroup.set(g, (by = cellsOn && list.length >= cellMin && cellsAssigned(a, list, build) ? byCell(list, a.cells!.cell) : null));
+    }
+    return by;
   };
   // The checks that take the Hamming pass in the kernels (more than exactMax slots besides their own), by group.
   const km = scan.arrays.kmem;
   const passes = new Map<number, number[]>();
   for (let c = 0; c < checks; c++) {
     const g = scan.group[c];
+    const by = cellsOf(g);
+    if (by) {
+      one(c, slotsOfCells(by, nearestCellsOf(a.cells!, vectorOf(c), CELL_PROBES), a.rowid, scan.exclude[c]), -1);
+      continue;
+    }
     const n = sizeOf(g) - (selfAt[c] >= 0 ? 1 : 0);
     if (!km || n <= scan.exactMax) one(c);
     else {
@@ -382,8 +389,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       part.forEach((c, j) => {
         const pool = chosen[j];
         if (pool === null) one(c);
-        else
-          hits[c] = scoreTop(scan.arrays, sc, pool, scan.vectors.subarray(c * d, (c + 1) * d), scan.arrays.q4 ? scan.rerank : scan.limit);
+        else hits[c] = scoreTop(scan.arrays, sc, pool, vectorOf(c), scan.arrays.q4 ? scan.rerank : scan.limit);
       });
     }
   }
@@ -490,7 +496,7 @@ export function flatHits(hits: ArmHit[][]): DuplicateScanResult {
  * event loop, and marked `reranked`; when they cannot be read, the event loop does it.
  */
 export function runDuplicateScanReranked(scan: DuplicateScan, sc: Scratch, reader: StoredVectorReader): DuplicateScanResult {
-  const result = runDuplicateScan(scan, sc);
+  const result = runDuplicateScan(scan, sc, true);
   if (!scan.stored || !scan.arrays.q4) return result;
   const d = scan.arrays.dimension;
   const scans = duplicateHits(result).map((hits, c) => ({ query: scan.vectors.subarray(c * d, (c + 1) * d), hits }));
