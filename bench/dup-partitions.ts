@@ -13,13 +13,15 @@
  * k-means sample from the other rows, so two values of K give disjoint checks (one to look at, one to confirm).
  *
  *   node --import tsx bench/dup-partitions.ts --db path/to/cairn.db [--ns project.atlas] [--part 5] [--checks 300]
- *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--space vectors|signatures|q4] [--json FILE]
+ *        [--train 20000] [--clusters 64,256] [--probes 1,2,4,8,16] [--space vectors|signatures|q4] [--train-from namespace|store]
+ *        [--json FILE]
  *
  * `--space signatures`: the clusters are of the centred signatures instead (k-modes: each centroid the bitwise majority
  * of its members, memories and checks assigned by Hamming distance), which a daemon could keep for a stored vector
  * from its signature alone. `--space q4`: clusters of the 4-bit copies a compact index holds in memory (centroids trained
  * on them, memories assigned by them; a check probes by its own vector), as a daemon could assign cells when it
- * loads the index instead of keeping them on disk.
+ * loads the index instead of keeping them on disk. `--train-from store` (with `q4`): the centroids trained on a sample of
+ * the whole store's memories (every namespace; the checks' part left out), as one set of cells per index would be.
  *
  * Read-only: the store is opened read-only and never written.
  */
@@ -126,6 +128,18 @@ function kmodes(data: Int32Array[], k: number, iters: number): Int32Array[] {
   return cents;
 }
 
+/** About `n` memories of the whole store (every namespace, none of part `part`), at 4 bits and back, normalized. */
+function storeSample(file: string, table: string, part: number, n: number): Float32Array[] {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const total = (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+  const stride = Math.max(1, Math.floor(total / n));
+  const rows = db.prepare(`SELECT rowid, q FROM ${table} WHERE rowid % ? = 0 AND rowid % 23 != ?`).all(stride, part) as {
+    q: Buffer;
+  }[];
+  db.close();
+  return rows.map((r) => normalized(fourBits(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength))));
+}
+
 async function main() {
   const file = arg('db', '');
   if (!file || !fs.existsSync(file)) throw new Error('--db path/to/cairn.db');
@@ -219,6 +233,10 @@ async function main() {
   const stride = Math.max(1, Math.floor(trainIdx.length / nTrain));
   const trainAt = trainIdx.filter((_, i) => i % stride === 0).map((x) => x.j);
   const train = trainAt.map((j) => centred(base[j]));
+  const trainFrom = arg('train-from', 'namespace');
+  if (trainFrom !== 'namespace' && trainFrom !== 'store') throw new Error('--train-from namespace|store');
+  if (trainFrom === 'store' && space !== 'q4') throw new Error('--train-from store needs --space q4');
+  result.trainFrom = trainFrom;
   const base4 = space === 'q4' ? baseRows.map((r) => normalized(fourBits(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength)))) : [];
   const partitions: Record<string, unknown>[] = [];
   for (const K of clusterCounts) {
@@ -245,7 +263,17 @@ async function main() {
       // by, the 4-bit copies the index holds in memory. Either way a check probes by its own vector (it has it when it
       // is embedded).
       const assigned = space === 'q4' ? base4 : base;
-      const cents = kmeans(space === 'q4' ? trainAt.map((j) => centred(base4[j])) : train, K, 8);
+      const sample =
+        space !== 'q4'
+          ? trainAt.map((j) => base[j])
+          : trainFrom === 'store'
+            ? storeSample(file, table, part, nTrain)
+            : trainAt.map((j) => base4[j]);
+      const cents = kmeans(
+        sample.map((v) => centred(v)),
+        K,
+        8,
+      );
       owner = assigned.map((v) => nearestCentroid(cents, centred(v)));
       probeOrder = (c) => {
         const cq = centred(checks[c]);
