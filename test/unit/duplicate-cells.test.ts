@@ -8,11 +8,19 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { quantize } from '../../daemon/src/store/quantize';
+import { quantize, SIG_WORDS } from '../../daemon/src/store/quantize';
 import { buildDuplicateScan } from '../../daemon/src/store/vector-duplicates';
 import { byCell, CELL_MIN, CELL_PROBES, CELLS, nearestCellsOf, slotsOfCells, UNASSIGNED } from '../../daemon/src/store/vector-cells';
 import { VectorIndex, type MetaRow } from '../../daemon/src/store/vector-index';
-import { duplicateHits, normalized, runDuplicateScan, type DuplicateScan, type SlotArrays } from '../../daemon/src/store/vector-scan';
+import {
+  duplicateHits,
+  nearest,
+  newScratch,
+  normalized,
+  runDuplicateScan,
+  type DuplicateScan,
+  type SlotArrays,
+} from '../../daemon/src/store/vector-scan';
 import { DUP_CANDIDATES, DUP_EXACT_MAX } from '../../daemon/src/store/vectors';
 
 const DIM = 64;
@@ -136,11 +144,27 @@ describe('cells of the vector index for duplicate checks', () => {
     assert.ok(w > checks.length * 2, `the whole pass finds ${w}`);
     assert.ok(k >= w * 0.97, `cells found ${k} of the exact top 5, the whole pass ${w}`);
     // Each large-namespace check read its 16 nearest cells: a small share of the namespace.
+    // And each one's hits are `nearest`'s over that list (the kernels read each cell once for several checks).
+    const scan = scanOf(c.ix, checks);
+    assert.ok(scan.arrays.kmem, 'the kernels run at this dimension');
     const by = byCell(c.ix.namespaceSlots(BIG), cells.cell);
-    for (const ch of checks.filter((x) => x.nsRowid === BIG)) {
-      const read = slotsOfCells(by, nearestCellsOf(cells, normalized(ch.vector), CELL_PROBES), c.ix.rowid, -1).length;
-      assert.ok(read < N * 0.25, `read ${read} of ${N}`);
-    }
+    const sc = newScratch();
+    let large = 0;
+    checks.forEach((ch, j) => {
+      if (ch.nsRowid !== BIG) return;
+      large++;
+      const v = scan.vectors.subarray(j * DIM, (j + 1) * DIM);
+      const { slots, skip } = slotsOfCells(by, nearestCellsOf(cells, v, CELL_PROBES), -1);
+      assert.equal(skip, -1);
+      assert.ok(slots.length < N * 0.25, `read ${slots.length} of ${N}`);
+      const sig = () => scan.sigs.subarray(j * SIG_WORDS, (j + 1) * SIG_WORDS);
+      assert.deepEqual(
+        cellsHits[j],
+        nearest(scan.arrays, sc, slots, v, LIMIT, sig, scan.exactMax, scan.candidates, -1, scan.rerank),
+        `check ${j}`,
+      );
+    });
+    assert.ok(large > 60);
   });
 
   it("the event loop's scan then answers as the worker's, bit for bit", () => {

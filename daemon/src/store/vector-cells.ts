@@ -247,29 +247,53 @@ export function byCell(list: Int32Array, cell: Uint16Array): ByCell {
 /** The `probes` cells whose centroids are nearest to `v` (a unit vector), nearest first; ties: the lower cell. */
 export function nearestCellsOf(c: Cells, v: Float32Array, probes: number): Int32Array {
   const d = v.length;
-  const score = new Float64Array(CELLS);
+  const P = Math.min(probes, CELLS);
+  const top = new Int32Array(P);
+  const topScore = new Float64Array(P).fill(-Infinity);
+  const C = c.centroids;
   for (let k = 0; k < CELLS; k++) {
-    let x = 0;
-    for (let i = 0; i < d; i++) x += c.centroids[k * d + i] * v[i];
-    score[k] = x - c.offsets[k];
+    const o = k * d;
+    let s0 = 0,
+      s1 = 0,
+      s2 = 0,
+      s3 = 0;
+    let i = 0;
+    for (; i + 3 < d; i += 4) {
+      s0 += C[o + i] * v[i];
+      s1 += C[o + i + 1] * v[i + 1];
+      s2 += C[o + i + 2] * v[i + 2];
+      s3 += C[o + i + 3] * v[i + 3];
+    }
+    for (; i < d; i++) s0 += C[o + i] * v[i];
+    const x = s0 + s1 + s2 + s3 - c.offsets[k];
+    if (x <= topScore[P - 1]) continue; // at a tie the lower cell, met first, stays
+    let j = P - 1;
+    for (; j > 0 && topScore[j - 1] < x; j--) {
+      topScore[j] = topScore[j - 1];
+      top[j] = top[j - 1];
+    }
+    topScore[j] = x;
+    top[j] = k;
   }
-  const order = Array.from({ length: CELLS }, (_, k) => k).sort((p, q) => score[q] - score[p] || p - q);
-  return Int32Array.from(order.slice(0, Math.min(probes, CELLS)));
+  return top;
 }
 
 /**
- * A check's slots: those of `cells` (in that order, each cell's in list order), without the memory of rowid
- * `exclude` (the check's own).
+ * A check's list: the slots of `cells` (in that order, each cell's in list order), and where its own memory's slot
+ * `self` is in it (-1: not there), for `nearest` to skip.
  */
-export function slotsOfCells(by: ByCell, cells: Int32Array, rowid: Int32Array, exclude: number): Int32Array {
+export function slotsOfCells(by: ByCell, cells: Int32Array, self: number): { slots: Int32Array; skip: number } {
   let n = 0;
-  for (const k of cells) n += by.starts[k + 1] - by.starts[k];
-  const out = new Int32Array(n);
+  for (let j = 0; j < cells.length; j++) n += by.starts[cells[j] + 1] - by.starts[cells[j]];
+  const slots = new Int32Array(n);
   let m = 0;
-  for (const k of cells)
-    for (let j = by.starts[k]; j < by.starts[k + 1]; j++) {
-      const s = by.order[j];
-      if (rowid[s] !== exclude) out[m++] = s;
-    }
-  return out.subarray(0, m);
+  let skip = -1;
+  for (let j = 0; j < cells.length; j++) {
+    const from = by.starts[cells[j]];
+    const to = by.starts[cells[j] + 1];
+    if (self >= 0 && skip < 0) for (let i = from; i < to; i++) if (by.order[i] === self) skip = m + i - from;
+    slots.set(by.order.subarray(from, to), m);
+    m += to - from;
+  }
+  return { slots, skip };
 }

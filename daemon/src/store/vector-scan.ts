@@ -9,7 +9,18 @@
 import type { ArmHit } from './search-fts';
 import type { StoredAt, StoredVectorReader } from './vector-rerank';
 import { SIG_BITS, SIG_WORDS, signature } from './quantize';
-import { byCell, cellsAssigned, cellsReady, CELL_PROBES, dots4Loop, nearestCellsOf, slotsOfCells, type Cells } from './vector-cells';
+import {
+  byCell,
+  cellsAssigned,
+  cellsReady,
+  CELL_PROBES,
+  CELLS,
+  dots4Loop,
+  nearestCellsOf,
+  slotsOfCells,
+  type ByCell,
+  type Cells,
+} from './vector-cells';
 import { dotsKernel, hammingBelowMany, hammingKernel, hammingManyKernel, KERNEL_CHUNK, type KernelMemory } from './vector-kernels';
 
 /**
@@ -82,22 +93,12 @@ export function nearest(
   let admittedPool = admitted;
   if (n > exactMax) {
     if (sc.dist.length < all) sc.dist = new Uint16Array(all);
-    if (sc.pool.length < all) sc.pool = new Int32Array(all);
     const dist = sc.dist;
     const hist = new Int32Array(SIG_BITS + 1);
     // The kernels count the histogram in the Hamming pass itself (a second loop over a million distances took ~2.5 ms).
     if (a.kmem) hammingKernel(a.kmem, admitted, sigOf(), dist, hist);
     else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
-    if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
-    const { cut, atCut: taken } = cutOff(hist, hammingWant(candidates, limit));
-    let atCut = taken;
-    const keep = sc.pool;
-    let m = 0;
-    for (let i = 0; i < all; i++) {
-      const d = dist[i];
-      if (i !== skip && (d < cut || (d === cut && atCut-- > 0))) keep[m++] = admitted[i];
-    }
-    admittedPool = keep.subarray(0, m);
+    return nearestByDistance(a, sc, admitted, dist, hist, skip, v, limit, candidates, pool);
   } else if (skip >= 0) {
     if (sc.pool.length < n) sc.pool = new Int32Array(n);
     sc.pool.set(admitted.subarray(0, skip));
@@ -105,6 +106,37 @@ export function nearest(
     admittedPool = sc.pool.subarray(0, n);
   }
   return scoreTop(a, sc, admittedPool, v, a.q4 ? pool : limit);
+}
+
+/**
+ * `nearest`'s answer once the Hamming distances of `admitted`'s slots (`dist`, in its order) and their counts (`hist`)
+ * are known: the `candidates` nearest (below the cut-off, then at it in list order), without the one at `skip`,
+ * scored exactly.
+ */
+function nearestByDistance(
+  a: SlotArrays,
+  sc: Scratch,
+  admitted: Int32Array,
+  dist: Uint16Array,
+  hist: Int32Array,
+  skip: number,
+  v: Float32Array,
+  limit: number,
+  candidates: number,
+  pool: number,
+): ArmHit[] {
+  const all = admitted.length;
+  if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
+  const { cut, atCut: taken } = cutOff(hist, hammingWant(candidates, limit));
+  let atCut = taken;
+  if (sc.pool.length < all) sc.pool = new Int32Array(all);
+  const keep = sc.pool;
+  let m = 0;
+  for (let i = 0; i < all; i++) {
+    const d = dist[i];
+    if (i !== skip && (d < cut || (d === cut && atCut-- > 0))) keep[m++] = admitted[i];
+  }
+  return scoreTop(a, sc, keep.subarray(0, m), v, a.q4 ? pool : limit);
 }
 
 /** How many slots `nearest` takes by Hamming distance for `limit` hits: `candidates`, or 8 per hit when more. */
@@ -343,7 +375,7 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const a = scan.arrays;
   const cellsOn =
     a.cells != null && [...new Set(scan.group)].some((g) => sizeOf(g) >= cellMin) && cellsReady(a, scan.size ?? 0, scan.live ?? 0, build);
-  const byGroup = new Map<number, ReturnType<typeof byCell> | null>();
+  const byGroup = new Map<number, ByCell | null>();
   const cellsOf = (g: number) => {
     let by = byGroup.get(g);
     if (by === undefined) {
@@ -355,11 +387,13 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   // The checks that take the Hamming pass in the kernels (more than exactMax slots besides their own), by group.
   const km = scan.arrays.kmem;
   const passes = new Map<number, number[]>();
+  const throughCells = new Map<number, number[]>();
   for (let c = 0; c < checks; c++) {
     const g = scan.group[c];
-    const by = cellsOf(g);
-    if (by) {
-      one(c, slotsOfCells(by, nearestCellsOf(a.cells!, vectorOf(c), CELL_PROBES), a.rowid, scan.exclude[c]), -1);
+    if (cellsOf(g)) {
+      const list = throughCells.get(g);
+      if (list) list.push(c);
+      else throughCells.set(g, [c]);
       continue;
     }
     const n = sizeOf(g) - (selfAt[c] >= 0 ? 1 : 0);
@@ -370,6 +404,16 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       else passes.set(g, [c]);
     }
   }
+  for (const [g, cs] of throughCells)
+    cellChecks(
+      scan,
+      sc,
+      cellsOf(g)!,
+      cs,
+      cs.map((c) => (selfAt[c] >= 0 ? listOf(g)[selfAt[c]] : -1)),
+      hits,
+      one,
+    );
   // Checks run together per group, up to DUP_PASS_QUERIES: each takes `nearest`'s candidates (nearestCandidates), or,
   // when the estimate of its bound fell short, the whole pass (`one`).
   const want = hammingWant(scan.candidates, scan.limit);
@@ -394,6 +438,63 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
     }
   }
   return flatHits(hits);
+}
+
+/**
+ * The checks `cs` of one group read through its cells (`by`, vector-cells.ts): check `c`'s list is the slots of its
+ * CELL_PROBES nearest cells (in that order, each cell's in list order), its own memory (`selfSlot`) skipped, and its
+ * hits are `nearest`'s over that list. With the kernels, each cell's signatures are read from memory once for up to
+ * DUP_PASS_QUERIES of the checks that probe it (hammingManyKernel), as the whole-namespace passes read a chunk once
+ * for several checks: a pass's checks of one namespace probe ~16 cells each, so a cell is shared by several.
+ */
+function cellChecks(
+  scan: DuplicateScan,
+  sc: Scratch,
+  by: ByCell,
+  cs: number[],
+  selfSlot: number[],
+  hits: ArmHit[][],
+  one: (c: number, list: Int32Array, skip: number) => void,
+): void {
+  const a = scan.arrays;
+  const d = a.dimension;
+  const km = a.kmem;
+  const pending: { c: number; list: Int32Array; skip: number; at: Int32Array; dist: Uint16Array }[] = [];
+  const probing: number[][] = Array.from({ length: CELLS }, () => []);
+  cs.forEach((c, j) => {
+    const probes = nearestCellsOf(a.cells!, scan.vectors.subarray(c * d, (c + 1) * d), CELL_PROBES);
+    const { slots, skip } = slotsOfCells(by, probes, selfSlot[j]);
+    if (!km || slots.length - (skip >= 0 ? 1 : 0) <= scan.exactMax) return one(c, slots, skip);
+    // Where each probed cell's slots start in the check's list.
+    const at = new Int32Array(CELLS).fill(-1);
+    let off = 0;
+    for (const k of probes) {
+      at[k] = off;
+      off += by.starts[k + 1] - by.starts[k];
+    }
+    for (const k of probes) probing[k].push(pending.length);
+    pending.push({ c, list: slots, skip, at, dist: new Uint16Array(slots.length) });
+  });
+  if (pending.length === 0) return;
+  for (let k = 0; k < CELLS; k++) {
+    const who = probing[k];
+    const cell = by.order.subarray(by.starts[k], by.starts[k + 1]);
+    if (who.length === 0 || cell.length === 0) continue;
+    for (let i = 0; i < who.length; i += DUP_PASS_QUERIES) {
+      const part = who.slice(i, i + DUP_PASS_QUERIES);
+      const qsigs = new Int32Array(part.length * SIG_WORDS);
+      part.forEach((p, j) => qsigs.set(scan.sigs.subarray(pending[p].c * SIG_WORDS, (pending[p].c + 1) * SIG_WORDS), j * SIG_WORDS));
+      const dists = new Uint16Array(part.length * cell.length);
+      hammingManyKernel(km!, cell, qsigs, dists);
+      part.forEach((p, j) => pending[p].dist.set(dists.subarray(j * cell.length, (j + 1) * cell.length), pending[p].at[k]));
+    }
+  }
+  for (const p of pending) {
+    const hist = new Int32Array(SIG_BITS + 1);
+    for (let i = 0; i < p.dist.length; i++) hist[p.dist[i]]++;
+    const v = scan.vectors.subarray(p.c * d, (p.c + 1) * d);
+    hits[p.c] = nearestByDistance(a, sc, p.list, p.dist, hist, p.skip, v, scan.limit, scan.candidates, scan.rerank);
+  }
 }
 
 /**
