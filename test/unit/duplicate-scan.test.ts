@@ -12,7 +12,6 @@ import { DUPLICATE_LIMIT, Indexer, type EmbeddingModel } from '../../daemon/src/
 import { Requests as R } from '../../daemon/src/protocol/methods';
 import { duplicateHits, nearest, newScratch, runDuplicateScan, type DuplicateScan } from '../../daemon/src/store/vector-scan';
 import { SIG_WORDS } from '../../daemon/src/store/quantize';
-import { CELL_MIN, UNASSIGNED } from '../../daemon/src/store/vector-cells';
 import { DUP_CANDIDATES, DUP_EXACT_MAX, DUP_FLIPS, DUP_LSH_SHAPE, type VecModel } from '../../daemon/src/store/vectors';
 import { cosine, tempCore } from '../helpers';
 
@@ -75,37 +74,24 @@ describe('duplicate checks in the embedding worker', () => {
         exclude: rowid,
       }));
 
-  for (const path of ['exact', 'Hamming', 'bucket', 'cells'] as const)
+  for (const path of ['exact', 'Hamming', 'bucket'] as const)
     it(`${path} path: the worker's hits equal the event loop's, bit for bit`, async () => {
       const vs = c.store.vectors;
       try {
         // exact: project.b (120) scored whole, project.a (450) through the whole namespace's Hamming pass (no LSH
-        // buckets); Hamming: both namespaces so; bucket: project.a's checks take their LSH buckets' memories; cells:
-        // project.a's checks read the cells nearest to them (vector-cells.ts), which the worker trains and assigns.
+        // buckets); Hamming: both namespaces so; bucket: project.a's checks take their LSH buckets' memories.
         if (path !== 'bucket') vs.dupFlips = null;
-        if (path === 'Hamming' || path === 'cells') {
+        if (path === 'Hamming') {
           vs.dupExactMax = 50; // both namespaces take the Hamming path
           vs.dupCandidates = 40;
         }
-        if (path === 'cells') vs.dupCellMin = 300;
         const cs = checks();
         assert.ok(cs.length > 60);
         const now = Date.now();
         const prepare = (): DuplicateScan => vs.prepareDuplicateScan(model, cs, DUPLICATE_LIMIT, now);
-        // The worker first: the event loop never trains or assigns cells, and reads them once the worker has.
-        const there = duplicateHits(await embedder.scanDuplicates(prepare()));
         const here = duplicateHits(runDuplicateScan(prepare()));
+        const there = duplicateHits(await embedder.scanDuplicates(prepare()));
         assert.deepEqual(there, here);
-        if (path === 'cells') {
-          const scan = prepare();
-          const cells = scan.arrays.cells!;
-          assert.ok(cells.state[0] > 0, 'trained by the worker');
-          // project.a's group (above 300) was read through cells: each of its slots was assigned one; project.b's not.
-          const a = scan.group[cs.findIndex((x) => x.nsRowid === nsRowid.get('project.a'))];
-          const b = scan.group[cs.findIndex((x) => x.nsRowid === nsRowid.get('project.b'))];
-          assert.ok(scan.slots.subarray(scan.starts[a], scan.starts[a + 1]).every((s) => cells.cell[s] !== UNASSIGNED));
-          assert.ok(scan.slots.subarray(scan.starts[b], scan.starts[b + 1]).every((s) => cells.cell[s] === UNASSIGNED));
-        }
         // And each equals the single check on the event loop (what the indexer ran before), with no threshold.
         cs.forEach((ch, i) => {
           assert.deepEqual(
@@ -143,7 +129,6 @@ describe('duplicate checks in the embedding worker', () => {
         vs.dupExactMax = DUP_EXACT_MAX;
         vs.dupCandidates = DUP_CANDIDATES;
         vs.dupFlips = DUP_FLIPS;
-        vs.dupCellMin = CELL_MIN;
       }
     });
 

@@ -6,7 +6,6 @@
 import type { Include } from '../protocol/types';
 import { pack4, q4Bytes, SIG_WORDS } from './quantize';
 import { RowSlots } from './row-slots';
-import { growCells, UNASSIGNED, type Cells } from './vector-cells';
 import { SigBuckets, type BandShape } from './vector-lsh';
 import { allocKernelArray, growKernelArray, kernels4Run, kernelsRun, type KernelArray, type KernelMemory } from './vector-kernels';
 import type { SlotArrays } from './vector-scan';
@@ -75,8 +74,6 @@ export class VectorIndex implements SlotArrays {
   sig: Int32Array = new Int32Array(0);
   /** The memory `q` and `sig` live in when the SIMD kernels can run (vector-kernels.ts). */
   kmem: KernelMemory | null = null;
-  /** The cells the duplicate checks of large namespaces read (vector-cells.ts): a slot's is cleared when its vector changes. */
-  cells: Cells | null = null;
   /** Each memory's slot, by memory rowid (a typed array, not a Map: a million entries cost 4 bytes each, not ~40). */
   slotOf = new RowSlots();
   /**
@@ -173,7 +170,6 @@ export class VectorIndex implements SlotArrays {
       this.sig = shared(this.sig, Int32Array, SIG_WORDS);
     }
     this.kmem = km;
-    this.cells = growCells(d, cap, this.cells);
     this.nsPos = g(this.nsPos, Int32Array);
     this.nsPos.fill(-1, this.cap);
     this.cap = cap;
@@ -261,7 +257,6 @@ export class VectorIndex implements SlotArrays {
       this.q.set(q, slot * d);
     }
     this.sig.set(sig, slot * SIG_WORDS);
-    this.cells!.cell[slot] = UNASSIGNED;
     this.bucket(slot);
   }
 
@@ -288,7 +283,6 @@ export class VectorIndex implements SlotArrays {
       this.inv[slot] = ss > 0 ? 1 / Math.sqrt(ss) : 0;
     }
     new Uint8Array(this.sig.buffer, this.sig.byteOffset + slot * SIG_WORDS * 4, SIG_WORDS * 4).set(sig.subarray(0, SIG_WORDS * 4));
-    this.cells!.cell[slot] = UNASSIGNED;
     this.bucket(slot);
   }
 
@@ -323,7 +317,6 @@ export class VectorIndex implements SlotArrays {
     for (let s = 0; s < this.size; s++)
       if (this.status[s] !== 255) this.inv[s] = pack4(old.subarray(s * d, (s + 1) * d), d, this.q4, s * per);
     this.version++;
-    this.cells?.cell.fill(UNASSIGNED); // the 4-bit copies may fall in other cells than the int8 vectors did
     for (const l of this.nsList.values()) l.changes++; // every norm computed again
   }
 
@@ -365,7 +358,6 @@ export class VectorIndex implements SlotArrays {
     for (const a of [this.rowid, this.ns, this.status, this.deleted, this.timeRef, this.times, this.inv, this.nsPos]) n += a.byteLength;
     for (const l of this.nsList.values()) n += l.slots.byteLength;
     for (const c of this.visibleLists.values()) n += c.slots.byteLength;
-    if (this.cells) n += this.cells.cell.byteLength + this.cells.centroids.byteLength;
     n += this.buckets?.bytes ?? 0;
     if (this.kmem) n += this.kmem.q.mem.buffer.byteLength + this.kmem.sig.mem.buffer.byteLength;
     else n += this.q.byteLength + (this.q4?.byteLength ?? 0) + this.sig.byteLength;
@@ -423,7 +415,6 @@ export class VectorIndex implements SlotArrays {
     this.slotOf.delete(rowid);
     this.status[slot] = 255;
     this.inv[slot] = 0;
-    this.cells!.cell[slot] = UNASSIGNED;
     if (this.timeRef[slot] !== 0) this.freeTimes(slot);
     this.free.push(slot);
   }

@@ -8,19 +8,7 @@
  */
 import type { ArmHit } from './search-fts';
 import type { StoredAt, StoredVectorReader } from './vector-rerank';
-import { SIG_BITS, SIG_WORDS, signature } from './quantize';
-import {
-  byCell,
-  cellsAssigned,
-  cellsReady,
-  CELL_PROBES,
-  CELLS,
-  dots4Loop,
-  nearestCellsOf,
-  slotsOfCells,
-  type ByCell,
-  type Cells,
-} from './vector-cells';
+import { q4Bytes, SIG_BITS, SIG_WORDS, signature } from './quantize';
 import { dotsKernel, hammingBelowMany, hammingKernel, hammingManyKernel, KERNEL_CHUNK, type KernelMemory } from './vector-kernels';
 
 /**
@@ -40,8 +28,6 @@ export interface SlotArrays {
   readonly kmem?: KernelMemory | null;
   /** What the signatures are centred on (VecModel.centre): a query's signature is taken the same way. */
   readonly centre?: Float32Array | null;
-  /** The index's cells (vector-cells.ts), which duplicate checks in large namespaces read instead of the whole. */
-  readonly cells?: Cells | null;
 }
 
 /**
@@ -93,12 +79,22 @@ export function nearest(
   let admittedPool = admitted;
   if (n > exactMax) {
     if (sc.dist.length < all) sc.dist = new Uint16Array(all);
+    if (sc.pool.length < all) sc.pool = new Int32Array(all);
     const dist = sc.dist;
     const hist = new Int32Array(SIG_BITS + 1);
     // The kernels count the histogram in the Hamming pass itself (a second loop over a million distances took ~2.5 ms).
     if (a.kmem) hammingKernel(a.kmem, admitted, sigOf(), dist, hist);
     else hammingLoop(a.sig, admitted, sigOf(), dist, hist);
-    return nearestByDistance(a, sc, admitted, dist, hist, skip, v, limit, candidates, pool);
+    if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
+    const { cut, atCut: taken } = cutOff(hist, hammingWant(candidates, limit));
+    let atCut = taken;
+    const keep = sc.pool;
+    let m = 0;
+    for (let i = 0; i < all; i++) {
+      const d = dist[i];
+      if (i !== skip && (d < cut || (d === cut && atCut-- > 0))) keep[m++] = admitted[i];
+    }
+    admittedPool = keep.subarray(0, m);
   } else if (skip >= 0) {
     if (sc.pool.length < n) sc.pool = new Int32Array(n);
     sc.pool.set(admitted.subarray(0, skip));
@@ -106,37 +102,6 @@ export function nearest(
     admittedPool = sc.pool.subarray(0, n);
   }
   return scoreTop(a, sc, admittedPool, v, a.q4 ? pool : limit);
-}
-
-/**
- * `nearest`'s answer once the Hamming distances of `admitted`'s slots (`dist`, in its order) and their counts (`hist`)
- * are known: the `candidates` nearest (below the cut-off, then at it in list order), without the one at `skip`,
- * scored exactly.
- */
-function nearestByDistance(
-  a: SlotArrays,
-  sc: Scratch,
-  admitted: Int32Array,
-  dist: Uint16Array,
-  hist: Int32Array,
-  skip: number,
-  v: Float32Array,
-  limit: number,
-  candidates: number,
-  pool: number,
-): ArmHit[] {
-  const all = admitted.length;
-  if (skip >= 0) hist[dist[skip]]--; // as if it was never listed
-  const { cut, atCut: taken } = cutOff(hist, hammingWant(candidates, limit));
-  let atCut = taken;
-  if (sc.pool.length < all) sc.pool = new Int32Array(all);
-  const keep = sc.pool;
-  let m = 0;
-  for (let i = 0; i < all; i++) {
-    const d = dist[i];
-    if (i !== skip && (d < cut || (d === cut && atCut-- > 0))) keep[m++] = admitted[i];
-  }
-  return scoreTop(a, sc, keep.subarray(0, m), v, a.q4 ? pool : limit);
 }
 
 /** How many slots `nearest` takes by Hamming distance for `limit` hits: `candidates`, or 8 per hit when more. */
@@ -297,6 +262,22 @@ function scoreTop(a: SlotArrays, sc: Scratch, pool: Int32Array, v: Float32Array,
   return out.sort((x, y) => y.score - x.score || x.rowid - y.rowid);
 }
 
+/** 4-bit dot products in JavaScript (no kernels): the layout of quantize.ts pack4. */
+function dots4Loop(Q4: Uint8Array, d: number, pool: Int32Array, v: Float32Array, out: Float32Array): void {
+  const per = q4Bytes(d);
+  for (let p = 0; p < pool.length; p++) {
+    const o = pool[p] * per;
+    let s = 0;
+    for (let b = 0; b < per; b++) {
+      const x = Q4[o + b];
+      const i = (b >> 4) * 32 + (b & 15);
+      if (i < d) s += ((x & 15) - 8) * v[i];
+      if (i + 16 < d) s += ((x >> 4) - 8) * v[i + 16];
+    }
+    out[p] = s;
+  }
+}
+
 /** Bits set in a 32-bit word (a plain function in this module, so the hot loop calls it directly). */
 export function pop32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
@@ -326,11 +307,6 @@ export interface DuplicateScan {
   rerank: number;
   /** Where a compact index's int8 vectors are stored: the embedding worker ranks the hits again from there. */
   stored?: StoredAt | null;
-  /** Slots of the index in use, and live vectors among them (the cells' training reads them). */
-  size?: number;
-  live?: number;
-  /** Visible memories of a group from which its checks read cells (vector-cells.ts CELL_MIN); absent: never. */
-  cellMin?: number;
 }
 
 /** The hits of each check of a DuplicateScan, flat: check `c`'s are the next `counts[c]` of rowids / scores. */
@@ -350,14 +326,8 @@ export interface DuplicateScanResult {
  */
 export const DUP_PASS_QUERIES = 16;
 
-/**
- * Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them, among its whole group or,
- * in a group of at least `scan.cellMin` with the index's cells ready, among the group's slots in the CELL_PROBES
- * cells nearest to the check (vector-cells.ts). With `build` (the embedding worker) the cells are trained and the
- * group's slots assigned first when needed; without (the event loop), a group reads cells only when all its slots
- * have one, so the same scan gives the same answer on either thread once the worker has run it.
- */
-export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch(), build = false): DuplicateScanResult {
+/** Run a DuplicateScan: each check's best `limit` slots, exactly as `nearest` ranks them. */
+export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()): DuplicateScanResult {
   const checks = scan.group.length;
   const d = scan.arrays.dimension;
   const selfAt = ownSlots(scan);
@@ -365,37 +335,26 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
   const listOf = (g: number) => scan.slots.subarray(scan.starts[g], scan.starts[g + 1]);
   const sizeOf = (g: number) => scan.starts[g + 1] - scan.starts[g];
   const sigOf = (c: number) => scan.sigs.subarray(c * SIG_WORDS, (c + 1) * SIG_WORDS);
-  const vectorOf = (c: number) => scan.vectors.subarray(c * d, (c + 1) * d);
   // The group's slots in order; the check's own memory is skipped where it is listed (selfAt).
-  const one = (c: number, list = listOf(scan.group[c]), skip = selfAt[c]) => {
-    hits[c] = nearest(scan.arrays, sc, list, vectorOf(c), scan.limit, () => sigOf(c), scan.exactMax, scan.candidates, skip, scan.rerank);
-  };
-  // Groups whose checks read cells: large enough, the cells trained and every slot of the group assigned.
-  const cellMin = scan.cellMin ?? Infinity;
-  const a = scan.arrays;
-  const cellsOn =
-    a.cells != null && [...new Set(scan.group)].some((g) => sizeOf(g) >= cellMin) && cellsReady(a, scan.size ?? 0, scan.live ?? 0, build);
-  const byGroup = new Map<number, ByCell | null>();
-  const cellsOf = (g: number) => {
-    let by = byGroup.get(g);
-    if (by === undefined) {
-      const list = listOf(g);
-      byGroup.set(g, (by = cellsOn && list.length >= cellMin && cellsAssigned(a, list, build) ? byCell(list, a.cells!.cell) : null));
-    }
-    return by;
+  const one = (c: number) => {
+    hits[c] = nearest(
+      scan.arrays,
+      sc,
+      listOf(scan.group[c]),
+      scan.vectors.subarray(c * d, (c + 1) * d),
+      scan.limit,
+      () => sigOf(c),
+      scan.exactMax,
+      scan.candidates,
+      selfAt[c],
+      scan.rerank,
+    );
   };
   // The checks that take the Hamming pass in the kernels (more than exactMax slots besides their own), by group.
   const km = scan.arrays.kmem;
   const passes = new Map<number, number[]>();
-  const throughCells = new Map<number, number[]>();
   for (let c = 0; c < checks; c++) {
     const g = scan.group[c];
-    if (cellsOf(g)) {
-      const list = throughCells.get(g);
-      if (list) list.push(c);
-      else throughCells.set(g, [c]);
-      continue;
-    }
     const n = sizeOf(g) - (selfAt[c] >= 0 ? 1 : 0);
     if (!km || n <= scan.exactMax) one(c);
     else {
@@ -404,16 +363,6 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       else passes.set(g, [c]);
     }
   }
-  for (const [g, cs] of throughCells)
-    cellChecks(
-      scan,
-      sc,
-      cellsOf(g)!,
-      cs,
-      cs.map((c) => (selfAt[c] >= 0 ? listOf(g)[selfAt[c]] : -1)),
-      hits,
-      one,
-    );
   // Checks run together per group, up to DUP_PASS_QUERIES: each takes `nearest`'s candidates (nearestCandidates), or,
   // when the estimate of its bound fell short, the whole pass (`one`).
   const want = hammingWant(scan.candidates, scan.limit);
@@ -433,68 +382,12 @@ export function runDuplicateScan(scan: DuplicateScan, sc: Scratch = newScratch()
       part.forEach((c, j) => {
         const pool = chosen[j];
         if (pool === null) one(c);
-        else hits[c] = scoreTop(scan.arrays, sc, pool, vectorOf(c), scan.arrays.q4 ? scan.rerank : scan.limit);
+        else
+          hits[c] = scoreTop(scan.arrays, sc, pool, scan.vectors.subarray(c * d, (c + 1) * d), scan.arrays.q4 ? scan.rerank : scan.limit);
       });
     }
   }
   return flatHits(hits);
-}
-
-/**
- * The checks `cs` of one group read through its cells (`by`, vector-cells.ts): check `c`'s list is the slots of its
- * CELL_PROBES nearest cells (in that order, each cell's in list order), its own memory (`selfSlot`) skipped, and its
- * hits are `nearest`'s over that list. With the kernels, each cell's signatures are read from memory once for up to
- * DUP_PASS_QUERIES of the checks that probe it (hammingManyKernel), as the whole-namespace passes read a chunk once
- * for several checks: a pass's checks of one namespace probe ~16 cells each, so a cell is shared by several.
- */
-function cellChecks(
-  scan: DuplicateScan,
-  sc: Scratch,
-  by: ByCell,
-  cs: number[],
-  selfSlot: number[],
-  hits: ArmHit[][],
-  one: (c: number, list: Int32Array, skip: number) => void,
-): void {
-  const a = scan.arrays;
-  const d = a.dimension;
-  const km = a.kmem;
-  const pending: { c: number; list: Int32Array; skip: number; at: Int32Array; dist: Uint16Array }[] = [];
-  const probing: number[][] = Array.from({ length: CELLS }, () => []);
-  cs.forEach((c, j) => {
-    const probes = nearestCellsOf(a.cells!, scan.vectors.subarray(c * d, (c + 1) * d), CELL_PROBES);
-    const { slots, skip } = slotsOfCells(by, probes, selfSlot[j]);
-    if (!km || slots.length - (skip >= 0 ? 1 : 0) <= scan.exactMax) return one(c, slots, skip);
-    // Where each probed cell's slots start in the check's list.
-    const at = new Int32Array(CELLS).fill(-1);
-    let off = 0;
-    for (const k of probes) {
-      at[k] = off;
-      off += by.starts[k + 1] - by.starts[k];
-    }
-    for (const k of probes) probing[k].push(pending.length);
-    pending.push({ c, list: slots, skip, at, dist: new Uint16Array(slots.length) });
-  });
-  if (pending.length === 0) return;
-  for (let k = 0; k < CELLS; k++) {
-    const who = probing[k];
-    const cell = by.order.subarray(by.starts[k], by.starts[k + 1]);
-    if (who.length === 0 || cell.length === 0) continue;
-    for (let i = 0; i < who.length; i += DUP_PASS_QUERIES) {
-      const part = who.slice(i, i + DUP_PASS_QUERIES);
-      const qsigs = new Int32Array(part.length * SIG_WORDS);
-      part.forEach((p, j) => qsigs.set(scan.sigs.subarray(pending[p].c * SIG_WORDS, (pending[p].c + 1) * SIG_WORDS), j * SIG_WORDS));
-      const dists = new Uint16Array(part.length * cell.length);
-      hammingManyKernel(km!, cell, qsigs, dists);
-      part.forEach((p, j) => pending[p].dist.set(dists.subarray(j * cell.length, (j + 1) * cell.length), pending[p].at[k]));
-    }
-  }
-  for (const p of pending) {
-    const hist = new Int32Array(SIG_BITS + 1);
-    for (let i = 0; i < p.dist.length; i++) hist[p.dist[i]]++;
-    const v = scan.vectors.subarray(p.c * d, (p.c + 1) * d);
-    hits[p.c] = nearestByDistance(a, sc, p.list, p.dist, hist, p.skip, v, scan.limit, scan.candidates, scan.rerank);
-  }
 }
 
 /**
@@ -597,7 +490,7 @@ export function flatHits(hits: ArmHit[][]): DuplicateScanResult {
  * event loop, and marked `reranked`; when they cannot be read, the event loop does it.
  */
 export function runDuplicateScanReranked(scan: DuplicateScan, sc: Scratch, reader: StoredVectorReader): DuplicateScanResult {
-  const result = runDuplicateScan(scan, sc, true);
+  const result = runDuplicateScan(scan, sc);
   if (!scan.stored || !scan.arrays.q4) return result;
   const d = scan.arrays.dimension;
   const scans = duplicateHits(result).map((hits, c) => ({ query: scan.vectors.subarray(c * d, (c + 1) * d), hits }));

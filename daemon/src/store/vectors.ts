@@ -26,7 +26,6 @@ import { CairnError } from '../protocol/errors';
 import { stmt, type DB } from './db';
 import type { ArmHit } from './search-fts';
 import { quantize } from './quantize';
-import { CELL_MIN } from './vector-cells';
 import { buildDuplicateScan, type DuplicateCheck } from './vector-duplicates';
 import { ADMIT_CACHE_SLOTS, VectorIndex, type MetaRow, type VecModel } from './vector-index';
 import { vectorPages } from './vector-load';
@@ -87,8 +86,6 @@ export class VectorTables {
   /** DUP_EXACT_MAX and DUP_CANDIDATES (knobs for tests and benches). */
   dupExactMax = DUP_EXACT_MAX;
   dupCandidates = DUP_CANDIDATES;
-  /** Visible memories of a namespace from which its duplicate checks read cells (CELL_MIN; a knob for tests and benches). */
-  dupCellMin = CELL_MIN;
   /** How an index loaded from now on bands its signatures for the duplicate checks (DUP_BANDS; null: no buckets, the default). */
   dupBands: BandShape | null = DUP_BANDS;
   /** Multi-probe depth of a duplicate check's buckets when the index keeps them (DUP_FLIPS; null: the whole namespace). */
@@ -491,7 +488,6 @@ export class VectorTables {
       dimension: model.dimension,
       kmem: ix.kmem,
       centre: model.centre ?? null,
-      cells: ix.cells,
     };
   }
 
@@ -541,9 +537,6 @@ export class VectorTables {
     const arrays = this.arrays(ix, model);
     const scan = buildDuplicateScan(ix, arrays, checks, limit, now, this.dupExactMax, this.dupCandidates, this.dupFlips);
     scan.stored = this.storedAt(model, arrays);
-    scan.size = ix.size;
-    scan.live = ix.size - ix.free.length;
-    scan.cellMin = this.dupCellMin;
     return scan;
   }
 
