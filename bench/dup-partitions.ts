@@ -50,6 +50,9 @@ function fourBits(q: Int8Array): Float32Array {
   return out;
 }
 
+/** A stored int8 vector (a row's blob) as a compact index holds it, at unit length. */
+const unit4 = (q: Buffer): Float32Array => normalized(fourBits(new Int8Array(q.buffer, q.byteOffset, q.byteLength)));
+
 function dot(a: Float32Array, b: Float32Array): number {
   let x = 0;
   for (let i = 0; i < a.length; i++) x += a[i] * b[i];
@@ -137,7 +140,7 @@ function storeSample(file: string, table: string, part: number, n: number): Floa
     q: Buffer;
   }[];
   db.close();
-  return rows.map((r) => normalized(fourBits(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength))));
+  return rows.map((r) => unit4(r.q));
 }
 
 async function main() {
@@ -237,7 +240,10 @@ async function main() {
   if (trainFrom !== 'namespace' && trainFrom !== 'store') throw new Error('--train-from namespace|store');
   if (trainFrom === 'store' && space !== 'q4') throw new Error('--train-from store needs --space q4');
   result.trainFrom = trainFrom;
-  const base4 = space === 'q4' ? baseRows.map((r) => normalized(fourBits(new Int8Array(r.q.buffer, r.q.byteOffset, r.q.byteLength)))) : [];
+  const base4 = space === 'q4' ? baseRows.map((r) => unit4(r.q)) : [];
+  // What k-means clusters (centred), the same for every K: read from the store once when it is the store's sample.
+  const sample =
+    space !== 'q4' ? train : (trainFrom === 'store' ? storeSample(file, table, part, nTrain) : trainAt.map((j) => base4[j])).map(centred);
   const partitions: Record<string, unknown>[] = [];
   for (const K of clusterCounts) {
     // Clusters of the vectors (k-means, cosine) or of their signatures (k-modes, Hamming: cheaper to keep, as each
@@ -263,17 +269,7 @@ async function main() {
       // by, the 4-bit copies the index holds in memory. Either way a check probes by its own vector (it has it when it
       // is embedded).
       const assigned = space === 'q4' ? base4 : base;
-      const sample =
-        space !== 'q4'
-          ? trainAt.map((j) => base[j])
-          : trainFrom === 'store'
-            ? storeSample(file, table, part, nTrain)
-            : trainAt.map((j) => base4[j]);
-      const cents = kmeans(
-        sample.map((v) => centred(v)),
-        K,
-        8,
-      );
+      const cents = kmeans(sample, K, 8);
       owner = assigned.map((v) => nearestCentroid(cents, centred(v)));
       probeOrder = (c) => {
         const cq = centred(checks[c]);
