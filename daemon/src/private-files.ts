@@ -85,6 +85,22 @@ export function tightenFile(file: string, log?: (msg: string) => void): boolean 
   return true;
 }
 
+/**
+ * Make the socket a daemon has just bound private (0600). Bound under umask 0177 it already is; this is the check
+ * for systems that ignore the umask for sockets. A path that is gone (a client moved or removed it after it was bound)
+ * is logged, not thrown: the daemon still serves, and the inode it listens on is 0600. Returns true when chmod ran.
+ */
+export function privateSocket(socket: string, log: (msg: string) => void): boolean {
+  try {
+    fs.chmodSync(socket, 0o600);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    log(`the socket ${socket} was moved or removed right after it was bound; serving on it as it is`);
+    return false;
+  }
+}
+
 /** Create `file` empty with mode 0600 when it does not exist (so whatever opens it next inherits a private mode). */
 export function createPrivateFile(file: string): void {
   try {

@@ -14,7 +14,7 @@ import { CairnError, ErrorCodes, toWireError } from '../protocol/errors';
 import { Notifications, PROTOCOL_VERSION, Requests } from '../protocol/methods';
 import { Limits, type DidChangeParams, type InitializeResult } from '../protocol/types';
 import { canonicalPath, defaultSocketPath } from '../paths';
-import { ensurePrivateDir } from '../private-files';
+import { ensurePrivateDir, privateSocket } from '../private-files';
 import { Store } from '../store/store';
 import { enforceRetentionPaced } from '../store/retention';
 import { VERSION } from '../version';
@@ -220,10 +220,14 @@ export class Daemon {
     } finally {
       process.umask(oldMask);
     }
-    if (process.platform !== 'win32') fs.chmodSync(socket, 0o600);
-    server.on('error', (e) => this.log(`socket error: ${e.message}`));
+    // Ours from here on: whatever fails later in start() closes it, so a daemon that could not start never lingers
+    // with a listening socket and a closed store.
     this.server = server;
     this.socketPath = socket;
+    server.on('error', (e) => this.log(`socket error: ${e.message}`));
+    // Clients connect as soon as the socket is bound, before this line runs; one may already have moved or removed
+    // the path (the inode it names was bound under umask 0177, so it is 0600 already).
+    if (process.platform !== 'win32') privateSocket(socket, this.log);
   }
 
   /**
