@@ -147,14 +147,43 @@ export async function stopDaemon(db: string): Promise<void> {
 }
 
 /**
+ * The pids of every `cairn daemon --db <db>` process (Linux: /proc; elsewhere none are found): the owner, and any
+ * daemon a client spawned that lost the race for the store and is still retrying its lock.
+ */
+export function daemonProcesses(db: string): number[] {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const want = path.resolve(db);
+  const pids: number[] = [];
+  for (const e of entries) {
+    if (!/^[0-9]+$/.test(e) || Number(e) === process.pid) continue;
+    let argv: string[];
+    try {
+      argv = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const at = argv.indexOf('--db');
+    if (argv.includes('daemon') && at >= 0 && path.resolve(argv[at + 1] ?? '') === want) pids.push(Number(e));
+  }
+  return pids;
+}
+
+/**
  * Stop every daemon of `db` for good and remove `dir`. A client that found the owner's socket late may have
- * spawned a second daemon that is still retrying the store lock; killing the owner alone would hand it the store
- * (an orphan daemon writing into a folder being removed). So: stop the owner, then take the store lock ourselves
- * (stopping any daemon that got it first), and remove the folder while holding it.
+ * spawned a second daemon that is still retrying the store lock, creating the lock file at each try; killing the
+ * owner alone would hand it the store (a daemon serving files being removed). So: stop every daemon process of the
+ * store (found by its command line), then take the store lock ourselves (where the processes cannot be listed: stop
+ * any daemon that got it first), and remove the folder while holding it.
  */
 export async function stopDaemonAndRemove(db: string, dir: string): Promise<void> {
   for (let i = 0; ; i++) {
     await stopDaemon(db);
+    for (const pid of daemonProcesses(db)) await killAndWait(pid);
     if (!fs.existsSync(db + '.lock')) break;
     const held = holdExclusiveLock(db + '.lock', 1);
     if (held) {
