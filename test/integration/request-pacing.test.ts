@@ -10,7 +10,7 @@ import { Notifications, Requests } from '../../daemon/src/protocol/methods';
 import { ErrorCodes, deprecatedErrorCodes } from '../../daemon/src/protocol/errors';
 import type { DidChangeParams, ExportRecord, ProgressParams } from '../../daemon/src/protocol/types';
 import { CHUNK_FIRST_ITEMS } from '../../daemon/src/store/batch-chunks';
-import { rejectsWith, spawnDaemon, tempCore, type SpawnedDaemon } from '../helpers';
+import { rejectsWith, spawnDaemon, tempCore, until, type SpawnedDaemon } from '../helpers';
 
 const MEMORIES = 8000;
 
@@ -68,6 +68,8 @@ describe('long requests share the daemon', () => {
     assert.equal(imported.memories, MEMORIES);
     assert.deepEqual(order, ['get', 'import'], 'the small request was answered before the import finished');
     assert.ok(progressAfterProbe > 0, 'the import was still running (reporting chunks) after the small reply');
+    // The last report goes to every client; on this other connection it may come after the import's reply did.
+    await until('the import’s last progress report on the other connection', () => progress.at(-1)?.done === records.length);
     assert.equal(progress.at(-1)?.done, records.length);
     assert.equal((await small.call(Requests.status, {})).counts.memories, MEMORIES + 1);
   });
